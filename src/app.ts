@@ -1,0 +1,68 @@
+import { randomUUID } from 'node:crypto'
+import Fastify, { type FastifyInstance } from 'fastify'
+import { requireApiKey } from './auth/api-key-hook.ts'
+import type { Clock } from './clock.ts'
+import type { Config } from './config.ts'
+import { loggerOptions, OneLinePerRequest } from './logger.ts'
+import { adminRoutes } from './routes/admin.ts'
+import { registerErrorHandling } from './routes/errors.ts'
+import { v1Routes } from './routes/v1/index.ts'
+import { v2Routes } from './routes/v2/index.ts'
+import type { Store } from './store/port.ts'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    config: Config
+    store: Store
+    clock: Clock
+  }
+}
+
+export interface AppOptions {
+  config: Config
+  store: Store
+  clock: Clock
+  /** A pino destination for the logs (tests capture them); stdout when absent. */
+  logStream?: NodeJS.WritableStream
+}
+
+const REQUEST_ID = /^[\w.:-]{1,128}$/
+
+/**
+ * Builds the HTTP application in tiers: infrastructure (config, store, clock, logging, errors), then the
+ * route trees. The store's lifetime belongs to the caller.
+ */
+export async function buildApp({ config, store, clock, logStream }: AppOptions): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger: logStream ? { ...loggerOptions(config.logLevel), stream: logStream } : loggerOptions(config.logLevel),
+    // genReqId reads X-Request-Id itself, so that an unusable value is replaced rather than trusted.
+    requestIdHeader: false,
+    logController: new OneLinePerRequest(),
+    genReqId: (request) => {
+      const incoming = request.headers['x-request-id']
+      return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID()
+    },
+    // Fastify takes a hop count at run time; its types only list the other forms.
+    trustProxy: config.trustProxy as boolean | string[],
+    bodyLimit: 10 * 1024 * 1024,
+    ajv: { customOptions: { coerceTypes: 'array', allErrors: true, removeAdditional: false } },
+  })
+
+  app.decorate('config', config)
+  app.decorate('store', store)
+  app.decorate('clock', clock)
+  registerErrorHandling(app)
+
+  app.addHook('onSend', async (request, reply) => {
+    reply.header('x-request-id', request.id)
+  })
+
+  await app.register(async (api) => {
+    requireApiKey(api)
+    await api.register(v1Routes, { prefix: '/v1' })
+    await api.register(v2Routes, { prefix: '/v2' })
+  })
+  if (config.adminToken) await app.register(adminRoutes, { prefix: '/admin' })
+
+  return app
+}

@@ -1,0 +1,100 @@
+import { resolve } from 'node:path'
+
+/** The service's configuration, read once from the environment at start-up. The README lists every variable. */
+export interface Config {
+  port: number
+  host: string
+  dataDir: string
+  /** Selects the MongoDB store when set; the embedded SQLite store otherwise. */
+  mongodbUrl: string | null
+  /** The base of every absolute URL the service writes (`next`, `next_url`, `links`); else the request's own. */
+  publicUrl: string | null
+  /** Enables the `/admin` routes, which expect `Authorization: Bearer <token>`. */
+  adminToken: string | null
+  logLevel: LogLevel
+  /** Create the demo company on first start with an empty store. */
+  demo: boolean
+  /** Fastify's `trustProxy`: true, false, a hop count, or a list of trusted addresses. */
+  trustProxy: boolean | number | string[]
+}
+
+export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
+const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']
+
+/** A configuration variable has a value the service cannot use. The message names the variable. */
+export class ConfigError extends Error {
+  override name = 'ConfigError'
+}
+
+type Env = Record<string, string | undefined>
+
+/** Reads and validates the configuration; throws one ConfigError that names every bad variable. */
+export function loadConfig(env: Env = process.env): Config {
+  const problems: string[] = []
+  const read = <T>(name: string, fallback: T, parse: (raw: string) => T | string): T => {
+    const raw = env[name]
+    if (raw === undefined || raw.trim() === '') return fallback
+    const parsed = parse(raw.trim())
+    if (typeof parsed === 'string' && parsed.startsWith('!')) {
+      problems.push(`${name}=${JSON.stringify(raw)}: ${parsed.slice(1)}`)
+      return fallback
+    }
+    return parsed as T
+  }
+
+  const config: Config = {
+    port: read('PORT', 3000, parsePort),
+    host: read('HOST', '127.0.0.1', (raw) => raw),
+    dataDir: resolve(read('DATA_DIR', './data', (raw) => raw)),
+    mongodbUrl: read<string | null>('MONGODB_URL', null, parseMongoUrl),
+    publicUrl: read<string | null>('PUBLIC_URL', null, parsePublicUrl),
+    adminToken: read<string | null>('ADMIN_TOKEN', null, parseAdminToken),
+    logLevel: read<LogLevel>('LOG_LEVEL', 'info', (raw) =>
+      (LOG_LEVELS as readonly string[]).includes(raw) ? (raw as LogLevel) : `!expected one of ${LOG_LEVELS.join(', ')}`,
+    ),
+    demo: read('DEMO', true, parseSwitch),
+    trustProxy: read<boolean | number | string[]>('TRUST_PROXY', false, parseTrustProxy),
+  }
+  if (problems.length > 0) throw new ConfigError(`Invalid configuration:\n  ${problems.join('\n  ')}`)
+  return config
+}
+
+function parsePort(raw: string): number | string {
+  const port = Number(raw)
+  return /^\d+$/.test(raw) && port <= 65535 ? port : '!expected a port number from 0 to 65535'
+}
+
+function parseSwitch(raw: string): boolean | string {
+  const value = raw.toLowerCase()
+  if (['on', 'true', '1', 'yes'].includes(value)) return true
+  if (['off', 'false', '0', 'no'].includes(value)) return false
+  return '!expected on or off'
+}
+
+function parseMongoUrl(raw: string): string {
+  return /^mongodb(\+srv)?:\/\//.test(raw) ? raw : '!expected a mongodb:// or mongodb+srv:// connection string'
+}
+
+function parsePublicUrl(raw: string): string {
+  try {
+    const url = new URL(raw)
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') return '!expected an http or https URL'
+    if (url.search || url.hash) return '!expected a URL without query or fragment'
+    return url.href.replace(/\/+$/, '')
+  } catch {
+    return '!expected an absolute URL such as https://api.example.com'
+  }
+}
+
+function parseAdminToken(raw: string): string {
+  return raw.length >= 16 ? raw : '!expected at least 16 characters'
+}
+
+function parseTrustProxy(raw: string): boolean | number | string[] | string {
+  const asSwitch = parseSwitch(raw)
+  if (typeof asSwitch === 'boolean') return asSwitch
+  if (/^\d+$/.test(raw)) return Number(raw)
+  const addresses = raw.split(',').map((part) => part.trim())
+  if (addresses.every((address) => /^[0-9a-fA-F.:]+(\/\d{1,3})?$/.test(address))) return addresses
+  return '!expected on, off, a hop count, or a comma-separated list of addresses or CIDR ranges'
+}

@@ -1,0 +1,33 @@
+/** Checks of the value formats the interface accepts, shared by fixtures, imports and query parameters. */
+
+export function isCurrencyCode(value: unknown): value is string {
+  return typeof value === 'string' && /^[A-Z]{3}$/.test(value)
+}
+
+/** A real calendar date written YYYY-MM-DD. */
+export function isDateString(value: unknown): value is string {
+  if (typeof value !== 'string' || !/^\d{4}-\d{2}-\d{2}$/.test(value)) return false
+  const date = new Date(`${value}T00:00:00Z`)
+  return !Number.isNaN(date.getTime()) && date.toISOString().startsWith(value)
+}
+
+/** A month written YYYY-MM. */
+export function isMonthString(value: unknown): value is string {
+  return typeof value === 'string' && /^\d{4}-(0[1-9]|1[0-2])$/.test(value)
+}
+
+const ISO_DATE_TIME = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})?)?$/
+
+/**
+ * Reads an ISO 8601 date or date-time as an instant. A value without an offset is read as UTC (the
+ * documented rule), a bare date as its midnight UTC. Returns null for anything else.
+ */
+export function parseInstant(value: unknown): Date | null {
+  if (typeof value !== 'string' || !ISO_DATE_TIME.test(value)) return null
+  const hasOffset = /(Z|[+-]\d{2}:?\d{2})$/.test(value) && value.includes('T')
+  const text = value.includes('T') ? (hasOffset ? value : `${value}Z`) : `${value}T00:00:00Z`
+  const date = new Date(text)
+  if (Number.isNaN(date.getTime())) return null
+  // Reject impossible calendar dates that Date would roll over (2026-02-30).
+  return isDateString(value.slice(0, 10)) ? date : null
+}

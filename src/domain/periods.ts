@@ -1,0 +1,45 @@
+import type { QuotaFrequency } from '../store/model.ts'
+
+const PERIOD_FORMATS: Record<QuotaFrequency, RegExp> = {
+  monthly: /^\d{4}-(0[1-9]|1[0-2])$/,
+  quarterly: /^\d{4}-Q[1-4]$/,
+  semesterly: /^\d{4}-S[12]$/,
+  annually: /^\d{4}$/,
+}
+
+/** The period format of each frequency, as the documentation writes it. */
+export const PERIOD_FORMAT_NAMES: Record<QuotaFrequency, string> = {
+  monthly: 'YYYY-MM',
+  quarterly: 'YYYY-Qn',
+  semesterly: 'YYYY-Sn',
+  annually: 'YYYY',
+}
+
+/** True when `period` is written in the format of `frequency`. */
+export function isPeriodOf(frequency: QuotaFrequency, period: string): boolean {
+  return PERIOD_FORMATS[frequency].test(period)
+}
+
+/**
+ * The period of `frequency` that holds a calendar month, in a company whose fiscal year starts in
+ * `fiscalStartMonth` (1-12). Fiscal year N is the one that ends in calendar year N, unless it starts in January.
+ */
+export function periodOfMonth(frequency: QuotaFrequency, year: number, month: number, fiscalStartMonth = 1): string {
+  if (frequency === 'monthly') return `${year}-${String(month).padStart(2, '0')}`
+  const offset = (month - fiscalStartMonth + 12) % 12
+  const fiscalYear = fiscalStartMonth === 1 || month < fiscalStartMonth ? year : year + 1
+  if (frequency === 'quarterly') return `${fiscalYear}-Q${Math.floor(offset / 3) + 1}`
+  if (frequency === 'semesterly') return `${fiscalYear}-S${Math.floor(offset / 6) + 1}`
+  return String(fiscalYear)
+}
+
+/** A span of months, YYYY-MM to YYYY-MM inclusive; an open end runs forever. */
+export interface MonthRange {
+  start_month: string
+  end_month: string | null
+}
+
+/** True when two month ranges share at least one month. */
+export function monthRangesOverlap(a: MonthRange, b: MonthRange): boolean {
+  return (a.end_month === null || b.start_month <= a.end_month) && (b.end_month === null || a.start_month <= b.end_month)
+}

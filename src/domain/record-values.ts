@@ -1,0 +1,95 @@
+import type { DataTable, DataTableField, Money } from '../store/model.ts'
+import { isCurrencyCode, isDateString, parseInstant } from './formats.ts'
+
+/**
+ * Reads a data-table record in its v1 form (keys are the table's field API keys; an amount field `f` has
+ * `f_currency` beside it; a multi-valued field is one string with values separated by `;`) into stored
+ * values: amounts as `{value, currency}`, multi-valued fields as string arrays, date-times as ISO UTC.
+ */
+export interface ParsedRecord {
+  /** The id-field value, as text. */
+  externalId: string | null
+  values: Record<string, unknown>
+  /** `deleted: true` asks for the record to be removed. */
+  deleted: boolean
+  /** One line per problem, `field: what is wrong`. Empty when the record can be applied. */
+  problems: string[]
+}
+
+export function parseRecord(table: DataTable, input: Record<string, unknown>): ParsedRecord {
+  const fields = new Map(table.fields.map((field) => [field.api_key, field]))
+  const values: Record<string, unknown> = {}
+  const problems: string[] = []
+  let deleted = false
+
+  for (const [key, raw] of Object.entries(input)) {
+    if (key === 'deleted') {
+      if (typeof raw === 'boolean' || raw === 'true' || raw === 'false') deleted = raw === true || raw === 'true'
+      else problems.push('deleted: expected a boolean')
+      continue
+    }
+    const field = fields.get(key)
+    if (field) {
+      const parsed = parseValue(field, raw, input[`${key}_currency`])
+      if ('problem' in parsed) problems.push(`${key}: ${parsed.problem}`)
+      else values[key] = parsed.value
+      continue
+    }
+    const amountOf = key.endsWith('_currency') ? fields.get(key.slice(0, -'_currency'.length)) : undefined
+    if (amountOf?.type !== 'amount') problems.push(`${key}: unknown field`)
+  }
+
+  const rawId = input[table.id_field]
+  const externalId = typeof rawId === 'string' || typeof rawId === 'number' ? String(rawId).trim() : null
+  if (!externalId) problems.unshift(`${table.id_field}: the id field is required`)
+  return { externalId: externalId || null, values, deleted, problems }
+}
+
+type Parsed = { value: unknown } | { problem: string }
+
+function parseValue(field: DataTableField, raw: unknown, currency: unknown): Parsed {
+  if (raw === null || raw === undefined) return { value: null }
+  switch (field.type) {
+    case 'string':
+      return typeof raw === 'string' || typeof raw === 'number' ? { value: String(raw) } : { problem: 'expected a string' }
+    case 'number': {
+      const number = toNumber(raw)
+      return number === null ? { problem: `expected a number, got ${JSON.stringify(raw)}` } : { value: number }
+    }
+    case 'amount': {
+      const number = toNumber(raw)
+      if (number === null) return { problem: `expected a number, got ${JSON.stringify(raw)}` }
+      if (!isCurrencyCode(currency)) return { problem: `expected ${field.api_key}_currency, a currency code such as EUR` }
+      const amount: Money = { value: number, currency }
+      return { value: amount }
+    }
+    case 'date':
+      return isDateString(raw) ? { value: raw } : { problem: `expected a date YYYY-MM-DD, got ${JSON.stringify(raw)}` }
+    case 'datetime': {
+      const instant = parseInstant(raw)
+      return instant ? { value: instant.toISOString() } : { problem: `expected an ISO 8601 date-time, got ${JSON.stringify(raw)}` }
+    }
+    case 'boolean':
+      if (typeof raw === 'boolean') return { value: raw }
+      if (raw === 'true' || raw === 'false') return { value: raw === 'true' }
+      return { problem: `expected a boolean, got ${JSON.stringify(raw)}` }
+    case 'multi':
+      if (typeof raw === 'string') return { value: splitMulti(raw) }
+      if (Array.isArray(raw) && raw.every((item) => typeof item === 'string')) return { value: raw.map((item) => item.trim()) }
+      return { problem: 'expected values separated by ;' }
+  }
+}
+
+function toNumber(raw: unknown): number | null {
+  if (typeof raw === 'number') return Number.isFinite(raw) ? raw : null
+  if (typeof raw === 'string' && raw.trim() !== '' && Number.isFinite(Number(raw))) return Number(raw)
+  return null
+}
+
+/** "a; b;;c" → ["a", "b", "c"] */
+export function splitMulti(raw: string): string[] {
+  return raw
+    .split(';')
+    .map((part) => part.trim())
+    .filter((part) => part !== '')
+}

@@ -1,0 +1,41 @@
+/**
+ * The errors the domain raises. They know nothing of HTTP: `src/routes/errors.ts` maps each to its status
+ * and body, in one place.
+ */
+
+/** One problem with the input: which parameter (`resource`) and what is wrong with it. */
+export interface Issue {
+  resource: string
+  description: string
+  /** The error family, `ValidationError` unless said otherwise. */
+  error?: string
+}
+
+export class ValidationError extends Error {
+  override name = 'ValidationError'
+  readonly issues: Issue[]
+
+  constructor(issues: Issue[] | Issue) {
+    const list = Array.isArray(issues) ? issues : [issues]
+    super(list.map((issue) => `${issue.resource}: ${issue.description}`).join('; '))
+    this.issues = list
+  }
+}
+
+export class NotFoundError extends Error {
+  override name = 'NotFoundError'
+  readonly resource: string
+
+  constructor(resource: string, message = `${resource} not found`) {
+    super(message)
+    this.resource = resource
+  }
+}
+
+export class UnauthorizedError extends Error {
+  override name = 'UnauthorizedError'
+}
+
+export class ForbiddenError extends Error {
+  override name = 'ForbiddenError'
+}

@@ -1,0 +1,69 @@
+import { createHash, timingSafeEqual } from 'node:crypto'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Type } from 'typebox'
+import { CompanyInventorySchema, companyInventory, createCompanyKey } from '../admin/company-admin.ts'
+import { loadFixture } from '../fixtures/load-fixture.ts'
+import { NotFoundError, UnauthorizedError } from '../errors.ts'
+import { NotFoundBodySchema, ObjectIdSchema, UnauthorizedBodySchema, ValidationErrorBodySchema } from './schemas.ts'
+
+const digest = (text: string) => createHash('sha256').update(text).digest()
+
+const CompanyParamsSchema = Type.Object({ id: ObjectIdSchema })
+const CreatedCompanySchema = Type.Object({ company_id: Type.String(), api_key: Type.String() })
+const CreatedKeySchema = Type.Object({ api_key: Type.String() })
+const AdminErrors = { 400: ValidationErrorBodySchema, 401: UnauthorizedBodySchema, 404: NotFoundBodySchema }
+
+/**
+ * The administration surface, registered only when ADMIN_TOKEN is set: every route expects
+ * `Authorization: Bearer <ADMIN_TOKEN>`. Not part of the public interface.
+ */
+export const adminRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const expected = digest(`Bearer ${app.config.adminToken}`)
+  app.addHook('onRequest', async (request) => {
+    const presented = request.headers.authorization
+    // Compare digests so that the comparison takes the same time whatever the presented length.
+    if (!presented || !timingSafeEqual(digest(presented), expected)) {
+      throw new UnauthorizedError('Missing or invalid admin token: send Authorization: Bearer <ADMIN_TOKEN>')
+    }
+  })
+
+  app.post(
+    '/companies',
+    { schema: { summary: 'Create a company from a fixture document', body: Type.Unknown(), response: { 201: CreatedCompanySchema, ...AdminErrors } } },
+    async (request, reply) => {
+      const loaded = await loadFixture(app.store, app.clock, request.body)
+      return reply.code(201).send({ company_id: loaded.company_id, api_key: loaded.api_keys[0] })
+    },
+  )
+
+  app.get(
+    '/companies/:id',
+    { schema: { summary: 'The inventory of a company, sandbox included', params: CompanyParamsSchema, response: { 200: CompanyInventorySchema, ...AdminErrors } } },
+    async (request) => companyInventory(app.store, request.params.id.toLowerCase()),
+  )
+
+  app.delete(
+    '/companies/:id',
+    { schema: { summary: 'Delete a company and all its data', params: CompanyParamsSchema, response: { 204: Type.Null(), ...AdminErrors } } },
+    async (request, reply) => {
+      if (!(await app.store.companies.delete(request.params.id.toLowerCase()))) throw new NotFoundError('company')
+      return reply.code(204).send(null)
+    },
+  )
+
+  app.post(
+    '/companies/:id/api-keys',
+    {
+      schema: {
+        summary: 'Create an API key for a user of the company (its first active user by default)',
+        params: CompanyParamsSchema,
+        body: Type.Optional(Type.Object({ user: Type.Optional(Type.String()) }, { additionalProperties: false })),
+        response: { 201: CreatedKeySchema, ...AdminErrors },
+      },
+    },
+    async (request, reply) => {
+      const secret = await createCompanyKey(app.store, app.clock, request.params.id.toLowerCase(), request.body?.user)
+      return reply.code(201).send({ api_key: secret })
+    },
+  )
+}

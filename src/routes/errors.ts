@@ -1,0 +1,88 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { ForbiddenError, type Issue, NotFoundError, UnauthorizedError, ValidationError } from '../errors.ts'
+import type { ValidationErrorBody } from './schemas.ts'
+
+/** The 400 body of the specification, for a list of issues. */
+export function validationBody(issues: readonly Issue[]): ValidationErrorBody {
+  return {
+    count: issues.length,
+    errors: issues.map((issue) => ({
+      error: issue.error ?? 'ValidationError',
+      resource: issue.resource,
+      description: issue.description,
+    })),
+  }
+}
+
+interface SchemaIssue {
+  instancePath?: string
+  message?: string
+  params?: Record<string, unknown>
+}
+
+/** Which parameter a schema validation error is about: the first segment of its path, else the missing one. */
+function resourceOf(issue: SchemaIssue, context: string | undefined): string {
+  const segment = issue.instancePath?.split('/').find((part) => part !== '')
+  if (segment) return decodeURIComponent(segment.replaceAll('~1', '/').replaceAll('~0', '~'))
+  const missing = issue.params?.missingProperty ?? issue.params?.additionalProperty
+  if (typeof missing === 'string') return missing
+  return context === 'querystring' ? 'query' : (context ?? 'request')
+}
+
+function describe(issue: SchemaIssue): string {
+  const additional = issue.params?.additionalProperty
+  if (typeof additional === 'string') return `unknown parameter ${additional}`
+  const allowed = issue.params?.allowedValues
+  if (Array.isArray(allowed)) return `${issue.message ?? 'invalid value'}: ${allowed.join(', ')}`
+  return issue.message ?? 'invalid value'
+}
+
+function schemaIssues(error: FastifyError): Issue[] {
+  const context = error.validationContext
+  return (error.validation ?? []).map((issue) => ({
+    resource: resourceOf(issue as SchemaIssue, context),
+    description: describe(issue as SchemaIssue),
+  }))
+}
+
+/** Issues for the framework's own 4xx errors (bad JSON, wrong content type, body too large...). */
+function frameworkIssues(error: FastifyError): Issue[] {
+  switch (error.code) {
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return [{ resource: 'Content-Type', description: 'unsupported content type: send application/json' }]
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return [{ resource: 'body', description: 'request body is too large' }]
+    default:
+      return [{ resource: 'body', description: error.message }]
+  }
+}
+
+/**
+ * The one place where errors become HTTP responses, with the specification's bodies. A 5xx never carries
+ * the internal message or a stack: it is logged with the request id and answered with a stable body.
+ */
+export function registerErrorHandling(app: FastifyInstance): void {
+  app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+    if (error instanceof ValidationError) return reply.code(400).send(validationBody(error.issues))
+    if (error instanceof NotFoundError) {
+      return reply.code(404).send({ message: error.message, resource: error.resource, type: 'NotFoundError' })
+    }
+    if (error instanceof UnauthorizedError) return reply.code(401).send({ message: error.message, type: 'UnauthorizedError' })
+    if (error instanceof ForbiddenError) {
+      return reply.code(403).send({ message: error.message, type: 'ForbiddenError', error: 'ForbiddenError' })
+    }
+    if (error.validation) return reply.code(400).send(validationBody(schemaIssues(error)))
+    const status = error.statusCode ?? 500
+    if (status === 429) return reply.code(429).send({ message: error.message, type: 'TooManyRequestsError' })
+    if (status >= 400 && status < 500) {
+      // 413 stays 413 (the size limit is the cause); other client errors of the framework are 400s.
+      return reply.code(status === 413 ? 413 : 400).send(validationBody(frameworkIssues(error)))
+    }
+    request.log.error({ err: error }, 'request failed')
+    return reply.code(500).send({ message: 'Internal server error', type: 'InternalServerError' })
+  })
+
+  app.setNotFoundHandler((request, reply) => {
+    reply.code(404).send({ message: `No route ${request.method} ${request.url.split('?')[0]}`, resource: 'route', type: 'NotFoundError' })
+  })
+}

@@ -1,0 +1,46 @@
+import { type Static, Type } from 'typebox'
+
+/** Shapes shared by several routes. Route-specific schemas live beside their routes. */
+
+export const ObjectIdSchema = Type.String({ pattern: '^[0-9a-fA-F]{24}$', description: 'ObjectId string' })
+
+export const AmountSchema = Type.Object({ value: Type.Number(), currency: Type.String() })
+export type Amount = Static<typeof AmountSchema>
+
+export const UserReferenceSchema = Type.Object({ id: Type.String(), email: Type.Union([Type.String(), Type.Null()]) })
+
+export const PageMetaSchema = Type.Object({
+  next_start_id: Type.Union([Type.String(), Type.Null()]),
+  has_more: Type.Boolean(),
+  next_url: Type.Union([Type.String(), Type.Null()]),
+})
+
+export const ValidationErrorBodySchema = Type.Object({
+  count: Type.Integer(),
+  errors: Type.Array(Type.Object({ error: Type.String(), resource: Type.String(), description: Type.String() })),
+})
+export type ValidationErrorBody = Static<typeof ValidationErrorBodySchema>
+
+export const UnauthorizedBodySchema = Type.Object({ message: Type.String(), type: Type.Literal('UnauthorizedError') })
+
+export const ForbiddenBodySchema = Type.Object({
+  message: Type.String(),
+  type: Type.Literal('ForbiddenError'),
+  error: Type.Literal('ForbiddenError'),
+})
+
+export const NotFoundBodySchema = Type.Object({
+  message: Type.String(),
+  resource: Type.String(),
+  type: Type.Literal('NotFoundError'),
+})
+
+export const ServerErrorBodySchema = Type.Object({ message: Type.String(), type: Type.String() })
+
+/** The error responses every authenticated route may give. */
+export const AuthenticatedErrorResponses = {
+  400: ValidationErrorBodySchema,
+  401: UnauthorizedBodySchema,
+  403: ForbiddenBodySchema,
+  404: NotFoundBodySchema,
+}

@@ -1,0 +1,71 @@
+import { mkdirSync } from 'node:fs'
+import type { FastifyInstance } from 'fastify'
+import { buildApp } from './app.ts'
+import { type Clock, systemClock } from './clock.ts'
+import type { Config } from './config.ts'
+import { type DemoOutcome, ensureDemoCompany } from './fixtures/demo-company.ts'
+import { openStore } from './store/open-store.ts'
+import type { Store } from './store/port.ts'
+
+export interface RunningServer {
+  app: FastifyInstance
+  store: Store
+  /** The address it listens on, e.g. http://127.0.0.1:3000. */
+  url: string
+  /** Stops accepting connections, lets requests in flight finish, then closes the store. */
+  close(): Promise<void>
+}
+
+export interface ServerOptions {
+  clock?: Clock
+  logStream?: NodeJS.WritableStream
+  /** Where the start-up banner (demo key, curl line) is written. */
+  out?: NodeJS.WritableStream
+}
+
+/** Opens the store, creates the demo company on a first start, and serves HTTP. */
+export async function startServer(config: Config, options: ServerOptions = {}): Promise<RunningServer> {
+  const clock = options.clock ?? systemClock
+  const out = options.out ?? process.stdout
+  mkdirSync(config.dataDir, { recursive: true })
+  const store = await openStore(config)
+  try {
+    const demo = config.demo ? await ensureDemoCompany(store, clock, config.dataDir) : null
+    const app = await buildApp({ config, store, clock, logStream: options.logStream })
+    await app.listen({ port: config.port, host: config.host })
+    const address = app.server.address()
+    const port = typeof address === 'object' && address ? address.port : config.port
+    const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host
+    const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`
+    out.write(banner(url, config.publicUrl ?? url, demo))
+    return {
+      app,
+      store,
+      url,
+      async close() {
+        await app.close()
+        await store.close()
+      },
+    }
+  } catch (error) {
+    await store.close()
+    throw error
+  }
+}
+
+function banner(url: string, publicUrl: string, demo: DemoOutcome | null): string {
+  const lines = [`commission-api listening on ${url}`]
+  if (demo?.kind === 'created') {
+    lines.push(
+      '',
+      `Demo company created. Its API key (shown once; also written to ${demo.keyFile}):`,
+      `  ${demo.apiKey}`,
+      'Try it:',
+      `  curl -H "X-API-Key: ${demo.apiKey}" ${publicUrl}/v2/data-structures`,
+    )
+  } else if (demo?.keyFile) {
+    lines.push(`The demo company exists already; its API key is in ${demo.keyFile}`)
+    lines.push(`  curl -H "X-API-Key: $(cat ${demo.keyFile})" ${publicUrl}/v2/data-structures`)
+  }
+  return `${lines.join('\n')}\n`
+}

@@ -1,0 +1,18 @@
+import { join } from 'node:path'
+import type { Config } from '../config.ts'
+import { ConfigError } from '../config.ts'
+import type { Store } from './port.ts'
+import { openSqliteStore } from './sqlite/sqlite-store.ts'
+
+/** The SQLite file of the embedded store under DATA_DIR. */
+export function sqliteFile(config: Pick<Config, 'dataDir'>): string {
+  return join(config.dataDir, 'commission-api.sqlite')
+}
+
+/** Opens the store the configuration selects: MongoDB when MONGODB_URL is set, the embedded SQLite file otherwise. */
+export async function openStore(config: Pick<Config, 'dataDir' | 'mongodbUrl'>): Promise<Store> {
+  if (config.mongodbUrl) {
+    throw new ConfigError('MONGODB_URL is set, but this build has no MongoDB adapter yet: unset it to use the embedded store.')
+  }
+  return openSqliteStore(sqliteFile(config))
+}

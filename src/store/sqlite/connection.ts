@@ -1,0 +1,143 @@
+import { mkdirSync } from 'node:fs'
+import { dirname } from 'node:path'
+import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite'
+import { MIGRATIONS } from './migrations.ts'
+
+/** Runs async work one at a time, in call order. */
+class Mutex {
+  #tail: Promise<unknown> = Promise.resolve()
+
+  run<T>(work: () => Promise<T>): Promise<T> {
+    const result = this.#tail.then(work)
+    this.#tail = result.catch(() => undefined)
+    return result
+  }
+}
+
+/** One opened SQLite database with its prepared-statement cache. */
+class Handle {
+  readonly db: DatabaseSync
+  readonly #prepared = new Map<string, StatementSync>()
+
+  constructor(path: string) {
+    this.db = new DatabaseSync(path)
+    // Several processes (the server, the CLI, a second worker) may share the file: wait for a lock, don't fail.
+    this.db.exec('PRAGMA busy_timeout = 10000')
+    this.db.exec('PRAGMA journal_mode = WAL')
+    // With WAL, NORMAL loses no committed transaction on a process crash; FULL also survives power loss.
+    this.db.exec('PRAGMA synchronous = FULL')
+    this.db.exec('PRAGMA foreign_keys = ON')
+  }
+
+  prepare(sql: string): StatementSync {
+    let statement = this.#prepared.get(sql)
+    if (!statement) {
+      statement = this.db.prepare(sql)
+      this.#prepared.set(sql, statement)
+    }
+    return statement
+  }
+}
+
+export type Params = SQLInputValue[]
+export type Row = Record<string, SQLInputValue>
+
+/** What a repository sees: run a query, or run writes atomically. */
+export interface Sql {
+  all(sql: string, ...params: Params): Row[]
+  get(sql: string, ...params: Params): Row | undefined
+  /** Runs `work` on the writer, atomically: inside a transaction it joins it, outside it is one. */
+  write<T>(work: (db: SqlWriter) => T): Promise<T>
+}
+
+export interface SqlWriter {
+  run(sql: string, ...params: Params): { changes: number | bigint }
+  all(sql: string, ...params: Params): Row[]
+}
+
+/**
+ * A SQLite database opened twice: a reader that sees only committed data, and one writer that every write
+ * and transaction goes through, one at a time. An in-memory database has one connection for both.
+ */
+export class SqliteConnection {
+  readonly #writer: Handle
+  readonly #reader: Handle
+  readonly #writes = new Mutex()
+  #closed = false
+
+  constructor(path: string) {
+    if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true })
+    this.#writer = new Handle(path)
+    migrate(this.#writer.db)
+    this.#reader = path === ':memory:' ? this.#writer : new Handle(path)
+  }
+
+  /** The Sql seen outside a transaction. */
+  readonly sql: Sql = {
+    all: (sql, ...params) => this.#reader.prepare(sql).all(...params) as Row[],
+    get: (sql, ...params) => this.#reader.prepare(sql).get(...params) as Row | undefined,
+    write: (work) => this.#writes.run(async () => this.#atomically(work)),
+  }
+
+  /** Runs `work` with an Sql whose reads and writes all belong to one transaction on the writer. */
+  async transaction<T>(work: (sql: Sql) => Promise<T>): Promise<T> {
+    return this.#writes.run(async () => {
+      const writer = this.#writer
+      const inside: Sql = {
+        all: (sql, ...params) => writer.prepare(sql).all(...params) as Row[],
+        get: (sql, ...params) => writer.prepare(sql).get(...params) as Row | undefined,
+        write: async (step) => step(this.#writerApi()),
+      }
+      writer.db.exec('BEGIN IMMEDIATE')
+      try {
+        const result = await work(inside)
+        writer.db.exec('COMMIT')
+        return result
+      } catch (error) {
+        if (writer.db.isTransaction) writer.db.exec('ROLLBACK')
+        throw error
+      }
+    })
+  }
+
+  close(): void {
+    if (this.#closed) return
+    this.#closed = true
+    if (this.#reader !== this.#writer) this.#reader.db.close()
+    this.#writer.db.close()
+  }
+
+  #writerApi(): SqlWriter {
+    const writer = this.#writer
+    return {
+      run: (sql, ...params) => writer.prepare(sql).run(...params),
+      all: (sql, ...params) => writer.prepare(sql).all(...params) as Row[],
+    }
+  }
+
+  #atomically<T>(work: (db: SqlWriter) => T): T {
+    const db = this.#writer.db
+    db.exec('BEGIN IMMEDIATE')
+    try {
+      const result = work(this.#writerApi())
+      db.exec('COMMIT')
+      return result
+    } catch (error) {
+      if (db.isTransaction) db.exec('ROLLBACK')
+      throw error
+    }
+  }
+}
+
+function migrate(db: DatabaseSync): void {
+  db.exec('BEGIN IMMEDIATE')
+  try {
+    const { user_version: version } = db.prepare('PRAGMA user_version').get() as { user_version: number }
+    for (let index = version; index < MIGRATIONS.length; index++) db.exec(MIGRATIONS[index])
+    if (version < MIGRATIONS.length) db.exec(`PRAGMA user_version = ${MIGRATIONS.length}`)
+    db.exec('COMMIT')
+  } catch (error) {
+    db.exec('ROLLBACK')
+    throw error
+  }
+}

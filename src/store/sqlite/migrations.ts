@@ -1,0 +1,102 @@
+/**
+ * The SQLite schema, as an ordered list of migrations; `PRAGMA user_version` records how many ran.
+ * Append a migration to change the schema; never edit one that has shipped.
+ *
+ * Each table keeps the whole record as JSON in `doc`, plus the columns its queries filter and order on.
+ * Row tables read by id-ordered pages are WITHOUT ROWID with (company, scope, id) as primary key, so a page
+ * is one seek and a sequential read of the rows it returns.
+ */
+export const MIGRATIONS: readonly string[] = [
+  `
+  CREATE TABLE companies (id TEXT PRIMARY KEY, doc TEXT NOT NULL) WITHOUT ROWID;
+
+  CREATE TABLE api_keys (
+    id TEXT PRIMARY KEY, company_id TEXT NOT NULL, hash TEXT NOT NULL UNIQUE, doc TEXT NOT NULL
+  ) WITHOUT ROWID;
+  CREATE INDEX api_keys_company ON api_keys (company_id, id);
+
+  CREATE TABLE users (
+    company_id TEXT NOT NULL, id TEXT NOT NULL, email_lower TEXT NOT NULL, doc TEXT NOT NULL,
+    PRIMARY KEY (company_id, id)
+  ) WITHOUT ROWID;
+  CREATE UNIQUE INDEX users_email ON users (company_id, email_lower);
+
+  CREATE TABLE user_attributes (
+    company_id TEXT NOT NULL, id TEXT NOT NULL, api_key TEXT NOT NULL, doc TEXT NOT NULL,
+    PRIMARY KEY (company_id, id)
+  ) WITHOUT ROWID;
+  CREATE UNIQUE INDEX user_attributes_key ON user_attributes (company_id, api_key);
+
+  CREATE TABLE manager_attributions (
+    company_id TEXT NOT NULL, id TEXT NOT NULL, user_id TEXT NOT NULL, doc TEXT NOT NULL,
+    PRIMARY KEY (company_id, id)
+  ) WITHOUT ROWID;
+  CREATE INDEX manager_attributions_user ON manager_attributions (company_id, user_id);
+
+  CREATE TABLE group_attributions (
+    company_id TEXT NOT NULL, id TEXT NOT NULL, user_id TEXT NOT NULL, doc TEXT NOT NULL,
+    PRIMARY KEY (company_id, id)
+  ) WITHOUT ROWID;
+  CREATE INDEX group_attributions_user ON group_attributions (company_id, user_id);
+
+  CREATE TABLE custom_metrics (
+    company_id TEXT NOT NULL, id TEXT NOT NULL, api_key TEXT NOT NULL, doc TEXT NOT NULL,
+    PRIMARY KEY (company_id, id)
+  ) WITHOUT ROWID;
+  CREATE UNIQUE INDEX custom_metrics_key ON custom_metrics (company_id, api_key);
+
+  CREATE TABLE data_tables (
+    company_id TEXT NOT NULL, id TEXT NOT NULL, environment TEXT NOT NULL, key TEXT NOT NULL,
+    doc TEXT NOT NULL, PRIMARY KEY (company_id, id)
+  ) WITHOUT ROWID;
+  CREATE UNIQUE INDEX data_tables_key ON data_tables (company_id, environment, key);
+
+  CREATE TABLE data_table_records (
+    company_id TEXT NOT NULL, table_id TEXT NOT NULL, id TEXT NOT NULL, external_id TEXT NOT NULL,
+    doc TEXT NOT NULL, PRIMARY KEY (company_id, table_id, id)
+  ) WITHOUT ROWID;
+  CREATE UNIQUE INDEX data_table_records_external ON data_table_records (company_id, table_id, external_id);
+
+  CREATE TABLE reporting_structures (
+    company_id TEXT NOT NULL, id TEXT NOT NULL, doc TEXT NOT NULL, PRIMARY KEY (company_id, id)
+  ) WITHOUT ROWID;
+
+  CREATE TABLE statements (
+    company_id TEXT NOT NULL, environment TEXT NOT NULL, id TEXT NOT NULL, modified_at TEXT NOT NULL,
+    doc TEXT NOT NULL, PRIMARY KEY (company_id, environment, id)
+  ) WITHOUT ROWID;
+
+  CREATE TABLE commission_lines (
+    company_id TEXT NOT NULL, table_id TEXT NOT NULL, id TEXT NOT NULL, modified_at TEXT NOT NULL,
+    doc TEXT NOT NULL, PRIMARY KEY (company_id, table_id, id)
+  ) WITHOUT ROWID;
+
+  CREATE TABLE quotas (
+    company_id TEXT NOT NULL, id TEXT NOT NULL, doc TEXT NOT NULL, PRIMARY KEY (company_id, id)
+  ) WITHOUT ROWID;
+
+  CREATE TABLE quota_values (
+    company_id TEXT NOT NULL, quota_id TEXT NOT NULL, id TEXT NOT NULL, user_id TEXT NOT NULL,
+    period TEXT NOT NULL, modified_at TEXT NOT NULL, doc TEXT NOT NULL,
+    PRIMARY KEY (company_id, quota_id, id)
+  ) WITHOUT ROWID;
+  CREATE UNIQUE INDEX quota_values_cell ON quota_values (company_id, quota_id, user_id, period);
+  `,
+]
+
+/** Every table that holds company data, for deleting a company. */
+export const COMPANY_TABLES: readonly string[] = [
+  'api_keys',
+  'users',
+  'user_attributes',
+  'manager_attributions',
+  'group_attributions',
+  'custom_metrics',
+  'data_tables',
+  'data_table_records',
+  'reporting_structures',
+  'statements',
+  'commission_lines',
+  'quotas',
+  'quota_values',
+]

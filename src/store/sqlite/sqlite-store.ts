@@ -1,0 +1,457 @@
+import type {
+  ApiKey,
+  CommissionLine,
+  Company,
+  CustomMetric,
+  DataTable,
+  DataTableRecord,
+  GroupAttribution,
+  ManagerAttribution,
+  Quota,
+  QuotaValue,
+  ReportingStructure,
+  Statement,
+  User,
+  UserAttributeDefinition,
+} from '../model.ts'
+import { type RowWindow, type Store, StoreConflictError } from '../port.ts'
+import { type Params, type Row, type Sql, SqliteConnection, type SqlWriter } from './connection.ts'
+import { COMPANY_TABLES } from './migrations.ts'
+
+/** Opens (and migrates) the SQLite store at `path`, a file or `:memory:`. */
+export function openSqliteStore(path: string): Store {
+  const connection = new SqliteConnection(path)
+  return sqliteStore(connection, connection.sql)
+}
+
+function parse<T>(row: Row | undefined): T | null {
+  return row ? (JSON.parse(row.doc as string) as T) : null
+}
+
+function parseAll<T>(rows: Row[]): T[] {
+  return rows.map((row) => JSON.parse(row.doc as string) as T)
+}
+
+function countOf(row: Row | undefined): number {
+  return Number(row?.n ?? 0)
+}
+
+/** Runs writes, turning a broken uniqueness rule into the port's StoreConflictError. */
+async function write<T>(sql: Sql, work: (db: SqlWriter) => T): Promise<T> {
+  try {
+    return await sql.write(work)
+  } catch (error) {
+    if (error instanceof Error && /UNIQUE constraint failed/.test(error.message)) {
+      throw new StoreConflictError(error.message)
+    }
+    throw error
+  }
+}
+
+function inClause(values: readonly unknown[]): string {
+  return values.map(() => '?').join(', ')
+}
+
+/** The WHERE conditions and ORDER/LIMIT of an id-ordered page. */
+function pageClause(window: RowWindow): { sql: string; params: Params } {
+  const conditions: string[] = []
+  const params: Params = []
+  if (window.afterId !== undefined) {
+    conditions.push('id > ?')
+    params.push(window.afterId)
+  }
+  if (window.modifiedAfter) {
+    conditions.push(`modified_at ${window.modifiedAfter.inclusive ? '>=' : '>'} ?`)
+    params.push(window.modifiedAfter.at)
+  }
+  if (window.modifiedBefore) {
+    conditions.push(`modified_at ${window.modifiedBefore.inclusive ? '<=' : '<'} ?`)
+    params.push(window.modifiedBefore.at)
+  }
+  const where = conditions.map((condition) => ` AND ${condition}`).join('')
+  params.push(window.limit)
+  return { sql: `${where} ORDER BY id LIMIT ?`, params }
+}
+
+function sqliteStore(connection: SqliteConnection, sql: Sql): Store {
+  const store: Store = {
+    companies: {
+      async insert(company: Company) {
+        await write(sql, (db) => db.run('INSERT INTO companies (id, doc) VALUES (?, ?)', company.id, JSON.stringify(company)))
+      },
+      async get(id) {
+        return parse<Company>(sql.get('SELECT doc FROM companies WHERE id = ?', id))
+      },
+      async list() {
+        return parseAll<Company>(sql.all('SELECT doc FROM companies ORDER BY id'))
+      },
+      async delete(id) {
+        return write(sql, (db) => {
+          for (const table of COMPANY_TABLES) db.run(`DELETE FROM ${table} WHERE company_id = ?`, id)
+          return Number(db.run('DELETE FROM companies WHERE id = ?', id).changes) > 0
+        })
+      },
+    },
+
+    apiKeys: {
+      async insert(key: ApiKey) {
+        await write(sql, (db) =>
+          db.run(
+            'INSERT INTO api_keys (id, company_id, hash, doc) VALUES (?, ?, ?, ?)',
+            key.id,
+            key.company_id,
+            key.hash,
+            JSON.stringify(key),
+          ),
+        )
+      },
+      async findByHash(hash) {
+        return parse<ApiKey>(sql.get('SELECT doc FROM api_keys WHERE hash = ?', hash))
+      },
+      async list(companyId) {
+        return parseAll<ApiKey>(sql.all('SELECT doc FROM api_keys WHERE company_id = ? ORDER BY id', companyId))
+      },
+    },
+
+    users: {
+      async save(companyId, users: User[]) {
+        await write(sql, (db) => {
+          for (const user of users) {
+            db.run(
+              `INSERT INTO users (company_id, id, email_lower, doc) VALUES (?, ?, ?, ?)
+               ON CONFLICT (company_id, id) DO UPDATE SET email_lower = excluded.email_lower, doc = excluded.doc`,
+              companyId,
+              user.id,
+              user.email.toLowerCase(),
+              JSON.stringify({ ...user, company_id: companyId }),
+            )
+          }
+        })
+      },
+      async get(companyId, id) {
+        return parse<User>(sql.get('SELECT doc FROM users WHERE company_id = ? AND id = ?', companyId, id))
+      },
+      async getMany(companyId, ids) {
+        const found = new Map<string, User>()
+        if (ids.length === 0) return found
+        const unique = [...new Set(ids)]
+        const rows = sql.all(`SELECT doc FROM users WHERE company_id = ? AND id IN (${inClause(unique)})`, companyId, ...unique)
+        for (const user of parseAll<User>(rows)) found.set(user.id, user)
+        return found
+      },
+      async findByEmails(companyId, emails) {
+        const found = new Map<string, User>()
+        if (emails.length === 0) return found
+        const lower = [...new Set(emails.map((email) => email.toLowerCase()))]
+        const rows = sql.all(
+          `SELECT doc FROM users WHERE company_id = ? AND email_lower IN (${inClause(lower)})`,
+          companyId,
+          ...lower,
+        )
+        for (const user of parseAll<User>(rows)) found.set(user.email.toLowerCase(), user)
+        return found
+      },
+      async list(companyId, { offset, limit }) {
+        const rows = sql.all('SELECT doc FROM users WHERE company_id = ? ORDER BY id LIMIT ? OFFSET ?', companyId, limit, offset)
+        return parseAll<User>(rows)
+      },
+      async count(companyId) {
+        return countOf(sql.get('SELECT count(*) AS n FROM users WHERE company_id = ?', companyId))
+      },
+    },
+
+    userAttributes: {
+      async insert(definition: UserAttributeDefinition) {
+        await write(sql, (db) =>
+          db.run(
+            'INSERT INTO user_attributes (company_id, id, api_key, doc) VALUES (?, ?, ?, ?)',
+            definition.company_id,
+            definition.id,
+            definition.api_key,
+            JSON.stringify(definition),
+          ),
+        )
+      },
+      async list(companyId) {
+        return parseAll(sql.all('SELECT doc FROM user_attributes WHERE company_id = ? ORDER BY id', companyId))
+      },
+    },
+
+    attributions: {
+      async replaceManagers(companyId, userIds, attributions: ManagerAttribution[]) {
+        await replaceAttributions(sql, 'manager_attributions', companyId, userIds, attributions)
+      },
+      async listManagers(companyId) {
+        return parseAll(sql.all('SELECT doc FROM manager_attributions WHERE company_id = ? ORDER BY id', companyId))
+      },
+      async replaceGroups(companyId, userIds, attributions: GroupAttribution[]) {
+        await replaceAttributions(sql, 'group_attributions', companyId, userIds, attributions)
+      },
+      async listGroups(companyId) {
+        return parseAll(sql.all('SELECT doc FROM group_attributions WHERE company_id = ? ORDER BY id', companyId))
+      },
+    },
+
+    metrics: {
+      async insert(metric: CustomMetric) {
+        await write(sql, (db) =>
+          db.run(
+            'INSERT INTO custom_metrics (company_id, id, api_key, doc) VALUES (?, ?, ?, ?)',
+            metric.company_id,
+            metric.id,
+            metric.api_key,
+            JSON.stringify(metric),
+          ),
+        )
+      },
+      async list(companyId) {
+        return parseAll(sql.all('SELECT doc FROM custom_metrics WHERE company_id = ? ORDER BY id', companyId))
+      },
+    },
+
+    dataTables: {
+      async insert(table: DataTable) {
+        await write(sql, (db) =>
+          db.run(
+            'INSERT INTO data_tables (company_id, id, environment, key, doc) VALUES (?, ?, ?, ?, ?)',
+            table.company_id,
+            table.id,
+            table.environment,
+            table.key,
+            JSON.stringify(table),
+          ),
+        )
+      },
+      async get(companyId, id) {
+        return parse<DataTable>(sql.get('SELECT doc FROM data_tables WHERE company_id = ? AND id = ?', companyId, id))
+      },
+      async getByKey(companyId, environment, key) {
+        return parse<DataTable>(
+          sql.get('SELECT doc FROM data_tables WHERE company_id = ? AND environment = ? AND key = ?', companyId, environment, key),
+        )
+      },
+      async list(companyId) {
+        return parseAll(sql.all('SELECT doc FROM data_tables WHERE company_id = ? ORDER BY id', companyId))
+      },
+    },
+
+    records: {
+      async upsert(companyId, records: DataTableRecord[]) {
+        await write(sql, (db) => {
+          for (const record of records) {
+            const stored = db.all(
+              'SELECT doc FROM data_table_records WHERE company_id = ? AND table_id = ? AND external_id = ?',
+              companyId,
+              record.table_id,
+              record.external_id,
+            )[0]
+            const previous = parse<DataTableRecord>(stored)
+            const next = previous ? { ...record, id: previous.id, created_at: previous.created_at } : record
+            db.run(
+              `INSERT INTO data_table_records (company_id, table_id, id, external_id, doc) VALUES (?, ?, ?, ?, ?)
+               ON CONFLICT (company_id, table_id, id) DO UPDATE SET doc = excluded.doc`,
+              companyId,
+              next.table_id,
+              next.id,
+              next.external_id,
+              JSON.stringify({ ...next, company_id: companyId }),
+            )
+          }
+        })
+      },
+      async list(companyId, tableId, { offset, limit }) {
+        const rows = sql.all(
+          'SELECT doc FROM data_table_records WHERE company_id = ? AND table_id = ? ORDER BY id LIMIT ? OFFSET ?',
+          companyId,
+          tableId,
+          limit,
+          offset,
+        )
+        return parseAll<DataTableRecord>(rows)
+      },
+      async count(companyId, tableId) {
+        return countOf(
+          sql.get('SELECT count(*) AS n FROM data_table_records WHERE company_id = ? AND table_id = ?', companyId, tableId),
+        )
+      },
+    },
+
+    structures: {
+      async insert(structure: ReportingStructure) {
+        await write(sql, (db) =>
+          db.run(
+            'INSERT INTO reporting_structures (company_id, id, doc) VALUES (?, ?, ?)',
+            structure.company_id,
+            structure.id,
+            JSON.stringify(structure),
+          ),
+        )
+      },
+      async get(companyId, id) {
+        return parse<ReportingStructure>(
+          sql.get('SELECT doc FROM reporting_structures WHERE company_id = ? AND id = ?', companyId, id),
+        )
+      },
+      async list(companyId) {
+        return parseAll(sql.all('SELECT doc FROM reporting_structures WHERE company_id = ? ORDER BY id', companyId))
+      },
+    },
+
+    statements: {
+      async insertMany(statements: Statement[]) {
+        await write(sql, (db) => {
+          for (const statement of statements) {
+            db.run(
+              'INSERT INTO statements (company_id, environment, id, modified_at, doc) VALUES (?, ?, ?, ?, ?)',
+              statement.company_id,
+              statement.environment,
+              statement.id,
+              statement.modified_at,
+              JSON.stringify(statement),
+            )
+          }
+        })
+      },
+      async page(companyId, environment, window) {
+        const clause = pageClause(window)
+        const rows = sql.all(
+          `SELECT doc FROM statements WHERE company_id = ? AND environment = ?${clause.sql}`,
+          companyId,
+          environment,
+          ...clause.params,
+        )
+        return parseAll<Statement>(rows)
+      },
+      async count(companyId, environment) {
+        return countOf(
+          sql.get('SELECT count(*) AS n FROM statements WHERE company_id = ? AND environment = ?', companyId, environment),
+        )
+      },
+    },
+
+    commissionLines: {
+      async insertMany(lines: CommissionLine[]) {
+        await write(sql, (db) => {
+          for (const line of lines) {
+            db.run(
+              'INSERT INTO commission_lines (company_id, table_id, id, modified_at, doc) VALUES (?, ?, ?, ?, ?)',
+              line.company_id,
+              line.table_id,
+              line.id,
+              line.modified_at,
+              JSON.stringify(line),
+            )
+          }
+        })
+      },
+      async page(companyId, tableId, window) {
+        const clause = pageClause(window)
+        const rows = sql.all(
+          `SELECT doc FROM commission_lines WHERE company_id = ? AND table_id = ?${clause.sql}`,
+          companyId,
+          tableId,
+          ...clause.params,
+        )
+        return parseAll<CommissionLine>(rows)
+      },
+      async count(companyId, tableId) {
+        return countOf(
+          sql.get('SELECT count(*) AS n FROM commission_lines WHERE company_id = ? AND table_id = ?', companyId, tableId),
+        )
+      },
+    },
+
+    quotas: {
+      async insert(quota: Quota) {
+        await write(sql, (db) =>
+          db.run('INSERT INTO quotas (company_id, id, doc) VALUES (?, ?, ?)', quota.company_id, quota.id, JSON.stringify(quota)),
+        )
+      },
+      async get(companyId, id) {
+        return parse<Quota>(sql.get('SELECT doc FROM quotas WHERE company_id = ? AND id = ?', companyId, id))
+      },
+      async list(companyId) {
+        return parseAll(sql.all('SELECT doc FROM quotas WHERE company_id = ? ORDER BY id', companyId))
+      },
+      async setType(companyId, id, type, modifiedAt) {
+        return write(sql, (db) => {
+          const quota = parse<Quota>(db.all('SELECT doc FROM quotas WHERE company_id = ? AND id = ?', companyId, id)[0])
+          if (!quota) return false
+          const changed: Quota = { ...quota, type, modified_at: modifiedAt }
+          db.run('UPDATE quotas SET doc = ? WHERE company_id = ? AND id = ?', JSON.stringify(changed), companyId, id)
+          return true
+        })
+      },
+    },
+
+    quotaValues: {
+      async insertMany(values: QuotaValue[]) {
+        await write(sql, (db) => {
+          for (const value of values) {
+            db.run(
+              `INSERT INTO quota_values (company_id, quota_id, id, user_id, period, modified_at, doc)
+               VALUES (?, ?, ?, ?, ?, ?, ?)`,
+              value.company_id,
+              value.quota_id,
+              value.id,
+              value.user_id,
+              value.period,
+              value.modified_at,
+              JSON.stringify(value),
+            )
+          }
+        })
+      },
+      async page(companyId, quotaId, window) {
+        const clause = pageClause(window)
+        const rows = sql.all(
+          `SELECT doc FROM quota_values WHERE company_id = ? AND quota_id = ?${clause.sql}`,
+          companyId,
+          quotaId,
+          ...clause.params,
+        )
+        return parseAll<QuotaValue>(rows)
+      },
+      async count(companyId, quotaId) {
+        return countOf(sql.get('SELECT count(*) AS n FROM quota_values WHERE company_id = ? AND quota_id = ?', companyId, quotaId))
+      },
+    },
+
+    async transaction(work) {
+      if (sql !== connection.sql) return work(store)
+      return connection.transaction((inside) => work(sqliteStore(connection, inside)))
+    },
+
+    async ping() {
+      sql.get('SELECT 1 AS n')
+    },
+
+    async close() {
+      connection.close()
+    },
+  }
+  return store
+}
+
+async function replaceAttributions(
+  sql: Sql,
+  table: 'manager_attributions' | 'group_attributions',
+  companyId: string,
+  userIds: readonly string[],
+  attributions: ReadonlyArray<ManagerAttribution | GroupAttribution>,
+): Promise<void> {
+  await write(sql, (db) => {
+    if (userIds.length > 0) {
+      db.run(`DELETE FROM ${table} WHERE company_id = ? AND user_id IN (${inClause(userIds)})`, companyId, ...userIds)
+    }
+    for (const attribution of attributions) {
+      db.run(
+        `INSERT INTO ${table} (company_id, id, user_id, doc) VALUES (?, ?, ?, ?)`,
+        companyId,
+        attribution.id,
+        attribution.user_id,
+        JSON.stringify(attribution),
+      )
+    }
+  })
+}

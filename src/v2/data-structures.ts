@@ -1,0 +1,49 @@
+import type { Company } from '../store/model.ts'
+import type { Store } from '../store/port.ts'
+
+export type DataStructureType = 'statement_reporting' | 'record_reporting' | 'quota'
+
+export interface DataStructureEntry {
+  id: string
+  name: string
+  type: DataStructureType
+  total_records: number
+  links: { fields: string; records: string }
+  status?: 'active' | 'archived'
+}
+
+/** Where the rows of a structure are read, relative to the service's base URL. */
+export function rowsPath(type: DataStructureType, id: string): string {
+  if (type === 'quota') return `/v2/quotas/${id}/values`
+  return `/v2/reporting/${id}/${type === 'statement_reporting' ? 'statements' : 'records'}`
+}
+
+/** The discovery list: every live reporting structure and quota of the company, sandbox never. */
+export async function listDataStructures(store: Store, company: Company, baseUrl: string): Promise<DataStructureEntry[]> {
+  const [structures, quotas] = await Promise.all([store.structures.list(company.id), store.quotas.list(company.id)])
+  const links = (type: DataStructureType, id: string) => ({
+    fields: `${baseUrl}/v2/data-structures/${id}/fields`,
+    records: baseUrl + rowsPath(type, id),
+  })
+  const entries: DataStructureEntry[] = []
+  for (const structure of structures) {
+    if (structure.environment !== 'live') continue
+    const total =
+      structure.type === 'statement_reporting'
+        ? await store.statements.count(company.id, 'live')
+        : await store.commissionLines.count(company.id, structure.data_table_id ?? '')
+    entries.push({ id: structure.id, name: structure.name, type: structure.type, total_records: total, links: links(structure.type, structure.id) })
+  }
+  for (const quota of quotas) {
+    if (quota.environment !== 'live') continue
+    entries.push({
+      id: quota.id,
+      name: quota.name,
+      type: 'quota',
+      total_records: await store.quotaValues.count(company.id, quota.id),
+      links: links('quota', quota.id),
+      status: quota.status,
+    })
+  }
+  return entries
+}

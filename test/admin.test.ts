@@ -1,0 +1,138 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { smallFixture } from './helpers/fixtures.ts'
+import { startTestServer, type TestServer } from './helpers/server.ts'
+
+const TOKEN = 'admin-token-for-the-tests'
+const admin = { authorization: `Bearer ${TOKEN}` }
+
+describe('admin routes', () => {
+  let server: TestServer
+
+  beforeAll(async () => {
+    server = await startTestServer({ ADMIN_TOKEN: TOKEN })
+  })
+  afterAll(() => server.close())
+
+  it('exist only when ADMIN_TOKEN is set', async () => {
+    const without = await startTestServer()
+    try {
+      const reply = await without.call('/admin/companies', { method: 'POST', headers: admin, body: smallFixture() })
+      expect(reply.status).toBe(404)
+      expect(reply.body.type).toBe('NotFoundError')
+    } finally {
+      await without.close()
+    }
+  })
+
+  it.each([
+    ['missing', {}],
+    ['wrong', { authorization: 'Bearer not-the-token' }],
+    ['not bearer', { authorization: TOKEN }],
+  ])('401 with a %s token', async (_case, headers) => {
+    const reply = await server.call('/admin/companies', { method: 'POST', headers, body: smallFixture() })
+    expect(reply.status).toBe(401)
+    expect(reply.body).toEqual({ message: expect.any(String), type: 'UnauthorizedError' })
+  })
+
+  it('creates a company from a fixture, whose key then works', async () => {
+    const reply = await server.call('/admin/companies', { method: 'POST', headers: admin, body: smallFixture('Initech') })
+    expect(reply.status).toBe(201)
+    expect(reply.body).toEqual({ company_id: expect.stringMatching(/^[0-9a-f]{24}$/), api_key: expect.any(String) })
+    const listed = await server.call('/v2/data-structures', { key: reply.body.api_key })
+    expect(listed.status).toBe(200)
+    expect(listed.body.data).toHaveLength(5)
+  })
+
+  it('reports every fixture error with its JSON path', async () => {
+    const fixture = smallFixture('Broken') as any
+    fixture.users[1].email = 'not-an-email'
+    fixture.statements[0].user = 'nobody@broken.example'
+    fixture.quotas[0].values[0].period = '2026-Q1'
+    const reply = await server.call('/admin/companies', { method: 'POST', headers: admin, body: fixture })
+    expect(reply.status).toBe(400)
+    expect(reply.body.errors).toEqual([{ error: 'ValidationError', resource: '/users/1/email', description: expect.any(String) }])
+    fixture.users[1].email = 'rep@broken.example'
+    const second = await server.call('/admin/companies', { method: 'POST', headers: admin, body: fixture })
+    expect(second.status).toBe(400)
+    expect(second.body.count).toBe(2)
+    expect(second.body.errors.map((error: { resource: string }) => error.resource)).toEqual(['/statements/0/user', '/quotas/0/values/0/period'])
+    expect((await server.store.companies.list()).some((company) => company.name === 'Broken')).toBe(false)
+  })
+
+  it('shows a company inventory, sandbox included', async () => {
+    const created = await server.call('/admin/companies', { method: 'POST', headers: admin, body: smallFixture('Hooli') })
+    const reply = await server.call(`/admin/companies/${created.body.company_id}`, { headers: admin })
+    expect(reply.status).toBe(200)
+    expect(reply.body.company).toMatchObject({ id: created.body.company_id, name: 'Hooli', public_api_enabled: true })
+    expect(reply.body.users).toBe(3)
+    expect(reply.body.api_keys).toHaveLength(2)
+    expect(JSON.stringify(reply.body.api_keys)).not.toContain(created.body.api_key)
+    const summary = reply.body.structures.map((item: any) => `${item.environment}:${item.type}:${item.name}:${item.total_records}`)
+    expect(summary.toSorted()).toEqual(
+      [
+        'live:statement_reporting:Statements:3',
+        'live:record_reporting:Deal commissions:2',
+        'sandbox:statement_reporting:Sandbox statements:1',
+        'sandbox:record_reporting:Sandbox deals:1',
+        'live:quota:Monthly bookings:3',
+        'live:quota:Quarterly attainment:1',
+        'live:quota:Old target:1',
+        'sandbox:quota:Sandbox quota:1',
+        'live:data_table:Deals:2',
+        'sandbox:data_table:Sandbox deals:1',
+      ].toSorted(),
+    )
+  })
+
+  it('creates API keys, for the first active user or a named one', async () => {
+    const created = await server.call('/admin/companies', { method: 'POST', headers: admin, body: smallFixture('Umbrella') })
+    const id = created.body.company_id
+    const first = await server.call(`/admin/companies/${id}/api-keys`, { method: 'POST', headers: admin, body: {} })
+    expect(first.status).toBe(201)
+    expect((await server.call('/v2/data-structures', { key: first.body.api_key })).status).toBe(200)
+    const named = await server.call(`/admin/companies/${id}/api-keys`, { method: 'POST', headers: admin, body: { user: 'REP@umbrella.example' } })
+    expect(named.status).toBe(201)
+    const keys = await server.store.apiKeys.list(id)
+    const rep = (await server.store.users.findByEmails(id, ['rep@umbrella.example'])).get('rep@umbrella.example')!
+    expect(keys.at(-1)!.user_id).toBe(rep.id)
+    const archived = await server.call(`/admin/companies/${id}/api-keys`, { method: 'POST', headers: admin, body: { user: 'gone@umbrella.example' } })
+    expect(archived.status).toBe(400)
+    const unknown = await server.call(`/admin/companies/${id}/api-keys`, { method: 'POST', headers: admin, body: { user: 'who@umbrella.example' } })
+    expect(unknown.status).toBe(404)
+    expect(unknown.body).toEqual({ message: expect.any(String), resource: 'user', type: 'NotFoundError' })
+  })
+
+  it('deletes a company and everything it had; its key stops working', async () => {
+    const created = await server.call('/admin/companies', { method: 'POST', headers: admin, body: smallFixture('Doomed') })
+    const id = created.body.company_id
+    const reply = await server.call(`/admin/companies/${id}`, { method: 'DELETE', headers: admin })
+    expect(reply.status).toBe(204)
+    expect((await server.call('/v2/data-structures', { key: created.body.api_key })).status).toBe(401)
+    expect(await server.store.users.count(id)).toBe(0)
+    const again = await server.call(`/admin/companies/${id}`, { method: 'DELETE', headers: admin })
+    expect(again.status).toBe(404)
+    expect(again.body).toEqual({ message: expect.any(String), resource: 'company', type: 'NotFoundError' })
+  })
+
+  it('404 for an unknown company, 400 naming the parameter for a malformed id', async () => {
+    const unknown = await server.call('/admin/companies/0123456789abcdef01234567', { headers: admin })
+    expect(unknown.status).toBe(404)
+    expect(unknown.body.resource).toBe('company')
+    const malformed = await server.call('/admin/companies/not-an-id', { headers: admin })
+    expect(malformed.status).toBe(400)
+    expect(malformed.body).toEqual({ count: 1, errors: [{ error: 'ValidationError', resource: 'id', description: expect.any(String) }] })
+  })
+
+  it('400 for malformed JSON, a wrong content type, or an unknown body field', async () => {
+    const badJson = await server.call('/admin/companies', { method: 'POST', headers: admin, body: '{"company": ' })
+    expect(badJson.status).toBe(400)
+    expect(badJson.body).toEqual({ count: 1, errors: [{ error: 'ValidationError', resource: 'body', description: expect.any(String) }] })
+    const wrongType = await server.call('/admin/companies', { method: 'POST', headers: { ...admin, 'content-type': 'text/csv' }, body: 'a,b' })
+    expect(wrongType.status).toBe(400)
+    expect(wrongType.body.errors[0].resource).toBe('Content-Type')
+    const created = await server.call('/admin/companies', { method: 'POST', headers: admin, body: smallFixture('Strict') })
+    const extra = await server.call(`/admin/companies/${created.body.company_id}/api-keys`, { method: 'POST', headers: admin, body: { owner: 'x' } })
+    expect(extra.status).toBe(400)
+    expect(extra.body.errors[0]).toMatchObject({ error: 'ValidationError', resource: 'owner' })
+  })
+})

@@ -1,0 +1,93 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { smallFixture } from './helpers/fixtures.ts'
+import { startTestServer, type TestServer } from './helpers/server.ts'
+
+describe('authentication and error bodies over HTTP', () => {
+  let server: TestServer
+  let key: string
+  let companyId: string
+
+  beforeAll(async () => {
+    server = await startTestServer()
+    ;({ apiKey: key, companyId } = await server.load(smallFixture()))
+  })
+  afterAll(() => server.close())
+
+  it('answers a valid key', async () => {
+    const reply = await server.call('/v2/data-structures', { key })
+    expect(reply.status).toBe(200)
+  })
+
+  it('401 without a key, with the UnauthorizedError body', async () => {
+    const reply = await server.call('/v2/data-structures')
+    expect(reply.status).toBe(401)
+    expect(reply.body).toEqual({ message: expect.any(String), type: 'UnauthorizedError' })
+  })
+
+  it('401 for an unknown key', async () => {
+    const reply = await server.call('/v2/data-structures', { key: 'cak_not-a-real-key-at-all' })
+    expect(reply.status).toBe(401)
+    expect(reply.body).toEqual({ message: expect.any(String), type: 'UnauthorizedError' })
+  })
+
+  it('never authenticates a key sent in the query string', async () => {
+    for (const name of ['api_key', 'X-API-Key', 'x-api-key', 'apiKey', 'key']) {
+      const reply = await server.call(`/v2/data-structures?${name}=${encodeURIComponent(key)}`)
+      expect(reply.status, name).toBe(401)
+    }
+  })
+
+  it('stores only the hash of a key', async () => {
+    const keys = await server.store.apiKeys.list(companyId)
+    expect(keys).toHaveLength(2)
+    for (const stored of keys) expect(JSON.stringify(stored)).not.toContain(key)
+  })
+
+  it('403 with the ForbiddenError body when the company has not enabled the public API', async () => {
+    const fixture = smallFixture('Closed')
+    fixture.company.public_api_enabled = false
+    const closed = await server.load(fixture)
+    const reply = await server.call('/v2/data-structures', { key: closed.apiKey })
+    expect(reply.status).toBe(403)
+    expect(reply.body).toEqual({ message: expect.any(String), type: 'ForbiddenError', error: 'ForbiddenError' })
+  })
+
+  it('a key whose owner is archived no longer authenticates', async () => {
+    const fixture = { ...smallFixture('Leaver'), api_keys: [{ user: 'rep@leaver.example', secret: 'cak_known-secret-of-the-rep' }] }
+    const leaver = await server.load(fixture)
+    const apiKey = leaver.apiKey
+    expect((await server.call('/v2/data-structures', { key: apiKey })).status).toBe(200)
+    const rep = (await server.store.users.findByEmails(leaver.companyId, ['rep@leaver.example'])).get('rep@leaver.example')!
+    await server.store.users.save(leaver.companyId, [{ ...rep, status: 'archived' }])
+    const reply = await server.call('/v2/data-structures', { key: apiKey })
+    expect(reply.status).toBe(401)
+    expect(reply.body).toEqual({ message: expect.any(String), type: 'UnauthorizedError' })
+  })
+
+  it('404 with the NotFoundError body for an unknown route', async () => {
+    const reply = await server.call('/v2/no-such-thing', { key })
+    expect(reply.status).toBe(404)
+    expect(reply.body).toEqual({ message: expect.any(String), resource: 'route', type: 'NotFoundError' })
+  })
+
+  it('echoes an incoming X-Request-Id and logs it', async () => {
+    const reply = await server.call('/v2/data-structures', { key, headers: { 'x-request-id': 'trace-abc-123' } })
+    expect(reply.headers['x-request-id']).toBe('trace-abc-123')
+    const line = server.logs.find((entry) => entry.request_id === 'trace-abc-123')
+    expect(line).toMatchObject({ msg: 'request', res: { statusCode: 200 } })
+  })
+
+  it('makes a request id when none is sent, one log line per request', async () => {
+    const reply = await server.call('/v2/data-structures', { key })
+    const id = reply.headers['x-request-id']
+    expect(id).toMatch(/^[0-9a-f-]{36}$/)
+    expect(server.logs.filter((entry) => entry.request_id === id)).toHaveLength(1)
+  })
+
+  it('never writes a key or a bearer token to the logs', async () => {
+    await server.call('/v2/data-structures', { key, headers: { authorization: 'Bearer super-secret-token-value' } })
+    await server.call(`/v2/data-structures?api_key=${key}`)
+    expect(server.rawLogs()).not.toContain(key)
+    expect(server.rawLogs()).not.toContain('super-secret-token-value')
+  })
+})

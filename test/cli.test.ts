@@ -1,0 +1,70 @@
+import { writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { describe, expect, it } from 'vitest'
+import { smallFixture } from './helpers/fixtures.ts'
+import { runCli, startServerProcess, tempDataDir } from './helpers/process.ts'
+import { call } from './helpers/server.ts'
+
+describe('the CLI', () => {
+  it('demo creates a company at the chosen scale and prints its id and key as JSON', () => {
+    const env = { DATA_DIR: tempDataDir() }
+    const result = runCli(['demo', '--users', '6', '--months', '2', '--deals', '10', '--seed', 'cli', '--json'], env)
+    expect(result.code, result.stderr).toBe(0)
+    const created = JSON.parse(result.stdout)
+    expect(created).toEqual({ company_id: expect.stringMatching(/^[0-9a-f]{24}$/), api_key: expect.any(String) })
+    const structures = JSON.parse(runCli(['structures', '--company', created.company_id, '--json'], env).stdout)
+    const deals = structures.find((item: any) => item.type === 'data_table' && item.environment === 'live')
+    expect(deals).toEqual({ id: expect.any(String), name: expect.any(String), type: 'data_table', environment: 'live', key: 'deals' })
+    const environments = new Set(structures.map((item: any) => item.environment))
+    expect(environments).toEqual(new Set(['live', 'sandbox']))
+    for (const item of structures) expect(Object.keys(item).toSorted()).toEqual(item.key ? ['environment', 'id', 'key', 'name', 'type'] : ['environment', 'id', 'name', 'type'])
+  })
+
+  it('load creates a company from a fixture file; companies lists it; keys create adds a key', () => {
+    const env = { DATA_DIR: tempDataDir() }
+    const file = join(env.DATA_DIR, 'fixture.json')
+    writeFileSync(file, JSON.stringify(smallFixture('Loaded')))
+    const loaded = JSON.parse(runCli(['load', file, '--json'], env).stdout)
+    expect(loaded.company_id).toMatch(/^[0-9a-f]{24}$/)
+    expect(JSON.parse(runCli(['companies', '--json'], env).stdout)).toEqual([{ id: loaded.company_id, name: 'Loaded', public_api_enabled: true }])
+    const key = runCli(['keys', 'create', '--company', loaded.company_id, '--user', 'rep@loaded.example', '--json'], env)
+    expect(key.code, key.stderr).toBe(0)
+    expect(JSON.parse(key.stdout).api_key).not.toBe(loaded.api_key)
+  })
+
+  it('reports every fixture problem with its JSON path and exits 1', () => {
+    const env = { DATA_DIR: tempDataDir() }
+    const fixture = smallFixture('Bad') as any
+    fixture.statements[1].user = 'ghost@bad.example'
+    fixture.quotas[1].values[0].period = '2026-13'
+    const file = join(env.DATA_DIR, 'bad.json')
+    writeFileSync(file, JSON.stringify(fixture))
+    const result = runCli(['load', file], env)
+    expect(result.code).toBe(1)
+    expect(result.stderr).toContain('/statements/1/user')
+    expect(result.stderr).toContain('/quotas/1/values/0/period')
+    expect(JSON.parse(runCli(['companies', '--json'], env).stdout)).toEqual([])
+  })
+
+  it('explains usage mistakes with exit code 2', () => {
+    const env = { DATA_DIR: tempDataDir() }
+    expect(runCli(['frobnicate'], env).code).toBe(2)
+    expect(runCli(['structures'], env).stderr).toContain('--company is required')
+    expect(runCli(['demo', '--users', 'many'], env).code).toBe(2)
+    expect(runCli(['companies', '--bogus'], env).code).toBe(2)
+  })
+
+  it('works on the DATA_DIR of a running server, which sees what it wrote', async () => {
+    const env = { DATA_DIR: tempDataDir(), DEMO: 'off' }
+    const server = startServerProcess(env)
+    try {
+      const [, url] = await server.waitFor(/listening on (http:\/\/\S+)/)
+      const created = runCli(['demo', '--users', '5', '--months', '1', '--deals', '5', '--json'], env)
+      expect(created.code, created.stderr).toBe(0)
+      const reply = await call(`${url}/v2/data-structures`, { key: JSON.parse(created.stdout).api_key })
+      expect(reply.status).toBe(200)
+    } finally {
+      await server.stop()
+    }
+  })
+})

@@ -1,0 +1,65 @@
+import { resolve } from 'node:path'
+import { describe, expect, it } from 'vitest'
+import { ConfigError, loadConfig } from '../src/config.ts'
+
+describe('configuration', () => {
+  it('has defaults for a newcomer', () => {
+    expect(loadConfig({})).toEqual({
+      port: 3000,
+      host: '127.0.0.1',
+      dataDir: resolve('./data'),
+      mongodbUrl: null,
+      publicUrl: null,
+      adminToken: null,
+      logLevel: 'info',
+      demo: true,
+      trustProxy: false,
+    })
+  })
+
+  it('reads every variable', () => {
+    const config = loadConfig({
+      PORT: '8080',
+      HOST: '0.0.0.0',
+      DATA_DIR: '/tmp/somewhere',
+      MONGODB_URL: 'mongodb://db:27017/commission?replicaSet=rs0',
+      PUBLIC_URL: 'https://api.example.com/',
+      ADMIN_TOKEN: 'a-very-long-admin-token',
+      LOG_LEVEL: 'debug',
+      DEMO: 'off',
+      TRUST_PROXY: '10.0.0.0/8, 127.0.0.1',
+    })
+    expect(config).toEqual({
+      port: 8080,
+      host: '0.0.0.0',
+      dataDir: '/tmp/somewhere',
+      mongodbUrl: 'mongodb://db:27017/commission?replicaSet=rs0',
+      publicUrl: 'https://api.example.com',
+      adminToken: 'a-very-long-admin-token',
+      logLevel: 'debug',
+      demo: false,
+      trustProxy: ['10.0.0.0/8', '127.0.0.1'],
+    })
+    expect(loadConfig({ TRUST_PROXY: '2' }).trustProxy).toBe(2)
+    expect(loadConfig({ TRUST_PROXY: 'true' }).trustProxy).toBe(true)
+  })
+
+  it.each([
+    ['PORT', 'eighty'],
+    ['PORT', '70000'],
+    ['MONGODB_URL', 'postgres://x'],
+    ['PUBLIC_URL', 'not a url'],
+    ['PUBLIC_URL', 'ftp://files.example.com'],
+    ['ADMIN_TOKEN', 'short'],
+    ['LOG_LEVEL', 'loud'],
+    ['DEMO', 'maybe'],
+    ['TRUST_PROXY', 'everyone'],
+  ])('stops on a bad %s and names it', (name, value) => {
+    expect(() => loadConfig({ [name]: value })).toThrow(ConfigError)
+    expect(() => loadConfig({ [name]: value })).toThrow(new RegExp(`${name}=`))
+  })
+
+  it('names every bad variable at once', () => {
+    expect(() => loadConfig({ PORT: 'x', LOG_LEVEL: 'y' })).toThrow(/PORT=[\s\S]*LOG_LEVEL=/)
+  })
+})

@@ -1,0 +1,234 @@
+import { beforeAll, describe, expect, it } from 'vitest'
+import { ManualClock } from '../src/clock.ts'
+import { demoFixture } from '../src/fixtures/demo.ts'
+import { loadFixture } from '../src/fixtures/load-fixture.ts'
+import type { DataTable, Quota, User } from '../src/store/model.ts'
+import type { Store } from '../src/store/port.ts'
+import { openSqliteStore } from '../src/store/sqlite/sqlite-store.ts'
+
+const ALL = { limit: 100_000 }
+const EVERYONE = { offset: 0, limit: 100_000 }
+
+async function loaded(fixture: unknown): Promise<{ store: Store; companyId: string }> {
+  const store = openSqliteStore(':memory:')
+  const { company_id: companyId } = await loadFixture(store, new ManualClock(), fixture)
+  return { store, companyId }
+}
+
+function countBy<T>(items: T[], key: (item: T) => string): Record<string, number> {
+  const counts: Record<string, number> = {}
+  for (const item of items) counts[key(item)] = (counts[key(item)] ?? 0) + 1
+  return counts
+}
+
+describe('demoFixture, loaded with the defaults', () => {
+  let store: Store
+  let companyId: string
+  let users: User[]
+  let tables: DataTable[]
+  let quotas: Quota[]
+
+  beforeAll(async () => {
+    ;({ store, companyId } = await loaded(demoFixture()))
+    users = await store.users.list(companyId, EVERYONE)
+    tables = await store.dataTables.list(companyId)
+    quotas = await store.quotas.list(companyId)
+  })
+
+  it('describes the demo company', async () => {
+    const company = await store.companies.get(companyId)
+    expect(company).toMatchObject({ name: 'Demo Company', public_api_enabled: true, default_currency: 'EUR', fiscal_year_start_month: 1 })
+  })
+
+  it('has 25 users: one archived, one inactive, one pending, the rest active, paid in EUR and USD', () => {
+    expect(users).toHaveLength(25)
+    expect(countBy(users, (user) => user.status)).toEqual({ active: 22, archived: 1, inactive: 1, pending: 1 })
+    expect(new Set(users.map((user) => user.currency))).toEqual(new Set(['EUR', 'USD']))
+    expect(new Set(users.map((user) => user.email)).size).toBe(25)
+    for (const user of users) expect(user.email).toMatch(/^[a-z]+(\.[a-z]+\d*)?@demo\.example$/)
+    expect(users[0]).toMatchObject({ email: 'admin@demo.example', status: 'active' })
+  })
+
+  it('gives the API key to the active admin', async () => {
+    const keys = await store.apiKeys.list(companyId)
+    expect(keys.map((key) => key.user_id)).toEqual([users[0].id])
+  })
+
+  it('defines amount, string and date user attributes, with values', async () => {
+    const definitions = await store.userAttributes.list(companyId)
+    expect(definitions.map((definition) => [definition.api_key, definition.type])).toEqual([
+      ['base_salary', 'amount'],
+      ['region', 'string'],
+      ['last_review', 'date'],
+    ])
+    expect(users[1].attributes).toMatchObject({
+      base_salary: expect.any(Number),
+      base_salary_currency: users[1].currency,
+      region: expect.any(String),
+    })
+  })
+
+  it('attributes managers and teams', async () => {
+    const managers = await store.attributions.listManagers(companyId)
+    const groups = await store.attributions.listGroups(companyId)
+    expect(managers.length).toBeGreaterThanOrEqual(24)
+    expect(new Set(groups.map((group) => group.group_dimension))).toEqual(new Set(['team']))
+    expect(managers.some((manager) => manager.end_month !== null)).toBe(true)
+  })
+
+  it('defines the attainment, tier and bonus metrics', async () => {
+    const metrics = await store.metrics.list(companyId)
+    expect(metrics.map((metric) => [metric.api_key, metric.kind])).toEqual([
+      ['attainment', 'percentage'],
+      ['tier', 'enum'],
+      ['bonus', 'amount'],
+    ])
+    expect(metrics[1].enum_values).toEqual(['bronze', 'silver', 'gold'])
+    expect(metrics[2].currencies).toEqual(['EUR', 'USD'])
+  })
+
+  it('has a live deals table of 200 records, one commission line each, and a small sandbox one', async () => {
+    expect(tables.map((table) => [table.key, table.environment])).toEqual([
+      ['deals', 'live'],
+      ['deals', 'sandbox'],
+    ])
+    const [live, sandbox] = tables
+    expect(live.fields.map((field) => [field.api_key, field.type])).toEqual([
+      ['deal_id', 'string'],
+      ['deal_name', 'string'],
+      ['owner_id', 'string'],
+      ['close_date', 'datetime'],
+      ['product', 'string'],
+      ['amount', 'amount'],
+      ['deal_types', 'multi'],
+    ])
+    expect(await store.records.count(companyId, live.id)).toBe(200)
+    expect(await store.commissionLines.count(companyId, live.id)).toBe(200)
+    expect(await store.records.count(companyId, sandbox.id)).toBeGreaterThanOrEqual(2)
+
+    const [record] = await store.records.list(companyId, live.id, { offset: 0, limit: 1 })
+    expect(record.values).toMatchObject({ amount: { value: expect.any(Number), currency: expect.stringMatching(/^(EUR|USD)$/) } })
+    expect(Array.isArray(record.values.deal_types)).toBe(true)
+    const [line] = await store.commissionLines.page(companyId, live.id, { limit: 1 })
+    expect(line.record_id).toBe(record.id)
+    expect(line.date).toBe(String(record.values.close_date).slice(0, 10))
+    expect(users.find((user) => user.id === line.user_id)?.email).toBe(record.values.owner_id)
+  })
+
+  it('has live and sandbox reporting structures of both types', async () => {
+    const structures = await store.structures.list(companyId)
+    const summary = structures.map((structure) => [structure.environment, structure.type, structure.name])
+    expect(summary).toEqual([
+      ['live', 'statement_reporting', 'Commission statements'],
+      ['live', 'record_reporting', 'Deal commissions'],
+      ['sandbox', 'statement_reporting', expect.any(String)],
+      ['sandbox', 'record_reporting', expect.any(String)],
+    ])
+    expect(structures[0].metric_keys).toEqual(['attainment', 'tier', 'bonus'])
+    expect(structures[1]).toMatchObject({ data_table_id: tables[0].id, metric_keys: ['bonus'] })
+    expect(structures[1].field_keys).toEqual(['deal_name', 'owner_id', 'close_date', 'product', 'amount', 'deal_types'])
+    expect(structures[3].data_table_id).toBe(tables[1].id)
+  })
+
+  it('has a statement per non-pending user and month, in every status, and a sandbox one', async () => {
+    const statements = await store.statements.page(companyId, 'live', ALL)
+    expect(statements).toHaveLength(24 * 12)
+    expect(new Set(statements.map((statement) => statement.status))).toEqual(new Set(['paid', 'pending', 'validated']))
+    const pending = users.find((user) => user.status === 'pending')
+    expect(statements.some((statement) => statement.user_id === pending?.id)).toBe(false)
+    const currencyOf = new Map(users.map((user) => [user.id, user.currency]))
+    for (const statement of statements) expect(statement.currency).toBe(currencyOf.get(statement.user_id))
+    expect(new Set(statements.map((statement) => statement.date.slice(0, 7))).size).toBe(12)
+    expect(statements.at(-1)?.date).toBe('2025-12-31')
+    expect(await store.statements.count(companyId, 'sandbox')).toBe(1)
+  })
+
+  it('has the live quotas, an archived one and a sandbox one', () => {
+    const summary = quotas.map((quota) => [quota.environment, quota.name, quota.type, quota.frequency, quota.status])
+    expect(summary).toEqual([
+      ['live', 'Monthly bookings', 'amount', 'monthly', 'active'],
+      ['live', 'Quarterly attainment', 'percentage', 'quarterly', 'active'],
+      ['live', 'Semester activity', 'float', 'semesterly', 'active'],
+      ['live', 'Annual revenue', 'amount', 'annually', 'active'],
+      ['live', 'Legacy target', 'amount', 'annually', 'archived'],
+      ['sandbox', expect.any(String), 'amount', 'monthly', 'active'],
+    ])
+  })
+
+  it('has quota values in each frequency format, one per user and period, and one of a user who no longer exists', async () => {
+    const userIds = new Set(users.map((user) => user.id))
+    const formats = [/^2025-(0[1-9]|1[0-2])$/, /^2025-Q[1-4]$/, /^2025-S[12]$/, /^2025$/]
+    let orphans = 0
+    for (const [index, format] of formats.entries()) {
+      const values = await store.quotaValues.page(companyId, quotas[index].id, ALL)
+      expect(values.length).toBeGreaterThan(0)
+      for (const value of values) expect(value.period).toMatch(format)
+      const cells = values.map((value) => `${value.user_id}/${value.period}`)
+      expect(new Set(cells).size).toBe(cells.length)
+      orphans += values.filter((value) => !userIds.has(value.user_id)).length
+    }
+    expect(orphans).toBeGreaterThanOrEqual(1)
+    const quarterly = await store.quotaValues.page(companyId, quotas[1].id, ALL)
+    for (const value of quarterly) expect(value.value).toBeLessThan(2)
+    expect(await store.quotaValues.count(companyId, quotas[4].id)).toBeGreaterThan(0)
+    expect(await store.quotaValues.count(companyId, quotas[5].id)).toBeGreaterThan(0)
+  })
+})
+
+describe('demoFixture options', () => {
+  it('gives the same document for the same seed and a different one for another seed', () => {
+    expect(demoFixture()).toEqual(demoFixture({ seed: 'demo' }))
+    expect(demoFixture({ seed: 7 })).toEqual(demoFixture({ seed: 7 }))
+    expect(demoFixture({ seed: 'other' })).not.toEqual(demoFixture())
+    expect(demoFixture({ seed: 'other' }).users.map((user) => user.email)).not.toEqual(demoFixture().users.map((user) => user.email))
+  })
+
+  it('never dates a modification after the base date', () => {
+    const text = JSON.stringify(demoFixture())
+    const stamps = [...text.matchAll(/"modified_at":"([^"]+)"/g)].map((match) => match[1])
+    expect(stamps.length).toBeGreaterThan(500)
+    for (const stamp of stamps) expect(Date.parse(stamp)).toBeLessThanOrEqual(Date.parse('2026-01-01T00:00:00Z'))
+  })
+
+  it('scales users, months and deals', async () => {
+    const fixture = demoFixture({ users: 5, months: 3, deals: 7 })
+    expect(fixture.users).toHaveLength(5)
+    const { store, companyId } = await loaded(fixture)
+    const users = await store.users.list(companyId, EVERYONE)
+    expect(countBy(users, (user) => user.status)).toEqual({ active: 2, archived: 1, inactive: 1, pending: 1 })
+    expect(new Set(users.map((user) => user.currency))).toEqual(new Set(['EUR', 'USD']))
+    expect(await store.statements.count(companyId, 'live')).toBe(4 * 3)
+    const statements = await store.statements.page(companyId, 'live', ALL)
+    expect(new Set(statements.map((statement) => statement.status)).size).toBe(3)
+    const [live] = await store.dataTables.list(companyId)
+    expect(await store.records.count(companyId, live.id)).toBe(7)
+    expect(await store.commissionLines.count(companyId, live.id)).toBe(7)
+  })
+
+  it('leaves the other parts alone when only the number of deals changes', () => {
+    const few = demoFixture({ deals: 10 })
+    const many = demoFixture({ deals: 50 })
+    expect(many.users).toEqual(few.users)
+    expect(many.statements).toEqual(few.statements)
+    expect(many.quotas).toEqual(few.quotas)
+    expect(many.data_tables?.[0].records?.slice(0, 10)).toEqual(few.data_tables?.[0].records)
+  })
+
+  it('refuses fewer than 5 users, and counts that are not whole', () => {
+    expect(() => demoFixture({ users: 4 })).toThrow(RangeError)
+    expect(() => demoFixture({ users: 4 })).toThrow(/at least 5/)
+    expect(() => demoFixture({ users: 10.5 })).toThrow(RangeError)
+    expect(() => demoFixture({ months: 0 })).toThrow(RangeError)
+    expect(() => demoFixture({ deals: -1 })).toThrow(RangeError)
+  })
+
+  it('loads 200 users over 24 months with 5000 deals', async () => {
+    const { store, companyId } = await loaded(demoFixture({ users: 200, months: 24, deals: 5_000 }))
+    expect(await store.users.count(companyId)).toBe(200)
+    expect(await store.statements.count(companyId, 'live')).toBe(199 * 24)
+    const [live] = await store.dataTables.list(companyId)
+    expect(await store.commissionLines.count(companyId, live.id)).toBe(5_000)
+    const statements = await store.statements.page(companyId, 'live', ALL)
+    expect(statements[0].date).toBe('2024-01-31')
+  })
+})

@@ -1,0 +1,107 @@
+import { Writable } from 'node:stream'
+import { Type } from 'typebox'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { buildApp } from '../src/app.ts'
+import { ManualClock } from '../src/clock.ts'
+import { loadConfig } from '../src/config.ts'
+import { openSqliteStore } from '../src/store/sqlite/sqlite-store.ts'
+import { call } from './helpers/server.ts'
+
+const single = (resource: string) => ({ count: 1, errors: [{ error: 'ValidationError', resource, description: expect.any(String) }] })
+
+/** The error handler, seen through a probe route with a schema for each part of a request. */
+describe('error mapping', () => {
+  let url: string
+  let logs = ''
+  let close: () => Promise<void>
+
+  beforeAll(async () => {
+    const store = openSqliteStore(':memory:')
+    const logStream = new Writable({
+      write(chunk, _encoding, done) {
+        logs += chunk.toString()
+        done()
+      },
+    })
+    const app = await buildApp({ config: loadConfig({ DEMO: 'off' }), store, clock: new ManualClock(), logStream })
+    app.post(
+      '/probe/:id',
+      {
+        schema: {
+          params: Type.Object({ id: Type.String({ pattern: '^[0-9a-f]{24}$' }) }),
+          querystring: Type.Object({ limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 2000 })) }, { additionalProperties: false }),
+          body: Type.Object({ data: Type.Array(Type.Object({ email: Type.String() }), { maxItems: 2 }) }),
+        },
+      },
+      async () => ({ ok: true }),
+    )
+    app.get('/explode', async () => {
+      throw new Error('database password is hunter2 at /srv/secret/path.ts:12')
+    })
+    await app.listen({ port: 0, host: '127.0.0.1' })
+    const address = app.server.address()
+    url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`
+    close = async () => {
+      await app.close()
+      await store.close()
+    }
+  })
+  afterAll(() => close())
+
+  const id = '0123456789abcdef01234567'
+  const okBody = { data: [{ email: 'a@b.c' }] }
+
+  it('accepts a valid request', async () => {
+    const reply = await call(`${url}/probe/${id}?limit=5`, { method: 'POST', body: okBody })
+    expect(reply.status).toBe(200)
+  })
+
+  it('a bad path parameter names it', async () => {
+    const reply = await call(`${url}/probe/nope?limit=5`, { method: 'POST', body: okBody })
+    expect(reply.status).toBe(400)
+    expect(reply.body).toEqual(single('id'))
+  })
+
+  it.each([['limit=0'], ['limit=2001'], ['limit=ten'], ['limit=1.5']])('a bad query parameter (%s) names it', async (query) => {
+    const reply = await call(`${url}/probe/${id}?${query}`, { method: 'POST', body: okBody })
+    expect(reply.status).toBe(400)
+    expect(reply.body).toEqual(single('limit'))
+  })
+
+  it('an unknown query parameter names it', async () => {
+    const reply = await call(`${url}/probe/${id}?offset=3`, { method: 'POST', body: okBody })
+    expect(reply.body).toEqual(single('offset'))
+  })
+
+  it('a bad body names its top-level field', async () => {
+    const tooMany = await call(`${url}/probe/${id}`, { method: 'POST', body: { data: [{ email: 'a' }, { email: 'b' }, { email: 'c' }] } })
+    expect(tooMany.status).toBe(400)
+    expect(tooMany.body).toEqual(single('data'))
+    const missing = await call(`${url}/probe/${id}`, { method: 'POST', body: {} })
+    expect(missing.body).toEqual(single('data'))
+  })
+
+  it('malformed JSON and an empty JSON body are 400s about the body', async () => {
+    expect((await call(`${url}/probe/${id}`, { method: 'POST', body: '{"data": [' })).body).toEqual(single('body'))
+    const empty = await call(`${url}/probe/${id}`, { method: 'POST', headers: { 'content-type': 'application/json' } })
+    expect(empty.status).toBe(400)
+    expect(empty.body.errors[0].error).toBe('ValidationError')
+  })
+
+  it('a wrong content type is a 400 naming Content-Type', async () => {
+    const reply = await call(`${url}/probe/${id}`, { method: 'POST', headers: { 'content-type': 'application/xml' }, body: '<data/>' })
+    expect(reply.status).toBe(400)
+    expect(reply.body).toEqual(single('Content-Type'))
+  })
+
+  it('a 5xx carries no internal message or stack, and is logged with the request id', async () => {
+    const reply = await call(`${url}/explode`, { headers: { 'x-request-id': 'boom-1' } })
+    expect(reply.status).toBe(500)
+    expect(reply.body).toEqual({ message: 'Internal server error', type: 'InternalServerError' })
+    expect(reply.text).not.toContain('hunter2')
+    expect(reply.text).not.toContain('.ts')
+    const line = logs.split('\n').find((entry) => entry.includes('request failed'))
+    expect(line).toBeDefined()
+    expect(JSON.parse(line!)).toMatchObject({ request_id: 'boom-1', level: 50, err: { message: expect.stringContaining('hunter2') } })
+  })
+})

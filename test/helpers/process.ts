@@ -1,0 +1,56 @@
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
+import { once } from 'node:events'
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
+
+export const CLI = resolve(import.meta.dirname, '../../src/cli.ts')
+
+export function tempDataDir(): string {
+  return mkdtempSync(join(tmpdir(), 'commission-api-'))
+}
+
+/** Runs the CLI to completion. */
+export function runCli(args: string[], env: Record<string, string>) {
+  const result = spawnSync(process.execPath, [CLI, ...args], { env: { ...process.env, ...env }, encoding: 'utf8', timeout: 60_000 })
+  return { code: result.status, stdout: result.stdout, stderr: result.stderr }
+}
+
+export interface ServerProcess {
+  child: ChildProcess
+  /** Everything written to stdout so far. */
+  output(): string
+  /** Resolves with the first stdout match of `pattern`, waiting for more output as needed. */
+  waitFor(pattern: RegExp): Promise<RegExpMatchArray>
+  stop(signal?: NodeJS.Signals): Promise<number | null>
+}
+
+/** Starts `commission-api serve` as a real child process. */
+export function startServerProcess(env: Record<string, string>): ServerProcess {
+  const child = spawn(process.execPath, [CLI, 'serve'], {
+    env: { ...process.env, PORT: '0', LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let stdout = ''
+  let stderr = ''
+  child.stdout!.on('data', (chunk) => (stdout += chunk.toString()))
+  child.stderr!.on('data', (chunk) => (stderr += chunk.toString()))
+  return {
+    child,
+    output: () => stdout,
+    async waitFor(pattern) {
+      for (;;) {
+        const match = stdout.match(pattern)
+        if (match) return match
+        if (child.exitCode !== null) throw new Error(`server exited (${child.exitCode}) before printing ${pattern}:\n${stdout}\n${stderr}`)
+        await Promise.race([once(child.stdout!, 'data'), once(child, 'exit')])
+      }
+    },
+    async stop(signal = 'SIGTERM') {
+      if (child.exitCode !== null) return child.exitCode
+      child.kill(signal)
+      const [code] = await once(child, 'exit')
+      return code as number | null
+    },
+  }
+}

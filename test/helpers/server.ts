@@ -1,0 +1,97 @@
+import { Writable } from 'node:stream'
+import { request as httpRequest } from 'undici'
+import { buildApp } from '../../src/app.ts'
+import { ManualClock } from '../../src/clock.ts'
+import { type Config, loadConfig } from '../../src/config.ts'
+import { loadFixture } from '../../src/fixtures/load-fixture.ts'
+import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.ts'
+import type { Store } from '../../src/store/port.ts'
+
+export interface TestServer {
+  url: string
+  store: Store
+  clock: ManualClock
+  /** Every log line the server wrote, parsed. */
+  logs: Record<string, unknown>[]
+  /** Raw log output, to search for secrets. */
+  rawLogs(): string
+  /** Creates a company from a fixture; returns its id and first key. */
+  load(fixture: unknown): Promise<{ companyId: string; apiKey: string }>
+  call(path: string, options?: CallOptions): Promise<Reply>
+  close(): Promise<void>
+}
+
+export interface CallOptions {
+  method?: 'GET' | 'POST' | 'PUT' | 'DELETE' | 'PATCH'
+  key?: string
+  headers?: Record<string, string>
+  /** An object is sent as JSON; a string as is. */
+  body?: unknown
+}
+
+export interface Reply {
+  status: number
+  headers: Record<string, string | string[] | undefined>
+  body: any
+  text: string
+}
+
+/** Starts the real application on an ephemeral port, on a fresh in-memory store and a manual clock. */
+export async function startTestServer(env: Record<string, string> = {}, configOverrides: Partial<Config> = {}): Promise<TestServer> {
+  const config = { ...loadConfig({ LOG_LEVEL: 'info', DEMO: 'off', ...env }), ...configOverrides }
+  const store = openSqliteStore(':memory:')
+  const clock = new ManualClock('2026-06-01T00:00:00.000Z')
+  let raw = ''
+  const logStream = new Writable({
+    write(chunk, _encoding, done) {
+      raw += chunk.toString()
+      done()
+    },
+  })
+  const app = await buildApp({ config, store, clock, logStream })
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const address = app.server.address()
+  const url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`
+
+  return {
+    url,
+    store,
+    clock,
+    get logs() {
+      return raw
+        .split('\n')
+        .filter((line) => line.trim() !== '')
+        .map((line) => JSON.parse(line) as Record<string, unknown>)
+    },
+    rawLogs: () => raw,
+    async load(fixture) {
+      const loaded = await loadFixture(store, clock, fixture)
+      return { companyId: loaded.company_id, apiKey: loaded.api_keys[0] }
+    },
+    call: (path, options = {}) => call(url + path, options),
+    async close() {
+      await app.close()
+      await store.close()
+    },
+  }
+}
+
+/** One HTTP request with undici; the body is parsed when it is JSON. */
+export async function call(url: string, { method = 'GET', key, headers = {}, body }: CallOptions = {}): Promise<Reply> {
+  const allHeaders: Record<string, string> = { ...headers }
+  if (key !== undefined) allHeaders['x-api-key'] = key
+  let payload: string | undefined
+  if (body !== undefined) {
+    payload = typeof body === 'string' ? body : JSON.stringify(body)
+    allHeaders['content-type'] ??= 'application/json'
+  }
+  const response = await httpRequest(url, { method, headers: allHeaders, body: payload })
+  const text = await response.body.text()
+  const type = String(response.headers['content-type'] ?? '')
+  return {
+    status: response.statusCode,
+    headers: response.headers,
+    body: type.includes('json') && text !== '' ? JSON.parse(text) : text,
+    text,
+  }
+}

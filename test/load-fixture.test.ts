@@ -1,0 +1,81 @@
+import { describe, expect, it } from 'vitest'
+import { ManualClock } from '../src/clock.ts'
+import { ValidationError } from '../src/errors.ts'
+import { loadFixture } from '../src/fixtures/load-fixture.ts'
+import { openSqliteStore } from '../src/store/sqlite/sqlite-store.ts'
+import { smallFixture } from './helpers/fixtures.ts'
+
+async function problemsOf(fixture: unknown): Promise<string[]> {
+  const store = openSqliteStore(':memory:')
+  try {
+    await loadFixture(store, new ManualClock(), fixture)
+    return []
+  } catch (error) {
+    if (!(error instanceof ValidationError)) throw error
+    expect(await store.companies.list()).toEqual([])
+    return error.issues.map((issue) => issue.resource)
+  } finally {
+    await store.close()
+  }
+}
+
+describe('loading a fixture', () => {
+  it('loads the whole company, with explicit modification times kept', async () => {
+    const store = openSqliteStore(':memory:')
+    const clock = new ManualClock('2026-05-05T05:05:05.000Z')
+    const { company_id: id, api_keys: keys } = await loadFixture(store, clock, smallFixture())
+    expect(keys).toHaveLength(2)
+    expect(await store.users.count(id)).toBe(3)
+    const statements = await store.statements.page(id, 'live', { limit: 10 })
+    expect(statements.map((statement) => statement.modified_at)).toEqual([
+      '2026-02-01T10:00:00.000Z',
+      '2026-02-02T10:00:00.000Z',
+      '2026-03-01T10:00:00.000Z',
+    ])
+    const [sandboxStatement] = await store.statements.page(id, 'sandbox', { limit: 10 })
+    expect(sandboxStatement.modified_at).toBe('2026-05-05T05:05:05.000Z')
+    const [deals] = (await store.dataTables.list(id)).filter((table) => table.environment === 'live')
+    const records = await store.records.list(id, deals.id, { offset: 0, limit: 10 })
+    expect(records[0].values).toEqual({ deal_id: 'D-1', deal_name: 'First deal', amount: { value: 1000, currency: 'EUR' }, deal_types: ['new', 'upsell'] })
+    await store.close()
+  })
+
+  it('refuses overlapping manager and group attributions of one user', async () => {
+    const fixture = smallFixture()
+    fixture.managers = [
+      { user: 'rep@acme.example', manager: 'owner@acme.example', start_date: '2025-01', end_date: null },
+      { user: 'rep@acme.example', manager: 'gone@acme.example', start_date: '2025-06', end_date: '2025-08' },
+      { user: 'owner@acme.example', manager: 'gone@acme.example', start_date: '2025-06', end_date: null },
+    ]
+    fixture.groups = [
+      { user: 'rep@acme.example', group_dimension: 'team', group: 'North', start_date: '2025-01', end_date: '2025-05' },
+      { user: 'rep@acme.example', group_dimension: 'team', group: 'South', start_date: '2025-06', end_date: null },
+      { user: 'rep@acme.example', group_dimension: 'region', group: 'EU', start_date: '2025-03', end_date: null },
+      { user: 'rep@acme.example', group_dimension: 'team', group: 'East', start_date: '2025-05', end_date: '2025-05' },
+    ]
+    expect(await problemsOf(fixture)).toEqual(['/managers/1', '/groups/3'])
+  })
+
+  it('reports duplicated keys, unknown references and bad values, each with its path', async () => {
+    const fixture = smallFixture() as any
+    fixture.user_attributes.push({ api_key: 'region', name: 'Again', type: 'string' })
+    fixture.users[1].attributes = { nickname: 'R' }
+    fixture.reporting_structures[0].metrics.push('missing_metric')
+    fixture.statements[0].metrics.tier = 'platinum'
+    fixture.data_tables[0].records.push({ deal_id: 'D-1', deal_name: 'Again' })
+    fixture.data_tables[0].records.push({ deal_name: 'No id', amount: 'lots' })
+    fixture.commission_lines[0].record = 'D-404'
+    fixture.quotas[0].values.push({ user: 'owner@acme.example', period: '2026-01', value: 1 })
+    expect(await problemsOf(fixture)).toEqual([
+      '/user_attributes/2/api_key',
+      '/users/1/attributes/nickname',
+      '/data_tables/0/records/2/deal_id',
+      '/data_tables/0/records/3',
+      '/data_tables/0/records/3',
+      '/reporting_structures/0/metrics/3',
+      '/statements/0/metrics/tier',
+      '/commission_lines/0/record',
+      '/quotas/0/values/3',
+    ])
+  })
+})

@@ -1,0 +1,58 @@
+import { readFileSync, statSync } from 'node:fs'
+import { join } from 'node:path'
+import { describe, expect, it } from 'vitest'
+import { call } from './helpers/server.ts'
+import { runCli, startServerProcess, tempDataDir } from './helpers/process.ts'
+
+describe('npm start on the embedded store', () => {
+  it('creates the demo company on first start, prints a working key and curl line, and reuses the data later', async () => {
+    const dataDir = tempDataDir()
+    const first = startServerProcess({ DATA_DIR: dataDir })
+    let key: string
+    try {
+      const [, url] = await first.waitFor(/listening on (http:\/\/\S+)/)
+      const [, curlKey, curlUrl] = await first.waitFor(/curl -H "X-API-Key: (\S+)" (\S+)/)
+      key = curlKey
+      expect(curlUrl).toBe(`${url}/v2/data-structures`)
+      const reply = await call(curlUrl, { key })
+      expect(reply.status).toBe(200)
+      expect(reply.body.data.length).toBeGreaterThanOrEqual(7)
+
+      const keyFile = join(dataDir, 'demo-api-key')
+      expect(readFileSync(keyFile, 'utf8').trim()).toBe(key)
+      expect(statSync(keyFile).mode & 0o777).toBe(0o600)
+    } finally {
+      expect(await first.stop()).toBe(0)
+    }
+
+    const second = startServerProcess({ DATA_DIR: dataDir })
+    try {
+      await second.waitFor(/its API key is in (\S+)/)
+      expect(second.output()).not.toContain('Demo company created')
+      const [, url] = await second.waitFor(/listening on (http:\/\/\S+)/)
+      expect((await call(`${url}/v2/data-structures`, { key })).status).toBe(200)
+    } finally {
+      await second.stop()
+    }
+    const companies = runCli(['companies', '--json'], { DATA_DIR: dataDir })
+    expect(JSON.parse(companies.stdout)).toHaveLength(1)
+  })
+
+  it('creates no demo company with DEMO=off', async () => {
+    const dataDir = tempDataDir()
+    const server = startServerProcess({ DATA_DIR: dataDir, DEMO: 'off' })
+    try {
+      await server.waitFor(/listening on/)
+      expect(server.output()).not.toContain('X-API-Key')
+    } finally {
+      await server.stop()
+    }
+    expect(JSON.parse(runCli(['companies', '--json'], { DATA_DIR: dataDir }).stdout)).toEqual([])
+  })
+
+  it('refuses to start on a bad variable, naming it', async () => {
+    const result = runCli(['serve'], { DATA_DIR: tempDataDir(), PORT: 'not-a-port' })
+    expect(result.code).toBe(1)
+    expect(result.stderr).toContain('PORT=')
+  })
+})

@@ -1,0 +1,11 @@
+import { defineConfig } from 'vitest/config'
+
+export default defineConfig({
+  test: {
+    include: ['test/**/*.test.ts'],
+    testTimeout: 20_000,
+    hookTimeout: 20_000,
+    // Integration tests start real servers and child processes: keep the noise of a shared 2-core machine down.
+    maxWorkers: 2,
+  },
+})
