@@ -44,9 +44,9 @@ export type Row = Record<string, SQLInputValue>
 
 /** What a repository sees: run a query, or run writes atomically. */
 export interface Sql {
-  all(sql: string, ...params: Params): Row[]
-  get(sql: string, ...params: Params): Row | undefined
-  /** Runs `work` on the writer, atomically: inside a transaction it joins it, outside it is one. */
+  all(sql: string, ...params: Params): Promise<Row[]>
+  get(sql: string, ...params: Params): Promise<Row | undefined>
+  /** Runs `work` on the writer, atomically: inside a transaction it joins it as a savepoint, outside it is one. */
   write<T>(work: (db: SqlWriter) => T): Promise<T>
 }
 
@@ -74,8 +74,8 @@ export class SqliteConnection {
 
   /** The Sql seen outside a transaction. */
   readonly sql: Sql = {
-    all: (sql, ...params) => this.#reader.prepare(sql).all(...params) as Row[],
-    get: (sql, ...params) => this.#reader.prepare(sql).get(...params) as Row | undefined,
+    all: (sql, ...params) => this.#committed(() => this.#reader.prepare(sql).all(...params) as Row[]),
+    get: (sql, ...params) => this.#committed(() => this.#reader.prepare(sql).get(...params) as Row | undefined),
     write: (work) => this.#writes.run(async () => this.#atomically(work)),
   }
 
@@ -84,9 +84,21 @@ export class SqliteConnection {
     return this.#writes.run(async () => {
       const writer = this.#writer
       const inside: Sql = {
-        all: (sql, ...params) => writer.prepare(sql).all(...params) as Row[],
-        get: (sql, ...params) => writer.prepare(sql).get(...params) as Row | undefined,
-        write: async (step) => step(this.#writerApi()),
+        all: async (sql, ...params) => writer.prepare(sql).all(...params) as Row[],
+        get: async (sql, ...params) => writer.prepare(sql).get(...params) as Row | undefined,
+        // A savepoint keeps each call atomic inside the transaction: a refused write leaves none of its rows.
+        write: async (step) => {
+          writer.db.exec('SAVEPOINT write')
+          try {
+            const result = step(this.#writerApi())
+            writer.db.exec('RELEASE write')
+            return result
+          } catch (error) {
+            writer.db.exec('ROLLBACK TO write')
+            writer.db.exec('RELEASE write')
+            throw error
+          }
+        },
       }
       writer.db.exec('BEGIN IMMEDIATE')
       try {
@@ -105,6 +117,15 @@ export class SqliteConnection {
     this.#closed = true
     if (this.#reader !== this.#writer) this.#reader.db.close()
     this.#writer.db.close()
+  }
+
+  /**
+   * Runs a read of committed data. A file has its own reader connection for that; an in-memory database has
+   * one connection, which sees the open transaction's writes, so a read waits until that transaction is over.
+   */
+  async #committed<T>(read: () => T): Promise<T> {
+    if (this.#reader === this.#writer && this.#writer.db.isTransaction) return this.#writes.run(async () => read())
+    return read()
   }
 
   #writerApi(): SqlWriter {

@@ -80,10 +80,10 @@ function sqliteStore(connection: SqliteConnection, sql: Sql): Store {
         await write(sql, (db) => db.run('INSERT INTO companies (id, doc) VALUES (?, ?)', company.id, JSON.stringify(company)))
       },
       async get(id) {
-        return parse<Company>(sql.get('SELECT doc FROM companies WHERE id = ?', id))
+        return parse<Company>(await sql.get('SELECT doc FROM companies WHERE id = ?', id))
       },
       async list() {
-        return parseAll<Company>(sql.all('SELECT doc FROM companies ORDER BY id'))
+        return parseAll<Company>(await sql.all('SELECT doc FROM companies ORDER BY id'))
       },
       async delete(id) {
         return write(sql, (db) => {
@@ -106,10 +106,10 @@ function sqliteStore(connection: SqliteConnection, sql: Sql): Store {
         )
       },
       async findByHash(hash) {
-        return parse<ApiKey>(sql.get('SELECT doc FROM api_keys WHERE hash = ?', hash))
+        return parse<ApiKey>(await sql.get('SELECT doc FROM api_keys WHERE hash = ?', hash))
       },
       async list(companyId) {
-        return parseAll<ApiKey>(sql.all('SELECT doc FROM api_keys WHERE company_id = ? ORDER BY id', companyId))
+        return parseAll<ApiKey>(await sql.all('SELECT doc FROM api_keys WHERE company_id = ? ORDER BY id', companyId))
       },
     },
 
@@ -129,13 +129,13 @@ function sqliteStore(connection: SqliteConnection, sql: Sql): Store {
         })
       },
       async get(companyId, id) {
-        return parse<User>(sql.get('SELECT doc FROM users WHERE company_id = ? AND id = ?', companyId, id))
+        return parse<User>(await sql.get('SELECT doc FROM users WHERE company_id = ? AND id = ?', companyId, id))
       },
       async getMany(companyId, ids) {
         const found = new Map<string, User>()
         if (ids.length === 0) return found
         const unique = [...new Set(ids)]
-        const rows = sql.all(`SELECT doc FROM users WHERE company_id = ? AND id IN (${inClause(unique)})`, companyId, ...unique)
+        const rows = await sql.all(`SELECT doc FROM users WHERE company_id = ? AND id IN (${inClause(unique)})`, companyId, ...unique)
         for (const user of parseAll<User>(rows)) found.set(user.id, user)
         return found
       },
@@ -143,7 +143,7 @@ function sqliteStore(connection: SqliteConnection, sql: Sql): Store {
         const found = new Map<string, User>()
         if (emails.length === 0) return found
         const lower = [...new Set(emails.map((email) => email.toLowerCase()))]
-        const rows = sql.all(
+        const rows = await sql.all(
           `SELECT doc FROM users WHERE company_id = ? AND email_lower IN (${inClause(lower)})`,
           companyId,
           ...lower,
@@ -152,11 +152,11 @@ function sqliteStore(connection: SqliteConnection, sql: Sql): Store {
         return found
       },
       async list(companyId, { offset, limit }) {
-        const rows = sql.all('SELECT doc FROM users WHERE company_id = ? ORDER BY id LIMIT ? OFFSET ?', companyId, limit, offset)
+        const rows = await sql.all('SELECT doc FROM users WHERE company_id = ? ORDER BY id LIMIT ? OFFSET ?', companyId, limit, offset)
         return parseAll<User>(rows)
       },
       async count(companyId) {
-        return countOf(sql.get('SELECT count(*) AS n FROM users WHERE company_id = ?', companyId))
+        return countOf(await sql.get('SELECT count(*) AS n FROM users WHERE company_id = ?', companyId))
       },
     },
 
@@ -173,7 +173,7 @@ function sqliteStore(connection: SqliteConnection, sql: Sql): Store {
         )
       },
       async list(companyId) {
-        return parseAll(sql.all('SELECT doc FROM user_attributes WHERE company_id = ? ORDER BY id', companyId))
+        return parseAll(await sql.all('SELECT doc FROM user_attributes WHERE company_id = ? ORDER BY id', companyId))
       },
     },
 
@@ -182,13 +182,13 @@ function sqliteStore(connection: SqliteConnection, sql: Sql): Store {
         await replaceAttributions(sql, 'manager_attributions', companyId, userIds, attributions)
       },
       async listManagers(companyId) {
-        return parseAll(sql.all('SELECT doc FROM manager_attributions WHERE company_id = ? ORDER BY id', companyId))
+        return parseAll(await sql.all('SELECT doc FROM manager_attributions WHERE company_id = ? ORDER BY id', companyId))
       },
       async replaceGroups(companyId, userIds, attributions: GroupAttribution[]) {
         await replaceAttributions(sql, 'group_attributions', companyId, userIds, attributions)
       },
       async listGroups(companyId) {
-        return parseAll(sql.all('SELECT doc FROM group_attributions WHERE company_id = ? ORDER BY id', companyId))
+        return parseAll(await sql.all('SELECT doc FROM group_attributions WHERE company_id = ? ORDER BY id', companyId))
       },
     },
 
@@ -205,7 +205,7 @@ function sqliteStore(connection: SqliteConnection, sql: Sql): Store {
         )
       },
       async list(companyId) {
-        return parseAll(sql.all('SELECT doc FROM custom_metrics WHERE company_id = ? ORDER BY id', companyId))
+        return parseAll(await sql.all('SELECT doc FROM custom_metrics WHERE company_id = ? ORDER BY id', companyId))
       },
     },
 
@@ -223,15 +223,15 @@ function sqliteStore(connection: SqliteConnection, sql: Sql): Store {
         )
       },
       async get(companyId, id) {
-        return parse<DataTable>(sql.get('SELECT doc FROM data_tables WHERE company_id = ? AND id = ?', companyId, id))
+        return parse<DataTable>(await sql.get('SELECT doc FROM data_tables WHERE company_id = ? AND id = ?', companyId, id))
       },
       async getByKey(companyId, environment, key) {
         return parse<DataTable>(
-          sql.get('SELECT doc FROM data_tables WHERE company_id = ? AND environment = ? AND key = ?', companyId, environment, key),
+          await sql.get('SELECT doc FROM data_tables WHERE company_id = ? AND environment = ? AND key = ?', companyId, environment, key),
         )
       },
       async list(companyId) {
-        return parseAll(sql.all('SELECT doc FROM data_tables WHERE company_id = ? ORDER BY id', companyId))
+        return parseAll(await sql.all('SELECT doc FROM data_tables WHERE company_id = ? ORDER BY id', companyId))
       },
     },
 
@@ -260,7 +260,7 @@ function sqliteStore(connection: SqliteConnection, sql: Sql): Store {
         })
       },
       async list(companyId, tableId, { offset, limit }) {
-        const rows = sql.all(
+        const rows = await sql.all(
           'SELECT doc FROM data_table_records WHERE company_id = ? AND table_id = ? ORDER BY id LIMIT ? OFFSET ?',
           companyId,
           tableId,
@@ -271,7 +271,7 @@ function sqliteStore(connection: SqliteConnection, sql: Sql): Store {
       },
       async count(companyId, tableId) {
         return countOf(
-          sql.get('SELECT count(*) AS n FROM data_table_records WHERE company_id = ? AND table_id = ?', companyId, tableId),
+          await sql.get('SELECT count(*) AS n FROM data_table_records WHERE company_id = ? AND table_id = ?', companyId, tableId),
         )
       },
     },
@@ -289,11 +289,11 @@ function sqliteStore(connection: SqliteConnection, sql: Sql): Store {
       },
       async get(companyId, id) {
         return parse<ReportingStructure>(
-          sql.get('SELECT doc FROM reporting_structures WHERE company_id = ? AND id = ?', companyId, id),
+          await sql.get('SELECT doc FROM reporting_structures WHERE company_id = ? AND id = ?', companyId, id),
         )
       },
       async list(companyId) {
-        return parseAll(sql.all('SELECT doc FROM reporting_structures WHERE company_id = ? ORDER BY id', companyId))
+        return parseAll(await sql.all('SELECT doc FROM reporting_structures WHERE company_id = ? ORDER BY id', companyId))
       },
     },
 
@@ -314,7 +314,7 @@ function sqliteStore(connection: SqliteConnection, sql: Sql): Store {
       },
       async page(companyId, environment, window) {
         const clause = pageClause(window)
-        const rows = sql.all(
+        const rows = await sql.all(
           `SELECT doc FROM statements WHERE company_id = ? AND environment = ?${clause.sql}`,
           companyId,
           environment,
@@ -324,7 +324,7 @@ function sqliteStore(connection: SqliteConnection, sql: Sql): Store {
       },
       async count(companyId, environment) {
         return countOf(
-          sql.get('SELECT count(*) AS n FROM statements WHERE company_id = ? AND environment = ?', companyId, environment),
+          await sql.get('SELECT count(*) AS n FROM statements WHERE company_id = ? AND environment = ?', companyId, environment),
         )
       },
     },
@@ -346,7 +346,7 @@ function sqliteStore(connection: SqliteConnection, sql: Sql): Store {
       },
       async page(companyId, tableId, window) {
         const clause = pageClause(window)
-        const rows = sql.all(
+        const rows = await sql.all(
           `SELECT doc FROM commission_lines WHERE company_id = ? AND table_id = ?${clause.sql}`,
           companyId,
           tableId,
@@ -356,7 +356,7 @@ function sqliteStore(connection: SqliteConnection, sql: Sql): Store {
       },
       async count(companyId, tableId) {
         return countOf(
-          sql.get('SELECT count(*) AS n FROM commission_lines WHERE company_id = ? AND table_id = ?', companyId, tableId),
+          await sql.get('SELECT count(*) AS n FROM commission_lines WHERE company_id = ? AND table_id = ?', companyId, tableId),
         )
       },
     },
@@ -368,10 +368,10 @@ function sqliteStore(connection: SqliteConnection, sql: Sql): Store {
         )
       },
       async get(companyId, id) {
-        return parse<Quota>(sql.get('SELECT doc FROM quotas WHERE company_id = ? AND id = ?', companyId, id))
+        return parse<Quota>(await sql.get('SELECT doc FROM quotas WHERE company_id = ? AND id = ?', companyId, id))
       },
       async list(companyId) {
-        return parseAll(sql.all('SELECT doc FROM quotas WHERE company_id = ? ORDER BY id', companyId))
+        return parseAll(await sql.all('SELECT doc FROM quotas WHERE company_id = ? ORDER BY id', companyId))
       },
       async setType(companyId, id, type, modifiedAt) {
         return write(sql, (db) => {
@@ -404,7 +404,7 @@ function sqliteStore(connection: SqliteConnection, sql: Sql): Store {
       },
       async page(companyId, quotaId, window) {
         const clause = pageClause(window)
-        const rows = sql.all(
+        const rows = await sql.all(
           `SELECT doc FROM quota_values WHERE company_id = ? AND quota_id = ?${clause.sql}`,
           companyId,
           quotaId,
@@ -413,7 +413,7 @@ function sqliteStore(connection: SqliteConnection, sql: Sql): Store {
         return parseAll<QuotaValue>(rows)
       },
       async count(companyId, quotaId) {
-        return countOf(sql.get('SELECT count(*) AS n FROM quota_values WHERE company_id = ? AND quota_id = ?', companyId, quotaId))
+        return countOf(await sql.get('SELECT count(*) AS n FROM quota_values WHERE company_id = ? AND quota_id = ?', companyId, quotaId))
       },
     },
 
@@ -423,7 +423,7 @@ function sqliteStore(connection: SqliteConnection, sql: Sql): Store {
     },
 
     async ping() {
-      sql.get('SELECT 1 AS n')
+      await sql.get('SELECT 1 AS n')
     },
 
     async close() {

@@ -1,0 +1,111 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import type { Store } from '../../src/store/port.ts'
+import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.ts'
+import { aCompany, aUser } from './builders.ts'
+import { storeContract } from './contract.ts'
+
+const directories = new Map<Store, string>()
+
+storeContract('sqlite (file)', {
+  async create() {
+    const directory = mkdtempSync(join(tmpdir(), 'store-'))
+    const store = openSqliteStore(join(directory, 'db.sqlite'))
+    directories.set(store, directory)
+    return store
+  },
+  async cleanup(store) {
+    rmSync(directories.get(store) ?? '', { recursive: true, force: true })
+    directories.delete(store)
+  },
+})
+
+storeContract('sqlite (:memory:)', {
+  create: async () => openSqliteStore(':memory:'),
+})
+
+describe('sqlite (file), adapter only', () => {
+  let directory: string
+  let file: string
+  const opened: Store[] = []
+
+  function open(): Store {
+    const store = openSqliteStore(file)
+    opened.push(store)
+    return store
+  }
+
+  beforeEach(() => {
+    directory = mkdtempSync(join(tmpdir(), 'store-'))
+    file = join(directory, 'db.sqlite')
+  })
+
+  afterEach(async () => {
+    for (const store of opened.splice(0)) await store.close()
+    rmSync(directory, { recursive: true, force: true })
+  })
+
+  it('keeps the data when the file is opened again', async () => {
+    const company = aCompany()
+    const user = aUser(company.id)
+    const first = open()
+    await first.companies.insert(company)
+    await first.users.save(company.id, [user])
+    await first.close()
+
+    const again = open()
+    expect(await again.companies.get(company.id)).toStrictEqual(company)
+    expect(await again.users.get(company.id, user.id)).toStrictEqual(user)
+  })
+
+  it("lets two stores on one file, like two processes, see each other's committed writes", async () => {
+    const [one, two] = [open(), open()]
+    const [a, b] = [aCompany(), aCompany()]
+    await one.companies.insert(a)
+    expect(await two.companies.get(a.id)).toStrictEqual(a)
+    await two.transaction((tx) => tx.companies.insert(b))
+    expect(await one.companies.get(b.id)).toStrictEqual(b)
+  })
+
+  it('hides a transaction in progress on one store from a reader on another until it commits', async () => {
+    const [writer, reader] = [open(), open()]
+    const company = aCompany()
+    const user = aUser(company.id)
+    let wrote!: () => void
+    const written = new Promise<void>((resolve) => {
+      wrote = resolve
+    })
+    let release!: () => void
+    const released = new Promise<void>((resolve) => {
+      release = resolve
+    })
+    const running = writer.transaction(async (tx) => {
+      await tx.companies.insert(company)
+      await tx.users.save(company.id, [user])
+      wrote()
+      await released
+    })
+    await written
+    expect(await reader.companies.get(company.id)).toBeNull()
+    expect(await reader.users.count(company.id)).toBe(0)
+    // The writer's own store, outside the transaction, does not see it either.
+    expect(await writer.companies.get(company.id)).toBeNull()
+    release()
+    await running
+    expect(await reader.companies.get(company.id)).toStrictEqual(company)
+    expect(await reader.users.get(company.id, user.id)).toStrictEqual(user)
+  })
+})
+
+describe('sqlite (:memory:), adapter only', () => {
+  it('gives every opened store its own database', async () => {
+    const [one, two] = [openSqliteStore(':memory:'), openSqliteStore(':memory:')]
+    const company = aCompany()
+    await one.companies.insert(company)
+    expect(await two.companies.get(company.id)).toBeNull()
+    await one.close()
+    await two.close()
+  })
+})
