@@ -1,0 +1,236 @@
+/**
+ * The v2 extraction benchmark (`npm run bench:v2`): loads STATEMENTS statements into the embedded store, starts
+ * the real server on it (`commission-api serve`, a child process), walks every statement through `next_url`
+ * with limit=2000 over HTTP, and compares the walk with a baseline server that serves the same pages as
+ * pre-serialized bytes. Prints rows per second, page latencies (first and last ten pages), the server's peak
+ * memory, and the ratios the targets are stated in.
+ *
+ * Options (environment): BENCH_STATEMENTS (default 200000), BENCH_USERS (default 50).
+ */
+import { type ChildProcess, spawn } from 'node:child_process'
+import { once } from 'node:events'
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
+import { createServer } from 'node:http'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
+import { request } from 'undici'
+import { systemClock } from '../src/clock.ts'
+import { loadFixture } from '../src/fixtures/load-fixture.ts'
+import { newId } from '../src/ids.ts'
+import type { Statement, StatementStatus } from '../src/store/model.ts'
+import { sqliteFile } from '../src/store/open-store.ts'
+import { openSqliteStore } from '../src/store/sqlite/sqlite-store.ts'
+
+const STATEMENTS = Number(process.env.BENCH_STATEMENTS ?? 200_000)
+const USERS = Number(process.env.BENCH_USERS ?? 50)
+const LIMIT = 2000
+const API_KEY = 'cak_benchmark-key-not-secret-at-all'
+const CLI = resolve(import.meta.dirname, '../src/cli.ts')
+const STATUSES: StatementStatus[] = ['paid', 'pending', 'validated']
+const TIERS = ['bronze', 'silver', 'gold']
+
+// ---------------------------------------------------------------------------------------------------------
+// The baseline server: a child process that answers each known path with its stored bytes.
+
+if (process.argv[2] === '--baseline') {
+  const directory = process.argv[3]
+  const pages = new Map<string, Buffer>()
+  const index = JSON.parse(readFileSync(join(directory, 'index.json'), 'utf8')) as Record<string, string>
+  for (const [path, file] of Object.entries(index)) pages.set(path, readFileSync(join(directory, file)))
+  const server = createServer((req, res) => {
+    const body = pages.get(req.url ?? '')
+    if (!body) {
+      res.writeHead(404).end()
+      return
+    }
+    res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': body.length }).end(body)
+  })
+  server.listen(0, '127.0.0.1', () => {
+    const address = server.address()
+    console.log(`baseline listening on http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`)
+  })
+} else {
+  await main()
+}
+
+// ---------------------------------------------------------------------------------------------------------
+
+async function main(): Promise<void> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'bench-v2-'))
+  const children: ChildProcess[] = []
+  try {
+    console.log(`Loading ${STATEMENTS.toLocaleString('en')} statements of ${USERS} users into ${dataDir} ...`)
+    const loadStarted = performance.now()
+    const tableId = await seed(dataDir)
+    console.log(`  loaded in ${((performance.now() - loadStarted) / 1000).toFixed(1)} s`)
+
+    const ours = await startChild(['serve'], { DATA_DIR: dataDir }, /listening on (http:\/\/\S+)/)
+    children.push(ours.child)
+    const firstPath = `/v2/reporting/${tableId}/statements?limit=${LIMIT}`
+    const warmUp = await walkAll(ours.url, firstPath)
+    if (warmUp.rows !== STATEMENTS) throw new Error(`the walk returned ${warmUp.rows} rows, expected ${STATEMENTS}`)
+    const measured = await walkAll(ours.url, firstPath)
+    const peakMemory = peakRss(ours.child.pid)
+
+    const pagesDir = join(dataDir, 'pages')
+    mkdirSync(pagesDir)
+    const index: Record<string, string> = {}
+    measured.bodies.forEach((body, page) => {
+      index[measured.paths[page]] = `${page}.json`
+      writeFileSync(join(pagesDir, `${page}.json`), body)
+    })
+    writeFileSync(join(pagesDir, 'index.json'), JSON.stringify(index))
+    const baseline = await startChild([resolve(import.meta.filename), '--baseline', pagesDir], {}, /listening on (http:\/\/\S+)/, true)
+    children.push(baseline.child)
+    await walkAll(baseline.url, firstPath)
+    const reference = await walkAll(baseline.url, firstPath)
+    if (reference.rows !== measured.rows || readdirSync(pagesDir).length !== measured.bodies.length + 1) throw new Error('the baseline walk differs')
+
+    report(measured, reference, peakMemory)
+  } finally {
+    for (const child of children) child.kill('SIGTERM')
+    await Promise.all(children.map((child) => (child.exitCode === null ? once(child, 'exit') : undefined)))
+    rmSync(dataDir, { recursive: true, force: true })
+  }
+}
+
+/** Creates the company (users, metrics, one statement structure, a known key) and its statements; returns the structure id. */
+async function seed(dataDir: string): Promise<string> {
+  const store = openSqliteStore(sqliteFile({ dataDir }))
+  try {
+    const users = Array.from({ length: USERS }, (_, index) => ({ email: `rep${index}@bench.example`, name: `Rep ${index}`, currency: index % 3 ? 'EUR' : 'USD' }))
+    const loaded = await loadFixture(store, systemClock, {
+      company: { name: 'Bench', default_currency: 'EUR' },
+      users,
+      custom_metrics: [
+        { api_key: 'attainment', name: 'Attainment', kind: 'percentage' },
+        { api_key: 'tier', name: 'Tier', kind: 'enum', enum_values: TIERS },
+        { api_key: 'bonus', name: 'Bonus', kind: 'amount', currencies: ['EUR', 'USD'] },
+      ],
+      reporting_structures: [{ name: 'Statements', type: 'statement_reporting', metrics: ['attainment', 'tier', 'bonus'] }],
+      api_keys: [{ user: users[0].email, secret: API_KEY }],
+    })
+    const companyId = loaded.company_id
+    const userIds = [...(await store.users.findByEmails(companyId, users.map((user) => user.email))).values()].map((user) => user.id)
+    const base = Date.parse('2024-01-01T00:00:00Z')
+    const batch = 10_000
+    for (let start = 0; start < STATEMENTS; start += batch) {
+      const statements: Statement[] = []
+      for (let index = start; index < Math.min(STATEMENTS, start + batch); index++) {
+        const currency = index % 3 ? 'EUR' : 'USD'
+        const month = index % 24
+        statements.push({
+          id: newId(),
+          company_id: companyId,
+          environment: 'live',
+          user_id: userIds[index % userIds.length],
+          date: new Date(Date.UTC(2024, month + 1, 0)).toISOString().slice(0, 10),
+          plan: 'Sales plan',
+          status: STATUSES[index % 3],
+          currency,
+          payment: Math.round((index * 7919) % 100_000) / 10,
+          target: 5000,
+          target_achievement: (index % 150) / 100,
+          on_target_earning: 4000,
+          achievement: 4500,
+          metrics: { attainment: (index % 150) / 100, tier: TIERS[index % 3], bonus: { value: index % 1000, currency } },
+          dimensions: { region: ['EMEA'] },
+          modified_at: new Date(base + index * 1000).toISOString(),
+        })
+      }
+      await store.statements.insertMany(statements)
+    }
+    return (await store.structures.list(companyId))[0].id
+  } finally {
+    await store.close()
+  }
+}
+
+/** Starts a child Node process and waits for the line that gives its URL. */
+async function startChild(args: string[], env: Record<string, string>, ready: RegExp, isScript = false) {
+  const child = spawn(process.execPath, isScript ? args : [CLI, ...args], {
+    env: { ...process.env, PORT: '0', DEMO: 'off', LOG_LEVEL: 'warn', RATE_LIMIT_PER_SECOND: '1000000', ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  })
+  let output = ''
+  for (;;) {
+    const match = output.match(ready)
+    if (match) return { child, url: match[1] }
+    if (child.exitCode !== null) throw new Error(`child exited before it was ready:\n${output}`)
+    const [chunk] = (await Promise.race([once(child.stdout!, 'data'), once(child, 'exit')])) as [Buffer | number]
+    if (Buffer.isBuffer(chunk)) output += chunk.toString()
+  }
+}
+
+interface Walk {
+  rows: number
+  seconds: number
+  /** Milliseconds from sending a page's request to holding its whole body. */
+  latencies: number[]
+  paths: string[]
+  bodies: Buffer[]
+}
+
+/** Follows next_url from `path` on `origin` (its path and query: the baseline answers the same ones). */
+async function walkAll(origin: string, path: string): Promise<Walk> {
+  const walk: Walk = { rows: 0, seconds: 0, latencies: [], paths: [], bodies: [] }
+  const started = performance.now()
+  let next: string | null = path
+  while (next) {
+    const sent = performance.now()
+    const response = await request(origin + next, { headers: { 'x-api-key': API_KEY } })
+    const body = Buffer.from(await response.body.arrayBuffer())
+    walk.latencies.push(performance.now() - sent)
+    if (response.statusCode !== 200) throw new Error(`${next} answered ${response.statusCode}: ${body.toString().slice(0, 300)}`)
+    const page = JSON.parse(body.toString()) as { data: unknown[]; meta: { has_more: boolean; next_url: string | null } }
+    walk.rows += page.data.length
+    walk.paths.push(next)
+    walk.bodies.push(body)
+    next = page.meta.has_more && page.meta.next_url ? new URL(page.meta.next_url).pathname + new URL(page.meta.next_url).search : null
+  }
+  walk.seconds = (performance.now() - started) / 1000
+  return walk
+}
+
+/** The peak resident memory of a process (Linux: VmHWM), in MiB; null where /proc is not there. */
+function peakRss(pid: number | undefined): number | null {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8')
+    const kib = Number(status.match(/VmHWM:\s+(\d+) kB/)?.[1])
+    return Number.isFinite(kib) ? kib / 1024 : null
+  } catch {
+    return null
+  }
+}
+
+function percentile(values: number[], fraction: number): number {
+  const sorted = values.toSorted((a, b) => a - b)
+  return sorted[Math.min(sorted.length - 1, Math.ceil(fraction * sorted.length) - 1)]
+}
+
+// Declarations, not constants: main() runs from the top-level await above, before constants below it exist.
+function ms(value: number): string {
+  return `${value.toFixed(1)} ms`
+}
+
+function verdict(ok: boolean): string {
+  return ok ? 'ok' : 'MISSED'
+}
+
+function report(ours: Walk, baseline: Walk, peakMemory: number | null): void {
+  const first = ours.latencies.slice(0, 10)
+  const last = ours.latencies.slice(-10)
+  const rowsPerSecond = ours.rows / ours.seconds
+  const depthRatio = percentile(last, 0.5) / percentile(first, 0.5)
+  const baselineRatio = ours.seconds / baseline.seconds
+  const megabytes = ours.bodies.reduce((total, body) => total + body.length, 0) / 1024 / 1024
+  console.log(`
+v2 extraction: ${ours.rows.toLocaleString('en')} statements, ${ours.bodies.length} pages of limit=${LIMIT} (${megabytes.toFixed(0)} MiB of JSON), over HTTP
+  ours:      ${ours.seconds.toFixed(2)} s, ${Math.round(rowsPerSecond).toLocaleString('en')} rows/s          target >= 100,000: ${verdict(rowsPerSecond >= 100_000)}
+  first 10 pages: p50 ${ms(percentile(first, 0.5))}, p99 ${ms(percentile(first, 0.99))}
+  last 10 pages:  p50 ${ms(percentile(last, 0.5))}, p99 ${ms(percentile(last, 0.99))}
+  last/first p50: ${depthRatio.toFixed(2)}                          target <= 1.3: ${verdict(depthRatio <= 1.3)}
+  server peak memory (VmHWM): ${peakMemory === null ? 'n/a' : `${peakMemory.toFixed(0)} MiB`}
+  baseline (pre-serialized bytes): ${baseline.seconds.toFixed(2)} s, ${Math.round(baseline.rows / baseline.seconds).toLocaleString('en')} rows/s
+  ours/baseline: ${baselineRatio.toFixed(2)}                           target <= 2: ${verdict(baselineRatio <= 2)}`)
+}

@@ -1,0 +1,39 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Type } from 'typebox'
+import { fieldSchemaOf } from '../../v2/fields.ts'
+import { AuthenticatedErrorResponses } from '../schemas.ts'
+
+const Nullable = <T extends ReturnType<typeof Type.String>>(schema: T) => Type.Union([schema, Type.Null()])
+
+export const FieldDescriptorSchema = Type.Object({
+  api_key: Type.String({ description: 'standard.*, custom.* or datatable.*: the key of the field in the rows' }),
+  name: Type.String(),
+  type: Type.Enum(['string', 'number', 'object', 'date']),
+  format: Nullable(Type.String({ description: 'enum, period, percentage, float, currency, user_reference, date, or null' })),
+  origin: Type.Enum(['standard', 'custom', 'datatable']),
+  created_at: Type.String(),
+  currencies: Type.Union([Type.Array(Type.String()), Type.Null()]),
+  enum_values: Type.Union([Type.Array(Type.String()), Type.Null()]),
+  properties: Type.Union([Type.Record(Type.String(), Type.Object({ type: Type.String(), required: Type.Boolean() })), Type.Null()]),
+  frequency: Type.Optional(Type.Enum(['monthly', 'quarterly', 'semesterly', 'annually'], { description: 'only on standard.period' })),
+})
+
+export const FieldSchemaSchema = Type.Object({
+  schema_hash: Type.String({ description: 'SHA-256 (hex) of the schema: changes when a field is added, removed or modified, or a quota type changes' }),
+  count: Type.Integer(),
+  fields: Type.Array(FieldDescriptorSchema),
+})
+
+export const fieldRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  app.get(
+    '/data-structures/:table_id/fields',
+    {
+      schema: {
+        summary: 'The field schema of a live reporting structure or quota',
+        params: Type.Object({ table_id: Type.String({ description: 'id of a reporting structure or of a quota, from discovery' }) }),
+        response: { 200: FieldSchemaSchema, ...AuthenticatedErrorResponses },
+      },
+    },
+    async (request) => fieldSchemaOf(app.store, request.principal.company.id, request.params.table_id),
+  )
+}

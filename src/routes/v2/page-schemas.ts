@@ -1,0 +1,30 @@
+import { Type } from 'typebox'
+import { DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT } from '../../v2/pages.ts'
+import { AuthenticatedErrorResponses, ObjectIdSchema, PageMetaSchema } from '../schemas.ts'
+
+/** Schemas of the v2 row endpoints (statements, records, quota values). */
+
+const DATE_TIME = 'ISO 8601 date-time; send an explicit offset (Z or ±hh:mm): one without is read as UTC'
+
+export const PageQuerySchema = Type.Object(
+  {
+    start_id: Type.Optional({ ...ObjectIdSchema, description: 'start after this id (the previous page’s meta.next_start_id)' }),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE_LIMIT, default: DEFAULT_PAGE_LIMIT, description: 'rows per page' })),
+    last_modified_after: Type.Optional(Type.String({ description: DATE_TIME })),
+    last_modified_before: Type.Optional(Type.String({ description: DATE_TIME })),
+  },
+  { additionalProperties: false },
+)
+
+/** A row's keys are the structure's field `api_key`s (see its fields endpoint), so the schema cannot list them. */
+export const RowSchema = Type.Record(Type.String(), Type.Unknown(), { description: 'keys: the api_key of each field of the structure' })
+
+export const PageSchema = Type.Object({ data: Type.Array(RowSchema), meta: PageMetaSchema })
+
+export const PageResponses = { 200: PageSchema, ...AuthenticatedErrorResponses }
+
+/**
+ * Pages are serialized with JSON.stringify: their rows have keys that only the company's configuration knows,
+ * which a schema-compiled serializer would have to walk generically, and more slowly.
+ */
+export const serializeWithJson = () => (data: unknown) => JSON.stringify(data)

@@ -1,0 +1,23 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Type } from 'typebox'
+import { quotaValuePage } from '../../v2/extraction.ts'
+import { baseUrl } from '../base-url.ts'
+import { PageQuerySchema, PageResponses, serializeWithJson } from './page-schemas.ts'
+
+const QuotaParamsSchema = Type.Object({ quota_id: Type.String({ description: 'id of a live quota, from discovery' }) })
+
+export const quotaValueRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  app.get(
+    '/quotas/:quota_id/values',
+    {
+      schema: {
+        summary: 'Values of a quota (one row per user and period), in creation order; both date bounds inclusive',
+        params: QuotaParamsSchema,
+        querystring: PageQuerySchema,
+        response: PageResponses,
+      },
+      serializerCompiler: serializeWithJson,
+    },
+    async (request) => quotaValuePage(app.store, request.principal.company.id, request.params.quota_id, request.query, baseUrl(request)),
+  )
+}

@@ -1,0 +1,37 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Type } from 'typebox'
+import { recordPage, statementPage } from '../../v2/extraction.ts'
+import { baseUrl } from '../base-url.ts'
+import { PageQuerySchema, PageResponses, serializeWithJson } from './page-schemas.ts'
+
+const TableParamsSchema = Type.Object({ table_id: Type.String({ description: 'id of a live reporting structure, from discovery' }) })
+
+export const reportingRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  app.get(
+    '/reporting/:table_id/statements',
+    {
+      schema: {
+        summary: 'Statements of a statement reporting structure, in id order',
+        params: TableParamsSchema,
+        querystring: PageQuerySchema,
+        response: PageResponses,
+      },
+      serializerCompiler: serializeWithJson,
+    },
+    async (request) => statementPage(app.store, request.principal.company.id, request.params.table_id, request.query, baseUrl(request)),
+  )
+
+  app.get(
+    '/reporting/:table_id/records',
+    {
+      schema: {
+        summary: 'Reporting records (commission lines) of a record reporting structure, in id order',
+        params: TableParamsSchema,
+        querystring: PageQuerySchema,
+        response: PageResponses,
+      },
+      serializerCompiler: serializeWithJson,
+    },
+    async (request) => recordPage(app.store, request.principal.company.id, request.params.table_id, request.query, baseUrl(request)),
+  )
+}

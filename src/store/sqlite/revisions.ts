@@ -1,0 +1,59 @@
+import type { Params, Sql } from './connection.ts'
+import type { RevisionRepository } from '../revisions.ts'
+
+/** Where one record of a company is, with the parameters of that condition before its id. */
+interface Location {
+  table: string
+  where: (companyId: string) => { sql: string; params: Params }
+  /** The table keeps `modified_at` in a column of its own (the v2 pages filter on it). */
+  modifiedColumn: boolean
+}
+
+// Row tables are keyed by (company, scope, id): naming the company's scopes keeps the lookup an index seek.
+const STATEMENTS: Location = {
+  table: 'statements',
+  where: (companyId) => ({ sql: "company_id = ? AND environment IN ('live', 'sandbox')", params: [companyId] }),
+  modifiedColumn: true,
+}
+const COMMISSION_LINES: Location = {
+  table: 'commission_lines',
+  where: (companyId) => ({ sql: 'company_id = ? AND table_id IN (SELECT id FROM data_tables WHERE company_id = ?)', params: [companyId, companyId] }),
+  modifiedColumn: true,
+}
+const QUOTA_VALUES: Location = {
+  table: 'quota_values',
+  where: (companyId) => ({ sql: 'company_id = ? AND quota_id IN (SELECT id FROM quotas WHERE company_id = ?)', params: [companyId, companyId] }),
+  modifiedColumn: true,
+}
+const STRUCTURES: Location = { table: 'reporting_structures', where: (companyId) => ({ sql: 'company_id = ?', params: [companyId] }), modifiedColumn: false }
+const METRICS: Location = { table: 'custom_metrics', where: (companyId) => ({ sql: 'company_id = ?', params: [companyId] }), modifiedColumn: false }
+
+/** Reads the record's document, applies the changes and writes it back, in one write. */
+function update<T>(sql: Sql, location: Location, companyId: string, id: string, changes: { modified_at: string }): Promise<T | null> {
+  return sql.write((db) => {
+    const where = location.where(companyId)
+    const condition = `${where.sql} AND id = ?`
+    const stored = db.all(`SELECT doc FROM ${location.table} WHERE ${condition}`, ...where.params, id)[0]
+    if (!stored) return null
+    // An optional field left undefined is not a change (null is: it empties the field).
+    const set = Object.fromEntries(Object.entries(changes).filter(([, value]) => value !== undefined))
+    const changed = { ...(JSON.parse(stored.doc as string) as T), ...set }
+    const doc = JSON.stringify(changed)
+    if (location.modifiedColumn) {
+      db.run(`UPDATE ${location.table} SET doc = ?, modified_at = ? WHERE ${condition}`, doc, changes.modified_at, ...where.params, id)
+    } else {
+      db.run(`UPDATE ${location.table} SET doc = ? WHERE ${condition}`, doc, ...where.params, id)
+    }
+    return changed
+  })
+}
+
+export function sqliteRevisions(sql: Sql): RevisionRepository {
+  return {
+    updateStatement: (companyId, id, changes) => update(sql, STATEMENTS, companyId, id, changes),
+    updateCommissionLine: (companyId, id, changes) => update(sql, COMMISSION_LINES, companyId, id, changes),
+    updateQuotaValue: (companyId, id, changes) => update(sql, QUOTA_VALUES, companyId, id, changes),
+    updateStructure: (companyId, id, changes) => update(sql, STRUCTURES, companyId, id, changes),
+    updateMetric: (companyId, id, changes) => update(sql, METRICS, companyId, id, changes),
+  }
+}

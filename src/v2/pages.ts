@@ -1,0 +1,98 @@
+import { parseInstant } from '../domain/formats.ts'
+import { type Issue, ValidationError } from '../errors.ts'
+import type { RowWindow } from '../store/port.ts'
+
+/**
+ * v2 pagination, shared by statements, records and quota values: the query parameters, the store window
+ * they select, and the page meta with its absolute `next_url`.
+ */
+
+export const DEFAULT_PAGE_LIMIT = 2000
+export const MAX_PAGE_LIMIT = 2000
+
+/** The query of a v2 page, as the route's schema has already checked it (types, `start_id` format, `limit` range). */
+export interface PageQuery {
+  start_id?: string
+  limit?: number
+  last_modified_after?: string
+  last_modified_before?: string
+}
+
+/**
+ * Whether the date bounds include the instant they name. Quota values: both inclusive (the specification).
+ * Statements and records: both exclusive ("modified after/before").
+ */
+export type BoundRule = 'inclusive' | 'exclusive'
+
+export interface PageMeta {
+  next_start_id: string | null
+  has_more: boolean
+  next_url: string | null
+}
+
+export interface Page<Row> {
+  data: Row[]
+  meta: PageMeta
+}
+
+/** A checked page request: the window to read (one row more than the page, to know whether more follow). */
+export interface PageRequest {
+  window: RowWindow
+  limit: number
+  /** The query string `next_url` carries besides `start_id`: the applied limit and date filters. */
+  carried: string
+}
+
+function instantOf(name: string, value: string | undefined, issues: Issue[]): string | undefined {
+  if (value === undefined) return undefined
+  const instant = parseInstant(value)
+  if (!instant) {
+    issues.push({ resource: name, description: 'expected an ISO 8601 date-time, such as 2026-01-31T10:00:00Z (without an offset it is read as UTC)' })
+    return undefined
+  }
+  return instant.toISOString()
+}
+
+/** Checks the date filters and turns the query into a store window. Bad dates, equal or inverted bounds: ValidationError. */
+export function pageRequest(query: PageQuery, rule: BoundRule): PageRequest {
+  const issues: Issue[] = []
+  const after = instantOf('last_modified_after', query.last_modified_after, issues)
+  const before = instantOf('last_modified_before', query.last_modified_before, issues)
+  if (after !== undefined && before !== undefined && after >= before) {
+    issues.push({
+      resource: 'last_modified_after',
+      description: after === before ? 'last_modified_after equals last_modified_before' : 'last_modified_after is later than last_modified_before',
+    })
+  }
+  if (issues.length > 0) throw new ValidationError(issues)
+
+  const limit = query.limit ?? DEFAULT_PAGE_LIMIT
+  const inclusive = rule === 'inclusive'
+  const window: RowWindow = { limit: limit + 1 }
+  if (query.start_id !== undefined) window.afterId = query.start_id.toLowerCase()
+  if (after !== undefined) window.modifiedAfter = { at: after, inclusive }
+  if (before !== undefined) window.modifiedBefore = { at: before, inclusive }
+
+  const carried = new URLSearchParams({ limit: String(limit) })
+  if (after !== undefined) carried.set('last_modified_after', after)
+  if (before !== undefined) carried.set('last_modified_before', before)
+  return { window, limit, carried: carried.toString() }
+}
+
+/**
+ * Cuts the rows read (up to `limit + 1`) to the page and writes its meta. `rowsUrl` is the absolute URL of
+ * the endpoint; `next_url` adds the next `start_id` and the carried parameters to it.
+ */
+export function cutPage<Stored extends { id: string }>(request: PageRequest, rows: Stored[], rowsUrl: string): { rows: Stored[]; meta: PageMeta } {
+  const hasMore = rows.length > request.limit
+  const page = hasMore ? rows.slice(0, request.limit) : rows
+  const nextStartId = hasMore ? page[page.length - 1].id : null
+  return {
+    rows: page,
+    meta: {
+      next_start_id: nextStartId,
+      has_more: hasMore,
+      next_url: nextStartId ? `${rowsUrl}?start_id=${nextStartId}&${request.carried}` : null,
+    },
+  }
+}
