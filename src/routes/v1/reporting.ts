@@ -1,0 +1,103 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyReply } from 'fastify'
+import { Type } from 'typebox'
+import { type DeprecatedPage, listRecordRows, listStatementRows } from '../../v1/reporting.ts'
+import { baseUrl } from '../base-url.ts'
+import { AuthenticatedErrorResponses } from '../schemas.ts'
+import { Nullable, OffsetQuerySchema, offsetPageSchema } from './offset-schemas.ts'
+
+/** The user of a reporting row; the user's custom attributes follow under their API keys. */
+const ReportingUserSchema = Type.Object(
+  {
+    id: Type.String(),
+    email: Nullable(Type.String()),
+    name: Nullable(Type.String()),
+    role: Nullable(Type.String()),
+    currency: Nullable(Type.String()),
+    calculation_currency: Nullable(Type.String()),
+    country: Nullable(Type.String()),
+    code: Nullable(Type.String()),
+  },
+  { additionalProperties: true },
+)
+
+const Figure = Nullable(Type.Number())
+const Currency = Nullable(Type.String())
+
+/** A statement row; each custom metric (`<key>`, `<key>_currency`) and custom dimension (array of strings) follows. */
+export const V1StatementRowSchema = Type.Object(
+  {
+    id: Type.String(),
+    date: Type.String(),
+    plan: Type.String(),
+    user: ReportingUserSchema,
+    payment: Figure,
+    payment_currency: Currency,
+    target: Figure,
+    target_currency: Currency,
+    target_achievement: Figure,
+    on_target_earning: Figure,
+    on_target_earning_currency: Currency,
+    achievement: Figure,
+    achievement_currency: Currency,
+  },
+  { additionalProperties: true },
+)
+
+export const V1RecordRowSchema = Type.Object({
+  id: Type.String(),
+  date: Type.String(),
+  plan: Type.String(),
+  user: ReportingUserSchema,
+  record: Type.Object({ id: Nullable(Type.String()), name: Nullable(Type.Unknown()) }),
+  commission: Type.Number(),
+  commission_currency: Type.String(),
+})
+
+/**
+ * Marks a deprecated read. `Deprecation: true` says the route is deprecated without a date (none is
+ * published); `Link` names the v2 route that replaces it.
+ */
+function answerDeprecated<Row>(reply: FastifyReply, { page, successor }: DeprecatedPage<Row>) {
+  reply.header('link', `<${successor}>; rel="successor-version"`)
+  return page
+}
+
+/** The two deprecated reporting reads. Every answer, errors included, carries `Deprecation`. */
+export const reportingRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  app.addHook('onRequest', async (_request, reply) => {
+    reply.header('deprecation', 'true')
+  })
+
+  app.get(
+    '/reporting',
+    {
+      schema: {
+        summary: 'Deprecated: list the statements (use GET /v2/reporting/{table_id}/statements)',
+        deprecated: true,
+        querystring: OffsetQuerySchema,
+        response: { 200: offsetPageSchema(V1StatementRowSchema), ...AuthenticatedErrorResponses },
+      },
+    },
+    async (request, reply) =>
+      answerDeprecated(reply, await listStatementRows(app.store, request.principal.company.id, request.query, baseUrl(request))),
+  )
+
+  app.get(
+    '/reporting/:data_table_id/records',
+    {
+      schema: {
+        summary: 'Deprecated: list the commission lines of a data table (use GET /v2/reporting/{table_id}/records)',
+        deprecated: true,
+        params: Type.Object({ data_table_id: Type.String({ description: 'Id of a live data table' }) }),
+        querystring: OffsetQuerySchema,
+        response: { 200: offsetPageSchema(V1RecordRowSchema), ...AuthenticatedErrorResponses },
+      },
+    },
+    async (request, reply) =>
+      answerDeprecated(
+        reply,
+        await listRecordRows(app.store, request.principal.company.id, request.params.data_table_id, request.query, baseUrl(request)),
+      ),
+  )
+}

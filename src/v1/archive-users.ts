@@ -1,0 +1,90 @@
+import type { Clock } from '../clock.ts'
+import { isEmail, isMonthString } from '../domain/formats.ts'
+import { monthRangesOverlap } from '../domain/periods.ts'
+import { BulkRefusedError, type Issue } from '../errors.ts'
+import { nextMonth } from '../imports/attributions.ts'
+import type { User } from '../store/model.ts'
+import type { Store } from '../store/port.ts'
+
+/** At most this many users per `DELETE /v1/users/archive/bulk` call. */
+export const MAX_ARCHIVED_PER_CALL = 50
+
+export const ARCHIVED_MESSAGE = 'users archived successfully'
+
+interface ArchiveRequest {
+  user: User
+  email: string
+  /** YYYY-MM, the last month of activity, or null. */
+  endDate: string | null
+  /** The first month of the archive period. */
+  archivedFrom: string
+}
+
+/**
+ * Archives users synchronously, all or nothing: every item is checked (its email, its `end_date`, that the
+ * user exists, that the user manages nobody in the archive period) and any problem refuses the whole call
+ * with every problem listed. The archive period starts the month after `end_date`, or the current month
+ * without one. A person managed in that period who is archived already, or archived by the same call, is
+ * no conflict.
+ */
+export async function archiveUsers(store: Store, clock: Clock, companyId: string, items: readonly unknown[]): Promise<void> {
+  const now = clock.now().toISOString()
+  const currentMonth = now.slice(0, 7)
+  await store.transaction(async (tx) => {
+    const issues: Issue[] = []
+    const wanted = readItems(items, issues)
+    const found = await tx.users.findByEmails(companyId, wanted.map((item) => item.email))
+    const requests: ArchiveRequest[] = []
+    for (const { email, endDate, line } of wanted) {
+      const user = found.get(email.toLowerCase())
+      if (!user) issues.push({ error: 'NotFoundError', resource: 'user', description: `line ${line}: no user with email ${email}` })
+      else requests.push({ user, email, endDate, archivedFrom: endDate ? nextMonth(endDate) : currentMonth })
+    }
+    issues.push(...(await managerConflicts(tx, companyId, requests)))
+    if (issues.length > 0) throw new BulkRefusedError(issues)
+    const archived = requests.map(({ user, endDate }) => ({ ...user, status: 'archived' as const, archived_until: endDate, modified_at: now }))
+    await tx.users.save(companyId, archived)
+  })
+}
+
+function readItems(items: readonly unknown[], issues: Issue[]): { email: string; endDate: string | null; line: number }[] {
+  const seen = new Set<string>()
+  const wanted: { email: string; endDate: string | null; line: number }[] = []
+  items.forEach((item, index) => {
+    const line = index + 1
+    const before = issues.length
+    const invalid = (resource: string, description: string) => issues.push({ resource, description: `line ${line}: ${description}` })
+    if (typeof item !== 'object' || item === null || Array.isArray(item)) return void invalid('data', 'expected {user, end_date}')
+    const { user, end_date: endDate = null, ...rest } = item as Record<string, unknown>
+    for (const key of Object.keys(rest)) invalid(key, 'unknown field')
+    if (!isEmail(user)) invalid('user', 'expected the email of a user')
+    else if (seen.has(user.toLowerCase())) invalid('user', `${user} is given twice`)
+    if (endDate !== null && !isMonthString(endDate)) invalid('end_date', `expected a month YYYY-MM, got ${JSON.stringify(endDate)}`)
+    if (issues.length > before) return
+    seen.add((user as string).toLowerCase())
+    wanted.push({ email: user as string, endDate: endDate as string | null, line })
+  })
+  return wanted
+}
+
+/** A user to archive who manages someone still active in the archive period: one ConflictError each. */
+async function managerConflicts(tx: Store, companyId: string, requests: readonly ArchiveRequest[]): Promise<Issue[]> {
+  if (requests.length === 0) return []
+  const leaving = new Map(requests.map((request) => [request.user.id, request]))
+  const managed = (await tx.attributions.listManagers(companyId)).filter((item) => leaving.has(item.manager_id))
+  const people = await tx.users.getMany(companyId, managed.map((item) => item.user_id))
+  const issues: Issue[] = []
+  for (const attribution of managed) {
+    const request = leaving.get(attribution.manager_id)!
+    const person = people.get(attribution.user_id)
+    if (!person || person.status === 'archived' || leaving.has(person.id)) continue
+    if (!monthRangesOverlap(attribution, { start_month: request.archivedFrom, end_month: null })) continue
+    const months = `${attribution.start_month} to ${attribution.end_month ?? 'no end'}`
+    issues.push({
+      error: 'ConflictError',
+      resource: 'user',
+      description: `${request.email} manages ${person.email} (${months}) in the archive period starting ${request.archivedFrom}`,
+    })
+  }
+  return issues
+}

@@ -1,0 +1,192 @@
+import { NotFoundError } from '../errors.ts'
+import type { CommissionLine, CustomMetric, DataTable, Statement, StructureType, User, UserAttributeDefinition } from '../store/model.ts'
+import type { Store } from '../store/port.ts'
+import { rowsPath } from '../v2/data-structures.ts'
+import { metricValue } from '../v2/rows.ts'
+import { checkOffsetQuery, type OffsetPage, type OffsetQuery, pageUrl, readOffsetPage } from './offset-page.ts'
+import { type V1ReportingUser, v1ReportingUser } from './user-rows.ts'
+import { isMoney } from './values.ts'
+
+/**
+ * The two deprecated v1 reporting reads. They render the same stored statements and commission lines as the
+ * v2 statements and records routes, so both versions always agree; only the shape differs.
+ */
+
+export interface V1StatementRow {
+  id: string
+  date: string
+  plan: string
+  user: V1ReportingUser
+  payment: number | null
+  payment_currency: string
+  target: number | null
+  target_currency: string
+  target_achievement: number | null
+  on_target_earning: number | null
+  on_target_earning_currency: string
+  achievement: number | null
+  achievement_currency: string
+  /** Custom metrics (`<key>`, `<key>_currency`) and custom dimensions (arrays of strings). */
+  [custom: string]: unknown
+}
+
+export interface V1RecordRow {
+  id: string
+  date: string
+  plan: string
+  user: V1ReportingUser
+  /** The record's id-field and name-field values. */
+  record: { id: string | null; name: unknown }
+  commission: number
+  commission_currency: string
+}
+
+/** A page of a deprecated read, and the absolute URL of the v2 route that replaces it. */
+export interface DeprecatedPage<Row> {
+  page: OffsetPage<Row>
+  successor: string
+}
+
+/** Sets `key` unless the row has it already: the standard fields win over a custom metric or dimension of the same name. */
+function addMissing(row: { [key: string]: unknown }, key: string, value: unknown): void {
+  if (!(key in row)) row[key] = value
+}
+
+/**
+ * Every custom metric of the company as `<key>` and `<key>_currency`: an amount's number and currency; the
+ * value of any other kind, with a null currency. A metric the statement has no value for is null. Values are
+ * read by v2's `metricValue`, so that both versions show the same figure for the same stored value.
+ */
+function addMetrics(row: V1StatementRow, metrics: readonly CustomMetric[], statement: Statement): void {
+  for (const { api_key: key, kind } of metrics) {
+    const value = metricValue(kind, statement.metrics[key], statement.currency)
+    addMissing(row, key, isMoney(value) ? value.value : value)
+    addMissing(row, `${key}_currency`, isMoney(value) ? value.currency : null)
+  }
+}
+
+/** The users of a page's rows, and the company's attribute definitions to render them with. */
+interface UserContext {
+  users: Map<string, User>
+  definitions: UserAttributeDefinition[]
+}
+
+async function userContext(store: Store, companyId: string, userIds: string[]): Promise<UserContext> {
+  const [users, definitions] = await Promise.all([store.users.getMany(companyId, userIds), store.userAttributes.list(companyId)])
+  return { users, definitions }
+}
+
+function userOf(context: UserContext, userId: string): V1ReportingUser {
+  return v1ReportingUser(userId, context.users.get(userId), context.definitions)
+}
+
+/**
+ * One statement as `GET /v1/reporting` shows it. Every amount of a statement is in the statement's currency,
+ * so each `<figure>_currency` is that currency, also when the figure itself is null.
+ */
+export function v1StatementRow(statement: Statement, user: V1ReportingUser, metrics: readonly CustomMetric[]): V1StatementRow {
+  const { currency } = statement
+  const row: V1StatementRow = {
+    id: statement.id,
+    date: statement.date,
+    plan: statement.plan,
+    user,
+    payment: statement.payment,
+    payment_currency: currency,
+    target: statement.target,
+    target_currency: currency,
+    target_achievement: statement.target_achievement,
+    on_target_earning: statement.on_target_earning,
+    on_target_earning_currency: currency,
+    achievement: statement.achievement,
+    achievement_currency: currency,
+  }
+  addMetrics(row, metrics, statement)
+  for (const [key, values] of Object.entries(statement.dimensions)) addMissing(row, key, values)
+  return row
+}
+
+/** One commission line as `GET /v1/reporting/{data_table_id}/records` shows it. */
+export function v1RecordRow(line: CommissionLine, table: DataTable, user: V1ReportingUser): V1RecordRow {
+  const recordId = line.record_values[table.id_field]
+  return {
+    id: line.id,
+    date: line.date,
+    plan: line.plan,
+    user,
+    // The record as it was when the commission was calculated, as the v2 records route shows it.
+    record: { id: recordId === undefined || recordId === null ? null : String(recordId), name: line.record_values[table.name_field] ?? null },
+    commission: line.commission,
+    commission_currency: line.currency,
+  }
+}
+
+/**
+ * The v2 route that replaces a deprecated read: the rows route of the first live structure (in creation
+ * order) of the type that matches, or the discovery list when the company has none.
+ */
+async function successorUrl(store: Store, companyId: string, base: string, type: StructureType, tableId: string | null): Promise<string> {
+  const structures = await store.structures.list(companyId)
+  const successor = structures.find(
+    (structure) => structure.environment === 'live' && structure.type === type && (tableId === null || structure.data_table_id === tableId),
+  )
+  return base + (successor ? rowsPath(type, successor.id) : '/v2/data-structures')
+}
+
+/** `GET /v1/reporting`: the live statements of the company, in id (creation) order. */
+export async function listStatementRows(
+  store: Store,
+  companyId: string,
+  query: OffsetQuery,
+  base: string,
+): Promise<DeprecatedPage<V1StatementRow>> {
+  const paging = checkOffsetQuery(query)
+  const page = await readOffsetPage(
+    paging,
+    {
+      count: () => store.statements.count(companyId, 'live'),
+      async rows(window) {
+        const statements = await store.statements.list(companyId, 'live', window)
+        const [context, metrics] = await Promise.all([
+          userContext(store, companyId, statements.map((statement) => statement.user_id)),
+          store.metrics.list(companyId),
+        ])
+        return statements.map((statement) => v1StatementRow(statement, userOf(context, statement.user_id), metrics))
+      },
+    },
+    pageUrl(base, '/v1/reporting'),
+  )
+  return { page, successor: await successorUrl(store, companyId, base, 'statement_reporting', null) }
+}
+
+/** The live data table with this id; a sandbox table, or none, is NotFoundError. */
+async function liveTableById(store: Store, companyId: string, id: string): Promise<DataTable> {
+  const table = await store.dataTables.get(companyId, id)
+  if (!table || table.environment !== 'live') throw new NotFoundError('data_table_id', `No data table with id ${id}`)
+  return table
+}
+
+/** `GET /v1/reporting/{data_table_id}/records`: the commission lines of a live data table, in id (creation) order. */
+export async function listRecordRows(
+  store: Store,
+  companyId: string,
+  tableId: string,
+  query: OffsetQuery,
+  base: string,
+): Promise<DeprecatedPage<V1RecordRow>> {
+  const paging = checkOffsetQuery(query)
+  const table = await liveTableById(store, companyId, tableId)
+  const page = await readOffsetPage(
+    paging,
+    {
+      count: () => store.commissionLines.count(companyId, table.id),
+      async rows(window) {
+        const lines = await store.commissionLines.list(companyId, table.id, window)
+        const context = await userContext(store, companyId, lines.map((line) => line.user_id))
+        return lines.map((line) => v1RecordRow(line, table, userOf(context, line.user_id)))
+      },
+    },
+    pageUrl(base, `/v1/reporting/${table.id}/records`),
+  )
+  return { page, successor: await successorUrl(store, companyId, base, 'record_reporting', table.id) }
+}

@@ -1,0 +1,64 @@
+import { NotFoundError } from '../errors.ts'
+import type { DataTable, DataTableField, DataTableRecord } from '../store/model.ts'
+import type { Store } from '../store/port.ts'
+import { checkOffsetQuery, type OffsetPage, type OffsetQuery, pageUrl, readOffsetPage } from './offset-page.ts'
+import { isMoney } from './values.ts'
+
+/** A data-table record as `GET /v1/tables/{data_table_key}/records` shows it: keys are the table's field API keys. */
+export type V1Record = Record<string, unknown>
+
+/** Writes one field of a record in its v1 form, the form the upsert accepts. */
+function addField(row: V1Record, field: DataTableField, value: unknown): void {
+  const key = field.api_key
+  switch (field.type) {
+    case 'amount':
+      row[key] = isMoney(value) ? value.value : (value ?? null)
+      row[`${key}_currency`] = isMoney(value) ? value.currency : null
+      return
+    case 'multi':
+      // One string with the values separated by `;`, as the upsert takes it: a fetched record can be sent back as is.
+      row[key] = Array.isArray(value) ? value.join(';') : (value ?? null)
+      return
+    default:
+      // Dates are stored YYYY-MM-DD and date-times as ISO 8601 in UTC: both are served as stored.
+      row[key] = value ?? null
+  }
+}
+
+/**
+ * A record in its v1 form: every configured field of the table (the id and name fields among them), in
+ * configuration order, from the imported values with the manual overrides on top. A field without a value is null.
+ */
+export function v1Record(table: DataTable, record: DataTableRecord): V1Record {
+  const values = { ...record.values, ...record.overrides }
+  const row: V1Record = {}
+  for (const field of table.fields) addField(row, field, values[field.api_key])
+  return row
+}
+
+/** The live data table with this key; a sandbox table, or none, is NotFoundError. */
+export async function liveTableByKey(store: Store, companyId: string, key: string): Promise<DataTable> {
+  const table = await store.dataTables.getByKey(companyId, 'live', key)
+  if (!table) throw new NotFoundError('data_table_key', `No data table with key ${key}`)
+  return table
+}
+
+/** `GET /v1/tables/{data_table_key}/records`: the records of a live data table, in id (creation) order. */
+export async function listTableRecords(
+  store: Store,
+  companyId: string,
+  key: string,
+  query: OffsetQuery,
+  base: string,
+): Promise<OffsetPage<V1Record>> {
+  const paging = checkOffsetQuery(query)
+  const table = await liveTableByKey(store, companyId, key)
+  return readOffsetPage(
+    paging,
+    {
+      count: () => store.records.count(companyId, table.id),
+      rows: async (window) => (await store.records.list(companyId, table.id, window)).map((record) => v1Record(table, record)),
+    },
+    pageUrl(base, `/v1/tables/${encodeURIComponent(key)}/records`),
+  )
+}

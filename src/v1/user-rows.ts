@@ -1,0 +1,92 @@
+import type { User, UserAttributeDefinition, UserStatus } from '../store/model.ts'
+import type { Store } from '../store/port.ts'
+import { checkOffsetQuery, type OffsetPage, type OffsetQuery, pageUrl, readOffsetPage } from './offset-page.ts'
+
+/** A user as `GET /v1/users` shows it: the standard fields, then every custom attribute of the company. */
+export interface V1User {
+  id: string
+  email: string
+  name: string | null
+  status: UserStatus
+  role: string | null
+  currency: string | null
+  calculation_currency: string | null
+  [attribute: string]: unknown
+}
+
+/** The user inside a deprecated reporting row: for a user that no longer exists, only `id` is set. */
+export interface V1ReportingUser {
+  id: string
+  email: string | null
+  name: string | null
+  role: string | null
+  currency: string | null
+  calculation_currency: string | null
+  country: string | null
+  code: string | null
+  [attribute: string]: unknown
+}
+
+/**
+ * Adds every custom attribute of the company to `row`, in definition order: `<key>`, and for an amount
+ * attribute `<key>_currency` too. An attribute the user has no value for is null, so that every row has the
+ * same keys. A key that `row` already has (a standard field) is not overwritten.
+ */
+export function addCustomAttributes(
+  row: Record<string, unknown>,
+  definitions: readonly UserAttributeDefinition[],
+  attributes: Record<string, unknown>,
+): void {
+  for (const { api_key: key, type } of definitions) {
+    const keys = type === 'amount' ? [key, `${key}_currency`] : [key]
+    for (const name of keys) if (!(name in row)) row[name] = attributes[name] ?? null
+  }
+}
+
+export function v1User(user: User, definitions: readonly UserAttributeDefinition[]): V1User {
+  const row: V1User = {
+    id: user.id,
+    email: user.email,
+    name: user.name,
+    status: user.status,
+    role: user.role,
+    currency: user.currency,
+    calculation_currency: user.calculation_currency,
+  }
+  addCustomAttributes(row, definitions, user.attributes)
+  return row
+}
+
+/**
+ * The user of a deprecated reporting row. A statement or line may name a user that no longer exists: the
+ * row keeps the id, and every other field is null.
+ */
+export function v1ReportingUser(userId: string, user: User | undefined, definitions: readonly UserAttributeDefinition[]): V1ReportingUser {
+  const row: V1ReportingUser = {
+    id: userId,
+    email: user?.email ?? null,
+    name: user?.name ?? null,
+    role: user?.role ?? null,
+    currency: user?.currency ?? null,
+    calculation_currency: user?.calculation_currency ?? null,
+    country: user?.country ?? null,
+    code: user?.code ?? null,
+  }
+  addCustomAttributes(row, definitions, user?.attributes ?? {})
+  return row
+}
+
+/** `GET /v1/users`: every user of the company, whatever their status, in id (creation) order. */
+export async function listUsers(store: Store, companyId: string, query: OffsetQuery, base: string): Promise<OffsetPage<V1User>> {
+  return readOffsetPage(
+    checkOffsetQuery(query),
+    {
+      count: () => store.users.count(companyId),
+      async rows(window) {
+        const [users, definitions] = await Promise.all([store.users.list(companyId, window), store.userAttributes.list(companyId)])
+        return users.map((user) => v1User(user, definitions))
+      },
+    },
+    pageUrl(base, '/v1/users'),
+  )
+}
