@@ -1,0 +1,146 @@
+import { isEmail, isMonthString } from '../domain/formats.ts'
+import { type MonthRange, monthRangesOverlap } from '../domain/periods.ts'
+import { newId } from '../ids.ts'
+import type { Company, GroupAttribution, ImportItemIssue, ManagerAttribution, User } from '../store/model.ts'
+import type { Store } from '../store/port.ts'
+import { isObject, type PayloadOutcome, refused } from './outcome.ts'
+
+/**
+ * One item of `PUT /v1/users/managers/bulk` or `PUT /v1/users/groups/bulk`, read: who it is about, the
+ * scope in which a user holds one value per month (`''` for managers, the group dimension for groups), the
+ * months, and the value (the manager's user id or the group name; null: none in those months).
+ */
+interface Placement extends MonthRange {
+  line: number
+  userId: string
+  scope: string
+  value: string | null
+}
+
+type Kind = 'managers' | 'groups'
+
+const FIELDS: Record<Kind, readonly string[]> = {
+  managers: ['user', 'manager', 'start_date', 'end_date'],
+  groups: ['user', 'group_dimension', 'group', 'start_date', 'end_date'],
+}
+
+/**
+ * Applies one attribution call, all or nothing: every item must name existing users and valid months, and
+ * no two items may give the same user two values for one month (in one dimension, for groups). New months
+ * override the stored ones they overlap; stored months outside them stay.
+ */
+export async function applyAttributions(tx: Store, company: Company, kind: Kind, items: readonly unknown[]): Promise<PayloadOutcome> {
+  const emails = items.flatMap((item) => (isObject(item) ? [item.user, item.manager].filter(isEmail) : []))
+  const users = await tx.users.findByEmails(company.id, emails)
+  const invalid: ImportItemIssue[] = []
+  const placements: Placement[] = []
+  items.forEach((item, index) => {
+    const line = index + 1
+    const read = isObject(item) ? readPlacement(kind, item, users, line) : { problems: ['expected an object'] }
+    const clash = 'placement' in read ? placements.find((other) => sameScope(other, read.placement) && monthRangesOverlap(other, read.placement)) : undefined
+    const problems = clash ? [`overlaps line ${clash.line}: a user has one ${kind === 'managers' ? 'manager' : 'group per dimension'} per month`] : read.problems
+    if (problems.length > 0) invalid.push({ line_number: line, row: item, details: problems.join('; ') })
+    else if ('placement' in read) placements.push(read.placement)
+  })
+  if (invalid.length > 0) return refused(kind === 'managers' ? 'manager attribution' : 'group attribution', invalid)
+
+  const userIds = [...new Set(placements.map((placement) => placement.userId))]
+  if (kind === 'managers') {
+    const stored = (await tx.attributions.listManagers(company.id)).filter((item) => userIds.includes(item.user_id))
+    const kept = stored.flatMap((item) => cut(item, { ...item, scope: '' }, placements))
+    const added = placements.flatMap((placement) => (placement.value === null ? [] : [managerOf(company, placement, placement.value)]))
+    await tx.attributions.replaceManagers(company.id, userIds, [...kept, ...added])
+  } else {
+    const stored = (await tx.attributions.listGroups(company.id)).filter((item) => userIds.includes(item.user_id))
+    const kept = stored.flatMap((item) => cut(item, { ...item, scope: item.group_dimension }, placements))
+    const added = placements.flatMap((placement) => (placement.value === null ? [] : [groupOf(company, placement, placement.value)]))
+    await tx.attributions.replaceGroups(company.id, userIds, [...kept, ...added])
+  }
+  return null
+}
+
+function readPlacement(
+  kind: Kind,
+  item: Record<string, unknown>,
+  users: Map<string, User>,
+  line: number,
+): { placement: Placement; problems: [] } | { problems: string[] } {
+  const problems: string[] = []
+  const user = lookUp(item.user, 'user', users, problems)
+  let scope = ''
+  let value: string | null = null
+  if (kind === 'managers') {
+    const manager = item.manager === null ? null : lookUp(item.manager, 'manager', users, problems)
+    if (manager && user && manager.id === user.id) problems.push('manager: a user cannot be their own manager')
+    value = manager?.id ?? null
+  } else {
+    if (typeof item.group_dimension !== 'string' || item.group_dimension === '') problems.push('group_dimension: expected a non-empty string')
+    if (typeof item.group !== 'string' || item.group === '') problems.push('group: expected a non-empty string')
+    scope = String(item.group_dimension)
+    value = String(item.group)
+  }
+  const start = item.start_date
+  const end = item.end_date ?? null
+  if (!isMonthString(start)) problems.push(`start_date: expected a month YYYY-MM, got ${JSON.stringify(start)}`)
+  if (end !== null && !isMonthString(end)) problems.push(`end_date: expected a month YYYY-MM or null, got ${JSON.stringify(end)}`)
+  else if (end !== null && isMonthString(start) && end < start) problems.push('end_date: before start_date')
+  for (const key of Object.keys(item)) if (!FIELDS[kind].includes(key)) problems.push(`${key}: unknown field`)
+  if (problems.length > 0 || !user) return { problems }
+  return { placement: { line, userId: user.id, scope, value, start_month: start as string, end_month: end as string | null }, problems: [] }
+}
+
+function lookUp(email: unknown, field: string, users: Map<string, User>, problems: string[]): User | null {
+  if (!isEmail(email)) {
+    problems.push(`${field}: expected the email of a user`)
+    return null
+  }
+  const user = users.get(email.toLowerCase())
+  if (!user) problems.push(`${field}: no user with email ${email}`)
+  return user ?? null
+}
+
+function sameScope(a: Placement, b: Placement): boolean {
+  return a.userId === b.userId && a.scope === b.scope
+}
+
+/** What remains of a stored attribution once the new placements of its user and scope take their months. */
+function cut<T extends MonthRange>(stored: T, scoped: { user_id: string; scope: string }, placements: readonly Placement[]): T[] {
+  let pieces: MonthRange[] = [{ start_month: stored.start_month, end_month: stored.end_month }]
+  for (const placement of placements) {
+    if (placement.userId !== scoped.user_id || placement.scope !== scoped.scope) continue
+    pieces = pieces.flatMap((piece) => subtract(piece, placement))
+  }
+  const untouched = pieces.length === 1 && pieces[0].start_month === stored.start_month && pieces[0].end_month === stored.end_month
+  if (untouched) return [stored]
+  return pieces.map((piece) => ({ ...stored, id: newId(), start_month: piece.start_month, end_month: piece.end_month }))
+}
+
+/** The months of `range` outside `taken`: none, one or two ranges. */
+function subtract(range: MonthRange, taken: MonthRange): MonthRange[] {
+  if (!monthRangesOverlap(range, taken)) return [range]
+  const pieces: MonthRange[] = []
+  if (range.start_month < taken.start_month) pieces.push({ start_month: range.start_month, end_month: previousMonth(taken.start_month) })
+  if (taken.end_month !== null && (range.end_month === null || range.end_month > taken.end_month)) {
+    pieces.push({ start_month: nextMonth(taken.end_month), end_month: range.end_month })
+  }
+  return pieces
+}
+
+function shiftMonth(month: string, by: number): string {
+  const [year, number] = month.split('-').map(Number)
+  const index = year * 12 + (number - 1) + by
+  return `${String(Math.floor(index / 12)).padStart(4, '0')}-${String((index % 12) + 1).padStart(2, '0')}`
+}
+
+export const previousMonth = (month: string) => shiftMonth(month, -1)
+export const nextMonth = (month: string) => shiftMonth(month, 1)
+
+function managerOf(company: Company, placement: Placement, managerId: string): ManagerAttribution {
+  const { start_month, end_month } = placement
+  return { id: newId(), company_id: company.id, user_id: placement.userId, manager_id: managerId, start_month, end_month }
+}
+
+function groupOf(company: Company, placement: Placement, group: string): GroupAttribution {
+  const { start_month, end_month } = placement
+  return { id: newId(), company_id: company.id, user_id: placement.userId, group_dimension: placement.scope, group, start_month, end_month }
+}

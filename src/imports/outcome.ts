@@ -1,0 +1,42 @@
+import type { ImportError, ImportItemIssue } from '../store/model.ts'
+
+/** How many reported items an import keeps per call: the most recent ones. */
+export const KEPT_ITEM_ISSUES = 100
+
+/** What applying one call's payload gave: nothing to report, or an error for its `data_tables_details` entry. */
+export type PayloadOutcome = ImportError | null
+
+function lastKept(issues: readonly ImportItemIssue[]): ImportItemIssue[] {
+  return issues.slice(-KEPT_ITEM_ISSUES)
+}
+
+/** The call was refused: nothing of it was applied. The description lists every invalid item. */
+export function refused(noun: string, issues: readonly ImportItemIssue[]): ImportError {
+  const lines = issues.map((issue) => `line ${issue.line_number}: ${issue.details}`)
+  const count = issues.length
+  return {
+    title: 'ValidationError',
+    description: `${count} invalid ${noun}${count === 1 ? '' : 's'}, nothing of this call was imported: ${lines.join('; ')}`,
+    parsing_error_details: lastKept(issues),
+  }
+}
+
+/** The call was refused for a reason that is not one item's (its data table is gone...). */
+export function refusedWhole(description: string): ImportError {
+  return { title: 'ValidationError', description, parsing_error_details: [] }
+}
+
+/** Some items were skipped, the others applied; null when none was skipped. */
+export function partial(noun: string, total: number, skipped: readonly ImportItemIssue[]): PayloadOutcome {
+  if (skipped.length === 0) return null
+  return {
+    title: 'PartialFailure',
+    description: `${skipped.length} of ${total} ${noun}${total === 1 ? '' : 's'} reported an issue and ${skipped.length === 1 ? 'was' : 'were'} skipped; the others were imported`,
+    parsing_error_details: lastKept(skipped),
+  }
+}
+
+/** True for a plain JSON object (not an array, not null). */
+export function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}

@@ -1,0 +1,162 @@
+import { randomUUID } from 'node:crypto'
+import { EventEmitter } from 'node:events'
+import { hostname } from 'node:os'
+import type { Clock } from '../clock.ts'
+import type { DataImport } from '../store/model.ts'
+import type { Store } from '../store/port.ts'
+import { failClaimedImport, type RunHooks, runClaimedImport } from './run-import.ts'
+
+/** The little of a pino logger the worker uses. */
+export interface WorkerLogger {
+  info(details: object, message: string): void
+  warn(details: object, message: string): void
+  error(details: object, message: string): void
+}
+
+export interface ImportWorkerOptions {
+  store: Store
+  clock: Clock
+  logger?: WorkerLogger
+  /** How long to wait between two looks at the store when there is nothing to run. */
+  pollMs?: number
+  /** How long a claim holds without renewal; a running import renews it every third of that. */
+  leaseMs?: number
+  /** Who claims: unique per worker (the default names the host and process). */
+  owner?: string
+  hooks?: RunHooks
+}
+
+export interface ImportWorkerEvents {
+  /** An import this worker ran is finished (its outcome committed). */
+  finished: [DataImport]
+  /** This worker's run was rolled back because another worker took the import over. */
+  lost: [DataImport]
+  /** A round of polling failed (the store was unreachable...); the worker keeps polling. */
+  failed: [unknown]
+}
+
+export const DEFAULT_POLL_MS = 250
+export const DEFAULT_LEASE_MS = 60_000
+
+const silent: WorkerLogger = { info() {}, warn() {}, error() {} }
+
+/**
+ * The background worker that drains imports: it claims the oldest runnable import (one per company at a
+ * time, see `ImportRepository.claimNext`), applies it, and looks again; when there is nothing to run it
+ * polls every `pollMs`. `start()` and `stop()` are idempotent; `stop()` lets a running import finish.
+ */
+export class ImportWorker extends EventEmitter<ImportWorkerEvents> {
+  readonly owner: string
+  readonly #store: Store
+  readonly #clock: Clock
+  readonly #logger: WorkerLogger
+  readonly #pollMs: number
+  readonly #leaseMs: number
+  readonly #hooks: RunHooks
+  #loop: Promise<void> | null = null
+  #stopping = false
+  #wake: (() => void) | null = null
+
+  constructor(options: ImportWorkerOptions) {
+    super()
+    this.#store = options.store
+    this.#clock = options.clock
+    this.#logger = options.logger ?? silent
+    this.#pollMs = options.pollMs ?? DEFAULT_POLL_MS
+    this.#leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS
+    this.#hooks = options.hooks ?? {}
+    this.owner = options.owner ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`
+  }
+
+  /** Starts polling in the background. Idempotent. */
+  start(): void {
+    if (this.#loop) return
+    this.#stopping = false
+    this.#loop = this.#poll()
+  }
+
+  /** Stops polling and resolves once the running import, if any, is finished. Idempotent. */
+  async stop(): Promise<void> {
+    this.#stopping = true
+    this.#wake?.()
+    await this.#loop
+    this.#loop = null
+  }
+
+  /** True while the worker polls (started and not stopped), for health checks. */
+  isRunning(): boolean {
+    return this.#loop !== null && !this.#stopping
+  }
+
+  /** Runs imports until none is runnable now; resolves with how many it ran. */
+  async drain(): Promise<number> {
+    let ran = 0
+    while (!this.#stopping && (await this.runOnce())) ran++
+    return ran
+  }
+
+  /** Claims and runs one import; false when none is runnable now. */
+  async runOnce(): Promise<boolean> {
+    const claimed = await this.#store.imports.claimNext(this.owner, this.#now(), this.#leaseEnd())
+    if (!claimed) return false
+    const log = { import_id: claimed.id, company_id: claimed.company_id, attempt: claimed.attempts }
+    this.#logger.info(log, 'import started')
+    const renewal = setInterval(() => void this.#renew(claimed), Math.max(1, Math.floor(this.#leaseMs / 3)))
+    renewal.unref()
+    try {
+      const result = await runClaimedImport(this.#store, this.#clock, claimed, this.owner, this.#hooks)
+      if (result.kind === 'lost') {
+        this.#logger.warn(log, 'import taken over by another worker: this run was rolled back')
+        this.emit('lost', claimed)
+      } else {
+        this.#logger.info({ ...log, error: result.import.error }, 'import finished')
+        this.emit('finished', result.import)
+      }
+    } catch (error) {
+      const reference = randomUUID()
+      this.#logger.error({ ...log, err: error, reference }, 'import failed on an internal error')
+      if (await failClaimedImport(this.#store, this.#clock, claimed, this.owner, reference)) {
+        this.emit('finished', (await this.#store.imports.get(claimed.company_id, claimed.id)) ?? claimed)
+      }
+    } finally {
+      clearInterval(renewal)
+    }
+    return true
+  }
+
+  async #poll(): Promise<void> {
+    while (!this.#stopping) {
+      try {
+        await this.drain()
+      } catch (error) {
+        this.#logger.error({ err: error }, 'import worker: polling failed')
+        this.emit('failed', error)
+      }
+      if (this.#stopping) break
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, this.#pollMs)
+        this.#wake = () => {
+          clearTimeout(timer)
+          resolve()
+        }
+      })
+      this.#wake = null
+    }
+  }
+
+  async #renew(claimed: DataImport): Promise<void> {
+    try {
+      await this.#store.imports.renewLease(claimed.company_id, claimed.id, this.owner, this.#leaseEnd())
+    } catch (error) {
+      this.#logger.warn({ err: error, import_id: claimed.id }, 'import lease renewal failed')
+    }
+  }
+
+  #now(): string {
+    return this.#clock.now().toISOString()
+  }
+
+  #leaseEnd(): string {
+    return new Date(this.#clock.now().getTime() + this.#leaseMs).toISOString()
+  }
+}

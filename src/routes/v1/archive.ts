@@ -1,0 +1,31 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Type } from 'typebox'
+import { ARCHIVED_MESSAGE, archiveUsers, MAX_ARCHIVED_PER_CALL } from '../../v1/archive-users.ts'
+import { ForbiddenBodySchema, UnauthorizedBodySchema, ValidationErrorBodySchema } from '../schemas.ts'
+import { bulkBodySchema } from './import-schemas.ts'
+
+/** `DELETE /v1/users/archive/bulk`: archives users synchronously, all or nothing. */
+export const archiveRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  app.delete(
+    '/users/archive/bulk',
+    {
+      schema: {
+        summary: 'Archive users (synchronous, all or nothing)',
+        body: bulkBodySchema(MAX_ARCHIVED_PER_CALL, 'Items {user: email, end_date: YYYY-MM (optional), the last month of activity}'),
+        response: {
+          200: Type.Object({ message: Type.String() }),
+          400: ValidationErrorBodySchema,
+          401: UnauthorizedBodySchema,
+          403: ForbiddenBodySchema,
+          // An unknown user (NotFoundError), or a user who manages someone in the archive period (ConflictError).
+          404: ValidationErrorBodySchema,
+          409: ValidationErrorBodySchema,
+        },
+      },
+    },
+    async (request) => {
+      await archiveUsers(app.store, app.clock, request.principal.company.id, request.body.data)
+      return { message: ARCHIVED_MESSAGE }
+    },
+  )
+}

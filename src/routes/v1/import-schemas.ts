@@ -1,0 +1,55 @@
+import { Type } from 'typebox'
+import { MAX_DEBOUNCE_SECONDS } from '../../imports/limits.ts'
+import { Nullable } from './offset-schemas.ts'
+
+/** The shapes of the asynchronous upserts and of `GET /v1/imports/{import_id}`. */
+
+export const ImportReceiptSchema = Type.Object({
+  import_id: Type.String({ description: 'Poll GET /v1/imports/{import_id} until its status is finished' }),
+  objects_imported: Type.Integer({ description: 'How many items the call carried' }),
+})
+
+export const DebounceSchema = Type.Integer({
+  minimum: 0,
+  maximum: MAX_DEBOUNCE_SECONDS,
+  description: 'Seconds the import waits for more calls to the same endpoint, which join it; counted from the first call',
+})
+
+/** `{data: [item]}`: the items are checked when the import runs, so that one bad item cannot hide the others. */
+export function bulkBodySchema(maxItems: number, description: string) {
+  return Type.Object({ data: Type.Array(Type.Record(Type.String(), Type.Unknown()), { maxItems, description }) })
+}
+
+const ImportStatusSchema = Type.Union([Type.Literal('scheduled'), Type.Literal('started'), Type.Literal('finished')])
+
+export const ImportErrorSchema = Type.Object({
+  title: Type.Union([Type.Literal('ValidationError'), Type.Literal('PartialFailure')]),
+  description: Type.String(),
+  parsing_error_details: Type.Array(
+    Type.Object({ line_number: Type.Integer(), row: Type.Unknown(), details: Type.String() }),
+    { description: 'The items reported, the most recent 100' },
+  ),
+})
+
+export const ImportViewSchema = Type.Object({
+  data_import: Type.Object({
+    id: Type.String(),
+    created_at: Type.String(),
+    launched_at: Nullable(Type.String()),
+    finished_at: Nullable(Type.String()),
+    status: ImportStatusSchema,
+    progress: Type.Integer({ minimum: 0, maximum: 100 }),
+    error: Type.Boolean(),
+    data_tables_details: Type.Array(
+      Type.Object({
+        type: Type.Literal('api'),
+        status: ImportStatusSchema,
+        data_table_key: Type.String(),
+        progress: Type.Integer({ minimum: 0, maximum: 100 }),
+        number_of_records: Type.Union([Type.Integer(), Type.Null()]),
+        error: Type.Union([ImportErrorSchema, Type.Null()]),
+      }),
+      { description: 'One entry per call joined to the import, in arrival order' },
+    ),
+  }),
+})

@@ -1,0 +1,31 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Type } from 'typebox'
+import { enqueueImport } from '../../imports/enqueue.ts'
+import { MAX_USERS_PER_CALL } from '../../imports/limits.ts'
+import { AuthenticatedErrorResponses } from '../schemas.ts'
+import { bulkBodySchema, DebounceSchema, ImportReceiptSchema } from './import-schemas.ts'
+
+/** `PUT /v1/users/bulk`: an asynchronous upsert of users, matched by email. */
+export const userWriteRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  app.put(
+    '/users/bulk',
+    {
+      schema: {
+        summary: 'Create or update users (asynchronous import)',
+        querystring: Type.Object({ debounce: Type.Optional(DebounceSchema) }),
+        body: bulkBodySchema(
+          MAX_USERS_PER_CALL,
+          'Users: email (the matching key), name, role, currency, calculation_currency, country, code, arrival_date, junior, and custom attributes by API key',
+        ),
+        response: { 200: ImportReceiptSchema, ...AuthenticatedErrorResponses },
+      },
+    },
+    async (request) =>
+      enqueueImport(app.store, app.clock, {
+        company: request.principal.company,
+        target: 'users',
+        items: request.body.data,
+        debounceSeconds: request.query.debounce,
+      }),
+  )
+}

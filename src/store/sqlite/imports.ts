@@ -1,0 +1,141 @@
+import type { DataImport, ImportPayload } from '../model.ts'
+import type { ImportOutcome, ImportRepository } from '../port.ts'
+import type { Row, Sql } from './connection.ts'
+
+/**
+ * Imports in SQLite. The record is the JSON `doc`; the columns the claim and the join filter on mirror it,
+ * and every statement that changes one changes both.
+ */
+export function sqliteImports(sql: Sql): ImportRepository {
+  return {
+    async enqueue(fresh, payload, now) {
+      return sql.write((db) => {
+        const open = db.all(
+          `SELECT doc FROM imports WHERE company_id = ? AND join_key = ? AND status = 'scheduled' AND window_ends_at > ?
+           ORDER BY id LIMIT 1`,
+          fresh.company_id,
+          fresh.join_key,
+          now,
+        )[0]
+        const joined: DataImport = open ? parseImport(open) : { ...fresh, details: [] }
+        joined.details.push({ payload_id: payload.id, number_of_records: payload.items.length, error: null })
+        if (open) {
+          db.run('UPDATE imports SET doc = ? WHERE id = ?', JSON.stringify(joined), joined.id)
+        } else {
+          db.run(
+            `INSERT INTO imports (id, company_id, join_key, status, window_ends_at, lease_owner, lease_expires_at, doc)
+             VALUES (?, ?, ?, ?, ?, NULL, NULL, ?)`,
+            joined.id,
+            joined.company_id,
+            joined.join_key,
+            joined.status,
+            joined.window_ends_at,
+            JSON.stringify(joined),
+          )
+        }
+        const stored: ImportPayload = { ...payload, import_id: joined.id }
+        db.run(
+          'INSERT INTO import_payloads (company_id, import_id, id, doc) VALUES (?, ?, ?, ?)',
+          stored.company_id,
+          stored.import_id,
+          stored.id,
+          JSON.stringify(stored),
+        )
+        return joined
+      })
+    },
+
+    async get(companyId, id) {
+      const row = await sql.get('SELECT doc FROM imports WHERE id = ? AND company_id = ?', id, companyId)
+      return row ? parseImport(row) : null
+    },
+
+    async payloads(companyId, importId) {
+      const rows = await sql.all('SELECT doc FROM import_payloads WHERE company_id = ? AND import_id = ? ORDER BY id', companyId, importId)
+      return rows.map((row) => JSON.parse(row.doc as string) as ImportPayload)
+    },
+
+    async claimNext(owner, now, leaseExpiresAt) {
+      // One conditional UPDATE picks and stamps the import, so that two workers can never claim the same one.
+      const rows = await sql.write((db) =>
+        db.all(
+          `UPDATE imports SET status = 'started', lease_owner = ?1, lease_expires_at = ?2,
+             doc = json_set(doc, '$.status', 'started', '$.lease_owner', ?1, '$.lease_expires_at', ?2,
+                            '$.launched_at', coalesce(json_extract(doc, '$.launched_at'), ?3),
+                            '$.attempts', json_extract(doc, '$.attempts') + 1)
+           WHERE id = (
+             SELECT candidate.id FROM imports AS candidate
+             WHERE ((candidate.status = 'scheduled' AND candidate.window_ends_at <= ?3)
+                 OR (candidate.status = 'started' AND candidate.lease_expires_at <= ?3))
+               AND NOT EXISTS (
+                 SELECT 1 FROM imports AS running
+                 WHERE running.company_id = candidate.company_id AND running.status = 'started'
+                   AND running.lease_expires_at > ?3 AND running.id <> candidate.id)
+             ORDER BY candidate.id LIMIT 1)
+           RETURNING doc`,
+          owner,
+          leaseExpiresAt,
+          now,
+        ),
+      )
+      return rows[0] ? parseImport(rows[0]) : null
+    },
+
+    async renewLease(companyId, id, owner, leaseExpiresAt) {
+      return changed(
+        await sql.write((db) =>
+          db.run(
+            `UPDATE imports SET lease_expires_at = ?1, doc = json_set(doc, '$.lease_expires_at', ?1)
+             WHERE id = ?2 AND company_id = ?3 AND status = 'started' AND lease_owner = ?4`,
+            leaseExpiresAt,
+            id,
+            companyId,
+            owner,
+          ),
+        ),
+      )
+    },
+
+    async release(companyId, id, owner) {
+      return changed(
+        await sql.write((db) =>
+          db.run(
+            `UPDATE imports SET status = 'scheduled', lease_owner = NULL, lease_expires_at = NULL,
+               doc = json_set(doc, '$.status', 'scheduled', '$.lease_owner', NULL, '$.lease_expires_at', NULL)
+             WHERE id = ?1 AND company_id = ?2 AND status = 'started' AND lease_owner = ?3`,
+            id,
+            companyId,
+            owner,
+          ),
+        ),
+      )
+    },
+
+    async finish(companyId, id, owner, outcome: ImportOutcome) {
+      return changed(
+        await sql.write((db) =>
+          db.run(
+            `UPDATE imports SET status = 'finished', lease_owner = NULL, lease_expires_at = NULL,
+               doc = json_set(doc, '$.status', 'finished', '$.lease_owner', NULL, '$.lease_expires_at', NULL,
+                              '$.finished_at', ?1, '$.error', json(?2), '$.details', json(?3))
+             WHERE id = ?4 AND company_id = ?5 AND status = 'started' AND lease_owner = ?6`,
+            outcome.finished_at,
+            JSON.stringify(outcome.error),
+            JSON.stringify(outcome.details),
+            id,
+            companyId,
+            owner,
+          ),
+        ),
+      )
+    },
+  }
+}
+
+function parseImport(row: Row): DataImport {
+  return JSON.parse(row.doc as string) as DataImport
+}
+
+function changed(result: { changes: number | bigint }): boolean {
+  return Number(result.changes) > 0
+}

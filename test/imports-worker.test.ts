@@ -1,0 +1,165 @@
+import { once } from 'node:events'
+import { Writable } from 'node:stream'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { runClaimedImport } from '../src/imports/run-import.ts'
+import { ImportWorker } from '../src/imports/worker.ts'
+import { loadConfig } from '../src/config.ts'
+import { startServer } from '../src/server.ts'
+import { smallFixture } from './helpers/fixtures.ts'
+import { tempDataDir } from './helpers/process.ts'
+import { type ImportHarness, startImportHarness } from './imports-support.ts'
+
+let h: ImportHarness
+beforeEach(async () => {
+  h = await startImportHarness()
+})
+afterEach(async () => {
+  await h.close()
+})
+
+const LEASE = 60_000
+const putUsers = async (data: unknown[], key = h.key) => {
+  const reply = await h.server.call('/v1/users/bulk', { method: 'PUT', key, body: { data } })
+  expect(reply.status).toBe(200)
+  return reply.body.import_id as string
+}
+const at = (offset = 0) => new Date(h.server.clock.now().getTime() + offset).toISOString()
+/** A worker that claims an import and then dies: it never finishes it nor renews its lease. */
+const claimAndDie = (owner = 'dead-worker') => h.store.imports.claimNext(owner, at(), at(LEASE))
+
+describe('the import worker', () => {
+  it('runs one import per company at a time; the others wait in scheduled, other companies go on', async () => {
+    const globex = await h.server.load(smallFixture('Globex'))
+    const first = await putUsers([{ email: 'a@acme.example' }])
+    const second = await putUsers([{ email: 'b@acme.example' }])
+    const theirs = await putUsers([{ email: 'a@globex.example' }], globex.apiKey)
+
+    expect((await claimAndDie('worker-1'))?.id).toBe(first)
+    expect((await h.importOf(first)).status).toBe('started')
+    // A second worker skips the company that has an import running.
+    expect((await h.store.imports.claimNext('worker-2', at(), at(LEASE)))?.id).toBe(theirs)
+    expect(await h.store.imports.claimNext('worker-2', at(), at(LEASE))).toBeNull()
+    expect((await h.importOf(second)).status).toBe('scheduled')
+  })
+
+  it("runs a dead worker's import again once its lease expires, with the result of a single run", async () => {
+    const id = await putUsers([{ email: 'a@acme.example', name: 'A' }])
+    const claimed = await claimAndDie()
+    expect(claimed).toMatchObject({ id, status: 'started', lease_owner: 'dead-worker', attempts: 1 })
+    expect(await h.drain()).toBe(0)
+
+    h.server.clock.advance(LEASE)
+    expect(await h.drain()).toBe(1)
+    const result = await h.importOf(id)
+    expect(result).toMatchObject({ status: 'finished', error: false, launched_at: '2026-06-01T00:00:00.000Z', finished_at: '2026-06-01T00:01:00.000Z' })
+    expect((await h.store.imports.get(h.companyId, id))?.attempts).toBe(2)
+    expect(await h.store.users.count(h.companyId)).toBe(4)
+  })
+
+  it('rolls back the run of a worker whose import was taken over: the payload takes effect once', async () => {
+    const id = await putUsers([{ email: 'a@acme.example', name: 'A' }])
+    const stale = (await claimAndDie())!
+    h.server.clock.advance(LEASE)
+    expect(await h.drain()).toBe(1)
+    const appliedOnce = await h.user('a@acme.example')
+    const finished = await h.store.imports.get(h.companyId, id)
+
+    // The first worker wakes up and runs its copy: its finish is refused and everything it wrote is undone.
+    h.server.clock.advance(LEASE)
+    expect(await runClaimedImport(h.store, h.server.clock, stale, 'dead-worker')).toStrictEqual({ kind: 'lost' })
+    expect(await h.user('a@acme.example')).toStrictEqual(appliedOnce)
+    expect(await h.store.imports.get(h.companyId, id)).toStrictEqual(finished)
+    expect(await h.store.users.count(h.companyId)).toBe(4)
+  })
+
+  it('commits nothing of a run that fails before its end, and finishes the import as refused', async () => {
+    const failing = new ImportWorker({
+      store: h.store,
+      clock: h.server.clock,
+      hooks: {
+        async beforeFinish() {
+          throw new Error('disk on fire')
+        },
+      },
+    })
+    const id = await putUsers([{ email: 'a@acme.example' }])
+    expect(await failing.drain()).toBe(1)
+    expect(await h.user('a@acme.example')).toBeUndefined()
+    const result = await h.importOf(id)
+    expect(result).toMatchObject({ status: 'finished', error: true })
+    expect(result.data_tables_details[0].error).toMatchObject({ title: 'ValidationError', description: expect.stringContaining('internal error') })
+  })
+
+  it('polls once started, and stop() lets the running import finish; start and stop are idempotent', async () => {
+    let release!: () => void
+    const released = new Promise<void>((resolve) => {
+      release = resolve
+    })
+    let entered!: () => void
+    const inside = new Promise<void>((resolve) => {
+      entered = resolve
+    })
+    const worker = new ImportWorker({
+      store: h.store,
+      clock: h.server.clock,
+      pollMs: 10,
+      hooks: {
+        async beforeFinish() {
+          entered()
+          await released
+        },
+      },
+    })
+    expect(worker.isRunning()).toBe(false)
+    worker.start()
+    worker.start()
+    expect(worker.isRunning()).toBe(true)
+    const finished = once(worker, 'finished')
+    const id = await putUsers([{ email: 'a@acme.example' }])
+    await inside
+
+    let stopped = false
+    const stopping = worker.stop().then(() => {
+      stopped = true
+    })
+    expect(worker.isRunning()).toBe(false)
+    // Queue a turn of the event loop behind the stop: it cannot have finished while the import is held.
+    await new Promise((resolve) => setImmediate(resolve))
+    expect(stopped).toBe(false)
+    release()
+    await stopping
+    const [result] = await finished
+    expect(result).toMatchObject({ id, status: 'finished', error: false })
+    expect((await h.importOf(id)).status).toBe('finished')
+    await worker.stop()
+    expect(worker.isRunning()).toBe(false)
+  })
+
+  it('release() hands a claimed import back to scheduled for another worker', async () => {
+    const id = await putUsers([{ email: 'a@acme.example' }])
+    await claimAndDie('leaving')
+    expect(await h.store.imports.release(h.companyId, id, 'someone-else')).toBe(false)
+    expect(await h.store.imports.release(h.companyId, id, 'leaving')).toBe(true)
+    expect((await h.importOf(id)).status).toBe('scheduled')
+    expect(await h.drain()).toBe(1)
+    expect((await h.importOf(id)).status).toBe('finished')
+  })
+})
+
+const quiet = () => new Writable({ write: (_chunk, _encoding, done) => done() })
+
+describe('roles', () => {
+
+  it('runs the worker inside the server by default, and none with role api', async () => {
+    for (const [role, running] of [[undefined, true], ['api', false]] as const) {
+      const config = loadConfig({ DATA_DIR: tempDataDir(), PORT: '0', DEMO: 'off', LOG_LEVEL: 'silent', IMPORT_POLL_MS: '10' })
+      const server = await startServer(config, { role, out: quiet(), logStream: quiet() })
+      try {
+        expect(server.worker?.isRunning() ?? false).toBe(running)
+      } finally {
+        await server.close()
+      }
+      expect(server.worker?.isRunning() ?? false).toBe(false)
+    }
+  })
+})

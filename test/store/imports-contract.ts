@@ -1,0 +1,212 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { newId } from '../../src/ids.ts'
+import type { DataImport, ImportPayload } from '../../src/store/model.ts'
+import { type Store, StoreConflictError } from '../../src/store/port.ts'
+import { aCompany, aDataTable, aRecord, minute } from './builders.ts'
+import type { StoreFactory } from './contract.ts'
+
+/** A new import of `companyId` created at `createdAt`, whose window closes `windowMinutes` later. */
+function anImport(companyId: string, createdAt: string, windowMinutes = 0, joinKey = 'users'): DataImport {
+  return {
+    id: newId(),
+    company_id: companyId,
+    target: 'users',
+    table_id: null,
+    data_table_key: 'users',
+    join_key: joinKey,
+    status: 'scheduled',
+    window_ends_at: new Date(Date.parse(createdAt) + windowMinutes * 60_000).toISOString(),
+    created_at: createdAt,
+    launched_at: null,
+    finished_at: null,
+    error: false,
+    details: [],
+    lease_owner: null,
+    lease_expires_at: null,
+    attempts: 0,
+  }
+}
+
+function aPayload(companyId: string, items: unknown[] = [{ email: 'a@example.com' }]): Omit<ImportPayload, 'import_id'> {
+  return { id: newId(), company_id: companyId, items, options: { all: false, keep_overrides: false }, received_at: minute(0) }
+}
+
+/** The imports repository and the record operations of the import engine, for every adapter. */
+export function importsContract(name: string, factory: StoreFactory): void {
+  describe(`store contract, imports: ${name}`, () => {
+    let store: Store
+    let companyId: string
+    let otherCompanyId: string
+
+    beforeEach(async () => {
+      store = await factory.create()
+      companyId = aCompany().id
+      otherCompanyId = aCompany().id
+    })
+    afterEach(async () => {
+      await store.close()
+      await factory.cleanup?.(store)
+    })
+
+    /** Enqueues one payload at minute `at`, with a window of `window` minutes if it creates the import. */
+    const enqueue = (at: number, window = 0, company = companyId, joinKey = 'users') =>
+      store.imports.enqueue(anImport(company, minute(at), window, joinKey), aPayload(company), minute(at))
+
+    describe('enqueue', () => {
+      it('creates an import, or joins the open one of the same company and join key while its window is open', async () => {
+        const first = await enqueue(0, 10)
+        expect(first).toMatchObject({ status: 'scheduled', details: [{ number_of_records: 1, error: null }] })
+        expect((await enqueue(5, 10)).id).toBe(first.id)
+        expect((await enqueue(9, 1)).id).toBe(first.id)
+        // The window closes at minute 10 (exclusive), whatever the joining calls asked.
+        expect((await enqueue(10, 10)).id).not.toBe(first.id)
+        expect((await enqueue(6, 10, otherCompanyId)).id).not.toBe(first.id)
+        expect((await enqueue(6, 10, companyId, 'records:x')).id).not.toBe(first.id)
+
+        const stored = await store.imports.get(companyId, first.id)
+        expect(stored?.details).toHaveLength(3)
+        const payloads = await store.imports.payloads(companyId, first.id)
+        expect(payloads.map((payload) => payload.id)).toStrictEqual(stored?.details.map((detail) => detail.payload_id))
+        expect(payloads.every((payload) => payload.import_id === first.id)).toBe(true)
+        expect(await store.imports.get(otherCompanyId, first.id)).toBeNull()
+        expect(await store.imports.payloads(otherCompanyId, first.id)).toStrictEqual([])
+      })
+
+      it('never joins an import a worker has claimed', async () => {
+        const first = await enqueue(0, 10)
+        await store.imports.claimNext('w', minute(10), minute(20))
+        const late = await enqueue(5, 10)
+        expect(late.id).not.toBe(first.id)
+      })
+    })
+
+    describe('claimNext', () => {
+      it('claims the oldest import whose window is closed, stamping owner, lease, launch and attempt', async () => {
+        const open = await enqueue(0, 30)
+        const ready = await enqueue(1, 0, otherCompanyId)
+        expect(await store.imports.claimNext('w1', minute(0), minute(5))).toBeNull()
+        const claimed = await store.imports.claimNext('w1', minute(2), minute(7))
+        expect(claimed).toMatchObject({ id: ready.id, status: 'started', lease_owner: 'w1', lease_expires_at: minute(7), launched_at: minute(2), attempts: 1 })
+        expect(await store.imports.get(otherCompanyId, ready.id)).toStrictEqual(claimed)
+        expect((await store.imports.claimNext('w1', minute(30), minute(35)))?.id).toBe(open.id)
+      })
+
+      it('gives an import to one worker only, even when they ask at once', async () => {
+        await enqueue(0)
+        const claims = await Promise.all([store.imports.claimNext('a', minute(1), minute(2)), store.imports.claimNext('b', minute(1), minute(2))])
+        expect(claims.filter((claim) => claim !== null)).toHaveLength(1)
+      })
+
+      it('runs one import per company at a time', async () => {
+        const first = await enqueue(0)
+        const second = await enqueue(1)
+        const theirs = await enqueue(2, 0, otherCompanyId)
+        expect((await store.imports.claimNext('a', minute(3), minute(13)))?.id).toBe(first.id)
+        expect((await store.imports.claimNext('b', minute(3), minute(13)))?.id).toBe(theirs.id)
+        expect(await store.imports.claimNext('b', minute(4), minute(14))).toBeNull()
+        await store.imports.finish(companyId, first.id, 'a', { finished_at: minute(5), error: false, details: [] })
+        expect((await store.imports.claimNext('b', minute(5), minute(15)))?.id).toBe(second.id)
+      })
+
+      it('claims again an import whose lease expired, keeping its first launch time and counting attempts', async () => {
+        const queued = await enqueue(0)
+        await store.imports.claimNext('dead', minute(1), minute(11))
+        expect(await store.imports.claimNext('alive', minute(10), minute(20))).toBeNull()
+        const again = await store.imports.claimNext('alive', minute(11), minute(21))
+        expect(again).toMatchObject({ id: queued.id, lease_owner: 'alive', launched_at: minute(1), attempts: 2 })
+      })
+    })
+
+    describe('renewLease, release and finish', () => {
+      it('renews only for the owner, and the renewed lease holds', async () => {
+        const queued = await enqueue(0)
+        await store.imports.claimNext('w', minute(1), minute(11))
+        expect(await store.imports.renewLease(companyId, queued.id, 'other', minute(30))).toBe(false)
+        expect(await store.imports.renewLease(companyId, queued.id, 'w', minute(21))).toBe(true)
+        expect(await store.imports.claimNext('x', minute(15), minute(25))).toBeNull()
+        expect((await store.imports.get(companyId, queued.id))?.lease_expires_at).toBe(minute(21))
+      })
+
+      it('releases a claimed import back to scheduled, for its owner only', async () => {
+        const queued = await enqueue(0)
+        await store.imports.claimNext('w', minute(1), minute(11))
+        expect(await store.imports.release(companyId, queued.id, 'other')).toBe(false)
+        expect(await store.imports.release(companyId, queued.id, 'w')).toBe(true)
+        expect(await store.imports.get(companyId, queued.id)).toMatchObject({ status: 'scheduled', lease_owner: null, lease_expires_at: null })
+        expect((await store.imports.claimNext('x', minute(2), minute(12)))?.id).toBe(queued.id)
+      })
+
+      it('finishes once, for the worker that holds the import', async () => {
+        const queued = await enqueue(0)
+        await store.imports.claimNext('w', minute(1), minute(11))
+        const details = [{ payload_id: queued.details[0].payload_id, number_of_records: 1, error: { title: 'PartialFailure' as const, description: 'd', parsing_error_details: [{ line_number: 1, row: { a: 1 }, details: 'x' }] } }]
+        const outcome = { finished_at: minute(2), error: true, details }
+        expect(await store.imports.finish(companyId, queued.id, 'other', outcome)).toBe(false)
+        expect(await store.imports.finish(otherCompanyId, queued.id, 'w', outcome)).toBe(false)
+        expect(await store.imports.finish(companyId, queued.id, 'w', outcome)).toBe(true)
+        expect(await store.imports.finish(companyId, queued.id, 'w', outcome)).toBe(false)
+        expect(await store.imports.get(companyId, queued.id)).toStrictEqual({
+          ...queued,
+          status: 'finished',
+          launched_at: minute(1),
+          finished_at: minute(2),
+          error: true,
+          details,
+          attempts: 1,
+        })
+        expect(await store.imports.claimNext('w', minute(60), minute(70))).toBeNull()
+      })
+
+      it('rolls a finish back with the transaction around it', async () => {
+        const queued = await enqueue(0)
+        await store.imports.claimNext('w', minute(1), minute(11))
+        await expect(
+          store.transaction(async (tx) => {
+            await tx.imports.finish(companyId, queued.id, 'w', { finished_at: minute(2), error: false, details: [] })
+            throw new Error('crash before commit')
+          }),
+        ).rejects.toThrow('crash before commit')
+        expect((await store.imports.get(companyId, queued.id))?.status).toBe('started')
+      })
+    })
+
+    describe('records, for imports', () => {
+      it('saves records as given: replaces by id, inserts new ones, refuses an external id another record holds', async () => {
+        const table = aDataTable(companyId)
+        await store.dataTables.insert(table)
+        const kept = aRecord(companyId, table.id)
+        await store.records.saveMany(companyId, [kept])
+        const changed = { ...kept, values: { deal_id: kept.external_id, deal_name: 'changed' }, modified_at: minute(9) }
+        const added = aRecord(companyId, table.id)
+        await store.records.saveMany(companyId, [changed, added])
+        expect(await store.records.list(companyId, table.id, { offset: 0, limit: 10 })).toStrictEqual([changed, added].toSorted((a, b) => a.id.localeCompare(b.id)))
+        const clash = aRecord(companyId, table.id, { external_id: kept.external_id })
+        await expect(store.records.saveMany(companyId, [aRecord(companyId, table.id), clash])).rejects.toBeInstanceOf(StoreConflictError)
+        expect(await store.records.count(companyId, table.id)).toBe(2)
+      })
+
+      it('finds, deletes by external id, deletes all, and lists the overridden records of one table', async () => {
+        const table = aDataTable(companyId)
+        const other = aDataTable(companyId)
+        await store.dataTables.insert(table)
+        await store.dataTables.insert(other)
+        const [plain, overridden] = [aRecord(companyId, table.id), aRecord(companyId, table.id, { overrides: { deal_name: 'hand' } })]
+        const elsewhere = aRecord(companyId, other.id, { external_id: plain.external_id })
+        await store.records.upsert(companyId, [plain, overridden, elsewhere])
+
+        const found = await store.records.findByExternalIds(companyId, table.id, [plain.external_id, 'nope', plain.external_id])
+        expect([...found.entries()]).toStrictEqual([[plain.external_id, plain]])
+        expect(await store.records.findByExternalIds(otherCompanyId, table.id, [plain.external_id])).toStrictEqual(new Map())
+        expect(await store.records.listOverridden(companyId, table.id)).toStrictEqual([overridden])
+
+        expect(await store.records.deleteByExternalIds(otherCompanyId, table.id, [plain.external_id])).toBe(0)
+        expect(await store.records.deleteByExternalIds(companyId, table.id, [plain.external_id, 'nope'])).toBe(1)
+        expect(await store.records.count(companyId, table.id)).toBe(1)
+        expect(await store.records.count(companyId, other.id)).toBe(1)
+        expect(await store.records.deleteAll(companyId, table.id)).toBe(1)
+        expect(await store.records.count(companyId, table.id)).toBe(0)
+        expect(await store.records.count(companyId, other.id)).toBe(1)
+      })
+    })
+  })
+}

@@ -1,0 +1,83 @@
+import { createApiKey } from '../src/auth/api-keys.ts'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { type ImportHarness, startImportHarness } from './imports-support.ts'
+
+let h: ImportHarness
+beforeEach(async () => {
+  h = await startImportHarness()
+  // The clock is at 2026-06: rep is managed by owner from 2026-01 to 2026-05.
+  const reply = await h.call('/v1/users/managers/bulk', {
+    method: 'PUT',
+    body: { data: [{ user: 'rep@acme.example', manager: 'owner@acme.example', start_date: '2026-01', end_date: '2026-05' }] },
+  })
+  if (reply.status !== 200) throw new Error(`setting the manager failed: ${reply.text}`)
+  await h.drain()
+})
+afterEach(async () => {
+  await h.close()
+})
+
+const archive = (data: unknown) => h.call('/v1/users/archive/bulk', { method: 'DELETE', body: { data } })
+
+describe('DELETE /v1/users/archive/bulk', () => {
+  it('archives at once and answers 200 {message}; the archived user can no longer authenticate', async () => {
+    const repKey = await createApiKey(h.store, h.server.clock, h.companyId, (await h.user('rep@acme.example'))!.id)
+    expect((await h.server.call('/v2/data-structures', { key: repKey })).status).toBe(200)
+    const reply = await archive([{ user: 'REP@acme.example', end_date: '2026-07' }])
+    expect(reply.status).toBe(200)
+    expect(reply.body).toStrictEqual({ message: 'users archived successfully' })
+    expect(await h.user('rep@acme.example')).toMatchObject({ status: 'archived', archived_until: '2026-07', modified_at: '2026-06-01T00:00:00.000Z' })
+    expect((await h.server.call('/v2/data-structures', { key: repKey })).status).toBe(401)
+  })
+
+  it('starts the archive period this month without end_date: a management that ended before is no conflict', async () => {
+    expect((await archive([{ user: 'owner@acme.example' }])).status).toBe(200)
+    expect((await h.user('owner@acme.example'))?.status).toBe('archived')
+  })
+
+  it('refuses the manager of someone in the archive period (the months after end_date) with 409 ConflictError', async () => {
+    const reply = await archive([{ user: 'owner@acme.example', end_date: '2026-03' }])
+    expect(reply.status).toBe(409)
+    expect(reply.body).toStrictEqual({
+      count: 1,
+      errors: [{ error: 'ConflictError', resource: 'user', description: expect.stringContaining('owner@acme.example manages rep@acme.example') }],
+    })
+    expect((await h.user('owner@acme.example'))?.status).toBe('active')
+    expect((await archive([{ user: 'owner@acme.example', end_date: '2026-05' }])).status).toBe(200)
+  })
+
+  it('does not count a managed person who is archived in the same call', async () => {
+    expect((await archive([{ user: 'owner@acme.example', end_date: '2026-02' }, { user: 'rep@acme.example', end_date: '2026-02' }])).status).toBe(200)
+  })
+
+  it('answers 404 with NotFoundError on resource user for an unknown user, archiving nobody', async () => {
+    const reply = await archive([{ user: 'rep@acme.example' }, { user: 'ghost@acme.example' }])
+    expect(reply.status).toBe(404)
+    expect(reply.body).toStrictEqual({
+      count: 1,
+      errors: [{ error: 'NotFoundError', resource: 'user', description: expect.stringContaining('ghost@acme.example') }],
+    })
+    expect((await h.user('rep@acme.example'))?.status).toBe('active')
+  })
+
+  it('answers 400 with ValidationError for a bad end_date or email, listing every problem, archiving nobody', async () => {
+    const reply = await archive([{ user: 'rep@acme.example', end_date: '2026-13' }, { user: 'not-an-email' }, { user: 'ghost@acme.example' }])
+    expect(reply.status).toBe(400)
+    expect(reply.body.count).toBe(3)
+    expect(reply.body.errors).toStrictEqual([
+      { error: 'ValidationError', resource: 'end_date', description: expect.stringContaining('line 1') },
+      { error: 'ValidationError', resource: 'user', description: expect.stringContaining('line 2') },
+      { error: 'NotFoundError', resource: 'user', description: expect.stringContaining('ghost@acme.example') },
+    ])
+    expect((await h.user('rep@acme.example'))?.status).toBe('active')
+  })
+
+  it('refuses more than 50 users, or a malformed body, with 400 on resource data', async () => {
+    const many = Array.from({ length: 51 }, (_, index) => ({ user: `u${index}@acme.example` }))
+    for (const body of [{ data: many }, { data: [5] }, { users: [] }]) {
+      const reply = await h.call('/v1/users/archive/bulk', { method: 'DELETE', body })
+      expect(reply.status).toBe(400)
+      expect(reply.body.errors[0]).toMatchObject({ error: 'ValidationError', resource: 'data' })
+    }
+  })
+})

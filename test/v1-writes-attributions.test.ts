@@ -1,0 +1,142 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { type ImportHarness, startImportHarness } from './imports-support.ts'
+
+let h: ImportHarness
+let ids: Record<string, string>
+beforeEach(async () => {
+  h = await startImportHarness()
+  const users = await h.store.users.findByEmails(h.companyId, ['owner@acme.example', 'rep@acme.example', 'gone@acme.example'])
+  ids = { owner: users.get('owner@acme.example')!.id, rep: users.get('rep@acme.example')!.id, gone: users.get('gone@acme.example')!.id }
+})
+afterEach(async () => {
+  await h.close()
+})
+
+async function imported(kind: 'managers' | 'groups', data: unknown[]): Promise<any> {
+  const reply = await h.call(`/v1/users/${kind}/bulk`, { method: 'PUT', body: { data } })
+  expect(reply.status).toBe(200)
+  expect(reply.body.objects_imported).toBe(data.length)
+  await h.drain()
+  const result = await h.importOf(reply.body.import_id)
+  expect(result.status).toBe('finished')
+  return result
+}
+
+const managers = async () =>
+  (await h.store.attributions.listManagers(h.companyId))
+    .map(({ user_id, manager_id, start_month, end_month }) => ({ user_id, manager_id, start_month, end_month }))
+    .toSorted((a, b) => a.start_month.localeCompare(b.start_month))
+
+const groups = async () =>
+  (await h.store.attributions.listGroups(h.companyId))
+    .map(({ user_id, group_dimension, group, start_month, end_month }) => ({ user_id, group_dimension, group, start_month, end_month }))
+    .toSorted((a, b) => `${a.group_dimension}${a.start_month}`.localeCompare(`${b.group_dimension}${b.start_month}`))
+
+describe('PUT /v1/users/managers/bulk', () => {
+  it('sets managers by email over months, as its own import', async () => {
+    const result = await imported('managers', [
+      { user: 'REP@acme.example', manager: 'owner@acme.example', start_date: '2026-01', end_date: '2026-06' },
+      { user: 'owner@acme.example', manager: 'gone@acme.example', start_date: '2025-01', end_date: null },
+    ])
+    expect(result.error).toBe(false)
+    expect(result.data_tables_details).toStrictEqual([
+      { type: 'api', status: 'finished', data_table_key: 'managers', progress: 100, number_of_records: 2, error: null },
+    ])
+    expect(await managers()).toStrictEqual([
+      { user_id: ids.owner, manager_id: ids.gone, start_month: '2025-01', end_month: null },
+      { user_id: ids.rep, manager_id: ids.owner, start_month: '2026-01', end_month: '2026-06' },
+    ])
+  })
+
+  it('lets new months override the stored ones they overlap, and keeps the rest', async () => {
+    await imported('managers', [{ user: 'rep@acme.example', manager: 'owner@acme.example', start_date: '2026-01', end_date: null }])
+    await imported('managers', [{ user: 'rep@acme.example', manager: 'gone@acme.example', start_date: '2026-04', end_date: '2026-05' }])
+    expect(await managers()).toStrictEqual([
+      { user_id: ids.rep, manager_id: ids.owner, start_month: '2026-01', end_month: '2026-03' },
+      { user_id: ids.rep, manager_id: ids.gone, start_month: '2026-04', end_month: '2026-05' },
+      { user_id: ids.rep, manager_id: ids.owner, start_month: '2026-06', end_month: null },
+    ])
+    // manager null: no manager in those months.
+    await imported('managers', [{ user: 'rep@acme.example', manager: null, start_date: '2026-01', end_date: '2026-04' }])
+    expect(await managers()).toStrictEqual([
+      { user_id: ids.rep, manager_id: ids.gone, start_month: '2026-05', end_month: '2026-05' },
+      { user_id: ids.rep, manager_id: ids.owner, start_month: '2026-06', end_month: null },
+    ])
+  })
+
+  it.each([
+    [[{ user: 'nobody@acme.example', manager: 'owner@acme.example', start_date: '2026-01' }], 'user: no user with email nobody@acme.example'],
+    [[{ user: 'rep@acme.example', manager: 'nobody@acme.example', start_date: '2026-01' }], 'manager: no user with email nobody@acme.example'],
+    [[{ user: 'rep@acme.example', manager: 'owner@acme.example', start_date: '2026-1' }], 'start_date: expected a month YYYY-MM'],
+    [[{ user: 'rep@acme.example', manager: 'owner@acme.example', start_date: '2026-05', end_date: '2026-04' }], 'end_date: before start_date'],
+    [[{ user: 'rep@acme.example', manager: 'rep@acme.example', start_date: '2026-05' }], 'manager: a user cannot be their own manager'],
+    [
+      [
+        { user: 'rep@acme.example', manager: 'owner@acme.example', start_date: '2026-01', end_date: '2026-06' },
+        { user: 'rep@acme.example', manager: 'gone@acme.example', start_date: '2026-06' },
+      ],
+      'overlaps line 2',
+    ],
+  ])('refuses the whole call, applying none of it: %j', async (data, details) => {
+    await imported('managers', [{ user: 'owner@acme.example', manager: 'gone@acme.example', start_date: '2025-01' }])
+    const before = await managers()
+    const result = await imported('managers', [{ user: 'owner@acme.example', manager: 'rep@acme.example', start_date: '2026-01' }, ...data])
+    expect(result.error).toBe(true)
+    const error = result.data_tables_details[0].error
+    expect(error.title).toBe('ValidationError')
+    expect(error.description).toContain(details)
+    expect(error.parsing_error_details.at(-1)).toMatchObject({ line_number: data.length + 1, details: expect.stringContaining(details) })
+    expect(await managers()).toStrictEqual(before)
+  })
+
+  it('refuses more than 200 items, or a malformed body, with 400 on resource data', async () => {
+    const item = { user: 'rep@acme.example', manager: 'owner@acme.example', start_date: '2026-01' }
+    for (const body of [{ data: Array.from({ length: 201 }, () => item) }, { data: 'x' }, {}]) {
+      const reply = await h.call('/v1/users/managers/bulk', { method: 'PUT', body })
+      expect(reply.status).toBe(400)
+      expect(reply.body.errors[0]).toMatchObject({ error: 'ValidationError', resource: 'data' })
+    }
+    expect(await h.drain()).toBe(0)
+  })
+})
+
+describe('PUT /v1/users/groups/bulk', () => {
+  it('keeps one group per dimension per month: new months override, other dimensions stay', async () => {
+    await imported('groups', [
+      { user: 'rep@acme.example', group_dimension: 'team', group: 'North', start_date: '2026-01', end_date: null },
+      { user: 'rep@acme.example', group_dimension: 'region', group: 'EMEA', start_date: '2026-01', end_date: null },
+    ])
+    const result = await imported('groups', [{ user: 'rep@acme.example', group_dimension: 'team', group: 'South', start_date: '2026-03' }])
+    expect(result.data_tables_details[0]).toMatchObject({ data_table_key: 'groups', error: null })
+    expect(await groups()).toStrictEqual([
+      { user_id: ids.rep, group_dimension: 'region', group: 'EMEA', start_month: '2026-01', end_month: null },
+      { user_id: ids.rep, group_dimension: 'team', group: 'North', start_month: '2026-01', end_month: '2026-02' },
+      { user_id: ids.rep, group_dimension: 'team', group: 'South', start_month: '2026-03', end_month: null },
+    ])
+  })
+
+  it('refuses two items that give a user two groups of one dimension in a month, and an unknown user', async () => {
+    const conflicting = await imported('groups', [
+      { user: 'rep@acme.example', group_dimension: 'team', group: 'North', start_date: '2026-01', end_date: '2026-03' },
+      { user: 'rep@acme.example', group_dimension: 'region', group: 'EMEA', start_date: '2026-01' },
+      { user: 'rep@acme.example', group_dimension: 'team', group: 'South', start_date: '2026-03' },
+    ])
+    expect(conflicting.data_tables_details[0].error).toMatchObject({ title: 'ValidationError', parsing_error_details: [{ line_number: 3 }] })
+    const unknown = await imported('groups', [{ user: 'ghost@acme.example', group_dimension: 'team', group: 'North', start_date: '2026-01' }])
+    expect(unknown.data_tables_details[0].error.description).toContain('no user with email ghost@acme.example')
+    expect(await groups()).toStrictEqual([])
+  })
+
+  it('runs managers, groups and users as separate imports even within a debounce window', async () => {
+    const users = await h.call('/v1/users/bulk?debounce=60', { method: 'PUT', body: { data: [{ email: 'new@acme.example' }] } })
+    const group = await h.call('/v1/users/groups/bulk', {
+      method: 'PUT',
+      body: { data: [{ user: 'rep@acme.example', group_dimension: 'team', group: 'North', start_date: '2026-01' }] },
+    })
+    const manager = await h.call('/v1/users/managers/bulk', {
+      method: 'PUT',
+      body: { data: [{ user: 'rep@acme.example', manager: 'owner@acme.example', start_date: '2026-01' }] },
+    })
+    expect(new Set([users.body.import_id, group.body.import_id, manager.body.import_id]).size).toBe(3)
+  })
+})

@@ -1,0 +1,202 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { newId } from '../src/ids.ts'
+import type { DataTable, DataTableRecord } from '../src/store/model.ts'
+import { type ImportHarness, startImportHarness } from './imports-support.ts'
+
+let h: ImportHarness
+let deals: DataTable
+let activities: DataTable
+
+const field = (api_key: string, type: DataTable['fields'][number]['type']) => ({ api_key, name: api_key, type, created_at: '2026-01-01T00:00:00.000Z' })
+
+/** A live table with one field of every type, created the way the product would (here: straight in the store). */
+function activitiesTable(companyId: string, environment: 'live' | 'sandbox' = 'live', key = 'activities'): DataTable {
+  return {
+    id: newId(),
+    company_id: companyId,
+    environment,
+    key,
+    name: 'Activities',
+    id_field: 'activity_id',
+    name_field: 'title',
+    fields: [
+      field('activity_id', 'string'),
+      field('title', 'string'),
+      field('calls', 'number'),
+      field('amount', 'amount'),
+      field('close_date', 'date'),
+      field('done_at', 'datetime'),
+      field('won', 'boolean'),
+      field('tags', 'multi'),
+    ],
+    created_at: '2026-01-01T00:00:00.000Z',
+  }
+}
+
+beforeEach(async () => {
+  h = await startImportHarness()
+  deals = (await h.store.dataTables.getByKey(h.companyId, 'live', 'deals'))!
+  activities = activitiesTable(h.companyId)
+  await h.store.dataTables.insert(activities)
+})
+afterEach(async () => {
+  await h.close()
+})
+
+const post = (key: string, body: unknown, query = '') => h.call(`/v1/tables/${key}/records/bulk${query}`, { method: 'POST', body })
+
+async function imported(key: string, records: unknown[], query = ''): Promise<any> {
+  const reply = await post(key, records, query)
+  expect(reply.status).toBe(200)
+  expect(reply.body).toStrictEqual({ import_id: expect.any(String), objects_imported: records.length })
+  await h.drain()
+  const result = await h.importOf(reply.body.import_id)
+  expect(result.status).toBe('finished')
+  return result
+}
+
+async function recordsOf(table: DataTable): Promise<Map<string, DataTableRecord>> {
+  const records = await h.store.records.list(h.companyId, table.id, { offset: 0, limit: 1000 })
+  return new Map(records.map((record) => [record.external_id, record]))
+}
+
+describe('POST /v1/tables/{data_table_key}/records/bulk', () => {
+  it("parses each record by the table's field types and upserts it by its id field", async () => {
+    const result = await imported('activities', [
+      {
+        activity_id: 'A-1',
+        title: 'Call',
+        calls: '3',
+        amount: 12.5,
+        amount_currency: 'USD',
+        close_date: '2026-05-31',
+        done_at: '2026-05-31T10:00:00+02:00',
+        won: 'true',
+        tags: 'inbound; phone;;',
+      },
+      { activity_id: 7, title: 'Numeric id', won: false },
+    ])
+    expect(result).toMatchObject({ error: false, data_tables_details: [{ type: 'api', data_table_key: 'activities', number_of_records: 2, error: null }] })
+    const stored = await recordsOf(activities)
+    expect(stored.get('A-1')?.values).toStrictEqual({
+      activity_id: 'A-1',
+      title: 'Call',
+      calls: 3,
+      amount: { value: 12.5, currency: 'USD' },
+      close_date: '2026-05-31',
+      done_at: '2026-05-31T08:00:00.000Z',
+      won: true,
+      tags: ['inbound', 'phone'],
+    })
+    expect(stored.get('7')?.values).toStrictEqual({ activity_id: '7', title: 'Numeric id', won: false })
+  })
+
+  it('updates a record field by field, keeps its id, and deletes one sent with deleted: true', async () => {
+    const before = await recordsOf(deals)
+    h.server.clock.advance(60_000)
+    const result = await imported('deals', [
+      { deal_id: 'D-1', amount: 1500, amount_currency: 'EUR' },
+      { deal_id: 'D-2', deleted: true },
+      { deal_id: 'D-9', deleted: true },
+    ])
+    expect(result.error).toBe(false)
+    const after = await recordsOf(deals)
+    expect([...after.keys()]).toStrictEqual(['D-1'])
+    expect(after.get('D-1')).toStrictEqual({
+      ...before.get('D-1'),
+      values: { ...before.get('D-1')!.values, amount: { value: 1500, currency: 'EUR' } },
+      modified_at: '2026-06-01T00:01:00.000Z',
+    })
+  })
+
+  it('skips a bad record, reporting its line_number, row and details, and applies the others (PartialFailure)', async () => {
+    const records = [
+      { activity_id: 'A-1', calls: 'many' },
+      { activity_id: 'A-2', title: 'Fine' },
+      { title: 'No id' },
+      'not a record',
+      { activity_id: 'A-3', amount: 5 },
+      { activity_id: 'A-4', close_date: '31/05/2026', color: 'red' },
+    ]
+    const result = await imported('activities', records)
+    expect(result.error).toBe(true)
+    expect(result.data_tables_details[0].error).toStrictEqual({
+      title: 'PartialFailure',
+      description: expect.stringMatching(/^5 of 6 records reported an issue/),
+      parsing_error_details: [
+        { line_number: 1, row: records[0], details: 'calls: expected a number, got "many"' },
+        { line_number: 3, row: records[2], details: 'activity_id: the id field is required' },
+        { line_number: 4, row: 'not a record', details: 'expected a record object' },
+        { line_number: 5, row: records[4], details: 'amount: expected amount_currency, a currency code such as EUR' },
+        { line_number: 6, row: records[5], details: expect.stringMatching(/close_date: expected a date YYYY-MM-DD.*; color: unknown field/) },
+      ],
+    })
+    expect([...(await recordsOf(activities)).keys()]).toStrictEqual(['A-2'])
+  })
+
+  it('empties the table before the import with all=true', async () => {
+    await imported('deals', [{ deal_id: 'D-3', deal_name: 'Third' }], '?all=true')
+    expect([...(await recordsOf(deals)).keys()]).toStrictEqual(['D-3'])
+  })
+
+  describe('manual overrides', () => {
+    beforeEach(async () => {
+      const stored = (await recordsOf(deals)).get('D-1')!
+      await h.store.records.upsert(h.companyId, [{ ...stored, overrides: { deal_name: 'Renamed by hand', amount: { value: 1, currency: 'EUR' } } }])
+    })
+
+    it('drops the override of a field the import sets, by default', async () => {
+      await imported('deals', [{ deal_id: 'D-1', deal_name: 'From the CRM' }])
+      expect((await recordsOf(deals)).get('D-1')?.overrides).toStrictEqual({ amount: { value: 1, currency: 'EUR' } })
+    })
+
+    it('keeps every override with keep_overrides=true', async () => {
+      await imported('deals', [{ deal_id: 'D-1', deal_name: 'From the CRM' }], '?keep_overrides=true')
+      const record = (await recordsOf(deals)).get('D-1')
+      expect(record?.values.deal_name).toBe('From the CRM')
+      expect(record?.overrides).toStrictEqual({ deal_name: 'Renamed by hand', amount: { value: 1, currency: 'EUR' } })
+    })
+
+    it('brings the overrides of a re-sent record back across all=true with keep_overrides=true, and not without', async () => {
+      await imported('deals', [{ deal_id: 'D-1', deal_name: 'Again' }], '?all=true&keep_overrides=true')
+      const kept = await recordsOf(deals)
+      expect([...kept.keys()]).toStrictEqual(['D-1'])
+      expect(kept.get('D-1')?.overrides).toStrictEqual({ deal_name: 'Renamed by hand', amount: { value: 1, currency: 'EUR' } })
+
+      await imported('deals', [{ deal_id: 'D-1', deal_name: 'Again' }], '?all=true')
+      expect((await recordsOf(deals)).get('D-1')?.overrides).toStrictEqual({})
+    })
+  })
+
+  it('answers 404 for an unknown table and for a sandbox table, and creates no import', async () => {
+    await h.store.dataTables.insert(activitiesTable(h.companyId, 'sandbox', 'sandbox_only'))
+    for (const key of ['nope', 'sandbox_only']) {
+      const reply = await post(key, [{ activity_id: 'A-1' }])
+      expect(reply.status).toBe(404)
+      expect(reply.body).toMatchObject({ type: 'NotFoundError', resource: 'data_table_key' })
+    }
+    expect(await h.drain()).toBe(0)
+  })
+
+  it('answers 400 for a body that is not an array of records, and for more than 10,000 records', async () => {
+    for (const body of [{ deal_id: 'D-1' }, '"D-1"', '5']) {
+      const reply = await h.call('/v1/tables/deals/records/bulk', { method: 'POST', body, headers: { 'content-type': 'application/json' } })
+      expect(reply.status).toBe(400)
+      expect(reply.body).toMatchObject({ count: 1, errors: [{ error: 'ValidationError', resource: 'body' }] })
+    }
+    const tooMany = await post('deals', Array.from({ length: 10_001 }, (_, index) => ({ deal_id: `X-${index}` })))
+    expect(tooMany.status).toBe(400)
+    expect(tooMany.body.errors[0].description).toMatch(/10000/)
+    for (const query of ['?all=maybe', '?debounce=-5', '?keep_overrides=2']) expect((await post('deals', [], query)).status).toBe(400)
+    expect(await h.drain()).toBe(0)
+    expect((await post('deals', Array.from({ length: 10_000 }, (_, index) => ({ deal_id: `X-${index}` })))).status).toBe(200)
+  })
+
+  it('answers 413 for a body over 10 MiB, and creates no import', async () => {
+    const big = [{ deal_id: 'D-1', deal_name: 'x'.repeat(10 * 1024 * 1024) }]
+    const reply = await post('deals', big)
+    expect(reply.status).toBe(413)
+    expect(reply.body).toMatchObject({ count: 1, errors: [{ error: 'ValidationError', resource: 'body' }] })
+    expect(await h.drain()).toBe(0)
+  })
+})

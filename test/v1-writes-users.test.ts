@@ -1,0 +1,225 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { type ImportHarness, startImportHarness } from './imports-support.ts'
+
+let h: ImportHarness
+beforeEach(async () => {
+  h = await startImportHarness()
+})
+afterEach(async () => {
+  await h.close()
+})
+
+const putUsers = (data: unknown, query = '') => h.call(`/v1/users/bulk${query}`, { method: 'PUT', body: { data } })
+
+/** Sends users, runs the import, and returns the finished import. */
+async function imported(data: unknown[]): Promise<any> {
+  const reply = await putUsers(data)
+  expect(reply.status).toBe(200)
+  await h.drain()
+  const result = await h.importOf(reply.body.import_id)
+  expect(result.status).toBe('finished')
+  return result
+}
+
+describe('PUT /v1/users/bulk: the call', () => {
+  it('answers 200 {import_id, objects_imported} once the payload is stored, and applies it when the import runs', async () => {
+    const reply = await putUsers([{ email: 'new@acme.example', name: 'Nina New', currency: 'USD' }])
+    expect(reply.status).toBe(200)
+    expect(reply.body).toStrictEqual({ import_id: expect.stringMatching(/^[0-9a-f]{24}$/), objects_imported: 1 })
+    const stored = await h.store.imports.payloads(h.companyId, reply.body.import_id)
+    expect(stored.map((payload) => payload.items)).toStrictEqual([[{ email: 'new@acme.example', name: 'Nina New', currency: 'USD' }]])
+    expect(await h.importOf(reply.body.import_id)).toMatchObject({ status: 'scheduled', progress: 0, error: false, launched_at: null, finished_at: null })
+    expect(await h.user('new@acme.example')).toBeUndefined()
+
+    h.server.clock.advance(5000)
+    expect(await h.drain()).toBe(1)
+    expect(await h.importOf(reply.body.import_id)).toStrictEqual({
+      id: reply.body.import_id,
+      created_at: '2026-06-01T00:00:00.000Z',
+      launched_at: '2026-06-01T00:00:05.000Z',
+      finished_at: '2026-06-01T00:00:05.000Z',
+      status: 'finished',
+      progress: 100,
+      error: false,
+      data_tables_details: [{ type: 'api', status: 'finished', data_table_key: 'users', progress: 100, number_of_records: 1, error: null }],
+    })
+    expect(await h.user('NEW@acme.example')).toMatchObject({
+      email: 'new@acme.example',
+      name: 'Nina New',
+      status: 'active',
+      currency: 'USD',
+      calculation_currency: 'USD',
+      role: null,
+      created_at: '2026-06-01T00:00:05.000Z',
+    })
+  })
+
+  it('refuses more than 200 users with 400 on resource data, and creates no import', async () => {
+    const users = Array.from({ length: 201 }, (_, index) => ({ email: `u${index}@acme.example` }))
+    const reply = await putUsers(users)
+    expect(reply.status).toBe(400)
+    expect(reply.body).toStrictEqual({ count: 1, errors: [{ error: 'ValidationError', resource: 'data', description: expect.any(String) }] })
+    expect(await h.drain()).toBe(0)
+    expect((await putUsers(users.slice(0, 200))).body.objects_imported).toBe(200)
+  })
+
+  it.each([
+    ['no data', {}],
+    ['data not a list', { data: { email: 'a@acme.example' } }],
+    ['an item that is not an object', { data: [{ email: 'a@acme.example' }, ['b@acme.example']] }],
+  ])('refuses a malformed body (%s) with 400 on resource data, and creates no import', async (_name, body) => {
+    const reply = await h.call('/v1/users/bulk', { method: 'PUT', body })
+    expect(reply.status).toBe(400)
+    expect(reply.body.errors.map((error: any) => error.resource)).toContain('data')
+    expect(reply.body.errors.every((error: any) => error.error === 'ValidationError')).toBe(true)
+    expect(await h.drain()).toBe(0)
+  })
+
+  it('refuses a body that is not JSON with 400, and a bad debounce with 400 on resource debounce', async () => {
+    const text = await h.call('/v1/users/bulk', { method: 'PUT', body: 'email=a@acme.example', headers: { 'content-type': 'text/plain' } })
+    expect(text.status).toBe(400)
+    const broken = await h.call('/v1/users/bulk', { method: 'PUT', body: '{"data": [', headers: { 'content-type': 'application/json' } })
+    expect(broken.status).toBe(400)
+    for (const debounce of ['-1', '1.5', 'soon']) {
+      const reply = await putUsers([{ email: 'a@acme.example' }], `?debounce=${debounce}`)
+      expect(reply.status).toBe(400)
+      expect(reply.body.errors[0].resource).toBe('debounce')
+    }
+    expect(await h.drain()).toBe(0)
+  })
+
+  it('needs a key: 401 without one', async () => {
+    const reply = await h.server.call('/v1/users/bulk', { method: 'PUT', body: { data: [] } })
+    expect(reply.status).toBe(401)
+  })
+})
+
+describe('PUT /v1/users/bulk: applying the users', () => {
+  it('matches by email case-insensitively: the fields sent change, the others stay, null empties one', async () => {
+    const before = await h.user('owner@acme.example')
+    const result = await imported([{ email: 'OWNER@Acme.Example', name: 'Olive O.', role: null, region: null, junior: true }])
+    expect(result.error).toBe(false)
+    const after = await h.user('owner@acme.example')
+    expect(after).toStrictEqual({
+      ...before,
+      name: 'Olive O.',
+      role: null,
+      junior: true,
+      attributes: { region: null, base_salary: 50000, base_salary_currency: 'EUR' },
+      modified_at: '2026-06-01T00:00:00.000Z',
+    })
+    expect(await h.store.users.count(h.companyId)).toBe(3)
+  })
+
+  it('writes every standard field and custom attribute in its format', async () => {
+    const user = {
+      email: 'full@acme.example',
+      name: 'Full',
+      role: 'sales',
+      currency: 'GBP',
+      calculation_currency: 'EUR',
+      country: 'FR',
+      code: 'E-7',
+      arrival_date: '2026-02-28',
+      junior: false,
+      region: 'APAC',
+      base_salary: 42000,
+      base_salary_currency: 'GBP',
+    }
+    expect((await imported([user])).error).toBe(false)
+    const stored = await h.user('full@acme.example')
+    const { email, region, base_salary, base_salary_currency, ...standard } = user
+    expect(stored).toMatchObject({ email, ...standard, status: 'active', attributes: { region, base_salary, base_salary_currency } })
+  })
+
+  it.each([
+    [{ email: 'x@acme.example', currency: 'euro' }, 'currency: expected a currency code'],
+    [{ email: 'x@acme.example', calculation_currency: 'usd' }, 'calculation_currency: expected a currency code'],
+    [{ email: 'x@acme.example', arrival_date: '2026-02-30' }, 'arrival_date: expected a date YYYY-MM-DD'],
+    [{ email: 'x@acme.example', junior: 'yes' }, 'junior: expected true or false'],
+    [{ email: 'x@acme.example', name: 12 }, 'name: expected a string'],
+    [{ email: 'x@acme.example', team: 'North' }, 'team: unknown field'],
+    [{ email: 'x@acme.example', region: 3 }, 'region: expected a string'],
+    [{ email: 'x@acme.example', base_salary: '1000', base_salary_currency: 'EUR' }, 'base_salary: expected a number'],
+    [{ email: 'x@acme.example', base_salary: 1000 }, 'base_salary_currency: required'],
+    [{ email: 'x@acme.example', base_salary_currency: 'eur' }, 'base_salary_currency: expected a currency code'],
+    [{ name: 'No email' }, 'email: required'],
+    [{ email: 'not an email' }, 'email: expected an email address'],
+  ])('refuses the whole call when one user is invalid: %j', async (bad, details) => {
+    const result = await imported([{ email: 'fine@acme.example', name: 'Fine' }, bad])
+    expect(result.error).toBe(true)
+    const [detail] = result.data_tables_details
+    expect(detail.error).toStrictEqual({
+      title: 'ValidationError',
+      description: expect.stringContaining(`line 2: ${details}`),
+      parsing_error_details: [{ line_number: 2, row: bad, details: expect.stringContaining(details) }],
+    })
+    expect(await h.user('fine@acme.example')).toBeUndefined()
+    expect(await h.user('x@acme.example')).toBeUndefined()
+  })
+
+  it('lists every invalid user in the description of the refusal', async () => {
+    const result = await imported([{ email: 'a@acme.example', currency: 'x' }, { email: 'b@acme.example' }, { email: 'c@acme.example', junior: 1 }])
+    const error = result.data_tables_details[0].error
+    expect(error.description).toMatch(/^2 invalid users.*line 1: currency.*line 3: junior/)
+    expect(error.parsing_error_details.map((item: any) => item.line_number)).toStrictEqual([1, 3])
+    expect(await h.user('b@acme.example')).toBeUndefined()
+  })
+
+  it('upserts the first of a repeated email and skips each later one as a PartialFailure', async () => {
+    const result = await imported([
+      { email: 'twin@acme.example', name: 'First' },
+      { email: 'rep@acme.example', role: 'lead' },
+      { email: 'Twin@Acme.example', name: 'Second' },
+      { email: 'twin@acme.example', name: 'Third' },
+    ])
+    expect(result.error).toBe(true)
+    expect(result.data_tables_details[0].error).toStrictEqual({
+      title: 'PartialFailure',
+      description: expect.stringMatching(/^2 of 4 users reported an issue/),
+      parsing_error_details: [
+        { line_number: 3, row: { email: 'Twin@Acme.example', name: 'Second' }, details: 'email: duplicated (Twin@Acme.example)' },
+        { line_number: 4, row: { email: 'twin@acme.example', name: 'Third' }, details: 'email: duplicated (twin@acme.example)' },
+      ],
+    })
+    expect((await h.user('twin@acme.example'))?.name).toBe('First')
+    expect((await h.user('rep@acme.example'))?.role).toBe('lead')
+  })
+
+  it('skips an archived user (read-only through the interface) and applies the others', async () => {
+    const before = await h.user('gone@acme.example')
+    const result = await imported([{ email: 'gone@acme.example', name: 'Back' }, { email: 'rep@acme.example', name: 'Rita R.' }])
+    expect(result.data_tables_details[0].error).toMatchObject({
+      title: 'PartialFailure',
+      parsing_error_details: [{ line_number: 1, details: 'email: archived user, cannot be changed (gone@acme.example)' }],
+    })
+    expect(await h.user('gone@acme.example')).toStrictEqual(before)
+    expect((await h.user('rep@acme.example'))?.name).toBe('Rita R.')
+  })
+
+  it('keeps the most recent 100 reported items', async () => {
+    const data = [{ email: 'dup@acme.example' }, ...Array.from({ length: 150 }, (_, index) => ({ email: 'dup@acme.example', name: `n${index}` }))]
+    const error = (await imported(data)).data_tables_details[0].error
+    expect(error.description).toMatch(/^150 of 151 users/)
+    expect(error.parsing_error_details).toHaveLength(100)
+    expect(error.parsing_error_details[0].line_number).toBe(52)
+    expect(error.parsing_error_details[99].line_number).toBe(151)
+  })
+})
+
+describe('GET /v1/imports/{import_id}', () => {
+  it("answers 404 for an unknown id, a malformed id, and another company's import", async () => {
+    const { import_id: id } = (await putUsers([{ email: 'a@acme.example' }])).body
+    const other = await h.server.load((await import('./helpers/fixtures.ts')).smallFixture('Globex'))
+    for (const [path, key] of [
+      ['/v1/imports/0123456789abcdef01234567', h.key],
+      ['/v1/imports/not-an-id', h.key],
+      [`/v1/imports/${id}`, other.apiKey],
+    ]) {
+      const reply = await h.server.call(path, { key })
+      expect(reply.status).toBe(404)
+      expect(reply.body).toMatchObject({ resource: 'import', type: 'NotFoundError' })
+    }
+    expect((await h.server.call(`/v1/imports/${id}`, { key: h.key })).status).toBe(200)
+  })
+})
