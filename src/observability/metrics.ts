@@ -1,0 +1,82 @@
+import { Counter, Gauge, Histogram, Registry } from 'prom-client'
+import type { DataImport } from '../store/model.ts'
+
+/** How many imports are in each state (`scheduled`, `started`, `finished`), across companies. */
+export type ImportCounts = Partial<Record<string, number>>
+
+/** What the metrics need of an import worker: its `finished` event. */
+export interface FinishingWorker {
+  on(event: 'finished', listener: (finished: DataImport) => void): unknown
+}
+
+/**
+ * The service's Prometheus metrics, in a registry of its own (one per app, so that several apps in one
+ * process, as in tests, never mix their counts). Free of HTTP: the import worker reports to it too.
+ */
+export class ServiceMetrics {
+  readonly registry = new Registry()
+  readonly requests: Counter<'method' | 'route' | 'status_code'>
+  readonly latency: Histogram<'method' | 'route' | 'status_code'>
+  readonly rateLimited: Counter
+  readonly importDuration: Histogram<'outcome'>
+  readonly importsByState: Gauge<'state'>
+  readonly importQueueDepth: Gauge
+  /** `importCounts` is read at every scrape (from the store: every instance sees the same queue). */
+  constructor(importCounts: () => Promise<ImportCounts>) {
+    const registers = [this.registry]
+    this.requests = new Counter({
+      name: 'commission_api_http_requests_total',
+      help: 'HTTP requests answered, by route template and status code',
+      labelNames: ['method', 'route', 'status_code'],
+      registers,
+    })
+    this.latency = new Histogram({
+      name: 'commission_api_http_request_duration_seconds',
+      help: 'Time from receiving a request to sending its answer, by route template and status code',
+      labelNames: ['method', 'route', 'status_code'],
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers,
+    })
+    this.rateLimited = new Counter({
+      name: 'commission_api_rate_limited_total',
+      help: 'Requests refused with 429 by the rate limit',
+      registers,
+    })
+    this.importDuration = new Histogram({
+      name: 'commission_api_import_duration_seconds',
+      help: 'Time from an import starting to it finishing, by outcome (ok or error)',
+      labelNames: ['outcome'],
+      buckets: [0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900],
+      registers,
+    })
+    const counts = importCounts
+    this.importsByState = new Gauge({
+      name: 'commission_api_imports',
+      help: 'Imports by state, read from the store at scrape time',
+      labelNames: ['state'],
+      registers,
+      async collect() {
+        const byState = await counts()
+        this.reset()
+        for (const [state, count] of Object.entries(byState)) this.set({ state }, count ?? 0)
+      },
+    })
+    this.importQueueDepth = new Gauge({
+      name: 'commission_api_import_queue_depth',
+      help: 'Imports waiting to run (scheduled), read from the store at scrape time',
+      registers,
+      async collect() {
+        this.set((await counts()).scheduled ?? 0)
+      },
+    })
+  }
+
+  /** Times every import the worker finishes, from its launch to its end. */
+  watchWorker(worker: FinishingWorker): void {
+    worker.on('finished', (finished) => {
+      if (!finished.launched_at || !finished.finished_at) return
+      const seconds = (Date.parse(finished.finished_at) - Date.parse(finished.launched_at)) / 1000
+      this.importDuration.observe({ outcome: finished.error ? 'error' : 'ok' }, Math.max(0, seconds))
+    })
+  }
+}

@@ -1,0 +1,79 @@
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
+import { type Static, Type } from 'typebox'
+
+/** What readiness needs to know of an import worker run by this instance. */
+export interface WorkerProbe {
+  isRunning(): boolean
+}
+
+/** A store that has not answered in this time is reported unreachable rather than left to hang the probe. */
+const STORE_PROBE_TIMEOUT_MS = 2000
+
+export const LivenessSchema = Type.Object({ status: Type.Literal('ok') })
+
+export const ReadinessSchema = Type.Object({
+  status: Type.Union([Type.Literal('ready'), Type.Literal('unavailable')]),
+  checks: Type.Object({
+    store: Type.Union([Type.Literal('ok'), Type.Literal('unreachable')]),
+    worker: Type.Union([Type.Literal('ok'), Type.Literal('stopped'), Type.Literal('none')], {
+      description: '`none` when this instance runs no import worker',
+    }),
+    shutting_down: Type.Boolean(),
+  }),
+})
+export type Readiness = Static<typeof ReadinessSchema>
+
+/**
+ * `GET /health/live` (the process answers) and `GET /health/ready` (the store answers, the worker this
+ * instance runs is alive, and the instance is not shutting down). Neither needs a key or counts against the
+ * rate limit: they are registered outside the v1 and v2 trees.
+ */
+export function registerHealth(app: FastifyInstance, worker?: WorkerProbe): void {
+  let shuttingDown = false
+  // preClose runs as soon as close() starts, before the requests in flight are waited for.
+  app.addHook('preClose', async () => {
+    shuttingDown = true
+  })
+
+  app.get(
+    '/health/live',
+    { schema: { summary: 'Liveness: the process answers', tags: ['operations'], response: { 200: LivenessSchema } } },
+    async () => ({ status: 'ok' as const }),
+  )
+
+  app.get(
+    '/health/ready',
+    {
+      schema: {
+        summary: 'Readiness: the store answers, the worker is alive, the instance is not shutting down',
+        tags: ['operations'],
+        response: { 200: ReadinessSchema, 503: ReadinessSchema },
+      },
+    },
+    async (request, reply) => {
+      const checks: Readiness['checks'] = {
+        store: (await storeAnswers(app, request.log)) ? 'ok' : 'unreachable',
+        worker: worker ? (worker.isRunning() ? 'ok' : 'stopped') : 'none',
+        shutting_down: shuttingDown,
+      }
+      const ready = checks.store === 'ok' && checks.worker !== 'stopped' && !checks.shutting_down
+      return reply.code(ready ? 200 : 503).send({ status: ready ? 'ready' : 'unavailable', checks })
+    },
+  )
+}
+
+async function storeAnswers(app: FastifyInstance, log: FastifyBaseLogger): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined
+  const timeout = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new Error('store ping timed out')), STORE_PROBE_TIMEOUT_MS)
+  })
+  try {
+    await Promise.race([app.store.ping(), timeout])
+    return true
+  } catch (error) {
+    log.warn({ err: error }, 'readiness: the store does not answer')
+    return false
+  } finally {
+    clearTimeout(timer)
+  }
+}

@@ -1,0 +1,77 @@
+import { mkdirSync } from 'node:fs'
+import { dirname } from 'node:path'
+import { DatabaseSync, type StatementSync } from 'node:sqlite'
+import type { RateLimitRepository, RateSubject, RateWindow } from '../port.ts'
+
+/** Closed windows are deleted at most this often (store time), so that the table stays small. */
+const PURGE_EVERY_MS = 60_000
+
+/**
+ * The counter file beside the main SQLite file. The counters live in a file of their own so that counting a
+ * request never waits for the main file's write lock, which an import may hold for a long transaction.
+ */
+export function rateLimitFile(mainFile: string): string {
+  if (mainFile === ':memory:') return mainFile
+  return mainFile.endsWith('.sqlite') ? `${mainFile.slice(0, -'.sqlite'.length)}.rate-limits.sqlite` : `${mainFile}.rate-limits`
+}
+
+const keyOf = (subject: RateSubject): string => ('companyId' in subject ? `company:${subject.companyId}` : `address:${subject.address}`)
+
+/**
+ * Rate windows in SQLite: one row per subject, counted by a single UPSERT, which SQLite applies atomically
+ * even when several processes share the file.
+ */
+export class SqliteRateLimits implements RateLimitRepository {
+  readonly #db: DatabaseSync
+  readonly #hit: StatementSync
+  readonly #peek: StatementSync
+  readonly #purge: StatementSync
+  #purgedAt = 0
+  #closed = false
+
+  constructor(path: string) {
+    if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true })
+    this.#db = new DatabaseSync(path)
+    this.#db.exec('PRAGMA busy_timeout = 10000')
+    this.#db.exec('PRAGMA journal_mode = WAL')
+    // Counters are transient: losing the last second of them in a crash is harmless, an fsync per request is not.
+    this.#db.exec('PRAGMA synchronous = OFF')
+    this.#db.exec(
+      'CREATE TABLE IF NOT EXISTS rate_windows (subject TEXT PRIMARY KEY, hits INTEGER NOT NULL, resets_at INTEGER NOT NULL) WITHOUT ROWID',
+    )
+    // SET expressions all read the row as it was, so both columns test the same (old) resets_at.
+    this.#hit = this.#db.prepare(
+      `INSERT INTO rate_windows (subject, hits, resets_at) VALUES (:subject, 1, :now + :window)
+       ON CONFLICT (subject) DO UPDATE SET
+         hits = CASE WHEN resets_at <= :now THEN 1 ELSE hits + 1 END,
+         resets_at = CASE WHEN resets_at <= :now THEN :now + :window ELSE resets_at END
+       RETURNING hits, resets_at`,
+    )
+    this.#peek = this.#db.prepare('SELECT hits, resets_at FROM rate_windows WHERE subject = ? AND resets_at > ?')
+    this.#purge = this.#db.prepare('DELETE FROM rate_windows WHERE resets_at <= ?')
+  }
+
+  async hit(subject: RateSubject, windowMs: number, now: Date): Promise<RateWindow> {
+    const at = now.getTime()
+    this.#purgeClosed(at)
+    const row = this.#hit.get({ subject: keyOf(subject), now: at, window: windowMs }) as { hits: number; resets_at: number }
+    return { hits: row.hits, resetsAt: new Date(row.resets_at).toISOString() }
+  }
+
+  async peek(subject: RateSubject, now: Date): Promise<RateWindow | null> {
+    const row = this.#peek.get(keyOf(subject), now.getTime()) as { hits: number; resets_at: number } | undefined
+    return row ? { hits: row.hits, resetsAt: new Date(row.resets_at).toISOString() } : null
+  }
+
+  close(): void {
+    if (this.#closed) return
+    this.#closed = true
+    this.#db.close()
+  }
+
+  #purgeClosed(at: number): void {
+    if (Math.abs(at - this.#purgedAt) < PURGE_EVERY_MS) return
+    this.#purgedAt = at
+    this.#purge.run(at)
+  }
+}

@@ -1,0 +1,70 @@
+import { afterEach, describe, expect, it } from 'vitest'
+import { buildApp } from '../src/app.ts'
+import { ManualClock } from '../src/clock.ts'
+import { loadConfig } from '../src/config.ts'
+import { openSqliteStore } from '../src/store/sqlite/sqlite-store.ts'
+import { call, startTestServer, type TestServer } from './helpers/server.ts'
+
+describe('health probes', () => {
+  let server: TestServer
+
+  afterEach(() => server.close())
+
+  it('GET /health/live answers 200 without a key', async () => {
+    server = await startTestServer()
+    const reply = await server.call('/health/live')
+    expect(reply.status).toBe(200)
+    expect(reply.body).toEqual({ status: 'ok' })
+    expect(reply.headers['x-request-id']).toEqual(expect.any(String))
+  })
+
+  it('GET /health/ready answers 200 while the store answers; without a worker in this instance it says so', async () => {
+    server = await startTestServer()
+    const reply = await server.call('/health/ready')
+    expect(reply.status).toBe(200)
+    expect(reply.body).toEqual({ status: 'ready', checks: { store: 'ok', worker: 'none', shutting_down: false } })
+  })
+
+  it('turns 503 while the store is unreachable, and live stays 200', async () => {
+    server = await startTestServer()
+    await server.store.close()
+    const reply = await server.call('/health/ready', { headers: { 'x-request-id': 'probe-store-down' } })
+    expect(reply.status).toBe(503)
+    expect(reply.body).toEqual({ status: 'unavailable', checks: { store: 'unreachable', worker: 'none', shutting_down: false } })
+    expect((await server.call('/health/live')).status).toBe(200)
+    // The warning of that probe carries its request id, like every log line of a request.
+    expect(server.logs.filter((line) => line.request_id === 'probe-store-down').map((line) => line.msg)).toEqual([
+      'readiness: the store does not answer',
+      'request',
+    ])
+  })
+
+  it('ignores a key: a wrong one does not make a probe fail', async () => {
+    server = await startTestServer()
+    expect((await server.call('/health/ready', { key: 'cak_wrong' })).status).toBe(200)
+  })
+})
+
+describe('readiness with an import worker in the instance', () => {
+  it('turns 503 when the worker has stopped', async () => {
+    const store = openSqliteStore(':memory:')
+    let running = true
+    const config = loadConfig({ DEMO: 'off', LOG_LEVEL: 'silent' })
+    const app = await buildApp({ config, store, clock: new ManualClock(), worker: { isRunning: () => running } })
+    await app.listen({ port: 0, host: '127.0.0.1' })
+    const address = app.server.address()
+    const url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`
+    try {
+      const alive = await call(`${url}/health/ready`)
+      expect(alive.status).toBe(200)
+      expect(alive.body.checks.worker).toBe('ok')
+      running = false
+      const stopped = await call(`${url}/health/ready`)
+      expect(stopped.status).toBe(503)
+      expect(stopped.body).toEqual({ status: 'unavailable', checks: { store: 'ok', worker: 'stopped', shutting_down: false } })
+    } finally {
+      await app.close()
+      await store.close()
+    }
+  })
+})

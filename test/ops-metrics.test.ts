@@ -1,0 +1,74 @@
+import { EventEmitter } from 'node:events'
+import { afterEach, describe, expect, it } from 'vitest'
+import { ServiceMetrics } from '../src/observability/metrics.ts'
+import type { DataImport } from '../src/store/model.ts'
+import { smallFixture } from './helpers/fixtures.ts'
+import { startTestServer, type TestServer } from './helpers/server.ts'
+
+/** The value of one sample of a Prometheus text exposition, or undefined when absent. */
+function sample(text: string, series: string): number | undefined {
+  const line = text.split('\n').find((candidate) => candidate.startsWith(`${series} `))
+  return line === undefined ? undefined : Number(line.slice(series.length + 1))
+}
+
+describe('GET /metrics', () => {
+  let server: TestServer
+
+  afterEach(() => server.close())
+
+  it('serves Prometheus text without a key: requests by route and status, latency, 429s', async () => {
+    server = await startTestServer({ RATE_LIMIT_PER_SECOND: '2' })
+    const { apiKey } = await server.load(smallFixture())
+    for (let index = 0; index < 3; index++) await server.call('/v2/data-structures', { key: apiKey })
+    await server.call('/v2/data-structures/0123456789abcdef01234567/fields', { key: 'cak_wrong' })
+    await server.call('/no/such/route')
+
+    const reply = await server.call('/metrics')
+    expect(reply.status).toBe(200)
+    expect(reply.headers['content-type']).toMatch(/^text\/plain; version=0\.0\.4/)
+    const text = reply.text
+    expect(sample(text, 'commission_api_http_requests_total{method="GET",route="/v2/data-structures",status_code="200"}')).toBe(2)
+    expect(sample(text, 'commission_api_http_requests_total{method="GET",route="/v2/data-structures",status_code="429"}')).toBe(1)
+    // Route templates, never raw URLs: an id does not make a series of its own.
+    expect(sample(text, 'commission_api_http_requests_total{method="GET",route="/v2/data-structures/:table_id/fields",status_code="401"}')).toBe(1)
+    expect(text).not.toContain('0123456789abcdef01234567')
+    expect(sample(text, 'commission_api_http_requests_total{method="GET",route="unmatched",status_code="404"}')).toBe(1)
+    expect(sample(text, 'commission_api_http_request_duration_seconds_count{method="GET",route="/v2/data-structures",status_code="200"}')).toBe(2)
+    expect(sample(text, 'commission_api_http_request_duration_seconds_bucket{le="+Inf",method="GET",route="/v2/data-structures",status_code="200"}')).toBe(2)
+    expect(sample(text, 'commission_api_rate_limited_total')).toBe(1)
+  })
+
+  it('reports imports by state and the queue depth from the store', async () => {
+    server = await startTestServer()
+    const { apiKey } = await server.load(smallFixture())
+    const before = (await server.call('/metrics')).text
+    expect(sample(before, 'commission_api_imports{state="scheduled"}')).toBe(0)
+    expect(sample(before, 'commission_api_import_queue_depth')).toBe(0)
+
+    // The test server runs no worker: the import waits in `scheduled`.
+    const upsert = await server.call('/v1/users/bulk', { method: 'PUT', key: apiKey, body: { data: [{ email: 'new@acme.example', name: 'New' }] } })
+    expect(upsert.status).toBe(200)
+    const after = (await server.call('/metrics')).text
+    expect(sample(after, 'commission_api_imports{state="scheduled"}')).toBe(1)
+    expect(sample(after, 'commission_api_imports{state="started"}')).toBe(0)
+    expect(sample(after, 'commission_api_imports{state="finished"}')).toBe(0)
+    expect(sample(after, 'commission_api_import_queue_depth')).toBe(1)
+  })
+})
+
+const done = (launched: string, finished: string, error: boolean) => ({ launched_at: launched, finished_at: finished, error }) as DataImport
+
+describe('import duration', () => {
+  it('times every import the worker finishes, by outcome', async () => {
+    const metrics = new ServiceMetrics(async () => ({}))
+    const worker = new EventEmitter<{ finished: [DataImport] }>()
+    metrics.watchWorker(worker)
+    worker.emit('finished', done('2026-06-01T00:00:00.000Z', '2026-06-01T00:00:02.000Z', false))
+    worker.emit('finished', done('2026-06-01T00:00:00.000Z', '2026-06-01T00:00:00.300Z', true))
+    const text = await metrics.registry.metrics()
+    expect(sample(text, 'commission_api_import_duration_seconds_count{outcome="ok"}')).toBe(1)
+    expect(sample(text, 'commission_api_import_duration_seconds_sum{outcome="ok"}')).toBe(2)
+    expect(sample(text, 'commission_api_import_duration_seconds_bucket{le="1",outcome="ok"}')).toBe(0)
+    expect(sample(text, 'commission_api_import_duration_seconds_bucket{le="0.5",outcome="error"}')).toBe(1)
+  })
+})

@@ -1,0 +1,102 @@
+import { once } from 'node:events'
+import { connect, type Socket } from 'node:net'
+import { describe, expect, it } from 'vitest'
+import { runCli, type ServerProcess, startServerProcess, tempDataDir } from './helpers/process.ts'
+import { call } from './helpers/server.ts'
+
+const ADMIN_TOKEN = 'shutdown-test-admin-token'
+const FIXTURE = JSON.stringify({ company: { name: 'In flight', default_currency: 'EUR' }, users: [{ email: 'ann@in-flight.example' }] })
+
+/** A raw HTTP/1.1 connection, so that a request can be held half-sent and another pipelined behind it. */
+async function openConnection(port: number): Promise<{ socket: Socket; received: () => string; waitFor(text: string): Promise<void> }> {
+  const socket = connect(port, '127.0.0.1')
+  await once(socket, 'connect')
+  let received = ''
+  socket.on('data', (chunk) => (received += chunk.toString()))
+  return {
+    socket,
+    received: () => received,
+    async waitFor(text) {
+      while (!received.includes(text)) await once(socket, 'data')
+    },
+  }
+}
+
+/** Starts a POST /admin/companies whose body is not sent yet; resolves once the server holds the request. */
+async function holdRequestInFlight(port: number) {
+  const connection = await openConnection(port)
+  connection.socket.write(
+    'POST /admin/companies HTTP/1.1\r\nHost: localhost\r\n' +
+      `Authorization: Bearer ${ADMIN_TOKEN}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(FIXTURE)}\r\n` +
+      'Expect: 100-continue\r\n\r\n',
+  )
+  // Node answers 100 Continue once it has the request's headers: from then on the request is in flight.
+  await connection.waitFor('100 Continue')
+  return connection
+}
+
+/** Resolves once the server refuses new connections, which it does as soon as its shutdown has begun. */
+async function refusesConnections(port: number): Promise<void> {
+  for (;;) {
+    const socket = connect(port, '127.0.0.1')
+    const refused = await new Promise<boolean>((resolve) => {
+      socket.once('connect', () => resolve(false))
+      socket.once('error', () => resolve(true))
+    })
+    socket.destroy()
+    if (refused) return
+  }
+}
+
+async function started(env: Record<string, string>): Promise<{ server: ServerProcess; port: number }> {
+  const server = startServerProcess({ DEMO: 'off', ADMIN_TOKEN, ...env })
+  const [, url] = await server.waitFor(/listening on (http:\/\/\S+)/)
+  return { server, port: Number(new URL(url).port) }
+}
+
+const exitCode = async (server: ServerProcess) => (server.child.exitCode !== null ? server.child.exitCode : (await once(server.child, 'exit'))[0])
+
+describe('graceful shutdown of a real server process', () => {
+  it('on SIGTERM stops accepting, turns not ready, finishes the request in flight, closes the store and exits 0', async () => {
+    const dataDir = tempDataDir()
+    const { server, port } = await started({ DATA_DIR: dataDir })
+    const connection = await holdRequestInFlight(port)
+
+    server.child.kill('SIGTERM')
+    await refusesConnections(port)
+    // The rest of the body, and a readiness probe pipelined behind it on the same connection.
+    connection.socket.write(`${FIXTURE}GET /health/ready HTTP/1.1\r\nHost: localhost\r\n\r\n`)
+    await once(connection.socket, 'close')
+
+    const responses = connection.received().split(/(?=HTTP\/1\.1 )/).filter((part) => !part.startsWith('HTTP/1.1 100'))
+    expect(responses[0]).toMatch(/^HTTP\/1\.1 201 /)
+    expect(responses[0]).toContain('"company_id"')
+    expect(responses[1]).toMatch(/^HTTP\/1\.1 503 /)
+    expect(JSON.parse(responses[1].slice(responses[1].indexOf('\r\n\r\n') + 4))).toEqual({
+      status: 'unavailable',
+      checks: { store: 'ok', worker: 'ok', shutting_down: true },
+    })
+    expect(await exitCode(server)).toBe(0)
+
+    // What the request in flight wrote was committed before the store closed.
+    const companies = JSON.parse(runCli(['companies', '--json'], { DATA_DIR: dataDir }).stdout) as Array<{ name: string }>
+    expect(companies.map((company) => company.name)).toEqual(['In flight'])
+  })
+
+  it('on SIGINT shuts down the same way', async () => {
+    const { server, port } = await started({ DATA_DIR: tempDataDir() })
+    expect((await call(`http://127.0.0.1:${port}/health/ready`)).status).toBe(200)
+    server.child.kill('SIGINT')
+    expect(await exitCode(server)).toBe(0)
+  })
+
+  it('exits with 1 when the requests in flight outlast SHUTDOWN_TIMEOUT_MS', async () => {
+    const { server, port } = await started({ DATA_DIR: tempDataDir(), SHUTDOWN_TIMEOUT_MS: '300' })
+    const connection = await holdRequestInFlight(port)
+    server.child.kill('SIGTERM')
+    // The body never comes: only the bound ends the process.
+    expect(await exitCode(server)).toBe(1)
+    expect(server.output()).toContain('shutdown took too long')
+    connection.socket.destroy()
+  })
+})

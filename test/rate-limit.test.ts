@@ -1,0 +1,125 @@
+import { afterEach, describe, expect, it } from 'vitest'
+import { smallFixture } from './helpers/fixtures.ts'
+import { type Reply, startTestServer, type TestServer } from './helpers/server.ts'
+
+const statuses = (replies: Reply[]) => replies.map((reply) => reply.status)
+
+describe('rate limit: 80 requests per second per company', () => {
+  let server: TestServer
+
+  afterEach(() => server.close())
+
+  it('lets 80 requests of one second through, with RateLimit-* headers, and answers the 81st with 429', async () => {
+    server = await startTestServer()
+    const { apiKey } = await server.load(smallFixture())
+    const passed: Reply[] = []
+    for (let index = 0; index < 80; index++) passed.push(await server.call('/v2/data-structures', { key: apiKey }))
+    expect(statuses(passed)).toEqual(Array(80).fill(200))
+    expect(passed.map((reply) => reply.headers['ratelimit-remaining'])).toEqual(Array.from({ length: 80 }, (_, index) => String(79 - index)))
+    expect(passed[0].headers['ratelimit-limit']).toBe('80')
+    expect(passed[0].headers['ratelimit-reset']).toBe('1')
+
+    const refused = await server.call('/v2/data-structures', { key: apiKey, headers: { 'x-request-id': 'over-the-limit' } })
+    expect(refused.status).toBe(429)
+    expect(refused.body).toEqual({ message: expect.any(String), type: 'TooManyRequestsError' })
+    expect(refused.headers).toMatchObject({
+      'retry-after': '1',
+      'ratelimit-limit': '80',
+      'ratelimit-remaining': '0',
+      'ratelimit-reset': '1',
+      'x-request-id': 'over-the-limit',
+    })
+    expect(server.logs.find((line) => line.request_id === 'over-the-limit')).toMatchObject({ res: { statusCode: 429 } })
+  })
+
+  it('counts concurrent requests exactly: of 90 sent at once, 80 pass', async () => {
+    server = await startTestServer()
+    const { apiKey } = await server.load(smallFixture())
+    const replies = await Promise.all(Array.from({ length: 90 }, () => server.call('/v2/data-structures', { key: apiKey })))
+    expect(replies.filter((reply) => reply.status === 200)).toHaveLength(80)
+    expect(replies.filter((reply) => reply.status === 429)).toHaveLength(10)
+  })
+
+  it('frees the window after one second', async () => {
+    server = await startTestServer()
+    const { apiKey } = await server.load(smallFixture())
+    for (let index = 0; index < 80; index++) await server.call('/v2/data-structures', { key: apiKey })
+    server.clock.advance(999)
+    expect((await server.call('/v2/data-structures', { key: apiKey })).status).toBe(429)
+    server.clock.advance(1)
+    const freed = await server.call('/v2/data-structures', { key: apiKey })
+    expect(freed.status).toBe(200)
+    expect(freed.headers['ratelimit-remaining']).toBe('79')
+  })
+
+  it('keeps companies apart: one over its limit does not slow another', async () => {
+    server = await startTestServer()
+    const busy = await server.load(smallFixture('Busy'))
+    const calm = await server.load(smallFixture('Calm'))
+    for (let index = 0; index < 81; index++) await server.call('/v2/data-structures', { key: busy.apiKey })
+    expect((await server.call('/v2/data-structures', { key: busy.apiKey })).status).toBe(429)
+    const other = await server.call('/v2/data-structures', { key: calm.apiKey })
+    expect(other.status).toBe(200)
+    expect(other.headers['ratelimit-remaining']).toBe('79')
+  })
+
+  it('counts every key of a company against one budget', async () => {
+    server = await startTestServer()
+    const fixture = smallFixture()
+    fixture.api_keys = [
+      { user: 'owner@acme.example', secret: 'cak_owner-key-of-the-rate-test' },
+      { user: 'rep@acme.example', secret: 'cak_rep-key-of-the-rate-test' },
+    ]
+    await server.load(fixture)
+    for (let index = 0; index < 40; index++) {
+      await server.call('/v2/data-structures', { key: 'cak_owner-key-of-the-rate-test' })
+      await server.call('/v2/data-structures', { key: 'cak_rep-key-of-the-rate-test' })
+    }
+    expect((await server.call('/v2/data-structures', { key: 'cak_rep-key-of-the-rate-test' })).status).toBe(429)
+  })
+
+  it('limits requests without a valid key per client address, so that guessing keys is slow', async () => {
+    server = await startTestServer()
+    const { apiKey } = await server.load(smallFixture())
+    const guesses: Reply[] = []
+    for (let index = 0; index < 80; index++) guesses.push(await server.call('/v2/data-structures', { key: `cak_guess-${index}` }))
+    expect(statuses(guesses)).toEqual(Array(80).fill(401))
+    expect(guesses[79].headers['ratelimit-remaining']).toBe('0')
+    const over = await server.call('/v2/data-structures', { key: 'cak_guess-80' })
+    expect(over.status).toBe(429)
+    expect(over.body.type).toBe('TooManyRequestsError')
+    expect((await server.call('/v2/data-structures')).status).toBe(429)
+    // A valid key from the same address is refused too until the window ends: otherwise the one answer that
+    // is not a 429 would tell a guesser which key is valid.
+    expect((await server.call('/v2/data-structures', { key: apiKey })).status).toBe(429)
+    server.clock.advance(1000)
+    expect((await server.call('/v2/data-structures', { key: apiKey })).status).toBe(200)
+  })
+
+  it('does not count a company against its address: a busy company leaves other companies on the same address alone', async () => {
+    server = await startTestServer()
+    const busy = await server.load(smallFixture('Busy'))
+    for (let index = 0; index < 81; index++) await server.call('/v2/data-structures', { key: busy.apiKey })
+    expect((await server.call('/v2/data-structures', { key: 'cak_not-a-key' })).status).toBe(401)
+  })
+
+  it('leaves health, metrics and the documentation outside the limit, and asks them for no key', async () => {
+    server = await startTestServer()
+    for (let index = 0; index < 81; index++) await server.call('/v2/data-structures')
+    expect((await server.call('/v2/data-structures')).status).toBe(429)
+    for (const path of ['/health/live', '/health/ready', '/metrics', '/openapi.json']) {
+      const reply = await server.call(path)
+      expect(reply.status, path).toBe(200)
+      expect(reply.headers['ratelimit-limit'], path).toBeUndefined()
+    }
+  })
+
+  it('takes its limit from RATE_LIMIT_PER_SECOND', async () => {
+    server = await startTestServer({ RATE_LIMIT_PER_SECOND: '3' })
+    const { apiKey } = await server.load(smallFixture())
+    const replies: Reply[] = []
+    for (let index = 0; index < 4; index++) replies.push(await server.call('/v2/data-structures', { key: apiKey }))
+    expect(statuses(replies)).toEqual([200, 200, 200, 429])
+    expect(replies[0].headers['ratelimit-limit']).toBe('3')
+  })
+})

@@ -1,0 +1,55 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { ManualClock } from '../../src/clock.ts'
+import { enqueueImport } from '../../src/imports/enqueue.ts'
+import type { Company } from '../../src/store/model.ts'
+import type { Store } from '../../src/store/port.ts'
+import { aCompany } from './builders.ts'
+import type { StoreFactory } from './contract.ts'
+
+const NOW = '2026-06-01T10:00:00.000Z'
+const LATER = '2026-06-01T10:10:00.000Z'
+
+/** A scheduled import of the company, through the service that the upsert routes use. */
+async function enqueue(store: Store, company: Company, target: 'users' | 'managers' | 'groups'): Promise<void> {
+  await enqueueImport(store, new ManualClock(NOW), { company, target, items: [] })
+}
+
+/** `store.importStatistics`, for every adapter. Counts are compared before and after, as the store may be shared. */
+export function importStatisticsContract(name: string, factory: StoreFactory): void {
+  describe(`store contract, import statistics: ${name}`, () => {
+    let store: Store
+
+    beforeEach(async () => {
+      store = await factory.create()
+    })
+
+    afterEach(async () => {
+      await store.close()
+      await factory.cleanup?.(store)
+    })
+
+    it('counts the imports of every company by status, every status present', async () => {
+      const before = await store.importStatistics.countByStatus()
+      expect(Object.keys(before).toSorted()).toEqual(['finished', 'scheduled', 'started'])
+
+      const [one, two] = [aCompany(), aCompany()]
+      await store.companies.insert(one)
+      await store.companies.insert(two)
+      await enqueue(store, one, 'users')
+      await enqueue(store, one, 'managers')
+      await enqueue(store, two, 'users')
+      expect(await store.importStatistics.countByStatus()).toEqual({ ...before, scheduled: before.scheduled + 3 })
+
+      const claimed = await store.imports.claimNext('worker-1', LATER, '2026-06-01T10:11:00.000Z')
+      expect(claimed).not.toBeNull()
+      expect(await store.importStatistics.countByStatus()).toEqual({ ...before, scheduled: before.scheduled + 2, started: before.started + 1 })
+
+      await store.imports.finish(claimed!.company_id, claimed!.id, 'worker-1', { finished_at: LATER, error: false, details: [] })
+      expect(await store.importStatistics.countByStatus()).toEqual({
+        scheduled: before.scheduled + 2,
+        started: before.started,
+        finished: before.finished + 1,
+      })
+    })
+  })
+}

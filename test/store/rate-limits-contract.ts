@@ -1,0 +1,112 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { newId } from '../../src/ids.ts'
+import type { RateSubject, Store } from '../../src/store/port.ts'
+import type { StoreFactory } from './contract.ts'
+
+export interface SharedStoreFactory extends StoreFactory {
+  /** A second store on the same data, as another process would open it. */
+  openTwin(store: Store): Promise<Store>
+}
+
+const at = (iso: string) => new Date(iso)
+const T0 = '2026-06-01T10:00:00.000Z'
+
+/** The rate-limit counters (`store.rateLimits`), for every adapter. */
+export function rateLimitContract(name: string, factory: StoreFactory): void {
+  describe(`store contract, rate limits: ${name}`, () => {
+    let store: Store
+    // Fresh subjects per test, so that a shared server's earlier counts never matter.
+    let company: RateSubject
+    let other: RateSubject
+    let address: RateSubject
+
+    beforeEach(async () => {
+      store = await factory.create()
+      company = { companyId: newId() }
+      other = { companyId: newId() }
+      address = { address: `198.51.100.${Math.floor(Math.random() * 250)}-${newId()}` }
+    })
+
+    afterEach(async () => {
+      await store.close()
+      await factory.cleanup?.(store)
+    })
+
+    it('opens a window with the first hit and counts the next ones in it', async () => {
+      expect(await store.rateLimits.hit(company, 1000, at(T0))).toEqual({ hits: 1, resetsAt: '2026-06-01T10:00:01.000Z' })
+      expect(await store.rateLimits.hit(company, 1000, at('2026-06-01T10:00:00.400Z'))).toEqual({
+        hits: 2,
+        resetsAt: '2026-06-01T10:00:01.000Z',
+      })
+      expect(await store.rateLimits.hit(company, 1000, at('2026-06-01T10:00:00.999Z'))).toEqual({
+        hits: 3,
+        resetsAt: '2026-06-01T10:00:01.000Z',
+      })
+    })
+
+    it('opens a new window once the previous one closed', async () => {
+      for (let index = 0; index < 5; index++) await store.rateLimits.hit(company, 1000, at(T0))
+      expect(await store.rateLimits.hit(company, 1000, at('2026-06-01T10:00:01.000Z'))).toEqual({
+        hits: 1,
+        resetsAt: '2026-06-01T10:00:02.000Z',
+      })
+      expect(await store.rateLimits.hit(company, 1000, at('2026-06-01T10:05:00.000Z'))).toEqual({
+        hits: 1,
+        resetsAt: '2026-06-01T10:05:01.000Z',
+      })
+    })
+
+    it('counts every subject on its own: companies and addresses', async () => {
+      for (let index = 0; index < 3; index++) await store.rateLimits.hit(company, 1000, at(T0))
+      expect((await store.rateLimits.hit(other, 1000, at(T0))).hits).toBe(1)
+      expect((await store.rateLimits.hit(address, 1000, at(T0))).hits).toBe(1)
+      expect((await store.rateLimits.hit(company, 1000, at(T0))).hits).toBe(4)
+    })
+
+    it('peeks at the open window without counting, and sees none before the first hit or after it closed', async () => {
+      expect(await store.rateLimits.peek(company, at(T0))).toBeNull()
+      await store.rateLimits.hit(company, 1000, at(T0))
+      await store.rateLimits.hit(company, 1000, at(T0))
+      const open = { hits: 2, resetsAt: '2026-06-01T10:00:01.000Z' }
+      expect(await store.rateLimits.peek(company, at('2026-06-01T10:00:00.500Z'))).toEqual(open)
+      expect(await store.rateLimits.peek(company, at('2026-06-01T10:00:00.500Z'))).toEqual(open)
+      expect(await store.rateLimits.peek(company, at('2026-06-01T10:00:01.000Z'))).toBeNull()
+      expect(await store.rateLimits.peek(other, at(T0))).toBeNull()
+    })
+
+    it('gives each of many concurrent hits its own count', async () => {
+      const windows = await Promise.all(Array.from({ length: 60 }, () => store.rateLimits.hit(company, 1000, at(T0))))
+      expect(windows.map((window) => window.hits).toSorted((a, b) => a - b)).toEqual(Array.from({ length: 60 }, (_, index) => index + 1))
+    })
+  })
+}
+
+/** The rate-limit counters seen by two stores on the same data: for adapters that can open a second one. */
+export function sharedRateLimitContract(name: string, factory: SharedStoreFactory): void {
+  describe(`store contract, rate limits shared between stores: ${name}`, () => {
+    let store: Store
+    let twin: Store
+    const company: RateSubject = { companyId: newId() }
+
+    beforeEach(async () => {
+      store = await factory.create()
+      twin = await factory.openTwin(store)
+    })
+
+    afterEach(async () => {
+      await twin.close()
+      await store.close()
+      await factory.cleanup?.(store)
+    })
+
+    it('shares the counts with another store on the same data, as another process would', async () => {
+      await store.rateLimits.hit(company, 1000, at(T0))
+      expect((await twin.rateLimits.hit(company, 1000, at(T0))).hits).toBe(2)
+      const both = await Promise.all(
+        Array.from({ length: 20 }, (_, index) => (index % 2 === 0 ? store : twin).rateLimits.hit(company, 1000, at(T0))),
+      )
+      expect(both.map((window) => window.hits).toSorted((a, b) => a - b)).toEqual(Array.from({ length: 20 }, (_, index) => index + 3))
+      expect(await twin.rateLimits.peek(company, at(T0))).toEqual({ hits: 22, resetsAt: '2026-06-01T10:00:01.000Z' })
+    })
+  })
+}
