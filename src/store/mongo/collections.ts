@@ -1,0 +1,63 @@
+import type { Codec } from './codec.ts'
+
+/**
+ * The collections of the MongoDB store, one per record kind, with how each record is stored (see `codec.ts`).
+ * Every collection but `companies` holds company data: its documents carry `company_id`, every filter on it
+ * names the company, and a sharded cluster shards it by company (docs/scaling.md).
+ */
+
+const company = (collection: string, ...references: string[]): Codec => ({
+  collection,
+  references: ['company_id', ...references],
+})
+
+export const COMPANIES: Codec = { collection: 'companies', references: [] }
+export const API_KEYS = company('api_keys', 'user_id')
+export const USERS: Codec = {
+  ...company('users'),
+  // Emails are unique per company case-insensitively: a unique index on the lower-case copy enforces it.
+  derived: {
+    fields: ['email_lower'],
+    compute: (user) => ({ email_lower: String(user.email).toLowerCase() }),
+  },
+}
+export const USER_ATTRIBUTES = company('user_attributes')
+export const MANAGER_ATTRIBUTIONS = company('manager_attributions', 'user_id', 'manager_id')
+export const GROUP_ATTRIBUTIONS = company('group_attributions', 'user_id')
+export const CUSTOM_METRICS = company('custom_metrics')
+export const DATA_TABLES = company('data_tables')
+export const DATA_TABLE_RECORDS = company('data_table_records', 'table_id')
+export const REPORTING_STRUCTURES = company('reporting_structures', 'data_table_id')
+export const STATEMENTS = company('statements', 'user_id')
+export const COMMISSION_LINES = company('commission_lines', 'table_id', 'record_id', 'user_id')
+export const QUOTAS = company('quotas')
+export const QUOTA_VALUES = company('quota_values', 'quota_id', 'user_id')
+export const IMPORTS = company('imports', 'table_id')
+export const IMPORT_PAYLOADS = company('import_payloads', 'import_id')
+/**
+ * One document per (company, purpose), written by the transactions that must not interleave: two claims for
+ * one company, or two enqueues for one (company, join key). Under snapshot isolation two transactions that
+ * read the same state and write different documents could both commit; making both write this document turns
+ * that into a write conflict, and `withTransaction` runs the loser again on the new state.
+ */
+export const IMPORT_LOCKS = company('import_locks')
+
+/** Every collection that holds company data, for deleting a company. Add a new company collection here. */
+export const COMPANY_COLLECTIONS: readonly Codec[] = [
+  API_KEYS,
+  USERS,
+  USER_ATTRIBUTES,
+  MANAGER_ATTRIBUTIONS,
+  GROUP_ATTRIBUTIONS,
+  CUSTOM_METRICS,
+  DATA_TABLES,
+  DATA_TABLE_RECORDS,
+  REPORTING_STRUCTURES,
+  STATEMENTS,
+  COMMISSION_LINES,
+  QUOTAS,
+  QUOTA_VALUES,
+  IMPORTS,
+  IMPORT_PAYLOADS,
+  IMPORT_LOCKS,
+]

@@ -1,0 +1,97 @@
+import { type ClientSession, type Db, MongoClient, MongoServerError, type TransactionOptions } from 'mongodb'
+import { StoreConflictError } from '../port.ts'
+
+/** The database used when MONGODB_URL names none. */
+export const DEFAULT_DATABASE = 'commission-api'
+
+/**
+ * The database a connection string names (`mongodb://host:27017/<name>?...`), or null when it names none.
+ * Read from the text because a multi-host or `mongodb+srv` string is not a WHATWG URL.
+ */
+export function databaseInUrl(url: string): string | null {
+  const match = /^mongodb(?:\+srv)?:\/\/[^/?]*\/([^?]+)/.exec(url)
+  return match ? decodeURIComponent(match[1]) : null
+}
+
+/**
+ * Every write waits for a majority of the replica set and the journal, so an acknowledged write survives the
+ * loss of the primary; reads outside a transaction see majority-committed data only. `ignoreUndefined` keeps
+ * an undefined field out of the document instead of storing null (the BSON serializer's default is null).
+ */
+const CLIENT_OPTIONS = {
+  appName: 'commission-api',
+  ignoreUndefined: true,
+  retryWrites: true,
+  writeConcern: { w: 'majority', journal: true },
+  readConcern: { level: 'majority' },
+  readPreference: 'primary',
+} as const
+
+/**
+ * A transaction reads one snapshot and commits with a majority write concern: no other reader sees a part of
+ * it, and once it is acknowledged it is durable.
+ */
+export const TRANSACTION_OPTIONS: TransactionOptions = {
+  readConcern: { level: 'snapshot' },
+  writeConcern: { w: 'majority', journal: true },
+  readPreference: 'primary',
+}
+
+export interface MongoConnection {
+  client: MongoClient
+  db: Db
+}
+
+/**
+ * Connects and checks that the deployment can run transactions: a replica set member (a single-node replica
+ * set will do) or a sharded cluster's mongos. A standalone mongod cannot, and every atomic write of the store
+ * needs one, so it is refused at start-up with a message that says what to do.
+ */
+export async function connectMongo(url: string, database?: string): Promise<MongoConnection> {
+  const client = new MongoClient(url, CLIENT_OPTIONS)
+  try {
+    await client.connect()
+    // `hello` answers `setName` on a replica set member and `msg: "isdbgrid"` on a mongos.
+    const hello = await client.db('admin').command({ hello: 1 })
+    if (typeof hello.setName !== 'string' && hello.msg !== 'isdbgrid') {
+      throw new Error(
+        'MONGODB_URL names a standalone MongoDB server, which cannot run transactions: start mongod with --replSet <name> ' +
+          'and run rs.initiate() once (a single-node replica set will do), or point MONGODB_URL at a replica set or a mongos.',
+      )
+    }
+    return { client, db: client.db(database ?? databaseInUrl(url) ?? DEFAULT_DATABASE) }
+  } catch (error) {
+    await client.close()
+    throw error
+  }
+}
+
+/** MongoDB's duplicate key error: a unique index refused a write. */
+const DUPLICATE_KEY = 11000
+
+export function isDuplicateKey(error: unknown): boolean {
+  // A bulk write (insertMany, bulkWrite) reports the code of its first write error as its own.
+  return error instanceof MongoServerError && error.code === DUPLICATE_KEY
+}
+
+/** A driver error as the port states it: a broken uniqueness rule becomes StoreConflictError; anything else is kept. */
+export function toPortError(error: unknown): unknown {
+  return isDuplicateKey(error) ? new StoreConflictError((error as Error).message, { cause: error }) : error
+}
+
+/**
+ * Runs `work` in a transaction on a new session. `withTransaction` commits when `work` resolves and aborts
+ * when it rejects; it runs `work` again when the server labels an error TransientTransactionError (a write
+ * conflict with another transaction) and retries the commit on UnknownTransactionCommitResult, for up to
+ * 120 seconds. Since driver 6 it resolves with what `work` resolved with. `work` must use the session for
+ * every operation, one at a time, and must let every error of an operation reject its promise: a swallowed
+ * error leaves the driver unable to tell whether the server aborted the transaction.
+ */
+export async function inTransaction<T>(client: MongoClient, work: (session: ClientSession) => Promise<T>): Promise<T> {
+  const session = client.startSession()
+  try {
+    return await session.withTransaction(work, TRANSACTION_OPTIONS)
+  } finally {
+    await session.endSession()
+  }
+}

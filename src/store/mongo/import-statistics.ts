@@ -1,0 +1,30 @@
+import type { ImportStatisticsRepository } from '../import-statistics.ts'
+import type { ImportStatus } from '../model.ts'
+import { IMPORTS } from './collections.ts'
+import { call, collectionOf, inSession, type Scope } from './scope.ts'
+
+const STATUSES: readonly ImportStatus[] = ['scheduled', 'started', 'finished']
+
+/** Per-status counts from one `$group` aggregation, in one consistent read. */
+export function countsFrom(groups: ReadonlyArray<{ _id: unknown; n: number }>): Record<ImportStatus, number> {
+  const counts = Object.fromEntries(STATUSES.map((status) => [status, 0])) as Record<ImportStatus, number>
+  for (const group of groups) {
+    if ((STATUSES as readonly unknown[]).includes(group._id)) counts[group._id as ImportStatus] = group.n
+  }
+  return counts
+}
+
+export function mongoImportStatistics(scope: Scope): ImportStatisticsRepository {
+  return {
+    countByStatus: () =>
+      call(scope, async (session) => {
+        // Outside a transaction, read concern "snapshot" (MongoDB 5.0+) makes the aggregation one point-in-time
+        // read; inside one, the transaction's snapshot already is (a read concern may not be set per operation).
+        const readConcern = session ? {} : { readConcern: { level: 'snapshot' as const } }
+        const groups = await collectionOf(scope, IMPORTS)
+          .aggregate<{ _id: unknown; n: number }>([{ $group: { _id: '$status', n: { $sum: 1 } } }], { ...inSession(session), ...readConcern })
+          .toArray()
+        return countsFrom(groups)
+      }),
+  }
+}

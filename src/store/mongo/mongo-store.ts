@@ -1,0 +1,108 @@
+import type { Store } from '../port.ts'
+import { connectMongo, inTransaction, toPortError } from './connection.ts'
+import { mongoImportStatistics } from './import-statistics.ts'
+import { IMPORT_INDEXES, mongoImports } from './imports.ts'
+import { ensureIndexes } from './indexes.ts'
+import { MongoRateLimits, RATE_WINDOW_INDEXES } from './rate-limits.ts'
+import { mongoRecordWrites } from './record-writes.ts'
+import {
+  apiKeys,
+  attributions,
+  commissionLines,
+  companies,
+  dataTables,
+  metrics,
+  quotaValues,
+  quotas,
+  records,
+  statements,
+  structures,
+  userAttributes,
+  users,
+} from './repositories.ts'
+import { mongoRevisions } from './revisions.ts'
+import { Queue, type Scope } from './scope.ts'
+
+export interface MongoStoreOptions {
+  /** The database to use; by default the one MONGODB_URL names, else `commission-api`. */
+  database?: string
+}
+
+/** The indexes of the collections added beside the foundation's (imports, rate windows). */
+const EXTRA_INDEXES = new Map([...IMPORT_INDEXES, ...RATE_WINDOW_INDEXES])
+
+/**
+ * Opens the MongoDB store: connects, refuses a deployment that cannot run transactions, and creates every
+ * collection and index (idempotently, so every instance does it at start-up).
+ */
+export async function openMongoStore(url: string, options: MongoStoreOptions = {}): Promise<Store> {
+  const connection = await connectMongo(url, options.database)
+  try {
+    await ensureIndexes(connection.db, EXTRA_INDEXES)
+  } catch (error) {
+    await connection.client.close()
+    throw error
+  }
+  const state = { closed: false }
+  return mongoStore({ connection, transaction: null, state }, new Queue(), new MongoRateLimits(connection.db, () => state.closed))
+}
+
+/**
+ * The store over one scope. `transactions` runs this process's transactions one at a time, as the port
+ * requires ("serialized with every other write"): MongoDB's snapshot isolation alone would let two
+ * transactions that read the same rows and write different ones both commit. Across processes, transactions
+ * that write the same documents conflict and are run again by `withTransaction`.
+ */
+function mongoStore(scope: Scope, transactions: Queue, rateLimits: MongoRateLimits): Store {
+  const store: Store = {
+    companies: companies(scope),
+    apiKeys: apiKeys(scope),
+    users: users(scope),
+    userAttributes: userAttributes(scope),
+    attributions: attributions(scope),
+    metrics: metrics(scope),
+    dataTables: dataTables(scope),
+    records: { ...records(scope), ...mongoRecordWrites(scope) },
+    structures: structures(scope),
+    statements: statements(scope),
+    commissionLines: commissionLines(scope),
+    quotas: quotas(scope),
+    quotaValues: quotaValues(scope),
+    rateLimits,
+    imports: mongoImports(scope),
+    importStatistics: mongoImportStatistics(scope),
+    revisions: mongoRevisions(scope),
+
+    async transaction(work) {
+      // Inside a transaction, a nested one is part of it.
+      if (scope.transaction) return work(store)
+      if (scope.state.closed) throw new Error('the MongoDB store is closed')
+      try {
+        return await transactions.run(() =>
+          inTransaction(scope.connection.client, async (session) => {
+            const transaction = { session, queue: new Queue(), failure: undefined as unknown }
+            const result = await work(mongoStore({ ...scope, transaction }, transactions, rateLimits))
+            // A call failed and the work went on: the server may have aborted the transaction already, so it
+            // must not look committed. Rejecting with that error aborts it, or runs it again when transient.
+            if (transaction.failure !== undefined) throw transaction.failure
+            return result
+          }),
+        )
+      } catch (error) {
+        throw toPortError(error)
+      }
+    },
+
+    async ping() {
+      if (scope.state.closed) throw new Error('the MongoDB store is closed')
+      await scope.connection.db.command({ ping: 1 })
+    },
+
+    async close() {
+      if (scope.state.closed) return
+      scope.state.closed = true
+      await scope.connection.client.close()
+    },
+  }
+  return store
+}

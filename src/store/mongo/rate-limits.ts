@@ -1,0 +1,88 @@
+import type { Document } from 'bson'
+import type { Db, IndexDescription } from 'mongodb'
+import type { RateLimitRepository, RateSubject, RateWindow } from '../port.ts'
+import { isDuplicateKey } from './connection.ts'
+
+/** One document per subject: `{_id: subject, hits, resets_at, purge_at}`. Not company data: no transaction. */
+export const RATE_WINDOWS = 'rate_windows'
+
+/** How long after its last hit (server time) a window's document may be deleted. */
+const PURGE_AFTER_MS = 60_000
+
+/**
+ * A TTL index deletes a document once the server's clock passes its `purge_at` (the TTL monitor runs about
+ * once a minute, so deletion lags by up to a minute; `hit` and `peek` never rely on it). `purge_at` is set
+ * from the server's `$$NOW`, not from the caller's clock: the TTL monitor reads the server's clock, and a
+ * caller's clock may be a test's manual one, far from it.
+ */
+export const RATE_WINDOW_INDEXES: ReadonlyMap<string, readonly IndexDescription[]> = new Map<string, readonly IndexDescription[]>([
+  [RATE_WINDOWS, [{ key: { purge_at: 1 }, name: 'purge_at_ttl', expireAfterSeconds: 0 }]],
+])
+
+export function subjectKey(subject: RateSubject): string {
+  return 'companyId' in subject ? `company:${subject.companyId}` : `address:${subject.address}`
+}
+
+/**
+ * The update of one hit, as an aggregation pipeline so that it can read the stored window: every `$set`
+ * expression of one stage sees the document as it was, so `hits` and `resets_at` test the same old
+ * `resets_at`. A window still open at `now` counts one more hit; a closed or missing one (an upsert: the field
+ * is missing, and missing compares below any date) restarts at 1 for `windowMs`.
+ */
+export function hitPipeline(windowMs: number, now: Date): Document[] {
+  const open = { $gt: ['$resets_at', now] }
+  return [
+    {
+      $set: {
+        hits: { $cond: [open, { $add: ['$hits', 1] }, 1] },
+        resets_at: { $cond: [open, '$resets_at', new Date(now.getTime() + windowMs)] },
+        purge_at: { $add: ['$$NOW', Math.max(windowMs, 0) + PURGE_AFTER_MS] },
+      },
+    },
+  ]
+}
+
+function toWindow(document: Document): RateWindow {
+  return { hits: document.hits as number, resetsAt: (document.resets_at as Date).toISOString() }
+}
+
+/**
+ * Rate windows shared by every instance: one `findOneAndUpdate` per hit, atomic on the subject's document,
+ * so n concurrent hits on an open window return k+1 to k+n, each once.
+ */
+export class MongoRateLimits implements RateLimitRepository {
+  readonly #db: Db
+  readonly #isClosed: () => boolean
+
+  constructor(db: Db, isClosed: () => boolean) {
+    this.#db = db
+    this.#isClosed = isClosed
+  }
+
+  async hit(subject: RateSubject, windowMs: number, now: Date): Promise<RateWindow> {
+    this.#open()
+    const windows = this.#db.collection(RATE_WINDOWS)
+    const upsert = () =>
+      windows.findOneAndUpdate({ _id: subjectKey(subject) } as Document, hitPipeline(windowMs, now), { upsert: true, returnDocument: 'after' })
+    let document: Document | null
+    try {
+      document = await upsert()
+    } catch (error) {
+      // Two first hits of one subject may both try to insert; the loser's retry finds the winner's document.
+      if (!isDuplicateKey(error)) throw error
+      document = await upsert()
+    }
+    if (!document) throw new Error('the rate window upsert returned no document')
+    return toWindow(document)
+  }
+
+  async peek(subject: RateSubject, now: Date): Promise<RateWindow | null> {
+    this.#open()
+    const document = await this.#db.collection(RATE_WINDOWS).findOne({ _id: subjectKey(subject), resets_at: { $gt: now } } as Document)
+    return document ? toWindow(document) : null
+  }
+
+  #open(): void {
+    if (this.#isClosed()) throw new Error('the MongoDB store is closed')
+  }
+}

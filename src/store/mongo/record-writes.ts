@@ -1,0 +1,42 @@
+import type { DataTableRecord } from '../model.ts'
+import type { DataTableRecordRepository } from '../port.ts'
+import { DATA_TABLE_RECORDS } from './collections.ts'
+import { inTable } from './filters.ts'
+import { replaceById } from './repositories.ts'
+import { atomically, collectionOf, findAll, inSession, type Scope, writeAll } from './scope.ts'
+
+type RecordWrites = Pick<DataTableRecordRepository, 'saveMany' | 'findByExternalIds' | 'deleteByExternalIds' | 'deleteAll' | 'listOverridden'>
+
+/**
+ * The data-table record operations of the import engine. A `deleteMany` is atomic per document only, so each
+ * delete runs in the caller's transaction, or in one of its own.
+ */
+export function mongoRecordWrites(scope: Scope): RecordWrites {
+  return {
+    // The unique (company, table, external id) index refuses an external id another record holds.
+    saveMany: (companyId, saved) => writeAll(scope, DATA_TABLE_RECORDS, replaceById(DATA_TABLE_RECORDS, companyId, saved)),
+
+    async findByExternalIds(companyId, tableId, externalIds) {
+      if (externalIds.length === 0) return new Map()
+      const filter = inTable(companyId, tableId, { external_id: { $in: [...new Set(externalIds)] } })
+      const found = await findAll<DataTableRecord>(scope, DATA_TABLE_RECORDS, filter)
+      return new Map(found.map((record) => [record.external_id, record]))
+    },
+
+    async deleteByExternalIds(companyId, tableId, externalIds) {
+      if (externalIds.length === 0) return 0
+      const filter = inTable(companyId, tableId, { external_id: { $in: [...new Set(externalIds)] } })
+      return atomically(scope, async (session) => (await collectionOf(scope, DATA_TABLE_RECORDS).deleteMany(filter, inSession(session))).deletedCount)
+    },
+
+    async deleteAll(companyId, tableId) {
+      return atomically(
+        scope,
+        async (session) => (await collectionOf(scope, DATA_TABLE_RECORDS).deleteMany(inTable(companyId, tableId), inSession(session))).deletedCount,
+      )
+    },
+
+    // An empty override map is stored as `{}`: "has at least one override" is "is not the empty document".
+    listOverridden: (companyId, tableId) => findAll<DataTableRecord>(scope, DATA_TABLE_RECORDS, inTable(companyId, tableId, { overrides: { $nin: [{}, null] } })),
+  }
+}

@@ -1,0 +1,241 @@
+import type { Document } from 'bson'
+import type { AnyBulkWriteOperation } from 'mongodb'
+import type {
+  ApiKey,
+  CommissionLine,
+  Company,
+  CustomMetric,
+  DataTable,
+  DataTableRecord,
+  GroupAttribution,
+  ManagerAttribution,
+  Quota,
+  QuotaValue,
+  ReportingStructure,
+  Statement,
+  User,
+  UserAttributeDefinition,
+} from '../model.ts'
+import type {
+  ApiKeyRepository,
+  AttributionRepository,
+  CommissionLineRepository,
+  CompanyRepository,
+  CustomMetricRepository,
+  DataTableRecordRepository,
+  DataTableRepository,
+  QuotaRepository,
+  QuotaValueRepository,
+  ReportingStructureRepository,
+  StatementRepository,
+  UserAttributeRepository,
+  UserRepository,
+} from '../port.ts'
+import { type Codec, encode, lookupId, lookupIds } from './codec.ts'
+import {
+  API_KEYS,
+  COMMISSION_LINES,
+  COMPANIES,
+  COMPANY_COLLECTIONS,
+  CUSTOM_METRICS,
+  DATA_TABLE_RECORDS,
+  DATA_TABLES,
+  GROUP_ATTRIBUTIONS,
+  MANAGER_ATTRIBUTIONS,
+  QUOTA_VALUES,
+  QUOTAS,
+  REPORTING_STRUCTURES,
+  STATEMENTS,
+  USER_ATTRIBUTES,
+  USERS,
+} from './collections.ts'
+import { byId, inCompany, inTable, pageFilter } from './filters.ts'
+import { atomically, call, collectionOf, countAll, findAll, findFirst, findOne, inSession, insertAll, insertOne, type Scope, writeAll } from './scope.ts'
+
+/**
+ * The repositories of the port that hold the company's configuration and reporting data. Each method is one
+ * MongoDB operation, or several in one transaction where the port promises a multi-document write is atomic.
+ */
+
+/**
+ * Replaces each record by (company, id), inserting it when absent. An id of another company matches nothing,
+ * and its insert is then refused by the unique _id index (StoreConflictError) instead of touching that
+ * company's record; a unique index of the collection (an email, an external id) refuses a taken value.
+ */
+export function replaceById(codec: Codec, companyId: string, saved: ReadonlyArray<{ id: string }>): AnyBulkWriteOperation<Document>[] {
+  return saved.map((record) => ({
+    replaceOne: { filter: byId(companyId, record.id), replacement: encode(codec, { ...record, company_id: companyId }), upsert: true },
+  }))
+}
+
+export function companies(scope: Scope): CompanyRepository {
+  return {
+    insert: (company: Company) => insertOne(scope, COMPANIES, company),
+    get: (id) => findOne<Company>(scope, COMPANIES, { _id: lookupId(id) }),
+    list: () => findAll<Company>(scope, COMPANIES, {}),
+    delete: (id) =>
+      atomically(scope, async (session) => {
+        const companyId = lookupId(id)
+        for (const codec of COMPANY_COLLECTIONS) {
+          await collectionOf(scope, codec).deleteMany({ company_id: companyId }, inSession(session))
+        }
+        const deleted = await collectionOf(scope, COMPANIES).deleteOne({ _id: companyId } as Document, inSession(session))
+        return deleted.deletedCount > 0
+      }),
+  }
+}
+
+export function apiKeys(scope: Scope): ApiKeyRepository {
+  return {
+    insert: (key: ApiKey) => insertOne(scope, API_KEYS, key),
+    // The one lookup not scoped by company: the key is how the company is found (a unique index on the hash).
+    findByHash: (hash) => findOne<ApiKey>(scope, API_KEYS, { hash }),
+    list: (companyId) => findAll<ApiKey>(scope, API_KEYS, inCompany(companyId)),
+  }
+}
+
+export function users(scope: Scope): UserRepository {
+  return {
+    save: (companyId, saved: User[]) => writeAll(scope, USERS, replaceById(USERS, companyId, saved)),
+    get: (companyId, id) => findOne<User>(scope, USERS, byId(companyId, id)),
+    async getMany(companyId, ids) {
+      if (ids.length === 0) return new Map()
+      const found = await findAll<User>(scope, USERS, inCompany(companyId, { _id: { $in: lookupIds(ids) } }))
+      return new Map(found.map((user) => [user.id, user]))
+    },
+    async findByEmails(companyId, emails) {
+      if (emails.length === 0) return new Map()
+      const lower = [...new Set(emails.map((email) => email.toLowerCase()))]
+      const found = await findAll<User>(scope, USERS, inCompany(companyId, { email_lower: { $in: lower } }))
+      return new Map(found.map((user) => [user.email.toLowerCase(), user]))
+    },
+    list: (companyId, window) => findAll<User>(scope, USERS, inCompany(companyId), window),
+    count: (companyId) => countAll(scope, USERS, inCompany(companyId)),
+  }
+}
+
+export function userAttributes(scope: Scope): UserAttributeRepository {
+  return {
+    insert: (definition: UserAttributeDefinition) => insertOne(scope, USER_ATTRIBUTES, definition),
+    list: (companyId) => findAll<UserAttributeDefinition>(scope, USER_ATTRIBUTES, inCompany(companyId)),
+  }
+}
+
+/** Deletes the attributions of the given users and inserts the new ones, in one transaction. */
+async function replaceAttributions(
+  scope: Scope,
+  codec: Codec,
+  companyId: string,
+  userIds: readonly string[],
+  rows: ReadonlyArray<ManagerAttribution | GroupAttribution>,
+): Promise<void> {
+  const operations: AnyBulkWriteOperation<Document>[] = []
+  if (userIds.length > 0) operations.push({ deleteMany: { filter: inCompany(companyId, { user_id: { $in: lookupIds(userIds) } }) } })
+  for (const attribution of rows) {
+    operations.push({ insertOne: { document: encode(codec, { ...attribution, company_id: companyId }) } })
+  }
+  await writeAll(scope, codec, operations)
+}
+
+export function attributions(scope: Scope): AttributionRepository {
+  return {
+    replaceManagers: (companyId, userIds, rows) => replaceAttributions(scope, MANAGER_ATTRIBUTIONS, companyId, userIds, rows),
+    listManagers: (companyId) => findAll<ManagerAttribution>(scope, MANAGER_ATTRIBUTIONS, inCompany(companyId)),
+    replaceGroups: (companyId, userIds, rows) => replaceAttributions(scope, GROUP_ATTRIBUTIONS, companyId, userIds, rows),
+    listGroups: (companyId) => findAll<GroupAttribution>(scope, GROUP_ATTRIBUTIONS, inCompany(companyId)),
+  }
+}
+
+export function metrics(scope: Scope): CustomMetricRepository {
+  return {
+    insert: (metric: CustomMetric) => insertOne(scope, CUSTOM_METRICS, metric),
+    list: (companyId) => findAll<CustomMetric>(scope, CUSTOM_METRICS, inCompany(companyId)),
+  }
+}
+
+export function dataTables(scope: Scope): DataTableRepository {
+  return {
+    insert: (table: DataTable) => insertOne(scope, DATA_TABLES, table),
+    get: (companyId, id) => findOne<DataTable>(scope, DATA_TABLES, byId(companyId, id)),
+    getByKey: (companyId, environment, key) => findOne<DataTable>(scope, DATA_TABLES, inCompany(companyId, { environment, key })),
+    list: (companyId) => findAll<DataTable>(scope, DATA_TABLES, inCompany(companyId)),
+  }
+}
+
+/**
+ * Upserts by (table, external id), in order, in one transaction. An update sets every field but the id and
+ * `created_at`, which only an insert sets (`$setOnInsert`): a replaced record keeps both.
+ */
+function upsertRecordsOperations(companyId: string, upserted: readonly DataTableRecord[]): AnyBulkWriteOperation<Document>[] {
+  return upserted.map((record) => {
+    const { _id, created_at, ...fields } = encode(DATA_TABLE_RECORDS, { ...record, company_id: companyId })
+    // The filter's fields are left out of $set: an insert takes them from the filter, an update keeps them.
+    for (const field of ['company_id', 'table_id', 'external_id']) delete fields[field]
+    return {
+      updateOne: {
+        filter: inTable(companyId, record.table_id, { external_id: record.external_id }),
+        update: { $set: fields, $setOnInsert: { _id, created_at } },
+        upsert: true,
+      },
+    }
+  })
+}
+
+/** The part of the records repository the foundation defined; writes added later live beside it. */
+export function records(scope: Scope): Pick<DataTableRecordRepository, 'upsert' | 'list' | 'count'> {
+  return {
+    upsert: (companyId, upserted) => writeAll(scope, DATA_TABLE_RECORDS, upsertRecordsOperations(companyId, upserted)),
+    list: (companyId, tableId, window) => findAll<DataTableRecord>(scope, DATA_TABLE_RECORDS, inTable(companyId, tableId), window),
+    count: (companyId, tableId) => countAll(scope, DATA_TABLE_RECORDS, inTable(companyId, tableId)),
+  }
+}
+
+export function structures(scope: Scope): ReportingStructureRepository {
+  return {
+    insert: (structure: ReportingStructure) => insertOne(scope, REPORTING_STRUCTURES, structure),
+    get: (companyId, id) => findOne<ReportingStructure>(scope, REPORTING_STRUCTURES, byId(companyId, id)),
+    list: (companyId) => findAll<ReportingStructure>(scope, REPORTING_STRUCTURES, inCompany(companyId)),
+  }
+}
+
+export function statements(scope: Scope): StatementRepository {
+  return {
+    insertMany: (rows: Statement[]) => insertAll(scope, STATEMENTS, rows),
+    page: (companyId, environment, window) =>
+      findFirst<Statement>(scope, STATEMENTS, pageFilter(companyId, { environment }, window), window.limit),
+    list: (companyId, environment, window) => findAll<Statement>(scope, STATEMENTS, inCompany(companyId, { environment }), window),
+    count: (companyId, environment) => countAll(scope, STATEMENTS, inCompany(companyId, { environment })),
+  }
+}
+
+export function commissionLines(scope: Scope): CommissionLineRepository {
+  return {
+    insertMany: (rows: CommissionLine[]) => insertAll(scope, COMMISSION_LINES, rows),
+    page: (companyId, tableId, window) =>
+      findFirst<CommissionLine>(scope, COMMISSION_LINES, pageFilter(companyId, { table_id: lookupId(tableId) }, window), window.limit),
+    list: (companyId, tableId, window) => findAll<CommissionLine>(scope, COMMISSION_LINES, inTable(companyId, tableId), window),
+    count: (companyId, tableId) => countAll(scope, COMMISSION_LINES, inTable(companyId, tableId)),
+  }
+}
+
+export function quotas(scope: Scope): QuotaRepository {
+  return {
+    insert: (quota: Quota) => insertOne(scope, QUOTAS, quota),
+    get: (companyId, id) => findOne<Quota>(scope, QUOTAS, byId(companyId, id)),
+    list: (companyId) => findAll<Quota>(scope, QUOTAS, inCompany(companyId)),
+    setType: (companyId, id, type, modifiedAt) =>
+      call(scope, async (session) => {
+        const result = await collectionOf(scope, QUOTAS).updateOne(byId(companyId, id), { $set: { type, modified_at: modifiedAt } }, inSession(session))
+        return result.matchedCount > 0
+      }),
+  }
+}
+
+export function quotaValues(scope: Scope): QuotaValueRepository {
+  return {
+    insertMany: (values: QuotaValue[]) => insertAll(scope, QUOTA_VALUES, values),
+    page: (companyId, quotaId, window) =>
+      findFirst<QuotaValue>(scope, QUOTA_VALUES, pageFilter(companyId, { quota_id: lookupId(quotaId) }, window), window.limit),
+    count: (companyId, quotaId) => countAll(scope, QUOTA_VALUES, inCompany(companyId, { quota_id: lookupId(quotaId) })),
+  }
+}

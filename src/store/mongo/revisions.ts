@@ -1,0 +1,37 @@
+import type { Document } from 'bson'
+import type { RevisionRepository } from '../revisions.ts'
+import { type Codec, decode } from './codec.ts'
+import { COMMISSION_LINES, CUSTOM_METRICS, QUOTA_VALUES, REPORTING_STRUCTURES, STATEMENTS } from './collections.ts'
+import { byId } from './filters.ts'
+import { call, collectionOf, inSession, type Scope } from './scope.ts'
+
+/** The fields a change sets: an optional field left undefined is not a change. */
+export function setFields(changes: object): Document {
+  return Object.fromEntries(Object.entries(changes).filter(([, value]) => value !== undefined))
+}
+
+/**
+ * Sets the given fields of one record of the company with one `findOneAndUpdate`, atomic on its document,
+ * and answers the record as changed. Since driver 6, `findOneAndUpdate` resolves with the document itself
+ * (or null) unless `includeResultMetadata` is set; `returnDocument: 'after'` makes it the changed one.
+ */
+function update<T>(scope: Scope, codec: Codec, companyId: string, id: string, changes: object): Promise<T | null> {
+  return call(scope, async (session) => {
+    const document = await collectionOf(scope, codec).findOneAndUpdate(
+      byId(companyId, id),
+      { $set: setFields(changes) },
+      { ...inSession(session), returnDocument: 'after' },
+    )
+    return document ? decode<T>(codec, document) : null
+  })
+}
+
+export function mongoRevisions(scope: Scope): RevisionRepository {
+  return {
+    updateStatement: (companyId, id, changes) => update(scope, STATEMENTS, companyId, id, changes),
+    updateCommissionLine: (companyId, id, changes) => update(scope, COMMISSION_LINES, companyId, id, changes),
+    updateQuotaValue: (companyId, id, changes) => update(scope, QUOTA_VALUES, companyId, id, changes),
+    updateStructure: (companyId, id, changes) => update(scope, REPORTING_STRUCTURES, companyId, id, changes),
+    updateMetric: (companyId, id, changes) => update(scope, CUSTOM_METRICS, companyId, id, changes),
+  }
+}

@@ -1,0 +1,297 @@
+import { deserialize, type Document, ObjectId, serialize } from 'bson'
+import { MongoServerError } from 'mongodb'
+import { describe, expect, it } from 'vitest'
+import { newId } from '../../src/ids.ts'
+import { type Codec, decode, encode, lookupId, toObjectId } from '../../src/store/mongo/codec.ts'
+import * as collections from '../../src/store/mongo/collections.ts'
+import { databaseInUrl, isDuplicateKey, toPortError } from '../../src/store/mongo/connection.ts'
+import { byId, cursorId, inCompany, inTable, pageFilter } from '../../src/store/mongo/filters.ts'
+import { claimUpdate, IMPORT_INDEXES, runnable } from '../../src/store/mongo/imports.ts'
+import { INDEXES } from '../../src/store/mongo/indexes.ts'
+import { hitPipeline, RATE_WINDOW_INDEXES, subjectKey } from '../../src/store/mongo/rate-limits.ts'
+import { setFields } from '../../src/store/mongo/revisions.ts'
+import { countsFrom } from '../../src/store/mongo/import-statistics.ts'
+import { withDatabase } from '../helpers/test-store.ts'
+import { StoreConflictError } from '../../src/store/port.ts'
+import {
+  aCommissionLine,
+  aCompany,
+  aDataTable,
+  aGroupAttribution,
+  aManagerAttribution,
+  aMetric,
+  anApiKey,
+  aQuota,
+  aQuotaValue,
+  aRecord,
+  aStatement,
+  aStructure,
+  aUser,
+  aUserAttribute,
+  minute,
+} from './builders.ts'
+
+// Pure parts of the MongoDB adapter, checked without a server: documents go through the BSON serializer the
+// driver uses on the wire, and no test pretends to be MongoDB (the contract suite runs against a real one in
+// `mongo.test.ts` when MONGODB_URL is set).
+
+/** What the driver sends and gets back: the document as BSON bytes, read again with the driver's defaults. */
+function throughBson(document: Document): Document {
+  return deserialize(serialize(document, { ignoreUndefined: true }))
+}
+
+const companyId = newId()
+const tableId = newId()
+const quotaId = newId()
+
+const SAMPLES: Array<[Codec, object]> = [
+  [collections.COMPANIES, aCompany()],
+  [collections.API_KEYS, anApiKey(companyId, newId())],
+  [collections.USERS, aUser(companyId, { email: 'Ann.Smith@Example.com', arrival_date: null, junior: null })],
+  [collections.USER_ATTRIBUTES, aUserAttribute(companyId)],
+  [collections.MANAGER_ATTRIBUTIONS, aManagerAttribution(companyId, newId(), newId())],
+  [collections.GROUP_ATTRIBUTIONS, aGroupAttribution(companyId, newId())],
+  [collections.CUSTOM_METRICS, aMetric(companyId, { kind: 'enum', currencies: null, enum_values: ['low', 'high'] })],
+  [collections.DATA_TABLES, aDataTable(companyId)],
+  [collections.DATA_TABLE_RECORDS, aRecord(companyId, tableId, { overrides: { amount: { value: -0.5, currency: 'USD' } } })],
+  [collections.REPORTING_STRUCTURES, aStructure(companyId, { type: 'record_reporting', data_table_id: tableId, field_keys: ['a'] })],
+  [collections.REPORTING_STRUCTURES, aStructure(companyId)],
+  [collections.STATEMENTS, aStatement(companyId, { payment: 2 ** 40 + 0.25, target: 3_000_000_000, on_target_earning: null })],
+  [collections.COMMISSION_LINES, aCommissionLine(companyId, tableId)],
+  [collections.QUOTAS, aQuota(companyId)],
+  [collections.QUOTA_VALUES, aQuotaValue(companyId, quotaId, { user_id: 'not-an-object-id' })],
+  [
+    collections.IMPORTS,
+    {
+      id: newId(),
+      company_id: companyId,
+      target: 'records',
+      table_id: tableId,
+      data_table_key: 'deals',
+      join_key: `records:${tableId}`,
+      status: 'finished',
+      window_ends_at: minute(1),
+      created_at: minute(0),
+      launched_at: minute(1),
+      finished_at: minute(2),
+      error: true,
+      details: [
+        { payload_id: newId(), number_of_records: 2, error: { title: 'PartialFailure', description: '1 item', parsing_error_details: [{ line_number: 2, row: { a: [1] }, details: 'bad' }] } },
+      ],
+      lease_owner: null,
+      lease_expires_at: null,
+      attempts: 1,
+    },
+  ],
+  [
+    collections.IMPORT_PAYLOADS,
+    { id: newId(), company_id: companyId, import_id: newId(), items: [{ email: 'a@b.c' }, null, 3], options: { all: false, keep_overrides: true }, received_at: minute(0) },
+  ],
+]
+
+describe('mongo codec: records ⇄ documents', () => {
+  for (const [codec, record] of SAMPLES) {
+    it(`round-trips a ${codec.collection} record through BSON exactly`, () => {
+      const stored = throughBson(encode(codec, record))
+      expect(decode(codec, stored)).toStrictEqual(record)
+    })
+  }
+
+  it('stores the id as _id and every reference as an ObjectId, leaving other fields as they are', () => {
+    const line = aCommissionLine(companyId, tableId)
+    const document = encode(collections.COMMISSION_LINES, line)
+    expect(document._id).toStrictEqual(new ObjectId(line.id))
+    expect(document).not.toHaveProperty('id')
+    for (const field of ['company_id', 'table_id', 'record_id', 'user_id'] as const) {
+      expect(document[field]).toStrictEqual(new ObjectId(line[field]))
+    }
+    expect(document.modified_at).toBe(line.modified_at)
+    expect(document.record_values).toStrictEqual(line.record_values)
+  })
+
+  it('keeps a reference that is not a canonical ObjectId as the string it was', () => {
+    const value = aQuotaValue(companyId, quotaId, { user_id: 'ABCDEF0123456789ABCDEF01' })
+    expect(encode(collections.QUOTA_VALUES, value).user_id).toBe('ABCDEF0123456789ABCDEF01')
+  })
+
+  it('stores a user’s lower-case email for the unique index, and drops it on read', () => {
+    const user = aUser(companyId, { email: 'Ann@Example.COM' })
+    const document = encode(collections.USERS, user)
+    expect(document.email_lower).toBe('ann@example.com')
+    expect(document.email).toBe('Ann@Example.COM')
+    expect(decode(collections.USERS, throughBson(document))).not.toHaveProperty('email_lower')
+  })
+
+  it('refuses to store a record whose own id is not a canonical ObjectId', () => {
+    expect(() => encode(collections.QUOTAS, aQuota(companyId, { id: 'quota-1' }))).toThrow(TypeError)
+    expect(() => toObjectId(newId().toUpperCase())).toThrow(TypeError)
+  })
+
+  it('looks up a malformed id as a string, which no stored ObjectId equals', () => {
+    const id = newId()
+    expect(lookupId(id)).toStrictEqual(new ObjectId(id))
+    expect(lookupId('nope')).toBe('nope')
+  })
+})
+
+describe('mongo filters', () => {
+  it('name the company in every filter on company data', () => {
+    const filters = [
+      inCompany(companyId),
+      inCompany(companyId, { environment: 'live' }),
+      byId(companyId, newId()),
+      inTable(companyId, tableId),
+      pageFilter(companyId, { quota_id: lookupId(quotaId) }, { limit: 10, afterId: newId() }),
+    ]
+    for (const filter of filters) expect(filter.company_id).toStrictEqual(new ObjectId(companyId))
+  })
+
+  it('do not let conditions name another company', () => {
+    const other = newId()
+    expect(inCompany(companyId, { status: 'x', company_id: new ObjectId(other) })).toStrictEqual({
+      status: 'x',
+      company_id: new ObjectId(companyId),
+    })
+    expect(byId(companyId, newId()).company_id).toStrictEqual(new ObjectId(companyId))
+  })
+
+  it('translate a v2 window into cursor and time bounds', () => {
+    const afterId = newId()
+    expect(pageFilter(companyId, { environment: 'live' }, { limit: 5 })).toStrictEqual({ company_id: new ObjectId(companyId), environment: 'live' })
+    expect(
+      pageFilter(
+        companyId,
+        { environment: 'live' },
+        { limit: 5, afterId, modifiedAfter: { at: minute(1), inclusive: false }, modifiedBefore: { at: minute(4), inclusive: true } },
+      ),
+    ).toStrictEqual({
+      company_id: new ObjectId(companyId),
+      environment: 'live',
+      _id: { $gt: new ObjectId(afterId) },
+      modified_at: { $gt: minute(1), $lte: minute(4) },
+    })
+    expect(
+      pageFilter(companyId, {}, { limit: 5, modifiedAfter: { at: minute(2), inclusive: true }, modifiedBefore: { at: minute(3), inclusive: false } }),
+    ).toMatchObject({ modified_at: { $gte: minute(2), $lt: minute(3) } })
+  })
+
+  it('read a cursor in upper-case hex as the same ObjectId, and refuse anything else', () => {
+    const id = newId()
+    expect(cursorId(id.toUpperCase())).toStrictEqual(new ObjectId(id))
+    expect(() => cursorId('zz')).toThrow(TypeError)
+  })
+})
+
+describe('mongo indexes', () => {
+  const all = new Map([...INDEXES, ...IMPORT_INDEXES, ...RATE_WINDOW_INDEXES])
+  const keysOf = (collection: string) => (all.get(collection) ?? []).map((index) => Object.keys(index.key))
+  const unique = (collection: string) => (all.get(collection) ?? []).filter((index) => index.unique).map((index) => Object.keys(index.key))
+
+  it('cover every collection, with unique names per collection', () => {
+    for (const codec of [collections.COMPANIES, ...collections.COMPANY_COLLECTIONS]) {
+      expect(all.has(codec.collection), codec.collection).toBe(true)
+    }
+    for (const [collection, indexes] of all) {
+      const names = indexes.map((index) => index.name)
+      expect(new Set(names).size, collection).toBe(names.length)
+    }
+  })
+
+  it('start with company_id on company data, but for the key hash and the worker’s scan of runnable imports', () => {
+    const exceptions = new Set(['api_keys.hash_unique', 'imports.status_id'])
+    for (const codec of collections.COMPANY_COLLECTIONS) {
+      for (const index of all.get(codec.collection) ?? []) {
+        if (exceptions.has(`${codec.collection}.${index.name}`)) continue
+        expect(Object.keys(index.key)[0], `${codec.collection}.${index.name}`).toBe('company_id')
+      }
+    }
+  })
+
+  it('enforce the uniqueness rules of the port', () => {
+    expect(unique('users')).toContainEqual(['company_id', 'email_lower'])
+    expect(unique('quota_values')).toContainEqual(['company_id', 'quota_id', 'user_id', 'period'])
+    expect(unique('data_table_records')).toContainEqual(['company_id', 'table_id', 'external_id'])
+    expect(unique('api_keys')).toContainEqual(['hash'])
+  })
+
+  it('serve each v2 page with (company, scope, _id) and expire rate windows by TTL', () => {
+    expect(keysOf('statements')).toContainEqual(['company_id', 'environment', '_id'])
+    expect(keysOf('commission_lines')).toContainEqual(['company_id', 'table_id', '_id'])
+    expect(keysOf('quota_values')).toContainEqual(['company_id', 'quota_id', '_id'])
+    expect(all.get('rate_windows')).toStrictEqual([{ key: { purge_at: 1 }, name: 'purge_at_ttl', expireAfterSeconds: 0 }])
+  })
+})
+
+describe('mongo imports and rate windows: the update documents', () => {
+  it('makes an import runnable when its window closed or its lease expired', () => {
+    const now = minute(10)
+    expect(runnable(now)).toStrictEqual({
+      $or: [
+        { status: 'scheduled', window_ends_at: { $lte: now } },
+        { status: 'started', lease_expires_at: { $lte: now } },
+      ],
+    })
+  })
+
+  it('claims by stamping owner and lease, keeping the first launch time and counting the attempt', () => {
+    expect(claimUpdate('worker-1', minute(10), minute(11))).toStrictEqual([
+      {
+        $set: {
+          status: 'started',
+          lease_owner: 'worker-1',
+          lease_expires_at: minute(11),
+          launched_at: { $ifNull: ['$launched_at', minute(10)] },
+          attempts: { $add: [{ $ifNull: ['$attempts', 0] }, 1] },
+        },
+      },
+    ])
+  })
+
+  it('counts a hit in an open window and restarts a closed or missing one, from one stored resets_at', () => {
+    const now = new Date('2026-06-01T10:00:00.000Z')
+    const [stage] = hitPipeline(1000, now)
+    expect(stage.$set.hits).toStrictEqual({ $cond: [{ $gt: ['$resets_at', now] }, { $add: ['$hits', 1] }, 1] })
+    expect(stage.$set.resets_at).toStrictEqual({ $cond: [{ $gt: ['$resets_at', now] }, '$resets_at', new Date('2026-06-01T10:00:01.000Z')] })
+    // The TTL field is computed from the server's clock, which the TTL monitor reads.
+    expect(stage.$set.purge_at.$add[0]).toBe('$$NOW')
+  })
+
+  it('keys a rate window by company or by address, never mixing the two', () => {
+    expect(subjectKey({ companyId })).toBe(`company:${companyId}`)
+    expect(subjectKey({ address: '127.0.0.1' })).toBe('address:127.0.0.1')
+  })
+
+  it('counts imports in every status, 0 for a status with none', () => {
+    expect(countsFrom([{ _id: 'finished', n: 3 }, { _id: 'scheduled', n: 1 }])).toStrictEqual({ scheduled: 1, started: 0, finished: 3 })
+  })
+
+  it('sets only the fields a revision gives', () => {
+    expect(setFields({ modified_at: minute(1), payment: null, status: undefined })).toStrictEqual({ modified_at: minute(1), payment: null })
+  })
+})
+
+describe('mongo connection helpers', () => {
+  it('reads the database a connection string names', () => {
+    expect(databaseInUrl('mongodb://db:27017/commission?replicaSet=rs0')).toBe('commission')
+    expect(databaseInUrl('mongodb://a:1,b:2,c:3/reports')).toBe('reports')
+    expect(databaseInUrl('mongodb+srv://user:p%40ss@cluster.example.net/app?retryWrites=true')).toBe('app')
+    expect(databaseInUrl('mongodb://db:27017/?replicaSet=rs0')).toBeNull()
+    expect(databaseInUrl('mongodb://db:27017')).toBeNull()
+  })
+
+  it('points a test connection string at a database of its own, keeping its options', () => {
+    expect(withDatabase('mongodb://localhost:27017/?replicaSet=rs0', 't1')).toBe('mongodb://localhost:27017/t1?replicaSet=rs0')
+    expect(withDatabase('mongodb://a:1,b:2/old', 't2')).toBe('mongodb://a:1,b:2/t2')
+    expect(withDatabase('mongodb://localhost:27017', 't3')).toBe('mongodb://localhost:27017/t3')
+  })
+
+  it('turns a duplicate key error into StoreConflictError and keeps every other error', () => {
+    const duplicate = new MongoServerError({ message: 'E11000 duplicate key error', code: 11000 })
+    const conflict = new MongoServerError({ message: 'WriteConflict', code: 112 })
+    expect(isDuplicateKey(duplicate)).toBe(true)
+    expect(toPortError(duplicate)).toBeInstanceOf(StoreConflictError)
+    expect(toPortError(conflict)).toBe(conflict)
+    const plain = new Error('boom')
+    expect(toPortError(plain)).toBe(plain)
+  })
+})
