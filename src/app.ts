@@ -4,8 +4,12 @@ import { requireApiKey } from './auth/api-key-hook.ts'
 import type { Clock } from './clock.ts'
 import type { Config } from './config.ts'
 import { loggerOptions, OneLinePerRequest } from './logger.ts'
+import { limitRequestRate } from './rate-limit/rate-limit.ts'
 import { adminRoutes } from './routes/admin.ts'
 import { registerErrorHandling } from './routes/errors.ts'
+import { registerHealth, type WorkerProbe } from './routes/health.ts'
+import { registerMetrics } from './routes/metrics.ts'
+import { registerOpenApi } from './routes/openapi.ts'
 import { v1Routes } from './routes/v1/index.ts'
 import { v2Routes } from './routes/v2/index.ts'
 import type { Store } from './store/port.ts'
@@ -24,6 +28,8 @@ export interface AppOptions {
   clock: Clock
   /** A pino destination for the logs (tests capture them); stdout when absent. */
   logStream?: NodeJS.WritableStream
+  /** The import worker this instance runs, if any: readiness reports it. */
+  worker?: WorkerProbe
 }
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/
@@ -32,7 +38,7 @@ const REQUEST_ID = /^[\w.:-]{1,128}$/
  * Builds the HTTP application in tiers: infrastructure (config, store, clock, logging, errors), then the
  * route trees. The store's lifetime belongs to the caller.
  */
-export async function buildApp({ config, store, clock, logStream }: AppOptions): Promise<FastifyInstance> {
+export async function buildApp({ config, store, clock, logStream, worker }: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({
     logger: logStream ? { ...loggerOptions(config.logLevel), stream: logStream } : loggerOptions(config.logLevel),
     // genReqId reads X-Request-Id itself, so that an unusable value is replaced rather than trusted.
@@ -45,6 +51,9 @@ export async function buildApp({ config, store, clock, logStream }: AppOptions):
     // Fastify takes a hop count at run time; its types only list the other forms.
     trustProxy: config.trustProxy as boolean | string[],
     bodyLimit: 10 * 1024 * 1024,
+    // A request that reaches a draining instance on an open connection is still answered (with Connection:
+    // close), in the specification's bodies, rather than by the framework's own 503.
+    return503OnClosing: false,
     ajv: { customOptions: { coerceTypes: 'array', allErrors: true, removeAdditional: false } },
   })
 
@@ -52,12 +61,17 @@ export async function buildApp({ config, store, clock, logStream }: AppOptions):
   app.decorate('store', store)
   app.decorate('clock', clock)
   registerErrorHandling(app)
+  // The OpenAPI generator first: it sees only the routes registered after it.
+  await registerOpenApi(app)
+  registerMetrics(app)
+  registerHealth(app, worker)
 
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id)
   })
 
   await app.register(async (api) => {
+    await limitRequestRate(api)
     requireApiKey(api)
     await api.register(v1Routes, { prefix: '/v1' })
     await api.register(v2Routes, { prefix: '/v2' })

@@ -2,25 +2,32 @@
 import { readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
 import { companyInventory, createCompanyKey } from './admin/company-admin.ts'
+import { changeQuotaType } from './admin/revisions.ts'
 import { systemClock } from './clock.ts'
 import { ConfigError, loadConfig } from './config.ts'
 import { NotFoundError, ValidationError } from './errors.ts'
 import { demoFixture } from './fixtures/demo.ts'
 import { loadFixture } from './fixtures/load-fixture.ts'
 import { startServer } from './server.ts'
+import { closeWorkerOnSignals, startWorkerProcess } from './imports/worker-process.ts'
+import { closeGracefullyOnSignals } from './shutdown.ts'
 import { openStore } from './store/open-store.ts'
+import { QUOTA_TYPES, type QuotaType } from './store/model.ts'
 import type { Store } from './store/port.ts'
 
 const USAGE = `Usage: commission-api <command> [options]   (npm run cli -- <command> [options])
 
 Commands:
-  serve                                   run the HTTP server (what npm start runs)
+  serve [--role all|api|worker]           run the HTTP server and the import worker (what npm start runs);
+                                          --role api: HTTP only; --role worker: the import worker only
   demo [--users N] [--months N] [--deals N] [--seed S]
                                           create a demo company; prints its id and API key
   load <fixture.json>                     create a company from a fixture; prints its id and API key
   companies                               list the companies
   keys create --company ID [--user EMAIL] create an API key (for the company's first active user by default)
   structures --company ID                 every structure, quota and data table of a company, sandbox included
+  quota-type --company ID --quota ID --type T
+                                          change a quota's type (amount, percentage, float); values stay
 
 Options:
   --json    print one JSON document on stdout
@@ -95,6 +102,13 @@ const COMMANDS: Record<string, Command> = {
     return { json: { api_key: secret }, text: secret }
   },
 
+  async 'quota-type'(store, _positionals, options) {
+    const type = requiredOption(options, 'type')
+    if (!(QUOTA_TYPES as readonly string[]).includes(type)) throw new UsageError(`--type expects one of ${QUOTA_TYPES.join(', ')}`)
+    const quota = await changeQuotaType(store, systemClock, requiredOption(options, 'company'), requiredOption(options, 'quota'), type as QuotaType)
+    return { json: { id: quota.id, name: quota.name, type: quota.type }, text: `${quota.id}  ${quota.name}: type ${quota.type}` }
+  },
+
   async structures(store, _positionals, options) {
     const inventory = await companyInventory(store, requiredOption(options, 'company'))
     const items = inventory.structures.map(({ id, name, type, environment, key }) => ({ id, name, type, environment, ...(key ? { key } : {}) }))
@@ -103,15 +117,15 @@ const COMMANDS: Record<string, Command> = {
   },
 }
 
-async function serve(): Promise<void> {
-  const server = await startServer(loadConfig())
-  const stop = async (signal: string) => {
-    server.app.log.info({ signal }, 'shutting down')
-    await server.close()
-    process.exit(0)
+async function serve(role: unknown = 'all'): Promise<void> {
+  if (role !== 'all' && role !== 'api' && role !== 'worker') throw new UsageError('--role expects all, api or worker')
+  const config = loadConfig()
+  if (role === 'worker') {
+    closeWorkerOnSignals(await startWorkerProcess(config), config.shutdownTimeoutMs)
+    return
   }
-  process.once('SIGTERM', (signal) => void stop(signal))
-  process.once('SIGINT', (signal) => void stop(signal))
+  const server = await startServer(config, { role })
+  closeGracefullyOnSignals(server, config.shutdownTimeoutMs)
 }
 
 async function main(argv: string[]): Promise<number> {
@@ -128,6 +142,9 @@ async function main(argv: string[]): Promise<number> {
       seed: { type: 'string' },
       company: { type: 'string' },
       user: { type: 'string' },
+      quota: { type: 'string' },
+      type: { type: 'string' },
+      role: { type: 'string' },
     },
   })
   const [name, ...rest] = positionals
@@ -136,7 +153,7 @@ async function main(argv: string[]): Promise<number> {
     return values.help ? 0 : 2
   }
   if (name === 'serve') {
-    await serve()
+    await serve(values.role)
     return -1
   }
   const command = COMMANDS[name]

@@ -16,6 +16,14 @@ export interface Config {
   demo: boolean
   /** Fastify's `trustProxy`: true, false, a hop count, or a list of trusted addresses. */
   trustProxy: boolean | number | string[]
+  /** Requests per second a company may make across v1 and v2 (and an address without a valid key). */
+  rateLimitPerSecond: number
+  /** How long a graceful shutdown may take before the process exits anyway. */
+  shutdownTimeoutMs: number
+  /** How often an idle import worker looks for an import to run. */
+  importPollMs: number
+  /** How long a worker's claim on an import holds without renewal (a dead worker's import is redone after it). */
+  importLeaseMs: number
 }
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
@@ -54,6 +62,10 @@ export function loadConfig(env: Env = process.env): Config {
     ),
     demo: read('DEMO', true, parseSwitch),
     trustProxy: read<boolean | number | string[]>('TRUST_PROXY', false, parseTrustProxy),
+    rateLimitPerSecond: read('RATE_LIMIT_PER_SECOND', 80, (raw) => parseWholeNumber(raw, 1, 1_000_000)),
+    shutdownTimeoutMs: read('SHUTDOWN_TIMEOUT_MS', 10_000, (raw) => parseWholeNumber(raw, 1, 3_600_000)),
+    importPollMs: read('IMPORT_POLL_MS', 250, (raw) => parseWholeNumber(raw, 10, 60_000)),
+    importLeaseMs: read('IMPORT_LEASE_MS', 60_000, (raw) => parseWholeNumber(raw, 1_000, 3_600_000)),
   }
   if (problems.length > 0) throw new ConfigError(`Invalid configuration:\n  ${problems.join('\n  ')}`)
   return config
@@ -62,6 +74,11 @@ export function loadConfig(env: Env = process.env): Config {
 function parsePort(raw: string): number | string {
   const port = Number(raw)
   return /^\d+$/.test(raw) && port <= 65535 ? port : '!expected a port number from 0 to 65535'
+}
+
+function parseWholeNumber(raw: string, min: number, max: number): number | string {
+  const value = Number(raw)
+  return /^\d+$/.test(raw) && value >= min && value <= max ? value : `!expected a whole number from ${min} to ${max}`
 }
 
 function parseSwitch(raw: string): boolean | string {

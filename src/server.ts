@@ -4,6 +4,7 @@ import { buildApp } from './app.ts'
 import { type Clock, systemClock } from './clock.ts'
 import type { Config } from './config.ts'
 import { type DemoOutcome, ensureDemoCompany } from './fixtures/demo-company.ts'
+import { ImportWorker } from './imports/worker.ts'
 import { openStore } from './store/open-store.ts'
 import type { Store } from './store/port.ts'
 
@@ -12,6 +13,8 @@ export interface RunningServer {
   store: Store
   /** The address it listens on, e.g. http://127.0.0.1:3000. */
   url: string
+  /** The import worker of this process (null with role `api`). */
+  worker: ImportWorker | null
   /** Stops accepting connections, lets requests in flight finish, then closes the store. */
   close(): Promise<void>
 }
@@ -21,6 +24,8 @@ export interface ServerOptions {
   logStream?: NodeJS.WritableStream
   /** Where the start-up banner (demo key, curl line) is written. */
   out?: NodeJS.WritableStream
+  /** `all` (default): HTTP and the import worker; `api`: HTTP only. A worker alone is `startWorkerProcess`. */
+  role?: 'all' | 'api'
 }
 
 /** Opens the store, creates the demo company on a first start, and serves HTTP. */
@@ -31,8 +36,15 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
   const store = await openStore(config)
   try {
     const demo = config.demo ? await ensureDemoCompany(store, clock, config.dataDir) : null
-    const app = await buildApp({ config, store, clock, logStream: options.logStream })
+    let worker: ImportWorker | null = null
+    const probe = options.role === 'api' ? undefined : { isRunning: () => worker?.isRunning() ?? false }
+    const app = await buildApp({ config, store, clock, logStream: options.logStream, worker: probe })
     await app.listen({ port: config.port, host: config.host })
+    if (probe) {
+      worker = new ImportWorker({ store, clock, logger: app.log, pollMs: config.importPollMs, leaseMs: config.importLeaseMs })
+      app.metrics.watchWorker(worker)
+      worker.start()
+    }
     const address = app.server.address()
     const port = typeof address === 'object' && address ? address.port : config.port
     const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host
@@ -42,8 +54,12 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
       app,
       store,
       url,
+      worker,
       async close() {
+        // Readiness turns 503 and no connection is accepted; the requests in flight finish.
         await app.close()
+        // The running import finishes (it is one transaction) before the store closes.
+        await worker?.stop()
         await store.close()
       },
     }

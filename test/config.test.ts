@@ -14,6 +14,10 @@ describe('configuration', () => {
       logLevel: 'info',
       demo: true,
       trustProxy: false,
+      rateLimitPerSecond: 80,
+      shutdownTimeoutMs: 10_000,
+      importPollMs: 250,
+      importLeaseMs: 60_000,
     })
   })
 
@@ -28,6 +32,10 @@ describe('configuration', () => {
       LOG_LEVEL: 'debug',
       DEMO: 'off',
       TRUST_PROXY: '10.0.0.0/8, 127.0.0.1',
+      RATE_LIMIT_PER_SECOND: '120',
+      SHUTDOWN_TIMEOUT_MS: '3000',
+      IMPORT_POLL_MS: '100',
+      IMPORT_LEASE_MS: '30000',
     })
     expect(config).toEqual({
       port: 8080,
@@ -39,6 +47,10 @@ describe('configuration', () => {
       logLevel: 'debug',
       demo: false,
       trustProxy: ['10.0.0.0/8', '127.0.0.1'],
+      rateLimitPerSecond: 120,
+      shutdownTimeoutMs: 3000,
+      importPollMs: 100,
+      importLeaseMs: 30_000,
     })
     expect(loadConfig({ TRUST_PROXY: '2' }).trustProxy).toBe(2)
     expect(loadConfig({ TRUST_PROXY: 'true' }).trustProxy).toBe(true)
@@ -54,6 +66,9 @@ describe('configuration', () => {
     ['LOG_LEVEL', 'loud'],
     ['DEMO', 'maybe'],
     ['TRUST_PROXY', 'everyone'],
+    ['RATE_LIMIT_PER_SECOND', '0'],
+    ['RATE_LIMIT_PER_SECOND', '1.5'],
+    ['SHUTDOWN_TIMEOUT_MS', 'soon'],
   ])('stops on a bad %s and names it', (name, value) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError)
     expect(() => loadConfig({ [name]: value })).toThrow(new RegExp(`${name}=`))

@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { authenticate, type Principal } from './api-keys.ts'
 
 declare module 'fastify' {
@@ -8,6 +8,24 @@ declare module 'fastify' {
   }
 }
 
+const outcomes = new WeakMap<FastifyRequest, Promise<Principal | Error>>()
+
+/**
+ * The outcome of the request's `X-API-Key`: its principal, or the error that refuses it. Resolved once per
+ * request, because the rate limiter (which counts per company) needs it before the auth hook rejects.
+ */
+export function authenticationOf(request: FastifyRequest): Promise<Principal | Error> {
+  let outcome = outcomes.get(request)
+  if (!outcome) {
+    const header = request.headers['x-api-key']
+    outcome = authenticate(request.server.store, Array.isArray(header) ? header[0] : header).catch((error: unknown) =>
+      error instanceof Error ? error : new Error(String(error)),
+    )
+    outcomes.set(request, outcome)
+  }
+  return outcome
+}
+
 /**
  * Requires a valid `X-API-Key` header on every route of the instance it is added to (the v1 and v2 trees).
  * A key in the query string is never read.
@@ -15,7 +33,8 @@ declare module 'fastify' {
 export function requireApiKey(app: FastifyInstance): void {
   app.decorateRequest('principal', null as unknown as Principal)
   app.addHook('onRequest', async (request) => {
-    const header = request.headers['x-api-key']
-    request.principal = await authenticate(app.store, Array.isArray(header) ? header[0] : header)
+    const outcome = await authenticationOf(request)
+    if (outcome instanceof Error) throw outcome
+    request.principal = outcome
   })
 }

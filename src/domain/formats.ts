@@ -31,3 +31,8 @@ export function parseInstant(value: unknown): Date | null {
   // Reject impossible calendar dates that Date would roll over (2026-02-30).
   return isDateString(value.slice(0, 10)) ? date : null
 }
+
+/** An email address as the interface accepts it: something@something, without spaces. */
+export function isEmail(value: unknown): value is string {
+  return typeof value === 'string' && /^[^@\s]+@[^@\s]+$/.test(value)
+}

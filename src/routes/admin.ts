@@ -4,6 +4,7 @@ import { Type } from 'typebox'
 import { CompanyInventorySchema, companyInventory, createCompanyKey } from '../admin/company-admin.ts'
 import { loadFixture } from '../fixtures/load-fixture.ts'
 import { NotFoundError, UnauthorizedError } from '../errors.ts'
+import { adminRevisionRoutes } from './admin-revisions.ts'
 import { NotFoundBodySchema, ObjectIdSchema, UnauthorizedBodySchema, ValidationErrorBodySchema } from './schemas.ts'
 
 const digest = (text: string) => createHash('sha256').update(text).digest()
@@ -66,4 +67,7 @@ export const adminRoutes: FastifyPluginAsyncTypebox = async (app) => {
       return reply.code(201).send({ api_key: secret })
     },
   )
+
+  // Registered after the token hook, so that it guards these routes too.
+  await app.register(adminRevisionRoutes)
 }

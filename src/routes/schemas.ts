@@ -37,10 +37,14 @@ export const NotFoundBodySchema = Type.Object({
 
 export const ServerErrorBodySchema = Type.Object({ message: Type.String(), type: Type.String() })
 
+/** Over the rate limit (headers `Retry-After` and `RateLimit-*` say when to come back). */
+export const TooManyRequestsBodySchema = Type.Object({ message: Type.String(), type: Type.Literal('TooManyRequestsError') })
+
 /** The error responses every authenticated route may give. */
 export const AuthenticatedErrorResponses = {
   400: ValidationErrorBodySchema,
   401: UnauthorizedBodySchema,
   403: ForbiddenBodySchema,
   404: NotFoundBodySchema,
+  429: TooManyRequestsBodySchema,
 }

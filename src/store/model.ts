@@ -265,3 +265,71 @@ export interface QuotaValue {
   source: QuotaValueSource
   modified_at: string
 }
+
+/** What an import writes: users, manager or group attributions, or the records of one data table. */
+export type ImportTarget = 'users' | 'managers' | 'groups' | 'records'
+export type ImportStatus = 'scheduled' | 'started' | 'finished'
+
+/** An item an import skipped or refused: its 1-based position in the call's list, the item as sent, why. */
+export interface ImportItemIssue {
+  line_number: number
+  row: unknown
+  details: string
+}
+
+export interface ImportError {
+  /** `ValidationError`: the call was refused, nothing of it applied. `PartialFailure`: the others were applied. */
+  title: 'ValidationError' | 'PartialFailure'
+  description: string
+  /** The most recent 100 items reported. */
+  parsing_error_details: ImportItemIssue[]
+}
+
+/** The outcome of one call joined to an import (one `data_tables_details` entry). */
+export interface ImportDetail {
+  payload_id: string
+  number_of_records: number
+  error: ImportError | null
+}
+
+/**
+ * An asynchronous import: the calls (payloads) that joined it while its debounce window was open, applied
+ * together by a worker that holds its lease.
+ */
+export interface DataImport {
+  id: string
+  company_id: string
+  target: ImportTarget
+  /** records: the data table written. */
+  table_id: string | null
+  /** Shown in `data_tables_details`: the table key, or `users`, `managers`, `groups`. */
+  data_table_key: string
+  /** Calls with the same company and join key may join the same import: the target, plus the table for records. */
+  join_key: string
+  status: ImportStatus
+  /** Calls may join until this instant (exclusive); a worker may run it from this instant on. */
+  window_ends_at: string
+  created_at: string
+  launched_at: string | null
+  finished_at: string | null
+  error: boolean
+  /** One entry per joined call, in arrival order. */
+  details: ImportDetail[]
+  /** The worker that runs it, while `started`, and until when its claim holds unless renewed. */
+  lease_owner: string | null
+  lease_expires_at: string | null
+  /** How many times a worker claimed it (more than 1: a worker died or handed it back). */
+  attempts: number
+}
+
+/** What one upsert call asked for, stored before the call answers 200. */
+export interface ImportPayload {
+  id: string
+  company_id: string
+  import_id: string
+  /** The call's items as sent (users, attributions or records), applied in this order. */
+  items: unknown[]
+  /** records: `all` empties the table before the import; `keep_overrides` keeps manual overrides. */
+  options: { all: boolean; keep_overrides: boolean }
+  received_at: string
+}

@@ -1,6 +1,6 @@
 import { join } from 'node:path'
 import type { Config } from '../config.ts'
-import { ConfigError } from '../config.ts'
+import { openMongoStore } from './mongo/mongo-store.ts'
 import type { Store } from './port.ts'
 import { openSqliteStore } from './sqlite/sqlite-store.ts'
 
@@ -11,8 +11,6 @@ export function sqliteFile(config: Pick<Config, 'dataDir'>): string {
 
 /** Opens the store the configuration selects: MongoDB when MONGODB_URL is set, the embedded SQLite file otherwise. */
 export async function openStore(config: Pick<Config, 'dataDir' | 'mongodbUrl'>): Promise<Store> {
-  if (config.mongodbUrl) {
-    throw new ConfigError('MONGODB_URL is set, but this build has no MongoDB adapter yet: unset it to use the embedded store.')
-  }
+  if (config.mongodbUrl) return openMongoStore(config.mongodbUrl)
   return openSqliteStore(sqliteFile(config))
 }

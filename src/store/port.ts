@@ -3,10 +3,13 @@ import type {
   CommissionLine,
   Company,
   CustomMetric,
+  DataImport,
   DataTable,
   DataTableRecord,
   Environment,
   GroupAttribution,
+  ImportDetail,
+  ImportPayload,
   ManagerAttribution,
   Quota,
   QuotaType,
@@ -16,6 +19,8 @@ import type {
   User,
   UserAttributeDefinition,
 } from './model.ts'
+import type { ImportStatisticsRepository } from './import-statistics.ts'
+import type { RevisionRepository } from './revisions.ts'
 
 /**
  * The store port: every operation the service needs, stated by what it means, not how it is queried.
@@ -43,11 +48,19 @@ export interface Store {
   readonly commissionLines: CommissionLineRepository
   readonly quotas: QuotaRepository
   readonly quotaValues: QuotaValueRepository
+  /** Request counters of the rate limit: not company data, and not part of `transaction`. */
+  readonly rateLimits: RateLimitRepository
+  readonly imports: ImportRepository
+  /** Import counts across companies, for the metrics. */
+  readonly importStatistics: ImportStatisticsRepository
+  /** Changes to stored records made by administration (admin routes, CLI). */
+  readonly revisions: RevisionRepository
 
   /**
    * Runs `work` with a store whose operations all belong to one transaction, committed when `work`
    * resolves and rolled back when it throws. Transactions are serialized with every other write.
-   * Inside `work`, use only the store it is given.
+   * Inside `work`, use only the store it is given. An adapter may run `work` again after a transient conflict
+   * with another process (MongoDB's `withTransaction` does), so `work` must have no effect outside the store.
    */
   transaction<T>(work: (tx: Store) => Promise<T>): Promise<T>
 
@@ -141,6 +154,20 @@ export interface DataTableRecordRepository {
   upsert(companyId: string, records: DataTableRecord[]): Promise<void>
   list(companyId: string, tableId: string, window: OffsetWindow): Promise<DataTableRecord[]>
   count(companyId: string, tableId: string): Promise<number>
+  /**
+   * Writes records as given, atomically: each replaces the stored record with its id, or is inserted. Unlike
+   * `upsert` it does not look the external id up: the caller passes the stored id of an existing record
+   * (found with `findByExternalIds`); an external id held by another record is refused with StoreConflictError.
+   */
+  saveMany(companyId: string, records: DataTableRecord[]): Promise<void>
+  /** The table's records with these external ids (the ones that exist), keyed by external id. */
+  findByExternalIds(companyId: string, tableId: string, externalIds: readonly string[]): Promise<Map<string, DataTableRecord>>
+  /** Deletes the table's records with these external ids, atomically; unknown ids are ignored. Returns how many went. */
+  deleteByExternalIds(companyId: string, tableId: string, externalIds: readonly string[]): Promise<number>
+  /** Deletes every record of the table, atomically. Returns how many went. */
+  deleteAll(companyId: string, tableId: string): Promise<number>
+  /** The table's records that carry at least one manual override, in id order. */
+  listOverridden(companyId: string, tableId: string): Promise<DataTableRecord[]>
 }
 
 export interface ReportingStructureRepository {
@@ -153,6 +180,11 @@ export interface StatementRepository {
   insertMany(statements: Statement[]): Promise<void>
   /** Statements of one environment in id order, within the window. */
   page(companyId: string, environment: Environment, window: RowWindow): Promise<Statement[]>
+  /**
+   * Statements of one environment in id order, skipping `offset` and returning at most `limit` (the v1
+   * lists). Ordered and stable: the same window over unchanged data returns the same rows.
+   */
+  list(companyId: string, environment: Environment, window: OffsetWindow): Promise<Statement[]>
   count(companyId: string, environment: Environment): Promise<number>
 }
 
@@ -160,6 +192,11 @@ export interface CommissionLineRepository {
   insertMany(lines: CommissionLine[]): Promise<void>
   /** Lines of one data table in id order, within the window. */
   page(companyId: string, tableId: string, window: RowWindow): Promise<CommissionLine[]>
+  /**
+   * Lines of one data table in id order, skipping `offset` and returning at most `limit` (the v1 lists).
+   * Ordered and stable: the same window over unchanged data returns the same rows.
+   */
+  list(companyId: string, tableId: string, window: OffsetWindow): Promise<CommissionLine[]>
   count(companyId: string, tableId: string): Promise<number>
 }
 
@@ -178,7 +215,78 @@ export interface QuotaValueRepository {
   count(companyId: string, quotaId: string): Promise<number>
 }
 
+/**
+ * Whose requests a rate window counts: a company (requests with a valid key), or the client address of
+ * requests without one.
+ */
+export type RateSubject = { companyId: string } | { address: string }
+
+/** A subject's open rate window. */
+export interface RateWindow {
+  /** Requests counted in the window, the last one included. */
+  hits: number
+  /** When the window closes (ISO string); the next request after it opens a new window. */
+  resetsAt: string
+}
+
+/**
+ * Request counters shared by every process that uses the store, so that the rate limit holds across
+ * instances. A window opens with a subject's first request after its previous window closed, and lasts the
+ * length the request gives. Counters are transient: an adapter may forget a closed window at any time, and
+ * need not keep them through a crash.
+ */
+export interface RateLimitRepository {
+  /**
+   * Counts one request of `subject` at `now` and returns its window, opening a new one of `windowMs` when none
+   * is open. Atomic across processes: n concurrent hits on one open window return the counts k+1 to k+n,
+   * each exactly once.
+   */
+  hit(subject: RateSubject, windowMs: number, now: Date): Promise<RateWindow>
+  /** The subject's window open at `now`, without counting; null when none is. Never writes. */
+  peek(subject: RateSubject, now: Date): Promise<RateWindow | null>
+}
+
 /** A write broke a uniqueness rule of the store (an email, a key, a (quota, user, period)). */
 export class StoreConflictError extends Error {
   override name = 'StoreConflictError'
+}
+
+/**
+ * Imports and the payloads of the calls that joined them. A worker claims an import with a lease; the
+ * lease holder applies the payloads and calls `finish` in the same transaction, so that an import is applied
+ * exactly once whatever crashes. Times are ISO strings from the caller's clock.
+ */
+export interface ImportRepository {
+  /**
+   * Stores one call's payload with the import it joins, atomically: the import of the same company and
+   * `join_key` that is `scheduled` with `window_ends_at` after `now`; when there is none, `fresh` is created.
+   * The payload's `import_id` is set to the import it joined, and a detail for it appended to the import.
+   * Returns the import as it is after the call.
+   */
+  enqueue(fresh: DataImport, payload: Omit<ImportPayload, 'import_id'>, now: string): Promise<DataImport>
+  get(companyId: string, id: string): Promise<DataImport | null>
+  /** The payloads joined to the import, in arrival order. */
+  payloads(companyId: string, importId: string): Promise<ImportPayload[]>
+  /**
+   * Claims the oldest runnable import with one atomic conditional update, or returns null. Runnable: it is
+   * `scheduled` with its window closed (`window_ends_at` at or before `now`), or `started` with an expired
+   * lease (its worker died); and no other import of its company is `started` with a live lease. The claim
+   * sets `started`, `owner` and `lease_expires_at`, sets `launched_at` on the first claim and counts the attempt.
+   */
+  claimNext(owner: string, now: string, leaseExpiresAt: string): Promise<DataImport | null>
+  /** Extends the lease while `owner` still holds the started import. False when the claim was lost. */
+  renewLease(companyId: string, id: string, owner: string, leaseExpiresAt: string): Promise<boolean>
+  /** Hands a started import back to `scheduled` (nothing of it applied) while `owner` holds it. False otherwise. */
+  release(companyId: string, id: string, owner: string): Promise<boolean>
+  /**
+   * Marks the import finished with its outcome while `owner` holds it; false when another worker took it
+   * over or it is finished already (the caller must then roll its transaction back). Conditional and atomic.
+   */
+  finish(companyId: string, id: string, owner: string, outcome: ImportOutcome): Promise<boolean>
+}
+
+export interface ImportOutcome {
+  finished_at: string
+  error: boolean
+  details: ImportDetail[]
 }

@@ -3,6 +3,7 @@ import { once } from 'node:events'
 import { mkdtempSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
+import { childEnvironment } from './test-store.ts'
 
 export const CLI = resolve(import.meta.dirname, '../../src/cli.ts')
 
@@ -12,7 +13,7 @@ export function tempDataDir(): string {
 
 /** Runs the CLI to completion. */
 export function runCli(args: string[], env: Record<string, string>) {
-  const result = spawnSync(process.execPath, [CLI, ...args], { env: { ...process.env, ...env }, encoding: 'utf8', timeout: 60_000 })
+  const result = spawnSync(process.execPath, [CLI, ...args], { env: childEnvironment(process.env, env), encoding: 'utf8', timeout: 60_000 })
   return { code: result.status, stdout: result.stdout, stderr: result.stderr }
 }
 
@@ -28,7 +29,7 @@ export interface ServerProcess {
 /** Starts `commission-api serve` as a real child process. */
 export function startServerProcess(env: Record<string, string>): ServerProcess {
   const child = spawn(process.execPath, [CLI, 'serve'], {
-    env: { ...process.env, PORT: '0', LOG_LEVEL: 'warn', ...env },
+    env: childEnvironment(process.env, { PORT: '0', LOG_LEVEL: 'warn', ...env }),
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   let stdout = ''

@@ -4,8 +4,8 @@ import { buildApp } from '../../src/app.ts'
 import { ManualClock } from '../../src/clock.ts'
 import { type Config, loadConfig } from '../../src/config.ts'
 import { loadFixture } from '../../src/fixtures/load-fixture.ts'
-import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.ts'
 import type { Store } from '../../src/store/port.ts'
+import { openTestStore } from './test-store.ts'
 
 export interface TestServer {
   url: string
@@ -39,7 +39,8 @@ export interface Reply {
 /** Starts the real application on an ephemeral port, on a fresh in-memory store and a manual clock. */
 export async function startTestServer(env: Record<string, string> = {}, configOverrides: Partial<Config> = {}): Promise<TestServer> {
   const config = { ...loadConfig({ LOG_LEVEL: 'info', DEMO: 'off', ...env }), ...configOverrides }
-  const store = openSqliteStore(':memory:')
+  // In-memory SQLite; a database of its own on MONGODB_URL when that is set (see test-store.ts).
+  const { store, dispose } = await openTestStore()
   const clock = new ManualClock('2026-06-01T00:00:00.000Z')
   let raw = ''
   const logStream = new Writable({
@@ -71,7 +72,7 @@ export async function startTestServer(env: Record<string, string> = {}, configOv
     call: (path, options = {}) => call(url + path, options),
     async close() {
       await app.close()
-      await store.close()
+      await dispose()
     },
   }
 }

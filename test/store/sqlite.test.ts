@@ -6,6 +6,9 @@ import type { Store } from '../../src/store/port.ts'
 import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.ts'
 import { aCompany, aUser } from './builders.ts'
 import { storeContract } from './contract.ts'
+import { importsContract } from './imports-contract.ts'
+import { offsetListsContract } from './offset-lists-contract.ts'
+import { revisionsContract } from './revisions-contract.ts'
 
 const directories = new Map<Store, string>()
 
@@ -25,6 +28,9 @@ storeContract('sqlite (file)', {
 storeContract('sqlite (:memory:)', {
   create: async () => openSqliteStore(':memory:'),
 })
+importsContract('sqlite (:memory:)', { create: async () => openSqliteStore(':memory:') })
+offsetListsContract('sqlite (:memory:)', { create: async () => openSqliteStore(':memory:') })
+revisionsContract('sqlite (:memory:)', { create: async () => openSqliteStore(':memory:') })
 
 describe('sqlite (file), adapter only', () => {
   let directory: string

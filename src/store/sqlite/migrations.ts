@@ -82,6 +82,20 @@ export const MIGRATIONS: readonly string[] = [
   ) WITHOUT ROWID;
   CREATE UNIQUE INDEX quota_values_cell ON quota_values (company_id, quota_id, user_id, period);
   `,
+  // Imports and the payloads that joined them (src/store/sqlite/imports.ts).
+  `
+  CREATE TABLE imports (
+    id TEXT PRIMARY KEY, company_id TEXT NOT NULL, join_key TEXT NOT NULL, status TEXT NOT NULL,
+    window_ends_at TEXT NOT NULL, lease_owner TEXT, lease_expires_at TEXT, doc TEXT NOT NULL
+  ) WITHOUT ROWID;
+  CREATE INDEX imports_open ON imports (company_id, join_key, status, window_ends_at);
+  CREATE INDEX imports_pending ON imports (status, id);
+
+  CREATE TABLE import_payloads (
+    company_id TEXT NOT NULL, import_id TEXT NOT NULL, id TEXT NOT NULL, doc TEXT NOT NULL,
+    PRIMARY KEY (company_id, import_id, id)
+  ) WITHOUT ROWID;
+  `,
 ]
 
 /** Every table that holds company data, for deleting a company. */
@@ -99,4 +113,6 @@ export const COMPANY_TABLES: readonly string[] = [
   'commission_lines',
   'quotas',
   'quota_values',
+  'imports',
+  'import_payloads',
 ]

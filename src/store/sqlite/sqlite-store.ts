@@ -16,12 +16,18 @@ import type {
 } from '../model.ts'
 import { type RowWindow, type Store, StoreConflictError } from '../port.ts'
 import { type Params, type Row, type Sql, SqliteConnection, type SqlWriter } from './connection.ts'
+import { sqliteImports } from './imports.ts'
 import { COMPANY_TABLES } from './migrations.ts'
+import { sqliteImportStatistics } from './import-statistics.ts'
+import { rateLimitFile, SqliteRateLimits } from './rate-limits.ts'
+import { sqliteRecordWrites } from './record-writes.ts'
+import { sqliteRevisions } from './revisions.ts'
+import { listCommissionLines, listStatements } from './offset-lists.ts'
 
 /** Opens (and migrates) the SQLite store at `path`, a file or `:memory:`. */
 export function openSqliteStore(path: string): Store {
   const connection = new SqliteConnection(path)
-  return sqliteStore(connection, connection.sql)
+  return sqliteStore(connection, connection.sql, new SqliteRateLimits(rateLimitFile(path)))
 }
 
 function parse<T>(row: Row | undefined): T | null {
@@ -73,7 +79,7 @@ function pageClause(window: RowWindow): { sql: string; params: Params } {
   return { sql: `${where} ORDER BY id LIMIT ?`, params }
 }
 
-function sqliteStore(connection: SqliteConnection, sql: Sql): Store {
+function sqliteStore(connection: SqliteConnection, sql: Sql, rateLimits: SqliteRateLimits): Store {
   const store: Store = {
     companies: {
       async insert(company: Company) {
@@ -274,6 +280,7 @@ function sqliteStore(connection: SqliteConnection, sql: Sql): Store {
           await sql.get('SELECT count(*) AS n FROM data_table_records WHERE company_id = ? AND table_id = ?', companyId, tableId),
         )
       },
+      ...sqliteRecordWrites(sql),
     },
 
     structures: {
@@ -322,6 +329,7 @@ function sqliteStore(connection: SqliteConnection, sql: Sql): Store {
         )
         return parseAll<Statement>(rows)
       },
+      list: (companyId, environment, window) => listStatements(sql, companyId, environment, window),
       async count(companyId, environment) {
         return countOf(
           await sql.get('SELECT count(*) AS n FROM statements WHERE company_id = ? AND environment = ?', companyId, environment),
@@ -354,6 +362,7 @@ function sqliteStore(connection: SqliteConnection, sql: Sql): Store {
         )
         return parseAll<CommissionLine>(rows)
       },
+      list: (companyId, tableId, window) => listCommissionLines(sql, companyId, tableId, window),
       async count(companyId, tableId) {
         return countOf(
           await sql.get('SELECT count(*) AS n FROM commission_lines WHERE company_id = ? AND table_id = ?', companyId, tableId),
@@ -417,9 +426,14 @@ function sqliteStore(connection: SqliteConnection, sql: Sql): Store {
       },
     },
 
+    imports: sqliteImports(sql),
+    revisions: sqliteRevisions(sql),
+    rateLimits,
+    importStatistics: sqliteImportStatistics(sql),
+
     async transaction(work) {
       if (sql !== connection.sql) return work(store)
-      return connection.transaction((inside) => work(sqliteStore(connection, inside)))
+      return connection.transaction((inside) => work(sqliteStore(connection, inside, rateLimits)))
     },
 
     async ping() {
@@ -428,6 +442,7 @@ function sqliteStore(connection: SqliteConnection, sql: Sql): Store {
 
     async close() {
       connection.close()
+      rateLimits.close()
     },
   }
   return store
