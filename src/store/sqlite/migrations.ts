@@ -96,6 +96,23 @@ export const MIGRATIONS: readonly string[] = [
     PRIMARY KEY (company_id, import_id, id)
   ) WITHOUT ROWID;
   `,
+  // Statements column by column (src/store/sqlite/statement-rows.ts): the v2 extraction's hot path.
+  `
+  CREATE TABLE statements_by_column (
+    company_id TEXT NOT NULL, environment TEXT NOT NULL, id TEXT NOT NULL, modified_at TEXT NOT NULL,
+    user_id TEXT NOT NULL, date TEXT NOT NULL, plan TEXT NOT NULL, status TEXT NOT NULL, currency TEXT NOT NULL,
+    payment REAL, target REAL, target_achievement REAL, on_target_earning REAL, achievement REAL,
+    metrics TEXT NOT NULL, dimensions TEXT NOT NULL,
+    PRIMARY KEY (company_id, environment, id)
+  ) WITHOUT ROWID;
+  INSERT INTO statements_by_column
+    SELECT company_id, environment, id, modified_at, doc ->> '$.user_id', doc ->> '$.date', doc ->> '$.plan',
+      doc ->> '$.status', doc ->> '$.currency', doc ->> '$.payment', doc ->> '$.target', doc ->> '$.target_achievement',
+      doc ->> '$.on_target_earning', doc ->> '$.achievement', doc -> '$.metrics', doc -> '$.dimensions'
+    FROM statements;
+  DROP TABLE statements;
+  ALTER TABLE statements_by_column RENAME TO statements;
+  `,
 ]
 
 /** Every table that holds company data, for deleting a company. */

@@ -1,5 +1,7 @@
 import type { Params, Sql } from './connection.ts'
-import type { RevisionRepository } from '../revisions.ts'
+import type { Statement } from '../model.ts'
+import type { RevisionRepository, StatementChanges } from '../revisions.ts'
+import { REPLACE_STATEMENT, STATEMENT_COLUMNS, statementFromValues, statementParams } from './statement-rows.ts'
 
 /** Where one record of a company is, with the parameters of that condition before its id. */
 interface Location {
@@ -10,11 +12,6 @@ interface Location {
 }
 
 // Row tables are keyed by (company, scope, id): naming the company's scopes keeps the lookup an index seek.
-const STATEMENTS: Location = {
-  table: 'statements',
-  where: (companyId) => ({ sql: "company_id = ? AND environment IN ('live', 'sandbox')", params: [companyId] }),
-  modifiedColumn: true,
-}
 const COMMISSION_LINES: Location = {
   table: 'commission_lines',
   where: (companyId) => ({ sql: 'company_id = ? AND table_id IN (SELECT id FROM data_tables WHERE company_id = ?)', params: [companyId, companyId] }),
@@ -28,6 +25,27 @@ const QUOTA_VALUES: Location = {
 const STRUCTURES: Location = { table: 'reporting_structures', where: (companyId) => ({ sql: 'company_id = ?', params: [companyId] }), modifiedColumn: false }
 const METRICS: Location = { table: 'custom_metrics', where: (companyId) => ({ sql: 'company_id = ?', params: [companyId] }), modifiedColumn: false }
 
+/** An optional field left undefined is not a change (null is: it empties the field). */
+function definedChanges(changes: object): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(changes).filter(([, value]) => value !== undefined))
+}
+
+/** Statements are kept column by column (statement-rows.ts): read, change and replace the row, in one write. */
+function updateStatement(sql: Sql, companyId: string, id: string, changes: StatementChanges): Promise<Statement | null> {
+  return sql.write((db) => {
+    // Naming the company's two environments keeps the lookup a seek on the primary key (company, environment, id).
+    const [values] = db.values(
+      `SELECT ${STATEMENT_COLUMNS} FROM statements WHERE company_id = ? AND environment IN ('live', 'sandbox') AND id = ?`,
+      companyId,
+      id,
+    )
+    if (!values) return null
+    const changed: Statement = { ...statementFromValues(values), ...definedChanges(changes) }
+    db.run(REPLACE_STATEMENT, ...statementParams(changed))
+    return changed
+  })
+}
+
 /** Reads the record's document, applies the changes and writes it back, in one write. */
 function update<T>(sql: Sql, location: Location, companyId: string, id: string, changes: { modified_at: string }): Promise<T | null> {
   return sql.write((db) => {
@@ -35,9 +53,7 @@ function update<T>(sql: Sql, location: Location, companyId: string, id: string, 
     const condition = `${where.sql} AND id = ?`
     const stored = db.all(`SELECT doc FROM ${location.table} WHERE ${condition}`, ...where.params, id)[0]
     if (!stored) return null
-    // An optional field left undefined is not a change (null is: it empties the field).
-    const set = Object.fromEntries(Object.entries(changes).filter(([, value]) => value !== undefined))
-    const changed = { ...(JSON.parse(stored.doc as string) as T), ...set }
+    const changed = { ...(JSON.parse(stored.doc as string) as T), ...definedChanges(changes) }
     const doc = JSON.stringify(changed)
     if (location.modifiedColumn) {
       db.run(`UPDATE ${location.table} SET doc = ?, modified_at = ? WHERE ${condition}`, doc, changes.modified_at, ...where.params, id)
@@ -50,7 +66,7 @@ function update<T>(sql: Sql, location: Location, companyId: string, id: string, 
 
 export function sqliteRevisions(sql: Sql): RevisionRepository {
   return {
-    updateStatement: (companyId, id, changes) => update(sql, STATEMENTS, companyId, id, changes),
+    updateStatement: (companyId, id, changes) => updateStatement(sql, companyId, id, changes),
     updateCommissionLine: (companyId, id, changes) => update(sql, COMMISSION_LINES, companyId, id, changes),
     updateQuotaValue: (companyId, id, changes) => update(sql, QUOTA_VALUES, companyId, id, changes),
     updateStructure: (companyId, id, changes) => update(sql, STRUCTURES, companyId, id, changes),

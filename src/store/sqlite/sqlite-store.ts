@@ -22,6 +22,7 @@ import { sqliteImportStatistics } from './import-statistics.ts'
 import { rateLimitFile, SqliteRateLimits } from './rate-limits.ts'
 import { sqliteRecordWrites } from './record-writes.ts'
 import { sqliteRevisions } from './revisions.ts'
+import { INSERT_STATEMENT, STATEMENT_COLUMNS, statementFromValues, statementParams } from './statement-rows.ts'
 import { listCommissionLines, listStatements } from './offset-lists.ts'
 
 /** Opens (and migrates) the SQLite store at `path`, a file or `:memory:`. */
@@ -307,27 +308,18 @@ function sqliteStore(connection: SqliteConnection, sql: Sql, rateLimits: SqliteR
     statements: {
       async insertMany(statements: Statement[]) {
         await write(sql, (db) => {
-          for (const statement of statements) {
-            db.run(
-              'INSERT INTO statements (company_id, environment, id, modified_at, doc) VALUES (?, ?, ?, ?, ?)',
-              statement.company_id,
-              statement.environment,
-              statement.id,
-              statement.modified_at,
-              JSON.stringify(statement),
-            )
-          }
+          for (const statement of statements) db.run(INSERT_STATEMENT, ...statementParams(statement))
         })
       },
       async page(companyId, environment, window) {
         const clause = pageClause(window)
-        const rows = await sql.all(
-          `SELECT doc FROM statements WHERE company_id = ? AND environment = ?${clause.sql}`,
+        const rows = await sql.values(
+          `SELECT ${STATEMENT_COLUMNS} FROM statements WHERE company_id = ? AND environment = ?${clause.sql}`,
           companyId,
           environment,
           ...clause.params,
         )
-        return parseAll<Statement>(rows)
+        return rows.map(statementFromValues)
       },
       list: (companyId, environment, window) => listStatements(sql, companyId, environment, window),
       async count(companyId, environment) {
