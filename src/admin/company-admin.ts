@@ -1,5 +1,6 @@
 import { type Static, Type } from 'typebox'
 import { createApiKey } from '../auth/api-keys.ts'
+import { structureRowCount } from '../v2/data-structures.ts'
 import type { Clock } from '../clock.ts'
 import { NotFoundError, ValidationError } from '../errors.ts'
 import type { Store } from '../store/port.ts'
@@ -47,10 +48,7 @@ export async function companyInventory(store: Store, companyId: string): Promise
   ])
   const items: InventoryItem[] = []
   for (const structure of structures) {
-    const total =
-      structure.type === 'statement_reporting'
-        ? await store.statements.count(companyId, structure.environment)
-        : await store.commissionLines.count(companyId, structure.data_table_id ?? '')
+    const total = await structureRowCount(store, structure)
     items.push({ id: structure.id, name: structure.name, type: structure.type, environment: structure.environment, total_records: total })
   }
   for (const quota of quotas) {

@@ -1,4 +1,4 @@
-import type { Company } from '../store/model.ts'
+import type { Company, ReportingStructure } from '../store/model.ts'
 import type { Store } from '../store/port.ts'
 
 export type DataStructureType = 'statement_reporting' | 'record_reporting' | 'quota'
@@ -18,6 +18,13 @@ export function rowsPath(type: DataStructureType, id: string): string {
   return `/v2/reporting/${id}/${type === 'statement_reporting' ? 'statements' : 'records'}`
 }
 
+/** How many rows a reporting structure shows: its environment's statements, or its data table's commission lines. */
+export function structureRowCount(store: Store, structure: ReportingStructure): Promise<number> {
+  return structure.type === 'statement_reporting'
+    ? store.statements.count(structure.company_id, structure.environment)
+    : store.commissionLines.count(structure.company_id, structure.data_table_id ?? '')
+}
+
 /** The discovery list: every live reporting structure and quota of the company, sandbox never. */
 export async function listDataStructures(store: Store, company: Company, baseUrl: string): Promise<DataStructureEntry[]> {
   const [structures, quotas] = await Promise.all([store.structures.list(company.id), store.quotas.list(company.id)])
@@ -28,10 +35,7 @@ export async function listDataStructures(store: Store, company: Company, baseUrl
   const entries: DataStructureEntry[] = []
   for (const structure of structures) {
     if (structure.environment !== 'live') continue
-    const total =
-      structure.type === 'statement_reporting'
-        ? await store.statements.count(company.id, 'live')
-        : await store.commissionLines.count(company.id, structure.data_table_id ?? '')
+    const total = await structureRowCount(store, structure)
     entries.push({ id: structure.id, name: structure.name, type: structure.type, total_records: total, links: links(structure.type, structure.id) })
   }
   for (const quota of quotas) {
