@@ -7,8 +7,8 @@ import type {
   Money,
   Quota,
   QuotaValue,
-  Statement,
 } from '../store/model.ts'
+import type { ExtractedStatement } from '../store/port.ts'
 
 /**
  * The v2 rows: flat objects whose keys are exactly the `api_key`s of the structure's field schema
@@ -108,7 +108,7 @@ function addMetrics(row: Row, columns: readonly MetricColumn[], values: Record<s
 }
 
 /** Renders statements: `standard.total_commission` is the payment in the statement's currency. */
-export function statementRenderer(metrics: readonly CustomMetric[]): (statement: Statement, emails: Emails) => Row {
+export function statementRenderer(metrics: readonly CustomMetric[]): (statement: ExtractedStatement, emails: Emails) => Row {
   const columns = metricColumns(metrics)
   return (statement, emails) =>
     addMetrics(

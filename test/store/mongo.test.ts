@@ -9,6 +9,7 @@ import { importsContract } from './imports-contract.ts'
 import { offsetListsContract } from './offset-lists-contract.ts'
 import { rateLimitContract, sharedRateLimitContract } from './rate-limits-contract.ts'
 import { revisionsContract } from './revisions-contract.ts'
+import { statementExtractionContract } from './statement-extraction-contract.ts'
 
 // The MongoDB adapter passes the contract the SQLite adapter passes, against a real server: run when
 // MONGODB_URL is set (a replica set, e.g. the CI's service container). Skipped tests are not allowed, so an
@@ -64,6 +65,7 @@ function mongoSuites(serverUrl: string): void {
   storeContract('mongodb', factory)
   offsetListsContract('mongodb', factory)
   revisionsContract('mongodb', factory)
+  statementExtractionContract('mongodb', factory)
   rateLimitContract('mongodb', factory)
   // A second store on the same database is another instance: the counters must be shared.
   sharedRateLimitContract('mongodb', { ...factory, openTwin: () => openMongoStore(serverUrl, { database }) })

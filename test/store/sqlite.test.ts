@@ -5,14 +5,16 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import type { Store } from '../../src/store/port.ts'
 import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.ts'
 import { aCompany, aUser } from './builders.ts'
-import { storeContract } from './contract.ts'
+import { type StoreFactory, storeContract } from './contract.ts'
 import { importsContract } from './imports-contract.ts'
 import { offsetListsContract } from './offset-lists-contract.ts'
 import { revisionsContract } from './revisions-contract.ts'
+import { statementExtractionContract } from './statement-extraction-contract.ts'
 
 const directories = new Map<Store, string>()
 
-storeContract('sqlite (file)', {
+/** A store on a file of its own, removed after the test: reads go through the reader connection. */
+const fileStore: StoreFactory = {
   async create() {
     const directory = mkdtempSync(join(tmpdir(), 'store-'))
     const store = openSqliteStore(join(directory, 'db.sqlite'))
@@ -23,7 +25,9 @@ storeContract('sqlite (file)', {
     rmSync(directories.get(store) ?? '', { recursive: true, force: true })
     directories.delete(store)
   },
-})
+}
+
+storeContract('sqlite (file)', fileStore)
 
 storeContract('sqlite (:memory:)', {
   create: async () => openSqliteStore(':memory:'),
@@ -31,6 +35,8 @@ storeContract('sqlite (:memory:)', {
 importsContract('sqlite (:memory:)', { create: async () => openSqliteStore(':memory:') })
 offsetListsContract('sqlite (:memory:)', { create: async () => openSqliteStore(':memory:') })
 revisionsContract('sqlite (:memory:)', { create: async () => openSqliteStore(':memory:') })
+statementExtractionContract('sqlite (file)', fileStore)
+statementExtractionContract('sqlite (:memory:)', { create: async () => openSqliteStore(':memory:') })
 
 describe('sqlite (file), adapter only', () => {
   let directory: string

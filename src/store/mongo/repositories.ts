@@ -16,20 +16,22 @@ import type {
   User,
   UserAttributeDefinition,
 } from '../model.ts'
-import type {
-  ApiKeyRepository,
-  AttributionRepository,
-  CommissionLineRepository,
-  CompanyRepository,
-  CustomMetricRepository,
-  DataTableRecordRepository,
-  DataTableRepository,
-  QuotaRepository,
-  QuotaValueRepository,
-  ReportingStructureRepository,
-  StatementRepository,
-  UserAttributeRepository,
-  UserRepository,
+import {
+  type ApiKeyRepository,
+  type AttributionRepository,
+  type CommissionLineRepository,
+  type CompanyRepository,
+  type CustomMetricRepository,
+  type DataTableRecordRepository,
+  type DataTableRepository,
+  EXTRACTED_STATEMENT_FIELDS,
+  type ExtractedStatement,
+  type QuotaRepository,
+  type QuotaValueRepository,
+  type ReportingStructureRepository,
+  type StatementRepository,
+  type UserAttributeRepository,
+  type UserRepository,
 } from '../port.ts'
 import { type Codec, encode, lookupId, lookupIds } from './codec.ts'
 import {
@@ -198,11 +200,18 @@ export function structures(scope: Scope): ReportingStructureRepository {
   }
 }
 
+/** The fields of an extracted statement as a find projection: `id` is `_id`, which a projection includes anyway. */
+const EXTRACTED_STATEMENT_PROJECTION: Document = Object.fromEntries(
+  EXTRACTED_STATEMENT_FIELDS.filter((field) => field !== 'id').map((field) => [field, 1]),
+)
+
 export function statements(scope: Scope): StatementRepository {
   return {
     insertMany: (rows: Statement[]) => insertAll(scope, STATEMENTS, rows),
     page: (companyId, environment, window) =>
       findFirst<Statement>(scope, STATEMENTS, pageFilter(companyId, { environment }, window), window.limit),
+    pageForExtraction: (companyId, environment, window) =>
+      findFirst<ExtractedStatement>(scope, STATEMENTS, pageFilter(companyId, { environment }, window), window.limit, EXTRACTED_STATEMENT_PROJECTION),
     list: (companyId, environment, window) => findAll<Statement>(scope, STATEMENTS, inCompany(companyId, { environment }), window),
     count: (companyId, environment) => countAll(scope, STATEMENTS, inCompany(companyId, { environment })),
   }

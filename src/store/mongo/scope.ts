@@ -84,22 +84,25 @@ export async function findOne<T>(scope: Scope, codec: Codec, filter: Document): 
   })
 }
 
-/** The matching documents in id order (creation order), optionally within an offset window. */
-export async function findAll<T>(scope: Scope, codec: Codec, filter: Document, window?: OffsetWindow): Promise<T[]> {
+/**
+ * The matching documents in id order (creation order), optionally within an offset window. With a `projection`
+ * (fields to include, as in MongoDB's find), each document holds only those fields and its id.
+ */
+export async function findAll<T>(scope: Scope, codec: Codec, filter: Document, window?: OffsetWindow, projection?: Document): Promise<T[]> {
   // A limit of 0 means "no limit" to MongoDB: a window of no rows is answered here.
   if (window && window.limit <= 0) return []
   // A v1 offset may be far beyond any count: past 2^53 it cannot even be sent exactly, and it skips every row.
   if (window && !Number.isSafeInteger(window.offset)) return []
   return call(scope, async (session) => {
-    const cursor = collectionOf(scope, codec).find(filter, { ...inSession(session), sort: { _id: 1 } })
+    const cursor = collectionOf(scope, codec).find(filter, { ...inSession(session), sort: { _id: 1 }, ...(projection ? { projection } : {}) })
     if (window) cursor.skip(window.offset).limit(window.limit)
     return (await cursor.toArray()).map((document) => decode<T>(codec, document))
   })
 }
 
-/** The first `limit` matching documents in id order. */
-export async function findFirst<T>(scope: Scope, codec: Codec, filter: Document, limit: number): Promise<T[]> {
-  return findAll<T>(scope, codec, filter, { offset: 0, limit })
+/** The first `limit` matching documents in id order, each with only the fields of `projection` when one is given. */
+export async function findFirst<T>(scope: Scope, codec: Codec, filter: Document, limit: number, projection?: Document): Promise<T[]> {
+  return findAll<T>(scope, codec, filter, { offset: 0, limit }, projection)
 }
 
 /** How many documents match; `countDocuments` runs an aggregation, which a transaction allows. */

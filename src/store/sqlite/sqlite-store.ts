@@ -5,6 +5,7 @@ import type {
   CustomMetric,
   DataTable,
   DataTableRecord,
+  Environment,
   GroupAttribution,
   ManagerAttribution,
   Quota,
@@ -15,14 +16,21 @@ import type {
   UserAttributeDefinition,
 } from '../model.ts'
 import { type RowWindow, type Store, StoreConflictError } from '../port.ts'
-import { type Params, type Row, type Sql, SqliteConnection, type SqlWriter } from './connection.ts'
+import { type Params, type Row, type Sql, SqliteConnection, type SqlWriter, type Values } from './connection.ts'
 import { sqliteImports } from './imports.ts'
 import { COMPANY_TABLES } from './migrations.ts'
 import { sqliteImportStatistics } from './import-statistics.ts'
 import { rateLimitFile, SqliteRateLimits } from './rate-limits.ts'
 import { sqliteRecordWrites } from './record-writes.ts'
 import { sqliteRevisions } from './revisions.ts'
-import { INSERT_STATEMENT, STATEMENT_COLUMNS, statementFromValues, statementParams } from './statement-rows.ts'
+import {
+  EXTRACTED_STATEMENT_COLUMNS,
+  extractedStatementFromValues,
+  INSERT_STATEMENT,
+  STATEMENT_COLUMNS,
+  statementFromValues,
+  statementParams,
+} from './statement-rows.ts'
 import { listCommissionLines, listStatements } from './offset-lists.ts'
 
 /** Opens (and migrates) the SQLite store at `path`, a file or `:memory:`. */
@@ -78,6 +86,17 @@ function pageClause(window: RowWindow): { sql: string; params: Params } {
   const where = conditions.map((condition) => ` AND ${condition}`).join('')
   params.push(window.limit)
   return { sql: `${where} ORDER BY id LIMIT ?`, params }
+}
+
+/** The given columns of the statements of one environment in an id-ordered window, as arrays of values. */
+function statementValues(sql: Sql, columns: string, companyId: string, environment: Environment, window: RowWindow): Promise<Values[]> {
+  const clause = pageClause(window)
+  return sql.values(
+    `SELECT ${columns} FROM statements WHERE company_id = ? AND environment = ?${clause.sql}`,
+    companyId,
+    environment,
+    ...clause.params,
+  )
 }
 
 function sqliteStore(connection: SqliteConnection, sql: Sql, rateLimits: SqliteRateLimits): Store {
@@ -312,14 +331,10 @@ function sqliteStore(connection: SqliteConnection, sql: Sql, rateLimits: SqliteR
         })
       },
       async page(companyId, environment, window) {
-        const clause = pageClause(window)
-        const rows = await sql.values(
-          `SELECT ${STATEMENT_COLUMNS} FROM statements WHERE company_id = ? AND environment = ?${clause.sql}`,
-          companyId,
-          environment,
-          ...clause.params,
-        )
-        return rows.map(statementFromValues)
+        return (await statementValues(sql, STATEMENT_COLUMNS, companyId, environment, window)).map(statementFromValues)
+      },
+      async pageForExtraction(companyId, environment, window) {
+        return (await statementValues(sql, EXTRACTED_STATEMENT_COLUMNS, companyId, environment, window)).map(extractedStatementFromValues)
       },
       list: (companyId, environment, window) => listStatements(sql, companyId, environment, window),
       async count(companyId, environment) {

@@ -1,4 +1,5 @@
 import type { Statement, StatementStatus } from '../model.ts'
+import type { ExtractedStatement } from '../port.ts'
 import type { Params, Values } from './connection.ts'
 
 /**
@@ -54,6 +55,25 @@ export function statementFromValues(values: Values): Statement {
     metrics: parseObject(values[14]) as Record<string, unknown>,
     dimensions: parseObject(values[15]) as Record<string, string[]>,
     modified_at: values[3] as string,
+  }
+}
+
+/**
+ * The columns of the fields of `ExtractedStatement` (`statements.pageForExtraction`): the v2 extraction reads
+ * 7 columns instead of 16, and parses one JSON column instead of two.
+ */
+export const EXTRACTED_STATEMENT_COLUMNS = 'id, user_id, date, status, currency, payment, metrics'
+
+/** An extracted statement from the values of `SELECT ${EXTRACTED_STATEMENT_COLUMNS}`. */
+export function extractedStatementFromValues(values: Values): ExtractedStatement {
+  return {
+    id: values[0] as string,
+    user_id: values[1] as string,
+    date: values[2] as string,
+    status: values[3] as StatementStatus,
+    currency: values[4] as string,
+    payment: values[5] as number | null,
+    metrics: parseObject(values[6]) as Record<string, unknown>,
   }
 }
 
