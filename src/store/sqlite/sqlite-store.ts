@@ -99,6 +99,25 @@ function statementValues(sql: Sql, columns: string, companyId: string, environme
   )
 }
 
+/** A row table kept as documents whose rows belong to a scope within the company: a data table's lines, a quota's values. */
+interface ScopedTable {
+  table: 'commission_lines' | 'quota_values'
+  scope: 'table_id' | 'quota_id'
+}
+const LINES_OF_TABLE: ScopedTable = { table: 'commission_lines', scope: 'table_id' }
+const VALUES_OF_QUOTA: ScopedTable = { table: 'quota_values', scope: 'quota_id' }
+
+/** An id-ordered page of one scope's rows: a seek on the primary key (company, scope, id). */
+async function pageOfDocuments<T>(sql: Sql, { table, scope }: ScopedTable, companyId: string, scopeId: string, window: RowWindow): Promise<T[]> {
+  const clause = pageClause(window)
+  const rows = await sql.all(`SELECT doc FROM ${table} WHERE company_id = ? AND ${scope} = ?${clause.sql}`, companyId, scopeId, ...clause.params)
+  return parseAll<T>(rows)
+}
+
+async function countInScope(sql: Sql, { table, scope }: ScopedTable, companyId: string, scopeId: string): Promise<number> {
+  return countOf(await sql.get(`SELECT count(*) AS n FROM ${table} WHERE company_id = ? AND ${scope} = ?`, companyId, scopeId))
+}
+
 function sqliteStore(connection: SqliteConnection, sql: Sql, rateLimits: SqliteRateLimits): Store {
   const store: Store = {
     companies: {
@@ -359,22 +378,9 @@ function sqliteStore(connection: SqliteConnection, sql: Sql, rateLimits: SqliteR
           }
         })
       },
-      async page(companyId, tableId, window) {
-        const clause = pageClause(window)
-        const rows = await sql.all(
-          `SELECT doc FROM commission_lines WHERE company_id = ? AND table_id = ?${clause.sql}`,
-          companyId,
-          tableId,
-          ...clause.params,
-        )
-        return parseAll<CommissionLine>(rows)
-      },
+      page: (companyId, tableId, window) => pageOfDocuments<CommissionLine>(sql, LINES_OF_TABLE, companyId, tableId, window),
       list: (companyId, tableId, window) => listCommissionLines(sql, companyId, tableId, window),
-      async count(companyId, tableId) {
-        return countOf(
-          await sql.get('SELECT count(*) AS n FROM commission_lines WHERE company_id = ? AND table_id = ?', companyId, tableId),
-        )
-      },
+      count: (companyId, tableId) => countInScope(sql, LINES_OF_TABLE, companyId, tableId),
     },
 
     quotas: {
@@ -418,19 +424,8 @@ function sqliteStore(connection: SqliteConnection, sql: Sql, rateLimits: SqliteR
           }
         })
       },
-      async page(companyId, quotaId, window) {
-        const clause = pageClause(window)
-        const rows = await sql.all(
-          `SELECT doc FROM quota_values WHERE company_id = ? AND quota_id = ?${clause.sql}`,
-          companyId,
-          quotaId,
-          ...clause.params,
-        )
-        return parseAll<QuotaValue>(rows)
-      },
-      async count(companyId, quotaId) {
-        return countOf(await sql.get('SELECT count(*) AS n FROM quota_values WHERE company_id = ? AND quota_id = ?', companyId, quotaId))
-      },
+      page: (companyId, quotaId, window) => pageOfDocuments<QuotaValue>(sql, VALUES_OF_QUOTA, companyId, quotaId, window),
+      count: (companyId, quotaId) => countInScope(sql, VALUES_OF_QUOTA, companyId, quotaId),
     },
 
     imports: sqliteImports(sql),
