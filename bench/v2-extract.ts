@@ -1,11 +1,15 @@
 /**
  * The v2 extraction benchmark (`npm run bench:v2`): loads STATEMENTS statements into the embedded store, starts
  * the real server on it (`commission-api serve`, a child process), walks every statement through `next_url`
- * with limit=2000 over HTTP, and compares the walk with a baseline server that serves the same pages as
- * pre-serialized bytes. Prints rows per second, page latencies (first and last ten pages), the server's peak
- * memory, and the ratios the targets are stated in.
+ * with limit=2000 over HTTP, and compares the walk with a baseline server (another child process) that serves
+ * the same pages as pre-serialized bytes. After one warm-up walk of each server, it measures ROUNDS rounds:
+ * each round walks both servers back to back, ours first in even rounds and the baseline first in odd ones, so
+ * a drift in the speed of a shared machine favours neither side; every measured walk of ours must return the
+ * warm-up walk's bytes. Prints rows per second of the median walk, page latencies (first and last ten pages,
+ * pooled over the rounds), the server's peak memory, and the ratios the targets are stated in: ours/baseline is
+ * the median of the per-round ratios, with their range.
  *
- * Options (environment): BENCH_STATEMENTS (default 200000), BENCH_USERS (default 50).
+ * Options (environment): BENCH_STATEMENTS (default 200000), BENCH_USERS (default 50), BENCH_ROUNDS (default 5).
  */
 import { type ChildProcess, spawn } from 'node:child_process'
 import { once } from 'node:events'
@@ -23,6 +27,7 @@ import { openSqliteStore } from '../src/store/sqlite/sqlite-store.ts'
 
 const STATEMENTS = Number(process.env.BENCH_STATEMENTS ?? 200_000)
 const USERS = Number(process.env.BENCH_USERS ?? 50)
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5)
 const LIMIT = 2000
 const API_KEY = 'cak_benchmark-key-not-secret-at-all'
 const CLI = resolve(import.meta.dirname, '../src/cli.ts')
@@ -56,6 +61,7 @@ if (process.argv[2] === '--baseline') {
 // ---------------------------------------------------------------------------------------------------------
 
 async function main(): Promise<void> {
+  if (!Number.isInteger(ROUNDS) || ROUNDS < 1) throw new Error(`BENCH_ROUNDS must be a whole number >= 1, got ${process.env.BENCH_ROUNDS}`)
   const dataDir = mkdtempSync(join(tmpdir(), 'bench-v2-'))
   const children: ChildProcess[] = []
   try {
@@ -69,24 +75,22 @@ async function main(): Promise<void> {
     const firstPath = `/v2/reporting/${tableId}/statements?limit=${LIMIT}`
     const warmUp = await walkAll(ours.url, firstPath)
     if (warmUp.rows !== STATEMENTS) throw new Error(`the walk returned ${warmUp.rows} rows, expected ${STATEMENTS}`)
-    const measured = await walkAll(ours.url, firstPath)
-    const peakMemory = peakRss(ours.child.pid)
 
     const pagesDir = join(dataDir, 'pages')
     mkdirSync(pagesDir)
     const index: Record<string, string> = {}
-    measured.bodies.forEach((body, page) => {
-      index[measured.paths[page]] = `${page}.json`
+    warmUp.bodies.forEach((body, page) => {
+      index[warmUp.paths[page]] = `${page}.json`
       writeFileSync(join(pagesDir, `${page}.json`), body)
     })
     writeFileSync(join(pagesDir, 'index.json'), JSON.stringify(index))
     const baseline = await startChild([resolve(import.meta.filename), '--baseline', pagesDir], {}, /listening on (http:\/\/\S+)/, true)
     children.push(baseline.child)
-    await walkAll(baseline.url, firstPath)
-    const reference = await walkAll(baseline.url, firstPath)
-    if (reference.rows !== measured.rows || readdirSync(pagesDir).length !== measured.bodies.length + 1) throw new Error('the baseline walk differs')
+    if (readdirSync(pagesDir).length !== warmUp.bodies.length + 1) throw new Error('the baseline pages differ from the walk')
+    expectSame(warmUp, await walkAll(baseline.url, firstPath), 'the baseline warm-up walk')
 
-    report(measured, reference, peakMemory)
+    const rounds = await measureRounds(ours.url, baseline.url, firstPath, warmUp)
+    report(warmUp, rounds, peakRss(ours.child.pid))
   } finally {
     for (const child of children) child.kill('SIGTERM')
     await Promise.all(children.map((child) => (child.exitCode === null ? once(child, 'exit') : undefined)))
@@ -192,6 +196,52 @@ async function walkAll(origin: string, path: string): Promise<Walk> {
   return walk
 }
 
+/** What a measured walk keeps once its bodies have been checked and dropped. */
+type Timing = Pick<Walk, 'rows' | 'seconds' | 'latencies'>
+
+interface Round {
+  ours: Timing
+  baseline: Timing
+  /** ours.seconds / baseline.seconds of this round. */
+  ratio: number
+}
+
+/** ROUNDS rounds of one walk of each server back to back, ours first in even rounds, so a drift in speed favours neither. */
+async function measureRounds(oursUrl: string, baselineUrl: string, path: string, reference: Walk): Promise<Round[]> {
+  const rounds: Round[] = []
+  for (let round = 0; round < ROUNDS; round++) {
+    const walkOurs = () => measure(oursUrl, path, reference, `round ${round + 1}: our walk`)
+    const walkBaseline = () => measure(baselineUrl, path, reference, `round ${round + 1}: the baseline walk`)
+    let ours: Timing
+    let baseline: Timing
+    if (round % 2 === 0) {
+      ours = await walkOurs()
+      baseline = await walkBaseline()
+    } else {
+      baseline = await walkBaseline()
+      ours = await walkOurs()
+    }
+    rounds.push({ ours, baseline, ratio: ours.seconds / baseline.seconds })
+    console.log(`  round ${round + 1}/${ROUNDS} (${round % 2 === 0 ? 'ours' : 'baseline'} first): ours ${ours.seconds.toFixed(2)} s, baseline ${baseline.seconds.toFixed(2)} s, ratio ${rounds[round].ratio.toFixed(2)}`)
+  }
+  return rounds
+}
+
+/** One measured walk, checked against the warm-up walk; returns only its timings so its bodies can be collected. */
+async function measure(origin: string, path: string, reference: Walk, label: string): Promise<Timing> {
+  const walk = await walkAll(origin, path)
+  expectSame(reference, walk, label)
+  return { rows: walk.rows, seconds: walk.seconds, latencies: walk.latencies }
+}
+
+/** Throws unless `walk` returned the same rows and, page by page, the same paths and bytes as `reference`. */
+function expectSame(reference: Walk, walk: Walk, label: string): void {
+  if (walk.rows !== reference.rows) throw new Error(`${label} returned ${walk.rows} rows, the warm-up walk ${reference.rows}`)
+  if (walk.bodies.length !== reference.bodies.length) throw new Error(`${label} returned ${walk.bodies.length} pages, the warm-up walk ${reference.bodies.length}`)
+  const page = walk.bodies.findIndex((body, index) => walk.paths[index] !== reference.paths[index] || !body.equals(reference.bodies[index]))
+  if (page !== -1) throw new Error(`${label} differs from the warm-up walk at page ${page + 1} (${walk.paths[page]})`)
+}
+
 /** The peak resident memory of a process (Linux: VmHWM), in MiB; null where /proc is not there. */
 function peakRss(pid: number | undefined): number | null {
   try {
@@ -217,20 +267,30 @@ function verdict(ok: boolean): string {
   return ok ? 'ok' : 'MISSED'
 }
 
-function report(ours: Walk, baseline: Walk, peakMemory: number | null): void {
-  const first = ours.latencies.slice(0, 10)
-  const last = ours.latencies.slice(-10)
-  const rowsPerSecond = ours.rows / ours.seconds
+/** The median of `values` (the lower of the two middle ones for an even count, like percentile). */
+function median(values: number[]): number {
+  return percentile(values, 0.5)
+}
+
+/** Prints the figures: medians over the rounds, latencies pooled over the rounds, and each round's ratio. */
+function report(warmUp: Walk, rounds: Round[], peakMemory: number | null): void {
+  const first = rounds.flatMap((round) => round.ours.latencies.slice(0, 10))
+  const last = rounds.flatMap((round) => round.ours.latencies.slice(-10))
+  const oursSeconds = median(rounds.map((round) => round.ours.seconds))
+  const baselineSeconds = median(rounds.map((round) => round.baseline.seconds))
+  const rowsPerSecond = warmUp.rows / oursSeconds
   const depthRatio = percentile(last, 0.5) / percentile(first, 0.5)
-  const baselineRatio = ours.seconds / baseline.seconds
-  const megabytes = ours.bodies.reduce((total, body) => total + body.length, 0) / 1024 / 1024
+  const ratios = rounds.map((round) => round.ratio)
+  const baselineRatio = median(ratios)
+  const megabytes = warmUp.bodies.reduce((total, body) => total + body.length, 0) / 1024 / 1024
   console.log(`
-v2 extraction: ${ours.rows.toLocaleString('en')} statements, ${ours.bodies.length} pages of limit=${LIMIT} (${megabytes.toFixed(0)} MiB of JSON), over HTTP
-  ours:      ${ours.seconds.toFixed(2)} s, ${Math.round(rowsPerSecond).toLocaleString('en')} rows/s          target >= 100,000: ${verdict(rowsPerSecond >= 100_000)}
-  first 10 pages: p50 ${ms(percentile(first, 0.5))}, p99 ${ms(percentile(first, 0.99))}
-  last 10 pages:  p50 ${ms(percentile(last, 0.5))}, p99 ${ms(percentile(last, 0.99))}
+v2 extraction: ${warmUp.rows.toLocaleString('en')} statements, ${warmUp.bodies.length} pages of limit=${LIMIT} (${megabytes.toFixed(0)} MiB of JSON), over HTTP, ${rounds.length} measured rounds
+  ours:      ${oursSeconds.toFixed(2)} s (median), ${Math.round(rowsPerSecond).toLocaleString('en')} rows/s          target >= 100,000: ${verdict(rowsPerSecond >= 100_000)}
+  first 10 pages: p50 ${ms(percentile(first, 0.5))}, p99 ${ms(percentile(first, 0.99))}   (pooled over ${rounds.length} rounds)
+  last 10 pages:  p50 ${ms(percentile(last, 0.5))}, p99 ${ms(percentile(last, 0.99))}   (pooled over ${rounds.length} rounds)
   last/first p50: ${depthRatio.toFixed(2)}                          target <= 1.3: ${verdict(depthRatio <= 1.3)}
   server peak memory (VmHWM): ${peakMemory === null ? 'n/a' : `${peakMemory.toFixed(0)} MiB`}
-  baseline (pre-serialized bytes): ${baseline.seconds.toFixed(2)} s, ${Math.round(baseline.rows / baseline.seconds).toLocaleString('en')} rows/s
-  ours/baseline: ${baselineRatio.toFixed(2)}                           target <= 2: ${verdict(baselineRatio <= 2)}`)
+  baseline (pre-serialized bytes): ${baselineSeconds.toFixed(2)} s (median), ${Math.round(warmUp.rows / baselineSeconds).toLocaleString('en')} rows/s
+  ours/baseline: ${baselineRatio.toFixed(2)} (median of ${rounds.length} rounds, ${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)})   target <= 2: ${verdict(baselineRatio <= 2)}
+  rounds: ${ratios.map((ratio) => ratio.toFixed(2)).join(' ')}`)
 }
