@@ -14,6 +14,7 @@ import type {
 } from '../store/model.ts'
 import type { Store } from '../store/port.ts'
 import type { CommissionLineChanges, QuotaValueChanges, StatementChanges } from '../store/revisions.ts'
+import { renderStatements } from '../v2/statement-texts.ts'
 
 /**
  * Edits of a company's stored data, shared by the CLI and the /admin routes: what a company changes in the
@@ -71,8 +72,11 @@ export type StatementEdit = RowEdit<StatementChanges>
 export type CommissionLineEdit = RowEdit<CommissionLineChanges>
 export type QuotaValueEdit = RowEdit<QuotaValueChanges>
 
-export function reviseStatement(store: Store, clock: Clock, companyId: string, id: string, edit: StatementEdit): Promise<Statement> {
-  return reviseRow(store, clock, companyId, id, edit, (company, row, changes) => store.revisions.updateStatement(company, row, changes), 'statement')
+/** Changes a statement, then renders its v2 row again (its rendering went with the change). */
+export async function reviseStatement(store: Store, clock: Clock, companyId: string, id: string, edit: StatementEdit): Promise<Statement> {
+  const statement = await reviseRow(store, clock, companyId, id, edit, (company, row, changes) => store.revisions.updateStatement(company, row, changes), 'statement')
+  await renderStatements(store, companyId)
+  return statement
 }
 
 export function reviseCommissionLine(store: Store, clock: Clock, companyId: string, id: string, edit: CommissionLineEdit): Promise<CommissionLine> {
@@ -95,7 +99,7 @@ function duplicatesOf(keys: readonly string[]): string[] {
   return keys.filter((key, index) => keys.indexOf(key) !== index)
 }
 
-/** Adds, removes or reorders the metrics and fields a reporting structure shows, or renames it. */
+/** Adds, removes or reorders the metrics and fields a reporting structure shows, or renames it; then renders statement rows for it. */
 export async function reviseStructure(store: Store, clock: Clock, companyId: string, id: string, edit: StructureEdit): Promise<ReportingStructure> {
   await requireCompany(store, companyId)
   const structure = found(await store.structures.get(companyId, storedId(id)), 'reporting_structure', id)
@@ -119,7 +123,9 @@ export async function reviseStructure(store: Store, clock: Clock, companyId: str
     ...(edit.metrics === undefined ? {} : { metric_keys: edit.metrics }),
     ...(edit.fields === undefined ? {} : { field_keys: edit.fields }),
   }
-  return found(await store.revisions.updateStructure(companyId, structure.id, changes), 'reporting_structure', id)
+  const changed = found(await store.revisions.updateStructure(companyId, structure.id, changes), 'reporting_structure', id)
+  await renderStatements(store, companyId)
+  return changed
 }
 
 export interface MetricEdit {
@@ -129,7 +135,10 @@ export interface MetricEdit {
   enum_values?: string[] | null
 }
 
-/** Changes a custom metric's definition, named by its API key. Stored values stay; they are rendered by the new kind. */
+/**
+ * Changes a custom metric's definition, named by its API key. Stored values stay; they are rendered by the new
+ * kind, and statement rows are rendered again for it.
+ */
 export async function reviseMetric(store: Store, clock: Clock, companyId: string, apiKey: string, edit: MetricEdit): Promise<CustomMetric> {
   await requireCompany(store, companyId)
   const metric = found((await store.metrics.list(companyId)).find((item) => item.api_key === apiKey) ?? null, 'custom_metric', apiKey)
@@ -138,5 +147,7 @@ export async function reviseMetric(store: Store, clock: Clock, companyId: string
   if (kind === 'enum' && (!enumValues || enumValues.length === 0)) {
     throw new ValidationError({ resource: 'enum_values', description: 'an enum metric needs enum_values' })
   }
-  return found(await store.revisions.updateMetric(companyId, metric.id, { ...edit, modified_at: clock.now().toISOString() }), 'custom_metric', apiKey)
+  const changed = found(await store.revisions.updateMetric(companyId, metric.id, { ...edit, modified_at: clock.now().toISOString() }), 'custom_metric', apiKey)
+  await renderStatements(store, companyId)
+  return changed
 }

@@ -183,12 +183,32 @@ export interface ReportingStructureRepository {
 export const EXTRACTED_STATEMENT_FIELDS = ['id', 'user_id', 'date', 'status', 'currency', 'payment', 'metrics'] as const
 export type ExtractedStatement = Pick<Statement, (typeof EXTRACTED_STATEMENT_FIELDS)[number]>
 
+/**
+ * The text of a v2 statement row after its user reference, rendered ahead of any read (`src/v2/statement-texts.ts`),
+ * and the key of what it was rendered for. A statement keeps one; writing the statement again drops it.
+ */
+export interface StatementRendering {
+  id: string
+  key: string
+  text: string
+}
+
+/**
+ * A statement as the v2 extraction reads it: the stored text of its row when that text was rendered for the
+ * key asked, else null and the fields to render the row from.
+ */
+export type StatementForExtraction = { id: string; user_id: string; rendering: string } | (ExtractedStatement & { rendering: null })
+
 export interface StatementRepository {
   insertMany(statements: Statement[]): Promise<void>
   /** Statements of one environment in id order, within the window. */
   page(companyId: string, environment: Environment, window: RowWindow): Promise<Statement[]>
-  /** The same statements as `page` with the same window, each with only the fields of `ExtractedStatement`. */
-  pageForExtraction(companyId: string, environment: Environment, window: RowWindow): Promise<ExtractedStatement[]>
+  /** The same statements as `page` with the same window, each as its rendering for `renderingKey` or its extracted fields. */
+  pageForExtraction(companyId: string, environment: Environment, window: RowWindow, renderingKey: string): Promise<StatementForExtraction[]>
+  /** Up to `limit` statements after `afterId` (from the first when null), in id order, that hold no rendering for `renderingKey`. */
+  pageToRender(companyId: string, environment: Environment, renderingKey: string, afterId: string | null, limit: number): Promise<ExtractedStatement[]>
+  /** Stores the renderings of statements of the environment (replacing any they held); an unknown id is ignored. */
+  saveRenderings(companyId: string, environment: Environment, renderings: StatementRendering[]): Promise<void>
   /**
    * Statements of one environment in id order, skipping `offset` and returning at most `limit` (the v1
    * lists). Ordered and stable: the same window over unchanged data returns the same rows.

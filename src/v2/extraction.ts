@@ -3,12 +3,21 @@ import { rowsPath } from './data-structures.ts'
 import { structureColumns } from './fields.ts'
 import { liveQuota, liveStructure } from './lookup.ts'
 import { cutPage, type Page, type PageQuery, type PageRequest, pageRequest } from './pages.ts'
-import { type Emails, quotaValueRenderer, recordRenderer, type Row, statementRenderer } from './rows.ts'
+import { type Emails, quotaValueRenderer, recordRenderer, type Row, userReference } from './rows.ts'
+import { statementPageBytes, type StatementRowText, statementTexts } from './statement-texts.ts'
 
 /**
  * The three v2 row endpoints. Each page reads `limit + 1` rows by id after `start_id` (an index seek, never an
  * offset), resolves the emails of the users it names in one read, and renders the rows.
  */
+
+/** The emails of the users the rows name, in one read. */
+async function emailsOf(store: Store, companyId: string, rows: ReadonlyArray<{ user_id: string }>): Promise<Emails> {
+  const users = await store.users.getMany(companyId, [...new Set(rows.map((row) => row.user_id))])
+  const emails = new Map<string, string>()
+  for (const [id, user] of users) emails.set(id, user.email)
+  return emails
+}
 
 async function renderPage<Stored extends { id: string; user_id: string }>(
   store: Store,
@@ -19,23 +28,32 @@ async function renderPage<Stored extends { id: string; user_id: string }>(
   rowsUrl: string,
 ): Promise<Page<Row>> {
   const page = cutPage(request, stored, rowsUrl)
-  const users = await store.users.getMany(companyId, [...new Set(page.rows.map((row) => row.user_id))])
-  const emails = new Map<string, string>()
-  for (const [id, user] of users) emails.set(id, user.email)
+  const emails = await emailsOf(store, companyId, page.rows)
   return { data: page.rows.map((row) => render(row, emails)), meta: page.meta }
 }
 
-/** `GET /v2/reporting/{table_id}/statements`. Date bounds are exclusive. */
-export async function statementPage(store: Store, companyId: string, tableId: string, query: PageQuery, baseUrl: string): Promise<Page<Row>> {
+/**
+ * `GET /v2/reporting/{table_id}/statements`, as the page's JSON bytes: each row from the rendering its statement
+ * holds for the structure, or rendered now (statement-texts.ts). Date bounds are exclusive.
+ */
+export async function statementPage(store: Store, companyId: string, tableId: string, query: PageQuery, baseUrl: string): Promise<Buffer> {
   const request = pageRequest(query, 'exclusive')
   const structure = await liveStructure(store, companyId, tableId, 'statement_reporting')
-  const [columns, stored] = await Promise.all([
-    structureColumns(store, structure),
-    // Only the fields a row shows: a page reads 2,001 statements, and the rest would be read for nothing.
-    store.statements.pageForExtraction(companyId, 'live', request.window),
-  ])
-  const rowsUrl = baseUrl + rowsPath(structure.type, structure.id)
-  return renderPage(store, companyId, request, stored, statementRenderer(columns.metrics), rowsUrl)
+  const texts = statementTexts((await structureColumns(store, structure)).metrics)
+  const stored = await store.statements.pageForExtraction(companyId, 'live', request.window, texts.key)
+  const page = cutPage(request, stored, baseUrl + rowsPath(structure.type, structure.id))
+  const emails = await emailsOf(store, companyId, page.rows)
+  // A page names few users: each reference is written once.
+  const references = new Map<string, string>()
+  const rows = page.rows.map((row): StatementRowText => {
+    let reference = references.get(row.user_id)
+    if (reference === undefined) {
+      reference = JSON.stringify(userReference(row.user_id, emails))
+      references.set(row.user_id, reference)
+    }
+    return { id: row.id, reference, rest: row.rendering === null ? texts.rest(row) : row.rendering }
+  })
+  return statementPageBytes(rows, JSON.stringify(page.meta))
 }
 
 /** `GET /v2/reporting/{table_id}/records`: the commission lines of the structure's data table. Date bounds are exclusive. */

@@ -24,7 +24,7 @@ export interface UserReference {
 /** Emails of the users a page names, by user id; a user that no longer exists is missing. */
 export type Emails = ReadonlyMap<string, string>
 
-const userReference = (userId: string, emails: Emails): UserReference => ({ id: userId, email: emails.get(userId) ?? null })
+export const userReference = (userId: string, emails: Emails): UserReference => ({ id: userId, email: emails.get(userId) ?? null })
 
 function amountOf(raw: unknown, currency: string): Money | null {
   if (typeof raw === 'number') return { value: raw, currency }
@@ -107,14 +107,16 @@ function addMetrics(row: Row, columns: readonly MetricColumn[], values: Record<s
   return row
 }
 
-/** Renders statements: `standard.total_commission` is the payment in the statement's currency. */
-export function statementRenderer(metrics: readonly CustomMetric[]): (statement: ExtractedStatement, emails: Emails) => Row {
+/**
+ * Renders what a statement row shows after `standard.id` and `standard.user`, which depends on the statement and
+ * the metrics only (statement-texts.ts builds the row's text from it). `standard.total_commission` is the payment
+ * in the statement's currency.
+ */
+export function statementRowRest(metrics: readonly CustomMetric[]): (statement: ExtractedStatement) => Row {
   const columns = metricColumns(metrics)
-  return (statement, emails) =>
+  return (statement) =>
     addMetrics(
       {
-        'standard.id': statement.id,
-        'standard.user': userReference(statement.user_id, emails),
         'standard.date': statement.date,
         'standard.total_commission': statement.payment === null ? null : { value: statement.payment, currency: statement.currency },
         'standard.status': statement.status,

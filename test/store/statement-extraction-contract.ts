@@ -1,20 +1,36 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { newId } from '../../src/ids.ts'
 import type { Environment, Statement } from '../../src/store/model.ts'
-import type { ExtractedStatement, RowWindow, Store } from '../../src/store/port.ts'
+import type { ExtractedStatement, RowWindow, StatementForExtraction, Store } from '../../src/store/port.ts'
 import { aCompany, aStatement, byId, minute } from './builders.ts'
 import type { StoreFactory } from './contract.ts'
 
 /**
- * `statements.pageForExtraction`, for every adapter: the statements `page` selects, with only the fields a v2
- * statement row shows. `page` itself is in the main contract; here each window is checked against it, and
- * against the rows it must select.
+ * The statements the v2 extraction reads, for every adapter. `pageForExtraction`: the statements `page` selects,
+ * each as the rendering it holds for the key asked, or else with only the fields a v2 statement row shows. `page`
+ * itself is in the main contract; here each window is checked against it, and against the rows it must select.
+ * `pageToRender` and `saveRenderings`: what keeps renderings, and drops them when a statement is written again.
  */
 
-/** What the extraction must return for a stored statement: these seven fields, and no other. */
-function extracted({ id, user_id, date, status, currency, payment, metrics }: Statement): ExtractedStatement {
+/** The fields a rendering is made from: these seven, and no other. */
+function fieldsOf({ id, user_id, date, status, currency, payment, metrics }: Statement): ExtractedStatement {
   return { id, user_id, date, status, currency, payment, metrics }
 }
+
+/** What the extraction must return for a statement that holds no rendering for the key asked. */
+function extracted(statement: Statement): StatementForExtraction {
+  return { ...fieldsOf(statement), rendering: null }
+}
+
+/** What the extraction must return for a statement whose rendering for the key asked is `text`. */
+function rendered(statement: Statement, text: string): StatementForExtraction {
+  return { id: statement.id, user_id: statement.user_id, rendering: text }
+}
+
+const KEY = 'key-of-this-test'
+
+/** A rendering that names its statement and key, so a test sees which one it got. */
+const text = (statement: Statement, key = KEY) => `,"rendering of":"${statement.id} for ${key}"}`
 
 export function statementExtractionContract(name: string, factory: StoreFactory): void {
   describe(`store contract, statements.pageForExtraction: ${name}`, () => {
@@ -33,7 +49,9 @@ export function statementExtractionContract(name: string, factory: StoreFactory)
       await factory.cleanup?.(store)
     })
 
-    const extract = (window: RowWindow, environment: Environment = 'live') => store.statements.pageForExtraction(companyId, environment, window)
+    const extract = (window: RowWindow, environment: Environment = 'live', key = KEY) => store.statements.pageForExtraction(companyId, environment, window, key)
+    const render = (statements: Statement[], key = KEY, environment: Environment = 'live') =>
+      store.statements.saveRenderings(companyId, environment, statements.map((statement) => ({ id: statement.id, key, text: text(statement, key) })))
 
     it('returns the fields a v2 row shows exactly as written, and no other', async () => {
       const statements = byId([
@@ -46,7 +64,9 @@ export function statementExtractionContract(name: string, factory: StoreFactory)
       const found = await extract({ limit: 10 })
 
       expect(found).toStrictEqual(statements.map(extracted))
-      for (const statement of found) expect(Object.keys(statement).toSorted()).toStrictEqual(['currency', 'date', 'id', 'metrics', 'payment', 'status', 'user_id'])
+      for (const statement of found) {
+        expect(Object.keys(statement).toSorted()).toStrictEqual(['currency', 'date', 'id', 'metrics', 'payment', 'rendering', 'status', 'user_id'])
+      }
     })
 
     describe('over a scope with rows around it', () => {
@@ -91,7 +111,7 @@ export function statementExtractionContract(name: string, factory: StoreFactory)
       it('reads only the environment and the company it is given', async () => {
         const [sandbox] = await store.statements.page(companyId, 'sandbox', { limit: 10 })
         expect(await extract({ limit: 10 }, 'sandbox')).toStrictEqual([extracted(sandbox)])
-        expect(await store.statements.pageForExtraction(aCompany().id, 'live', { limit: 10 })).toStrictEqual([])
+        expect(await store.statements.pageForExtraction(aCompany().id, 'live', { limit: 10 }, KEY)).toStrictEqual([])
       })
     })
 
@@ -99,6 +119,7 @@ export function statementExtractionContract(name: string, factory: StoreFactory)
       const statement = aStatement(companyId, { metrics: { bonus: { value: 5, currency: 'EUR' }, tier: 'gold' } })
       await store.statements.insertMany([statement])
       const [first] = await extract({ limit: 1 })
+      if (first.rendering !== null) throw new Error('expected the fields of a statement without rendering')
       first.currency = 'changed'
       ;(first.metrics.bonus as { value: number }).value = 99
       first.metrics.added = true
@@ -109,9 +130,81 @@ export function statementExtractionContract(name: string, factory: StoreFactory)
       const statement = aStatement(companyId)
       const inside = await store.transaction(async (tx) => {
         await tx.statements.insertMany([statement])
-        return tx.statements.pageForExtraction(companyId, 'live', { limit: 10 })
+        return tx.statements.pageForExtraction(companyId, 'live', { limit: 10 }, KEY)
       })
       expect(inside).toStrictEqual([extracted(statement)])
+    })
+
+    describe('renderings', () => {
+      /** Four live statements in id order. */
+      let rows: Statement[]
+
+      beforeEach(async () => {
+        rows = byId([1, 2, 3, 4].map(() => aStatement(companyId, { metrics: { tier: 'gold', bonus: { value: 5, currency: 'EUR' } } })))
+        await store.statements.insertMany(rows)
+      })
+
+      it('are returned for the key they were saved with, in place of the fields', async () => {
+        await render([rows[1], rows[3]])
+        expect(await extract({ limit: 10 })).toStrictEqual([extracted(rows[0]), rendered(rows[1], text(rows[1])), extracted(rows[2]), rendered(rows[3], text(rows[3]))])
+        expect(await extract({ limit: 10 }, 'live', 'another key')).toStrictEqual(rows.map(extracted))
+      })
+
+      it('are replaced by a later rendering, whatever its key', async () => {
+        await render(rows)
+        await render([rows[0]], 'another key')
+        expect(await extract({ limit: 10 }, 'live', 'another key')).toStrictEqual([rendered(rows[0], text(rows[0], 'another key')), ...rows.slice(1).map(extracted)])
+        expect((await extract({ limit: 10 }))[0]).toStrictEqual(extracted(rows[0]))
+      })
+
+      it('are dropped when the statement is changed', async () => {
+        await render(rows)
+        const changed = await store.revisions.updateStatement(companyId, rows[2].id, { modified_at: minute(9), status: 'paid', payment: 42 })
+        expect(changed).toStrictEqual({ ...rows[2], modified_at: minute(9), status: 'paid', payment: 42 })
+        const found = await extract({ limit: 10 })
+        expect(found).toStrictEqual([rendered(rows[0], text(rows[0])), rendered(rows[1], text(rows[1])), extracted(changed!), rendered(rows[3], text(rows[3]))])
+      })
+
+      it('are not part of the statement: `page` and `list` return it as written', async () => {
+        await render(rows)
+        expect(await store.statements.page(companyId, 'live', { limit: 10 })).toStrictEqual(rows)
+        expect(await store.statements.list(companyId, 'live', { offset: 0, limit: 10 })).toStrictEqual(rows)
+      })
+
+      it('are saved for the environment and company given only; an unknown id is ignored', async () => {
+        const [sandbox] = byId([aStatement(companyId, { environment: 'sandbox' })])
+        await store.statements.insertMany([sandbox])
+        await render([sandbox, aStatement(companyId)], KEY, 'live')
+        expect(await extract({ limit: 10 }, 'sandbox')).toStrictEqual([extracted(sandbox)])
+        const stranger = aCompany()
+        await store.companies.insert(stranger)
+        await store.statements.saveRenderings(stranger.id, 'live', [{ id: rows[0].id, key: KEY, text: 'not this one' }])
+        expect(await extract({ limit: 10 })).toStrictEqual(rows.map(extracted))
+      })
+
+      it('pageToRender: the fields of the statements without a rendering for the key, in id order, after the id given', async () => {
+        await render([rows[1]])
+        await render([rows[2]], 'another key')
+        const toRender = (afterId: string | null, limit: number, key = KEY) => store.statements.pageToRender(companyId, 'live', key, afterId, limit)
+        expect(await toRender(null, 10)).toStrictEqual([rows[0], rows[2], rows[3]].map(fieldsOf))
+        expect(await toRender(null, 2)).toStrictEqual([rows[0], rows[2]].map(fieldsOf))
+        expect(await toRender(rows[0].id, 10)).toStrictEqual([rows[2], rows[3]].map(fieldsOf))
+        expect(await toRender(rows[3].id, 10)).toStrictEqual([])
+        expect(await toRender(null, 10, 'another key')).toStrictEqual([rows[0], rows[1], rows[3]].map(fieldsOf))
+        expect(await store.statements.pageToRender(companyId, 'sandbox', KEY, null, 10)).toStrictEqual([])
+        expect(await store.statements.pageToRender(aCompany().id, 'live', KEY, null, 10)).toStrictEqual([])
+      })
+
+      it('are saved with the transaction they are saved in, or not at all', async () => {
+        await expect(
+          store.transaction(async (tx) => {
+            await tx.statements.saveRenderings(companyId, 'live', [{ id: rows[0].id, key: KEY, text: text(rows[0]) }])
+            expect((await tx.statements.pageForExtraction(companyId, 'live', { limit: 1 }, KEY))[0]).toStrictEqual(rendered(rows[0], text(rows[0])))
+            throw new Error('abandon')
+          }),
+        ).rejects.toThrow('abandon')
+        expect((await extract({ limit: 1 }))[0]).toStrictEqual(extracted(rows[0]))
+      })
     })
   })
 }

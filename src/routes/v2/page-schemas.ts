@@ -1,3 +1,4 @@
+import type { FastifyReply } from 'fastify'
 import { Type } from 'typebox'
 import { DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT } from '../../v2/pages.ts'
 import { AuthenticatedErrorResponses, ObjectIdSchema, PageMetaSchema } from '../schemas.ts'
@@ -28,3 +29,11 @@ export const PageResponses = { 200: PageSchema, ...AuthenticatedErrorResponses }
  * which a schema-compiled serializer would have to walk generically, and more slowly.
  */
 export const serializeWithJson = () => (data: unknown) => JSON.stringify(data)
+
+/**
+ * Sends a page already rendered as UTF-8 JSON (statements: src/v2/statement-texts.ts); the route's schema still
+ * documents the page's shape, which the bytes have.
+ */
+export function sendPageBytes(reply: FastifyReply, bytes: Buffer): FastifyReply {
+  return reply.type('application/json; charset=utf-8').send(bytes)
+}

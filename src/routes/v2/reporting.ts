@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { recordPage, statementPage } from '../../v2/extraction.ts'
 import { baseUrl } from '../base-url.ts'
-import { PageQuerySchema, PageResponses, serializeWithJson } from './page-schemas.ts'
+import { PageQuerySchema, PageResponses, sendPageBytes, serializeWithJson } from './page-schemas.ts'
 
 const TableParamsSchema = Type.Object({ table_id: Type.String({ description: 'id of a live reporting structure, from discovery' }) })
 
@@ -18,7 +18,8 @@ export const reportingRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
       serializerCompiler: serializeWithJson,
     },
-    async (request) => statementPage(app.store, request.principal.company.id, request.params.table_id, request.query, baseUrl(request)),
+    async (request, reply) =>
+      sendPageBytes(reply, await statementPage(app.store, request.principal.company.id, request.params.table_id, request.query, baseUrl(request))),
   )
 
   app.get(

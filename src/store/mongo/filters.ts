@@ -13,8 +13,8 @@ export function inCompany(companyId: string, conditions: Document = {}): Documen
 }
 
 /** The one document of the company with this id (none when the id is not an ObjectId). */
-export function byId(companyId: string, id: string): Document {
-  return inCompany(companyId, { _id: lookupId(id) })
+export function byId(companyId: string, id: string, conditions: Document = {}): Document {
+  return inCompany(companyId, { ...conditions, _id: lookupId(id) })
 }
 
 /** The documents of one data table of the company (records, commission lines). */

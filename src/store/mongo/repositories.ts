@@ -29,6 +29,7 @@ import {
   type QuotaRepository,
   type QuotaValueRepository,
   type ReportingStructureRepository,
+  type StatementForExtraction,
   type StatementRepository,
   type UserAttributeRepository,
   type UserRepository,
@@ -51,7 +52,7 @@ import {
   USER_ATTRIBUTES,
   USERS,
 } from './collections.ts'
-import { byId, inCompany, inTable, pageFilter } from './filters.ts'
+import { byId, cursorId, inCompany, inTable, pageFilter } from './filters.ts'
 import { atomically, call, collectionOf, countAll, findAll, findFirst, findOne, inSession, insertAll, insertOne, type Scope, writeAll } from './scope.ts'
 
 /**
@@ -205,14 +206,41 @@ const EXTRACTED_STATEMENT_PROJECTION: Document = Object.fromEntries(
   EXTRACTED_STATEMENT_FIELDS.filter((field) => field !== 'id').map((field) => [field, 1]),
 )
 
+/** A statement's rendering is kept beside it, as `{key, text}`: not part of the statement record. */
+const WITHOUT_RENDERING: Document = { rendering: 0 }
+
+type StoredExtraction = ExtractedStatement & { rendering?: { key: string; text: string } }
+
+function forExtraction({ rendering, ...statement }: StoredExtraction, renderingKey: string): StatementForExtraction {
+  if (rendering?.key === renderingKey) return { id: statement.id, user_id: statement.user_id, rendering: rendering.text }
+  return { ...statement, rendering: null }
+}
+
 export function statements(scope: Scope): StatementRepository {
   return {
     insertMany: (rows: Statement[]) => insertAll(scope, STATEMENTS, rows),
     page: (companyId, environment, window) =>
-      findFirst<Statement>(scope, STATEMENTS, pageFilter(companyId, { environment }, window), window.limit),
-    pageForExtraction: (companyId, environment, window) =>
-      findFirst<ExtractedStatement>(scope, STATEMENTS, pageFilter(companyId, { environment }, window), window.limit, EXTRACTED_STATEMENT_PROJECTION),
-    list: (companyId, environment, window) => findAll<Statement>(scope, STATEMENTS, inCompany(companyId, { environment }), window),
+      findFirst<Statement>(scope, STATEMENTS, pageFilter(companyId, { environment }, window), window.limit, WITHOUT_RENDERING),
+    async pageForExtraction(companyId, environment, window, renderingKey) {
+      const projection = { ...EXTRACTED_STATEMENT_PROJECTION, rendering: 1 }
+      const found = await findFirst<StoredExtraction>(scope, STATEMENTS, pageFilter(companyId, { environment }, window), window.limit, projection)
+      return found.map((statement) => forExtraction(statement, renderingKey))
+    },
+    pageToRender(companyId, environment, renderingKey, afterId, limit) {
+      // `$ne` also matches a statement that holds no rendering at all.
+      const filter = inCompany(companyId, { environment, 'rendering.key': { $ne: renderingKey } })
+      if (afterId !== null) filter._id = { $gt: cursorId(afterId) }
+      return findFirst<ExtractedStatement>(scope, STATEMENTS, filter, limit, EXTRACTED_STATEMENT_PROJECTION)
+    },
+    saveRenderings: (companyId, environment, renderings) =>
+      writeAll(
+        scope,
+        STATEMENTS,
+        renderings.map(({ id, key, text }) => ({
+          updateOne: { filter: byId(companyId, id, { environment }), update: { $set: { rendering: { key, text } } } },
+        })),
+      ),
+    list: (companyId, environment, window) => findAll<Statement>(scope, STATEMENTS, inCompany(companyId, { environment }), window, WITHOUT_RENDERING),
     count: (companyId, environment) => countAll(scope, STATEMENTS, inCompany(companyId, { environment })),
   }
 }

@@ -11,15 +11,15 @@ export function setFields(changes: object): Document {
 }
 
 /**
- * Sets the given fields of one record of the company with one `findOneAndUpdate`, atomic on its document,
- * and answers the record as changed. Since driver 6, `findOneAndUpdate` resolves with the document itself
+ * Sets the given fields of one record of the company (and removes the `unset` ones) with one
+ * `findOneAndUpdate`, atomic on its document, and answers the record as changed. Since driver 6, `findOneAndUpdate` resolves with the document itself
  * (or null) unless `includeResultMetadata` is set; `returnDocument: 'after'` makes it the changed one.
  */
-function update<T>(scope: Scope, codec: Codec, companyId: string, id: string, changes: object): Promise<T | null> {
+function update<T>(scope: Scope, codec: Codec, companyId: string, id: string, changes: object, unset: Document = {}): Promise<T | null> {
   return call(scope, async (session) => {
     const document = await collectionOf(scope, codec).findOneAndUpdate(
       byId(companyId, id),
-      { $set: setFields(changes) },
+      { $set: setFields(changes), ...(Object.keys(unset).length > 0 ? { $unset: unset } : {}) },
       { ...inSession(session), returnDocument: 'after' },
     )
     return document ? decode<T>(codec, document) : null
@@ -28,7 +28,8 @@ function update<T>(scope: Scope, codec: Codec, companyId: string, id: string, ch
 
 export function mongoRevisions(scope: Scope): RevisionRepository {
   return {
-    updateStatement: (companyId, id, changes) => update(scope, STATEMENTS, companyId, id, changes),
+    // A changed statement's rendering no longer shows it (src/v2/statement-texts.ts).
+    updateStatement: (companyId, id, changes) => update(scope, STATEMENTS, companyId, id, changes, { rendering: '' }),
     updateCommissionLine: (companyId, id, changes) => update(scope, COMMISSION_LINES, companyId, id, changes),
     updateQuotaValue: (companyId, id, changes) => update(scope, QUOTA_VALUES, companyId, id, changes),
     updateStructure: (companyId, id, changes) => update(scope, REPORTING_STRUCTURES, companyId, id, changes),

@@ -113,6 +113,11 @@ export const MIGRATIONS: readonly string[] = [
   DROP TABLE statements;
   ALTER TABLE statements_by_column RENAME TO statements;
   `,
+  // A statement's v2 row text, rendered ahead of reads (src/v2/statement-texts.ts). A replaced row has none.
+  `
+  ALTER TABLE statements ADD COLUMN rendering_key TEXT;
+  ALTER TABLE statements ADD COLUMN rendering TEXT;
+  `,
 ]
 
 /** Every table that holds company data, for deleting a company. */

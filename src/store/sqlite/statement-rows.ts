@@ -77,6 +77,13 @@ export function extractedStatementFromValues(values: Values): ExtractedStatement
   }
 }
 
+/**
+ * The columns `statements.pageForExtraction` reads first, the rendering key being ?1: a statement's id, user and
+ * its rendering when it holds one for that key, else NULL. Three values a row: the statements without a rendering
+ * are read again for their fields, by id, which most pages never need.
+ */
+export const RENDERED_STATEMENT_COLUMNS = 'id, user_id, CASE WHEN rendering_key = ?1 THEN rendering END'
+
 /** Most statements have no dimensions, and some no metrics: an empty object needs no parser. */
 function parseObject(text: unknown): Record<string, unknown> {
   return text === '{}' ? {} : (JSON.parse(text as string) as Record<string, unknown>)
