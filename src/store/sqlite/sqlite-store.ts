@@ -15,7 +15,7 @@ import type {
   User,
   UserAttributeDefinition,
 } from '../model.ts'
-import { type ExtractedStatement, type RowWindow, type StatementForExtraction, type Store, StoreConflictError } from '../port.ts'
+import { type RowWindow, type Store, StoreConflictError } from '../port.ts'
 import { type Params, type Row, type Sql, SqliteConnection, type SqlWriter, type Values } from './connection.ts'
 import { sqliteImports } from './imports.ts'
 import { COMPANY_TABLES } from './migrations.ts'
@@ -28,7 +28,8 @@ import {
   extractedStatementFromValues,
   INSERT_STATEMENT,
   STATEMENT_COLUMNS,
-  RENDERED_STATEMENT_COLUMNS,
+  STATEMENT_FOR_EXTRACTION_COLUMNS,
+  statementForExtractionFromValues,
   statementFromValues,
   statementParams,
 } from './statement-rows.ts'
@@ -87,36 +88,6 @@ function pageClause(window: RowWindow): { sql: string; params: Params } {
   const where = conditions.map((condition) => ` AND ${condition}`).join('')
   params.push(window.limit)
   return { sql: `${where} ORDER BY id LIMIT ?`, params }
-}
-
-/**
- * The extraction's page: each statement's rendering for `renderingKey`, or, for those without one, their fields,
- * read by id in a second query. A statement written between the two reads is read as it is in the second.
- */
-async function statementsForExtraction(
-  sql: Sql,
-  companyId: string,
-  environment: Environment,
-  window: RowWindow,
-  renderingKey: string,
-): Promise<StatementForExtraction[]> {
-  const rows = await statementValues(sql, RENDERED_STATEMENT_COLUMNS, companyId, environment, window, [renderingKey])
-  const unrendered = rows.filter((row) => row[2] === null).map((row) => row[0] as string)
-  const fields = new Map<string, ExtractedStatement>()
-  if (unrendered.length > 0) {
-    const found = await sql.values(
-      `SELECT ${EXTRACTED_STATEMENT_COLUMNS} FROM statements WHERE company_id = ? AND environment = ? AND id IN (SELECT value FROM json_each(?))`,
-      companyId,
-      environment,
-      JSON.stringify(unrendered),
-    )
-    for (const values of found) fields.set(values[0] as string, extractedStatementFromValues(values))
-  }
-  return rows.flatMap((row): StatementForExtraction[] => {
-    if (row[2] !== null) return [{ id: row[0] as string, user_id: row[1] as string, rendering: row[2] as string }]
-    const statement = fields.get(row[0] as string)
-    return statement ? [{ ...statement, rendering: null }] : []
-  })
 }
 
 /**
@@ -394,7 +365,10 @@ function sqliteStore(connection: SqliteConnection, sql: Sql, rateLimits: SqliteR
       async page(companyId, environment, window) {
         return (await statementValues(sql, STATEMENT_COLUMNS, companyId, environment, window)).map(statementFromValues)
       },
-      pageForExtraction: (companyId, environment, window, renderingKey) => statementsForExtraction(sql, companyId, environment, window, renderingKey),
+      async pageForExtraction(companyId, environment, window, renderingKey) {
+        const rows = await statementValues(sql, STATEMENT_FOR_EXTRACTION_COLUMNS, companyId, environment, window, [renderingKey])
+        return rows.map(statementForExtractionFromValues)
+      },
       async pageToRender(companyId, environment, renderingKey, afterId, limit) {
         const rows = await sql.values(
           `SELECT ${EXTRACTED_STATEMENT_COLUMNS} FROM statements

@@ -1,5 +1,5 @@
 import type { Statement, StatementStatus } from '../model.ts'
-import type { ExtractedStatement } from '../port.ts'
+import type { ExtractedStatement, StatementForExtraction } from '../port.ts'
 import type { Params, Values } from './connection.ts'
 
 /**
@@ -78,11 +78,26 @@ export function extractedStatementFromValues(values: Values): ExtractedStatement
 }
 
 /**
- * The columns `statements.pageForExtraction` reads first, the rendering key being ?1: a statement's id, user and
- * its rendering when it holds one for that key, else NULL. Three values a row: the statements without a rendering
- * are read again for their fields, by id, which most pages never need.
+ * The columns of a `StatementForExtraction` (`statements.pageForExtraction`), the rendering key being ?1: a
+ * statement's id, user and rendering when it holds one for that key, else its id, user, NULL and the other fields
+ * of `ExtractedStatement`. One query, one snapshot, for both kinds of row: a NULL costs little to read, and
+ * reading the fields of the rows without a rendering by id in a second query cost three times as much.
  */
-export const RENDERED_STATEMENT_COLUMNS = 'id, user_id, CASE WHEN rendering_key = ?1 THEN rendering END'
+export const STATEMENT_FOR_EXTRACTION_COLUMNS = [
+  'id',
+  'user_id',
+  'CASE WHEN rendering_key = ?1 THEN rendering END',
+  ...EXTRACTED_STATEMENT_COLUMNS.split(', ')
+    .slice(2)
+    .map((column) => `CASE WHEN rendering_key = ?1 THEN NULL ELSE ${column} END`),
+].join(', ')
+
+/** A statement for the extraction from the values of `SELECT ${STATEMENT_FOR_EXTRACTION_COLUMNS}`. */
+export function statementForExtractionFromValues(values: Values): StatementForExtraction {
+  const rendering = values[2]
+  if (typeof rendering === 'string') return { id: values[0] as string, user_id: values[1] as string, rendering }
+  return { ...extractedStatementFromValues([values[0], values[1], ...values.slice(3)]), rendering: null }
+}
 
 /** Most statements have no dimensions, and some no metrics: an empty object needs no parser. */
 function parseObject(text: unknown): Record<string, unknown> {
