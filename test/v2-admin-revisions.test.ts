@@ -31,6 +31,22 @@ describe('admin routes that edit a company’s data (for schema changes and incr
     await patch(`/statements/${statement.id}`, { payment: statement.payment, modified_at: statement.modified_at })
   })
 
+  it('set a statement’s payment to 0 as 0, and a metric’s currencies to null as null (no coercion between them)', async () => {
+    const [statement] = await server.store.statements.page(companyId, 'live', { limit: 1 })
+    const zero = await patch(`/statements/${statement.id}`, { payment: 0, modified_at: statement.modified_at })
+    expect(zero.body).toEqual({ ...statement, payment: 0 })
+    expect((await server.store.statements.page(companyId, 'live', { limit: 1 }))[0].payment).toBe(0)
+    await patch(`/statements/${statement.id}`, { payment: statement.payment, modified_at: statement.modified_at })
+
+    const before = (await server.store.metrics.list(companyId)).find((metric) => metric.api_key === 'tier')
+    const cleared = await patch('/custom-metrics/tier', { currencies: null })
+    expect(cleared.status).toBe(200)
+    expect(cleared.body.currencies).toBeNull()
+    const refused = await patch('/custom-metrics/tier', { currencies: [''] })
+    expect(refused.status).toBe(400)
+    await patch('/custom-metrics/tier', { currencies: before?.currencies ?? null })
+  })
+
   it('touch a row: without modified_at, an edit stamps the clock’s now', async () => {
     const [value] = await server.store.quotaValues.page(companyId, id('Monthly bookings'), { limit: 1 })
     server.clock.set('2026-07-01T12:00:00.000Z')

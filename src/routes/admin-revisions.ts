@@ -9,7 +9,7 @@ import {
   reviseStructure,
 } from '../admin/revisions.ts'
 import { METRIC_KINDS, QUOTA_TYPES, STATEMENT_STATUSES } from '../store/model.ts'
-import { NotFoundBodySchema, ObjectIdSchema, UnauthorizedBodySchema, ValidationErrorBodySchema } from './schemas.ts'
+import { NotFoundBodySchema, Nullable, ObjectIdSchema, UnauthorizedBodySchema, ValidationErrorBodySchema } from './schemas.ts'
 
 /**
  * Admin edits of a company's data (registered inside the admin plugin, behind its token): a quota's type,
@@ -49,8 +49,7 @@ export const adminRevisionRoutes: FastifyPluginAsyncTypebox = async (app) => {
         params: Type.Object({ id: ObjectIdSchema, statement_id: Type.String() }),
         body: edit({
           modified_at: ModifiedAt,
-          // Null first: with type coercion on, a null tried against Number first would become 0.
-          payment: Type.Optional(Type.Union([Type.Null(), Type.Number()])),
+          payment: Type.Optional(Nullable(Type.Number())),
           status: Type.Optional(Type.Enum([...STATEMENT_STATUSES])),
         }),
         response: { 200: Changed, ...AdminErrors },
@@ -115,8 +114,8 @@ export const adminRevisionRoutes: FastifyPluginAsyncTypebox = async (app) => {
         body: edit({
           name: Type.Optional(Type.String({ minLength: 1 })),
           kind: Type.Optional(Type.Enum([...METRIC_KINDS])),
-          currencies: Type.Optional(Type.Union([Type.Null(), Type.Array(Type.String({ pattern: '^[A-Z]{3}$' }))])),
-          enum_values: Type.Optional(Type.Union([Type.Null(), Type.Array(Type.String(), { minItems: 1 })])),
+          currencies: Type.Optional(Nullable(Type.Array(Type.String({ pattern: '^[A-Z]{3}$' })))),
+          enum_values: Type.Optional(Nullable(Type.Array(Type.String(), { minItems: 1 }))),
         }),
         response: { 200: Changed, ...AdminErrors },
       },

@@ -1,6 +1,15 @@
-import { type Static, Type } from 'typebox'
+import { type Static, type TSchema, type TUnsafe, Type } from 'typebox'
 
 /** Shapes shared by several routes. Route-specific schemas live beside their routes. */
+
+/**
+ * A value or null, as one JSON Schema `type` list rather than a union: with type coercion on, Ajv coerces a
+ * value to the first branch of a union that accepts it after coercion, so `[null, number]` turns 0 into null and
+ * `[number, null]` turns null into 0; a type list keeps both as sent.
+ */
+export function Nullable<Schema extends TSchema & { type: string }>(schema: Schema): TUnsafe<Static<Schema> | null> {
+  return Type.Unsafe<Static<Schema> | null>({ ...schema, type: [schema.type, 'null'] })
+}
 
 export const ObjectIdSchema = Type.String({ pattern: '^[0-9a-fA-F]{24}$', description: 'ObjectId string' })
 
