@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import type { CustomMetric, MetricKind } from '../src/store/model.ts'
 import type { ExtractedStatement } from '../src/store/port.ts'
-import { type Emails, type Row, statementRowRest, userReference } from '../src/v2/rows.ts'
+import { type Emails, metricValue, type Row, statementRowRest, userReference } from '../src/v2/rows.ts'
 import { statementPageBytes, type StatementRowText, statementTexts } from '../src/v2/statement-texts.ts'
 
 /**
@@ -259,5 +259,21 @@ describe('statementTexts', () => {
       expect(asFloat).toBe(',"standard.date":"2026-01-31","standard.total_commission":{"value":1200,"currency":"EUR"},"standard.status":"paid","custom.bonus":200}')
       expect(asText).toBe(',"standard.date":"2026-01-31","standard.total_commission":{"value":1200,"currency":"EUR"},"standard.status":"paid","custom.bonus":null}')
     })
+  })
+})
+
+describe('metricValue of a date metric', () => {
+  it('reads a date-time without an offset as UTC, whatever the process’s time zone (renderings made in one process are read in another)', () => {
+    const zone = process.env.TZ
+    try {
+      for (const timeZone of ['UTC', 'America/New_York', 'Asia/Tokyo']) {
+        process.env.TZ = timeZone
+        expect(metricValue('date', '2026-01-10T23:30:00', 'EUR'), timeZone).toBe('2026-01-10')
+        expect(metricValue('date', '2026-01-10T23:30:00-05:00', 'EUR'), timeZone).toBe('2026-01-11')
+      }
+    } finally {
+      if (zone === undefined) delete process.env.TZ
+      else process.env.TZ = zone
+    }
   })
 })

@@ -1,3 +1,4 @@
+import { parseInstant } from '../domain/formats.ts'
 import type {
   CommissionLine,
   CustomMetric,
@@ -45,12 +46,11 @@ function textOf(raw: unknown): string | null {
   return typeof raw === 'number' || typeof raw === 'boolean' ? String(raw) : null
 }
 
-/** YYYY-MM-DD: a date as is, a date-time as its UTC date. */
+/** YYYY-MM-DD: a date as is, a date-time as its UTC date (one without an offset is UTC, whatever the process's time zone). */
 function dateOf(raw: unknown): string | null {
   if (typeof raw !== 'string' || !/^\d{4}-\d{2}-\d{2}/.test(raw)) return null
   if (raw.length === 10) return raw
-  const instant = new Date(raw)
-  return Number.isNaN(instant.getTime()) ? null : instant.toISOString().slice(0, 10)
+  return parseInstant(raw)?.toISOString().slice(0, 10) ?? null
 }
 
 /** A custom metric's value; an amount without its own currency takes the row's. */

@@ -17,7 +17,7 @@ import { statementRowRest } from './rows.ts'
  */
 
 /** Change it when the rendering of statement rows changes: renderings made by older code then no longer match. */
-const RENDERING_VERSION = 1
+const RENDERING_VERSION = 2
 
 /** Statements rendered per transaction. */
 const RENDERING_BATCH = 2000
