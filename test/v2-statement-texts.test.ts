@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest'
 import type { CustomMetric, MetricKind } from '../src/store/model.ts'
 import type { ExtractedStatement } from '../src/store/port.ts'
 import { type Emails, metricValue, type Row, statementRowRest, userReference } from '../src/v2/rows.ts'
-import { statementPageBytes, type StatementRowText, statementTexts } from '../src/v2/statement-texts.ts'
+import { pageBytes, statementTexts } from '../src/v2/statement-texts.ts'
 
 /**
  * The text of v2 statement rows rendered ahead of reads (src/v2/statement-texts.ts), without a server: a page
@@ -110,10 +110,10 @@ function rowObjects(metrics: readonly CustomMetric[], statements: readonly Extra
   return statements.map((item) => ({ 'standard.id': item.id, 'standard.user': userReference(item.user_id, EMAILS), ...rest(item) }))
 }
 
-/** The row texts the extraction hands to `statementPageBytes`. */
-function rowTexts(metrics: readonly CustomMetric[], statements: readonly ExtractedStatement[]): StatementRowText[] {
+/** The row texts the extraction hands to `pageBytes`. */
+function rowTexts(metrics: readonly CustomMetric[], statements: readonly ExtractedStatement[]): string[] {
   const texts = statementTexts(metrics)
-  return statements.map((item) => ({ id: item.id, reference: JSON.stringify(userReference(item.user_id, EMAILS)), rest: texts.rest(item) }))
+  return statements.map((item) => texts.row(item, EMAILS.get(item.user_id) ?? null))
 }
 
 /** What two pages are compared by: their text, for a readable difference, and every byte. */
@@ -124,14 +124,14 @@ const END: Meta = { next_start_id: null, has_more: false, next_url: null }
 
 /** The page as the extraction writes it, from row texts. */
 const written = (metrics: readonly CustomMetric[], statements: readonly ExtractedStatement[], meta: Meta) =>
-  statementPageBytes(rowTexts(metrics, statements), JSON.stringify(meta))
+  pageBytes(rowTexts(metrics, statements), JSON.stringify(meta))
 /** The page as JSON.stringify writes the row objects. */
 const stringified = (metrics: readonly CustomMetric[], statements: readonly ExtractedStatement[], meta: Meta) =>
   Buffer.from(JSON.stringify({ data: rowObjects(metrics, statements), meta }))
 
 const TABLE_URL = 'http://127.0.0.1:3000/v2/reporting/650000000000000000000099/statements'
 
-describe('statementPageBytes', () => {
+describe('pageBytes', () => {
   const metas: Array<[string, Meta]> = [
     ['has_more true', { next_start_id: STATEMENTS[5].id, has_more: true, next_url: `${TABLE_URL}?start_id=${STATEMENTS[5].id}&limit=6` }],
     ['has_more false', END],
@@ -224,40 +224,37 @@ describe('statementTexts', () => {
     })
   })
 
-  describe('rest', () => {
-    it('is the row after its user reference: it starts with ,"standard.date": and parses, wrapped, to the row object in its key order', () => {
+  describe('row', () => {
+    it('is the row object as JSON text, its keys in the field schema’s order', () => {
       const metrics = everyKind()
-      const { rest } = statementTexts(metrics)
-      const render = statementRowRest(metrics)
-      for (const given of STATEMENTS) {
-        const text = rest(given)
-        expect(text.startsWith(',"standard.date":')).toBe(true)
-        expect(text.endsWith('}')).toBe(true)
-        const parsed = JSON.parse(`{${text.slice(1)}`)
-        const expected = render(given)
-        // JSON has no -0: compare with the row object as JSON reads it back.
-        expect(parsed).toStrictEqual(JSON.parse(JSON.stringify(expected)))
-        expect(Object.keys(parsed)).toEqual(Object.keys(expected))
-        expect(Object.keys(parsed)).toEqual([
-          'standard.date',
-          'standard.total_commission',
-          'standard.status',
-          ...metrics.map((item) => `custom.${item.api_key}`),
-        ])
-      }
+      const { row } = statementTexts(metrics)
+      const [expected] = rowObjects(metrics, [STATEMENTS[0]])
+      const parsed = JSON.parse(row(STATEMENTS[0], EMAILS.get(STATEMENTS[0].user_id) ?? null))
+      expect(parsed).toStrictEqual(JSON.parse(JSON.stringify(expected)))
+      expect(Object.keys(parsed)).toEqual([
+        'standard.id',
+        'standard.user',
+        'standard.date',
+        'standard.total_commission',
+        'standard.status',
+        ...metrics.map((item) => `custom.${item.api_key}`),
+      ])
+      expect(Object.keys(parsed['standard.user'])).toEqual(['id', 'email'])
     })
 
-    it('holds nothing of the user: the same statement under another user renders the same rest', () => {
-      const { rest } = statementTexts(everyKind())
-      for (const item of STATEMENTS) expect(rest({ ...item, user_id: USERS.unknown })).toBe(rest(item))
+    it('shows the email it is given, or null', () => {
+      const { row } = statementTexts([])
+      const item = STATEMENTS[0]
+      expect(JSON.parse(row(item, 'new@example.test'))['standard.user']).toStrictEqual({ id: item.user_id, email: 'new@example.test' })
+      expect(JSON.parse(row(item, null))['standard.user']).toStrictEqual({ id: item.user_id, email: null })
     })
 
     it('follows the metric columns it was made for: another kind renders the same value another way', () => {
       const item = STATEMENTS[0]
-      const asFloat = statementTexts([metric('bonus', 'float')]).rest(item)
-      const asText = statementTexts([metric('bonus', 'text')]).rest(item)
-      expect(asFloat).toBe(',"standard.date":"2026-01-31","standard.total_commission":{"value":1200,"currency":"EUR"},"standard.status":"paid","custom.bonus":200}')
-      expect(asText).toBe(',"standard.date":"2026-01-31","standard.total_commission":{"value":1200,"currency":"EUR"},"standard.status":"paid","custom.bonus":null}')
+      const head = `{"standard.id":"${item.id}","standard.user":{"id":"${item.user_id}","email":"a@b.c"},`
+      const standard = '"standard.date":"2026-01-31","standard.total_commission":{"value":1200,"currency":"EUR"},"standard.status":"paid"'
+      expect(statementTexts([metric('bonus', 'float')]).row(item, 'a@b.c')).toBe(`${head}${standard},"custom.bonus":200}`)
+      expect(statementTexts([metric('bonus', 'text')]).row(item, 'a@b.c')).toBe(`${head}${standard},"custom.bonus":null}`)
     })
   })
 })

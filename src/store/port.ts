@@ -110,7 +110,11 @@ export interface ApiKeyRepository {
 }
 
 export interface UserRepository {
-  /** Inserts new users, or replaces the stored ones with the same id. Emails are unique per company, case-insensitively. */
+  /**
+   * Inserts new users, or replaces the stored ones with the same id. Emails are unique per company,
+   * case-insensitively. A user whose email changes takes the renderings of its statements with it
+   * (`StatementRendering`: they show the email), in the same write.
+   */
   save(companyId: string, users: User[]): Promise<void>
   get(companyId: string, id: string): Promise<User | null>
   /** The users with these ids that exist, by id. */
@@ -184,8 +188,9 @@ export const EXTRACTED_STATEMENT_FIELDS = ['id', 'user_id', 'date', 'status', 'c
 export type ExtractedStatement = Pick<Statement, (typeof EXTRACTED_STATEMENT_FIELDS)[number]>
 
 /**
- * The text of a v2 statement row after its user reference, rendered ahead of any read (`src/v2/statement-texts.ts`),
- * and the key of what it was rendered for. A statement keeps one; writing the statement again drops it.
+ * The JSON text of a statement's v2 row, rendered ahead of any read (`src/v2/statement-texts.ts`), and the key of
+ * what it was rendered for. A statement keeps one. It shows the user's email, so it is dropped when the statement
+ * is written again and when its user's email changes (`users.save`).
  */
 export interface StatementRendering {
   id: string
@@ -197,7 +202,7 @@ export interface StatementRendering {
  * A statement as the v2 extraction reads it: the stored text of its row when that text was rendered for the
  * key asked, else null and the fields to render the row from.
  */
-export type StatementForExtraction = { id: string; user_id: string; rendering: string } | (ExtractedStatement & { rendering: null })
+export type StatementForExtraction = { id: string; rendering: string } | (ExtractedStatement & { rendering: null })
 
 export interface StatementRepository {
   insertMany(statements: Statement[]): Promise<void>

@@ -3,8 +3,8 @@ import { rowsPath } from './data-structures.ts'
 import { structureColumns } from './fields.ts'
 import { liveQuota, liveStructure } from './lookup.ts'
 import { cutPage, type Page, type PageQuery, type PageRequest, pageRequest } from './pages.ts'
-import { type Emails, quotaValueRenderer, recordRenderer, type Row, userReference } from './rows.ts'
-import { statementPageBytes, type StatementRowText, statementTexts } from './statement-texts.ts'
+import { type Emails, quotaValueRenderer, recordRenderer, type Row } from './rows.ts'
+import { pageBytes, statementTexts } from './statement-texts.ts'
 
 /**
  * The three v2 row endpoints. Each page reads `limit + 1` rows by id after `start_id` (an index seek, never an
@@ -33,8 +33,8 @@ async function renderPage<Stored extends { id: string; user_id: string }>(
 }
 
 /**
- * `GET /v2/reporting/{table_id}/statements`, as the page's JSON bytes: each row from the rendering its statement
- * holds for the structure, or rendered now (statement-texts.ts). Date bounds are exclusive.
+ * `GET /v2/reporting/{table_id}/statements`, as the page's JSON bytes: each row as its statement holds it
+ * rendered for the structure, or rendered now (statement-texts.ts). Date bounds are exclusive.
  */
 export async function statementPage(store: Store, companyId: string, tableId: string, query: PageQuery, baseUrl: string): Promise<Buffer> {
   const request = pageRequest(query, 'exclusive')
@@ -42,18 +42,10 @@ export async function statementPage(store: Store, companyId: string, tableId: st
   const texts = statementTexts((await structureColumns(store, structure)).metrics)
   const stored = await store.statements.pageForExtraction(companyId, 'live', request.window, texts.key)
   const page = cutPage(request, stored, baseUrl + rowsPath(structure.type, structure.id))
-  const emails = await emailsOf(store, companyId, page.rows)
-  // A page names few users: each reference is written once.
-  const references = new Map<string, string>()
-  const rows = page.rows.map((row): StatementRowText => {
-    let reference = references.get(row.user_id)
-    if (reference === undefined) {
-      reference = JSON.stringify(userReference(row.user_id, emails))
-      references.set(row.user_id, reference)
-    }
-    return { id: row.id, reference, rest: row.rendering === null ? texts.rest(row) : row.rendering }
-  })
-  return statementPageBytes(rows, JSON.stringify(page.meta))
+  const unrendered = page.rows.filter((row) => row.rendering === null)
+  const emails = unrendered.length > 0 ? await emailsOf(store, companyId, unrendered) : new Map<string, string>()
+  const rows = page.rows.map((row) => (row.rendering === null ? texts.row(row, emails.get(row.user_id) ?? null) : row.rendering))
+  return pageBytes(rows, JSON.stringify(page.meta))
 }
 
 /** `GET /v2/reporting/{table_id}/records`: the commission lines of the structure's data table. Date bounds are exclusive. */

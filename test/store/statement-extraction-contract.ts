@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { newId } from '../../src/ids.ts'
 import type { Environment, Statement } from '../../src/store/model.ts'
 import type { ExtractedStatement, RowWindow, StatementForExtraction, Store } from '../../src/store/port.ts'
-import { aCompany, aStatement, byId, minute } from './builders.ts'
+import { aCompany, aStatement, aUser, byId, minute } from './builders.ts'
 import type { StoreFactory } from './contract.ts'
 
 /**
@@ -24,7 +24,7 @@ function extracted(statement: Statement): StatementForExtraction {
 
 /** What the extraction must return for a statement whose rendering for the key asked is `text`. */
 function rendered(statement: Statement, text: string): StatementForExtraction {
-  return { id: statement.id, user_id: statement.user_id, rendering: text }
+  return { id: statement.id, rendering: text }
 }
 
 const KEY = 'key-of-this-test'
@@ -163,6 +163,26 @@ export function statementExtractionContract(name: string, factory: StoreFactory)
         expect(changed).toStrictEqual({ ...rows[2], modified_at: minute(9), status: 'paid', payment: 42 })
         const found = await extract({ limit: 10 })
         expect(found).toStrictEqual([rendered(rows[0], text(rows[0])), rendered(rows[1], text(rows[1])), extracted(changed!), rendered(rows[3], text(rows[3]))])
+      })
+
+      it('of a user’s statements are dropped when the user is saved with another email, in the same write', async () => {
+        const [owner, other] = [aUser(companyId), aUser(companyId)]
+        await store.users.save(companyId, [owner, other])
+        const mine = byId([aStatement(companyId, { user_id: owner.id }), aStatement(companyId, { user_id: owner.id }), aStatement(companyId, { user_id: other.id })])
+        await store.statements.insertMany(mine)
+        await render([...rows, ...mine])
+        const all = byId([...rows, ...mine])
+        const allRendered = all.map((statement) => rendered(statement, text(statement)))
+        expect(await extract({ limit: 10 })).toStrictEqual(allRendered)
+
+        // The same email (and a new user) changes nothing.
+        await store.users.save(companyId, [{ ...owner, name: 'Renamed' }, aUser(companyId)])
+        expect(await extract({ limit: 10 })).toStrictEqual(allRendered)
+
+        // Another email, even only its case: the renderings show the old one.
+        await store.users.save(companyId, [{ ...owner, email: owner.email.toUpperCase() }])
+        const ownerIds = new Set([mine[0].id, mine[1].id])
+        expect(await extract({ limit: 10 })).toStrictEqual(all.map((statement) => (ownerIds.has(statement.id) ? extracted(statement) : rendered(statement, text(statement)))))
       })
 
       it('are not part of the statement: `page` and `list` return it as written', async () => {
