@@ -64,6 +64,12 @@ export interface Sql {
   values(sql: string, ...params: Params): Promise<Values[]>
   /** Runs `work` on the writer, atomically: inside a transaction it joins it as a savepoint, outside it is one. */
   write<T>(work: (db: SqlWriter) => T): Promise<T>
+  /** Runs several reads that must see the same data: one read transaction, or the open transaction. */
+  snapshot<T>(read: (db: SqlReader) => T): Promise<T>
+}
+
+export interface SqlReader {
+  values(sql: string, ...params: Params): Values[]
 }
 
 export interface SqlWriter {
@@ -95,6 +101,7 @@ export class SqliteConnection {
     get: (sql, ...params) => this.#committed(() => this.#reader.prepare(sql).get(...params) as Row | undefined),
     values: (sql, ...params) => this.#committed(() => this.#reader.prepareArrays(sql).all(...params) as unknown as Values[]),
     write: (work) => this.#writes.run(async () => this.#atomically(work)),
+    snapshot: (read) => this.#committed(() => this.#readTransaction(read)),
   }
 
   /** Runs `work` with an Sql whose reads and writes all belong to one transaction on the writer. */
@@ -105,6 +112,7 @@ export class SqliteConnection {
         all: async (sql, ...params) => writer.prepare(sql).all(...params) as Row[],
         get: async (sql, ...params) => writer.prepare(sql).get(...params) as Row | undefined,
         values: async (sql, ...params) => writer.prepareArrays(sql).all(...params) as unknown as Values[],
+        snapshot: async (read) => read(this.#writerApi()),
         // A savepoint keeps each call atomic inside the transaction: a refused write leaves none of its rows.
         write: async (step) => {
           writer.db.exec('SAVEPOINT write')
@@ -145,6 +153,21 @@ export class SqliteConnection {
   async #committed<T>(read: () => T): Promise<T> {
     if (this.#reader === this.#writer && this.#writer.db.isTransaction) return this.#writes.run(async () => read())
     return read()
+  }
+
+  /**
+   * Runs synchronous reads in one read transaction on the reader: they all see the same committed data, even
+   * when another process commits in between. (An in-memory database reads on the writer, where `#committed`
+   * has made sure no transaction is open.)
+   */
+  #readTransaction<T>(read: (db: SqlReader) => T): T {
+    const reader = this.#reader
+    reader.db.exec('BEGIN')
+    try {
+      return read({ values: (sql, ...params) => reader.prepareArrays(sql).all(...params) as unknown as Values[] })
+    } finally {
+      reader.db.exec('COMMIT')
+    }
   }
 
   #writerApi(): SqlWriter {

@@ -15,7 +15,7 @@ import type {
   User,
   UserAttributeDefinition,
 } from '../model.ts'
-import { type RowWindow, type Store, StoreConflictError } from '../port.ts'
+import { type RowWindow, type StatementForExtraction, type Store, StoreConflictError } from '../port.ts'
 import { type Params, type Row, type Sql, SqliteConnection, type SqlWriter, type Values } from './connection.ts'
 import { sqliteImports } from './imports.ts'
 import { COMPANY_TABLES } from './migrations.ts'
@@ -28,8 +28,7 @@ import {
   extractedStatementFromValues,
   INSERT_STATEMENT,
   STATEMENT_COLUMNS,
-  STATEMENT_FOR_EXTRACTION_COLUMNS,
-  statementForExtractionFromValues,
+  RENDERED_STATEMENT_COLUMNS,
   statementFromValues,
   statementParams,
 } from './statement-rows.ts'
@@ -91,25 +90,40 @@ function pageClause(window: RowWindow): { sql: string; params: Params } {
 }
 
 /**
- * The given columns of the statements of one environment in an id-ordered window, as arrays of values.
+ * The query of the given columns of the statements of one environment in an id-ordered window.
  * `columnParams` are the parameters the columns name, numbered from ?1.
  */
-function statementValues(
-  sql: Sql,
-  columns: string,
-  companyId: string,
-  environment: Environment,
-  window: RowWindow,
-  columnParams: Params = [],
-): Promise<Values[]> {
+function statementQuery(columns: string, companyId: string, environment: Environment, window: RowWindow, columnParams: Params = []) {
   const clause = pageClause(window)
-  return sql.values(
-    `SELECT ${columns} FROM statements WHERE company_id = ? AND environment = ?${clause.sql}`,
-    ...columnParams,
-    companyId,
-    environment,
-    ...clause.params,
-  )
+  return {
+    sql: `SELECT ${columns} FROM statements WHERE company_id = ? AND environment = ?${clause.sql}`,
+    params: [...columnParams, companyId, environment, ...clause.params],
+  }
+}
+
+/** The given columns of the statements of one environment in an id-ordered window, as arrays of values. */
+function statementValues(sql: Sql, columns: string, companyId: string, environment: Environment, window: RowWindow): Promise<Values[]> {
+  const query = statementQuery(columns, companyId, environment, window)
+  return sql.values(query.sql, ...query.params)
+}
+
+/**
+ * The extraction's page: each statement's rendering for `renderingKey` (two values a row), and, when some hold
+ * none, the fields of the same window read again on the same snapshot, so that both reads give the same rows in
+ * the same order. Reading every row's fields, as NULLs where a rendering is used, costs a third more on a page
+ * that is all rendered.
+ */
+function statementsForExtraction(sql: Sql, companyId: string, environment: Environment, window: RowWindow, renderingKey: string) {
+  return sql.snapshot((db): StatementForExtraction[] => {
+    const rendered = statementQuery(RENDERED_STATEMENT_COLUMNS, companyId, environment, window, [renderingKey])
+    const rows = db.values(rendered.sql, ...rendered.params)
+    if (rows.every((row) => row[1] !== null)) return rows.map((row) => ({ id: row[0] as string, rendering: row[1] as string }))
+    const unrendered = statementQuery(EXTRACTED_STATEMENT_COLUMNS, companyId, environment, window)
+    const fields = db.values(unrendered.sql, ...unrendered.params)
+    return rows.map((row, index) =>
+      row[1] === null ? { ...extractedStatementFromValues(fields[index]), rendering: null } : { id: row[0] as string, rendering: row[1] as string },
+    )
+  })
 }
 
 /** A row table kept as documents whose rows belong to a scope within the company: a data table's lines, a quota's values. */
@@ -374,10 +388,7 @@ function sqliteStore(connection: SqliteConnection, sql: Sql, rateLimits: SqliteR
       async page(companyId, environment, window) {
         return (await statementValues(sql, STATEMENT_COLUMNS, companyId, environment, window)).map(statementFromValues)
       },
-      async pageForExtraction(companyId, environment, window, renderingKey) {
-        const rows = await statementValues(sql, STATEMENT_FOR_EXTRACTION_COLUMNS, companyId, environment, window, [renderingKey])
-        return rows.map(statementForExtractionFromValues)
-      },
+      pageForExtraction: (companyId, environment, window, renderingKey) => statementsForExtraction(sql, companyId, environment, window, renderingKey),
       async pageToRender(companyId, environment, renderingKey, afterId, limit) {
         const rows = await sql.values(
           `SELECT ${EXTRACTED_STATEMENT_COLUMNS} FROM statements

@@ -1,5 +1,5 @@
 import type { Statement, StatementStatus } from '../model.ts'
-import type { ExtractedStatement, StatementForExtraction } from '../port.ts'
+import type { ExtractedStatement } from '../port.ts'
 import type { Params, Values } from './connection.ts'
 
 /**
@@ -77,26 +77,8 @@ export function extractedStatementFromValues(values: Values): ExtractedStatement
   }
 }
 
-/**
- * The columns of a `StatementForExtraction` (`statements.pageForExtraction`), the rendering key being ?1: a
- * statement's id and rendering when it holds one for that key, else its id, NULL and the other fields of
- * `ExtractedStatement`. One query, one snapshot, for both kinds of row: a NULL costs little to read, and
- * reading the fields of the rows without a rendering by id in a second query cost three times as much.
- */
-export const STATEMENT_FOR_EXTRACTION_COLUMNS = [
-  'id',
-  'CASE WHEN rendering_key = ?1 THEN rendering END',
-  ...EXTRACTED_STATEMENT_COLUMNS.split(', ')
-    .slice(1)
-    .map((column) => `CASE WHEN rendering_key = ?1 THEN NULL ELSE ${column} END`),
-].join(', ')
-
-/** A statement for the extraction from the values of `SELECT ${STATEMENT_FOR_EXTRACTION_COLUMNS}`. */
-export function statementForExtractionFromValues(values: Values): StatementForExtraction {
-  const rendering = values[1]
-  if (typeof rendering === 'string') return { id: values[0] as string, rendering }
-  return { ...extractedStatementFromValues([values[0], ...values.slice(2)]), rendering: null }
-}
+/** A statement's id and its rendering when it holds one for the key ?1, else NULL (`statements.pageForExtraction`). */
+export const RENDERED_STATEMENT_COLUMNS = 'id, CASE WHEN rendering_key = ?1 THEN rendering END'
 
 /** Most statements have no dimensions, and some no metrics: an empty object needs no parser. */
 function parseObject(text: unknown): Record<string, unknown> {
