@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import type { CustomMetric, MetricKind } from '../src/store/model.ts'
 import type { ExtractedStatement } from '../src/store/port.ts'
-import { type Emails, metricValue, type Row, statementRowRest, userReference } from '../src/v2/rows.ts'
+import { type Emails, metricValue, type Row, statementRenderer } from '../src/v2/rows.ts'
 import { pageBytes, statementTexts } from '../src/v2/statement-texts.ts'
 
 /**
@@ -106,8 +106,8 @@ const STATEMENTS: ExtractedStatement[] = [
 
 /** The row objects of src/v2/rows.ts for these statements: what a page held before rows were rendered as text. */
 function rowObjects(metrics: readonly CustomMetric[], statements: readonly ExtractedStatement[]): Row[] {
-  const rest = statementRowRest(metrics)
-  return statements.map((item) => ({ 'standard.id': item.id, 'standard.user': userReference(item.user_id, EMAILS), ...rest(item) }))
+  const render = statementRenderer(metrics)
+  return statements.map((item) => render(item, EMAILS.get(item.user_id) ?? null))
 }
 
 /** The row texts the extraction hands to `pageBytes`. */

@@ -25,7 +25,7 @@ export interface UserReference {
 /** Emails of the users a page names, by user id; a user that no longer exists is missing. */
 export type Emails = ReadonlyMap<string, string>
 
-export const userReference = (userId: string, emails: Emails): UserReference => ({ id: userId, email: emails.get(userId) ?? null })
+const userReference = (userId: string, emails: Emails): UserReference => ({ id: userId, email: emails.get(userId) ?? null })
 
 function amountOf(raw: unknown, currency: string): Money | null {
   if (typeof raw === 'number') return { value: raw, currency }
@@ -108,15 +108,16 @@ function addMetrics(row: Row, columns: readonly MetricColumn[], values: Record<s
 }
 
 /**
- * Renders what a statement row shows after `standard.id` and `standard.user`, which depends on the statement and
- * the metrics only (statement-texts.ts builds the row's text from it). `standard.total_commission` is the payment
- * in the statement's currency.
+ * Renders statements (statement-texts.ts stores them as text): `standard.total_commission` is the payment in the
+ * statement's currency; `email` is the user's, null for a user that does not exist.
  */
-export function statementRowRest(metrics: readonly CustomMetric[]): (statement: ExtractedStatement) => Row {
+export function statementRenderer(metrics: readonly CustomMetric[]): (statement: ExtractedStatement, email: string | null) => Row {
   const columns = metricColumns(metrics)
-  return (statement) =>
+  return (statement, email) =>
     addMetrics(
       {
+        'standard.id': statement.id,
+        'standard.user': { id: statement.user_id, email },
         'standard.date': statement.date,
         'standard.total_commission': statement.payment === null ? null : { value: statement.payment, currency: statement.currency },
         'standard.status': statement.status,

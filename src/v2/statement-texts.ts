@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto'
 import type { CustomMetric } from '../store/model.ts'
 import type { ExtractedStatement, Store } from '../store/port.ts'
 import { structureColumns } from './fields.ts'
-import { statementRowRest } from './rows.ts'
+import { statementRenderer } from './rows.ts'
 
 /**
  * v2 statement rows as JSON text, rendered ahead of reads. Rendering is most of what a statement page costs
@@ -34,12 +34,11 @@ export interface StatementTexts {
 
 /** How rows of a statement structure showing these metrics are rendered, and the key of those renderings. */
 export function statementTexts(metrics: readonly CustomMetric[]): StatementTexts {
-  const rest = statementRowRest(metrics)
+  const render = statementRenderer(metrics)
   const shown = metrics.map((metric) => [metric.api_key, metric.kind])
   return {
     key: createHash('sha256').update(JSON.stringify([RENDERING_VERSION, shown])).digest('hex').slice(0, 16),
-    row: (statement, email) =>
-      JSON.stringify({ 'standard.id': statement.id, 'standard.user': { id: statement.user_id, email }, ...rest(statement) }),
+    row: (statement, email) => JSON.stringify(render(statement, email)),
   }
 }
 
