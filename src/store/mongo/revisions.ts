@@ -12,8 +12,9 @@ export function setFields(changes: object): Document {
 
 /**
  * Sets the given fields of one record of the company (and removes the `unset` ones) with one
- * `findOneAndUpdate`, atomic on its document, and answers the record as changed. Since driver 6, `findOneAndUpdate` resolves with the document itself
- * (or null) unless `includeResultMetadata` is set; `returnDocument: 'after'` makes it the changed one.
+ * `findOneAndUpdate`, atomic on its document, and answers the record as changed. Since driver 6,
+ * `findOneAndUpdate` resolves with the document itself (or null) unless `includeResultMetadata` is set;
+ * `returnDocument: 'after'` makes it the changed one.
  */
 function update<T>(scope: Scope, codec: Codec, companyId: string, id: string, changes: object, unset: Document = {}): Promise<T | null> {
   return call(scope, async (session) => {
