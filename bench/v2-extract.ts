@@ -9,7 +9,7 @@
  * pooled over the rounds), the server's peak memory, and the ratios the targets are stated in: ours/baseline is
  * the median of the per-round ratios, with their range.
  *
- * Options (environment): BENCH_STATEMENTS (default 200000), BENCH_USERS (default 50), BENCH_ROUNDS (default 5),
+ * Options (environment): BENCH_STATEMENTS (default 200000), BENCH_USERS (default 50), BENCH_ROUNDS (default 10),
  * BENCH_RENDER (default yes; `no` leaves the statements without renderings, so every page renders its rows as it
  * reads them: the path of a structure other than the company's first, or of a page read while a configuration
  * change is being rendered).
@@ -32,7 +32,7 @@ import { renderStatements } from '../src/v2/statement-texts.ts'
 const STATEMENTS = Number(process.env.BENCH_STATEMENTS ?? 200_000)
 const USERS = Number(process.env.BENCH_USERS ?? 50)
 const RENDER = process.env.BENCH_RENDER !== 'no'
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5)
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 10)
 const LIMIT = 2000
 const API_KEY = 'cak_benchmark-key-not-secret-at-all'
 const CLI = resolve(import.meta.dirname, '../src/cli.ts')
