@@ -8,7 +8,8 @@ import { pageBytes, statementTexts } from './statement-texts.ts'
 
 /**
  * The three v2 row endpoints. Each page reads `limit + 1` rows by id after `start_id` (an index seek, never an
- * offset), resolves the emails of the users it names in one read, and renders the rows.
+ * offset), resolves the emails of the users it names in one read, and renders the rows; a statement page takes
+ * the rows its statements hold rendered, and does that only for the others.
  */
 
 /** The emails of the users the rows name, in one read. */

@@ -45,7 +45,7 @@ export function statementTexts(metrics: readonly CustomMetric[]): StatementTexts
 /**
  * A page of rows already JSON text, as UTF-8 JSON: exactly what `JSON.stringify({data, meta})` gives for the
  * row objects. Each row is written straight into one buffer: joining the rows into a string first, then
- * encoding it, costs three times as much (docs/performance.md).
+ * encoding it, costs two to three times as much (docs/performance.md).
  */
 export function pageBytes(rows: readonly string[], meta: string): Buffer {
   const head = '{"data":['
