@@ -181,8 +181,9 @@ export interface ReportingStructureRepository {
 }
 
 /**
- * The fields of a statement that a v2 statement row shows (`src/v2/rows.ts`): what the extraction reads. Reading
- * only these costs about half of reading whole statements, a page of 2,000 at a time (docs/performance.md).
+ * The fields of a statement that a v2 statement row shows (`src/v2/rows.ts`): what a row is rendered from, ahead
+ * of reads (`pageToRender`) or as it is read (`pageForExtraction`, for a statement without a rendering). Reading
+ * only these costs about half of reading whole statements, a page of 2,000 at a time.
  */
 export const EXTRACTED_STATEMENT_FIELDS = ['id', 'user_id', 'date', 'status', 'currency', 'payment', 'metrics'] as const
 export type ExtractedStatement = Pick<Statement, (typeof EXTRACTED_STATEMENT_FIELDS)[number]>

@@ -59,8 +59,8 @@ export function statementFromValues(values: Values): Statement {
 }
 
 /**
- * The columns of the fields of `ExtractedStatement` (`statements.pageForExtraction`): the v2 extraction reads
- * 7 columns instead of 16, and parses one JSON column instead of two.
+ * The columns of the fields of `ExtractedStatement`, what a v2 row is rendered from (`statements.pageToRender`,
+ * and `pageForExtraction` for statements without a rendering): 7 columns instead of 16, one JSON column to parse.
  */
 export const EXTRACTED_STATEMENT_COLUMNS = 'id, user_id, date, status, currency, payment, metrics'
 
