@@ -266,6 +266,78 @@ export interface QuotaValue {
   modified_at: string
 }
 
+/** Where a plan reads its inputs: the field of a record is equal to one of some values, or holds a value. */
+export type PlanFilter =
+  /** The field's value, as text, is one of `values` (a multi-valued field: one of its values is). */
+  | { field: string; in: string[] }
+  /** The multi-valued field holds `value`. */
+  | { field: string; contains: string }
+
+/** An attainment band of a plan: from `from` (a ratio: 1 is 100 % of the quota) up to the next band's `from`. */
+export interface PlanTier {
+  from: number
+  /** The commission rate in the band: 0.05 is 5 % of the amount. */
+  rate: number
+  name: string
+}
+
+/**
+ * Whether a tier's rate applies to the whole amount of the period (`whole`: the band the attainment reaches
+ * sets the rate of every deal) or only to the part of the amount inside the band (`marginal`).
+ */
+export type TierMode = 'whole' | 'marginal'
+export const TIER_MODES: readonly TierMode[] = ['whole', 'marginal']
+
+/** The custom metrics a plan writes (API keys), each optional. */
+export interface PlanMetrics {
+  /** percentage: the period's attainment (0.85 = 85 %), on statements. */
+  attainment: string | null
+  /** enum: the name of the tier the attainment reaches, on statements. */
+  tier: string | null
+  /** amount: what the tiers paid above the base rate, on statements and commission lines. */
+  bonus: string | null
+}
+
+/**
+ * A commission plan: how the records of one data table become commission lines and statements
+ * (`src/calculation/`, formulas in `docs/calculation.md`).
+ */
+export interface Plan {
+  id: string
+  company_id: string
+  environment: Environment
+  /** Unique per company and environment; the `plan` of the statements and lines it produces. */
+  name: string
+  /** The data table it reads (of the same environment). */
+  table_id: string
+  /** The record field whose value names the user who earns: an email, or a user id. */
+  user_field: string
+  /** The record field (date or date-time) that places a record in a period. */
+  date_field: string
+  /** The record field (amount) the commission is a share of. */
+  amount_field: string
+  /** Periods on the company's fiscal year, as quota periods are. */
+  frequency: QuotaFrequency
+  /** The rate below the first tier, or of every record when the plan has no quota or the user no target. */
+  rate: number
+  /** Every filter must hold for a record to count. */
+  filters: PlanFilter[]
+  /** An amount quota of the same frequency whose value for the user and period is the target. */
+  quota_id: string | null
+  /** By ascending `from`. */
+  tiers: PlanTier[]
+  tier_mode: TierMode
+  metrics: PlanMetrics
+  created_at: string
+  modified_at: string
+}
+
+/**
+ * Fixed exchange rates of a company: how much one unit of each currency is worth in the company's default
+ * currency (which is worth 1 whether listed or not).
+ */
+export type ExchangeRates = Record<string, number>
+
 /** What an import writes: users, manager or group attributions, or the records of one data table. */
 export type ImportTarget = 'users' | 'managers' | 'groups' | 'records'
 export type ImportStatus = 'scheduled' | 'started' | 'finished'
