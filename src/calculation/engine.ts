@@ -62,28 +62,36 @@ export type PlacementOutcome =
   /** The plan would count the record but cannot: no date, amount or known user. */
   | { kind: 'problem'; problem: CalculationProblem }
 
-/** What a record's fields hold, the manual overrides winning over the imported values. */
+/**
+ * What a record's fields hold, the manual overrides winning over the imported values. Without overrides it is
+ * the record's own `values` object, not a copy: the engine reads it and never changes it.
+ */
 export function effectiveValues(record: DataTableRecord): Record<string, unknown> {
-  return { ...record.values, ...record.overrides }
+  for (const _key in record.overrides) return { ...record.values, ...record.overrides }
+  return record.values
+}
+
+/** One field of a record, its manual override winning over the imported value. */
+function fieldValue(record: DataTableRecord, field: string): unknown {
+  return Object.hasOwn(record.overrides, field) ? record.overrides[field] : record.values[field]
 }
 
 /** Where a record counts for a plan, if it counts. */
 export function placeRecord(plan: Plan, record: DataTableRecord, users: UserDirectory, company: CompanySettings): PlacementOutcome {
-  const values = effectiveValues(record)
-  if (!plan.filters.every((filter) => filterHolds(filter, values[filter.field]))) return { kind: 'excluded' }
+  for (const filter of plan.filters) if (!filterHolds(filter, fieldValue(record, filter.field))) return { kind: 'excluded' }
   const problem = (message: string): PlacementOutcome => ({ kind: 'problem', problem: { plan: plan.name, record: record.external_id, message } })
 
-  const date = dateOf(values[plan.date_field])
+  const date = dateOf(fieldValue(record, plan.date_field))
   if (!date) return problem(`${plan.date_field}: no date`)
-  const amount = values[plan.amount_field]
+  const amount = fieldValue(record, plan.amount_field)
   if (!isMoney(amount)) return problem(`${plan.amount_field}: no amount`)
-  const named = values[plan.user_field]
+  const named = fieldValue(record, plan.user_field)
   if (typeof named !== 'string' || named.trim() === '') return problem(`${plan.user_field}: no user`)
   const user = users.byId.get(named.trim()) ?? users.byEmail.get(named.trim().toLowerCase())
   if (!user) return problem(`${plan.user_field}: no user ${named}`)
 
   const month = monthOfDate(date)
-  if (archivedBefore(user, monthText(month))) return { kind: 'excluded' }
+  if (user.status === 'archived' && archivedBefore(user, monthText(month))) return { kind: 'excluded' }
   const period = periodOfMonth(plan.frequency, month.year, month.month, company.fiscalYearStartMonth)
   return { kind: 'placed', placement: { record, userId: user.id, period, date, amount } }
 }
