@@ -81,9 +81,9 @@ describe('the calculation engine', () => {
   it.each([
     // whole: the tier reached sets the rate of every deal. 9,000 + 3,000 = 12,000 of 10,000 = 120 % → gold 10 %.
     { mode: 'whole' as const, payment: 1_200, lines: [900, 300], tier: 'gold', bonus: 600 },
-    // marginal: 8,000 at 5 % + 3,000 (80 % to 110 %) at 6 % + 1,000 over 110 % at 10 % = 400 + 180 + 100 = 680,
-    // shared by amount: 9,000 / 12,000 of it is 510, 3,000 / 12,000 is 170.
-    { mode: 'marginal' as const, payment: 680, lines: [510, 170], tier: 'gold', bonus: 80 },
+    // marginal: 8,000 at 5 % + 3,000 (80 % to 110 %) at 6 % + 1,000 over 110 % at 10 % = 400 + 180 + 100 = 680.
+    // In date order, the 9,000 deal earns C(9,000) = 400 + 60 = 460, the 3,000 deal C(12,000) − C(9,000) = 220.
+    { mode: 'marginal' as const, payment: 680, lines: [460, 220], tier: 'gold', bonus: 80 },
   ])('crossing tiers, $mode: each band at its rate', ({ mode, payment, lines, tier, bonus }) => {
     const deals = [aDeal(ann.email, '2026-03-02', 9_000), aDeal(ann.email, '2026-03-20', 3_000)]
     const result = run(aPlan({ tier_mode: mode }), deals, { [`${ann.id}|2026-03`]: 10_000 })
@@ -91,6 +91,30 @@ describe('the calculation engine', () => {
     expect(outcome?.statement?.payment).toBe(payment)
     expect(outcome?.lines.map((line) => line.commission)).toEqual(lines)
     expect(outcome?.statement?.metrics).toMatchObject({ attainment: 1.2, tier, bonus: { value: bonus, currency: 'EUR' } })
+  })
+
+  it('marginal: a deal dated after the others never changes what they earned', () => {
+    const plan = aPlan({ tier_mode: 'marginal' })
+    const early = [aDeal(ann.email, '2026-03-02', 7_000), aDeal(ann.email, '2026-03-09', 2_500)]
+    const late = aDeal(ann.email, '2026-03-30', 4_000)
+    const values = { [`${ann.id}|2026-03`]: 10_000 }
+    const before = cell(run(plan, early, values), ann, '2026-03')
+    const after = cell(run(plan, [...early, late], values), ann, '2026-03')
+    expect(after?.lines.slice(0, 2)).toEqual(before?.lines)
+    // Before: C(9,500) = 8,000 × 5 % + 1,500 × 6 % = 490. The late deal takes the total from 9,500 to 13,500:
+    // 1,500 at 6 % (up to 11,000) and 2,500 at 10 % = 90 + 250 = 340.
+    expect(before?.statement?.payment).toBe(490)
+    expect(after?.lines[2].commission).toBe(340)
+    expect(after?.statement?.payment).toBe(830)
+  })
+
+  it('marginal: a credit note takes back at the rate of the band it falls into', () => {
+    const plan = aPlan({ tier_mode: 'marginal' })
+    const deals = [aDeal(ann.email, '2026-03-02', 12_000), aDeal(ann.email, '2026-03-05', -2_000)]
+    const outcome = cell(run(plan, deals, { [`${ann.id}|2026-03`]: 10_000 }), ann, '2026-03')
+    // 12,000 earns 680; back to 10,000 earns 520: the credit note is −160 (1,000 at 10 % and 1,000 at 6 %).
+    expect(outcome?.lines.map((line) => line.commission)).toEqual([680, -160])
+    expect(outcome?.statement?.payment).toBe(520)
   })
 
   it('states what reaching the target would pay: the on-target earning', () => {
@@ -187,7 +211,8 @@ describe('the calculation engine', () => {
       aDeal(ann.email, '2026-03-03', 1_000, 'EUR', { product: 'Training', deal_types: ['upsell'] }),
     ]
     const lines = cell(run(aPlan({ quota_id: null, filters: [filter] }), deals), ann, '2026-03')?.lines ?? []
-    expect(lines.map((line) => (line.record_values.deal_types as string[]).join(';'))).toEqual(counted)
+    const typesOf = (recordId: string) => String(deals.find((deal) => deal.id === recordId)?.values.deal_types).replace(',', ';')
+    expect(lines.map((line) => typesOf(line.record_id))).toEqual(counted)
   })
 
   it('places records in fiscal periods and dates statements on the first day of the period', () => {
@@ -226,7 +251,7 @@ describe('the calculation engine', () => {
     const percentage = { ...quota, type: 'percentage' as const }
     const deal = aDeal(ann.email, '2026-03-05', 1_000)
     const result = calculateCell(
-      { plan: aPlan(), user: ann, period: '2026-03', placements: [placed(deal)], quota: percentage, quotaValue: 0.8 },
+      { plan: aPlan(), user: ann, period: '2026-03', entries: [placed(deal)], quota: percentage, quotaValue: 0.8 },
       EUR,
     )
     expect(result.statement).toMatchObject({ payment: 50, target: null })

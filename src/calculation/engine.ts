@@ -45,14 +45,22 @@ export function userDirectory(users: Iterable<User>): UserDirectory {
   return { byId, byEmail }
 }
 
-/** A record counted by a plan, and where: the cell of its user and period. */
-export interface Placement {
-  record: DataTableRecord
-  userId: string
-  period: string
+/** One record of a cell: what its commission line is calculated from. */
+export interface CellEntry {
+  /** The record's store id. */
+  recordId: string
+  /** The record's id-field value. */
+  externalId: string
   /** YYYY-MM-DD: the record's date (the UTC date of a date-time). */
   date: string
+  /** The record's amount, in its own currency. */
   amount: Money
+}
+
+/** A record counted by a plan, and where: the cell of its user and period. */
+export interface Placement extends CellEntry {
+  userId: string
+  period: string
 }
 
 export type PlacementOutcome =
@@ -67,8 +75,7 @@ export type PlacementOutcome =
  * the record's own `values` object, not a copy: the engine reads it and never changes it.
  */
 export function effectiveValues(record: DataTableRecord): Record<string, unknown> {
-  for (const _key in record.overrides) return { ...record.values, ...record.overrides }
-  return record.values
+  return Object.keys(record.overrides).length === 0 ? record.values : { ...record.values, ...record.overrides }
 }
 
 /** One field of a record, its manual override winning over the imported value. */
@@ -93,7 +100,7 @@ export function placeRecord(plan: Plan, record: DataTableRecord, users: UserDire
   const month = monthOfDate(date)
   if (user.status === 'archived' && archivedBefore(user, monthText(month))) return { kind: 'excluded' }
   const period = periodOfMonth(plan.frequency, month.year, month.month, company.fiscalYearStartMonth)
-  return { kind: 'placed', placement: { record, userId: user.id, period, date, amount } }
+  return { kind: 'placed', placement: { recordId: record.id, externalId: record.external_id, userId: user.id, period, date, amount } }
 }
 
 function filterHolds(filter: PlanFilter, value: unknown): boolean {
@@ -127,7 +134,7 @@ export interface CellInputs {
   user: User
   period: string
   /** The records placed in the cell (`placeRecord`), in any order. */
-  placements: readonly Placement[]
+  entries: readonly CellEntry[]
   /** The plan's quota, when it has one. */
   quota: Quota | null
   /** The user's value of the quota for the period, in the quota's currency; null when there is none. */
@@ -144,8 +151,8 @@ export interface CalculatedLine {
   /** In the user's currency, rounded to the cent. */
   commission: number
   currency: string
-  /** The record's values the line was calculated from (overrides applied). */
-  record_values: Record<string, unknown>
+  /** The record's amount in the user's currency, unrounded: what the commission is a share of. */
+  basis: number
   /** The plan's metrics on a line: the bonus, when the plan writes one. */
   metrics: Record<string, unknown>
 }
@@ -187,11 +194,11 @@ export function calculateCell(inputs: CellInputs, company: CompanySettings): Cel
     return null
   }
 
-  const placements = inputs.placements.toSorted(byDateThenId)
-  const target = targetOf(inputs, currency, toUserCurrency, report)
-  if (placements.length === 0 && target === null) return { statement: null, lines: [], problems }
+  const entries = inputs.entries.toSorted(byDateThenId)
+  const target = targetOf(inputs, toUserCurrency, report)
+  if (entries.length === 0 && target === null) return { statement: null, lines: [], problems }
 
-  const amounts = placements.map((placement) => toUserCurrency(placement.amount, placement.record.external_id))
+  const amounts = entries.map((entry) => toUserCurrency(entry.amount, entry.externalId))
   const base = { user_id: user.id, period, date: periodStartDate(plan, period, company), plan: plan.name, currency }
   if (amounts.some((amount) => amount === null)) {
     // A cell with an amount it cannot convert is not stated with a wrong total: its figures stay unknown.
@@ -202,34 +209,29 @@ export function calculateCell(inputs: CellInputs, company: CompanySettings): Cel
     }
   }
 
-  const achieved = sumExact(amounts as number[])
+  const bases = amounts as number[]
+  const achieved = sumInOrder(bases)
   const attainment = target === null ? null : achieved / target
-  const rate = effectiveRate(plan, achieved, target)
-  const lines = placements.map((placement, index): CalculatedLine => {
-    const amount = amounts[index] as number
-    const commission = roundToCents(amount * rate)
-    return {
-      record_id: placement.record.id,
-      external_id: placement.record.external_id,
-      date: placement.date,
-      commission,
-      currency,
-      record_values: effectiveValues(placement.record),
-      metrics: plan.metrics.bonus ? { [plan.metrics.bonus]: { value: roundToCents(commission - amount * plan.rate), currency } } : {},
-    }
-  })
+  const commissions = lineCommissions(plan, bases, achieved, target)
+  const bonusKey = plan.metrics.bonus
+  const lines = entries.map((entry, index): CalculatedLine => ({
+    record_id: entry.recordId,
+    external_id: entry.externalId,
+    date: entry.date,
+    commission: commissions[index],
+    currency,
+    basis: bases[index],
+    metrics: bonusKey ? { [bonusKey]: { value: roundToCents(commissions[index] - bases[index] * plan.rate), currency } } : {},
+  }))
 
   const metrics: Record<string, unknown> = {}
   if (plan.metrics.attainment) metrics[plan.metrics.attainment] = attainment === null ? null : roundRatio(attainment)
   if (plan.metrics.tier) metrics[plan.metrics.tier] = attainment === null ? null : (tierAt(plan.tiers, attainment)?.name ?? null)
-  if (plan.metrics.bonus) {
-    const bonuses = lines.map((line) => (line.metrics[plan.metrics.bonus as string] as Money).value)
-    metrics[plan.metrics.bonus] = { value: sumCents(bonuses), currency }
-  }
+  if (bonusKey) metrics[bonusKey] = { value: sumCents(lines.map((line) => (line.metrics[bonusKey] as Money).value)), currency }
   return {
     statement: {
       ...base,
-      payment: sumCents(lines.map((line) => line.commission)),
+      payment: sumCents(commissions),
       target: target === null ? null : roundToCents(target),
       target_achievement: attainment === null ? null : roundRatio(attainment),
       on_target_earning: target === null ? null : roundToCents(commissionFor(plan, target, target)),
@@ -241,13 +243,31 @@ export function calculateCell(inputs: CellInputs, company: CompanySettings): Cel
   }
 }
 
+/**
+ * Each line's commission, rounded to the cent. Without a target, or with `whole` tiers, every record earns the
+ * same rate: the base rate, or the rate of the tier the period's attainment reaches. With `marginal` tiers the
+ * records are counted in date order, and each earns what its amount adds to the commission of the running
+ * total: `C(running total after it) − C(running total before it)`, both rounded, so that the lines add up to
+ * `C(A)` to the cent and a record dated after the others never changes what they earned.
+ */
+function lineCommissions(plan: Plan, bases: readonly number[], achieved: number, target: number | null): number[] {
+  if (target === null || plan.tier_mode === 'whole') {
+    const rate = target === null ? plan.rate : (tierAt(plan.tiers, achieved / target)?.rate ?? plan.rate)
+    return bases.map((basis) => roundToCents(basis * rate))
+  }
+  let running = 0
+  let earnedBefore = 0
+  return bases.map((basis) => {
+    running += basis
+    const earned = roundToCents(commissionFor(plan, running, target))
+    const commission = roundToCents(earned - earnedBefore)
+    earnedBefore = earned
+    return commission
+  })
+}
+
 /** The user's target for the period in the user's currency, or null (no quota, no value, or one that cannot serve). */
-function targetOf(
-  inputs: CellInputs,
-  currency: string,
-  toUserCurrency: (money: Money) => number | null,
-  report: (message: string) => void,
-): number | null {
+function targetOf(inputs: CellInputs, toUserCurrency: (money: Money) => number | null, report: (message: string) => void): number | null {
   const { quota, quotaValue } = inputs
   if (!quota || quotaValue === null) return null
   if (quota.type !== 'amount') {
@@ -269,25 +289,20 @@ function periodStartDate(plan: Plan, period: string, company: CompanySettings): 
 }
 
 /**
- * The rate every record of the cell earns: the base rate without a target; with one, the rate of the tier the
- * attainment reaches (`whole`), or the commission of the bands the amount spans divided by the amount
- * (`marginal`), so that each record earns its share of the cell's commission.
+ * The commission of an amount achieved against a target, before rounding. `whole`: the amount at the rate of the
+ * tier reached. `marginal`: each band's rate on the part of the amount inside the band; the band under the first
+ * tier, at the base rate, also holds what lies below zero (credit notes).
  */
-export function effectiveRate(plan: Plan, achieved: number, target: number | null): number {
-  if (target === null) return plan.rate
-  if (plan.tier_mode === 'whole' || achieved <= 0) return tierAt(plan.tiers, achieved / target)?.rate ?? plan.rate
-  return commissionFor(plan, achieved, target) / achieved
-}
-
-/** The commission of an amount achieved against a target, before rounding. */
 export function commissionFor(plan: Plan, achieved: number, target: number): number {
-  if (plan.tier_mode === 'whole' || achieved <= 0) return achieved * (tierAt(plan.tiers, achieved / target)?.rate ?? plan.rate)
+  if (plan.tier_mode === 'whole') return achieved * (tierAt(plan.tiers, achieved / target)?.rate ?? plan.rate)
+  const bands = [{ from: Number.NEGATIVE_INFINITY, rate: plan.rate }, ...plan.tiers]
   let commission = 0
-  const bands = [{ from: 0, rate: plan.rate }, ...plan.tiers]
   for (let index = 0; index < bands.length; index++) {
-    const low = bands[index].from * target
+    const low = index === 0 ? Number.NEGATIVE_INFINITY : bands[index].from * target
     const high = index + 1 < bands.length ? bands[index + 1].from * target : Number.POSITIVE_INFINITY
-    if (achieved > low) commission += (Math.min(achieved, high) - low) * bands[index].rate
+    if (achieved <= low) break
+    // The base band counts from zero up, or down below zero; a tier from its threshold up.
+    commission += (Math.min(achieved, high) - (index === 0 ? 0 : low)) * bands[index].rate
   }
   return commission
 }
@@ -305,12 +320,13 @@ function emptyMetrics(plan: Plan): Record<string, unknown> {
   return metrics
 }
 
-function byDateThenId(a: Placement, b: Placement): number {
-  return a.date < b.date ? -1 : a.date > b.date ? 1 : a.record.external_id < b.record.external_id ? -1 : a.record.external_id > b.record.external_id ? 1 : 0
+function byDateThenId(a: CellEntry, b: CellEntry): number {
+  if (a.date !== b.date) return a.date < b.date ? -1 : 1
+  return a.externalId < b.externalId ? -1 : a.externalId > b.externalId ? 1 : 0
 }
 
-/** Sums unrounded amounts in a fixed order (the placements' order), so that the result never depends on input order. */
-function sumExact(values: readonly number[]): number {
+/** Sums unrounded amounts in a fixed order (the entries' order), so that the result never depends on input order. */
+function sumInOrder(values: readonly number[]): number {
   let sum = 0
   for (const value of values) sum += value
   return sum
@@ -365,7 +381,7 @@ export function calculatePlan(inputs: PlanInputs, company: CompanySettings): Pla
     const separator = key.indexOf('|')
     const user = users.byId.get(key.slice(0, separator)) as User
     const period = key.slice(separator + 1)
-    const result = calculateCell({ plan, user, period, placements, quota, quotaValue: quotaValues.get(key) ?? null }, company)
+    const result = calculateCell({ plan, user, period, entries: placements, quota, quotaValue: quotaValues.get(key) ?? null }, company)
     problems.push(...result.problems)
     if (result.statement) cells.set(key, result)
   }
