@@ -139,6 +139,23 @@ describe('POST /v1/tables/{data_table_key}/records/bulk', () => {
     expect([...(await recordsOf(deals)).keys()]).toStrictEqual(['D-3'])
   })
 
+  it('reads the flags all and keep_overrides as true, false, 1 or 0 in any case; anything else is a 400 naming the flag', async () => {
+    for (const query of ['?all=FALSE', '?all=0', '?all=False']) {
+      await imported('deals', [{ deal_id: 'D-3', deal_name: 'Third' }], query)
+      expect([...(await recordsOf(deals)).keys()]).toStrictEqual(['D-1', 'D-2', 'D-3'])
+    }
+    await imported('deals', [{ deal_id: 'D-4' }], '?all=True')
+    expect([...(await recordsOf(deals)).keys()]).toStrictEqual(['D-4'])
+    await imported('deals', [{ deal_id: 'D-5' }], '?all=1&keep_overrides=TRUE')
+    expect([...(await recordsOf(deals)).keys()]).toStrictEqual(['D-5'])
+    for (const [query, resource] of [['?all=yes', 'all'], ['?all=', 'all'], ['?keep_overrides=2', 'keep_overrides'], ['?keep_overrides=truthy', 'keep_overrides']]) {
+      const reply = await post('deals', [], query)
+      expect(reply.status, query).toBe(400)
+      expect(reply.body).toMatchObject({ count: 1, errors: [{ error: 'ValidationError', resource }] })
+    }
+    expect(await h.drain()).toBe(0)
+  })
+
   describe('manual overrides', () => {
     beforeEach(async () => {
       const stored = (await recordsOf(deals)).get('D-1')!

@@ -15,6 +15,19 @@ export const DebounceSchema = Type.Integer({
   description: 'Seconds the import waits for more calls to the same endpoint, which join it; counted from the first call',
 })
 
+/**
+ * A boolean query flag as clients send it: `true`, `false`, `1` or `0`, in any letter case (Python's `requests`
+ * writes `True`). Anything else is a 400 naming the parameter. Read it with `flagValue`.
+ */
+export function BooleanFlagSchema(description: string) {
+  return Type.String({ pattern: '^([Tt][Rr][Uu][Ee]|[Ff][Aa][Ll][Ss][Ee]|1|0)$', description: `${description}: true, false, 1 or 0, in any case` })
+}
+
+/** The value of a flag the route's `BooleanFlagSchema` accepted; absent is false. */
+export function flagValue(raw: string | undefined): boolean {
+  return raw === '1' || raw?.toLowerCase() === 'true'
+}
+
 /** `{data: [item]}`: the items are checked when the import runs, so that one bad item cannot hide the others. */
 export function bulkBodySchema(maxItems: number, description: string) {
   return Type.Object({ data: Type.Array(Type.Record(Type.String(), Type.Unknown()), { maxItems, description }) })
