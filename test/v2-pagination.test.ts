@@ -186,10 +186,20 @@ describe('v2 pagination and filters', () => {
     })
   })
 
-  it('answers 400 for an unknown query parameter', async () => {
-    const reply = await server.call(`${endpoints[0]}?last_modified_since=2026-01-01T00:00:00Z`, { key: small.apiKey })
-    expect(reply.status).toBe(400)
-    expect(reply.body).toEqual(badParameter('last_modified_since'))
+  it('ignores an unknown query parameter on every endpoint, and still answers 400 for a known one with a bad value', async () => {
+    for (const path of endpoints) {
+      const plain = await server.call(`${path}?limit=1`, { key: small.apiKey })
+      const busted = await server.call(`${path}?limit=1&_=1717171717&trace_id=abc&last_modified_since=2026-01-01T00:00:00Z`, { key: small.apiKey })
+      expect(busted.status, path).toBe(200)
+      expect(busted.body).toEqual(plain.body)
+      expect(new URL(busted.body.meta.next_url).searchParams.has('trace_id')).toBe(false)
+      const bad = await server.call(`${path}?_=1717171717&limit=0`, { key: small.apiKey })
+      expect(bad.status, path).toBe(400)
+      expect(bad.body).toEqual(badParameter('limit'))
+    }
+    const fields = await server.call(`/v2/data-structures/${smallId('Statements')}/fields?_=1`, { key: small.apiKey })
+    expect(fields.status).toBe(200)
+    expect((await server.call('/v2/data-structures?cache=no', { key: small.apiKey })).status).toBe(200)
   })
 
   describe('date filters', () => {

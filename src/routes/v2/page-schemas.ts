@@ -7,17 +7,18 @@ import { AuthenticatedErrorResponses, ObjectIdSchema, PageMetaSchema } from '../
 
 const DATE_TIME = 'ISO 8601 date-time; send an explicit offset (Z or ±hh:mm): one without is read as UTC'
 
-/** The page query of an endpoint whose page holds `defaultLimit` rows when the request names no `limit`. */
+/**
+ * The page query of an endpoint whose page holds `defaultLimit` rows when the request names no `limit`. Other
+ * parameters are ignored, as on v1 and on the real service (a cache-buster or a tracing parameter must not fail
+ * a sync); a known parameter with a bad value is a 400.
+ */
 function pageQuerySchema(defaultLimit: number) {
-  return Type.Object(
-    {
-      start_id: Type.Optional({ ...ObjectIdSchema, description: 'start after this id (the previous page’s meta.next_start_id)' }),
-      limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE_LIMIT, default: defaultLimit, description: 'rows per page' })),
-      last_modified_after: Type.Optional(Type.String({ description: DATE_TIME })),
-      last_modified_before: Type.Optional(Type.String({ description: DATE_TIME })),
-    },
-    { additionalProperties: false },
-  )
+  return Type.Object({
+    start_id: Type.Optional({ ...ObjectIdSchema, description: 'start after this id (the previous page’s meta.next_start_id)' }),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE_LIMIT, default: defaultLimit, description: 'rows per page' })),
+    last_modified_after: Type.Optional(Type.String({ description: DATE_TIME })),
+    last_modified_before: Type.Optional(Type.String({ description: DATE_TIME })),
+  })
 }
 
 /** Statements and records: 1,000 rows by default. */
