@@ -1,6 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { newId } from '../src/ids.ts'
 import type { DataTable, DataTableRecord } from '../src/store/model.ts'
+import { smallFixture } from './helpers/fixtures.ts'
+import { startTestServer } from './helpers/server.ts'
 import { type ImportHarness, startImportHarness } from './imports-support.ts'
 
 let h: ImportHarness
@@ -209,11 +211,40 @@ describe('POST /v1/tables/{data_table_key}/records/bulk', () => {
     expect((await post('deals', Array.from({ length: 10_000 }, (_, index) => ({ deal_id: `X-${index}` })))).status).toBe(200)
   })
 
-  it('answers 413 for a body over 10 MiB, and creates no import', async () => {
-    const big = [{ deal_id: 'D-1', deal_name: 'x'.repeat(10 * 1024 * 1024) }]
+  it('accepts 5,000 records of 4 KiB each (the top of the recommended batch) under the default body limit', async () => {
+    // Each record is 4 KiB as JSON.
+    const records = Array.from({ length: 5000 }, (_, index) => {
+      const record = { deal_id: `B-${index}`, deal_name: '' }
+      record.deal_name = 'x'.repeat(4096 - JSON.stringify(record).length)
+      return record
+    })
+    expect(records.every((record) => JSON.stringify(record).length === 4096)).toBe(true)
+    const result = await imported('deals', records)
+    expect(result).toMatchObject({ error: false, data_tables_details: [{ error: null }] })
+    expect(await h.store.records.count(h.companyId, deals.id)).toBe(5002)
+  })
+
+  it('answers 413 with the 400-shaped body for a body over the default 32 MiB, and creates no import', async () => {
+    const big = [{ deal_id: 'D-1', deal_name: 'x'.repeat(32 * 1024 * 1024) }]
     const reply = await post('deals', big)
     expect(reply.status).toBe(413)
-    expect(reply.body).toMatchObject({ count: 1, errors: [{ error: 'ValidationError', resource: 'body' }] })
+    expect(reply.body).toStrictEqual({ count: 1, errors: [{ error: 'ValidationError', resource: 'body', description: expect.any(String) }] })
     expect(await h.drain()).toBe(0)
+  })
+
+  it('takes its body limit from BODY_LIMIT_MB, on every route', async () => {
+    const server = await startTestServer({ BODY_LIMIT_MB: '1' })
+    try {
+      const { apiKey } = await server.load(smallFixture('Small'))
+      const under = await server.call('/v1/tables/deals/records/bulk', { method: 'POST', key: apiKey, body: [{ deal_id: 'D-1', deal_name: 'x'.repeat(1000 * 1024) }] })
+      expect(under.status).toBe(200)
+      const over = await server.call('/v1/tables/deals/records/bulk', { method: 'POST', key: apiKey, body: [{ deal_id: 'D-1', deal_name: 'x'.repeat(1024 * 1024) }] })
+      expect(over.status).toBe(413)
+      expect(over.body).toStrictEqual({ count: 1, errors: [{ error: 'ValidationError', resource: 'body', description: expect.any(String) }] })
+      const users = await server.call('/v1/users/bulk', { method: 'PUT', key: apiKey, body: { data: [{ email: 'a@small.example', name: 'x'.repeat(1024 * 1024) }] } })
+      expect(users.status).toBe(413)
+    } finally {
+      await server.close()
+    }
   })
 })

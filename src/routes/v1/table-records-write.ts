@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { ValidationError } from '../../errors.ts'
 import { enqueueImport } from '../../imports/enqueue.ts'
-import { MAX_RECORDS_BODY_BYTES, MAX_RECORDS_PER_CALL } from '../../imports/limits.ts'
+import { MAX_RECORDS_PER_CALL } from '../../imports/limits.ts'
 import { liveTableByKey } from '../../v1/table-records.ts'
 import { AuthenticatedErrorResponses, ValidationErrorBodySchema } from '../schemas.ts'
 import { BooleanFlagSchema, DebounceSchema, flagValue, ImportReceiptSchema } from './import-schemas.ts'
@@ -12,7 +12,6 @@ export const tableRecordWriteRoutes: FastifyPluginAsyncTypebox = async (app) => 
   app.post(
     '/tables/:data_table_key/records/bulk',
     {
-      bodyLimit: MAX_RECORDS_BODY_BYTES,
       // Ajv would wrap a lone scalar into a one-item array: a body that is not an array is malformed.
       preValidation: async (request) => {
         if (!Array.isArray(request.body)) throw new ValidationError({ resource: 'body', description: 'expected a JSON array of records' })
