@@ -46,6 +46,17 @@ describe('DELETE /v1/users/archive/bulk', () => {
     expect((await archive([{ user: 'owner@acme.example', end_date: '2026-05' }])).status).toBe(200)
   })
 
+  it('counts a management with an open start (sent without start_date) as a conflict', async () => {
+    const reply = await h.call('/v1/users/managers/bulk', { method: 'PUT', body: { data: [{ user: 'owner@acme.example', manager: 'rep@acme.example' }] } })
+    expect(reply.status).toBe(200)
+    await h.drain()
+    const refused = await archive([{ user: 'rep@acme.example' }])
+    expect(refused.status).toBe(400)
+    expect(refused.body.errors).toStrictEqual([
+      { error: 'ConflictError', resource: 'user', description: expect.stringContaining('rep@acme.example manages owner@acme.example (the beginning to no end)') },
+    ])
+  })
+
   it('does not count a managed person who is archived in the same call', async () => {
     expect((await archive([{ user: 'owner@acme.example', end_date: '2026-02' }, { user: 'rep@acme.example', end_date: '2026-02' }])).status).toBe(200)
   })

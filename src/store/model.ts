@@ -76,8 +76,8 @@ export interface ManagerAttribution {
   company_id: string
   user_id: string
   manager_id: string
-  /** YYYY-MM */
-  start_month: string
+  /** YYYY-MM, or null: from the beginning. */
+  start_month: string | null
   /** YYYY-MM, or null when open-ended. */
   end_month: string | null
 }
@@ -88,7 +88,8 @@ export interface GroupAttribution {
   user_id: string
   group_dimension: string
   group: string
-  start_month: string
+  /** YYYY-MM, or null: from the beginning. */
+  start_month: string | null
   end_month: string | null
 }
 

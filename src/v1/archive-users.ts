@@ -80,7 +80,7 @@ async function managerConflicts(tx: Store, companyId: string, requests: readonly
     const person = people.get(attribution.user_id)
     if (!person || person.status === 'archived' || leaving.has(person.id)) continue
     if (!monthRangesOverlap(attribution, { start_month: request.archivedFrom, end_month: null })) continue
-    const months = `${attribution.start_month} to ${attribution.end_month ?? 'no end'}`
+    const months = `${attribution.start_month ?? 'the beginning'} to ${attribution.end_month ?? 'no end'}`
     issues.push({
       error: 'ConflictError',
       resource: 'user',

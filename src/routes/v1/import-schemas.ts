@@ -9,6 +9,16 @@ export const ImportReceiptSchema = Type.Object({
   objects_imported: Type.Integer({ description: 'How many items the call carried' }),
 })
 
+/**
+ * The answer of an attribution call: the import fields the specification requires, plus `{count, data}`, the
+ * items accepted (all of them: they are checked when the import runs), which the real documentation shows.
+ */
+export const AttributionReceiptSchema = Type.Object({
+  ...ImportReceiptSchema.properties,
+  count: Type.Integer({ description: 'How many items the call carried' }),
+  data: Type.Array(Type.Record(Type.String(), Type.Unknown()), { description: 'The items accepted, as sent' }),
+})
+
 export const DebounceSchema = Type.Integer({
   minimum: 0,
   maximum: MAX_DEBOUNCE_SECONDS,
