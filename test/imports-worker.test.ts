@@ -1,6 +1,7 @@
 import { once } from 'node:events'
 import { Writable } from 'node:stream'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { newId } from '../src/ids.ts'
 import { runClaimedImport } from '../src/imports/run-import.ts'
 import { ImportWorker } from '../src/imports/worker.ts'
 import { loadConfig } from '../src/config.ts'
@@ -28,6 +29,40 @@ const at = (offset = 0) => new Date(h.server.clock.now().getTime() + offset).toI
 const claimAndDie = (owner = 'dead-worker') => h.store.imports.claimNext(owner, at(), at(LEASE))
 
 describe('the import worker', () => {
+  it('applies a record import stored before imports stacked across tables (its table on the import, not the payload)', async () => {
+    const deals = (await h.store.dataTables.getByKey(h.companyId, 'live', 'deals'))!
+    const now = at()
+    const legacy = await h.store.imports.enqueue(
+      {
+        id: newId(),
+        company_id: h.companyId,
+        target: 'records',
+        table_id: deals.id,
+        data_table_key: 'deals',
+        join_key: `records:${deals.id}`,
+        status: 'scheduled',
+        window_ends_at: now,
+        created_at: now,
+        launched_at: null,
+        finished_at: null,
+        error: false,
+        details: [],
+        lease_owner: null,
+        lease_expires_at: null,
+        attempts: 0,
+      },
+      { id: newId(), company_id: h.companyId, items: [{ deal_id: 'OLD-1', deal_name: 'Queued before the upgrade' }], options: { all: false, keep_overrides: false }, received_at: now },
+      now,
+    )
+    expect(await h.drain()).toBe(1)
+    const result = await h.importOf(legacy.id)
+    expect(result).toMatchObject({ status: 'finished', error: false, data_tables_details: [{ data_table_key: 'deals', number_of_records: 1, error: null }] })
+    expect((await h.store.records.findByExternalIds(h.companyId, deals.id, ['OLD-1'])).get('OLD-1')?.values).toStrictEqual({
+      deal_id: 'OLD-1',
+      deal_name: 'Queued before the upgrade',
+    })
+  })
+
   it('runs one import per company at a time; the others wait in scheduled, other companies go on', async () => {
     const globex = await h.server.load(smallFixture('Globex'))
     const first = await putUsers([{ email: 'a@acme.example' }])

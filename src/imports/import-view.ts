@@ -50,7 +50,7 @@ export function importView(data: DataImport): ImportView {
     data_tables_details: data.details.map((detail) => ({
       type: 'api',
       status: data.status,
-      data_table_key: data.data_table_key,
+      data_table_key: detail.data_table_key ?? data.data_table_key,
       progress,
       number_of_records: detail.number_of_records,
       error: detail.error,

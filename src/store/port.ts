@@ -318,7 +318,8 @@ export interface ImportRepository {
   /**
    * Stores one call's payload with the import it joins, atomically: the import of the same company and
    * `join_key` that is `scheduled` with `window_ends_at` after `now`; when there is none, `fresh` is created.
-   * The payload's `import_id` is set to the import it joined, and a detail for it appended to the import.
+   * The payload's `import_id` is set to the import it joined, and its detail (`scheduledDetail`) appended to the
+   * import.
    * Returns the import as it is after the call.
    */
   enqueue(fresh: DataImport, payload: Omit<ImportPayload, 'import_id'>, now: string): Promise<DataImport>

@@ -61,7 +61,7 @@ export function importsContract(name: string, factory: StoreFactory): void {
         // The window closes at minute 10 (exclusive), whatever the joining calls asked.
         expect((await enqueue(10, 10)).id).not.toBe(first.id)
         expect((await enqueue(6, 10, otherCompanyId)).id).not.toBe(first.id)
-        expect((await enqueue(6, 10, companyId, 'records:x')).id).not.toBe(first.id)
+        expect((await enqueue(6, 10, companyId, 'managers')).id).not.toBe(first.id)
 
         const stored = await store.imports.get(companyId, first.id)
         expect(stored?.details).toHaveLength(3)
@@ -70,6 +70,31 @@ export function importsContract(name: string, factory: StoreFactory): void {
         expect(payloads.every((payload) => payload.import_id === first.id)).toBe(true)
         expect(await store.imports.get(otherCompanyId, first.id)).toBeNull()
         expect(await store.imports.payloads(otherCompanyId, first.id)).toStrictEqual([])
+      })
+
+      it('keeps each payload\'s own table and key, and a detail per call that names its key, across tables', async () => {
+        const [deals, leads] = [aDataTable(companyId, { key: 'deals' }), aDataTable(companyId, { key: 'leads' })]
+        const records = (at: number, table: { id: string; key: string }, items: unknown[]) =>
+          store.imports.enqueue(
+            { ...anImport(companyId, minute(at), 10, 'records'), target: 'records', data_table_key: 'records' },
+            { ...aPayload(companyId, items), table_id: table.id, data_table_key: table.key },
+            minute(at),
+          )
+        const first = await records(0, deals, [{ deal_id: 'a' }])
+        expect((await records(1, leads, [{ lead_id: 'b' }, { lead_id: 'c' }])).id).toBe(first.id)
+        expect((await records(2, deals, [])).id).toBe(first.id)
+        const stored = await store.imports.get(companyId, first.id)
+        expect(stored?.details.map(({ data_table_key, number_of_records, error }) => ({ data_table_key, number_of_records, error }))).toStrictEqual([
+          { data_table_key: 'deals', number_of_records: 1, error: null },
+          { data_table_key: 'leads', number_of_records: 2, error: null },
+          { data_table_key: 'deals', number_of_records: 0, error: null },
+        ])
+        const payloads = await store.imports.payloads(companyId, first.id)
+        expect(payloads.map(({ table_id, data_table_key }) => ({ table_id, data_table_key }))).toStrictEqual([
+          { table_id: deals.id, data_table_key: 'deals' },
+          { table_id: leads.id, data_table_key: 'leads' },
+          { table_id: deals.id, data_table_key: 'deals' },
+        ])
       })
 
       it('never joins an import a worker has claimed', async () => {
