@@ -40,7 +40,7 @@ describe('PUT /v1/users/managers/bulk', () => {
     ])
     expect(result.error).toBe(false)
     expect(result.data_tables_details).toStrictEqual([
-      { type: 'api', status: 'finished', data_table_key: 'managers', progress: 100, number_of_records: 2, error: null },
+      { type: 'api', status: 'finished', data_table_key: 'managers', progress: 100, number_of_records: 2, error: null, ignored_keys: [] },
     ])
     expect(await managers()).toStrictEqual([
       { user_id: ids.owner, manager_id: ids.gone, start_month: '2025-01', end_month: null },

@@ -130,10 +130,39 @@ describe('POST /v1/tables/{data_table_key}/records/bulk', () => {
         { line_number: 3, row: records[2], details: 'activity_id: the id field is required' },
         { line_number: 4, row: 'not a record', details: 'expected a record object' },
         { line_number: 5, row: records[4], details: 'amount: expected amount_currency, a currency code such as EUR' },
-        { line_number: 6, row: records[5], details: expect.stringMatching(/close_date: expected a date YYYY-MM-DD.*; color: unknown field/) },
+        { line_number: 6, row: records[5], details: expect.stringMatching(/^close_date: expected a date YYYY-MM-DD[^;]*$/) },
       ],
     })
+    expect(result.data_tables_details[0].ignored_keys).toStrictEqual(['color'])
     expect([...(await recordsOf(activities)).keys()]).toStrictEqual(['A-2'])
+  })
+
+  it('ignores keys the table does not know: the record is applied with its known fields, the detail names them once, error stays false', async () => {
+    const records = [
+      { activity_id: 'A-1', title: 'Call', crm_owner: 'x', Stage: 'won' },
+      { activity_id: 'A-2', title: 'Demo', crm_owner: 'y', title_currency: 'EUR' },
+      { activity_id: 'A-3', amount: 5, amount_currency: 'EUR' },
+    ]
+    const result = await imported('activities', records)
+    expect(result.error).toBe(false)
+    expect(result.data_tables_details).toMatchObject([{ data_table_key: 'activities', error: null, ignored_keys: ['crm_owner', 'Stage', 'title_currency'] }])
+    const stored = await recordsOf(activities)
+    expect(stored.get('A-1')?.values).toStrictEqual({ activity_id: 'A-1', title: 'Call' })
+    expect(stored.get('A-2')?.values).toStrictEqual({ activity_id: 'A-2', title: 'Demo' })
+    expect(stored.get('A-3')?.values).toStrictEqual({ activity_id: 'A-3', amount: { value: 5, currency: 'EUR' } })
+    const fetched = await h.call('/v1/tables/activities/records')
+    expect(fetched.body.data.flatMap(Object.keys)).not.toContain('crm_owner')
+  })
+
+  it('still skips and reports a record without its id field, among records with ignored keys', async () => {
+    const records = [{ title: 'No id', extra: 1 }, { activity_id: 'A-1', extra: 2 }]
+    const result = await imported('activities', records)
+    expect(result.error).toBe(true)
+    expect(result.data_tables_details[0]).toMatchObject({
+      ignored_keys: ['extra'],
+      error: { title: 'PartialFailure', parsing_error_details: [{ line_number: 1, row: records[0], details: 'activity_id: the id field is required' }] },
+    })
+    expect([...(await recordsOf(activities)).keys()]).toStrictEqual(['A-1'])
   })
 
   it('empties the table before the import with all=true', async () => {

@@ -41,7 +41,7 @@ describe('PUT /v1/users/bulk: the call', () => {
       status: 'finished',
       progress: 100,
       error: false,
-      data_tables_details: [{ type: 'api', status: 'finished', data_table_key: 'users', progress: 100, number_of_records: 1, error: null }],
+      data_tables_details: [{ type: 'api', status: 'finished', data_table_key: 'users', progress: 100, number_of_records: 1, error: null, ignored_keys: [] }],
     })
     expect(await h.user('NEW@acme.example')).toMatchObject({
       email: 'new@acme.example',

@@ -11,6 +11,8 @@ export interface ImportDetailView {
   progress: number
   number_of_records: number | null
   error: ImportError | null
+  /** Record calls: the keys their records carried that the table does not know, ignored (not an error). */
+  ignored_keys: string[]
 }
 
 /** The `data_import` object of `GET /v1/imports/{import_id}`. */
@@ -54,6 +56,7 @@ export function importView(data: DataImport): ImportView {
       progress,
       number_of_records: detail.number_of_records,
       error: detail.error,
+      ignored_keys: detail.ignored_keys ?? [],
     })),
   }
 }

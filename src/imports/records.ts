@@ -24,7 +24,12 @@ export interface PreparedRecordCall {
   tableGone: boolean
   changes: Map<string, Change>
   skipped: ImportItemIssue[]
+  /** Keys of its records that the table does not know: ignored, and named once on the call's detail. */
+  ignoredKeys: Set<string>
 }
+
+/** How many ignored keys a call's detail names: a bound on the import record, whatever a CSV export holds. */
+export const KEPT_IGNORED_KEYS = 100
 
 /** The table a record call writes: its own, or (a payload stored before imports stacked) its import's. */
 function tableIdOf(claimed: DataImport, payload: ImportPayload): string {
@@ -47,7 +52,7 @@ export async function prepareRecordCalls(store: Store, claimed: DataImport, payl
     const tableId = tableIdOf(claimed, payload)
     if (!tables.has(tableId)) tables.set(tableId, await store.dataTables.get(claimed.company_id, tableId))
     const table = tables.get(tableId) ?? null
-    const call: PreparedRecordCall = { payload, tableId, tableGone: table === null, changes: new Map(), skipped: [] }
+    const call: PreparedRecordCall = { payload, tableId, tableGone: table === null, changes: new Map(), skipped: [], ignoredKeys: new Set() }
     calls.push(call)
     if (!table) continue
     for (let index = 0; index < payload.items.length; index++) {
@@ -58,10 +63,14 @@ export async function prepareRecordCalls(store: Store, claimed: DataImport, payl
   return calls
 }
 
-/** Adds one item of a call to its changes, or to its skipped items. */
-function readRecord(table: DataTable, { changes, skipped }: PreparedRecordCall, item: unknown, line_number: number): void {
+/**
+ * Adds one item of a call to its changes, or to its skipped items. Keys the table does not know are ignored, as
+ * the real service does (a CRM export with an extra column still imports), and collected for the detail.
+ */
+function readRecord(table: DataTable, { changes, skipped, ignoredKeys }: PreparedRecordCall, item: unknown, line_number: number): void {
   if (!isObject(item)) return void skipped.push({ line_number, row: item, details: 'expected a record object' })
   const parsed = parseRecord(table, item)
+  for (const key of parsed.unknownKeys) if (ignoredKeys.size < KEPT_IGNORED_KEYS) ignoredKeys.add(key)
   if (parsed.problems.length > 0 || parsed.externalId === null) return void skipped.push({ line_number, row: item, details: parsed.problems.join('; ') })
   const previous = changes.get(parsed.externalId)
   if (parsed.deleted) changes.set(parsed.externalId, { values: {}, deleted: true, replaced: false })

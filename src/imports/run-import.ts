@@ -37,7 +37,7 @@ export async function runClaimedImport(store: Store, clock: Clock, claimed: Data
       const now = clock.now().toISOString()
       const outcomes = await applyPayloads(tx, company, claimed, payloads, recordCalls, now)
       await hooks.beforeFinish?.(claimed)
-      const details = detailsOf(claimed, payloads, outcomes)
+      const details = detailsOf(claimed, payloads, outcomes, recordCalls)
       const outcome = { finished_at: now, error: outcomes.some((item) => item !== null), details }
       if (!(await tx.imports.finish(company.id, claimed.id, owner, outcome))) throw new LostClaim()
       return { kind: 'finished' as const, import: { ...claimed, ...outcome, status: 'finished' as const, lease_owner: null, lease_expires_at: null } }
@@ -77,12 +77,22 @@ async function applyPayloads(
   return outcomes
 }
 
-/** One detail per call, in arrival order; a payload stored before imports stacked takes its import's key. */
-function detailsOf(claimed: DataImport, payloads: readonly ImportPayload[], outcomes: readonly PayloadOutcome[]): ImportDetail[] {
+/**
+ * One detail per call, in arrival order, with the keys its records carried that their table ignored; a payload
+ * stored before imports stacked takes its import's key.
+ */
+function detailsOf(
+  claimed: DataImport,
+  payloads: readonly ImportPayload[],
+  outcomes: readonly PayloadOutcome[],
+  recordCalls: readonly PreparedRecordCall[] = [],
+): ImportDetail[] {
+  const ignored = new Map(recordCalls.map((call) => [call.payload.id, [...call.ignoredKeys]]))
   return payloads.map((payload, index) => ({
     payload_id: payload.id,
     data_table_key: payload.data_table_key ?? claimed.data_table_key,
     number_of_records: payload.items.length,
     error: outcomes[index],
+    ignored_keys: ignored.get(payload.id) ?? [],
   }))
 }

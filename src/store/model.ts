@@ -296,11 +296,16 @@ export interface ImportDetail {
   data_table_key?: string
   number_of_records: number
   error: ImportError | null
+  /**
+   * Record calls: the keys its records carried that the table does not know, ignored (the records were applied
+   * with their known fields), the first 100 in the order met. Not an error. Absent from details stored before.
+   */
+  ignored_keys?: string[]
 }
 
 /** The detail of a call that has just joined an import: nothing applied yet. */
 export function scheduledDetail(payload: { id: string; data_table_key?: string; items: unknown[] }): ImportDetail {
-  return { payload_id: payload.id, data_table_key: payload.data_table_key, number_of_records: payload.items.length, error: null }
+  return { payload_id: payload.id, data_table_key: payload.data_table_key, number_of_records: payload.items.length, error: null, ignored_keys: [] }
 }
 
 /**

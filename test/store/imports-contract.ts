@@ -164,7 +164,8 @@ export function importsContract(name: string, factory: StoreFactory): void {
       it('finishes once, for the worker that holds the import', async () => {
         const queued = await enqueue(0)
         await store.imports.claimNext('w', minute(1), minute(11))
-        const details = [{ payload_id: queued.details[0].payload_id, number_of_records: 1, error: { title: 'PartialFailure' as const, description: 'd', parsing_error_details: [{ line_number: 1, row: { a: 1 }, details: 'x' }] } }]
+        const error = { title: 'PartialFailure' as const, description: 'd', parsing_error_details: [{ line_number: 1, row: { a: 1 }, details: 'x' }] }
+        const details = [{ payload_id: queued.details[0].payload_id, data_table_key: 'users', number_of_records: 1, error, ignored_keys: ['b', 'c'] }]
         const outcome = { finished_at: minute(2), error: true, details }
         expect(await store.imports.finish(companyId, queued.id, 'other', outcome)).toBe(false)
         expect(await store.imports.finish(otherCompanyId, queued.id, 'w', outcome)).toBe(false)

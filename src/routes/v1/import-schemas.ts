@@ -71,6 +71,9 @@ export const ImportViewSchema = Type.Object({
         progress: Type.Integer({ minimum: 0, maximum: 100 }),
         number_of_records: Type.Union([Type.Integer(), Type.Null()]),
         error: Type.Union([ImportErrorSchema, Type.Null()]),
+        ignored_keys: Type.Array(Type.String(), {
+          description: 'Record calls: keys of the records that the table does not know, ignored (the records were applied with their known fields); the first 100. Not an error',
+        }),
       }),
       { description: 'One entry per call joined to the import, in arrival order' },
     ),
