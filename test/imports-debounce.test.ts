@@ -52,10 +52,11 @@ describe('debounce', () => {
     expect(await h.drain()).toBe(1)
     const result = await h.importOf(id)
     expect(result.error).toBe(true)
+    // number_of_records: the items applied; null for the refused call.
     expect(result.data_tables_details.map((detail: any) => [detail.number_of_records, detail.error?.title ?? null])).toStrictEqual([
       [1, null],
-      [2, 'ValidationError'],
-      [2, 'PartialFailure'],
+      [null, 'ValidationError'],
+      [1, 'PartialFailure'],
     ])
     expect(result.data_tables_details[1].error.parsing_error_details).toMatchObject([{ line_number: 2, row: { email: 'bad@acme.example' } }])
     expect(await h.user('a@acme.example')).toBeDefined()

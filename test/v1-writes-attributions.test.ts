@@ -91,6 +91,7 @@ describe('PUT /v1/users/managers/bulk', () => {
     const result = await imported('managers', [{ user: 'owner@acme.example', manager: 'rep@acme.example', start_date: '2026-01' }, ...data])
     expect(result.error).toBe(true)
     const error = result.data_tables_details[0].error
+    expect(result.data_tables_details[0].number_of_records).toBeNull()
     expect(error.title).toBe('ValidationError')
     expect(error.description).toContain(details)
     expect(error.parsing_error_details.at(-1)).toMatchObject({ line_number: data.length + 1, details: expect.stringContaining(details) })

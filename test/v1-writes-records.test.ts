@@ -134,6 +134,8 @@ describe('POST /v1/tables/{data_table_key}/records/bulk', () => {
       ],
     })
     expect(result.data_tables_details[0].ignored_keys).toStrictEqual(['color'])
+    // number_of_records counts the items applied, not the items sent.
+    expect(result.data_tables_details[0].number_of_records).toBe(1)
     expect([...(await recordsOf(activities)).keys()]).toStrictEqual(['A-2'])
   })
 

@@ -3,7 +3,7 @@ import { type MonthRange, monthRangesOverlap } from '../domain/periods.ts'
 import { newId } from '../ids.ts'
 import type { Company, GroupAttribution, ImportItemIssue, ManagerAttribution, User } from '../store/model.ts'
 import type { Store } from '../store/port.ts'
-import { isObject, type PayloadOutcome, refused } from './outcome.ts'
+import { allApplied, isObject, type PayloadOutcome, refused } from './outcome.ts'
 
 /**
  * One item of `PUT /v1/users/managers/bulk` or `PUT /v1/users/groups/bulk`, read: who it is about, the
@@ -57,7 +57,7 @@ export async function applyAttributions(tx: Store, company: Company, kind: Kind,
     const added = placements.flatMap((placement) => (placement.value === null ? [] : [groupOf(company, placement, placement.value)]))
     await tx.attributions.replaceGroups(company.id, userIds, [...kept, ...added])
   }
-  return null
+  return allApplied(items.length)
 }
 
 function readPlacement(

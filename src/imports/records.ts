@@ -89,7 +89,7 @@ export async function applyRecordCalls(tx: Store, company: Company, calls: reado
     const tableOutcomes = table ? await applyTableCalls(tx, company, table, tableCalls, now) : tableCalls.map(tableGone)
     tableCalls.forEach((call, index) => outcomes.set(call, tableOutcomes[index]))
   }
-  return calls.map((call) => outcomes.get(call) ?? null)
+  return calls.map((call) => outcomes.get(call)!)
 }
 
 /**

@@ -38,7 +38,7 @@ export async function runClaimedImport(store: Store, clock: Clock, claimed: Data
       const outcomes = await applyPayloads(tx, company, claimed, payloads, recordCalls, now)
       await hooks.beforeFinish?.(claimed)
       const details = detailsOf(claimed, payloads, outcomes, recordCalls)
-      const outcome = { finished_at: now, error: outcomes.some((item) => item !== null), details }
+      const outcome = { finished_at: now, error: outcomes.some((item) => item.error !== null), details }
       if (!(await tx.imports.finish(company.id, claimed.id, owner, outcome))) throw new LostClaim()
       return { kind: 'finished' as const, import: { ...claimed, ...outcome, status: 'finished' as const, lease_owner: null, lease_expires_at: null } }
     })
@@ -54,8 +54,8 @@ export async function runClaimedImport(store: Store, clock: Clock, claimed: Data
  */
 export async function failClaimedImport(store: Store, clock: Clock, claimed: DataImport, owner: string, reference: string): Promise<boolean> {
   const payloads = await store.imports.payloads(claimed.company_id, claimed.id)
-  const error = refusedWhole(`The import could not be applied because of an internal error (reference ${reference}); nothing of it was imported`)
-  const details = detailsOf(claimed, payloads, payloads.map(() => error))
+  const failed = refusedWhole(`The import could not be applied because of an internal error (reference ${reference}); nothing of it was imported`)
+  const details = detailsOf(claimed, payloads, payloads.map(() => failed))
   return store.imports.finish(claimed.company_id, claimed.id, owner, { finished_at: clock.now().toISOString(), error: true, details })
 }
 
@@ -91,8 +91,8 @@ function detailsOf(
   return payloads.map((payload, index) => ({
     payload_id: payload.id,
     data_table_key: payload.data_table_key ?? claimed.data_table_key,
-    number_of_records: payload.items.length,
-    error: outcomes[index],
+    number_of_records: outcomes[index].applied,
+    error: outcomes[index].error,
     ignored_keys: ignored.get(payload.id) ?? [],
   }))
 }

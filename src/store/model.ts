@@ -294,7 +294,8 @@ export interface ImportDetail {
    * imports stacked across tables: the import's `data_table_key` is theirs.
    */
   data_table_key?: string
-  number_of_records: number
+  /** How many of the call's items were applied: null until the import is finished, and for a refused call. */
+  number_of_records: number | null
   error: ImportError | null
   /**
    * Record calls: the keys its records carried that the table does not know, ignored (the records were applied
@@ -304,8 +305,8 @@ export interface ImportDetail {
 }
 
 /** The detail of a call that has just joined an import: nothing applied yet. */
-export function scheduledDetail(payload: { id: string; data_table_key?: string; items: unknown[] }): ImportDetail {
-  return { payload_id: payload.id, data_table_key: payload.data_table_key, number_of_records: payload.items.length, error: null, ignored_keys: [] }
+export function scheduledDetail(payload: { id: string; data_table_key?: string }): ImportDetail {
+  return { payload_id: payload.id, data_table_key: payload.data_table_key, number_of_records: null, error: null, ignored_keys: [] }
 }
 
 /**
