@@ -172,6 +172,52 @@ describe('POST /v1/tables/{data_table_key}/records/bulk', () => {
     expect([...(await recordsOf(deals)).keys()]).toStrictEqual(['D-3'])
   })
 
+  describe('all=true never empties a table by mistake', () => {
+    it('refuses an all=true call whose every record is refused, and deletes nothing', async () => {
+      const records = [{ deal_name: 'No id' }, { deal_id: 'D-9', amount: 'lots' }, 'not a record']
+      const result = await imported('deals', records, '?all=true')
+      expect(result.error).toBe(true)
+      expect(result.data_tables_details[0]).toMatchObject({
+        number_of_records: null,
+        error: { title: 'ValidationError', description: expect.stringMatching(/^3 invalid records, nothing of this call was imported/) },
+      })
+      expect(result.data_tables_details[0].error.parsing_error_details.map((item: any) => item.line_number)).toStrictEqual([1, 2, 3])
+      expect([...(await recordsOf(deals)).keys()]).toStrictEqual(['D-1', 'D-2'])
+    })
+
+    it('deletes nothing when every record of every call joined in the window is refused', async () => {
+      const first = await post('deals', [{ deal_name: 'No id' }], '?all=true&debounce=30')
+      await post('deals', [{ deal_id: 'D-9', amount: 'lots' }], '?debounce=30')
+      h.server.clock.advance(30_000)
+      await h.drain()
+      const result = await h.importOf(first.body.import_id)
+      expect(result.data_tables_details.map((detail: any) => [detail.error?.title, detail.number_of_records])).toStrictEqual([
+        ['ValidationError', null],
+        ['ValidationError', null],
+      ])
+      expect([...(await recordsOf(deals)).keys()]).toStrictEqual(['D-1', 'D-2'])
+    })
+
+    it('still empties the table for an explicit empty list with all=true', async () => {
+      const result = await imported('deals', [], '?all=true')
+      expect(result).toMatchObject({ error: false, data_tables_details: [{ number_of_records: 0, error: null }] })
+      expect((await recordsOf(deals)).size).toBe(0)
+    })
+
+    it('empties the table when some record of the resync comes through, split over calls or not', async () => {
+      const first = await post('deals', [{ deal_name: 'No id' }], '?all=true&debounce=30')
+      await post('deals', [{ deal_id: 'N-1' }, { deal_id: 'N-2', amount: 'lots' }], '?debounce=30')
+      h.server.clock.advance(30_000)
+      await h.drain()
+      const result = await h.importOf(first.body.import_id)
+      expect(result.data_tables_details.map((detail: any) => [detail.error?.title, detail.number_of_records])).toStrictEqual([
+        ['ValidationError', null],
+        ['PartialFailure', 1],
+      ])
+      expect([...(await recordsOf(deals)).keys()]).toStrictEqual(['N-1'])
+    })
+  })
+
   it('reads the flags all and keep_overrides as true, false, 1 or 0 in any case; anything else is a 400 naming the flag', async () => {
     for (const query of ['?all=FALSE', '?all=0', '?all=False']) {
       await imported('deals', [{ deal_id: 'D-3', deal_name: 'Third' }], query)

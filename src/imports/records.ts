@@ -2,7 +2,7 @@ import { parseRecord } from '../domain/record-values.ts'
 import { newId } from '../ids.ts'
 import type { Company, DataImport, DataTable, DataTableRecord, ImportItemIssue, ImportPayload } from '../store/model.ts'
 import type { Store } from '../store/port.ts'
-import { isObject, type PayloadOutcome, partial, refusedWhole } from './outcome.ts'
+import { isObject, type PayloadOutcome, partial, refused, refusedWhole } from './outcome.ts'
 
 /** The last word on one record id within a call: its values to upsert, or a deletion. */
 interface Change {
@@ -94,13 +94,13 @@ export async function applyRecordCalls(tx: Store, company: Company, calls: reado
 
 /**
  * Applies the calls of one import to one table, in arrival order. When one of them asked `all=true` the
- * table is emptied once, before the first; manual overrides survive that when the same call also asked
- * `keep_overrides=true`. Each parsed record is upserted by its id field (a field left out keeps its value) or
- * deleted (`deleted: true`); the skipped ones are reported.
+ * table is emptied once, before the first (`emptiesTable`); manual overrides survive that when the same call also
+ * asked `keep_overrides=true`. Each parsed record is upserted by its id field (a field left out keeps its value)
+ * or deleted (`deleted: true`); the skipped ones are reported.
  */
 async function applyTableCalls(tx: Store, company: Company, table: DataTable, calls: readonly PreparedRecordCall[], now: string): Promise<PayloadOutcome[]> {
   let remembered = new Map<string, Record<string, unknown>>()
-  if (calls.some(({ payload }) => payload.options.all)) {
+  if (emptiesTable(calls)) {
     if (calls.some(({ payload }) => payload.options.all && payload.options.keep_overrides)) {
       remembered = new Map((await tx.records.listOverridden(company.id, table.id)).map((record) => [record.external_id, record.overrides]))
     }
@@ -112,6 +112,18 @@ async function applyTableCalls(tx: Store, company: Company, table: DataTable, ca
   return outcomes
 }
 
+/**
+ * Whether the calls of one import to one table empty it first: one asked `all=true`, and the resync brings
+ * something, a record to apply (of any of the calls: a resync may be split over several) or an explicit empty
+ * list with `all=true`. When every record of them was refused, nothing is deleted: a broken export must not
+ * leave the table empty by mistake.
+ */
+function emptiesTable(calls: readonly PreparedRecordCall[]): boolean {
+  if (!calls.some(({ payload }) => payload.options.all)) return false
+  return calls.some(({ changes, payload }) => changes.size > 0 || (payload.options.all && payload.items.length === 0))
+}
+
+/** Applies one call's records; a call whose every record was refused is refused (nothing of it was applied). */
 async function applyRecordCall(
   tx: Store,
   table: DataTable,
@@ -119,6 +131,7 @@ async function applyRecordCall(
   remembered: Map<string, Record<string, unknown>>,
   now: string,
 ): Promise<PayloadOutcome> {
+  if (changes.size === 0 && skipped.length > 0) return refused('record', skipped)
   const stored = await tx.records.findByExternalIds(table.company_id, table.id, [...changes.keys()])
   const gone = [...changes].filter(([externalId, change]) => stored.has(externalId) && (change.deleted || change.replaced))
   if (gone.length > 0) await tx.records.deleteByExternalIds(table.company_id, table.id, gone.map(([externalId]) => externalId))
