@@ -9,6 +9,7 @@ import { startServer } from '../src/server.ts'
 import { smallFixture } from './helpers/fixtures.ts'
 import { tempDataDir } from './helpers/process.ts'
 import { type ImportHarness, startImportHarness } from './imports-support.ts'
+import { anImport } from './store/builders.ts'
 
 let h: ImportHarness
 beforeEach(async () => {
@@ -33,24 +34,7 @@ describe('the import worker', () => {
     const deals = (await h.store.dataTables.getByKey(h.companyId, 'live', 'deals'))!
     const now = at()
     const legacy = await h.store.imports.enqueue(
-      {
-        id: newId(),
-        company_id: h.companyId,
-        target: 'records',
-        table_id: deals.id,
-        data_table_key: 'deals',
-        join_key: `records:${deals.id}`,
-        status: 'scheduled',
-        window_ends_at: now,
-        created_at: now,
-        launched_at: null,
-        finished_at: null,
-        error: false,
-        details: [],
-        lease_owner: null,
-        lease_expires_at: null,
-        attempts: 0,
-      },
+      { ...anImport(h.companyId, now, 0, `records:${deals.id}`), target: 'records', table_id: deals.id, data_table_key: 'deals' },
       { id: newId(), company_id: h.companyId, items: [{ deal_id: 'OLD-1', deal_name: 'Queued before the upgrade' }], options: { all: false, keep_overrides: false }, received_at: now },
       now,
     )

@@ -1,31 +1,9 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { newId } from '../../src/ids.ts'
-import type { DataImport, ImportPayload } from '../../src/store/model.ts'
+import type { ImportPayload } from '../../src/store/model.ts'
 import { type Store, StoreConflictError } from '../../src/store/port.ts'
-import { aCompany, aDataTable, aRecord, minute } from './builders.ts'
+import { aCompany, aDataTable, anImport, aRecord, minute } from './builders.ts'
 import type { StoreFactory } from './contract.ts'
-
-/** A new import of `companyId` created at `createdAt`, whose window closes `windowMinutes` later. */
-function anImport(companyId: string, createdAt: string, windowMinutes = 0, joinKey = 'users'): DataImport {
-  return {
-    id: newId(),
-    company_id: companyId,
-    target: 'users',
-    table_id: null,
-    data_table_key: 'users',
-    join_key: joinKey,
-    status: 'scheduled',
-    window_ends_at: new Date(Date.parse(createdAt) + windowMinutes * 60_000).toISOString(),
-    created_at: createdAt,
-    launched_at: null,
-    finished_at: null,
-    error: false,
-    details: [],
-    lease_owner: null,
-    lease_expires_at: null,
-    attempts: 0,
-  }
-}
 
 function aPayload(companyId: string, items: unknown[] = [{ email: 'a@example.com' }]): Omit<ImportPayload, 'import_id'> {
   return { id: newId(), company_id: companyId, items, options: { all: false, keep_overrides: false }, received_at: minute(0) }
