@@ -50,7 +50,7 @@ export async function buildApp({ config, store, clock, logStream, worker }: AppO
     },
     // Fastify takes a hop count at run time; its types only list the other forms.
     trustProxy: config.trustProxy as boolean | string[],
-    bodyLimit: 10 * 1024 * 1024,
+    bodyLimit: config.bodyLimitMb * 1024 * 1024,
     // A request that reaches a draining instance on an open connection is still answered (with Connection:
     // close), in the specification's bodies, rather than by the framework's own 503.
     return503OnClosing: false,

@@ -63,13 +63,18 @@ export function monthOfDate(date: string): CalendarMonth {
 /** A calendar month written YYYY-MM. */
 export const monthText = ({ year, month }: CalendarMonth): string => `${year}-${String(month).padStart(2, '0')}`
 
-/** A span of months, YYYY-MM to YYYY-MM inclusive; an open end runs forever. */
+/** A span of months, YYYY-MM to YYYY-MM inclusive; an open start runs from the beginning, an open end forever. */
 export interface MonthRange {
-  start_month: string
+  start_month: string | null
   end_month: string | null
 }
 
 /** True when two month ranges share at least one month. */
 export function monthRangesOverlap(a: MonthRange, b: MonthRange): boolean {
-  return (a.end_month === null || b.start_month <= a.end_month) && (b.end_month === null || a.start_month <= b.end_month)
+  return startsBy(b, a.end_month) && startsBy(a, b.end_month)
+}
+
+/** True when `range` starts at or before `month` (null: never ends, which every range starts before). */
+function startsBy(range: MonthRange, month: string | null): boolean {
+  return month === null || range.start_month === null || range.start_month <= month
 }

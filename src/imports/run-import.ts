@@ -3,7 +3,7 @@ import type { Company, DataImport, ImportDetail, ImportPayload } from '../store/
 import type { Store } from '../store/port.ts'
 import { applyAttributions } from './attributions.ts'
 import { type PayloadOutcome, refusedWhole } from './outcome.ts'
-import { applyRecordCalls, type PreparedRecordCall, prepareRecordCalls, tableGone } from './records.ts'
+import { applyRecordCalls, type PreparedRecordCall, prepareRecordCalls } from './records.ts'
 import { applyUsers } from './users.ts'
 
 /** Test seams of a run. Production passes none. */
@@ -28,8 +28,7 @@ export async function runClaimedImport(store: Store, clock: Clock, claimed: Data
   // The payloads of a claimed import no longer change (only a scheduled import is joined): they are read, and
   // records parsed, before the transaction, which then holds the store's write lock only to write.
   const payloads = await store.imports.payloads(claimed.company_id, claimed.id)
-  const table = claimed.target === 'records' ? await store.dataTables.get(claimed.company_id, claimed.table_id ?? '') : null
-  const recordCalls = table ? await prepareRecordCalls(table, payloads) : null
+  const recordCalls = claimed.target === 'records' ? await prepareRecordCalls(store, claimed, payloads) : []
   try {
     return await store.transaction(async (tx) => {
       const company = await tx.companies.get(claimed.company_id)
@@ -38,8 +37,8 @@ export async function runClaimedImport(store: Store, clock: Clock, claimed: Data
       const now = clock.now().toISOString()
       const outcomes = await applyPayloads(tx, company, claimed, payloads, recordCalls, now)
       await hooks.beforeFinish?.(claimed)
-      const details = detailsOf(payloads, outcomes)
-      const outcome = { finished_at: now, error: outcomes.some((item) => item !== null), details }
+      const details = detailsOf(claimed, payloads, outcomes, recordCalls)
+      const outcome = { finished_at: now, error: outcomes.some((item) => item.error !== null), details }
       if (!(await tx.imports.finish(company.id, claimed.id, owner, outcome))) throw new LostClaim()
       return { kind: 'finished' as const, import: { ...claimed, ...outcome, status: 'finished' as const, lease_owner: null, lease_expires_at: null } }
     })
@@ -55,8 +54,8 @@ export async function runClaimedImport(store: Store, clock: Clock, claimed: Data
  */
 export async function failClaimedImport(store: Store, clock: Clock, claimed: DataImport, owner: string, reference: string): Promise<boolean> {
   const payloads = await store.imports.payloads(claimed.company_id, claimed.id)
-  const error = refusedWhole(`The import could not be applied because of an internal error (reference ${reference}); nothing of it was imported`)
-  const details = detailsOf(payloads, payloads.map(() => error))
+  const failed = refusedWhole(`The import could not be applied because of an internal error (reference ${reference}); nothing of it was imported`)
+  const details = detailsOf(claimed, payloads, payloads.map(() => failed))
   return store.imports.finish(claimed.company_id, claimed.id, owner, { finished_at: clock.now().toISOString(), error: true, details })
 }
 
@@ -65,13 +64,10 @@ async function applyPayloads(
   company: Company,
   claimed: DataImport,
   payloads: readonly ImportPayload[],
-  recordCalls: readonly PreparedRecordCall[] | null,
+  recordCalls: readonly PreparedRecordCall[],
   now: string,
 ): Promise<PayloadOutcome[]> {
-  if (claimed.target === 'records') {
-    if (!recordCalls) return payloads.map(tableGone)
-    return applyRecordCalls(tx, company, claimed.table_id ?? '', recordCalls, now)
-  }
+  if (claimed.target === 'records') return applyRecordCalls(tx, company, recordCalls, now)
   const outcomes: PayloadOutcome[] = []
   for (const payload of payloads) {
     // Each call stands alone: a refused one writes nothing, the others still apply.
@@ -81,6 +77,22 @@ async function applyPayloads(
   return outcomes
 }
 
-function detailsOf(payloads: readonly ImportPayload[], outcomes: readonly PayloadOutcome[]): ImportDetail[] {
-  return payloads.map((payload, index) => ({ payload_id: payload.id, number_of_records: payload.items.length, error: outcomes[index] }))
+/**
+ * One detail per call, in arrival order, with the keys its records carried that their table ignored; a payload
+ * stored before imports stacked takes its import's key.
+ */
+function detailsOf(
+  claimed: DataImport,
+  payloads: readonly ImportPayload[],
+  outcomes: readonly PayloadOutcome[],
+  recordCalls: readonly PreparedRecordCall[] = [],
+): ImportDetail[] {
+  const ignored = new Map(recordCalls.map((call) => [call.payload.id, [...call.ignoredKeys]]))
+  return payloads.map((payload, index) => ({
+    payload_id: payload.id,
+    data_table_key: payload.data_table_key ?? claimed.data_table_key,
+    number_of_records: outcomes[index].applied,
+    error: outcomes[index].error,
+    ignored_keys: ignored.get(payload.id) ?? [],
+  }))
 }

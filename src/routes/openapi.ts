@@ -20,7 +20,7 @@ const DESCRIPTIONS: Record<string, string> = {
   401: 'Missing or unknown credentials',
   403: 'The company has not enabled the public API',
   404: 'Unknown route or id, or a sandbox id',
-  413: 'Request body over 10 MiB',
+  413: 'Request body over the limit (`BODY_LIMIT_MB`, 32 MiB by default)',
   429: 'Over the rate limit: retry after `Retry-After` seconds',
   500: 'A fault of the service, logged with the request id',
   503: 'Not ready',

@@ -76,8 +76,8 @@ export interface ManagerAttribution {
   company_id: string
   user_id: string
   manager_id: string
-  /** YYYY-MM */
-  start_month: string
+  /** YYYY-MM, or null: from the beginning. */
+  start_month: string | null
   /** YYYY-MM, or null when open-ended. */
   end_month: string | null
 }
@@ -88,7 +88,8 @@ export interface GroupAttribution {
   user_id: string
   group_dimension: string
   group: string
-  start_month: string
+  /** YYYY-MM, or null: from the beginning. */
+  start_month: string | null
   end_month: string | null
 }
 
@@ -357,11 +358,27 @@ export interface ImportError {
   parsing_error_details: ImportItemIssue[]
 }
 
-/** The outcome of one call joined to an import (one `data_tables_details` entry). */
+/** One call joined to an import and its outcome (one `data_tables_details` entry). */
 export interface ImportDetail {
   payload_id: string
-  number_of_records: number
+  /**
+   * What the call wrote: its table's key, or `users`, `managers`, `groups`. Absent from details stored before
+   * imports stacked across tables: the import's `data_table_key` is theirs.
+   */
+  data_table_key?: string
+  /** How many of the call's items were applied: null until the import is finished, and for a refused call. */
+  number_of_records: number | null
   error: ImportError | null
+  /**
+   * Record calls: the keys its records carried that the table does not know, ignored (the records were applied
+   * with their known fields), the first 100 in the order met. Not an error. Absent from details stored before.
+   */
+  ignored_keys?: string[]
+}
+
+/** The detail of a call that has just joined an import: nothing applied yet. */
+export function scheduledDetail(payload: { id: string; data_table_key?: string }): ImportDetail {
+  return { payload_id: payload.id, data_table_key: payload.data_table_key, number_of_records: null, error: null, ignored_keys: [] }
 }
 
 /**
@@ -372,11 +389,17 @@ export interface DataImport {
   id: string
   company_id: string
   target: ImportTarget
-  /** records: the data table written. */
+  /**
+   * Null: each payload names its table. Set only on record imports stored before imports stacked across tables,
+   * whose payloads all wrote this one table.
+   */
   table_id: string | null
-  /** Shown in `data_tables_details`: the table key, or `users`, `managers`, `groups`. */
+  /** The target (`users`, `managers`, `groups`, `records`); on those older record imports, their table's key. */
   data_table_key: string
-  /** Calls with the same company and join key may join the same import: the target, plus the table for records. */
+  /**
+   * Calls with the same company and join key may join the same import: the target. Record calls of every table
+   * join one import (imports stack across tables); users, managers and groups have their own.
+   */
   join_key: string
   status: ImportStatus
   /** Calls may join until this instant (exclusive); a worker may run it from this instant on. */
@@ -399,6 +422,11 @@ export interface ImportPayload {
   id: string
   company_id: string
   import_id: string
+  /** records: the data table the call writes; null for the other targets. */
+  table_id?: string | null
+  /** What the call writes, as `data_tables_details` names it: the table's key, or `users`, `managers`, `groups`. */
+  data_table_key?: string
+  // Both are absent from payloads stored before imports stacked across tables: their import's are theirs.
   /** The call's items as sent (users, attributions or records), applied in this order. */
   items: unknown[]
   /** records: `all` empties the table before the import; `keep_overrides` keeps manual overrides. */

@@ -205,6 +205,25 @@ export interface StatementRendering {
  */
 export type StatementForExtraction = { id: string; rendering: string } | (ExtractedStatement & { rendering: null })
 
+/**
+ * The currencies the amounts of a set of rows are in, for the `currencies` of the v2 field descriptors. Each list
+ * is sorted and without repeats.
+ */
+export interface CurrenciesInUse {
+  /** The rows' own `currency` (statements: of those with a payment, the only amount in it). */
+  rows: string[]
+  /**
+   * By key of the rows' `metrics`: the currencies of its values as an amount metric renders them, an amount
+   * `{value, currency}` in its currency (the row's when it has none), a number in the row's currency.
+   */
+  metrics: Record<string, string[]>
+}
+
+/** Commission lines: also by key of `record_values`, the currencies of the amounts `{value, currency}` there. */
+export interface LineCurrenciesInUse extends CurrenciesInUse {
+  recordValues: Record<string, string[]>
+}
+
 export interface StatementRepository {
   insertMany(statements: Statement[]): Promise<void>
   /** Statements of one environment in id order, within the window. */
@@ -221,6 +240,8 @@ export interface StatementRepository {
    */
   list(companyId: string, environment: Environment, window: OffsetWindow): Promise<Statement[]>
   count(companyId: string, environment: Environment): Promise<number>
+  /** The currencies of the amounts of the environment's statements. */
+  currenciesInUse(companyId: string, environment: Environment): Promise<CurrenciesInUse>
 }
 
 export interface CommissionLineRepository {
@@ -233,6 +254,8 @@ export interface CommissionLineRepository {
    */
   list(companyId: string, tableId: string, window: OffsetWindow): Promise<CommissionLine[]>
   count(companyId: string, tableId: string): Promise<number>
+  /** The currencies of the amounts of the data table's lines. */
+  currenciesInUse(companyId: string, tableId: string): Promise<LineCurrenciesInUse>
 }
 
 export interface QuotaRepository {
@@ -295,7 +318,8 @@ export interface ImportRepository {
   /**
    * Stores one call's payload with the import it joins, atomically: the import of the same company and
    * `join_key` that is `scheduled` with `window_ends_at` after `now`; when there is none, `fresh` is created.
-   * The payload's `import_id` is set to the import it joined, and a detail for it appended to the import.
+   * The payload's `import_id` is set to the import it joined, and its detail (`scheduledDetail`) appended to the
+   * import.
    * Returns the import as it is after the call.
    */
   enqueue(fresh: DataImport, payload: Omit<ImportPayload, 'import_id'>, now: string): Promise<DataImport>

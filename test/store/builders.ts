@@ -4,6 +4,7 @@ import type {
   CommissionLine,
   Company,
   CustomMetric,
+  DataImport,
   DataTable,
   DataTableRecord,
   GroupAttribution,
@@ -247,5 +248,27 @@ export function aQuotaValue(companyId: string, quotaId: string, overrides: Parti
     source: 'local',
     modified_at: CREATED,
     ...overrides,
+  }
+}
+
+/** A new import of `companyId` created at `createdAt`, whose window closes `windowMinutes` later. */
+export function anImport(companyId: string, createdAt: string, windowMinutes = 0, joinKey = 'users'): DataImport {
+  return {
+    id: newId(),
+    company_id: companyId,
+    target: 'users',
+    table_id: null,
+    data_table_key: 'users',
+    join_key: joinKey,
+    status: 'scheduled',
+    window_ends_at: new Date(Date.parse(createdAt) + windowMinutes * 60_000).toISOString(),
+    created_at: createdAt,
+    launched_at: null,
+    finished_at: null,
+    error: false,
+    details: [],
+    lease_owner: null,
+    lease_expires_at: null,
+    attempts: 0,
   }
 }

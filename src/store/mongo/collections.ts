@@ -33,7 +33,7 @@ export const COMMISSION_LINES = company('commission_lines', 'table_id', 'record_
 export const QUOTAS = company('quotas')
 export const QUOTA_VALUES = company('quota_values', 'quota_id', 'user_id')
 export const IMPORTS = company('imports', 'table_id')
-export const IMPORT_PAYLOADS = company('import_payloads', 'import_id')
+export const IMPORT_PAYLOADS = company('import_payloads', 'import_id', 'table_id')
 /**
  * One document per (company, purpose), written by the transactions that must not interleave: two claims for
  * one company, or two enqueues for one (company, join key). Under snapshot isolation two transactions that

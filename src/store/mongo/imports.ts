@@ -1,6 +1,6 @@
 import type { Document } from 'bson'
 import type { ClientSession, IndexDescription } from 'mongodb'
-import type { DataImport, ImportPayload } from '../model.ts'
+import { type DataImport, type ImportPayload, scheduledDetail } from '../model.ts'
 import type { ImportOutcome, ImportRepository } from '../port.ts'
 import { decode, encode, lookupId } from './codec.ts'
 import { IMPORT_LOCKS, IMPORT_PAYLOADS, IMPORTS } from './collections.ts'
@@ -106,7 +106,7 @@ export function mongoImports(scope: Scope): ImportRepository {
       await ensureLock(fresh.company_id, `join:${fresh.join_key}`)
       return atomically(scope, async (session) => {
         await lock(session, fresh.company_id, `join:${fresh.join_key}`, now)
-        const detail = { payload_id: payload.id, number_of_records: payload.items.length, error: null }
+        const detail = scheduledDetail(payload)
         let joined: Document | null = await imports().findOneAndUpdate(
           inCompany(fresh.company_id, { join_key: fresh.join_key, status: 'scheduled', window_ends_at: { $gt: now } }),
           { $push: { details: detail } } as Document,

@@ -52,6 +52,7 @@ import {
   USER_ATTRIBUTES,
   USERS,
 } from './collections.ts'
+import { lineCurrencies, statementCurrencies } from './currencies.ts'
 import { byId, cursorId, inCompany, inTable, pageFilter } from './filters.ts'
 import { atomically, call, collectionOf, countAll, findAll, findFirst, findOne, inSession, insertAll, insertOne, type Scope, writeAll } from './scope.ts'
 
@@ -265,6 +266,7 @@ export function statements(scope: Scope): StatementRepository {
       ),
     list: (companyId, environment, window) => findAll<Statement>(scope, STATEMENTS, inCompany(companyId, { environment }), window, WITHOUT_RENDERING),
     count: (companyId, environment) => countAll(scope, STATEMENTS, inCompany(companyId, { environment })),
+    currenciesInUse: (companyId, environment) => statementCurrencies(scope, STATEMENTS, inCompany(companyId, { environment })),
   }
 }
 
@@ -275,6 +277,7 @@ export function commissionLines(scope: Scope): CommissionLineRepository {
       findFirst<CommissionLine>(scope, COMMISSION_LINES, pageFilter(companyId, { table_id: lookupId(tableId) }, window), window.limit),
     list: (companyId, tableId, window) => findAll<CommissionLine>(scope, COMMISSION_LINES, inTable(companyId, tableId), window),
     count: (companyId, tableId) => countAll(scope, COMMISSION_LINES, inTable(companyId, tableId)),
+    currenciesInUse: (companyId, tableId) => lineCurrencies(scope, COMMISSION_LINES, inTable(companyId, tableId)),
   }
 }
 

@@ -17,6 +17,7 @@ import type {
 } from '../model.ts'
 import { type RowWindow, type StatementForExtraction, type Store, StoreConflictError } from '../port.ts'
 import { type Params, type Row, type Sql, SqliteConnection, type SqlWriter, type Values } from './connection.ts'
+import { lineCurrencies, statementCurrencies } from './currencies.ts'
 import { sqliteImports } from './imports.ts'
 import { COMPANY_TABLES } from './migrations.ts'
 import { sqliteImportStatistics } from './import-statistics.ts'
@@ -414,6 +415,7 @@ function sqliteStore(connection: SqliteConnection, sql: Sql, rateLimits: SqliteR
           await sql.get('SELECT count(*) AS n FROM statements WHERE company_id = ? AND environment = ?', companyId, environment),
         )
       },
+      currenciesInUse: (companyId, environment) => statementCurrencies(sql, companyId, environment),
     },
 
     commissionLines: {
@@ -434,6 +436,7 @@ function sqliteStore(connection: SqliteConnection, sql: Sql, rateLimits: SqliteR
       page: (companyId, tableId, window) => pageOfDocuments<CommissionLine>(sql, LINES_OF_TABLE, companyId, tableId, window),
       list: (companyId, tableId, window) => listCommissionLines(sql, companyId, tableId, window),
       count: (companyId, tableId) => countInScope(sql, LINES_OF_TABLE, companyId, tableId),
+      currenciesInUse: (companyId, tableId) => lineCurrencies(sql, companyId, tableId),
     },
 
     quotas: {
