@@ -16,6 +16,8 @@ export interface Company {
   /** 1 (January) to 12: the month the fiscal year starts, for quota periods. */
   fiscal_year_start_month: number
   default_currency: string
+  /** The company's fixed exchange rates, for plans (absent: none, only same-currency amounts calculate). */
+  exchange_rates?: ExchangeRates
   created_at: string
 }
 
@@ -189,6 +191,9 @@ export interface Statement {
   metrics: Record<string, unknown>
   /** Custom dimensions by API key (served by v1 only). */
   dimensions: Record<string, string[]>
+  /** The plan that calculated it and its period (`src/calculation/`); null for a statement loaded as it is. */
+  plan_id: string | null
+  period: string | null
   modified_at: string
 }
 
@@ -209,6 +214,9 @@ export interface CommissionLine {
   /** The record's field values as they were when calculated, by field API key. */
   record_values: Record<string, unknown>
   metrics: Record<string, unknown>
+  /** The plan that calculated it and the period of its statement; null for a line loaded as it is. */
+  plan_id: string | null
+  period: string | null
   modified_at: string
 }
 

@@ -7,10 +7,12 @@ import type {
   DataTable,
   DataTableRecord,
   Environment,
+  ExchangeRates,
   GroupAttribution,
   ImportDetail,
   ImportPayload,
   ManagerAttribution,
+  Plan,
   Quota,
   QuotaType,
   QuotaValue,
@@ -48,6 +50,8 @@ export interface Store {
   readonly commissionLines: CommissionLineRepository
   readonly quotas: QuotaRepository
   readonly quotaValues: QuotaValueRepository
+  /** Commission plans (`src/calculation/`). */
+  readonly plans: PlanRepository
   /** Request counters of the rate limit: not company data, and not part of `transaction`. */
   readonly rateLimits: RateLimitRepository
   readonly imports: ImportRepository
@@ -97,6 +101,8 @@ export interface OffsetWindow {
 export interface CompanyRepository {
   insert(company: Company): Promise<void>
   get(id: string): Promise<Company | null>
+  /** Replaces the company's exchange rates. Returns false when unknown. */
+  setExchangeRates(id: string, rates: ExchangeRates): Promise<boolean>
   list(): Promise<Company[]>
   /** Deletes the company and every record that belongs to it, atomically. Returns false when unknown. */
   delete(id: string): Promise<boolean>
@@ -170,6 +176,10 @@ export interface DataTableRecordRepository {
   deleteByExternalIds(companyId: string, tableId: string, externalIds: readonly string[]): Promise<number>
   /** Deletes every record of the table, atomically. Returns how many went. */
   deleteAll(companyId: string, tableId: string): Promise<number>
+  /** The table's records with these store ids (the ones that exist), keyed by id. */
+  getMany(companyId: string, tableId: string, ids: readonly string[]): Promise<Map<string, DataTableRecord>>
+  /** Up to `limit` records of the table after `afterId` (from the first when null), in id order: a walk of the whole table. */
+  page(companyId: string, tableId: string, afterId: string | null, limit: number): Promise<DataTableRecord[]>
   /** The table's records that carry at least one manual override, in id order. */
   listOverridden(companyId: string, tableId: string): Promise<DataTableRecord[]>
 }
@@ -242,6 +252,27 @@ export interface StatementRepository {
   count(companyId: string, environment: Environment): Promise<number>
   /** The currencies of the amounts of the environment's statements. */
   currenciesInUse(companyId: string, environment: Environment): Promise<CurrenciesInUse>
+  /**
+   * Inserts statements, or replaces the stored ones with the same id, atomically. Writing a statement drops its
+   * rendering (`StatementRendering`): whoever writes statements renders them again (`src/v2/statement-texts.ts`).
+   */
+  save(statements: Statement[]): Promise<void>
+  /** Deletes the company's statements with these ids, atomically; unknown ids are ignored. */
+  deleteMany(companyId: string, ids: readonly string[]): Promise<void>
+  /** The statements a plan calculated (`plan_id`), limited to some cells or users when asked. */
+  findOfPlan(companyId: string, planId: string, only?: CalculationScope): Promise<Statement[]>
+}
+
+/** Where a plan's results are looked up: one (user, period) cell of the plan each, or every period of some users. */
+export interface CalculationScope {
+  cells?: readonly CalculationCell[]
+  userIds?: readonly string[]
+}
+
+/** One user and one period of a plan: what one statement of the plan states. */
+export interface CalculationCell {
+  user_id: string
+  period: string
 }
 
 export interface CommissionLineRepository {
@@ -256,6 +287,14 @@ export interface CommissionLineRepository {
   count(companyId: string, tableId: string): Promise<number>
   /** The currencies of the amounts of the data table's lines. */
   currenciesInUse(companyId: string, tableId: string): Promise<LineCurrenciesInUse>
+  /** Inserts lines, or replaces the stored ones with the same id, atomically. */
+  save(lines: CommissionLine[]): Promise<void>
+  /** Deletes the company's lines with these ids, atomically; unknown ids are ignored. */
+  deleteMany(companyId: string, ids: readonly string[]): Promise<void>
+  /** The lines a plan calculated (`plan_id`), limited to some cells or users when asked. */
+  findOfPlan(companyId: string, planId: string, only?: CalculationScope): Promise<CommissionLine[]>
+  /** The calculated lines (of any plan) of these records (store ids). */
+  findByRecords(companyId: string, recordIds: readonly string[]): Promise<CommissionLine[]>
 }
 
 export interface QuotaRepository {
@@ -269,8 +308,20 @@ export interface QuotaRepository {
 export interface QuotaValueRepository {
   /** Inserts values; a second value for the same (quota, user, period) is refused with StoreConflictError. */
   insertMany(values: QuotaValue[]): Promise<void>
+  /** The quota's values of these (user, period) cells that exist. */
+  findCells(companyId: string, quotaId: string, cells: readonly CalculationCell[]): Promise<QuotaValue[]>
   page(companyId: string, quotaId: string, window: RowWindow): Promise<QuotaValue[]>
   count(companyId: string, quotaId: string): Promise<number>
+}
+
+export interface PlanRepository {
+  /** Inserts plans, or replaces the stored ones with the same id. A name taken in the environment: StoreConflictError. */
+  save(plans: Plan[]): Promise<void>
+  get(companyId: string, id: string): Promise<Plan | null>
+  /** In creation order. */
+  list(companyId: string): Promise<Plan[]>
+  /** Deletes the plan (not what it calculated). Returns false when unknown. */
+  delete(companyId: string, id: string): Promise<boolean>
 }
 
 /**

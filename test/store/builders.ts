@@ -197,6 +197,8 @@ export function aStatement(companyId: string, overrides: Partial<Statement> = {}
     achievement: 1700,
     metrics: { metric_a: { value: 12.5, currency: 'EUR' }, metric_b: 'text' },
     dimensions: { region: ['North', 'West'] },
+    plan_id: null,
+    period: null,
     modified_at: CREATED,
     ...overrides,
   }
@@ -216,6 +218,8 @@ export function aCommissionLine(companyId: string, tableId: string, overrides: P
     currency: 'EUR',
     record_values: { deal_id: 'deal-1', amount: { value: 1000, currency: 'EUR' } },
     metrics: { metric_a: 3 },
+    plan_id: null,
+    period: null,
     modified_at: CREATED,
     ...overrides,
   }

@@ -5,6 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import type { Store } from '../../src/store/port.ts'
 import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.ts'
 import { aCompany, aUser } from './builders.ts'
+import { calculationContract } from './calculation-contract.ts'
 import { type StoreFactory, storeContract } from './contract.ts'
 import { importsContract } from './imports-contract.ts'
 import { offsetListsContract } from './offset-lists-contract.ts'
@@ -37,6 +38,7 @@ offsetListsContract('sqlite (:memory:)', { create: async () => openSqliteStore('
 revisionsContract('sqlite (:memory:)', { create: async () => openSqliteStore(':memory:') })
 statementExtractionContract('sqlite (file)', fileStore)
 statementExtractionContract('sqlite (:memory:)', { create: async () => openSqliteStore(':memory:') })
+calculationContract('sqlite (file)', fileStore)
 
 describe('sqlite (file), adapter only', () => {
   let directory: string

@@ -28,10 +28,11 @@ export const CUSTOM_METRICS = company('custom_metrics')
 export const DATA_TABLES = company('data_tables')
 export const DATA_TABLE_RECORDS = company('data_table_records', 'table_id')
 export const REPORTING_STRUCTURES = company('reporting_structures', 'data_table_id')
-export const STATEMENTS = company('statements', 'user_id')
-export const COMMISSION_LINES = company('commission_lines', 'table_id', 'record_id', 'user_id')
+export const STATEMENTS = company('statements', 'user_id', 'plan_id')
+export const COMMISSION_LINES = company('commission_lines', 'table_id', 'record_id', 'user_id', 'plan_id')
 export const QUOTAS = company('quotas')
 export const QUOTA_VALUES = company('quota_values', 'quota_id', 'user_id')
+export const PLANS = company('plans', 'table_id', 'quota_id')
 export const IMPORTS = company('imports', 'table_id')
 export const IMPORT_PAYLOADS = company('import_payloads', 'import_id', 'table_id')
 /**
@@ -60,4 +61,5 @@ export const COMPANY_COLLECTIONS: readonly Codec[] = [
   IMPORTS,
   IMPORT_PAYLOADS,
   IMPORT_LOCKS,
+  PLANS,
 ]

@@ -76,6 +76,11 @@ export function companies(scope: Scope): CompanyRepository {
   return {
     insert: (company: Company) => insertOne(scope, COMPANIES, company),
     get: (id) => findOne<Company>(scope, COMPANIES, { _id: lookupId(id) }),
+    setExchangeRates: (id, rates) =>
+      call(scope, async (session) => {
+        const result = await collectionOf(scope, COMPANIES).updateOne({ _id: lookupId(id) } as Document, { $set: { exchange_rates: { ...rates } } }, inSession(session))
+        return result.matchedCount > 0
+      }),
     list: () => findAll<Company>(scope, COMPANIES, {}),
     delete: (id) =>
       atomically(scope, async (session) => {
@@ -209,11 +214,21 @@ function upsertRecordsOperations(companyId: string, upserted: readonly DataTable
 }
 
 /** The part of the records repository the foundation defined; writes added later live beside it. */
-export function records(scope: Scope): Pick<DataTableRecordRepository, 'upsert' | 'list' | 'count'> {
+export function records(scope: Scope): Pick<DataTableRecordRepository, 'upsert' | 'list' | 'count' | 'getMany' | 'page'> {
   return {
     upsert: (companyId, upserted) => writeAll(scope, DATA_TABLE_RECORDS, upsertRecordsOperations(companyId, upserted)),
     list: (companyId, tableId, window) => findAll<DataTableRecord>(scope, DATA_TABLE_RECORDS, inTable(companyId, tableId), window),
     count: (companyId, tableId) => countAll(scope, DATA_TABLE_RECORDS, inTable(companyId, tableId)),
+    async getMany(companyId, tableId, ids) {
+      if (ids.length === 0) return new Map()
+      const found = await findAll<DataTableRecord>(scope, DATA_TABLE_RECORDS, inTable(companyId, tableId, { _id: { $in: lookupIds(ids) } }))
+      return new Map(found.map((record) => [record.id, record]))
+    },
+    page(companyId, tableId, afterId, limit) {
+      const filter = inTable(companyId, tableId)
+      if (afterId !== null) filter._id = { $gt: cursorId(afterId) }
+      return findFirst<DataTableRecord>(scope, DATA_TABLE_RECORDS, filter, limit)
+    },
   }
 }
 
@@ -240,7 +255,7 @@ function forExtraction({ rendering, ...statement }: StoredExtraction, renderingK
   return { ...statement, rendering: null }
 }
 
-export function statements(scope: Scope): StatementRepository {
+export function statements(scope: Scope): Omit<StatementRepository, 'save' | 'deleteMany' | 'findOfPlan'> {
   return {
     insertMany: (rows: Statement[]) => insertAll(scope, STATEMENTS, rows),
     page: (companyId, environment, window) =>
@@ -270,7 +285,7 @@ export function statements(scope: Scope): StatementRepository {
   }
 }
 
-export function commissionLines(scope: Scope): CommissionLineRepository {
+export function commissionLines(scope: Scope): Omit<CommissionLineRepository, 'save' | 'deleteMany' | 'findOfPlan' | 'findByRecords'> {
   return {
     insertMany: (rows: CommissionLine[]) => insertAll(scope, COMMISSION_LINES, rows),
     page: (companyId, tableId, window) =>
@@ -300,5 +315,13 @@ export function quotaValues(scope: Scope): QuotaValueRepository {
     page: (companyId, quotaId, window) =>
       findFirst<QuotaValue>(scope, QUOTA_VALUES, pageFilter(companyId, { quota_id: lookupId(quotaId) }, window), window.limit),
     count: (companyId, quotaId) => countAll(scope, QUOTA_VALUES, inCompany(companyId, { quota_id: lookupId(quotaId) })),
+    findCells: (companyId, quotaId, cells) =>
+      cells.length === 0
+        ? Promise.resolve([])
+        : findAll<QuotaValue>(
+            scope,
+            QUOTA_VALUES,
+            inCompany(companyId, { quota_id: lookupId(quotaId), $or: cells.map((cell) => ({ user_id: lookupId(cell.user_id), period: cell.period })) }),
+          ),
   }
 }
