@@ -24,6 +24,8 @@ export interface Config {
   importPollMs: number
   /** How long a worker's claim on an import holds without renewal (a dead worker's import is redone after it). */
   importLeaseMs: number
+  /** Browser origins allowed to call the service (CORS); `*` is any origin; empty: CORS is off. */
+  corsOrigins: string[]
 }
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
@@ -66,6 +68,7 @@ export function loadConfig(env: Env = process.env): Config {
     shutdownTimeoutMs: read('SHUTDOWN_TIMEOUT_MS', 10_000, (raw) => parseWholeNumber(raw, 1, 3_600_000)),
     importPollMs: read('IMPORT_POLL_MS', 250, (raw) => parseWholeNumber(raw, 10, 60_000)),
     importLeaseMs: read('IMPORT_LEASE_MS', 60_000, (raw) => parseWholeNumber(raw, 1_000, 3_600_000)),
+    corsOrigins: read<string[]>('CORS_ORIGINS', [], parseOrigins),
   }
   if (problems.length > 0) throw new ConfigError(`Invalid configuration:\n  ${problems.join('\n  ')}`)
   return config
@@ -114,4 +117,26 @@ function parseTrustProxy(raw: string): boolean | number | string[] | string {
   const addresses = raw.split(',').map((part) => part.trim())
   if (addresses.every((address) => /^[0-9a-fA-F.:]+(\/\d{1,3})?$/.test(address))) return addresses
   return '!expected on, off, a hop count, or a comma-separated list of addresses or CIDR ranges'
+}
+
+/** A comma-separated list of origins (`scheme://host[:port]`, as a browser sends them), or `*`. */
+function parseOrigins(raw: string): string[] | string {
+  const origins: string[] = []
+  for (const part of raw.split(',').map((item) => item.trim()).filter((item) => item !== '')) {
+    if (part === '*') {
+      origins.push(part)
+      continue
+    }
+    let url: URL
+    try {
+      url = new URL(part)
+    } catch {
+      return `!${JSON.stringify(part)} is not an origin such as http://localhost:5173`
+    }
+    if ((url.protocol !== 'http:' && url.protocol !== 'https:') || `${url.origin}/` !== url.href.replace(/\/?$/, '/')) {
+      return `!${JSON.stringify(part)} is not an origin (scheme://host[:port], without path, query or fragment)`
+    }
+    origins.push(url.origin)
+  }
+  return origins
 }
