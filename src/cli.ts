@@ -22,7 +22,8 @@ Commands:
                                           --role api: HTTP only; --role worker: the import worker only
   demo [--users N] [--months N] [--deals N] [--seed S]
                                           create a demo company; prints its id and API key
-  load <fixture.json>                     create a company from a fixture; prints its id and API key
+  load <fixture.json | ->                 create a company from a fixture (-: read it from standard input);
+                                          prints its id and API key
   companies                               list the companies
   keys create --company ID [--user EMAIL] create an API key (for the company's first active user by default)
   structures --company ID                 every structure, quota and data table of a company, sandbox included
@@ -79,12 +80,13 @@ const COMMANDS: Record<string, Command> = {
 
   async load(store, positionals) {
     const [file] = positionals
-    if (!file) throw new UsageError('load expects a fixture file')
+    if (!file) throw new UsageError('load expects a fixture file, or - for standard input')
     let document: unknown
     try {
-      document = JSON.parse(readFileSync(file, 'utf8'))
+      // `-` reads standard input, so that a fixture on the host loads into a container: `exec -T ... load - < file`.
+      document = JSON.parse(readFileSync(file === '-' ? 0 : file, 'utf8'))
     } catch (error) {
-      throw new UsageError(`cannot read ${file} as JSON: ${(error as Error).message}`)
+      throw new UsageError(`cannot read ${file === '-' ? 'standard input' : file} as JSON: ${(error as Error).message}`)
     }
     return created(await loadFixture(store, systemClock, document))
   },

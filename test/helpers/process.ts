@@ -11,9 +11,9 @@ export function tempDataDir(): string {
   return mkdtempSync(join(tmpdir(), 'commission-api-'))
 }
 
-/** Runs the CLI to completion. */
-export function runCli(args: string[], env: Record<string, string>) {
-  const result = spawnSync(process.execPath, [CLI, ...args], { env: childEnvironment(process.env, env), encoding: 'utf8', timeout: 60_000 })
+/** Runs the CLI to completion, with `input` on its standard input. */
+export function runCli(args: string[], env: Record<string, string>, input?: string) {
+  const result = spawnSync(process.execPath, [CLI, ...args], { env: childEnvironment(process.env, env), encoding: 'utf8', timeout: 60_000, input })
   return { code: result.status, stdout: result.stdout, stderr: result.stderr }
 }
 
