@@ -10,6 +10,7 @@ import { demoFixture } from './fixtures/demo.ts'
 import { loadFixture } from './fixtures/load-fixture.ts'
 import { startServer } from './server.ts'
 import { closeWorkerOnSignals, startWorkerProcess } from './imports/worker-process.ts'
+import { serveWorkerHealth } from './routes/worker-health.ts'
 import { closeGracefullyOnSignals } from './shutdown.ts'
 import { openStore } from './store/open-store.ts'
 import { QUOTA_TYPES, type QuotaType } from './store/model.ts'
@@ -123,7 +124,9 @@ async function serve(role: unknown = 'all'): Promise<void> {
   if (role !== 'all' && role !== 'api' && role !== 'worker') throw new UsageError('--role expects all, api or worker')
   const config = loadConfig()
   if (role === 'worker') {
-    closeWorkerOnSignals(await startWorkerProcess(config), config.shutdownTimeoutMs)
+    const running = await startWorkerProcess(config)
+    const served = config.workerHealthPort === null ? running : await serveWorkerHealth(running, config, systemClock)
+    closeWorkerOnSignals(served, config.shutdownTimeoutMs)
     return
   }
   const server = await startServer(config, { role })

@@ -26,6 +26,8 @@ export interface Config {
   importLeaseMs: number
   /** Browser origins allowed to call the service (CORS); `*` is any origin; empty: CORS is off. */
   corsOrigins: string[]
+  /** `serve --role worker`: the port of its health probes and metrics; null: the worker serves no HTTP. */
+  workerHealthPort: number | null
 }
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
@@ -69,6 +71,7 @@ export function loadConfig(env: Env = process.env): Config {
     importPollMs: read('IMPORT_POLL_MS', 250, (raw) => parseWholeNumber(raw, 10, 60_000)),
     importLeaseMs: read('IMPORT_LEASE_MS', 60_000, (raw) => parseWholeNumber(raw, 1_000, 3_600_000)),
     corsOrigins: read<string[]>('CORS_ORIGINS', [], parseOrigins),
+    workerHealthPort: read<number | null>('WORKER_HEALTH_PORT', null, parsePort),
   }
   if (problems.length > 0) throw new ConfigError(`Invalid configuration:\n  ${problems.join('\n  ')}`)
   return config

@@ -26,9 +26,9 @@ export interface ServerProcess {
   stop(signal?: NodeJS.Signals): Promise<number | null>
 }
 
-/** Starts `commission-api serve` as a real child process. */
-export function startServerProcess(env: Record<string, string>): ServerProcess {
-  const child = spawn(process.execPath, [CLI, 'serve'], {
+/** Starts `commission-api serve` (or the given arguments) as a real child process. */
+export function startServerProcess(env: Record<string, string>, args: string[] = ['serve']): ServerProcess {
+  const child = spawn(process.execPath, [CLI, ...args], {
     env: childEnvironment(process.env, { PORT: '0', LOG_LEVEL: 'warn', ...env }),
     stdio: ['ignore', 'pipe', 'pipe'],
   })
