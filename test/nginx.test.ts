@@ -134,7 +134,7 @@ describe.skipIf(NGINX === null)(
 
     beforeAll(async () => {
       chmodSync(nginxDir, 0o755)
-      const instance = { DATA_DIR: dataDir, DEMO: 'off', TRUST_PROXY: '1', ADMIN_TOKEN, LOG_LEVEL: 'info' }
+      const instance = { DATA_DIR: dataDir, DEMO: 'off', TRUST_PROXY: 'on', ADMIN_TOKEN, LOG_LEVEL: 'info' }
       api1 = startServerProcess(instance, ['serve', '--role', 'api'])
       api2 = startServerProcess(instance, ['serve', '--role', 'api'])
       worker = startServerProcess({ DATA_DIR: dataDir, WORKER_HEALTH_PORT: '0', IMPORT_POLL_MS: '20' }, ['serve', '--role', 'worker'])
@@ -198,6 +198,14 @@ describe.skipIf(NGINX === null)(
       expect((await call(`${publicUrl}/metrics`)).headers['x-request-id']).toMatch(/^[0-9a-f]{32}$/)
     })
 
+    it('tells the instances the address it saw, whatever X-Forwarded-For a client sends', async () => {
+      const key = await newCompanyKey()
+      await call(`${publicUrl}/v2/data-structures`, { key, headers: { 'x-request-id': 'forwarded-1', 'x-forwarded-for': '203.0.113.9' } })
+      await servedBy(['forwarded-1'])
+      const line = [...api1.output().split('\n'), ...api2.output().split('\n')].find((candidate) => candidate.includes('"request_id":"forwarded-1"'))
+      expect(JSON.parse(line!).req.remoteAddress).toBe('127.0.0.1')
+    })
+
     it('does not serve /metrics or /admin on the public port, in any spelling; the operator port and the instances do', async () => {
       const paths = ['/metrics', '/metrics/', '/METRICS', '/%6Detrics', '//metrics', '/v2/../metrics', '/metrics?x=1', '/admin/companies', '/Admin/companies/0', '/%61dmin/companies']
       for (const [index, path] of paths.entries()) {
@@ -253,10 +261,17 @@ describe.skipIf(NGINX === null)(
       // Above the service's limit (BODY_LIMIT_MB, 32 MiB by default), under nginx's.
       expect(configured).toBeGreaterThan(33)
       const body = `[${'"x",'.repeat((33 * 1024 * 1024) / 4)}"x"]`
-      const served = await call(`${publicUrl}/v1/tables/deals/records/bulk`, { method: 'POST', key, body, headers: { 'x-request-id': 'large-body' } })
-      expect(served.status).toBe(413)
-      expect(served.body).toEqual({ count: 1, errors: [{ error: 'ValidationError', resource: 'body', description: expect.any(String) }] })
-      await servedBy(['large-body'])
+      // Several times: the instance must read the rest of the body before its answer, or nginx sees a reset.
+      const ids = ['large-body-1', 'large-body-2', 'large-body-3', 'large-body-4']
+      const replies: Reply[] = []
+      for (const id of ids) replies.push(await call(`${publicUrl}/v1/tables/deals/records/bulk`, { method: 'POST', key, body, headers: { 'x-request-id': id } }))
+      for (const reply of replies) {
+        expect(reply.status).toBe(413)
+        expect(reply.body).toEqual({ count: 1, errors: [{ error: 'ValidationError', resource: 'body', description: expect.any(String) }] })
+      }
+      const [one, two] = await servedBy(ids)
+      expect(one.length + two.length).toBe(ids.length)
+      const served = replies[0]
 
       const tooLarge = `[${'"x",'.repeat(((configured + 1) * 1024 * 1024) / 4)}"x"]`
       const refused = await call(`${publicUrl}/v1/tables/deals/records/bulk`, { method: 'POST', key, body: tooLarge, headers: { 'x-request-id': 'larger-body' } })
