@@ -28,10 +28,12 @@ export interface ServerProcess {
 
 /** Starts `commission-api serve` (or the given arguments) as a real child process. */
 export function startServerProcess(env: Record<string, string>, args: string[] = ['serve']): ServerProcess {
-  const child = spawn(process.execPath, [CLI, ...args], {
-    env: childEnvironment(process.env, { PORT: '0', LOG_LEVEL: 'warn', ...env }),
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
+  return startProcess(process.execPath, [CLI, ...args], { env: childEnvironment(process.env, { PORT: '0', LOG_LEVEL: 'warn', ...env }) })
+}
+
+/** Starts a program as a child process, with exactly the environment given. */
+export function startProcess(executable: string, args: string[], options: { env: Record<string, string | undefined>; cwd?: string }): ServerProcess {
+  const child = spawn(executable, args, { ...options, stdio: ['ignore', 'pipe', 'pipe'] })
   let stdout = ''
   let stderr = ''
   child.stdout!.on('data', (chunk) => (stdout += chunk.toString()))
