@@ -107,6 +107,9 @@ describe.skipIf(NGINX === null)(
     let api2Url: string
     let companies = 0
 
+    /** nginx's prefix, configuration and error log: the temporary directory's. */
+    const nginxArgs = () => ['-p', `${nginxDir}/`, '-c', join(nginxDir, 'nginx.conf'), '-e', join(nginxDir, 'error.log')]
+
     /** Which ids each instance answered, once every one of them is in the log of one instance. */
     async function servedBy(ids: string[]): Promise<[string[], string[]]> {
       await eventually(() => ids.every((id) => loggedIds(api1).has(id) || loggedIds(api2).has(id)), `${ids.length} ids logged`)
@@ -147,10 +150,9 @@ describe.skipIf(NGINX === null)(
       publicUrl = `http://127.0.0.1:${ports.public}`
       operatorUrl = `http://127.0.0.1:${ports.operator}`
 
-      const args = ['-p', `${nginxDir}/`, '-c', join(nginxDir, 'nginx.conf'), '-e', join(nginxDir, 'error.log')]
-      const check = spawnSync(NGINX!, ['-t', ...args], { encoding: 'utf8' })
-      expect(check.status, check.stderr).toBe(0)
-      const child = spawn(NGINX!, args, { stdio: 'ignore' })
+      const check = spawnSync(NGINX!, ['-t', ...nginxArgs()], { encoding: 'utf8' })
+      if (check.status !== 0) throw new Error(`nginx -t refuses the configuration:\n${check.stderr}`)
+      const child = spawn(NGINX!, nginxArgs(), { stdio: 'ignore' })
       nginx = { child, log: () => readFileSync(join(nginxDir, 'access.log'), 'utf8') }
       for (;;) {
         const answer = await call(`${publicUrl}/health/live`).catch(() => null)
@@ -166,6 +168,12 @@ describe.skipIf(NGINX === null)(
         await once(nginx.child, 'exit')
       }
       await Promise.all([api1, api2, worker].filter(Boolean).map((process) => process.stop()))
+    })
+
+    it('passes nginx -t', () => {
+      const check = spawnSync(NGINX!, ['-t', ...nginxArgs()], { encoding: 'utf8' })
+      expect(check.status, check.stderr).toBe(0)
+      expect(check.stderr).toContain('test is successful')
     })
 
     it('balances the requests over both instances', async () => {
@@ -285,14 +293,12 @@ describe.skipIf(NGINX === null)(
       const key = await newCompanyKey()
       const upsert = await call(`${publicUrl}/v1/users/bulk`, { method: 'PUT', key, body: { data: [{ email: 'via-nginx@acme.example', name: 'Via' }] } })
       expect(upsert.status).toBe(200)
-      for (;;) {
-        const { data_import: found } = (await call(`${publicUrl}/v1/imports/${upsert.body.import_id}`, { key })).body
-        if (found.status === 'finished') {
-          expect(found.error).toBe(false)
-          break
-        }
+      let found = (await call(`${publicUrl}/v1/imports/${upsert.body.import_id}`, { key })).body.data_import
+      while (found.status !== 'finished') {
         await new Promise((resolve) => setTimeout(resolve, 20))
+        found = (await call(`${publicUrl}/v1/imports/${upsert.body.import_id}`, { key })).body.data_import
       }
+      expect(found.error).toBe(false)
       const users = await call(`${publicUrl}/v1/users?limit=2000`, { key })
       expect(users.body.data.map((user: { email: string }) => user.email)).toContain('via-nginx@acme.example')
     })
@@ -300,11 +306,11 @@ describe.skipIf(NGINX === null)(
     it('loses no request while one instance stops gracefully; with none left, answers 503 in JSON', async () => {
       const keys = await Promise.all([newCompanyKey(), newCompanyKey(), newCompanyKey()])
       const replies: Array<{ status: number; at: number; path: string; id: string }> = []
-      let stopping = true
-      let exitedAt = Number.POSITIVE_INFINITY
+      // Until api-1 has exited, and 500 ms after.
+      const stop = { exitedAt: Number.POSITIVE_INFINITY }
       // Three clients, each under its company's rate limit: reads, and user upserts (a PUT).
       const client = async (key: string, index: number) => {
-        for (let round = 0; stopping || performance.now() < exitedAt + 500; round++) {
+        for (let round = 0; performance.now() < stop.exitedAt + 500; round++) {
           const write = index === 2 && round % 2 === 1
           const headers = { 'x-request-id': `stream-${index}-${round}` }
           const reply = write
@@ -317,15 +323,14 @@ describe.skipIf(NGINX === null)(
       const clients = keys.map(client)
       await new Promise((resolve) => setTimeout(resolve, 300))
       expect(await api1.stop('SIGTERM')).toBe(0)
-      exitedAt = performance.now()
-      stopping = false
+      stop.exitedAt = performance.now()
       await Promise.all(clients)
 
       expect(replies.filter((reply) => reply.status !== 200)).toEqual([])
       // The stopped instance had its share of the traffic until it stopped; the other one took all of it after.
       const [one] = await servedBy(replies.map((reply) => reply.id))
       expect(one.length).toBeGreaterThan(5)
-      expect(replies.filter((reply) => reply.at > exitedAt).length).toBeGreaterThan(10)
+      expect(replies.filter((reply) => reply.at > stop.exitedAt).length).toBeGreaterThan(10)
 
       expect(await api2.stop('SIGTERM')).toBe(0)
       const unavailable = await call(`${publicUrl}/v2/data-structures`, { key: keys[0] })
