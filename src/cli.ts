@@ -125,8 +125,11 @@ async function serve(role: unknown = 'all'): Promise<void> {
   const config = loadConfig()
   if (role === 'worker') {
     const running = await startWorkerProcess(config)
-    const served = config.workerHealthPort === null ? running : await serveWorkerHealth(running, config, systemClock)
+    if (config.workerHealthPort === null) return closeWorkerOnSignals(running, config.shutdownTimeoutMs)
+    const { served, url } = await serveWorkerHealth(running, config, systemClock)
     closeWorkerOnSignals(served, config.shutdownTimeoutMs)
+    // Announced once a SIGTERM would close it gracefully.
+    process.stdout.write(`commission-api import worker health and metrics on ${url}\n`)
     return
   }
   const server = await startServer(config, { role })

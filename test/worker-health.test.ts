@@ -54,11 +54,22 @@ describe('serve --role worker with WORKER_HEALTH_PORT', () => {
   })
 
   it('serves no HTTP without it', async () => {
-    const worker = startServerProcess({ DATA_DIR: tempDataDir() }, ['serve', '--role', 'worker'])
+    const dataDir = tempDataDir()
+    const loaded = runCli(['load', '-', '--json'], { DATA_DIR: dataDir }, JSON.stringify(smallFixture()))
+    const { api_key: key } = JSON.parse(loaded.stdout) as { api_key: string }
+    const worker = startServerProcess({ DATA_DIR: dataDir, IMPORT_POLL_MS: '20' }, ['serve', '--role', 'worker'])
+    const api = startServerProcess({ DATA_DIR: dataDir, DEMO: 'off' }, ['serve', '--role', 'api'])
     try {
-      await worker.waitFor(/import worker \S+ started/)
+      const [, apiUrl] = await api.waitFor(/listening on (http:\/\/\S+)/)
+      // Once the worker has applied an import, it has long been running: it would have said where it listens.
+      const upsert = await call(`${apiUrl}/v1/users/bulk`, { method: 'PUT', key, body: { data: [{ email: 'new@acme.example' }] } })
+      while ((await call(`${apiUrl}/v1/imports/${upsert.body.import_id}`, { key })).body.data_import.status !== 'finished') {
+        await new Promise((resolve) => setTimeout(resolve, 20))
+      }
+      expect(worker.output()).toMatch(/import worker \S+ started/)
       expect(worker.output()).not.toContain('health and metrics on')
     } finally {
+      expect(await api.stop()).toBe(0)
       expect(await worker.stop()).toBe(0)
     }
   })

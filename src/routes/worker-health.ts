@@ -13,14 +13,9 @@ import { registerMetrics } from './metrics.ts'
  * an API instance (`/health/live`, `/health/ready` and their aliases: ready while the store answers and the
  * worker runs) and `/metrics` (the durations of the imports this worker finishes, the shared queue, the
  * process). Nothing else: no v1, v2 or admin route. Returns the worker with a `close()` that closes the
- * listener first (readiness turns 503), then the worker and the store.
+ * listener first (readiness turns 503), then the worker and the store, and the listener's address.
  */
-export async function serveWorkerHealth(
-  running: RunningWorker,
-  config: Config,
-  clock: Clock,
-  out: NodeJS.WritableStream = process.stdout,
-): Promise<RunningWorker> {
+export async function serveWorkerHealth(running: RunningWorker, config: Config, clock: Clock): Promise<{ served: RunningWorker; url: string }> {
   const app = Fastify({ logger: loggerOptions(config.logLevel), disableRequestLogging: true })
   app.decorate('config', config)
   app.decorate('store', running.store)
@@ -35,13 +30,13 @@ export async function serveWorkerHealth(
     await running.close()
     throw error
   }
-  out.write(`commission-api import worker health and metrics on ${listeningUrl(app, config.host)}\n`)
   let closing: Promise<void> | null = null
-  return {
+  const served = {
     ...running,
     close() {
       closing ??= app.close().then(() => running.close())
       return closing
     },
   }
+  return { served, url: listeningUrl(app, config.host) }
 }
