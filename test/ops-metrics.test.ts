@@ -76,6 +76,12 @@ describe('GET /metrics', () => {
     expect(await age()).toBe(90)
   })
 
+  it('is documented in the OpenAPI document as text/plain; version=0.0.4', async () => {
+    server = await startTestServer()
+    const document = (await server.call('/openapi.json')).body
+    expect(Object.keys(document.paths['/metrics'].get.responses[200].content)).toEqual(['text/plain; version=0.0.4; charset=utf-8'])
+  })
+
   it("includes prom-client's default process and Node.js metrics", async () => {
     server = await startTestServer()
     const text = (await server.call('/metrics')).text

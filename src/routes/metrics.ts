@@ -47,7 +47,12 @@ export function registerMetrics(app: FastifyInstance): void {
       schema: {
         summary: 'Prometheus metrics: requests, latency, 429s, imports, build, process',
         tags: ['operations'],
-        response: { 200: Type.String({ description: 'Prometheus text exposition format' }) },
+        response: {
+          200: {
+            description: 'The Prometheus text exposition format, version 0.0.4',
+            content: { 'text/plain; version=0.0.4; charset=utf-8': { schema: Type.String() } },
+          },
+        },
       },
     },
     async (_request, reply) => {
