@@ -6,6 +6,7 @@ import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { smallFixture } from './helpers/fixtures.ts'
+import { finishedImport } from './helpers/operations.ts'
 import { type ServerProcess, startServerProcess, tempDataDir } from './helpers/process.ts'
 import { call, type Reply } from './helpers/server.ts'
 
@@ -293,12 +294,7 @@ describe.skipIf(NGINX === null)(
       const key = await newCompanyKey()
       const upsert = await call(`${publicUrl}/v1/users/bulk`, { method: 'PUT', key, body: { data: [{ email: 'via-nginx@acme.example', name: 'Via' }] } })
       expect(upsert.status).toBe(200)
-      let found = (await call(`${publicUrl}/v1/imports/${upsert.body.import_id}`, { key })).body.data_import
-      while (found.status !== 'finished') {
-        await new Promise((resolve) => setTimeout(resolve, 20))
-        found = (await call(`${publicUrl}/v1/imports/${upsert.body.import_id}`, { key })).body.data_import
-      }
-      expect(found.error).toBe(false)
+      expect((await finishedImport(publicUrl, key, upsert.body.import_id)).error).toBe(false)
       const users = await call(`${publicUrl}/v1/users?limit=2000`, { key })
       expect(users.body.data.map((user: { email: string }) => user.email)).toContain('via-nginx@acme.example')
     })

@@ -5,13 +5,8 @@ import { ManualClock } from '../src/clock.ts'
 import { ServiceMetrics } from '../src/observability/metrics.ts'
 import type { DataImport } from '../src/store/model.ts'
 import { smallFixture } from './helpers/fixtures.ts'
+import { sample } from './helpers/operations.ts'
 import { startTestServer, type TestServer } from './helpers/server.ts'
-
-/** The value of one sample of a Prometheus text exposition, or undefined when absent. */
-function sample(text: string, series: string): number | undefined {
-  const line = text.split('\n').find((candidate) => candidate.startsWith(`${series} `))
-  return line === undefined ? undefined : Number(line.slice(series.length + 1))
-}
 
 describe('GET /metrics', () => {
   let server: TestServer

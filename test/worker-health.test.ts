@@ -1,13 +1,8 @@
 import { describe, expect, it } from 'vitest'
 import { smallFixture } from './helpers/fixtures.ts'
+import { finishedImport, sample } from './helpers/operations.ts'
 import { runCli, startServerProcess, tempDataDir } from './helpers/process.ts'
 import { call } from './helpers/server.ts'
-
-/** The value of one sample of a Prometheus text exposition, or undefined when absent. */
-function sample(text: string, series: string): number | undefined {
-  const line = text.split('\n').find((candidate) => candidate.startsWith(`${series} `))
-  return line === undefined ? undefined : Number(line.slice(series.length + 1))
-}
 
 describe('serve --role worker with WORKER_HEALTH_PORT', () => {
   it('serves the probes and the metrics of the worker, and nothing else', async () => {
@@ -35,11 +30,7 @@ describe('serve --role worker with WORKER_HEALTH_PORT', () => {
       // An import enqueued by the API instance is applied by this worker, which times it.
       const upsert = await call(`${apiUrl}/v1/users/bulk`, { method: 'PUT', key, body: { data: [{ email: 'new@acme.example', name: 'New' }] } })
       expect(upsert.status).toBe(200)
-      for (;;) {
-        const status = (await call(`${apiUrl}/v1/imports/${upsert.body.import_id}`, { key })).body.data_import.status
-        if (status === 'finished') break
-        await new Promise((resolve) => setTimeout(resolve, 20))
-      }
+      await finishedImport(apiUrl, key, upsert.body.import_id)
       const metrics = await call(`${health}/metrics`)
       expect(metrics.headers['content-type']).toBe('text/plain; version=0.0.4; charset=utf-8')
       expect(sample(metrics.text, 'commission_api_import_duration_seconds_count{outcome="ok"}')).toBe(1)
@@ -63,9 +54,7 @@ describe('serve --role worker with WORKER_HEALTH_PORT', () => {
       const [, apiUrl] = await api.waitFor(/listening on (http:\/\/\S+)/)
       // Once the worker has applied an import, it has long been running: it would have said where it listens.
       const upsert = await call(`${apiUrl}/v1/users/bulk`, { method: 'PUT', key, body: { data: [{ email: 'new@acme.example' }] } })
-      while ((await call(`${apiUrl}/v1/imports/${upsert.body.import_id}`, { key })).body.data_import.status !== 'finished') {
-        await new Promise((resolve) => setTimeout(resolve, 20))
-      }
+      await finishedImport(apiUrl, key, upsert.body.import_id)
       expect(worker.output()).toMatch(/import worker \S+ started/)
       expect(worker.output()).not.toContain('health and metrics on')
     } finally {
