@@ -1,10 +1,8 @@
-import { readFileSync } from 'node:fs'
 import fastifySwagger from '@fastify/swagger'
 import fastifySwaggerUi from '@fastify/swagger-ui'
 import type { FastifyInstance, FastifySchema } from 'fastify'
+import { SERVICE_VERSION as version } from '../version.ts'
 import { ServerErrorBodySchema, TooManyRequestsBodySchema } from './schemas.ts'
-
-const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
 
 const RATE_HEADERS = {
   'RateLimit-Limit': { type: 'integer', description: 'Requests allowed per window (one second)' },

@@ -37,6 +37,8 @@ import type { RevisionRepository } from './revisions.ts'
  * - Records are returned as fresh objects: changing one never changes the store.
  */
 export interface Store {
+  /** Which adapter this is (the metrics report it). */
+  readonly kind: 'sqlite' | 'mongodb'
   readonly companies: CompanyRepository
   readonly apiKeys: ApiKeyRepository
   readonly users: UserRepository

@@ -56,6 +56,7 @@ export async function openMongoStore(url: string, options: MongoStoreOptions = {
  */
 function mongoStore(scope: Scope, transactions: Queue, rateLimits: MongoRateLimits): Store {
   const store: Store = {
+    kind: 'mongodb',
     companies: companies(scope),
     apiKeys: apiKeys(scope),
     users: users(scope),

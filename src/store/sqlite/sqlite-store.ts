@@ -149,6 +149,7 @@ async function countInScope(sql: Sql, { table, scope }: ScopedTable, companyId: 
 
 function sqliteStore(connection: SqliteConnection, sql: Sql, rateLimits: SqliteRateLimits): Store {
   const store: Store = {
+    kind: 'sqlite',
     companies: {
       async insert(company: Company) {
         await write(sql, (db) => db.run('INSERT INTO companies (id, doc) VALUES (?, ?)', company.id, JSON.stringify(company)))
