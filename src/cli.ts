@@ -1,19 +1,23 @@
 #!/usr/bin/env node
 import { readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
+import { Value } from 'typebox/value'
 import { companyInventory, createCompanyKey } from './admin/company-admin.ts'
+import { calculationProblems, deletePlan, listPlans, savePlan, setExchangeRates } from './admin/plans.ts'
 import { changeQuotaType } from './admin/revisions.ts'
 import { systemClock } from './clock.ts'
 import { ConfigError, loadConfig } from './config.ts'
 import { NotFoundError, ValidationError } from './errors.ts'
 import { demoFixture } from './fixtures/demo.ts'
 import { loadFixture } from './fixtures/load-fixture.ts'
+import { describePlan } from './fixtures/plan-definitions.ts'
+import { type FixturePlan, FixturePlanSchema } from './fixtures/schema.ts'
 import { startServer } from './server.ts'
 import { closeWorkerOnSignals, startWorkerProcess } from './imports/worker-process.ts'
 import { serveWorkerHealth } from './routes/worker-health.ts'
 import { closeGracefullyOnSignals } from './shutdown.ts'
 import { openStore } from './store/open-store.ts'
-import { QUOTA_TYPES, type QuotaType } from './store/model.ts'
+import { type Plan, QUOTA_TYPES, type QuotaType } from './store/model.ts'
 import type { Store } from './store/port.ts'
 
 const USAGE = `Usage: commission-api <command> [options]   (npm run cli -- <command> [options])
@@ -30,6 +34,14 @@ Commands:
   structures --company ID                 every structure, quota and data table of a company, sandbox included
   quota-type --company ID --quota ID --type T
                                           change a quota's type (amount, percentage, float); values stay
+  plans --company ID                      the company's plans, as defined
+  plans put --company ID [--plan ID] <plan.json | ->
+                                          create a plan (or replace the plan ID) and calculate it
+  plans delete --company ID --plan ID     delete a plan and its pending results
+  exchange-rates --company ID [CUR=RATE ...]
+                                          replace the exchange rates (one CUR is worth RATE of the default
+                                          currency) and recalculate; without rates, show them
+  calculation-problems --company ID       what keeps records or cells of each plan from being calculated
 
 Options:
   --json    print one JSON document on stdout
@@ -57,6 +69,15 @@ const requiredOption = (options: Options, name: string): string => {
   return raw
 }
 
+/** A JSON document from a file, or from standard input for `-` (so that `exec -T ... load - < file` works). */
+function readJson(file: string): unknown {
+  try {
+    return JSON.parse(readFileSync(file === '-' ? 0 : file, 'utf8'))
+  } catch (error) {
+    throw new UsageError(`cannot read ${file === '-' ? 'standard input' : file} as JSON: ${(error as Error).message}`)
+  }
+}
+
 const created = (loaded: { company_id: string; api_keys: string[] }) => ({
   json: { company_id: loaded.company_id, api_key: loaded.api_keys[0] },
   text: `company_id: ${loaded.company_id}\napi_key:    ${loaded.api_keys[0]}`,
@@ -82,14 +103,7 @@ const COMMANDS: Record<string, Command> = {
   async load(store, positionals) {
     const [file] = positionals
     if (!file) throw new UsageError('load expects a fixture file, or - for standard input')
-    let document: unknown
-    try {
-      // `-` reads standard input, so that a fixture on the host loads into a container: `exec -T ... load - < file`.
-      document = JSON.parse(readFileSync(file === '-' ? 0 : file, 'utf8'))
-    } catch (error) {
-      throw new UsageError(`cannot read ${file === '-' ? 'standard input' : file} as JSON: ${(error as Error).message}`)
-    }
-    return created(await loadFixture(store, systemClock, document))
+    return created(await loadFixture(store, systemClock, readJson(file)))
   },
 
   async companies(store) {
@@ -110,6 +124,60 @@ const COMMANDS: Record<string, Command> = {
     if (!(QUOTA_TYPES as readonly string[]).includes(type)) throw new UsageError(`--type expects one of ${QUOTA_TYPES.join(', ')}`)
     const quota = await changeQuotaType(store, systemClock, requiredOption(options, 'company'), requiredOption(options, 'quota'), type as QuotaType)
     return { json: { id: quota.id, name: quota.name, type: quota.type }, text: `${quota.id}  ${quota.name}: type ${quota.type}` }
+  },
+
+  async plans(store, positionals, options) {
+    const companyId = requiredOption(options, 'company')
+    const [subcommand, file] = positionals
+    const describe = async (plans: readonly Plan[]) => {
+      const [tables, quotas] = await Promise.all([store.dataTables.list(companyId), store.quotas.list(companyId)])
+      return plans.map((plan) => describePlan(plan, { tables, quotas }))
+    }
+    if (subcommand === undefined) {
+      const plans = await describe(await listPlans(store, companyId))
+      return { json: plans, text: plans.map((plan) => `${plan.id}  ${plan.environment}  ${plan.name} (${plan.frequency}, ${plan.data_table})`).join('\n') || '(no plan)' }
+    }
+    if (subcommand === 'delete') {
+      await deletePlan(store, companyId, requiredOption(options, 'plan'))
+      return { json: { deleted: options.plan }, text: `deleted ${options.plan}` }
+    }
+    if (subcommand !== 'put') throw new UsageError('plans expects no subcommand, put or delete')
+    if (!file) throw new UsageError('plans put expects a plan file, or - for standard input')
+    const definition = readJson(file)
+    const errors = [...Value.Errors(FixturePlanSchema, definition)].map((error) => ({ resource: error.instancePath || '/', description: error.message }))
+    if (errors.length > 0) throw new ValidationError(errors)
+    const plan = typeof options.plan === 'string' ? options.plan : undefined
+    const change = await savePlan(store, systemClock, companyId, definition as FixturePlan, plan)
+    const [described] = await describe([change.plan])
+    const { cells, statements_written: statements, lines_written: lines, problems } = change.calculation
+    return {
+      json: { plan: described, calculation: change.calculation },
+      text: `${described.id}  ${described.name}: ${cells} cells calculated, ${statements} statements and ${lines} lines written, ${problems.length} problems`,
+    }
+  },
+
+  async 'exchange-rates'(store, positionals, options) {
+    const companyId = requiredOption(options, 'company')
+    if (positionals.length === 0) {
+      const company = await store.companies.get(companyId)
+      if (!company) throw new NotFoundError('company')
+      const rates = company.exchange_rates ?? {}
+      return { json: rates, text: Object.entries(rates).map(([currency, rate]) => `${currency}=${rate}`).join('\n') || '(no rate)' }
+    }
+    const rates: Record<string, number> = {}
+    for (const pair of positionals) {
+      const match = /^([A-Z]{3})=(\d+(?:\.\d+)?)$/.exec(pair)
+      if (!match) throw new UsageError(`exchange-rates expects CUR=RATE pairs such as USD=0.92, got ${pair}`)
+      rates[match[1]] = Number(match[2])
+    }
+    const result = await setExchangeRates(store, systemClock, companyId, rates)
+    return { json: result, text: `${Object.keys(rates).length} rates set; ${result.calculation.cells} cells recalculated` }
+  },
+
+  async 'calculation-problems'(store, _positionals, options) {
+    const report = await calculationProblems(store, requiredOption(options, 'company'))
+    const text = report.flatMap(({ plan, problems }) => problems.map((problem) => `${plan}: ${problem.record ? `record ${problem.record}: ` : ''}${problem.message}`))
+    return { json: report, text: text.join('\n') || '(no problem)' }
   },
 
   async structures(store, _positionals, options) {
@@ -151,6 +219,7 @@ async function main(argv: string[]): Promise<number> {
       company: { type: 'string' },
       user: { type: 'string' },
       quota: { type: 'string' },
+      plan: { type: 'string' },
       type: { type: 'string' },
       role: { type: 'string' },
     },

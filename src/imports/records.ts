@@ -1,6 +1,7 @@
 import { parseRecord } from '../domain/record-values.ts'
 import { newId } from '../ids.ts'
 import type { Company, DataImport, DataTable, DataTableRecord, ImportItemIssue, ImportPayload } from '../store/model.ts'
+import type { CalculationChangeLog } from '../calculation/recalculation.ts'
 import type { Store } from '../store/port.ts'
 import { isObject, type PayloadOutcome, partial, refused, refusedWhole } from './outcome.ts'
 
@@ -82,11 +83,17 @@ function readRecord(table: DataTable, { changes, skipped, ignoredKeys }: Prepare
  * Applies the prepared record calls of one import, table by table, each table's calls in arrival order; returns
  * the outcome of each call, in the order given. Calls to different tables do not touch each other.
  */
-export async function applyRecordCalls(tx: Store, company: Company, calls: readonly PreparedRecordCall[], now: string): Promise<PayloadOutcome[]> {
+export async function applyRecordCalls(
+  tx: Store,
+  company: Company,
+  calls: readonly PreparedRecordCall[],
+  now: string,
+  changes: CalculationChangeLog,
+): Promise<PayloadOutcome[]> {
   const outcomes = new Map<PreparedRecordCall, PayloadOutcome>()
   for (const [tableId, tableCalls] of Map.groupBy(calls, (call) => call.tableId)) {
     const table = tableCalls.some((call) => call.tableGone) ? null : await tx.dataTables.get(company.id, tableId)
-    const tableOutcomes = table ? await applyTableCalls(tx, company, table, tableCalls, now) : tableCalls.map(tableGone)
+    const tableOutcomes = table ? await applyTableCalls(tx, company, table, tableCalls, now, changes) : tableCalls.map(tableGone)
     tableCalls.forEach((call, index) => outcomes.set(call, tableOutcomes[index]))
   }
   return calls.map((call) => outcomes.get(call)!)
@@ -98,17 +105,25 @@ export async function applyRecordCalls(tx: Store, company: Company, calls: reado
  * asked `keep_overrides=true`. Each parsed record is upserted by its id field (a field left out keeps its value)
  * or deleted (`deleted: true`); the skipped ones are reported.
  */
-async function applyTableCalls(tx: Store, company: Company, table: DataTable, calls: readonly PreparedRecordCall[], now: string): Promise<PayloadOutcome[]> {
+async function applyTableCalls(
+  tx: Store,
+  company: Company,
+  table: DataTable,
+  calls: readonly PreparedRecordCall[],
+  now: string,
+  changes: CalculationChangeLog,
+): Promise<PayloadOutcome[]> {
   let remembered = new Map<string, Record<string, unknown>>()
   if (emptiesTable(calls)) {
     if (calls.some(({ payload }) => payload.options.all && payload.options.keep_overrides)) {
       remembered = new Map((await tx.records.listOverridden(company.id, table.id)).map((record) => [record.external_id, record.overrides]))
     }
     await tx.records.deleteAll(company.id, table.id)
+    changes.tableRewritten(table.id)
   }
 
   const outcomes: PayloadOutcome[] = []
-  for (const call of calls) outcomes.push(await applyRecordCall(tx, table, call, remembered, now))
+  for (const call of calls) outcomes.push(await applyRecordCall(tx, table, call, remembered, now, changes))
   return outcomes
 }
 
@@ -130,11 +145,13 @@ async function applyRecordCall(
   { payload, changes, skipped }: PreparedRecordCall,
   remembered: Map<string, Record<string, unknown>>,
   now: string,
+  log: CalculationChangeLog,
 ): Promise<PayloadOutcome> {
   if (changes.size === 0 && skipped.length > 0) return refused('record', skipped)
   const stored = await tx.records.findByExternalIds(table.company_id, table.id, [...changes.keys()])
   const gone = [...changes].filter(([externalId, change]) => stored.has(externalId) && (change.deleted || change.replaced))
   if (gone.length > 0) await tx.records.deleteByExternalIds(table.company_id, table.id, gone.map(([externalId]) => externalId))
+  for (const [externalId] of gone) log.recordChanged(table.id, stored.get(externalId)?.id ?? '')
 
   const upserts: DataTableRecord[] = []
   for (const [externalId, change] of changes) {
@@ -143,6 +160,7 @@ async function applyRecordCall(
     upserts.push(nextRecord(table, externalId, change.values, existing, remembered.get(externalId), payload.options.keep_overrides, now))
   }
   await tx.records.saveMany(table.company_id, upserts)
+  for (const record of upserts) log.recordChanged(table.id, record.id)
   return partial('record', payload.items.length, skipped)
 }
 

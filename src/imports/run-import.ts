@@ -1,3 +1,4 @@
+import { CalculationChangeLog, type RecalculationSummary, recalculate } from '../calculation/recalculation.ts'
 import type { Clock } from '../clock.ts'
 import type { Company, DataImport, ImportDetail, ImportPayload } from '../store/model.ts'
 import type { Store } from '../store/port.ts'
@@ -12,8 +13,8 @@ export interface RunHooks {
   beforeFinish?(claimed: DataImport): Promise<void>
 }
 
-/** How a run of a claimed import ended. */
-export type RunResult = { kind: 'finished'; import: DataImport } | { kind: 'lost' }
+/** How a run of a claimed import ended; a finished one says what its recalculation did. */
+export type RunResult = { kind: 'finished'; import: DataImport; calculation: RecalculationSummary } | { kind: 'lost' }
 
 /** The claim was taken over by another worker (our lease expired): this run must leave no trace. */
 class LostClaim extends Error {}
@@ -35,12 +36,16 @@ export async function runClaimedImport(store: Store, clock: Clock, claimed: Data
       // A deleted company takes its imports with it: there is nothing left to finish.
       if (!company) throw new LostClaim()
       const now = clock.now().toISOString()
-      const outcomes = await applyPayloads(tx, company, claimed, payloads, recordCalls, now)
+      const changes = new CalculationChangeLog()
+      const outcomes = await applyPayloads(tx, company, claimed, payloads, recordCalls, now, changes)
+      // Plans' results commit with the payloads they come from, or not at all.
+      const calculation = await recalculate(tx, company.id, changes, { now })
       await hooks.beforeFinish?.(claimed)
       const details = detailsOf(claimed, payloads, outcomes, recordCalls)
       const outcome = { finished_at: now, error: outcomes.some((item) => item.error !== null), details }
       if (!(await tx.imports.finish(company.id, claimed.id, owner, outcome))) throw new LostClaim()
-      return { kind: 'finished' as const, import: { ...claimed, ...outcome, status: 'finished' as const, lease_owner: null, lease_expires_at: null } }
+      const finished = { ...claimed, ...outcome, status: 'finished' as const, lease_owner: null, lease_expires_at: null }
+      return { kind: 'finished' as const, import: finished, calculation }
     })
   } catch (error) {
     if (error instanceof LostClaim) return { kind: 'lost' }
@@ -66,12 +71,13 @@ async function applyPayloads(
   payloads: readonly ImportPayload[],
   recordCalls: readonly PreparedRecordCall[],
   now: string,
+  changes: CalculationChangeLog,
 ): Promise<PayloadOutcome[]> {
-  if (claimed.target === 'records') return applyRecordCalls(tx, company, recordCalls, now)
+  if (claimed.target === 'records') return applyRecordCalls(tx, company, recordCalls, now, changes)
   const outcomes: PayloadOutcome[] = []
   for (const payload of payloads) {
     // Each call stands alone: a refused one writes nothing, the others still apply.
-    if (claimed.target === 'users') outcomes.push(await applyUsers(tx, company, payload.items, now))
+    if (claimed.target === 'users') outcomes.push(await applyUsers(tx, company, payload.items, now, changes))
     else outcomes.push(await applyAttributions(tx, company, claimed.target, payload.items))
   }
   return outcomes

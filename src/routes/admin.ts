@@ -4,6 +4,7 @@ import { Type } from 'typebox'
 import { CompanyInventorySchema, companyInventory, createCompanyKey } from '../admin/company-admin.ts'
 import { loadFixture } from '../fixtures/load-fixture.ts'
 import { NotFoundError, UnauthorizedError } from '../errors.ts'
+import { adminPlanRoutes } from './admin-plans.ts'
 import { adminRevisionRoutes } from './admin-revisions.ts'
 import { NotFoundBodySchema, ObjectIdSchema, UnauthorizedBodySchema, ValidationErrorBodySchema } from './schemas.ts'
 
@@ -70,4 +71,5 @@ export const adminRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   // Registered after the token hook, so that it guards these routes too.
   await app.register(adminRevisionRoutes)
+  await app.register(adminPlanRoutes)
 }
