@@ -3,8 +3,11 @@ import { createServer, type Socket, connect } from 'node:net'
 
 export interface CuttingProxy {
   url: string
-  /** Cuts the next answer once `afterBytes` more bytes of answers have passed, in the middle of an answer. */
-  cutAfter(afterBytes: number): void
+  /**
+   * Cuts a connection once `afterBytes` more bytes of answers have passed, in the middle of an answer;
+   * counted from the first request whose request line matches `from`, when given.
+   */
+  cutAfter(afterBytes: number, from?: RegExp): void
   /** Refuses every connection (the service is gone) until `heal`. */
   refuse(): void
   heal(): void
@@ -21,6 +24,7 @@ export async function startCuttingProxy(target: string): Promise<CuttingProxy> {
   const { hostname, port } = new URL(target)
   const sockets = new Set<Socket>()
   let budget: number | null = null
+  let armedBy: RegExp | null = null
   let refusing = false
   let cuts = 0
 
@@ -37,8 +41,15 @@ export async function startCuttingProxy(target: string): Promise<CuttingProxy> {
     }
     client.on('error', drop).on('close', drop)
     upstream.on('error', drop).on('close', drop)
-    client.pipe(upstream)
+    client.on('data', (chunk: Buffer) => {
+      if (armedBy?.test(chunk.toString('latin1').split('\r\n', 1)[0])) armedBy = null
+      upstream.write(chunk)
+    })
     upstream.on('data', (chunk: Buffer) => {
+      if (armedBy !== null) {
+        client.write(chunk)
+        return
+      }
       if (budget !== null && chunk.length > budget) {
         // Forward part of the answer, then cut: the client sees a connection closed mid-answer.
         client.write(chunk.subarray(0, Math.max(1, budget)))
@@ -58,8 +69,9 @@ export async function startCuttingProxy(target: string): Promise<CuttingProxy> {
 
   return {
     url,
-    cutAfter(afterBytes) {
+    cutAfter(afterBytes, from) {
       budget = afterBytes
+      armedBy = from ?? null
     },
     refuse() {
       refusing = true
