@@ -6,6 +6,8 @@ import { changeQuotaType } from './admin/revisions.ts'
 import { ApiError, CommissionClient, ConnectionError, instantParam } from './client/index.ts'
 import { systemClock } from './clock.ts'
 import { ConfigError, loadConfig } from './config.ts'
+import { formatReport, runConformance } from './conformance/conformance.ts'
+import { WRITE_WARNING } from './conformance/write-checks.ts'
 import { NotFoundError, ValidationError } from './errors.ts'
 import { demoFixture } from './fixtures/demo.ts'
 import { loadFixture } from './fixtures/load-fixture.ts'
@@ -38,6 +40,10 @@ COMMISSION_API_KEY variable); they pace themselves to --rate requests per second
   sync --base-url URL --key KEY --out DIR [--since ISO] [--format ndjson|csv] [--page-size N]
                                           export every live structure to DIR, one file each; the next run
                                           reads only what changed; an interrupted run resumes
+  conformance --base-url URL --key KEY [--write] [--table KEY]
+                                          check the service against the specification: a table of checks
+                                          ending with "N passed, N failed"; exit code 1 on any failure.
+                                          --write adds upsert, import and archive checks: a test company only
 
 Options:
   --json    print one JSON document on stdout
@@ -150,6 +156,12 @@ const CLIENT_COMMANDS: Record<string, ClientCommand> = {
   },
 }
 
+CLIENT_COMMANDS.conformance = async (client, options) => {
+  if (options.write) console.error(`commission-api: ${WRITE_WARNING}`)
+  const checked = await runConformance(client, { write: options.write === true, table: typeof options.table === 'string' ? options.table : undefined })
+  return { json: checked, text: formatReport(checked), exitCode: checked.failed > 0 ? 1 : 0 }
+}
+
 const instantOption = (name: string, raw: string): string => {
   try {
     return instantParam(name, raw)!
@@ -201,6 +213,8 @@ async function main(argv: string[]): Promise<number> {
       since: { type: 'string' },
       format: { type: 'string' },
       'page-size': { type: 'string' },
+      write: { type: 'boolean' },
+      table: { type: 'string' },
     },
   })
   const [name, ...rest] = positionals
