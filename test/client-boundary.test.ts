@@ -29,4 +29,17 @@ describe('the client is a consumer of the interface like any other', () => {
     expect(loaded.some((url) => url.endsWith('/src/client/index.ts'))).toBe(true)
     expect(outside(loaded, ['src/client/', 'node_modules/undici/'])).toEqual([])
   })
+
+  it('so do sync and conformance, which are built on it', () => {
+    for (const [entry, own] of [
+      ['./src/sync/sync.ts', 'src/sync/'],
+      ['./src/sync/progress.ts', 'src/sync/'],
+      ['./src/conformance/conformance.ts', 'src/conformance/'],
+    ]) {
+      const loaded = outside(modulesLoadedBy(entry), ['src/client/', own, 'node_modules/'])
+      expect(loaded, entry).toEqual([])
+      const packages = new Set(modulesLoadedBy(entry).flatMap((url) => /node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(url)?.[1] ?? []))
+      for (const server of ['fastify', 'mongodb', 'typebox', 'pino', 'bson']) expect(packages.has(server), `${entry} loads ${server}`).toBe(false)
+    }
+  })
 })

@@ -196,10 +196,11 @@ describe('sync: export every live structure, then only what changed', () => {
   })
 })
 
+const row = (id: string, value: number) => ({ 'standard.id': id, 'standard.value': { value, currency: 'EUR' } })
+
 describe('sync files', () => {
   it('a merge replaces changed rows in place and appends new ones, in NDJSON and CSV', async () => {
     const dir = tempDataDir()
-    const row = (id: string, value: number) => ({ 'standard.id': id, 'standard.value': { value, currency: 'EUR' } })
     writeFileSync(join(dir, 'changes.ndjson'), [row('b', 20), row('d', 4)].map((item) => JSON.stringify(item)).join('\n') + '\n')
     writeFileSync(join(dir, 'rows.ndjson'), [row('a', 1), row('b', 2), row('c', 3)].map((item) => JSON.stringify(item)).join('\n') + '\n')
     expect(await commitMerge(join(dir, 'changes.ndjson'), join(dir, 'rows.ndjson'), 'ndjson', [])).toBe(4)
