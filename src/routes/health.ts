@@ -37,7 +37,15 @@ export function registerHealth(app: FastifyInstance, worker?: WorkerProbe): void
 
   app.get(
     '/health/live',
-    { schema: { summary: 'Liveness: the process answers', tags: ['operations'], response: { 200: LivenessSchema } } },
+    {
+      schema: {
+        summary: 'Liveness: the process answers',
+        operationId: 'getLiveness',
+        description: 'The liveness probe: 200 while the process answers. No key.',
+        tags: ['operations'],
+        response: { 200: LivenessSchema },
+      },
+    },
     async () => ({ status: 'ok' as const }),
   )
 
@@ -46,6 +54,8 @@ export function registerHealth(app: FastifyInstance, worker?: WorkerProbe): void
     {
       schema: {
         summary: 'Readiness: the store answers, the worker is alive, the instance is not shutting down',
+        operationId: 'getReadiness',
+        description: 'The readiness probe: 200 when this instance can serve, 503 otherwise, with each check. No key.',
         tags: ['operations'],
         response: { 200: ReadinessSchema, 503: ReadinessSchema },
       },

@@ -32,6 +32,9 @@ export function registerMetrics(app: FastifyInstance): void {
     {
       schema: {
         summary: 'Prometheus metrics: requests, latency, 429s, imports',
+        operationId: 'getMetrics',
+        description: 'The Prometheus text exposition format (not JSON). No key.',
+        produces: ['text/plain'],
         tags: ['operations'],
         response: { 200: Type.String({ description: 'Prometheus text exposition format' }) },
       },

@@ -74,6 +74,8 @@ export const reportingRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       schema: {
         summary: 'Deprecated: list the statements (use GET /v2/reporting/{table_id}/statements)',
+        operationId: 'listReportingStatements',
+        description: 'Deprecated, still served: the live statements in the v1 shape. Answers carry `Deprecation: true`; a 200 also `Link` to the v2 successor.',
         deprecated: true,
         querystring: OffsetQuerySchema,
         response: { 200: offsetPageSchema(V1StatementRowSchema), ...AuthenticatedErrorResponses },
@@ -88,6 +90,8 @@ export const reportingRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       schema: {
         summary: 'Deprecated: list the commission lines of a data table (use GET /v2/reporting/{table_id}/records)',
+        operationId: 'listReportingRecords',
+        description: 'Deprecated, still served: the commission lines of a live data table in the v1 shape. Answers carry `Deprecation: true`; a 200 also `Link` to the v2 successor.',
         deprecated: true,
         params: Type.Object({ data_table_id: Type.String({ description: 'Id of a live data table' }) }),
         querystring: OffsetQuerySchema,
