@@ -11,6 +11,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { demoFixture } from '../src/fixtures/demo.ts'
 import { ImportWorker } from '../src/imports/worker.ts'
+import { collect, requestLines } from './helpers/client-support.ts'
 import { smallFixture } from './helpers/fixtures.ts'
 import { startCuttingProxy } from './helpers/cutting-proxy.ts'
 import { startTestServer, type TestServer } from './helpers/server.ts'
@@ -19,15 +20,6 @@ const ADMIN_TOKEN = 'admin-token-for-the-client-tests'
 const admin = { authorization: `Bearer ${ADMIN_TOKEN}` }
 
 const ids = (rows: Array<Record<string, unknown>>) => rows.map((row) => row['standard.id'] ?? row.id)
-
-async function collect<T>(iterable: AsyncIterable<T>): Promise<T[]> {
-  const items: T[] = []
-  for await (const item of iterable) items.push(item)
-  return items
-}
-
-/** The server's log lines of requests (one line a request), in order. */
-const requestLines = (server: TestServer) => server.logs.filter((line) => line.res !== undefined) as Array<Record<string, any>>
 
 describe('the client, against our server over HTTP', () => {
   let server: TestServer

@@ -3,10 +3,9 @@ import { createServer, type Server } from 'node:http'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { demoFixture } from '../src/fixtures/demo.ts'
 import { ImportWorker } from '../src/imports/worker.ts'
+import { requestLines } from './helpers/client-support.ts'
 import { runCliAsync } from './helpers/process.ts'
 import { startTestServer, type TestServer } from './helpers/server.ts'
-
-const requestLines = (server: TestServer) => server.logs.filter((line) => line.res !== undefined) as Array<Record<string, any>>
 
 /** The table's rows: check, result, evidence, split on the two-space column gaps. */
 function resultsOf(stdout: string): Array<{ check: string; result: string }> {

@@ -40,6 +40,19 @@ const isDocumented = ({ method, path }: { method: string; path: string }) =>
 /** A schema with its `$ref` to a component followed. */
 const resolved = (document: any, schema: any) => (schema?.$ref ? document.components.schemas[schema.$ref.split('/').at(-1)] : schema)
 
+/** The application on an ephemeral port (admin routes on), and its OpenAPI document. */
+async function startDocumented(env: Record<string, string> = {}) {
+  const store = openSqliteStore(':memory:')
+  const config = loadConfig({ DEMO: 'off', LOG_LEVEL: 'silent', ADMIN_TOKEN: 'openapi-test-admin-token', ...env })
+  const app = await buildApp({ config, store, clock: new ManualClock() })
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const address = app.server.address()
+  const url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`
+  const reply = await call(`${url}/openapi.json`)
+  if (reply.status !== 200) throw new Error(`GET /openapi.json answered ${reply.status}`)
+  return { app, store, url, document: reply.body }
+}
+
 describe('OpenAPI document', () => {
   let app: FastifyInstance
   let store: Store
@@ -47,15 +60,7 @@ describe('OpenAPI document', () => {
   let document: any
 
   beforeAll(async () => {
-    store = openSqliteStore(':memory:')
-    const config = loadConfig({ DEMO: 'off', LOG_LEVEL: 'silent', ADMIN_TOKEN: 'openapi-test-admin-token' })
-    app = await buildApp({ config, store, clock: new ManualClock() })
-    await app.listen({ port: 0, host: '127.0.0.1' })
-    const address = app.server.address()
-    url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`
-    const reply = await call(`${url}/openapi.json`)
-    if (reply.status !== 200) throw new Error(`GET /openapi.json answered ${reply.status}`)
-    document = reply.body
+    ;({ app, store, url, document } = await startDocumented())
   })
   afterAll(async () => {
     await app.close()
@@ -149,13 +154,7 @@ describe('OpenAPI document for client generators and readers', () => {
   let document: any
 
   beforeAll(async () => {
-    store = openSqliteStore(':memory:')
-    const config = loadConfig({ DEMO: 'off', LOG_LEVEL: 'silent', ADMIN_TOKEN: 'openapi-test-admin-token', PUBLIC_URL: 'https://api.example.com' })
-    app = await buildApp({ config, store, clock: new ManualClock() })
-    await app.listen({ port: 0, host: '127.0.0.1' })
-    const address = app.server.address()
-    url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`
-    document = (await call(`${url}/openapi.json`)).body
+    ;({ app, store, url, document } = await startDocumented({ PUBLIC_URL: 'https://api.example.com' }))
   })
   afterAll(async () => {
     await app.close()

@@ -9,6 +9,7 @@ import { terminalProgress } from '../src/sync/progress.ts'
 import { commitMerge } from '../src/sync/row-files.ts'
 import { readState } from '../src/sync/state.ts'
 import { syncStructures } from '../src/sync/sync.ts'
+import { collect, requestLines } from './helpers/client-support.ts'
 import { startCuttingProxy } from './helpers/cutting-proxy.ts'
 import { runCliAsync, spawnCli, tempDataDir } from './helpers/process.ts'
 import { startTestServer, type TestServer } from './helpers/server.ts'
@@ -21,14 +22,6 @@ const readNdjson = (path: string) =>
     .split('\n')
     .filter((line) => line !== '')
     .map((line) => JSON.parse(line))
-
-async function collect<T>(iterable: AsyncIterable<T>): Promise<T[]> {
-  const items: T[] = []
-  for await (const item of iterable) items.push(item)
-  return items
-}
-
-const requestLines = (server: TestServer) => server.logs.filter((line) => line.res !== undefined) as Array<Record<string, any>>
 
 describe('sync: export every live structure, then only what changed', () => {
   let server: TestServer
