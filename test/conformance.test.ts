@@ -1,5 +1,8 @@
 import { once } from 'node:events'
+import { existsSync } from 'node:fs'
 import { createServer, type Server } from 'node:http'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { demoFixture } from '../src/fixtures/demo.ts'
 import { ImportWorker } from '../src/imports/worker.ts'
@@ -37,8 +40,11 @@ describe('the conformance command against our server', () => {
 
   it('passes every read-only check, and writes nothing', async () => {
     const before = requestLines(server).length
-    const result = await runCliAsync(['conformance', '--base-url', server.url, '--key', apiKey, '--table', 'deals'])
+    // It opens no store: the data directory it would use is never made.
+    const dataDir = join(tmpdir(), `commission-api-unused-${process.pid}-${Date.now()}`)
+    const result = await runCliAsync(['conformance', '--base-url', server.url, '--key', apiKey, '--table', 'deals'], { DATA_DIR: dataDir })
     expect(result.code, result.stdout).toBe(0)
+    expect(existsSync(dataDir)).toBe(false)
     const lines = result.stdout.trim().split('\n')
     expect(lines[0]).toMatch(/^check +result +evidence$/)
     expect(lines.at(-1)).toMatch(/^\d+ passed, 0 failed$/)
