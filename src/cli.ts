@@ -5,8 +5,11 @@ import { Value } from 'typebox/value'
 import { companyInventory, createCompanyKey } from './admin/company-admin.ts'
 import { calculationProblems, deletePlan, listPlans, savePlan, setExchangeRates } from './admin/plans.ts'
 import { changeQuotaType } from './admin/revisions.ts'
+import { ApiError, CommissionClient, ConnectionError, instantParam } from './client/index.ts'
 import { systemClock } from './clock.ts'
 import { ConfigError, loadConfig } from './config.ts'
+import { formatReport, runConformance } from './conformance/conformance.ts'
+import { WRITE_WARNING } from './conformance/write-checks.ts'
 import { NotFoundError, ValidationError } from './errors.ts'
 import { demoFixture } from './fixtures/demo.ts'
 import { loadFixture } from './fixtures/load-fixture.ts'
@@ -19,6 +22,9 @@ import { closeGracefullyOnSignals } from './shutdown.ts'
 import { openStore } from './store/open-store.ts'
 import { type Plan, QUOTA_TYPES, type QuotaType } from './store/model.ts'
 import type { Store } from './store/port.ts'
+import { terminalProgress } from './sync/progress.ts'
+import { SyncDirectoryError } from './sync/state.ts'
+import { syncStructures } from './sync/sync.ts'
 
 const USAGE = `Usage: commission-api <command> [options]   (npm run cli -- <command> [options])
 
@@ -43,6 +49,16 @@ Commands:
                                           currency) and recalculate; without rates, show them
   calculation-problems --company ID       what keeps records or cells of each plan from being calculated
 
+Commands that talk to a running service (this one or the real one) at --base-url, with --key (or the
+COMMISSION_API_KEY variable); they pace themselves to --rate requests per second (default 40):
+  sync --base-url URL --key KEY --out DIR [--since ISO] [--format ndjson|csv] [--page-size N]
+                                          export every live structure to DIR, one file each; the next run
+                                          reads only what changed; an interrupted run resumes
+  conformance --base-url URL --key KEY [--write] [--table KEY]
+                                          check the service against the specification: a table of checks
+                                          ending with "N passed, N failed"; exit code 1 on any failure.
+                                          --write adds upsert, import and archive checks: a test company only
+
 Options:
   --json    print one JSON document on stdout
   --help    this text
@@ -55,6 +71,9 @@ type Options = Record<string, string | boolean | undefined>
 
 /** A command reads its options and returns what to print: a JSON-able value and its human form. */
 type Command = (store: Store, positionals: string[], options: Options) => Promise<{ json: unknown; text: string }>
+
+/** A command that talks to a running service through the client: it opens no store. */
+type ClientCommand = (client: CommissionClient, options: Options) => Promise<{ json: unknown; text: string; exitCode?: number }>
 
 const integerOption = (options: Options, name: string): number | undefined => {
   const raw = options[name]
@@ -188,6 +207,48 @@ const COMMANDS: Record<string, Command> = {
   },
 }
 
+const CLIENT_COMMANDS: Record<string, ClientCommand> = {
+  async sync(client, options) {
+    const format = options.format ?? 'ndjson'
+    if (format !== 'ndjson' && format !== 'csv') throw new UsageError('--format expects ndjson or csv')
+    const since = typeof options.since === 'string' ? instantOption('since', options.since) : null
+    const outcomes = await syncStructures(client, {
+      outDir: requiredOption(options, 'out'),
+      format,
+      since,
+      limit: integerOption(options, 'page-size'),
+      progress: terminalProgress(process.stderr),
+    })
+    const text = outcomes.map(
+      (outcome) =>
+        `${outcome.file}  ${outcome.name}: ${outcome.kind}${outcome.resumed ? ' (resumed)' : ''}, ${outcome.fetched} rows read, ${outcome.rows} in the file`,
+    )
+    return { json: outcomes, text: text.join('\n') || '(no live structure)' }
+  },
+}
+
+CLIENT_COMMANDS.conformance = async (client, options) => {
+  if (options.write) console.error(`commission-api: ${WRITE_WARNING}`)
+  const checked = await runConformance(client, { write: options.write === true, table: typeof options.table === 'string' ? options.table : undefined })
+  return { json: checked, text: formatReport(checked), exitCode: checked.failed > 0 ? 1 : 0 }
+}
+
+const instantOption = (name: string, raw: string): string => {
+  try {
+    return instantParam(name, raw)!
+  } catch (error) {
+    throw new UsageError(`--${(error as Error).message}`, { cause: error })
+  }
+}
+
+function clientOf(options: Options): CommissionClient {
+  const key = typeof options.key === 'string' ? options.key : process.env.COMMISSION_API_KEY
+  if (!key) throw new UsageError('--key (or the COMMISSION_API_KEY variable) is required')
+  const baseUrl = requiredOption(options, 'base-url')
+  if (!/^https?:\/\/[^/]/i.test(baseUrl)) throw new UsageError('--base-url expects an http or https URL')
+  return new CommissionClient({ baseUrl, apiKey: key, requestsPerSecond: integerOption(options, 'rate') ?? 40 })
+}
+
 async function serve(role: unknown = 'all'): Promise<void> {
   if (role !== 'all' && role !== 'api' && role !== 'worker') throw new UsageError('--role expects all, api or worker')
   const config = loadConfig()
@@ -222,6 +283,15 @@ async function main(argv: string[]): Promise<number> {
       plan: { type: 'string' },
       type: { type: 'string' },
       role: { type: 'string' },
+      'base-url': { type: 'string' },
+      key: { type: 'string' },
+      rate: { type: 'string' },
+      out: { type: 'string' },
+      since: { type: 'string' },
+      format: { type: 'string' },
+      'page-size': { type: 'string' },
+      write: { type: 'boolean' },
+      table: { type: 'string' },
     },
   })
   const [name, ...rest] = positionals
@@ -232,6 +302,17 @@ async function main(argv: string[]): Promise<number> {
   if (name === 'serve') {
     await serve(values.role)
     return -1
+  }
+  const clientCommand = CLIENT_COMMANDS[name]
+  if (clientCommand) {
+    const client = clientOf(values)
+    try {
+      const result = await clientCommand(client, values)
+      console.log(values.json ? JSON.stringify(result.json, null, 2) : result.text)
+      return result.exitCode ?? 0
+    } finally {
+      await client.close()
+    }
   }
   const command = COMMANDS[name]
   if (!command) throw new UsageError(`unknown command ${name}`)
@@ -255,7 +336,10 @@ function report(error: unknown): number {
     console.error(`Invalid input (${error.issues.length} problem${error.issues.length === 1 ? '' : 's'}):`)
     for (const issue of error.issues) console.error(`  ${issue.resource}: ${issue.description}`)
   } else if (error instanceof NotFoundError) console.error(`Not found: ${error.message}`)
-  else console.error(error)
+  else if (error instanceof ApiError || error instanceof ConnectionError || error instanceof SyncDirectoryError) {
+    // A client command stopped: what it saved stays saved, and a sync run again resumes.
+    console.error(`commission-api: ${error.message}`)
+  } else console.error(error)
   return 1
 }
 
