@@ -8,6 +8,7 @@ import { limitRequestRate } from './rate-limit/rate-limit.ts'
 import { adminRoutes } from './routes/admin.ts'
 import { registerErrorHandling } from './routes/errors.ts'
 import { registerHealth, type WorkerProbe } from './routes/health.ts'
+import { refuseDeepJson } from './routes/json-depth.ts'
 import { registerMetrics } from './routes/metrics.ts'
 import { registerOpenApi } from './routes/openapi.ts'
 import { v1Routes } from './routes/v1/index.ts'
@@ -61,6 +62,7 @@ export async function buildApp({ config, store, clock, logStream, worker }: AppO
   app.decorate('store', store)
   app.decorate('clock', clock)
   registerErrorHandling(app)
+  refuseDeepJson(app)
   // The OpenAPI generator first: it sees only the routes registered after it.
   await registerOpenApi(app)
   registerMetrics(app)
