@@ -7,7 +7,9 @@ import { loggerOptions, OneLinePerRequest } from './logger.ts'
 import { limitRequestRate } from './rate-limit/rate-limit.ts'
 import { adminRoutes } from './routes/admin.ts'
 import { registerErrorHandling } from './routes/errors.ts'
+import { answerClientError, answerFrameworkError, MAX_PARAM_LENGTH } from './routes/framework-errors.ts'
 import { registerHealth, type WorkerProbe } from './routes/health.ts'
+import { refuseInvalidHost } from './routes/host-header.ts'
 import { refuseDeepJson } from './routes/json-depth.ts'
 import { registerMetrics } from './routes/metrics.ts'
 import { registerOpenApi } from './routes/openapi.ts'
@@ -55,6 +57,10 @@ export async function buildApp({ config, store, clock, logStream, worker }: AppO
     // A request that reaches a draining instance on an open connection is still answered (with Connection:
     // close), in the specification's bodies, rather than by the framework's own 503.
     return503OnClosing: false,
+    // The framework's own refusals (bad percent-encoding, long parameter, malformed HTTP) in the specification's bodies.
+    frameworkErrors: answerFrameworkError,
+    clientErrorHandler: answerClientError,
+    maxParamLength: MAX_PARAM_LENGTH,
     ajv: { customOptions: { coerceTypes: 'array', allErrors: true, removeAdditional: false } },
   })
 
@@ -63,6 +69,7 @@ export async function buildApp({ config, store, clock, logStream, worker }: AppO
   app.decorate('clock', clock)
   registerErrorHandling(app)
   refuseDeepJson(app)
+  refuseInvalidHost(app)
   // The OpenAPI generator first: it sees only the routes registered after it.
   await registerOpenApi(app)
   registerMetrics(app)
