@@ -2,15 +2,19 @@ import { type FastifyReply, type FastifyRequest, LogController } from 'fastify'
 import type { LoggerOptions } from 'pino'
 import type { LogLevel } from './config.ts'
 
-/** Query parameters whose values never reach a log line, should a client put a secret there. */
-const SECRET_QUERY_PARAMETERS = /^(api[-_]?key|x-api-key|key|token|access_token|secret)$/i
+/**
+ * The query parameters of the interface, whose values are logged. Any other parameter's value is replaced: a
+ * client may put a secret under any name (`?password=`, `?auth=`, `?k=`), and a list of secret-looking names
+ * always misses one.
+ */
+const LOGGED_QUERY_PARAMETERS = new Set(['start_id', 'limit', 'offset', 'last_modified_after', 'last_modified_before', 'debounce', 'all', 'keep_overrides'])
 
-/** The path and query of a URL with secret-looking query values replaced. */
+/** The path and query of a URL with the values of unknown query parameters replaced. */
 export function redactUrl(url: string): string {
   const question = url.indexOf('?')
   if (question === -1) return url
   const params = new URLSearchParams(url.slice(question + 1))
-  for (const name of new Set(params.keys())) if (SECRET_QUERY_PARAMETERS.test(name)) params.set(name, '[Redacted]')
+  for (const name of new Set(params.keys())) if (!LOGGED_QUERY_PARAMETERS.has(name)) params.set(name, '[Redacted]')
   return `${url.slice(0, question)}?${params.toString()}`
 }
 
