@@ -3,7 +3,7 @@ import Fastify, { type FastifyInstance } from 'fastify'
 import { requireApiKey } from './auth/api-key-hook.ts'
 import type { Clock } from './clock.ts'
 import type { Config } from './config.ts'
-import { loggerOptions, OneLinePerRequest } from './logger.ts'
+import { logDestination, loggerOptions, OneLinePerRequest } from './logger.ts'
 import { limitRequestRate } from './rate-limit/rate-limit.ts'
 import { adminRoutes } from './routes/admin.ts'
 import { registerErrorHandling } from './routes/errors.ts'
@@ -43,7 +43,7 @@ const REQUEST_ID = /^[\w.:-]{1,128}$/
  */
 export async function buildApp({ config, store, clock, logStream, worker }: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({
-    logger: logStream ? { ...loggerOptions(config.logLevel), stream: logStream } : loggerOptions(config.logLevel),
+    logger: { ...loggerOptions(config.logLevel), stream: logStream ?? logDestination() },
     // genReqId reads X-Request-Id itself, so that an unusable value is replaced rather than trusted.
     requestIdHeader: false,
     logController: new OneLinePerRequest(),
@@ -60,7 +60,7 @@ export async function buildApp({ config, store, clock, logStream, worker }: AppO
     // The framework's own refusals (bad percent-encoding, long parameter, malformed HTTP) in the specification's bodies.
     frameworkErrors: answerFrameworkError,
     clientErrorHandler: answerClientError,
-    maxParamLength: MAX_PARAM_LENGTH,
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     ajv: { customOptions: { coerceTypes: 'array', allErrors: true, removeAdditional: false } },
   })
 

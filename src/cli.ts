@@ -10,6 +10,7 @@ import { demoFixture } from './fixtures/demo.ts'
 import { loadFixture } from './fixtures/load-fixture.ts'
 import { startServer } from './server.ts'
 import { closeWorkerOnSignals, startWorkerProcess } from './imports/worker-process.ts'
+import { surviveClosedOutput } from './logger.ts'
 import { closeGracefullyOnSignals } from './shutdown.ts'
 import { openStore } from './store/open-store.ts'
 import { QUOTA_TYPES, type QuotaType } from './store/model.ts'
@@ -182,6 +183,7 @@ function report(error: unknown): number {
   return 1
 }
 
+surviveClosedOutput()
 main(process.argv.slice(2)).then(
   (code) => {
     if (code >= 0) process.exitCode = code
