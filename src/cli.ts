@@ -5,14 +5,15 @@ import { companyInventory, createCompanyKey } from './admin/company-admin.ts'
 import { changeQuotaType } from './admin/revisions.ts'
 import { systemClock } from './clock.ts'
 import { ConfigError, loadConfig } from './config.ts'
-import { NotFoundError, ValidationError } from './errors.ts'
+import { BulkRefusedError, NotFoundError, ValidationError } from './errors.ts'
 import { demoFixture } from './fixtures/demo.ts'
 import { loadFixture } from './fixtures/load-fixture.ts'
 import { startServer } from './server.ts'
 import { closeWorkerOnSignals, startWorkerProcess } from './imports/worker-process.ts'
+import { startupFailure } from './startup-errors.ts'
 import { surviveClosedOutput } from './logger.ts'
 import { closeGracefullyOnSignals } from './shutdown.ts'
-import { openStore } from './store/open-store.ts'
+import { openStore, storeDescription } from './store/open-store.ts'
 import { QUOTA_TYPES, type QuotaType } from './store/model.ts'
 import type { Store } from './store/port.ts'
 
@@ -159,7 +160,10 @@ async function main(argv: string[]): Promise<number> {
   }
   const command = COMMANDS[name]
   if (!command) throw new UsageError(`unknown command ${name}`)
-  const store = await openStore(loadConfig())
+  const config = loadConfig()
+  const store = await openStore(config)
+  // On stderr, so that stdout stays the command's answer (--json).
+  console.error(`Store: ${storeDescription(config)}`)
   try {
     const result = await command(store, rest, values)
     console.log(values.json ? JSON.stringify(result.json, null, 2) : result.text)
@@ -175,12 +179,23 @@ function report(error: unknown): number {
     return 2
   }
   if (error instanceof ConfigError) console.error(error.message)
-  else if (error instanceof ValidationError) {
+  else if (error instanceof ValidationError || error instanceof BulkRefusedError) {
     console.error(`Invalid input (${error.issues.length} problem${error.issues.length === 1 ? '' : 's'}):`)
     for (const issue of error.issues) console.error(`  ${issue.resource}: ${issue.description}`)
   } else if (error instanceof NotFoundError) console.error(`Not found: ${error.message}`)
-  else console.error(error)
+  else console.error(`commission-api: ${unexpected(error)}`)
   return 1
+}
+
+/** One line for a failure that is not the user's input: its cause when it is known, else its message. */
+function unexpected(error: unknown): string {
+  const config = loadConfig()
+  const known = startupFailure(error, config)
+  if (known) return known
+  // The stack is for whoever debugs the service, not for the one line an operator reads.
+  const debugging = config.logLevel === 'debug' || config.logLevel === 'trace'
+  if (error instanceof Error) return debugging && error.stack ? error.stack : `${error.name}: ${error.message} (LOG_LEVEL=debug prints the stack)`
+  return String(error)
 }
 
 surviveClosedOutput()

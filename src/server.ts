@@ -5,7 +5,7 @@ import { type Clock, systemClock } from './clock.ts'
 import type { Config } from './config.ts'
 import { type DemoOutcome, ensureDemoCompany } from './fixtures/demo-company.ts'
 import { ImportWorker } from './imports/worker.ts'
-import { openStore } from './store/open-store.ts'
+import { openStore, storeDescription } from './store/open-store.ts'
 import type { Store } from './store/port.ts'
 
 export interface RunningServer {
@@ -49,7 +49,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
     const port = typeof address === 'object' && address ? address.port : config.port
     const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host
     const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`
-    out.write(banner(url, config.publicUrl ?? url, demo))
+    out.write(banner(url, config.publicUrl ?? url, demo, storeDescription(config)))
     return {
       app,
       store,
@@ -69,8 +69,8 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
   }
 }
 
-function banner(url: string, publicUrl: string, demo: DemoOutcome | null): string {
-  const lines = [`commission-api listening on ${url}`]
+function banner(url: string, publicUrl: string, demo: DemoOutcome | null, store: string): string {
+  const lines = [`commission-api listening on ${url}`, `Store: ${store}`]
   if (demo?.kind === 'created') {
     lines.push(
       '',
