@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { ManualClock } from '../src/clock.ts'
-import { ValidationError } from '../src/errors.ts'
+import { BulkRefusedError } from '../src/errors.ts'
 import { loadFixture } from '../src/fixtures/load-fixture.ts'
 import { openSqliteStore } from '../src/store/sqlite/sqlite-store.ts'
 import { smallFixture } from './helpers/fixtures.ts'
@@ -14,9 +14,9 @@ async function problemsOf(fixture: unknown): Promise<string[]> {
   )
   const companies = await store.companies.list()
   await store.close()
-  expect(error).toBeInstanceOf(ValidationError)
+  expect(error).toBeInstanceOf(BulkRefusedError)
   expect(companies).toEqual([])
-  return (error as ValidationError).issues.map((issue) => issue.resource)
+  return (error as BulkRefusedError).issues.map((issue) => issue.resource)
 }
 
 describe('loading a fixture', () => {
