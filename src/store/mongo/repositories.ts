@@ -103,32 +103,9 @@ export function apiKeys(scope: Scope): ApiKeyRepository {
   }
 }
 
-/**
- * Replaces the users (see `replaceById`) and, in the same transaction, drops the statement renderings of those
- * whose email changes: they show the old one.
- */
-async function saveUsers(scope: Scope, companyId: string, saved: readonly User[]): Promise<void> {
-  if (saved.length === 0) return
-  await atomically(scope, async (session) => {
-    const stored = await collectionOf(scope, USERS)
-      .find(inCompany(companyId, { _id: { $in: lookupIds(saved.map((user) => user.id)) } }), { ...inSession(session), projection: { email: 1 } })
-      .toArray()
-    const emails = new Map(stored.map((document) => [String(document._id), document.email as string]))
-    const changed = saved.filter((user) => emails.has(user.id) && emails.get(user.id) !== user.email)
-    await collectionOf(scope, USERS).bulkWrite(replaceById(USERS, companyId, saved), { ...inSession(session), ordered: true })
-    if (changed.length > 0) {
-      await collectionOf(scope, STATEMENTS).updateMany(
-        inCompany(companyId, { user_id: { $in: lookupIds(changed.map((user) => user.id)) }, rendering: { $exists: true } }),
-        { $unset: { rendering: '' } },
-        inSession(session),
-      )
-    }
-  })
-}
-
 export function users(scope: Scope): UserRepository {
   return {
-    save: (companyId, saved: User[]) => saveUsers(scope, companyId, saved),
+    save: (companyId, saved: User[]) => writeAll(scope, USERS, replaceById(USERS, companyId, saved)),
     get: (companyId, id) => findOne<User>(scope, USERS, byId(companyId, id)),
     async getMany(companyId, ids) {
       if (ids.length === 0) return new Map()
@@ -270,6 +247,16 @@ export function statements(scope: Scope): Omit<StatementRepository, 'save' | 'de
       const filter = inCompany(companyId, { environment, 'rendering.key': { $ne: renderingKey } })
       if (afterId !== null) filter._id = { $gt: cursorId(afterId) }
       return findFirst<ExtractedStatement>(scope, STATEMENTS, filter, limit, EXTRACTED_STATEMENT_PROJECTION)
+    },
+    async dropRenderingsOfUsers(companyId, userIds) {
+      if (userIds.length === 0) return
+      await atomically(scope, (session) =>
+        collectionOf(scope, STATEMENTS).updateMany(
+          inCompany(companyId, { user_id: { $in: lookupIds(userIds) }, rendering: { $exists: true } }),
+          { $unset: { rendering: '' } },
+          inSession(session),
+        ),
+      )
     },
     saveRenderings: (companyId, environment, renderings) =>
       writeAll(
