@@ -299,13 +299,16 @@ describe('plans and exchange rates through the admin routes', () => {
     expect(june['standard.total_commission']).toBeNull()
     const problems = await h.admin(`/admin/companies/${h.companyId}/calculation-problems`)
     expect(problems.body.data[0].problems).toEqual([expect.objectContaining({ period: '2026-06', message: expect.stringContaining('USD') })])
+    // Another deal in the same month does not hide the one that cannot be converted.
+    await h.upsertDeals([{ id: 'D-10', name: 'Deal D-10', owner_id: 'ann@planned.example', close_date: '2026-06-04', amount: 1_100, amount_currency: 'EUR', deal_types: 'new' }])
+    expect(byDateOf(await h.walk(h.statementsPath), '2026-06-01')[0]['standard.total_commission']).toBeNull()
 
     const set = await h.admin(`/admin/companies/${h.companyId}/exchange-rates`, { method: 'PUT', body: { USD: 0.9 } })
     expect(set.status).toBe(200)
     expect(set.body.exchange_rates).toEqual({ USD: 0.9 })
     const [juneAfter] = byDateOf(await h.walk(h.statementsPath), '2026-06-01')
-    // 1,000 USD = 900 EUR, 9 % of the target: 5 % = 45.
-    expect(juneAfter['standard.total_commission']).toEqual({ value: 45, currency: 'EUR' })
+    // 1,000 USD = 900 EUR, and 1,100 EUR: 20 % of the target, 5 % = 100.
+    expect(juneAfter['standard.total_commission']).toEqual({ value: 100, currency: 'EUR' })
     const bad = await h.admin(`/admin/companies/${h.companyId}/exchange-rates`, { method: 'PUT', body: { USD: 0 } })
     expect(bad.status).toBe(400)
   })

@@ -1,6 +1,6 @@
 import { isDeepStrictEqual } from 'node:util'
 import { newId } from '../ids.ts'
-import type { CommissionLine, Company, DataTableRecord, Plan, Quota, Statement, StatementStatus } from '../store/model.ts'
+import type { CommissionLine, Company, DataTableRecord, Money, Plan, Quota, Statement, StatementStatus } from '../store/model.ts'
 import type { CalculationCell, Store } from '../store/port.ts'
 import { renderStatementRows } from '../v2/statement-texts.ts'
 import {
@@ -128,7 +128,7 @@ export async function recalculate(tx: Store, companyId: string, changes: Calcula
       continue
     }
     const scope = await scopeOf(context, plan, changes, linesOfChangedRecords)
-    if (scope.cells.size > 0) await recalculateCells(context, plan, scope)
+    if (scope.cells.size > 0) await recalculateCells(context, plan, scope, changes)
   }
   await renderStatementRows(tx, companyId, context.written)
   return summary
@@ -209,42 +209,67 @@ async function eachRecord(tx: Store, companyId: string, tableId: string, visit: 
   }
 }
 
-/** Recalculates some cells of a plan: every record of each cell is placed again, with the changed ones. */
-async function recalculateCells(context: Context, plan: Plan, scope: Scope): Promise<void> {
+/**
+ * Recalculates some cells of a plan. A cell is calculated from all its records: the changed ones (read and placed
+ * again), and the unchanged ones, taken from their lines (what the line was calculated from is what the record still
+ * holds), unless their user changed. A cell whose last calculation could not convert an amount has no lines to take
+ * them from: its records are found by reading the plan's table.
+ */
+async function recalculateCells(context: Context, plan: Plan, scope: Scope, changes: CalculationChanges): Promise<void> {
   const { tx, company } = context
+  const table = await tx.dataTables.get(company.id, plan.table_id)
+  if (!table) return
   const cells = new Map(scope.cells)
   const stored = { statements: new Map<string, Statement[]>(), lines: new Map<string, CommissionLine[]>() }
   const placements = new Map<string, Placement[]>()
   const placedIds = new Set<string>()
   const quota = plan.quota_id ? await tx.quotas.get(company.id, plan.quota_id) : null
+  const changed = changes.records?.get(plan.table_id) ?? new Set<string>()
 
-  // A record of a cell may be placed elsewhere now (its user was archived, say): its new cell joins, until none does.
+  const place = (placement: Placement): CalculationCell | null => {
+    placedIds.add(placement.recordId)
+    const key = cellKey(placement.userId, placement.period)
+    push(placements, key, placement)
+    if (cells.has(key)) return null
+    const cell = { user_id: placement.userId, period: placement.period }
+    cells.set(key, cell)
+    return cell
+  }
+
+  // A record may now be placed in a cell outside the scope (its user was archived, say): that cell joins, until none does.
   let pending = [...cells.values()]
   while (pending.length > 0) {
     const statements = await tx.statements.findOfPlan(company.id, plan.id, { cells: pending })
     const lines = await tx.commissionLines.findOfPlan(company.id, plan.id, { cells: pending })
     for (const statement of statements) push(stored.statements, cellKey(statement.user_id, statement.period ?? ''), statement)
     for (const line of lines) push(stored.lines, cellKey(line.user_id, line.period ?? ''), line)
-
     const frozen = new Set(statements.filter((statement) => FROZEN.has(statement.status)).map((statement) => cellKey(statement.user_id, statement.period ?? '')))
-    const wanted = [...new Set(lines.filter((line) => !frozen.has(cellKey(line.user_id, line.period ?? ''))).map((line) => line.record_id))]
-    const unread = wanted.filter((id) => !scope.records.has(id))
-    for (const record of (await tx.records.getMany(company.id, plan.table_id, unread)).values()) scope.records.set(record.id, record)
+    const unconverted = new Set(
+      statements.filter((statement) => statement.payment === null && !FROZEN.has(statement.status)).map((statement) => cellKey(statement.user_id, statement.period ?? '')),
+    )
 
     const added: CalculationCell[] = []
+    const unread: string[] = []
+    for (const line of lines) {
+      // A changed record is placed from what it is now (nothing, when it was deleted), never from its former line.
+      if (frozen.has(cellKey(line.user_id, line.period ?? '')) || placedIds.has(line.record_id) || changed.has(line.record_id)) continue
+      if (changes.users?.has(line.user_id)) unread.push(line.record_id)
+      else place(entryOf(line, table.id_field, plan))
+    }
+    for (const record of (await tx.records.getMany(company.id, plan.table_id, unread)).values()) scope.records.set(record.id, record)
+    if (unconverted.size > 0) {
+      await eachRecord(tx, company.id, plan.table_id, (record) => {
+        const outcome = placeRecord(plan, record, context.users, context.settings)
+        if (outcome.kind === 'placed' && unconverted.has(cellKey(outcome.placement.userId, outcome.placement.period))) scope.records.set(record.id, record)
+      })
+    }
     for (const record of scope.records.values()) {
       if (placedIds.has(record.id)) continue
-      placedIds.add(record.id)
       const outcome = placeRecord(plan, record, context.users, context.settings)
       if (outcome.kind === 'problem') keepProblem(context.summary, outcome.problem)
-      if (outcome.kind !== 'placed') continue
-      const key = cellKey(outcome.placement.userId, outcome.placement.period)
-      push(placements, key, outcome.placement)
-      if (!cells.has(key)) {
-        const cell = { user_id: outcome.placement.userId, period: outcome.placement.period }
-        cells.set(key, cell)
-        added.push(cell)
-      }
+      placedIds.add(record.id)
+      const cell = outcome.kind === 'placed' ? place(outcome.placement) : null
+      if (cell) added.push(cell)
     }
     pending = added
   }
@@ -263,6 +288,18 @@ async function recalculateCells(context: Context, plan: Plan, scope: Scope): Pro
     diffCell(context, plan, { key, result, statements: cellStatements, lines: stored.lines.get(key) ?? [], records: scope.records, target }, writes)
   }
   await flush(context, writes)
+}
+
+/** An unchanged record's place in its cell, from its line: the values the line was calculated from are the record's. */
+function entryOf(line: CommissionLine, idField: string, plan: Plan): Placement {
+  return {
+    recordId: line.record_id,
+    externalId: String(line.record_values[idField] ?? ''),
+    date: line.date,
+    amount: line.record_values[plan.amount_field] as Money,
+    userId: line.user_id,
+    period: line.period ?? '',
+  }
 }
 
 /** Recalculates every cell of a plan from all its records, and removes what no cell produces any more. */
@@ -360,7 +397,7 @@ function diffCell(context: Context, plan: Plan, cell: CellWrite, writes: Writes)
     const stamp = options.loading ? (record?.modified_at ?? options.now) : options.now
     savedLines.push({ ...line, id: previous?.id ?? newId(), modified_at: stamp })
   }
-  writes.savedLines.push(...savedLines)
+  for (const line of savedLines) writes.savedLines.push(line)
   for (const line of cell.lines) if (!keptLineIds.has(line.id)) writes.goneLines.push(line.id)
 
   const [previous, ...duplicates] = cell.statements
@@ -380,7 +417,7 @@ async function flush(context: Context, writes: Writes): Promise<void> {
   if (writes.savedLines.length > 0) await tx.commissionLines.save(writes.savedLines)
   if (writes.goneStatements.length > 0) await tx.statements.deleteMany(company.id, writes.goneStatements)
   if (writes.savedStatements.length > 0) await tx.statements.save(writes.savedStatements)
-  context.written.push(...writes.savedStatements)
+  for (const statement of writes.savedStatements) context.written.push(statement)
   summary.lines_written += writes.savedLines.length
   summary.lines_deleted += writes.goneLines.length
   summary.statements_written += writes.savedStatements.length

@@ -54,7 +54,7 @@ export function sqliteStatementResults(sql: Sql): StatementResults {
           planId,
           ...condition.params,
         )
-        found.push(...rows.map(statementFromValues))
+        for (const row of rows) found.push(statementFromValues(row))
       }
       return found
     },
@@ -107,7 +107,7 @@ export function sqliteLineResults(sql: Sql): LineResults {
           planId,
           ...condition.params,
         )
-        found.push(...parseLines(rows))
+        for (const line of parseLines(rows)) found.push(line)
       }
       return found
     },
@@ -120,7 +120,7 @@ export function sqliteLineResults(sql: Sql): LineResults {
           companyId,
           ...slice,
         )
-        found.push(...parseLines(rows))
+        for (const line of parseLines(rows)) found.push(line)
       }
       return found
     },
