@@ -7,6 +7,7 @@ import { loadConfig } from '../src/config.ts'
 import { startServer } from '../src/server.ts'
 import { smallFixture } from './helpers/fixtures.ts'
 import { tempDataDir } from './helpers/process.ts'
+import { runEnvironment } from './helpers/test-store.ts'
 import { type ImportHarness, startImportHarness } from './imports-support.ts'
 
 let h: ImportHarness
@@ -152,7 +153,7 @@ describe('roles', () => {
 
   it('runs the worker inside the server by default, and none with role api', async () => {
     for (const [role, running] of [[undefined, true], ['api', false]] as const) {
-      const config = loadConfig({ DATA_DIR: tempDataDir(), PORT: '0', DEMO: 'off', LOG_LEVEL: 'silent', IMPORT_POLL_MS: '10' })
+      const config = loadConfig(runEnvironment({ DATA_DIR: tempDataDir(), PORT: '0', DEMO: 'off', LOG_LEVEL: 'silent', IMPORT_POLL_MS: '10' }))
       const server = await startServer(config, { role, out: quiet(), logStream: quiet() })
       try {
         expect(server.worker?.isRunning() ?? false).toBe(running)

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { buildApp } from '../src/app.ts'
 import { ManualClock } from '../src/clock.ts'
 import { loadConfig } from '../src/config.ts'
-import { openSqliteStore } from '../src/store/sqlite/sqlite-store.ts'
+import { openTestStore } from './helpers/test-store.ts'
 import type { Store } from '../src/store/port.ts'
 import { call } from './helpers/server.ts'
 
@@ -33,11 +33,12 @@ const isDocumented = ({ method, path }: { method: string; path: string }) =>
 describe('OpenAPI document', () => {
   let app: FastifyInstance
   let store: Store
+  let dispose: () => Promise<void>
   let url: string
   let document: any
 
   beforeAll(async () => {
-    store = openSqliteStore(':memory:')
+    ;({ store, dispose } = await openTestStore())
     const config = loadConfig({ DEMO: 'off', LOG_LEVEL: 'silent', ADMIN_TOKEN: 'openapi-test-admin-token' })
     app = await buildApp({ config, store, clock: new ManualClock() })
     await app.listen({ port: 0, host: '127.0.0.1' })
@@ -49,7 +50,7 @@ describe('OpenAPI document', () => {
   })
   afterAll(async () => {
     await app.close()
-    await store.close()
+    await dispose()
   })
 
   it('is a valid OpenAPI 3.1 document', async () => {
