@@ -108,6 +108,15 @@ export function importsContract(name: string, factory: StoreFactory): void {
         expect((await store.imports.claimNext('b', minute(5), minute(15)))?.id).toBe(second.id)
       })
 
+      it('claims the import of another company however many older ones wait behind a company’s running import', async () => {
+        const running = await enqueue(0)
+        for (let call = 0; call < 60; call++) await enqueue(0)
+        const theirs = await enqueue(0, 0, otherCompanyId)
+        expect((await store.imports.claimNext('a', minute(1), minute(11)))?.id).toBe(running.id)
+        expect((await store.imports.claimNext('b', minute(1), minute(11)))?.id).toBe(theirs.id)
+        expect(await store.imports.claimNext('c', minute(1), minute(11))).toBeNull()
+      })
+
       it('claims again an import whose lease expired, keeping its first launch time and counting attempts', async () => {
         const queued = await enqueue(0)
         await store.imports.claimNext('dead', minute(1), minute(11))

@@ -1,4 +1,4 @@
-import type { Document } from 'bson'
+import type { Document, ObjectId } from 'bson'
 import type { ClientSession, IndexDescription } from 'mongodb'
 import type { DataImport, ImportPayload } from '../model.ts'
 import type { ImportOutcome, ImportRepository } from '../port.ts'
@@ -22,9 +22,6 @@ export const IMPORT_INDEXES: ReadonlyMap<string, readonly IndexDescription[]> = 
   [IMPORT_PAYLOADS.collection, [{ key: { company_id: 1, import_id: 1, _id: 1 }, name: 'company_import_id' }]],
   [IMPORT_LOCKS.collection, [{ key: { company_id: 1 }, name: 'company_id' }]],
 ])
-
-/** How many runnable imports one claim looks at: enough to pass those of companies busy with another one. */
-const CANDIDATES = 50
 
 /** Runnable at `now`: scheduled with its window closed, or started with a lease that expired (its worker died). */
 export function runnable(now: string): Document {
@@ -127,22 +124,28 @@ export function mongoImports(scope: Scope): ImportRepository {
     payloads: (companyId, importId) => findAll<ImportPayload>(scope, IMPORT_PAYLOADS, inCompany(companyId, { import_id: lookupId(importId) })),
 
     async claimNext(owner, now, leaseExpiresAt) {
-      // The scan reads outside any transaction; each claim re-checks its candidate inside one.
-      const candidates = await call(scope, (session) =>
-        imports()
-          .find(runnable(now), { ...inSession(session), sort: { _id: 1 }, limit: CANDIDATES, projection: { _id: 1, company_id: 1 } })
-          .toArray(),
+      // The scan reads outside any transaction; each claim re-checks its candidate inside one. The companies
+      // with an import running under a live lease are left out of the scan itself, so that however many
+      // imports they have queued, the oldest runnable import of any other company is found.
+      const busy: unknown[] = await call(scope, (session) =>
+        imports().distinct('company_id', { status: 'started', lease_expires_at: { $gt: now } }, inSession(session)),
       )
-      const busy = new Set<string>()
-      for (const candidate of candidates) {
-        const companyId = String(candidate.company_id)
-        if (busy.has(companyId)) continue
-        await ensureLock(companyId, 'claim')
+      const tried: ObjectId[] = []
+      for (;;) {
+        const candidate = await call(scope, (session) =>
+          imports().findOne(
+            { ...runnable(now), company_id: { $nin: busy }, _id: { $nin: tried } },
+            { ...inSession(session), sort: { _id: 1 }, projection: { _id: 1, company_id: 1 } },
+          ),
+        )
+        if (!candidate) return null
+        await ensureLock(String(candidate.company_id), 'claim')
         const claimed = await claim(candidate, owner, now, leaseExpiresAt)
-        if (claimed === 'busy') busy.add(companyId)
-        else if (claimed) return claimed
+        if (claimed !== null && claimed !== 'busy') return claimed
+        // Its company started another import since the scan ('busy'), or another worker took it (null).
+        if (claimed === 'busy') busy.push(candidate.company_id)
+        tried.push(candidate._id)
       }
-      return null
     },
 
     renewLease: (companyId, id, owner, leaseExpiresAt) =>
