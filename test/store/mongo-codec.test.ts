@@ -8,6 +8,9 @@ import { databaseInUrl, isDuplicateKey, toPortError } from '../../src/store/mong
 import { byId, cursorId, inCompany, inTable, pageFilter } from '../../src/store/mongo/filters.ts'
 import { claimUpdate, IMPORT_INDEXES, runnable } from '../../src/store/mongo/imports.ts'
 import { INDEXES } from '../../src/store/mongo/indexes.ts'
+import { lockFilter } from '../../src/store/mongo/locks.ts'
+import { saveRecordsOperations } from '../../src/store/mongo/record-writes.ts'
+import { upsertRecordsOperations } from '../../src/store/mongo/repositories.ts'
 import { hitPipeline, RATE_WINDOW_INDEXES, subjectKey } from '../../src/store/mongo/rate-limits.ts'
 import { setFields } from '../../src/store/mongo/revisions.ts'
 import { countsFrom } from '../../src/store/mongo/import-statistics.ts'
@@ -219,6 +222,49 @@ describe('mongo indexes', () => {
     expect(keysOf('commission_lines')).toContainEqual(['company_id', 'table_id', '_id'])
     expect(keysOf('quota_values')).toContainEqual(['company_id', 'quota_id', '_id'])
     expect(all.get('rate_windows')).toStrictEqual([{ key: { purge_at: 1 }, name: 'purge_at_ttl', expireAfterSeconds: 0 }])
+  })
+})
+
+/** True when the fields of `key` start with those of `prefix`, in order. */
+const startsWith = (key: object, prefix: object) => Object.keys(prefix).every((field, index) => Object.keys(key)[index] === field)
+
+/** True when `filter` gives every field of the collection's shard key one value (an equality, not an operator). */
+const namesShardKey = (collection: string, filter: Document) =>
+  Object.keys(collections.SHARD_KEYS.get(collection)!).every((field) => filter[field] instanceof ObjectId || typeof filter[field] === 'string')
+
+describe('mongo sharding', () => {
+  const all = new Map([...INDEXES, ...IMPORT_INDEXES, ...RATE_WINDOW_INDEXES])
+
+  it('gives every collection of company data a shard key, and an index that starts with it (shardCollection needs one)', () => {
+    for (const codec of collections.COMPANY_COLLECTIONS) {
+      if (codec === collections.API_KEYS) continue
+      const shardKey = collections.SHARD_KEYS.get(codec.collection)
+      expect(shardKey, codec.collection).toBeDefined()
+      expect(Object.keys(shardKey!)[0], codec.collection).toBe('company_id')
+      expect((all.get(codec.collection) ?? []).some((index) => startsWith(index.key, shardKey!)), codec.collection).toBe(true)
+    }
+  })
+
+  it('starts every unique index of a sharded collection with its shard key, or MongoDB could not enforce it', () => {
+    for (const [collection, shardKey] of collections.SHARD_KEYS) {
+      for (const index of (all.get(collection) ?? []).filter((item) => item.unique)) {
+        expect(startsWith(index.key, shardKey), `${collection}.${index.name}`).toBe(true)
+      }
+    }
+  })
+
+  it('names the whole shard key in the filter of every upsert', () => {
+    expect(namesShardKey('import_locks', lockFilter(companyId, 'claim'))).toBe(true)
+    const record = aRecord(companyId, tableId)
+    const [saved] = saveRecordsOperations(companyId, [record]) as Array<{ replaceOne: { filter: Document } }>
+    expect(namesShardKey('data_table_records', saved.replaceOne.filter)).toBe(true)
+    expect(saved.replaceOne.filter).toStrictEqual({ table_id: new ObjectId(tableId), _id: new ObjectId(record.id), company_id: new ObjectId(companyId) })
+    const [upserted] = upsertRecordsOperations(companyId, [record]) as Array<{ updateOne: { filter: Document } }>
+    expect(namesShardKey('data_table_records', upserted.updateOne.filter)).toBe(true)
+    // Updates by (company, id) name the whole key of the collections sharded by company, or by (company, _id).
+    for (const collection of ['quota_values', 'statements', 'commission_lines', 'imports', 'users']) {
+      expect(namesShardKey(collection, byId(companyId, newId())), collection).toBe(true)
+    }
   })
 })
 

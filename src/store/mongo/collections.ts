@@ -61,3 +61,32 @@ export const COMPANY_COLLECTIONS: readonly Codec[] = [
   IMPORT_PAYLOADS,
   IMPORT_LOCKS,
 ]
+
+const BY_COMPANY = { company_id: 1 } as const
+
+/**
+ * The shard key of each collection of company data on a sharded cluster (docs/scaling.md gives the commands;
+ * the other collections stay unsharded). Every upsert and single-document update names the whole key in its
+ * filter, as MongoDB requires on a sharded collection; `ensureIndexes` creates an index that starts with each
+ * key, which `shardCollection` needs; and every unique index starts with it, or MongoDB could not enforce it.
+ */
+export const SHARD_KEYS: ReadonlyMap<string, Readonly<Record<string, 1>>> = new Map<string, Readonly<Record<string, 1>>>([
+  [USERS.collection, BY_COMPANY],
+  [USER_ATTRIBUTES.collection, BY_COMPANY],
+  [MANAGER_ATTRIBUTIONS.collection, BY_COMPANY],
+  [GROUP_ATTRIBUTIONS.collection, BY_COMPANY],
+  [CUSTOM_METRICS.collection, BY_COMPANY],
+  [DATA_TABLES.collection, BY_COMPANY],
+  // A large company's tables can spread over shards; the prefix of the unique (company, table, external id).
+  [DATA_TABLE_RECORDS.collection, { company_id: 1, table_id: 1 }],
+  [REPORTING_STRUCTURES.collection, BY_COMPANY],
+  // No unique rule but `_id`: a company's rows split into chunks by id.
+  [STATEMENTS.collection, { company_id: 1, _id: 1 }],
+  [COMMISSION_LINES.collection, { company_id: 1, _id: 1 }],
+  [QUOTAS.collection, BY_COMPANY],
+  // By company only: an admin edit names a value by (company, id), without its quota.
+  [QUOTA_VALUES.collection, BY_COMPANY],
+  [IMPORTS.collection, BY_COMPANY],
+  [IMPORT_PAYLOADS.collection, BY_COMPANY],
+  [IMPORT_LOCKS.collection, BY_COMPANY],
+])

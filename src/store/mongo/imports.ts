@@ -1,9 +1,10 @@
 import type { Document, ObjectId } from 'bson'
-import type { ClientSession, IndexDescription } from 'mongodb'
+import type { IndexDescription } from 'mongodb'
 import type { DataImport, ImportPayload } from '../model.ts'
 import type { ImportOutcome, ImportRepository } from '../port.ts'
 import { decode, encode, lookupId } from './codec.ts'
 import { IMPORT_LOCKS, IMPORT_PAYLOADS, IMPORTS } from './collections.ts'
+import { ensureLock, writeLock } from './locks.ts'
 import { byId, inCompany } from './filters.ts'
 import { atomically, call, collectionOf, findAll, findOne, inSession, type Scope } from './scope.ts'
 
@@ -56,28 +57,6 @@ function held(companyId: string, id: string, owner: string): Document {
 export function mongoImports(scope: Scope): ImportRepository {
   const imports = () => collectionOf(scope, IMPORTS)
 
-  /** Writes the lock document of `purpose`, creating it first outside any transaction (see IMPORT_LOCKS). */
-  async function lock(session: ClientSession | undefined, companyId: string, purpose: string, now: string): Promise<void> {
-    await collectionOf(scope, IMPORT_LOCKS).updateOne(
-      { _id: `${purpose}:${companyId}` } as Document,
-      // $inc always changes the document: a $set of an equal value would be a no-op, and a no-op conflicts with nothing.
-      { $set: { company_id: lookupId(companyId), at: now }, $inc: { version: 1 } },
-      { ...inSession(session), upsert: true },
-    )
-  }
-
-  /** Creates the lock document outside a transaction: an upsert racing another inside one could fail with a duplicate key. */
-  async function ensureLock(companyId: string, purpose: string): Promise<void> {
-    if (scope.transaction) return
-    await call(scope, () =>
-      collectionOf(scope, IMPORT_LOCKS).updateOne(
-        { _id: `${purpose}:${companyId}` } as Document,
-        { $setOnInsert: { company_id: lookupId(companyId) } },
-        { upsert: true },
-      ),
-    )
-  }
-
   /** Claims `candidate` unless another import of its company runs: 'busy' then, null when it was taken meanwhile. */
   function claim(candidate: Document, owner: string, now: string, leaseExpiresAt: string): Promise<DataImport | 'busy' | null> {
     const companyId = String(candidate.company_id)
@@ -87,7 +66,7 @@ export function mongoImports(scope: Scope): ImportRepository {
         inSession(session),
       )
       if (running) return 'busy'
-      await lock(session, companyId, 'claim', now)
+      await writeLock(scope, session, companyId, 'claim')
       // The claim itself: one conditional findOneAndUpdate whose predicate an expired lease also satisfies.
       const claimed = await imports().findOneAndUpdate(
         { _id: candidate._id, company_id: candidate.company_id, ...runnable(now) },
@@ -100,9 +79,9 @@ export function mongoImports(scope: Scope): ImportRepository {
 
   return {
     async enqueue(fresh, payload, now) {
-      await ensureLock(fresh.company_id, `join:${fresh.join_key}`)
+      await ensureLock(scope, fresh.company_id, `join:${fresh.join_key}`)
       return atomically(scope, async (session) => {
-        await lock(session, fresh.company_id, `join:${fresh.join_key}`, now)
+        await writeLock(scope, session, fresh.company_id, `join:${fresh.join_key}`)
         const detail = { payload_id: payload.id, number_of_records: payload.items.length, error: null }
         let joined: Document | null = await imports().findOneAndUpdate(
           inCompany(fresh.company_id, { join_key: fresh.join_key, status: 'scheduled', window_ends_at: { $gt: now } }),
@@ -139,7 +118,7 @@ export function mongoImports(scope: Scope): ImportRepository {
           ),
         )
         if (!candidate) return null
-        await ensureLock(String(candidate.company_id), 'claim')
+        await ensureLock(scope, String(candidate.company_id), 'claim')
         const claimed = await claim(candidate, owner, now, leaseExpiresAt)
         if (claimed !== null && claimed !== 'busy') return claimed
         // Its company started another import since the scan ('busy'), or another worker took it (null).

@@ -1,9 +1,17 @@
+import type { Document } from 'bson'
+import type { AnyBulkWriteOperation } from 'mongodb'
 import type { DataTableRecord } from '../model.ts'
 import type { DataTableRecordRepository } from '../port.ts'
+import { lookupId } from './codec.ts'
 import { DATA_TABLE_RECORDS } from './collections.ts'
 import { inTable } from './filters.ts'
 import { replaceById } from './repositories.ts'
 import { atomically, collectionOf, findAll, inSession, type Scope, writeAll } from './scope.ts'
+
+/** `saveMany`'s writes: each filter names the record's table too, the rest of the collection's shard key. */
+export function saveRecordsOperations(companyId: string, saved: readonly DataTableRecord[]): AnyBulkWriteOperation<Document>[] {
+  return replaceById(DATA_TABLE_RECORDS, companyId, saved, (record) => ({ table_id: lookupId(record.table_id) }))
+}
 
 type RecordWrites = Pick<DataTableRecordRepository, 'saveMany' | 'findByExternalIds' | 'deleteByExternalIds' | 'deleteAll' | 'listOverridden'>
 
@@ -14,7 +22,7 @@ type RecordWrites = Pick<DataTableRecordRepository, 'saveMany' | 'findByExternal
 export function mongoRecordWrites(scope: Scope): RecordWrites {
   return {
     // The unique (company, table, external id) index refuses an external id another record holds.
-    saveMany: (companyId, saved) => writeAll(scope, DATA_TABLE_RECORDS, replaceById(DATA_TABLE_RECORDS, companyId, saved)),
+    saveMany: (companyId, saved) => writeAll(scope, DATA_TABLE_RECORDS, saveRecordsOperations(companyId, saved)),
 
     async findByExternalIds(companyId, tableId, externalIds) {
       if (externalIds.length === 0) return new Map()

@@ -64,10 +64,17 @@ import { atomically, call, collectionOf, countAll, findAll, findFirst, findOne, 
  * Replaces each record by (company, id), inserting it when absent. An id of another company matches nothing,
  * and its insert is then refused by the unique _id index (StoreConflictError) instead of touching that
  * company's record; a unique index of the collection (an email, an external id) refuses a taken value.
+ * `shardScope` gives the fields of the collection's shard key beyond the company (docs/scaling.md): an upsert
+ * on a sharded collection must name the whole shard key in its filter.
  */
-export function replaceById(codec: Codec, companyId: string, saved: ReadonlyArray<{ id: string }>): AnyBulkWriteOperation<Document>[] {
+export function replaceById<T extends { id: string }>(
+  codec: Codec,
+  companyId: string,
+  saved: readonly T[],
+  shardScope: (record: T) => Document = () => ({}),
+): AnyBulkWriteOperation<Document>[] {
   return saved.map((record) => ({
-    replaceOne: { filter: byId(companyId, record.id), replacement: encode(codec, { ...record, company_id: companyId }), upsert: true },
+    replaceOne: { filter: byId(companyId, record.id, shardScope(record)), replacement: encode(codec, { ...record, company_id: companyId }), upsert: true },
   }))
 }
 
@@ -192,7 +199,7 @@ export function dataTables(scope: Scope): DataTableRepository {
  * Upserts by (table, external id), in order, in one transaction. An update sets every field but the id and
  * `created_at`, which only an insert sets (`$setOnInsert`): a replaced record keeps both.
  */
-function upsertRecordsOperations(companyId: string, upserted: readonly DataTableRecord[]): AnyBulkWriteOperation<Document>[] {
+export function upsertRecordsOperations(companyId: string, upserted: readonly DataTableRecord[]): AnyBulkWriteOperation<Document>[] {
   return upserted.map((record) => {
     const { _id, created_at, ...fields } = encode(DATA_TABLE_RECORDS, { ...record, company_id: companyId })
     // The filter's fields are left out of $set: an insert takes them from the filter, an update keeps them.
