@@ -42,7 +42,7 @@ export async function runClaimedImport(store: Store, clock: Clock, claimed: Data
       const outcome = { finished_at: now, error: outcomes.some((item) => item !== null), details }
       if (!(await tx.imports.finish(company.id, claimed.id, owner, outcome))) throw new LostClaim()
       return { kind: 'finished' as const, import: { ...claimed, ...outcome, status: 'finished' as const, lease_owner: null, lease_expires_at: null } }
-    })
+    }, { company: claimed.company_id })
   } catch (error) {
     if (error instanceof LostClaim) return { kind: 'lost' }
     throw error

@@ -58,17 +58,30 @@ export interface Store {
 
   /**
    * Runs `work` with a store whose operations all belong to one transaction, committed when `work`
-   * resolves and rolled back when it throws. Transactions are serialized with every other write.
+   * resolves and rolled back when it throws. In one process, transactions run one at a time.
    * Inside `work`, use only the store it is given. An adapter may run `work` again after a transient conflict
    * with another process (MongoDB's `withTransaction` does), so `work` must have no effect outside the store.
+   *
+   * A transaction that reads a company's data to write what follows from it (an import's run, an archive's
+   * checks, statement renderings) names the company: it is then serialized with every other transaction that
+   * names it, in every process that shares the store, so that it never commits on a reading another such
+   * transaction changed meanwhile. SQLite serializes every write anyway (one writer per file). MongoDB's
+   * snapshot isolation alone would let two transactions on two instances read the same data, write different
+   * documents and both commit: each transaction naming a company writes that company's lock document first,
+   * and of two that overlap, the later one conflicts and is run again once the other is over.
    */
-  transaction<T>(work: (tx: Store) => Promise<T>): Promise<T>
+  transaction<T>(work: (tx: Store) => Promise<T>, options?: TransactionOptions): Promise<T>
 
   /** Answers when the store can be reached; throws otherwise. */
   ping(): Promise<void>
 
   /** Releases connections. Idempotent. */
   close(): Promise<void>
+}
+
+export interface TransactionOptions {
+  /** The company whose data the transaction reads to derive what it writes (see `Store.transaction`). */
+  company?: string
 }
 
 /** An id-ordered window over a sequence of rows, for the v2 pages. */

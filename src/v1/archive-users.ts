@@ -25,7 +25,8 @@ interface ArchiveRequest {
  * user exists, that the user manages nobody in the archive period) and any problem refuses the whole call
  * with every problem listed. The archive period starts the month after `end_date`, or the current month
  * without one. A person managed in that period who is archived already, or archived by the same call, is
- * no conflict.
+ * no conflict. The transaction names the company: a manager attribution imported meanwhile on another
+ * instance cannot commit beside an archive that checked the attributions before it.
  */
 export async function archiveUsers(store: Store, clock: Clock, companyId: string, items: readonly unknown[]): Promise<void> {
   const now = clock.now().toISOString()
@@ -44,7 +45,7 @@ export async function archiveUsers(store: Store, clock: Clock, companyId: string
     if (issues.length > 0) throw new BulkRefusedError(issues)
     const archived = requests.map(({ user, endDate }) => ({ ...user, status: 'archived' as const, archived_until: endDate, modified_at: now }))
     await tx.users.save(companyId, archived)
-  })
+  }, { company: companyId })
 }
 
 function readItems(items: readonly unknown[], issues: Issue[]): { email: string; endDate: string | null; line: number }[] {

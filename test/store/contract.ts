@@ -636,6 +636,26 @@ export function storeContract(name: string, factory: StoreFactory): void {
           expect(await kind.list(companyId)).toStrictEqual(byId([first[3], annAgain]))
           expect(await kind.listOther(companyId)).toStrictEqual([])
         })
+
+        it(`removes the ${kind.name} of many users at once: a reader sees all of them or none`, async () => {
+          const companyId = await aStoredCompany()
+          const userIds = Array.from({ length: 2000 }, () => newId())
+          await kind.replace(
+            companyId,
+            userIds,
+            userIds.map((userId) => kind.make(companyId, userId)),
+          )
+          const removal = { over: false }
+          const removing = kind.replace(companyId, userIds, []).finally(() => {
+            removal.over = true
+          })
+          const seen = new Set<number>()
+          while (!removal.over) seen.add((await kind.list(companyId)).length)
+          await removing
+          seen.add((await kind.list(companyId)).length)
+          expect([...seen].filter((count) => count !== 0 && count !== userIds.length)).toStrictEqual([])
+          expect(seen.has(0)).toBe(true)
+        })
       }
     })
 

@@ -13,6 +13,9 @@ export function lockFilter(companyId: string, purpose: string): Document {
   return { _id: `${purpose}:${companyId}`, company_id: lookupId(companyId) }
 }
 
+/** The purpose of the lock that serializes the transactions naming a company (`Store.transaction`). */
+export const COMPANY_LOCK = 'transaction'
+
 /**
  * Writes the lock document of (company, purpose) in the session's transaction: two transactions that both
  * write it cannot both commit (one of them conflicts and is run again), whatever else they read and write.

@@ -53,6 +53,7 @@ import {
   USERS,
 } from './collections.ts'
 import { byId, cursorId, inCompany, inTable, pageFilter } from './filters.ts'
+import { COMPANY_LOCK, ensureLock, writeLock } from './locks.ts'
 import { atomically, call, collectionOf, countAll, findAll, findFirst, findOne, inSession, insertAll, insertOne, type Scope, writeAll } from './scope.ts'
 
 /**
@@ -106,16 +107,20 @@ export function apiKeys(scope: Scope): ApiKeyRepository {
 
 /**
  * Replaces the users (see `replaceById`) and, in the same transaction, drops the statement renderings of those
- * whose email changes: they show the old one.
+ * whose email changes: they show the old one. Dropping them depends on what the transaction read (which
+ * statements hold a rendering), so it takes the company's lock, as a rendering transaction does: a rendering
+ * made from the old email on another instance meanwhile cannot then commit beside it.
  */
 async function saveUsers(scope: Scope, companyId: string, saved: readonly User[]): Promise<void> {
   if (saved.length === 0) return
+  await ensureLock(scope, companyId, COMPANY_LOCK)
   await atomically(scope, async (session) => {
     const stored = await collectionOf(scope, USERS)
       .find(inCompany(companyId, { _id: { $in: lookupIds(saved.map((user) => user.id)) } }), { ...inSession(session), projection: { email: 1 } })
       .toArray()
     const emails = new Map(stored.map((document) => [String(document._id), document.email as string]))
     const changed = saved.filter((user) => emails.has(user.id) && emails.get(user.id) !== user.email)
+    if (changed.length > 0) await writeLock(scope, session, companyId, COMPANY_LOCK)
     await collectionOf(scope, USERS).bulkWrite(replaceById(USERS, companyId, saved), { ...inSession(session), ordered: true })
     if (changed.length > 0) {
       await collectionOf(scope, STATEMENTS).updateMany(
