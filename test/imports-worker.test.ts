@@ -1,5 +1,6 @@
 import { once } from 'node:events'
 import { Writable } from 'node:stream'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { runClaimedImport } from '../src/imports/run-import.ts'
 import { ImportWorker } from '../src/imports/worker.ts'
@@ -71,6 +72,27 @@ describe('the import worker', () => {
     expect(await h.user('a@acme.example')).toStrictEqual(appliedOnce)
     expect(await h.store.imports.get(h.companyId, id)).toStrictEqual(finished)
     expect(await h.store.users.count(h.companyId)).toBe(4)
+  })
+
+  it('commits a run during which its lease was renewed, in one go', async () => {
+    let runs = 0
+    const renewing = new ImportWorker({
+      store: h.store,
+      clock: h.server.clock,
+      // A renewal every 10 ms: several are made while the run's transaction is open.
+      leaseMs: 30,
+      hooks: {
+        async beforeFinish() {
+          runs++
+          await sleep(100)
+        },
+      },
+    })
+    const id = await putUsers([{ email: 'a@acme.example', name: 'A' }])
+    expect(await renewing.drain()).toBe(1)
+    expect(runs).toBe(1)
+    expect(await h.importOf(id)).toMatchObject({ status: 'finished', error: false })
+    expect((await h.user('a@acme.example'))?.name).toBe('A')
   })
 
   it('commits nothing of a run that fails before its end, and finishes the import as refused', async () => {

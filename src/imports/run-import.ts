@@ -32,6 +32,8 @@ export async function runClaimedImport(store: Store, clock: Clock, claimed: Data
   const recordCalls = table ? await prepareRecordCalls(table, payloads) : null
   try {
     return await store.transaction(async (tx) => {
+      // First: from here on this transaction holds the import, so the worker's lease renewals wait for it.
+      if (!(await tx.imports.hold(claimed.company_id, claimed.id, owner))) throw new LostClaim()
       const company = await tx.companies.get(claimed.company_id)
       // A deleted company takes its imports with it: there is nothing left to finish.
       if (!company) throw new LostClaim()

@@ -324,6 +324,15 @@ export interface ImportRepository {
   claimNext(owner: string, now: string, leaseExpiresAt: string): Promise<DataImport | null>
   /** Extends the lease while `owner` still holds the started import. False when the claim was lost. */
   renewLease(companyId: string, id: string, owner: string, leaseExpiresAt: string): Promise<boolean>
+  /**
+   * True while `owner` holds the started import; false when the claim was lost. Called first in the transaction
+   * that applies the import, it also makes that transaction the import's writer from then on: a renewal of the
+   * lease made meanwhile from outside (the worker renews every third of the lease) waits for the transaction,
+   * and another worker's claim conflicts with it, instead of the transaction failing at `finish`. (On MongoDB,
+   * a write to the import committed after the transaction began would be a write conflict at `finish`, and
+   * `withTransaction` would run the whole transaction again, and again, while renewals go on.)
+   */
+  hold(companyId: string, id: string, owner: string): Promise<boolean>
   /** Hands a started import back to `scheduled` (nothing of it applied) while `owner` holds it. False otherwise. */
   release(companyId: string, id: string, owner: string): Promise<boolean>
   /**

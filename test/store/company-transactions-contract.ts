@@ -3,16 +3,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { newId } from '../../src/ids.ts'
 import type { Store } from '../../src/store/port.ts'
 import { aCompany, aQuota, aQuotaValue } from './builders.ts'
+import { gate } from './contract.ts'
 import type { SharedStoreFactory } from './rate-limits-contract.ts'
-
-/** A promise with its resolve function, to hold a transaction at a chosen point. */
-function gate(): { promise: Promise<void>; open: () => void } {
-  let open!: () => void
-  const promise = new Promise<void>((resolve) => {
-    open = resolve
-  })
-  return { promise, open }
-}
 
 /**
  * Transactions that name a company (`Store.transaction`), on two stores over the same data, as two instances

@@ -93,7 +93,7 @@ async function expectConflict(work: Promise<unknown>): Promise<void> {
 }
 
 /** A promise with its resolve function, to hold a transaction open at a chosen point. */
-function gate(): { promise: Promise<void>; open: () => void } {
+export function gate(): { promise: Promise<void>; open: () => void } {
   let open!: () => void
   const promise = new Promise<void>((resolve) => {
     open = resolve

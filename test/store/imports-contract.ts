@@ -1,9 +1,10 @@
+import { setTimeout as sleep } from 'node:timers/promises'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { newId } from '../../src/ids.ts'
 import type { DataImport, ImportPayload } from '../../src/store/model.ts'
 import { type Store, StoreConflictError } from '../../src/store/port.ts'
 import { aCompany, aDataTable, aRecord, minute } from './builders.ts'
-import type { StoreFactory } from './contract.ts'
+import { gate, type StoreFactory } from './contract.ts'
 
 /** A new import of `companyId` created at `createdAt`, whose window closes `windowMinutes` later. */
 function anImport(companyId: string, createdAt: string, windowMinutes = 0, joinKey = 'users'): DataImport {
@@ -164,6 +165,49 @@ export function importsContract(name: string, factory: StoreFactory): void {
           attempts: 1,
         })
         expect(await store.imports.claimNext('w', minute(60), minute(70))).toBeNull()
+      })
+
+      it('holds an import for the worker that claimed it only, and leaves no trace of the hold', async () => {
+        const queued = await enqueue(0)
+        const claimed = (await store.imports.claimNext('w', minute(1), minute(11)))!
+        expect(await store.imports.hold(companyId, queued.id, 'other')).toBe(false)
+        expect(await store.imports.hold(otherCompanyId, queued.id, 'w')).toBe(false)
+        const outcome = { finished_at: minute(2), error: false, details: claimed.details }
+        const finished = await store.transaction(async (tx) => {
+          expect(await tx.imports.hold(companyId, queued.id, 'w')).toBe(true)
+          return tx.imports.finish(companyId, queued.id, 'w', outcome)
+        })
+        expect(finished).toBe(true)
+        expect(await store.imports.get(companyId, queued.id)).toStrictEqual({ ...claimed, ...outcome, status: 'finished', lease_owner: null, lease_expires_at: null })
+        expect(await store.imports.hold(companyId, queued.id, 'w')).toBe(false)
+      })
+
+      it('lets a lease renewal made while the holding transaction is open wait for it, not make it start again', async () => {
+        const queued = await enqueue(0)
+        await store.imports.claimNext('w', minute(1), minute(11))
+        const held = gate()
+        const release = gate()
+        let runs = 0
+        const applying = store.transaction(
+          async (tx) => {
+            runs++
+            if (!(await tx.imports.hold(companyId, queued.id, 'w'))) return false
+            held.open()
+            await release.promise
+            return tx.imports.finish(companyId, queued.id, 'w', { finished_at: minute(5), error: false, details: [] })
+          },
+          { company: companyId },
+        )
+        await held.promise
+        // What the worker's renewal timer does while the import is applied, from outside the transaction.
+        const renewal = store.imports.renewLease(companyId, queued.id, 'w', minute(21))
+        await Promise.race([renewal, sleep(300)])
+        release.open()
+        expect(await applying).toBe(true)
+        expect(runs).toBe(1)
+        // The renewal landed after the commit: the import is finished and no longer held.
+        expect(await renewal).toBe(false)
+        expect(await store.imports.get(companyId, queued.id)).toMatchObject({ status: 'finished', lease_expires_at: null, finished_at: minute(5) })
       })
 
       it('rolls a finish back with the transaction around it', async () => {

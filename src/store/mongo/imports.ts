@@ -133,6 +133,14 @@ export function mongoImports(scope: Scope): ImportRepository {
         return result.matchedCount > 0
       }),
 
+    hold: (companyId, id, owner) =>
+      call(scope, async (session) => {
+        // A write that always changes the import (a no-op update would lock nothing): from here on the
+        // transaction is the import's writer. `advance` and `finish` remove the counter in the same transaction.
+        const result = await imports().updateOne(held(companyId, id, owner), { $inc: { holds: 1 } }, inSession(session))
+        return result.matchedCount > 0
+      }),
+
     release: (companyId, id, owner) =>
       call(scope, async (session) => {
         const result = await imports().updateOne(
@@ -156,6 +164,7 @@ export function mongoImports(scope: Scope): ImportRepository {
               error: outcome.error,
               details: outcome.details,
             },
+            $unset: { holds: '' },
           },
           inSession(session),
         )

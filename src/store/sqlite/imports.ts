@@ -96,6 +96,17 @@ export function sqliteImports(sql: Sql): ImportRepository {
       )
     },
 
+    async hold(companyId, id, owner) {
+      // The transaction that calls it holds the file's one write lock already: checking the claim is enough.
+      const row = await sql.get(
+        `SELECT 1 AS held FROM imports WHERE id = ? AND company_id = ? AND status = 'started' AND lease_owner = ?`,
+        id,
+        companyId,
+        owner,
+      )
+      return row !== undefined
+    },
+
     async release(companyId, id, owner) {
       return changed(
         await sql.write((db) =>
