@@ -54,19 +54,45 @@ function readRecord(table: DataTable, { changes, skipped }: PreparedRecordCall, 
   else changes.set(parsed.externalId, { values: parsed.values, deleted: false, replaced: previous?.deleted ?? false })
 }
 
+/** What an import's `all=true` calls ask of its table: emptied once before the first call, keeping overrides or not. */
+export interface Resync {
+  empties: boolean
+  /** A call asked `all=true` and `keep_overrides=true`: the overrides of the deleted records come back with them. */
+  keepsOverrides: boolean
+}
+
+/** The resync the calls of one import ask for. */
+export function resyncOf(calls: readonly PreparedRecordCall[]): Resync {
+  return {
+    empties: calls.some(({ payload }) => payload.options.all),
+    keepsOverrides: calls.some(({ payload }) => payload.options.all && payload.options.keep_overrides),
+  }
+}
+
+/** The resync of the calls after the first ones of an import, applied in a later transaction: none. */
+export const NO_RESYNC: Resync = { empties: false, keepsOverrides: false }
+
 /**
  * Applies the prepared record calls of one import, in arrival order. When one of them asked `all=true` the
- * table is emptied once, before the first; manual overrides survive that when the same call also asked
- * `keep_overrides=true`. Each parsed record is upserted by its id field (a field left out keeps its value) or
- * deleted (`deleted: true`); the skipped ones are reported.
+ * table is emptied once, before the first (`resync`; a run in several transactions passes NO_RESYNC after the
+ * first); manual overrides survive that when the same call also asked `keep_overrides=true`. Each parsed record
+ * is upserted by its id field (a field left out keeps its value) or deleted (`deleted: true`); the skipped ones
+ * are reported.
  */
-export async function applyRecordCalls(tx: Store, company: Company, tableId: string, calls: readonly PreparedRecordCall[], now: string): Promise<PayloadOutcome[]> {
+export async function applyRecordCalls(
+  tx: Store,
+  company: Company,
+  tableId: string,
+  calls: readonly PreparedRecordCall[],
+  now: string,
+  resync: Resync = resyncOf(calls),
+): Promise<PayloadOutcome[]> {
   const table = await tx.dataTables.get(company.id, tableId)
   if (!table) return calls.map(tableGone)
 
   let remembered = new Map<string, Record<string, unknown>>()
-  if (calls.some(({ payload }) => payload.options.all)) {
-    if (calls.some(({ payload }) => payload.options.all && payload.options.keep_overrides)) {
+  if (resync.empties) {
+    if (resync.keepsOverrides) {
       remembered = new Map((await tx.records.listOverridden(company.id, table.id)).map((record) => [record.external_id, record.overrides]))
     }
     await tx.records.deleteAll(company.id, table.id)

@@ -3,7 +3,7 @@ import type { Company, DataImport, ImportDetail, ImportPayload } from '../store/
 import type { Store } from '../store/port.ts'
 import { applyAttributions } from './attributions.ts'
 import { type PayloadOutcome, refusedWhole } from './outcome.ts'
-import { applyRecordCalls, type PreparedRecordCall, prepareRecordCalls, tableGone } from './records.ts'
+import { applyRecordCalls, NO_RESYNC, type PreparedRecordCall, prepareRecordCalls, type Resync, resyncOf, tableGone } from './records.ts'
 import { applyUsers } from './users.ts'
 
 /** Test seams of a run. Production passes none. */
@@ -18,33 +18,67 @@ export type RunResult = { kind: 'finished'; import: DataImport } | { kind: 'lost
 /** The claim was taken over by another worker (our lease expired): this run must leave no trace. */
 class LostClaim extends Error {}
 
+/** The calls `start` to `end` (exclusive, in payload order) of an import, applied in one transaction. */
+interface Step {
+  start: number
+  end: number
+}
+
 /**
- * Applies a claimed import: every joined payload, in arrival order, and the import's `finished` mark, in ONE
- * transaction. A crash before the commit leaves nothing applied (the import is run again once the lease
- * expires); after it, the import is finished. If another worker took the import over meanwhile, `finish`
- * refuses and the whole run is rolled back. Either way the payloads take effect exactly once.
+ * Applies a claimed import: every joined payload, in payload order, and the import's `finished` mark. An import
+ * within what one transaction of the store takes (`Store.itemsPerTransaction`: always, on SQLite) is applied in
+ * ONE transaction: a crash before the commit leaves nothing applied (the import is run again once the lease
+ * expires); after it, the import is finished. A larger one is applied in steps of whole calls, one transaction
+ * each, which records how far the run got with the calls it applied (`imports.advance`); the last one marks it
+ * finished, and a run that starts again goes on after the last step committed. Every transaction first holds
+ * the import (`imports.hold`): if another worker took it over meanwhile, it is rolled back and the run stops.
+ * Either way each call takes effect exactly once.
  */
 export async function runClaimedImport(store: Store, clock: Clock, claimed: DataImport, owner: string, hooks: RunHooks = {}): Promise<RunResult> {
   // The payloads of a claimed import no longer change (only a scheduled import is joined): they are read, and
-  // records parsed, before the transaction, which then holds the store's write lock only to write.
+  // records parsed, before the transactions, which then hold the store's write lock only to write.
   const payloads = await store.imports.payloads(claimed.company_id, claimed.id)
   const table = claimed.target === 'records' ? await store.dataTables.get(claimed.company_id, claimed.table_id ?? '') : null
   const recordCalls = table ? await prepareRecordCalls(table, payloads) : null
+  const resync = recordCalls ? resyncOf(recordCalls) : NO_RESYNC
+  const done = claimed.payloads_applied ?? 0
+  // The overrides an `all=true` call keeps are remembered by the transaction that empties the table, for the
+  // calls that send their records again: those calls must be applied by the same transaction.
+  const steps = stepsOf(payloads, done, resync.keepsOverrides ? Number.POSITIVE_INFINITY : store.itemsPerTransaction)
   try {
-    return await store.transaction(async (tx) => {
-      // First: from here on this transaction holds the import, so the worker's lease renewals wait for it.
-      if (!(await tx.imports.hold(claimed.company_id, claimed.id, owner))) throw new LostClaim()
-      const company = await tx.companies.get(claimed.company_id)
-      // A deleted company takes its imports with it: there is nothing left to finish.
-      if (!company) throw new LostClaim()
-      const now = clock.now().toISOString()
-      const outcomes = await applyPayloads(tx, company, claimed, payloads, recordCalls, now)
-      await hooks.beforeFinish?.(claimed)
-      const details = detailsOf(payloads, outcomes)
-      const outcome = { finished_at: now, error: outcomes.some((item) => item !== null), details }
-      if (!(await tx.imports.finish(company.id, claimed.id, owner, outcome))) throw new LostClaim()
-      return { kind: 'finished' as const, import: { ...claimed, ...outcome, status: 'finished' as const, lease_owner: null, lease_expires_at: null } }
-    }, { company: claimed.company_id })
+    if (done === 0 && table && resync.empties) await emptyLargeTable(store, claimed, owner, table.id)
+    let details = claimed.details.slice(0, done)
+    for (const [index, step] of steps.entries()) {
+      const last = index === steps.length - 1
+      const ran = await store.transaction(
+        async (tx) => {
+          // First: from here on this transaction holds the import, so the worker's lease renewals wait for it.
+          if (!(await tx.imports.hold(claimed.company_id, claimed.id, owner))) throw new LostClaim()
+          const company = await tx.companies.get(claimed.company_id)
+          // A deleted company takes its imports with it: there is nothing left to finish.
+          if (!company) throw new LostClaim()
+          const now = clock.now().toISOString()
+          const stepPayloads = payloads.slice(step.start, step.end)
+          const stepCalls = recordCalls?.slice(step.start, step.end) ?? null
+          const outcomes = await applyPayloads(tx, company, claimed, stepPayloads, stepCalls, now, step.start === 0 ? resync : NO_RESYNC)
+          const applied = [...details, ...detailsOf(stepPayloads, outcomes)]
+          if (!last) {
+            if (!(await tx.imports.advance(company.id, claimed.id, owner, { payloads_applied: step.end, details: applied }))) throw new LostClaim()
+            return { applied, finished: null }
+          }
+          await hooks.beforeFinish?.(claimed)
+          const outcome = { finished_at: now, error: applied.some((detail) => detail.error !== null), details: applied }
+          if (!(await tx.imports.finish(company.id, claimed.id, owner, outcome))) throw new LostClaim()
+          const { payloads_applied: _progress, ...before } = claimed
+          const finished: DataImport = { ...before, ...outcome, status: 'finished', lease_owner: null, lease_expires_at: null }
+          return { applied, finished }
+        },
+        { company: claimed.company_id },
+      )
+      details = ran.applied
+      if (ran.finished) return { kind: 'finished', import: ran.finished }
+    }
+    throw new Error('an import run ended without its last step')
   } catch (error) {
     if (error instanceof LostClaim) return { kind: 'lost' }
     throw error
@@ -52,13 +86,63 @@ export async function runClaimedImport(store: Store, clock: Clock, claimed: Data
 }
 
 /**
+ * The transactions of a run: the calls from `done` on, grouped in order, each group of at most `budget` items
+ * unless one call alone holds more. Within the budget (always, with an infinite one), one step.
+ */
+function stepsOf(payloads: readonly ImportPayload[], done: number, budget: number): Step[] {
+  const steps: Step[] = []
+  let start = done
+  let items = 0
+  for (let index = done; index < payloads.length; index++) {
+    const size = payloads[index].items.length
+    if (index > start && items + size > budget) {
+      steps.push({ start, end: index })
+      start = index
+      items = 0
+    }
+    items += size
+  }
+  steps.push({ start, end: payloads.length })
+  return steps
+}
+
+/**
+ * Empties, ahead of the run's first transaction, a table that holds more records than one transaction should
+ * delete: batch by batch, each in a transaction that holds the import. Records with manual overrides stay for
+ * the first transaction, which remembers their overrides when a call keeps them and deletes the rest. A run
+ * that starts again before its first step committed empties what is left (no other import of the company
+ * runs meanwhile, so the table holds nothing new); once a step committed, the table is not emptied again.
+ */
+async function emptyLargeTable(store: Store, claimed: DataImport, owner: string, tableId: string): Promise<void> {
+  const batch = store.itemsPerTransaction
+  if ((await store.records.count(claimed.company_id, tableId)) <= batch) return
+  for (;;) {
+    const deleted = await store.transaction(
+      async (tx) => {
+        if (!(await tx.imports.hold(claimed.company_id, claimed.id, owner))) throw new LostClaim()
+        const count = await tx.records.deleteUnoverridden(claimed.company_id, tableId, batch)
+        // Still nothing applied: this only ends the hold, in the same transaction.
+        if (!(await tx.imports.advance(claimed.company_id, claimed.id, owner, { payloads_applied: 0, details: claimed.details }))) throw new LostClaim()
+        return count
+      },
+      { company: claimed.company_id },
+    )
+    if (deleted < batch) return
+  }
+}
+
+/**
  * Finishes an import whose run failed on a fault of ours (not on its data), so that it is not retried
- * forever: every call is reported refused, and nothing of it was applied (the failed run rolled back).
+ * forever: every call not applied yet is reported refused (the failed transaction rolled back), and the calls
+ * an earlier step of the run applied keep their outcome.
  */
 export async function failClaimedImport(store: Store, clock: Clock, claimed: DataImport, owner: string, reference: string): Promise<boolean> {
   const payloads = await store.imports.payloads(claimed.company_id, claimed.id)
+  const current = await store.imports.get(claimed.company_id, claimed.id)
+  const done = current?.payloads_applied ?? 0
   const error = refusedWhole(`The import could not be applied because of an internal error (reference ${reference}); nothing of it was imported`)
-  const details = detailsOf(payloads, payloads.map(() => error))
+  const refused = payloads.slice(done)
+  const details = [...(current?.details.slice(0, done) ?? []), ...detailsOf(refused, refused.map(() => error))]
   return store.imports.finish(claimed.company_id, claimed.id, owner, { finished_at: clock.now().toISOString(), error: true, details })
 }
 
@@ -69,10 +153,11 @@ async function applyPayloads(
   payloads: readonly ImportPayload[],
   recordCalls: readonly PreparedRecordCall[] | null,
   now: string,
+  resync: Resync,
 ): Promise<PayloadOutcome[]> {
   if (claimed.target === 'records') {
     if (!recordCalls) return payloads.map(tableGone)
-    return applyRecordCalls(tx, company, claimed.table_id ?? '', recordCalls, now)
+    return applyRecordCalls(tx, company, claimed.table_id ?? '', recordCalls, now, resync)
   }
   const outcomes: PayloadOutcome[] = []
   for (const payload of payloads) {

@@ -51,6 +51,13 @@ export interface Store {
   /** Request counters of the rate limit: not company data, and not part of `transaction`. */
   readonly rateLimits: RateLimitRepository
   readonly imports: ImportRepository
+  /**
+   * How many items (records, users, attributions) one transaction of this store should apply at most. A larger
+   * import is applied in several transactions, each of whole calls (`runClaimedImport`), and a large table is
+   * emptied in batches of it (`all=true`). MongoDB ends a transaction that runs past its
+   * `transactionLifetimeLimitSeconds` (60 s by default); SQLite has no such limit, and answers Infinity.
+   */
+  readonly itemsPerTransaction: number
   /** Import counts across companies, for the metrics. */
   readonly importStatistics: ImportStatisticsRepository
   /** Changes to stored records made by administration (admin routes, CLI). */
@@ -185,6 +192,11 @@ export interface DataTableRecordRepository {
   deleteAll(companyId: string, tableId: string): Promise<number>
   /** The table's records that carry at least one manual override, in id order. */
   listOverridden(companyId: string, tableId: string): Promise<DataTableRecord[]>
+  /**
+   * Deletes up to `limit` records of the table that carry no manual override, atomically; returns how many
+   * went. An `all=true` import empties a table larger than a transaction should hold with it, batch by batch.
+   */
+  deleteUnoverridden(companyId: string, tableId: string, limit: number): Promise<number>
 }
 
 export interface ReportingStructureRepository {
@@ -336,10 +348,23 @@ export interface ImportRepository {
   /** Hands a started import back to `scheduled` (nothing of it applied) while `owner` holds it. False otherwise. */
   release(companyId: string, id: string, owner: string): Promise<boolean>
   /**
-   * Marks the import finished with its outcome while `owner` holds it; false when another worker took it
-   * over or it is finished already (the caller must then roll its transaction back). Conditional and atomic.
+   * Records that the import's first `payloads_applied` calls (in payload order) are applied, with their
+   * `details` (the first entries), while `owner` holds it: called in the transaction that applied the last of
+   * them, when a run is split over several transactions. False when the claim was lost. Conditional and atomic.
+   */
+  advance(companyId: string, id: string, owner: string, progress: ImportProgress): Promise<boolean>
+  /**
+   * Marks the import finished with its outcome while `owner` holds it (and drops `payloads_applied`); false when
+   * another worker took it over or it is finished already (the caller must then roll its transaction back).
+   * Conditional and atomic.
    */
   finish(companyId: string, id: string, owner: string, outcome: ImportOutcome): Promise<boolean>
+}
+
+export interface ImportProgress {
+  payloads_applied: number
+  /** The details of the calls applied so far, in payload order. */
+  details: ImportDetail[]
 }
 
 export interface ImportOutcome {

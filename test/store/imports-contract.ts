@@ -210,6 +210,25 @@ export function importsContract(name: string, factory: StoreFactory): void {
         expect(await store.imports.get(companyId, queued.id)).toMatchObject({ status: 'finished', lease_expires_at: null, finished_at: minute(5) })
       })
 
+      it('records the progress of a run for the holder only, keeps it through a new claim, and drops it at finish', async () => {
+        const queued = await enqueue(0)
+        await store.imports.claimNext('w', minute(1), minute(11))
+        const details = [{ payload_id: queued.details[0].payload_id, number_of_records: 1, error: null }]
+        expect(await store.imports.advance(companyId, queued.id, 'other', { payloads_applied: 1, details })).toBe(false)
+        const advanced = await store.transaction(async (tx) => {
+          expect(await tx.imports.hold(companyId, queued.id, 'w')).toBe(true)
+          return tx.imports.advance(companyId, queued.id, 'w', { payloads_applied: 1, details })
+        })
+        expect(advanced).toBe(true)
+        const progressed = await store.imports.get(companyId, queued.id)
+        expect(progressed).toStrictEqual({ ...queued, status: 'started', lease_owner: 'w', lease_expires_at: minute(11), launched_at: minute(1), attempts: 1, details, payloads_applied: 1 })
+        const again = await store.imports.claimNext('x', minute(11), minute(21))
+        expect(again).toStrictEqual({ ...progressed, lease_owner: 'x', lease_expires_at: minute(21), attempts: 2 })
+        const outcome = { finished_at: minute(12), error: false, details }
+        expect(await store.imports.finish(companyId, queued.id, 'x', outcome)).toBe(true)
+        expect(await store.imports.get(companyId, queued.id)).toStrictEqual({ ...queued, ...outcome, status: 'finished', launched_at: minute(1), attempts: 2 })
+      })
+
       it('rolls a finish back with the transaction around it', async () => {
         const queued = await enqueue(0)
         await store.imports.claimNext('w', minute(1), minute(11))
@@ -259,6 +278,23 @@ export function importsContract(name: string, factory: StoreFactory): void {
         expect(await store.records.deleteAll(companyId, table.id)).toBe(1)
         expect(await store.records.count(companyId, table.id)).toBe(0)
         expect(await store.records.count(companyId, other.id)).toBe(1)
+      })
+
+      it('deletes the records of a table that carry no manual override, a batch at a time', async () => {
+        const [table, other] = [aDataTable(companyId), aDataTable(companyId)]
+        await store.dataTables.insert(table)
+        await store.dataTables.insert(other)
+        const overridden = aRecord(companyId, table.id, { overrides: { deal_name: 'hand' } })
+        const plain = Array.from({ length: 5 }, () => aRecord(companyId, table.id))
+        const elsewhere = aRecord(companyId, other.id)
+        await store.records.upsert(companyId, [...plain, overridden, elsewhere])
+        expect(await store.records.deleteUnoverridden(otherCompanyId, table.id, 10)).toBe(0)
+        expect(await store.records.deleteUnoverridden(companyId, table.id, 2)).toBe(2)
+        expect(await store.records.deleteUnoverridden(companyId, table.id, 2)).toBe(2)
+        expect(await store.records.deleteUnoverridden(companyId, table.id, 2)).toBe(1)
+        expect(await store.records.deleteUnoverridden(companyId, table.id, 2)).toBe(0)
+        expect(await store.records.list(companyId, table.id, { offset: 0, limit: 10 })).toStrictEqual([overridden])
+        expect(await store.records.list(companyId, other.id, { offset: 0, limit: 10 })).toStrictEqual([elsewhere])
       })
     })
   })

@@ -1,7 +1,7 @@
 import type { Document, ObjectId } from 'bson'
 import type { IndexDescription } from 'mongodb'
 import type { DataImport, ImportPayload } from '../model.ts'
-import type { ImportOutcome, ImportRepository } from '../port.ts'
+import type { ImportOutcome, ImportProgress, ImportRepository } from '../port.ts'
 import { decode, encode, lookupId } from './codec.ts'
 import { IMPORT_LOCKS, IMPORT_PAYLOADS, IMPORTS } from './collections.ts'
 import { ensureLock, writeLock } from './locks.ts'
@@ -151,6 +151,16 @@ export function mongoImports(scope: Scope): ImportRepository {
         return result.matchedCount > 0
       }),
 
+    advance: (companyId, id, owner, progress: ImportProgress) =>
+      call(scope, async (session) => {
+        const result = await imports().updateOne(
+          held(companyId, id, owner),
+          { $set: { payloads_applied: progress.payloads_applied, details: progress.details }, $unset: { holds: '' } },
+          inSession(session),
+        )
+        return result.matchedCount > 0
+      }),
+
     finish: (companyId, id, owner, outcome: ImportOutcome) =>
       call(scope, async (session) => {
         const result = await imports().updateOne(
@@ -164,7 +174,8 @@ export function mongoImports(scope: Scope): ImportRepository {
               error: outcome.error,
               details: outcome.details,
             },
-            $unset: { holds: '' },
+            // The progress of a run in several transactions is over with it.
+            $unset: { holds: '', payloads_applied: '' },
           },
           inSession(session),
         )

@@ -29,6 +29,14 @@ export interface MongoStoreOptions {
   database?: string
 }
 
+/**
+ * Items one transaction applies at most (see `Store.itemsPerTransaction`): MongoDB aborts a transaction after
+ * `transactionLifetimeLimitSeconds`, 60 s by default. Two of the largest record calls (10,000 each) per
+ * transaction keep far from it by estimate: not measured here, for no MongoDB can run on the machine where
+ * this was written (docs/scaling.md).
+ */
+const ITEMS_PER_TRANSACTION = 20_000
+
 /** The indexes of the collections added beside the foundation's (imports, rate windows). */
 const EXTRA_INDEXES = new Map([...IMPORT_INDEXES, ...RATE_WINDOW_INDEXES])
 
@@ -71,6 +79,7 @@ function mongoStore(scope: Scope, transactions: Queue, rateLimits: MongoRateLimi
     quotaValues: quotaValues(scope),
     rateLimits,
     imports: mongoImports(scope),
+    itemsPerTransaction: ITEMS_PER_TRANSACTION,
     importStatistics: mongoImportStatistics(scope),
     revisions: mongoRevisions(scope),
 

@@ -13,7 +13,13 @@ export function saveRecordsOperations(companyId: string, saved: readonly DataTab
   return replaceById(DATA_TABLE_RECORDS, companyId, saved, (record) => ({ table_id: lookupId(record.table_id) }))
 }
 
-type RecordWrites = Pick<DataTableRecordRepository, 'saveMany' | 'findByExternalIds' | 'deleteByExternalIds' | 'deleteAll' | 'listOverridden'>
+type RecordWrites = Pick<
+  DataTableRecordRepository,
+  'saveMany' | 'findByExternalIds' | 'deleteByExternalIds' | 'deleteAll' | 'listOverridden' | 'deleteUnoverridden'
+>
+
+/** A record without a manual override: its `overrides` is the empty document (or missing). */
+const UNOVERRIDDEN: Document = { overrides: { $in: [{}, null] } }
 
 /**
  * The data-table record operations of the import engine. A `deleteMany` is atomic per document only, so each
@@ -46,5 +52,17 @@ export function mongoRecordWrites(scope: Scope): RecordWrites {
 
     // An empty override map is stored as `{}`: "has at least one override" is "is not the empty document".
     listOverridden: (companyId, tableId) => findAll<DataTableRecord>(scope, DATA_TABLE_RECORDS, inTable(companyId, tableId, { overrides: { $nin: [{}, null] } })),
+
+    async deleteUnoverridden(companyId, tableId, limit) {
+      return atomically(scope, async (session) => {
+        const records = collectionOf(scope, DATA_TABLE_RECORDS)
+        const batch = await records
+          .find(inTable(companyId, tableId, UNOVERRIDDEN), { ...inSession(session), sort: { _id: 1 }, limit, projection: { _id: 1 } })
+          .toArray()
+        if (batch.length === 0) return 0
+        const ids = batch.map((document) => document._id)
+        return (await records.deleteMany(inTable(companyId, tableId, { _id: { $in: ids } }), inSession(session))).deletedCount
+      })
+    },
   }
 }
