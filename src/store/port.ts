@@ -118,7 +118,12 @@ export interface CompanyRepository {
   insert(company: Company): Promise<void>
   get(id: string): Promise<Company | null>
   list(): Promise<Company[]>
-  /** Deletes the company and every record that belongs to it, atomically. Returns false when unknown. */
+  /**
+   * Deletes the company and every record that belongs to it; returns false when unknown. Atomic for readers:
+   * the company and its API keys go at once, and nothing reaches its records from then on. Inside a transaction
+   * everything goes with it. Outside one, MongoDB deletes the records after the company, outside a transaction
+   * (a large company would not fit in one); an interrupted deletion is finished by deleting the company again.
+   */
   delete(id: string): Promise<boolean>
 }
 

@@ -439,6 +439,17 @@ export function storeContract(name: string, factory: StoreFactory): void {
         expect(await store.companies.delete(newId())).toBe(false)
       })
 
+      it('removes what an interrupted deletion left of a company when it is deleted again', async () => {
+        const [doomed, kept] = await populateTwo()
+        expect(await store.companies.delete(doomed.company.id)).toBe(true)
+        // What a deletion stopped after the company itself went would have left behind.
+        await store.users.save(doomed.company.id, doomed.users)
+        await store.statements.insertMany(doomed.statements)
+        expect(await store.companies.delete(doomed.company.id)).toBe(false)
+        expect(await readAll(store, doomed.company.id, doomed)).toStrictEqual(nothingOf())
+        expect(await readAll(store, kept.company.id, kept)).toStrictEqual(readsOf(kept))
+      })
+
       it('lets a deleted company be written again from scratch', async () => {
         const [world] = await populateTwo()
         await store.companies.delete(world.company.id)

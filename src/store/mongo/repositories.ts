@@ -1,5 +1,5 @@
-import type { Document } from 'bson'
-import type { AnyBulkWriteOperation } from 'mongodb'
+import type { Document, ObjectId } from 'bson'
+import type { AnyBulkWriteOperation, ClientSession } from 'mongodb'
 import type {
   ApiKey,
   CommissionLine,
@@ -53,6 +53,7 @@ import {
   USERS,
 } from './collections.ts'
 import { byId, cursorId, inCompany, inTable, pageFilter } from './filters.ts'
+import { inTransaction } from './connection.ts'
 import { COMPANY_LOCK, ensureLock, writeLock } from './locks.ts'
 import { atomically, call, collectionOf, countAll, findAll, findFirst, findOne, inSession, insertAll, insertOne, type Scope, writeAll } from './scope.ts'
 
@@ -79,20 +80,43 @@ export function replaceById<T extends { id: string }>(
   }))
 }
 
+/** Deletes every document of the company, in the session's transaction when there is one. */
+async function deleteDocumentsOf(scope: Scope, session: ClientSession | undefined, companyId: ObjectId | string): Promise<void> {
+  for (const codec of COMPANY_COLLECTIONS) await collectionOf(scope, codec).deleteMany({ company_id: companyId }, inSession(session))
+}
+
+/**
+ * Deletes a company. Inside a caller's transaction, everything goes in it. Outside one, a large company could
+ * not be deleted in one transaction (MongoDB ends one after 60 s): the company and its keys go first, in one
+ * small transaction, so that from then on nothing reaches its data (every request finds its company through
+ * them); then its documents, collection by collection, outside any transaction. If that is interrupted (a
+ * failover), deleting the company again (it answers false then) removes what was left.
+ */
+function deleteCompany(scope: Scope, id: string): Promise<boolean> {
+  const companyId = lookupId(id)
+  const deleteCompanyItself = async (session: ClientSession | undefined) => {
+    await collectionOf(scope, API_KEYS).deleteMany({ company_id: companyId }, inSession(session))
+    return (await collectionOf(scope, COMPANIES).deleteOne({ _id: companyId } as Document, inSession(session))).deletedCount > 0
+  }
+  if (scope.transaction) {
+    return call(scope, async (session) => {
+      await deleteDocumentsOf(scope, session, companyId)
+      return deleteCompanyItself(session)
+    })
+  }
+  return call(scope, async () => {
+    const existed = await inTransaction(scope.connection.client, deleteCompanyItself)
+    await deleteDocumentsOf(scope, undefined, companyId)
+    return existed
+  })
+}
+
 export function companies(scope: Scope): CompanyRepository {
   return {
     insert: (company: Company) => insertOne(scope, COMPANIES, company),
     get: (id) => findOne<Company>(scope, COMPANIES, { _id: lookupId(id) }),
     list: () => findAll<Company>(scope, COMPANIES, {}),
-    delete: (id) =>
-      atomically(scope, async (session) => {
-        const companyId = lookupId(id)
-        for (const codec of COMPANY_COLLECTIONS) {
-          await collectionOf(scope, codec).deleteMany({ company_id: companyId }, inSession(session))
-        }
-        const deleted = await collectionOf(scope, COMPANIES).deleteOne({ _id: companyId } as Document, inSession(session))
-        return deleted.deletedCount > 0
-      }),
+    delete: (id) => deleteCompany(scope, id),
   }
 }
 
