@@ -2,7 +2,7 @@ import type { Clock } from '../clock.ts'
 import type { Company, DataImport, ImportDetail, ImportPayload } from '../store/model.ts'
 import type { Store } from '../store/port.ts'
 import { applyAttributions } from './attributions.ts'
-import { type PayloadOutcome, refusedWhole } from './outcome.ts'
+import { boundedDetails, type PayloadOutcome, refusedWhole } from './outcome.ts'
 import { applyRecordCalls, NO_RESYNC, type PreparedRecordCall, prepareRecordCalls, type Resync, resyncOf, tableGone } from './records.ts'
 import { applyUsers } from './users.ts'
 
@@ -61,7 +61,7 @@ export async function runClaimedImport(store: Store, clock: Clock, claimed: Data
           const stepPayloads = payloads.slice(step.start, step.end)
           const stepCalls = recordCalls?.slice(step.start, step.end) ?? null
           const outcomes = await applyPayloads(tx, company, claimed, stepPayloads, stepCalls, now, step.start === 0 ? resync : NO_RESYNC)
-          const applied = [...details, ...detailsOf(stepPayloads, outcomes)]
+          const applied = boundedDetails([...details, ...detailsOf(stepPayloads, outcomes)])
           if (!last) {
             if (!(await tx.imports.advance(company.id, claimed.id, owner, { payloads_applied: step.end, details: applied }))) throw new LostClaim()
             return { applied, finished: null }
@@ -142,7 +142,7 @@ export async function failClaimedImport(store: Store, clock: Clock, claimed: Dat
   const done = current?.payloads_applied ?? 0
   const error = refusedWhole(`The import could not be applied because of an internal error (reference ${reference}); nothing of it was imported`)
   const refused = payloads.slice(done)
-  const details = [...(current?.details.slice(0, done) ?? []), ...detailsOf(refused, refused.map(() => error))]
+  const details = boundedDetails([...(current?.details.slice(0, done) ?? []), ...detailsOf(refused, refused.map(() => error))])
   return store.imports.finish(claimed.company_id, claimed.id, owner, { finished_at: clock.now().toISOString(), error: true, details })
 }
 

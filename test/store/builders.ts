@@ -249,3 +249,20 @@ export function aQuotaValue(companyId: string, quotaId: string, overrides: Parti
     ...overrides,
   }
 }
+
+/** The largest request body the service accepts by default: a payload of it must be stored whole. */
+export const LARGEST_BODY_BYTES = 32 * 1024 * 1024
+
+/**
+ * Items whose JSON text takes about `bytes`, made to cost the most in BSON: records holding long arrays of
+ * small numbers, which BSON stores in about six times their JSON size (a type byte, the index as a key, the
+ * number). Unique values in every record, so that a part read in the wrong order would show.
+ */
+export function heavyItems(bytes: number): unknown[] {
+  const perItem = 64 * 1024
+  return Array.from({ length: Math.ceil(bytes / perItem) }, (_, index) => ({
+    deal_id: `H-${index}`,
+    // `[n,0,0,...]`: two characters per number.
+    deal_name: [index, ...Array.from({ length: perItem / 2 - 8 }, () => 0)],
+  }))
+}

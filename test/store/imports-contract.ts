@@ -3,7 +3,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { newId } from '../../src/ids.ts'
 import type { DataImport, ImportPayload } from '../../src/store/model.ts'
 import { type Store, StoreConflictError } from '../../src/store/port.ts'
-import { aCompany, aDataTable, aRecord, minute } from './builders.ts'
+import { aCompany, aDataTable, aRecord, heavyItems, LARGEST_BODY_BYTES, minute } from './builders.ts'
 import { gate, type StoreFactory } from './contract.ts'
 
 /** A new import of `companyId` created at `createdAt`, whose window closes `windowMinutes` later. */
@@ -71,6 +71,18 @@ export function importsContract(name: string, factory: StoreFactory): void {
         expect(payloads.every((payload) => payload.import_id === first.id)).toBe(true)
         expect(await store.imports.get(otherCompanyId, first.id)).toBeNull()
         expect(await store.imports.payloads(otherCompanyId, first.id)).toStrictEqual([])
+      })
+
+      it('stores the payload of the largest body the default limit allows, and reads it back whole', async () => {
+        const items = heavyItems(LARGEST_BODY_BYTES)
+        const joined = await store.imports.enqueue(anImport(companyId, minute(0)), aPayload(companyId, items), minute(0))
+        const small = await store.imports.enqueue(anImport(companyId, minute(0), 10), aPayload(companyId), minute(0))
+        expect(joined.details).toMatchObject([{ number_of_records: items.length, error: null }])
+        const [stored] = await store.imports.payloads(companyId, joined.id)
+        // Compared as text: a deep comparison of millions of numbers takes long.
+        expect(JSON.stringify(stored.items)).toBe(JSON.stringify(items))
+        expect(stored).toMatchObject({ id: joined.details[0].payload_id, import_id: joined.id, company_id: companyId })
+        expect((await store.imports.payloads(companyId, small.id)).map((payload) => payload.items)).toStrictEqual([[{ email: 'a@example.com' }]])
       })
 
       it('never joins an import a worker has claimed', async () => {

@@ -1,4 +1,4 @@
-import { deserialize, type Document, ObjectId, serialize } from 'bson'
+import { calculateObjectSize, deserialize, type Document, ObjectId, serialize } from 'bson'
 import { MongoServerError } from 'mongodb'
 import { describe, expect, it } from 'vitest'
 import { newId } from '../../src/ids.ts'
@@ -10,6 +10,7 @@ import { claimUpdate, IMPORT_INDEXES, runnable } from '../../src/store/mongo/imp
 import { INDEXES } from '../../src/store/mongo/indexes.ts'
 import { lockFilter } from '../../src/store/mongo/locks.ts'
 import { saveRecordsOperations } from '../../src/store/mongo/record-writes.ts'
+import { PART_BYTES, payloadFrom, storedPayload } from '../../src/store/mongo/payload-parts.ts'
 import { upsertRecordsOperations } from '../../src/store/mongo/repositories.ts'
 import { hitPipeline, RATE_WINDOW_INDEXES, subjectKey } from '../../src/store/mongo/rate-limits.ts'
 import { setFields } from '../../src/store/mongo/revisions.ts'
@@ -31,6 +32,8 @@ import {
   aStructure,
   aUser,
   aUserAttribute,
+  heavyItems,
+  LARGEST_BODY_BYTES,
   minute,
 } from './builders.ts'
 
@@ -134,6 +137,53 @@ describe('mongo codec: records ⇄ documents', () => {
     const id = newId()
     expect(lookupId(id)).toStrictEqual(new ObjectId(id))
     expect(lookupId('nope')).toBe('nope')
+  })
+})
+
+/** MongoDB's largest document. */
+const DOCUMENT_LIMIT = 16 * 1024 * 1024
+
+const aPayload = (items: unknown[]) => ({
+  id: newId(),
+  company_id: companyId,
+  import_id: newId(),
+  items,
+  options: { all: true, keep_overrides: false },
+  received_at: minute(0),
+})
+
+describe('mongo import payloads: stored in parts under the document limit', () => {
+  it('keeps a payload of usual size in its one document, and reads it back exactly', () => {
+    const payload = aPayload([{ email: 'a@b.c', name: 'Zoë ✓' }, null, 3, [1.5, -2]])
+    const { payload: document, parts } = storedPayload(payload)
+    expect(parts).toStrictEqual([])
+    expect(payloadFrom(throughBson(document), [])).toStrictEqual(payload)
+  })
+
+  it('splits the largest body the default limit allows into documents that each fit, and joins them back', () => {
+    const items = heavyItems(LARGEST_BODY_BYTES)
+    // As an array, the items alone would be several times too large for one document.
+    expect(calculateObjectSize({ items })).toBeGreaterThan(4 * DOCUMENT_LIMIT)
+    const payload = aPayload(items)
+    const { payload: document, parts } = storedPayload(payload)
+    expect(parts).toHaveLength(Math.ceil(JSON.stringify(items).length / PART_BYTES) - 1)
+    for (const stored of [document, ...parts]) expect(calculateObjectSize(stored)).toBeLessThan(DOCUMENT_LIMIT)
+    // Parts may come back in any order.
+    const read = payloadFrom(throughBson(document), parts.toReversed().map(throughBson))
+    // Compared as text: a deep comparison of millions of numbers takes long.
+    expect(JSON.stringify(read.items)).toBe(JSON.stringify(items))
+    expect({ ...read, items: [] }).toStrictEqual({ ...payload, items: [] })
+  })
+
+  it('refuses to read a payload with a part missing', () => {
+    const { payload: document, parts } = storedPayload(aPayload(heavyItems(PART_BYTES + 1)))
+    expect(parts).toHaveLength(1)
+    expect(() => payloadFrom(document, [])).toThrow(/1 of its 2 parts/)
+  })
+
+  it('reads a payload stored before parts existed, whose items are an array', () => {
+    const payload = aPayload([{ email: 'a@b.c' }])
+    expect(payloadFrom(throughBson(encode(collections.IMPORT_PAYLOADS, payload)), [])).toStrictEqual(payload)
   })
 })
 

@@ -34,6 +34,8 @@ export const QUOTAS = company('quotas')
 export const QUOTA_VALUES = company('quota_values', 'quota_id', 'user_id')
 export const IMPORTS = company('imports', 'table_id')
 export const IMPORT_PAYLOADS = company('import_payloads', 'import_id')
+/** The parts of a payload's items beyond the first, for payloads larger than a document holds (`payload-parts.ts`). */
+export const IMPORT_PAYLOAD_PARTS = company('import_payload_parts', 'payload_id')
 /**
  * One document per (company, purpose), written by the transactions that must not interleave: two claims for
  * one company, or two enqueues for one (company, join key). Under snapshot isolation two transactions that
@@ -59,6 +61,7 @@ export const COMPANY_COLLECTIONS: readonly Codec[] = [
   QUOTA_VALUES,
   IMPORTS,
   IMPORT_PAYLOADS,
+  IMPORT_PAYLOAD_PARTS,
   IMPORT_LOCKS,
 ]
 
@@ -88,5 +91,6 @@ export const SHARD_KEYS: ReadonlyMap<string, Readonly<Record<string, 1>>> = new 
   [QUOTA_VALUES.collection, BY_COMPANY],
   [IMPORTS.collection, BY_COMPANY],
   [IMPORT_PAYLOADS.collection, BY_COMPANY],
+  [IMPORT_PAYLOAD_PARTS.collection, BY_COMPANY],
   [IMPORT_LOCKS.collection, BY_COMPANY],
 ])

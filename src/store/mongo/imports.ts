@@ -1,12 +1,13 @@
 import type { Document, ObjectId } from 'bson'
 import type { IndexDescription } from 'mongodb'
-import type { DataImport, ImportPayload } from '../model.ts'
+import type { DataImport } from '../model.ts'
 import type { ImportOutcome, ImportProgress, ImportRepository } from '../port.ts'
 import { decode, encode, lookupId } from './codec.ts'
-import { IMPORT_LOCKS, IMPORT_PAYLOADS, IMPORTS } from './collections.ts'
+import { IMPORT_LOCKS, IMPORT_PAYLOAD_PARTS, IMPORT_PAYLOADS, IMPORTS } from './collections.ts'
 import { ensureLock, writeLock } from './locks.ts'
+import { partCount, payloadFrom, storedPayload } from './payload-parts.ts'
 import { byId, inCompany } from './filters.ts'
-import { atomically, call, collectionOf, findAll, findOne, inSession, type Scope } from './scope.ts'
+import { atomically, call, collectionOf, findOne, inSession, type Scope } from './scope.ts'
 
 export const IMPORT_INDEXES: ReadonlyMap<string, readonly IndexDescription[]> = new Map<string, readonly IndexDescription[]>([
   [
@@ -21,6 +22,7 @@ export const IMPORT_INDEXES: ReadonlyMap<string, readonly IndexDescription[]> = 
     ],
   ],
   [IMPORT_PAYLOADS.collection, [{ key: { company_id: 1, import_id: 1, _id: 1 }, name: 'company_import_id' }]],
+  [IMPORT_PAYLOAD_PARTS.collection, [{ key: { company_id: 1, payload_id: 1, index: 1 }, name: 'company_payload_index' }]],
   [IMPORT_LOCKS.collection, [{ key: { company_id: 1 }, name: 'company_id' }]],
 ])
 
@@ -80,6 +82,10 @@ export function mongoImports(scope: Scope): ImportRepository {
   return {
     async enqueue(fresh, payload, now) {
       await ensureLock(scope, fresh.company_id, `join:${fresh.join_key}`)
+      // The parts of a large payload are written first, outside the transaction, which then stays small: until
+      // the payload's document commits, nothing refers to them (an enqueue that fails leaves them unread).
+      const { payload: document, parts } = storedPayload({ ...payload, import_id: fresh.id })
+      if (parts.length > 0) await call(scope, (session) => collectionOf(scope, IMPORT_PAYLOAD_PARTS).insertMany(parts, { ...inSession(session), ordered: true }))
       return atomically(scope, async (session) => {
         await writeLock(scope, session, fresh.company_id, `join:${fresh.join_key}`)
         const detail = { payload_id: payload.id, number_of_records: payload.items.length, error: null }
@@ -92,15 +98,27 @@ export function mongoImports(scope: Scope): ImportRepository {
           joined = encode(IMPORTS, { ...fresh, details: [detail] })
           await imports().insertOne(joined, inSession(session))
         }
-        const stored: ImportPayload = { ...payload, import_id: String(joined._id) }
-        await collectionOf(scope, IMPORT_PAYLOADS).insertOne(encode(IMPORT_PAYLOADS, stored), inSession(session))
+        await collectionOf(scope, IMPORT_PAYLOADS).insertOne({ ...document, import_id: joined._id }, inSession(session))
         return decode<DataImport>(IMPORTS, joined)
       })
     },
 
     get: (companyId, id) => findOne<DataImport>(scope, IMPORTS, byId(companyId, id)),
 
-    payloads: (companyId, importId) => findAll<ImportPayload>(scope, IMPORT_PAYLOADS, inCompany(companyId, { import_id: lookupId(importId) })),
+    payloads: (companyId, importId) =>
+      call(scope, async (session) => {
+        const documents = await collectionOf(scope, IMPORT_PAYLOADS)
+          .find(inCompany(companyId, { import_id: lookupId(importId) }), { ...inSession(session), sort: { _id: 1 } })
+          .toArray()
+        const split = documents.filter((document) => partCount(document) > 1).map((document) => document._id)
+        const parts =
+          split.length === 0
+            ? []
+            : await collectionOf(scope, IMPORT_PAYLOAD_PARTS)
+                .find(inCompany(companyId, { payload_id: { $in: split } }), inSession(session))
+                .toArray()
+        return documents.map((document) => payloadFrom(document, parts.filter((part) => String(part.payload_id) === String(document._id))))
+      }),
 
     async claimNext(owner, now, leaseExpiresAt) {
       // The scan reads outside any transaction; each claim re-checks its candidate inside one. The companies
