@@ -31,7 +31,9 @@ import type { RevisionRepository } from './revisions.ts'
  * - Every operation but `companies.*` takes the company id and never reads or writes another company's data.
  * - Lists are in id order (ObjectId order, which is creation order) unless a method says otherwise.
  * - A single method call is atomic. `transaction` makes a group of calls atomic: all or none is applied,
- *   and no other reader sees a part of it.
+ *   and no other reader sees a part of it. (On a sharded MongoDB cluster, a read outside a transaction that
+ *   spans shards may, for the moment of a commit, see a transaction's writes on one shard and not yet on
+ *   another: docs/scaling.md.)
  * - Records are returned as fresh objects: changing one never changes the store.
  */
 export interface Store {
