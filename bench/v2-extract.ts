@@ -144,6 +144,8 @@ async function seed(dataDir: string): Promise<string> {
           achievement: 4500,
           metrics: { attainment: (index % 150) / 100, tier: TIERS[index % 3], bonus: { value: index % 1000, currency } },
           dimensions: { region: ['EMEA'] },
+          plan_id: null,
+          period: null,
           modified_at: new Date(base + index * 1000).toISOString(),
         })
       }

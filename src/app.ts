@@ -6,6 +6,8 @@ import type { Config } from './config.ts'
 import { loggerOptions, OneLinePerRequest } from './logger.ts'
 import { limitRequestRate } from './rate-limit/rate-limit.ts'
 import { adminRoutes } from './routes/admin.ts'
+import { registerCors } from './routes/cors.ts'
+import { drainRefusedBodies } from './routes/refused-bodies.ts'
 import { registerErrorHandling } from './routes/errors.ts'
 import { registerHealth, type WorkerProbe } from './routes/health.ts'
 import { registerMetrics } from './routes/metrics.ts'
@@ -50,7 +52,7 @@ export async function buildApp({ config, store, clock, logStream, worker }: AppO
     },
     // Fastify takes a hop count at run time; its types only list the other forms.
     trustProxy: config.trustProxy as boolean | string[],
-    bodyLimit: 10 * 1024 * 1024,
+    bodyLimit: config.bodyLimitMb * 1024 * 1024,
     // A request that reaches a draining instance on an open connection is still answered (with Connection:
     // close), in the specification's bodies, rather than by the framework's own 503.
     return503OnClosing: false,
@@ -61,6 +63,8 @@ export async function buildApp({ config, store, clock, logStream, worker }: AppO
   app.decorate('store', store)
   app.decorate('clock', clock)
   registerErrorHandling(app)
+  drainRefusedBodies(app)
+  if (config.corsOrigins.length > 0) await registerCors(app, config.corsOrigins)
   // The OpenAPI generator first: it sees only the routes registered after it.
   await registerOpenApi(app)
   registerMetrics(app)

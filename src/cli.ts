@@ -10,6 +10,7 @@ import { demoFixture } from './fixtures/demo.ts'
 import { loadFixture } from './fixtures/load-fixture.ts'
 import { startServer } from './server.ts'
 import { closeWorkerOnSignals, startWorkerProcess } from './imports/worker-process.ts'
+import { serveWorkerHealth } from './routes/worker-health.ts'
 import { closeGracefullyOnSignals } from './shutdown.ts'
 import { openStore } from './store/open-store.ts'
 import { QUOTA_TYPES, type QuotaType } from './store/model.ts'
@@ -22,7 +23,8 @@ Commands:
                                           --role api: HTTP only; --role worker: the import worker only
   demo [--users N] [--months N] [--deals N] [--seed S]
                                           create a demo company; prints its id and API key
-  load <fixture.json>                     create a company from a fixture; prints its id and API key
+  load <fixture.json | ->                 create a company from a fixture (-: read it from standard input);
+                                          prints its id and API key
   companies                               list the companies
   keys create --company ID [--user EMAIL] create an API key (for the company's first active user by default)
   structures --company ID                 every structure, quota and data table of a company, sandbox included
@@ -79,12 +81,13 @@ const COMMANDS: Record<string, Command> = {
 
   async load(store, positionals) {
     const [file] = positionals
-    if (!file) throw new UsageError('load expects a fixture file')
+    if (!file) throw new UsageError('load expects a fixture file, or - for standard input')
     let document: unknown
     try {
-      document = JSON.parse(readFileSync(file, 'utf8'))
+      // `-` reads standard input, so that a fixture on the host loads into a container: `exec -T ... load - < file`.
+      document = JSON.parse(readFileSync(file === '-' ? 0 : file, 'utf8'))
     } catch (error) {
-      throw new UsageError(`cannot read ${file} as JSON: ${(error as Error).message}`)
+      throw new UsageError(`cannot read ${file === '-' ? 'standard input' : file} as JSON: ${(error as Error).message}`)
     }
     return created(await loadFixture(store, systemClock, document))
   },
@@ -121,7 +124,12 @@ async function serve(role: unknown = 'all'): Promise<void> {
   if (role !== 'all' && role !== 'api' && role !== 'worker') throw new UsageError('--role expects all, api or worker')
   const config = loadConfig()
   if (role === 'worker') {
-    closeWorkerOnSignals(await startWorkerProcess(config), config.shutdownTimeoutMs)
+    const running = await startWorkerProcess(config)
+    if (config.workerHealthPort === null) return closeWorkerOnSignals(running, config.shutdownTimeoutMs)
+    const { served, url } = await serveWorkerHealth(running, config, systemClock)
+    closeWorkerOnSignals(served, config.shutdownTimeoutMs)
+    // Announced once a SIGTERM would close it gracefully.
+    process.stdout.write(`commission-api import worker health and metrics on ${url}\n`)
     return
   }
   const server = await startServer(config, { role })

@@ -24,6 +24,12 @@ export interface Config {
   importPollMs: number
   /** How long a worker's claim on an import holds without renewal (a dead worker's import is redone after it). */
   importLeaseMs: number
+  /** The largest request body, in MiB: a larger one is answered 413. */
+  bodyLimitMb: number
+  /** Browser origins allowed to call the service (CORS); `*` is any origin; empty: CORS is off. */
+  corsOrigins: string[]
+  /** `serve --role worker`: the port of its health probes and metrics; null: the worker serves no HTTP. */
+  workerHealthPort: number | null
 }
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
@@ -66,6 +72,10 @@ export function loadConfig(env: Env = process.env): Config {
     shutdownTimeoutMs: read('SHUTDOWN_TIMEOUT_MS', 10_000, (raw) => parseWholeNumber(raw, 1, 3_600_000)),
     importPollMs: read('IMPORT_POLL_MS', 250, (raw) => parseWholeNumber(raw, 10, 60_000)),
     importLeaseMs: read('IMPORT_LEASE_MS', 60_000, (raw) => parseWholeNumber(raw, 1_000, 3_600_000)),
+    // 32 MiB: 5,000 records of 4 KiB (the top of the recommended batch) are about 20 MiB with their JSON.
+    bodyLimitMb: read('BODY_LIMIT_MB', 32, (raw) => parseWholeNumber(raw, 1, 512)),
+    corsOrigins: read<string[]>('CORS_ORIGINS', [], parseOrigins),
+    workerHealthPort: read<number | null>('WORKER_HEALTH_PORT', null, parsePort),
   }
   if (problems.length > 0) throw new ConfigError(`Invalid configuration:\n  ${problems.join('\n  ')}`)
   return config
@@ -114,4 +124,26 @@ function parseTrustProxy(raw: string): boolean | number | string[] | string {
   const addresses = raw.split(',').map((part) => part.trim())
   if (addresses.every((address) => /^[0-9a-fA-F.:]+(\/\d{1,3})?$/.test(address))) return addresses
   return '!expected on, off, a hop count, or a comma-separated list of addresses or CIDR ranges'
+}
+
+/** A comma-separated list of origins (`scheme://host[:port]`, as a browser sends them), or `*`. */
+function parseOrigins(raw: string): string[] | string {
+  const origins: string[] = []
+  for (const part of raw.split(',').map((item) => item.trim()).filter((item) => item !== '')) {
+    if (part === '*') {
+      origins.push(part)
+      continue
+    }
+    let url: URL
+    try {
+      url = new URL(part)
+    } catch {
+      return `!${JSON.stringify(part)} is not an origin such as http://localhost:5173`
+    }
+    if ((url.protocol !== 'http:' && url.protocol !== 'https:') || `${url.origin}/` !== url.href.replace(/\/?$/, '/')) {
+      return `!${JSON.stringify(part)} is not an origin (scheme://host[:port], without path, query or fragment)`
+    }
+    origins.push(url.origin)
+  }
+  return origins
 }

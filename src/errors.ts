@@ -11,6 +11,10 @@ export interface Issue {
   error?: string
 }
 
+/**
+ * The request is refused: a 400 listing every issue. An issue may name another family than ValidationError
+ * (the archive call lists `NotFoundError` and `ConflictError` issues in its 400 too).
+ */
 export class ValidationError extends Error {
   override name = 'ValidationError'
   readonly issues: Issue[]
@@ -38,25 +42,4 @@ export class UnauthorizedError extends Error {
 
 export class ForbiddenError extends Error {
   override name = 'ForbiddenError'
-}
-
-/**
- * A bulk call refused as a whole for one or more reasons, each an Issue with its own family
- * (`ValidationError`, `NotFoundError`, `ConflictError`). Its status is that of the most basic family
- * present: 400 for any ValidationError, else 404 for any NotFoundError, else 409.
- */
-export class BulkRefusedError extends Error {
-  override name = 'BulkRefusedError'
-  readonly issues: Issue[]
-
-  constructor(issues: Issue[]) {
-    super(issues.map((issue) => `${issue.resource}: ${issue.description}`).join('; '))
-    this.issues = issues
-  }
-
-  get status(): 400 | 404 | 409 {
-    const families = new Set(this.issues.map((issue) => issue.error ?? 'ValidationError'))
-    if (families.has('ValidationError')) return 400
-    return families.has('NotFoundError') ? 404 : 409
-  }
 }

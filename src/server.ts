@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify'
 import { buildApp } from './app.ts'
 import { type Clock, systemClock } from './clock.ts'
 import type { Config } from './config.ts'
+import { listeningUrl } from './routes/base-url.ts'
 import { type DemoOutcome, ensureDemoCompany } from './fixtures/demo-company.ts'
 import { ImportWorker } from './imports/worker.ts'
 import { openStore } from './store/open-store.ts'
@@ -45,10 +46,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
       app.metrics.watchWorker(worker)
       worker.start()
     }
-    const address = app.server.address()
-    const port = typeof address === 'object' && address ? address.port : config.port
-    const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host
-    const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`
+    const url = listeningUrl(app, config.host)
     out.write(banner(url, config.publicUrl ?? url, demo))
     return {
       app,

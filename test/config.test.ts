@@ -18,6 +18,9 @@ describe('configuration', () => {
       shutdownTimeoutMs: 10_000,
       importPollMs: 250,
       importLeaseMs: 60_000,
+      bodyLimitMb: 32,
+      corsOrigins: [],
+      workerHealthPort: null,
     })
   })
 
@@ -36,6 +39,9 @@ describe('configuration', () => {
       SHUTDOWN_TIMEOUT_MS: '3000',
       IMPORT_POLL_MS: '100',
       IMPORT_LEASE_MS: '30000',
+      BODY_LIMIT_MB: '64',
+      CORS_ORIGINS: 'http://localhost:5173',
+      WORKER_HEALTH_PORT: '9100',
     })
     expect(config).toEqual({
       port: 8080,
@@ -51,6 +57,9 @@ describe('configuration', () => {
       shutdownTimeoutMs: 3000,
       importPollMs: 100,
       importLeaseMs: 30_000,
+      bodyLimitMb: 64,
+      corsOrigins: ['http://localhost:5173'],
+      workerHealthPort: 9100,
     })
     expect(loadConfig({ TRUST_PROXY: '2' }).trustProxy).toBe(2)
     expect(loadConfig({ TRUST_PROXY: 'true' }).trustProxy).toBe(true)
@@ -69,6 +78,10 @@ describe('configuration', () => {
     ['RATE_LIMIT_PER_SECOND', '0'],
     ['RATE_LIMIT_PER_SECOND', '1.5'],
     ['SHUTDOWN_TIMEOUT_MS', 'soon'],
+    ['BODY_LIMIT_MB', '0'],
+    ['BODY_LIMIT_MB', '513'],
+    ['BODY_LIMIT_MB', '1.5'],
+    ['WORKER_HEALTH_PORT', 'health'],
   ])('stops on a bad %s and names it', (name, value) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError)
     expect(() => loadConfig({ [name]: value })).toThrow(new RegExp(`${name}=`))

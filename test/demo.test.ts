@@ -4,6 +4,7 @@ import { demoFixture } from '../src/fixtures/demo.ts'
 import { loadFixture } from '../src/fixtures/load-fixture.ts'
 import type { DataTable, Quota, User } from '../src/store/model.ts'
 import type { Store } from '../src/store/port.ts'
+import { startTestServer } from './helpers/server.ts'
 import { openTestStore } from './helpers/test-store.ts'
 
 const ALL = { limit: 100_000 }
@@ -101,14 +102,15 @@ describe('demoFixture, loaded with the defaults', () => {
     ])
     const [live, sandbox] = tables
     expect(live.fields.map((field) => [field.api_key, field.type])).toEqual([
-      ['deal_id', 'string'],
-      ['deal_name', 'string'],
+      ['id', 'string'],
+      ['name', 'string'],
       ['owner_id', 'string'],
       ['close_date', 'datetime'],
       ['product', 'string'],
       ['amount', 'amount'],
       ['deal_types', 'multi'],
     ])
+    expect(live).toMatchObject({ id_field: 'id', name_field: 'name' })
     expect(await store.records.count(companyId, live.id)).toBe(200)
     expect(await store.commissionLines.count(companyId, live.id)).toBe(200)
     expect(await store.records.count(companyId, sandbox.id)).toBeGreaterThanOrEqual(2)
@@ -133,7 +135,7 @@ describe('demoFixture, loaded with the defaults', () => {
     ])
     expect(structures[0].metric_keys).toEqual(['attainment', 'tier', 'bonus'])
     expect(structures[1]).toMatchObject({ data_table_id: tables[0].id, metric_keys: ['bonus'] })
-    expect(structures[1].field_keys).toEqual(['deal_name', 'owner_id', 'close_date', 'product', 'amount', 'deal_types'])
+    expect(structures[1].field_keys).toEqual(['name', 'owner_id', 'close_date', 'product', 'amount', 'deal_types'])
     expect(structures[3].data_table_id).toBe(tables[1].id)
   })
 
@@ -146,7 +148,9 @@ describe('demoFixture, loaded with the defaults', () => {
     const currencyOf = new Map(users.map((user) => [user.id, user.currency]))
     for (const statement of statements) expect(statement.currency).toBe(currencyOf.get(statement.user_id))
     expect(new Set(statements.map((statement) => statement.date.slice(0, 7))).size).toBe(12)
-    expect(statements.at(-1)?.date).toBe('2025-12-31')
+    // Dated on the first day of their period, as the documented examples are.
+    for (const statement of statements) expect(statement.date).toMatch(/^\d{4}-\d{2}-01$/)
+    expect(statements.at(-1)?.date).toBe('2025-12-01')
     expect(await store.statements.count(companyId, 'sandbox')).toBe(1)
   })
 
@@ -236,6 +240,35 @@ describe('demoFixture options', () => {
     const [live] = await store.dataTables.list(companyId)
     expect(await store.commissionLines.count(companyId, live.id)).toBe(5_000)
     const statements = await store.statements.page(companyId, 'live', ALL)
-    expect(statements[0].date).toBe('2024-01-31')
+    expect(statements[0].date).toBe('2024-01-01')
+  })
+})
+
+describe('the demo over HTTP', () => {
+  it('serves records of the documented shape and statements dated on the first day of their period', async () => {
+    const server = await startTestServer()
+    try {
+      const { apiKey } = await server.load(demoFixture({ users: 6, months: 3, deals: 5 }))
+      const records = await server.call('/v1/tables/deals/records?limit=5', { key: apiKey })
+      expect(records.status).toBe(200)
+      expect(records.body.data).toHaveLength(5)
+      for (const record of records.body.data) {
+        expect(Object.keys(record)).toEqual(['id', 'name', 'owner_id', 'close_date', 'product', 'amount', 'amount_currency', 'deal_types'])
+        expect(record).toMatchObject({ id: expect.stringMatching(/^D-\d{5}$/), name: expect.any(String), amount: expect.any(Number) })
+        expect(record.close_date).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/)
+      }
+      const discovery = await server.call('/v2/data-structures', { key: apiKey })
+      const statementsUrl = new URL(discovery.body.data.find((entry: { type: string }) => entry.type === 'statement_reporting').links.records)
+      const statements = await server.call(statementsUrl.pathname, { key: apiKey })
+      expect(statements.body.data.length).toBeGreaterThan(0)
+      for (const row of statements.body.data) expect(row['standard.date']).toMatch(/^\d{4}-\d{2}-01$/)
+      const v1 = await server.call('/v1/reporting', { key: apiKey })
+      for (const row of v1.body.data) expect(row.date).toMatch(/^\d{4}-\d{2}-01$/)
+      const recordsUrl = new URL(discovery.body.data.find((entry: { type: string }) => entry.type === 'record_reporting').links.records)
+      const [line] = (await server.call(recordsUrl.pathname, { key: apiKey })).body.data
+      expect(line).toMatchObject({ 'datatable.name': expect.any(String), 'datatable.owner_id': expect.any(String) })
+    } finally {
+      await server.close()
+    }
   })
 })

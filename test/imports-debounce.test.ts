@@ -52,10 +52,11 @@ describe('debounce', () => {
     expect(await h.drain()).toBe(1)
     const result = await h.importOf(id)
     expect(result.error).toBe(true)
+    // number_of_records: the items applied; null for the refused call.
     expect(result.data_tables_details.map((detail: any) => [detail.number_of_records, detail.error?.title ?? null])).toStrictEqual([
       [1, null],
-      [2, 'ValidationError'],
-      [2, 'PartialFailure'],
+      [null, 'ValidationError'],
+      [1, 'PartialFailure'],
     ])
     expect(result.data_tables_details[1].error.parsing_error_details).toMatchObject([{ line_number: 2, row: { email: 'bad@acme.example' } }])
     expect(await h.user('a@acme.example')).toBeDefined()
@@ -72,17 +73,46 @@ describe('debounce', () => {
     expect(await h.user('a@acme.example')).toMatchObject({ name: 'First', role: 'sales' })
   })
 
-  it('joins only calls to the same endpoint: the same table, the same company', async () => {
+  it('stacks record calls of one company across tables; users and other companies keep their own imports', async () => {
     const table = await h.store.dataTables.getByKey(h.companyId, 'live', 'deals')
     await h.store.dataTables.insert({ ...table!, id: '0123456789abcdef01234567', key: 'other_deals' })
     const deals = await postRecords('deals', [{ deal_id: 'D-3' }], '?debounce=60')
     expect(await postRecords('deals', [{ deal_id: 'D-4' }])).toBe(deals)
-    expect(await postRecords('other_deals', [{ deal_id: 'O-1' }], '?debounce=60')).not.toBe(deals)
+    expect(await postRecords('other_deals', [{ deal_id: 'O-1' }, { deal_id: 'O-2' }], '?debounce=60')).toBe(deals)
     expect(await putUsers([{ email: 'a@acme.example' }], '?debounce=60')).not.toBe(deals)
     const globex = await h.server.load(smallFixture('Globex'))
     const theirs = await h.server.call('/v1/tables/deals/records/bulk?debounce=60', { method: 'POST', key: globex.apiKey, body: [{ deal_id: 'G-1' }] })
     expect(theirs.body.import_id).not.toBe(deals)
-    expect((await h.importOf(deals)).data_tables_details).toHaveLength(2)
+    expect((await h.importOf(deals)).data_tables_details.map((detail: any) => [detail.data_table_key, detail.status])).toStrictEqual([
+      ['deals', 'scheduled'],
+      ['deals', 'scheduled'],
+      ['other_deals', 'scheduled'],
+    ])
+  })
+
+  it('applies each stacked call to its own table, with its own all and outcome', async () => {
+    const table = await h.store.dataTables.getByKey(h.companyId, 'live', 'deals')
+    const other = { ...table!, id: '0123456789abcdef01234567', key: 'other_deals' }
+    await h.store.dataTables.insert(other)
+    await h.store.records.upsert(h.companyId, [
+      { id: '0123456789abcdef01234568', company_id: h.companyId, table_id: other.id, external_id: 'O-0', values: { deal_id: 'O-0' }, overrides: {}, created_at: '2026-01-01T00:00:00.000Z', modified_at: '2026-01-01T00:00:00.000Z' },
+    ])
+    const id = await postRecords('other_deals', [{ deal_id: 'O-1' }], '?all=true&debounce=30')
+    await postRecords('deals', [{ deal_id: 'D-9', amount: 'lots' }, { deal_id: 'D-10' }], '?debounce=30')
+    await postRecords('other_deals', [{ deal_id: 'O-2' }], '?debounce=30')
+    h.server.clock.advance(30_000)
+    expect(await h.drain()).toBe(1)
+    const result = await h.importOf(id)
+    expect(result.error).toBe(true)
+    expect(result.data_tables_details.map((detail: any) => [detail.data_table_key, detail.error?.title ?? null])).toStrictEqual([
+      ['other_deals', null],
+      ['deals', 'PartialFailure'],
+      ['other_deals', null],
+    ])
+    const keysOf = async (tableId: string) => (await h.store.records.list(h.companyId, tableId, { offset: 0, limit: 100 })).map((record) => record.external_id)
+    // all=true emptied other_deals only, once, before its first call; deals kept its records.
+    expect(await keysOf(other.id)).toStrictEqual(['O-1', 'O-2'])
+    expect(await keysOf(table!.id)).toStrictEqual(['D-1', 'D-2', 'D-10'])
   })
 
   it('with all=true empties the table once, before the merged payloads are applied', async () => {

@@ -1,13 +1,12 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { boundedDetails, DETAILS_BYTES, KEPT_ITEM_ISSUES } from '../src/imports/outcome.ts'
-import { MAX_RECORDS_BODY_BYTES } from '../src/imports/limits.ts'
 import type { ImportDetail, ImportItemIssue } from '../src/store/model.ts'
 import { type ImportHarness, startImportHarness } from './imports-support.ts'
-import { heavyItems } from './store/builders.ts'
+import { heavyItems, LARGEST_BODY_BYTES } from './store/builders.ts'
 
 const bytes = (value: unknown) => Buffer.byteLength(JSON.stringify(value))
 
-describe('a call as large as the body limit allows', () => {
+describe('a call as large as the default body limit allows', () => {
   let h: ImportHarness
   beforeEach(async () => {
     h = await startImportHarness()
@@ -19,9 +18,9 @@ describe('a call as large as the body limit allows', () => {
   it('is stored whole and applied, its refused records reported within the details an import keeps', async () => {
     // Records whose `deal_name` is a long array of numbers: refused (it must be text), and each reported with its
     // row, so the call's details alone would be as large as the body (and several times that in BSON).
-    const records = heavyItems(MAX_RECORDS_BODY_BYTES - 512 * 1024)
+    const records = heavyItems(LARGEST_BODY_BYTES - 512 * 1024)
     const body = JSON.stringify([...records, { deal_id: 'OK-1', deal_name: 'fine' }])
-    expect(Buffer.byteLength(body)).toBeLessThan(MAX_RECORDS_BODY_BYTES)
+    expect(Buffer.byteLength(body)).toBeLessThan(LARGEST_BODY_BYTES)
     const reply = await h.call('/v1/tables/deals/records/bulk', { method: 'POST', body })
     expect(reply.status).toBe(200)
     expect(await h.drain()).toBe(1)

@@ -2,6 +2,7 @@ import { once } from 'node:events'
 import { Writable } from 'node:stream'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { newId } from '../src/ids.ts'
 import { runClaimedImport } from '../src/imports/run-import.ts'
 import { ImportWorker } from '../src/imports/worker.ts'
 import { loadConfig } from '../src/config.ts'
@@ -10,6 +11,7 @@ import { smallFixture } from './helpers/fixtures.ts'
 import { tempDataDir } from './helpers/process.ts'
 import { runEnvironment } from './helpers/test-store.ts'
 import { type ImportHarness, startImportHarness } from './imports-support.ts'
+import { anImport } from './store/builders.ts'
 
 let h: ImportHarness
 beforeEach(async () => {
@@ -30,6 +32,23 @@ const at = (offset = 0) => new Date(h.server.clock.now().getTime() + offset).toI
 const claimAndDie = (owner = 'dead-worker') => h.store.imports.claimNext(owner, at(), at(LEASE))
 
 describe('the import worker', () => {
+  it('applies a record import stored before imports stacked across tables (its table on the import, not the payload)', async () => {
+    const deals = (await h.store.dataTables.getByKey(h.companyId, 'live', 'deals'))!
+    const now = at()
+    const legacy = await h.store.imports.enqueue(
+      { ...anImport(h.companyId, now, 0, `records:${deals.id}`), target: 'records', table_id: deals.id, data_table_key: 'deals' },
+      { id: newId(), company_id: h.companyId, items: [{ deal_id: 'OLD-1', deal_name: 'Queued before the upgrade' }], options: { all: false, keep_overrides: false }, received_at: now },
+      now,
+    )
+    expect(await h.drain()).toBe(1)
+    const result = await h.importOf(legacy.id)
+    expect(result).toMatchObject({ status: 'finished', error: false, data_tables_details: [{ data_table_key: 'deals', number_of_records: 1, error: null }] })
+    expect((await h.store.records.findByExternalIds(h.companyId, deals.id, ['OLD-1'])).get('OLD-1')?.values).toStrictEqual({
+      deal_id: 'OLD-1',
+      deal_name: 'Queued before the upgrade',
+    })
+  })
+
   it('runs one import per company at a time; the others wait in scheduled, other companies go on', async () => {
     const globex = await h.server.load(smallFixture('Globex'))
     const first = await putUsers([{ email: 'a@acme.example' }])

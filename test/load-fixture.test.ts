@@ -64,6 +64,8 @@ describe('loading a fixture', () => {
     fixture.statements[0].metrics.tier = 'platinum'
     fixture.data_tables[0].records.push({ deal_id: 'D-1', deal_name: 'Again' })
     fixture.data_tables[0].records.push({ deal_name: 'No id', amount: 'lots' })
+    // An import ignores a key its table does not know; a fixture, written for its tables, reports it.
+    fixture.data_tables[0].records.push({ deal_id: 'D-7', colour: 'red' })
     fixture.commission_lines[0].record = 'D-404'
     fixture.quotas[0].values.push({ user: 'owner@acme.example', period: '2026-01', value: 1 })
     expect(await problemsOf(fixture)).toEqual([
@@ -72,6 +74,7 @@ describe('loading a fixture', () => {
       '/data_tables/0/records/2/deal_id',
       '/data_tables/0/records/3',
       '/data_tables/0/records/3',
+      '/data_tables/0/records/4',
       '/reporting_structures/0/metrics/3',
       '/statements/0/metrics/tier',
       '/commission_lines/0/record',

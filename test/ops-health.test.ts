@@ -39,6 +39,23 @@ describe('health probes', () => {
     ])
   })
 
+  it('answers at /healthz and /readyz as at /health/live and /health/ready, 503 included', async () => {
+    server = await startTestServer()
+    const live = await server.call('/healthz')
+    expect(live.status).toBe(200)
+    expect(live.body).toEqual({ status: 'ok' })
+    const ready = await server.call('/readyz')
+    expect(ready.status).toBe(200)
+    expect(ready.body).toEqual({ status: 'ready', checks: { store: 'ok', worker: 'none', shutting_down: false } })
+
+    await server.store.close()
+    const unavailable = await server.call('/readyz')
+    expect(unavailable.status).toBe(503)
+    expect(unavailable.body).toEqual((await server.call('/health/ready')).body)
+    expect(unavailable.body.checks.store).toBe('unreachable')
+    expect((await server.call('/healthz')).status).toBe(200)
+  })
+
   it('ignores a key: a wrong one does not make a probe fail', async () => {
     server = await startTestServer()
     expect((await server.call('/health/ready', { key: 'cak_wrong' })).status).toBe(200)

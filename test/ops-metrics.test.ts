@@ -1,15 +1,12 @@
 import { EventEmitter } from 'node:events'
+import { readFileSync } from 'node:fs'
 import { afterEach, describe, expect, it } from 'vitest'
+import { ManualClock } from '../src/clock.ts'
 import { ServiceMetrics } from '../src/observability/metrics.ts'
 import type { DataImport } from '../src/store/model.ts'
 import { smallFixture } from './helpers/fixtures.ts'
+import { sample } from './helpers/operations.ts'
 import { startTestServer, type TestServer } from './helpers/server.ts'
-
-/** The value of one sample of a Prometheus text exposition, or undefined when absent. */
-function sample(text: string, series: string): number | undefined {
-  const line = text.split('\n').find((candidate) => candidate.startsWith(`${series} `))
-  return line === undefined ? undefined : Number(line.slice(series.length + 1))
-}
 
 describe('GET /metrics', () => {
   let server: TestServer
@@ -25,7 +22,7 @@ describe('GET /metrics', () => {
 
     const reply = await server.call('/metrics')
     expect(reply.status).toBe(200)
-    expect(reply.headers['content-type']).toMatch(/^text\/plain; version=0\.0\.4/)
+    expect(reply.headers['content-type']).toBe('text/plain; version=0.0.4; charset=utf-8')
     const text = reply.text
     expect(sample(text, 'commission_api_http_requests_total{method="GET",route="/v2/data-structures",status_code="200"}')).toBe(2)
     expect(sample(text, 'commission_api_http_requests_total{method="GET",route="/v2/data-structures",status_code="429"}')).toBe(1)
@@ -54,13 +51,79 @@ describe('GET /metrics', () => {
     expect(sample(after, 'commission_api_imports{state="finished"}')).toBe(0)
     expect(sample(after, 'commission_api_import_queue_depth')).toBe(1)
   })
+
+  it('reports how long the oldest due import has waited, not counting its debounce window', async () => {
+    server = await startTestServer()
+    const { apiKey } = await server.load(smallFixture())
+    const age = async () => sample((await server.call('/metrics')).text, 'commission_api_import_oldest_scheduled_age_seconds')
+    expect(await age()).toBe(0)
+
+    // Held open for 600 s: the import cannot run yet, so it has not waited.
+    const body = { data: [{ email: 'new@acme.example', name: 'New' }] }
+    expect((await server.call('/v1/users/bulk?debounce=600', { method: 'PUT', key: apiKey, body })).status).toBe(200)
+    server.clock.advance(599_000)
+    expect(await age()).toBe(0)
+    server.clock.advance(91_000)
+    expect(await age()).toBe(90)
+
+    // An import due at once, enqueued now, does not lower the age: the oldest one is reported.
+    expect((await server.call('/v1/tables/deals/records/bulk', { method: 'POST', key: apiKey, body: [] })).status).toBe(200)
+    expect(await age()).toBe(90)
+  })
+
+  it('is documented in the OpenAPI document as text/plain; version=0.0.4', async () => {
+    server = await startTestServer()
+    const document = (await server.call('/openapi.json')).body
+    expect(Object.keys(document.paths['/metrics'].get.responses[200].content)).toEqual(['text/plain; version=0.0.4; charset=utf-8'])
+  })
+
+  it("includes prom-client's default process and Node.js metrics", async () => {
+    server = await startTestServer()
+    const text = (await server.call('/metrics')).text
+    for (const name of [
+      'process_cpu_user_seconds_total',
+      'process_resident_memory_bytes',
+      'process_start_time_seconds',
+      'nodejs_heap_size_used_bytes',
+      'nodejs_eventloop_lag_seconds',
+      'nodejs_active_handles_total',
+    ]) {
+      expect(sample(text, name), name).toBeGreaterThanOrEqual(0)
+    }
+    expect(text).toContain(`nodejs_version_info{version="${process.version}"`)
+    expect(text).toContain('# TYPE nodejs_gc_duration_seconds histogram')
+  })
+
+  it('says the version and the store kind in commission_api_build_info', async () => {
+    server = await startTestServer()
+    const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }
+    const store = process.env.MONGODB_URL ? 'mongodb' : 'sqlite'
+    expect(server.store.kind).toBe(store)
+    const text = (await server.call('/metrics')).text
+    expect(sample(text, `commission_api_build_info{version="${version}",store="${store}"}`)).toBe(1)
+    expect(text.split('\n').filter((line) => line.startsWith('commission_api_build_info{'))).toHaveLength(1)
+  })
+
+  it('counts the documentation page and all its assets under one route label', async () => {
+    server = await startTestServer()
+    for (const path of ['/docs', '/docs/static/swagger-ui.css', '/docs/static/swagger-ui-bundle.js', '/docs/json']) {
+      await server.call(path)
+    }
+    const text = (await server.call('/metrics')).text
+    expect(sample(text, 'commission_api_http_requests_total{method="GET",route="/docs/*",status_code="200"}')).toBe(4)
+    expect(text).not.toMatch(/route="\/docs\/(static|json)/)
+  })
 })
 
 const done = (launched: string, finished: string, error: boolean) => ({ launched_at: launched, finished_at: finished, error }) as DataImport
 
 describe('import duration', () => {
   it('times every import the worker finishes, by outcome', async () => {
-    const metrics = new ServiceMetrics(async () => ({}))
+    const metrics = new ServiceMetrics({
+      imports: { countByStatus: async () => ({ scheduled: 0, started: 0, finished: 0 }), oldestScheduledDueAt: async () => null },
+      clock: new ManualClock(),
+      build: { version: '0.0.0', store: 'sqlite' },
+    })
     const worker = new EventEmitter<{ finished: [DataImport] }>()
     metrics.watchWorker(worker)
     worker.emit('finished', done('2026-06-01T00:00:00.000Z', '2026-06-01T00:00:02.000Z', false))

@@ -143,6 +143,20 @@ describe('deprecated v1 reporting reads', () => {
       expect(reply.headers.link).toBe(`<${entry.links.records}>; rel="successor-version"`)
     })
 
+    it('answers the same under GET /v1/reporting/statements (the real documentation\'s path), with the same headers', async () => {
+      const plain = await get('/v1/reporting?limit=2')
+      const alias = await get('/v1/reporting/statements?limit=2')
+      expect(alias.status).toBe(200)
+      expect(alias.body.data).toEqual(plain.body.data)
+      expect(alias.body.count).toBe(plain.body.count)
+      expect(alias.body.next).toBe(`${server.url}/v1/reporting/statements?offset=2&limit=2`)
+      expect(alias.headers.deprecation).toBe('true')
+      expect(alias.headers.link).toBe(plain.headers.link)
+      const refused = await get('/v1/reporting/statements?offset=x')
+      expect(refused.status).toBe(400)
+      expect(refused.headers.deprecation).toBe('true')
+    })
+
     it('marks a refused call as deprecated too', async () => {
       const reply = await get('/v1/reporting?limit=2001')
       expect(reply.status).toBe(400)
@@ -220,8 +234,20 @@ describe('deprecated v1 reporting reads', () => {
       expect(reply.headers.link).toBe(`<${server.url}/v2/reporting/${structureId('Deal commissions')}/records>; rel="successor-version"`)
     })
 
-    it('answers 404 with the documented body for an unknown id, a malformed one, a sandbox table and a structure id', async () => {
-      for (const id of [newId(), 'not-an-id', tableId('deals', 'sandbox'), tableId('leads', 'sandbox'), structureId('Deal commissions')]) {
+    it('serves the same under the id of the record reporting structure over the table (the real documentation\'s path)', async () => {
+      const byTable = await get(`/v1/reporting/${tableId('deals')}/records?limit=2`)
+      const byStructure = await get(`/v1/reporting/${structureId('Deal commissions')}/records?limit=2`)
+      expect(byStructure.status).toBe(200)
+      expect(byStructure.body.data).toEqual(byTable.body.data)
+      expect(byStructure.body.count).toBe(byTable.body.count)
+      expect(byStructure.body.next).toBe(`${server.url}/v1/reporting/${structureId('Deal commissions')}/records?offset=2&limit=2`)
+      expect(byStructure.headers.deprecation).toBe('true')
+      expect(byStructure.headers.link).toBe(`<${server.url}/v2/reporting/${structureId('Deal commissions')}/records>; rel="successor-version"`)
+    })
+
+    it('answers 404 with the documented body for an unknown id, a malformed one, a sandbox table or structure, and a statement structure', async () => {
+      const ids = [newId(), 'not-an-id', tableId('deals', 'sandbox'), tableId('leads', 'sandbox'), structureId('Sandbox deals'), structureId('Statements')]
+      for (const id of ids) {
         const reply = await get(`/v1/reporting/${id}/records`)
         expect(reply.status, id).toBe(404)
         expect(reply.body, id).toEqual(notFound)

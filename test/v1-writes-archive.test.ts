@@ -35,9 +35,9 @@ describe('DELETE /v1/users/archive/bulk', () => {
     expect((await h.user('owner@acme.example'))?.status).toBe('archived')
   })
 
-  it('refuses the manager of someone in the archive period (the months after end_date) with 409 ConflictError', async () => {
+  it('refuses the manager of someone in the archive period (the months after end_date) with 400 ConflictError', async () => {
     const reply = await archive([{ user: 'owner@acme.example', end_date: '2026-03' }])
-    expect(reply.status).toBe(409)
+    expect(reply.status).toBe(400)
     expect(reply.body).toStrictEqual({
       count: 1,
       errors: [{ error: 'ConflictError', resource: 'user', description: expect.stringContaining('owner@acme.example manages rep@acme.example') }],
@@ -46,13 +46,24 @@ describe('DELETE /v1/users/archive/bulk', () => {
     expect((await archive([{ user: 'owner@acme.example', end_date: '2026-05' }])).status).toBe(200)
   })
 
+  it('counts a management with an open start (sent without start_date) as a conflict', async () => {
+    const reply = await h.call('/v1/users/managers/bulk', { method: 'PUT', body: { data: [{ user: 'owner@acme.example', manager: 'rep@acme.example' }] } })
+    expect(reply.status).toBe(200)
+    await h.drain()
+    const refused = await archive([{ user: 'rep@acme.example' }])
+    expect(refused.status).toBe(400)
+    expect(refused.body.errors).toStrictEqual([
+      { error: 'ConflictError', resource: 'user', description: expect.stringContaining('rep@acme.example manages owner@acme.example (the beginning to no end)') },
+    ])
+  })
+
   it('does not count a managed person who is archived in the same call', async () => {
     expect((await archive([{ user: 'owner@acme.example', end_date: '2026-02' }, { user: 'rep@acme.example', end_date: '2026-02' }])).status).toBe(200)
   })
 
-  it('answers 404 with NotFoundError on resource user for an unknown user, archiving nobody', async () => {
+  it('answers 400 (never a 404 with the list body) with NotFoundError on resource user for an unknown user, archiving nobody', async () => {
     const reply = await archive([{ user: 'rep@acme.example' }, { user: 'ghost@acme.example' }])
-    expect(reply.status).toBe(404)
+    expect(reply.status).toBe(400)
     expect(reply.body).toStrictEqual({
       count: 1,
       errors: [{ error: 'NotFoundError', resource: 'user', description: expect.stringContaining('ghost@acme.example') }],
@@ -60,7 +71,7 @@ describe('DELETE /v1/users/archive/bulk', () => {
     expect((await h.user('rep@acme.example'))?.status).toBe('active')
   })
 
-  it('answers 400 with ValidationError for a bad end_date or email, listing every problem, archiving nobody', async () => {
+  it('answers 400 listing every problem of every family, archiving nobody', async () => {
     const reply = await archive([{ user: 'rep@acme.example', end_date: '2026-13' }, { user: 'not-an-email' }, { user: 'ghost@acme.example' }])
     expect(reply.status).toBe(400)
     expect(reply.body.count).toBe(3)
@@ -70,6 +81,12 @@ describe('DELETE /v1/users/archive/bulk', () => {
       { error: 'NotFoundError', resource: 'user', description: expect.stringContaining('ghost@acme.example') },
     ])
     expect((await h.user('rep@acme.example'))?.status).toBe('active')
+  })
+
+  it('answers 400 for a call mixing an unknown user and a manager conflict', async () => {
+    const reply = await archive([{ user: 'owner@acme.example', end_date: '2026-03' }, { user: 'ghost@acme.example' }])
+    expect(reply.status).toBe(400)
+    expect(reply.body.errors.map((error: { error: string }) => error.error).toSorted()).toStrictEqual(['ConflictError', 'NotFoundError'])
   })
 
   it('refuses more than 50 users, or a malformed body, with 400 on resource data', async () => {

@@ -15,7 +15,7 @@ afterEach(async () => {
 async function imported(kind: 'managers' | 'groups', data: unknown[]): Promise<any> {
   const reply = await h.call(`/v1/users/${kind}/bulk`, { method: 'PUT', body: { data } })
   expect(reply.status).toBe(200)
-  expect(reply.body.objects_imported).toBe(data.length)
+  expect(reply.body).toStrictEqual({ import_id: expect.stringMatching(/^[0-9a-f]{24}$/), objects_imported: data.length, count: data.length, data })
   await h.drain()
   const result = await h.importOf(reply.body.import_id)
   expect(result.status).toBe('finished')
@@ -25,12 +25,12 @@ async function imported(kind: 'managers' | 'groups', data: unknown[]): Promise<a
 const managers = async () =>
   (await h.store.attributions.listManagers(h.companyId))
     .map(({ user_id, manager_id, start_month, end_month }) => ({ user_id, manager_id, start_month, end_month }))
-    .toSorted((a, b) => a.start_month.localeCompare(b.start_month))
+    .toSorted((a, b) => (a.start_month ?? '').localeCompare(b.start_month ?? ''))
 
 const groups = async () =>
   (await h.store.attributions.listGroups(h.companyId))
     .map(({ user_id, group_dimension, group, start_month, end_month }) => ({ user_id, group_dimension, group, start_month, end_month }))
-    .toSorted((a, b) => `${a.group_dimension}${a.start_month}`.localeCompare(`${b.group_dimension}${b.start_month}`))
+    .toSorted((a, b) => `${a.group_dimension}${a.start_month ?? ''}`.localeCompare(`${b.group_dimension}${b.start_month ?? ''}`))
 
 describe('PUT /v1/users/managers/bulk', () => {
   it('sets managers by email over months, as its own import', async () => {
@@ -40,7 +40,7 @@ describe('PUT /v1/users/managers/bulk', () => {
     ])
     expect(result.error).toBe(false)
     expect(result.data_tables_details).toStrictEqual([
-      { type: 'api', status: 'finished', data_table_key: 'managers', progress: 100, number_of_records: 2, error: null },
+      { type: 'api', status: 'finished', data_table_key: 'managers', progress: 100, number_of_records: 2, error: null, ignored_keys: [] },
     ])
     expect(await managers()).toStrictEqual([
       { user_id: ids.owner, manager_id: ids.gone, start_month: '2025-01', end_month: null },
@@ -75,7 +75,15 @@ describe('PUT /v1/users/managers/bulk', () => {
         { user: 'rep@acme.example', manager: 'owner@acme.example', start_date: '2026-01', end_date: '2026-06' },
         { user: 'rep@acme.example', manager: 'gone@acme.example', start_date: '2026-06' },
       ],
-      'overlaps line 2',
+      'user: already given on line 2',
+    ],
+    // Two items for one user are refused whatever their months, as the real documentation says.
+    [
+      [
+        { user: 'rep@acme.example', manager: 'owner@acme.example', start_date: '2026-01', end_date: '2026-03' },
+        { user: 'REP@acme.example', manager: 'gone@acme.example', start_date: '2026-07' },
+      ],
+      'user: already given on line 2',
     ],
   ])('refuses the whole call, applying none of it: %j', async (data, details) => {
     await imported('managers', [{ user: 'owner@acme.example', manager: 'gone@acme.example', start_date: '2025-01' }])
@@ -83,10 +91,34 @@ describe('PUT /v1/users/managers/bulk', () => {
     const result = await imported('managers', [{ user: 'owner@acme.example', manager: 'rep@acme.example', start_date: '2026-01' }, ...data])
     expect(result.error).toBe(true)
     const error = result.data_tables_details[0].error
+    expect(result.data_tables_details[0].number_of_records).toBeNull()
     expect(error.title).toBe('ValidationError')
     expect(error.description).toContain(details)
     expect(error.parsing_error_details.at(-1)).toMatchObject({ line_number: data.length + 1, details: expect.stringContaining(details) })
     expect(await managers()).toStrictEqual(before)
+  })
+
+  it('reads a missing or null start_date as an open start (from the beginning), which later months cut', async () => {
+    await imported('managers', [
+      { user: 'rep@acme.example', manager: 'owner@acme.example' },
+      { user: 'owner@acme.example', manager: 'gone@acme.example', start_date: null, end_date: '2025-12' },
+    ])
+    expect(await managers()).toStrictEqual([
+      { user_id: ids.rep, manager_id: ids.owner, start_month: null, end_month: null },
+      { user_id: ids.owner, manager_id: ids.gone, start_month: null, end_month: '2025-12' },
+    ])
+    await imported('managers', [{ user: 'rep@acme.example', manager: 'gone@acme.example', start_date: '2026-03', end_date: '2026-04' }])
+    expect((await managers()).filter((item) => item.user_id === ids.rep)).toStrictEqual([
+      { user_id: ids.rep, manager_id: ids.owner, start_month: null, end_month: '2026-02' },
+      { user_id: ids.rep, manager_id: ids.gone, start_month: '2026-03', end_month: '2026-04' },
+      { user_id: ids.rep, manager_id: ids.owner, start_month: '2026-05', end_month: null },
+    ])
+    // An open start overrides every earlier month of the stored periods.
+    await imported('managers', [{ user: 'rep@acme.example', manager: null, end_date: '2026-03' }])
+    expect((await managers()).filter((item) => item.user_id === ids.rep)).toStrictEqual([
+      { user_id: ids.rep, manager_id: ids.gone, start_month: '2026-04', end_month: '2026-04' },
+      { user_id: ids.rep, manager_id: ids.owner, start_month: '2026-05', end_month: null },
+    ])
   })
 
   it('refuses more than 200 items, or a malformed body, with 400 on resource data', async () => {
@@ -113,6 +145,23 @@ describe('PUT /v1/users/groups/bulk', () => {
       { user_id: ids.rep, group_dimension: 'team', group: 'North', start_month: '2026-01', end_month: '2026-02' },
       { user_id: ids.rep, group_dimension: 'team', group: 'South', start_month: '2026-03', end_month: null },
     ])
+  })
+
+  it('answers {import_id, objects_imported, count, data} and reads a missing start_date as an open start', async () => {
+    const result = await imported('groups', [
+      { user: 'rep@acme.example', group_dimension: 'team', group: 'North', end_date: '2026-02' },
+      { user: 'rep@acme.example', group_dimension: 'team', group: 'South', start_date: '2026-03' },
+    ])
+    expect(result.error).toBe(false)
+    expect(await groups()).toStrictEqual([
+      { user_id: ids.rep, group_dimension: 'team', group: 'North', start_month: null, end_month: '2026-02' },
+      { user_id: ids.rep, group_dimension: 'team', group: 'South', start_month: '2026-03', end_month: null },
+    ])
+    const overlapping = await imported('groups', [
+      { user: 'owner@acme.example', group_dimension: 'team', group: 'North', end_date: '2026-02' },
+      { user: 'owner@acme.example', group_dimension: 'team', group: 'South', start_date: '2026-02' },
+    ])
+    expect(overlapping.data_tables_details[0].error).toMatchObject({ title: 'ValidationError', parsing_error_details: [{ line_number: 2 }] })
   })
 
   it('refuses two items that give a user two groups of one dimension in a month, and an unknown user', async () => {

@@ -1,6 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { newId } from '../src/ids.ts'
 import type { DataTable, DataTableRecord } from '../src/store/model.ts'
+import { smallFixture } from './helpers/fixtures.ts'
+import { startTestServer } from './helpers/server.ts'
 import { type ImportHarness, startImportHarness } from './imports-support.ts'
 
 let h: ImportHarness
@@ -128,15 +130,109 @@ describe('POST /v1/tables/{data_table_key}/records/bulk', () => {
         { line_number: 3, row: records[2], details: 'activity_id: the id field is required' },
         { line_number: 4, row: 'not a record', details: 'expected a record object' },
         { line_number: 5, row: records[4], details: 'amount: expected amount_currency, a currency code such as EUR' },
-        { line_number: 6, row: records[5], details: expect.stringMatching(/close_date: expected a date YYYY-MM-DD.*; color: unknown field/) },
+        { line_number: 6, row: records[5], details: expect.stringMatching(/^close_date: expected a date YYYY-MM-DD[^;]*$/) },
       ],
     })
+    expect(result.data_tables_details[0].ignored_keys).toStrictEqual(['color'])
+    // number_of_records counts the items applied, not the items sent.
+    expect(result.data_tables_details[0].number_of_records).toBe(1)
     expect([...(await recordsOf(activities)).keys()]).toStrictEqual(['A-2'])
+  })
+
+  it('ignores keys the table does not know: the record is applied with its known fields, the detail names them once, error stays false', async () => {
+    const records = [
+      { activity_id: 'A-1', title: 'Call', crm_owner: 'x', Stage: 'won' },
+      { activity_id: 'A-2', title: 'Demo', crm_owner: 'y', title_currency: 'EUR' },
+      { activity_id: 'A-3', amount: 5, amount_currency: 'EUR' },
+    ]
+    const result = await imported('activities', records)
+    expect(result.error).toBe(false)
+    expect(result.data_tables_details).toMatchObject([{ data_table_key: 'activities', error: null, ignored_keys: ['crm_owner', 'Stage', 'title_currency'] }])
+    const stored = await recordsOf(activities)
+    expect(stored.get('A-1')?.values).toStrictEqual({ activity_id: 'A-1', title: 'Call' })
+    expect(stored.get('A-2')?.values).toStrictEqual({ activity_id: 'A-2', title: 'Demo' })
+    expect(stored.get('A-3')?.values).toStrictEqual({ activity_id: 'A-3', amount: { value: 5, currency: 'EUR' } })
+    const fetched = await h.call('/v1/tables/activities/records')
+    expect(fetched.body.data.flatMap(Object.keys)).not.toContain('crm_owner')
+  })
+
+  it('still skips and reports a record without its id field, among records with ignored keys', async () => {
+    const records = [{ title: 'No id', extra: 1 }, { activity_id: 'A-1', extra: 2 }]
+    const result = await imported('activities', records)
+    expect(result.error).toBe(true)
+    expect(result.data_tables_details[0]).toMatchObject({
+      ignored_keys: ['extra'],
+      error: { title: 'PartialFailure', parsing_error_details: [{ line_number: 1, row: records[0], details: 'activity_id: the id field is required' }] },
+    })
+    expect([...(await recordsOf(activities)).keys()]).toStrictEqual(['A-1'])
   })
 
   it('empties the table before the import with all=true', async () => {
     await imported('deals', [{ deal_id: 'D-3', deal_name: 'Third' }], '?all=true')
     expect([...(await recordsOf(deals)).keys()]).toStrictEqual(['D-3'])
+  })
+
+  describe('all=true never empties a table by mistake', () => {
+    it('refuses an all=true call whose every record is refused, and deletes nothing', async () => {
+      const records = [{ deal_name: 'No id' }, { deal_id: 'D-9', amount: 'lots' }, 'not a record']
+      const result = await imported('deals', records, '?all=true')
+      expect(result.error).toBe(true)
+      expect(result.data_tables_details[0]).toMatchObject({
+        number_of_records: null,
+        error: { title: 'ValidationError', description: expect.stringMatching(/^3 invalid records, nothing of this call was imported/) },
+      })
+      expect(result.data_tables_details[0].error.parsing_error_details.map((item: any) => item.line_number)).toStrictEqual([1, 2, 3])
+      expect([...(await recordsOf(deals)).keys()]).toStrictEqual(['D-1', 'D-2'])
+    })
+
+    it('deletes nothing when every record of every call joined in the window is refused', async () => {
+      const first = await post('deals', [{ deal_name: 'No id' }], '?all=true&debounce=30')
+      await post('deals', [{ deal_id: 'D-9', amount: 'lots' }], '?debounce=30')
+      h.server.clock.advance(30_000)
+      await h.drain()
+      const result = await h.importOf(first.body.import_id)
+      expect(result.data_tables_details.map((detail: any) => [detail.error?.title, detail.number_of_records])).toStrictEqual([
+        ['ValidationError', null],
+        ['ValidationError', null],
+      ])
+      expect([...(await recordsOf(deals)).keys()]).toStrictEqual(['D-1', 'D-2'])
+    })
+
+    it('still empties the table for an explicit empty list with all=true', async () => {
+      const result = await imported('deals', [], '?all=true')
+      expect(result).toMatchObject({ error: false, data_tables_details: [{ number_of_records: 0, error: null }] })
+      expect((await recordsOf(deals)).size).toBe(0)
+    })
+
+    it('empties the table when some record of the resync comes through, split over calls or not', async () => {
+      const first = await post('deals', [{ deal_name: 'No id' }], '?all=true&debounce=30')
+      await post('deals', [{ deal_id: 'N-1' }, { deal_id: 'N-2', amount: 'lots' }], '?debounce=30')
+      h.server.clock.advance(30_000)
+      await h.drain()
+      const result = await h.importOf(first.body.import_id)
+      expect(result.data_tables_details.map((detail: any) => [detail.error?.title, detail.number_of_records])).toStrictEqual([
+        ['ValidationError', null],
+        ['PartialFailure', 1],
+      ])
+      expect([...(await recordsOf(deals)).keys()]).toStrictEqual(['N-1'])
+    })
+  })
+
+  it('reads the flags all and keep_overrides as true, false, 1 or 0 in any case; anything else is a 400 naming the flag', async () => {
+    for (const query of ['?all=FALSE', '?all=0', '?all=False']) {
+      await imported('deals', [{ deal_id: 'D-3', deal_name: 'Third' }], query)
+      expect([...(await recordsOf(deals)).keys()]).toStrictEqual(['D-1', 'D-2', 'D-3'])
+    }
+    await imported('deals', [{ deal_id: 'D-4' }], '?all=True')
+    expect([...(await recordsOf(deals)).keys()]).toStrictEqual(['D-4'])
+    await imported('deals', [{ deal_id: 'D-5' }], '?all=1&keep_overrides=TRUE')
+    expect([...(await recordsOf(deals)).keys()]).toStrictEqual(['D-5'])
+    for (const [query, resource] of [['?all=yes', 'all'], ['?all=', 'all'], ['?keep_overrides=2', 'keep_overrides'], ['?keep_overrides=truthy', 'keep_overrides']]) {
+      const reply = await post('deals', [], query)
+      expect(reply.status, query).toBe(400)
+      expect(reply.body).toMatchObject({ count: 1, errors: [{ error: 'ValidationError', resource }] })
+    }
+    expect(await h.drain()).toBe(0)
   })
 
   describe('manual overrides', () => {
@@ -192,11 +288,40 @@ describe('POST /v1/tables/{data_table_key}/records/bulk', () => {
     expect((await post('deals', Array.from({ length: 10_000 }, (_, index) => ({ deal_id: `X-${index}` })))).status).toBe(200)
   })
 
-  it('answers 413 for a body over 10 MiB, and creates no import', async () => {
-    const big = [{ deal_id: 'D-1', deal_name: 'x'.repeat(10 * 1024 * 1024) }]
+  it('accepts 5,000 records of 4 KiB each (the top of the recommended batch) under the default body limit', async () => {
+    // Each record is 4 KiB as JSON.
+    const records = Array.from({ length: 5000 }, (_, index) => {
+      const record = { deal_id: `B-${index}`, deal_name: '' }
+      record.deal_name = 'x'.repeat(4096 - JSON.stringify(record).length)
+      return record
+    })
+    expect(records.every((record) => JSON.stringify(record).length === 4096)).toBe(true)
+    const result = await imported('deals', records)
+    expect(result).toMatchObject({ error: false, data_tables_details: [{ error: null }] })
+    expect(await h.store.records.count(h.companyId, deals.id)).toBe(5002)
+  })
+
+  it('answers 413 with the 400-shaped body for a body over the default 32 MiB, and creates no import', async () => {
+    const big = [{ deal_id: 'D-1', deal_name: 'x'.repeat(32 * 1024 * 1024) }]
     const reply = await post('deals', big)
     expect(reply.status).toBe(413)
-    expect(reply.body).toMatchObject({ count: 1, errors: [{ error: 'ValidationError', resource: 'body' }] })
+    expect(reply.body).toStrictEqual({ count: 1, errors: [{ error: 'ValidationError', resource: 'body', description: expect.any(String) }] })
     expect(await h.drain()).toBe(0)
+  })
+
+  it('takes its body limit from BODY_LIMIT_MB, on every route', async () => {
+    const server = await startTestServer({ BODY_LIMIT_MB: '1' })
+    try {
+      const { apiKey } = await server.load(smallFixture('Small'))
+      const under = await server.call('/v1/tables/deals/records/bulk', { method: 'POST', key: apiKey, body: [{ deal_id: 'D-1', deal_name: 'x'.repeat(1000 * 1024) }] })
+      expect(under.status).toBe(200)
+      const over = await server.call('/v1/tables/deals/records/bulk', { method: 'POST', key: apiKey, body: [{ deal_id: 'D-1', deal_name: 'x'.repeat(1024 * 1024) }] })
+      expect(over.status).toBe(413)
+      expect(over.body).toStrictEqual({ count: 1, errors: [{ error: 'ValidationError', resource: 'body', description: expect.any(String) }] })
+      const users = await server.call('/v1/users/bulk', { method: 'PUT', key: apiKey, body: { data: [{ email: 'a@small.example', name: 'x'.repeat(1024 * 1024) }] } })
+      expect(users.status).toBe(413)
+    } finally {
+      await server.close()
+    }
   })
 })

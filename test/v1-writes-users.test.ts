@@ -28,7 +28,15 @@ describe('PUT /v1/users/bulk: the call', () => {
     expect(reply.body).toStrictEqual({ import_id: expect.stringMatching(/^[0-9a-f]{24}$/), objects_imported: 1 })
     const stored = await h.store.imports.payloads(h.companyId, reply.body.import_id)
     expect(stored.map((payload) => payload.items)).toStrictEqual([[{ email: 'new@acme.example', name: 'Nina New', currency: 'USD' }]])
-    expect(await h.importOf(reply.body.import_id)).toMatchObject({ status: 'scheduled', progress: 0, error: false, launched_at: null, finished_at: null })
+    expect(await h.importOf(reply.body.import_id)).toMatchObject({
+      status: 'scheduled',
+      progress: 0,
+      error: false,
+      launched_at: null,
+      finished_at: null,
+      // Nothing applied yet.
+      data_tables_details: [{ status: 'scheduled', number_of_records: null, error: null }],
+    })
     expect(await h.user('new@acme.example')).toBeUndefined()
 
     h.server.clock.advance(5000)
@@ -41,7 +49,7 @@ describe('PUT /v1/users/bulk: the call', () => {
       status: 'finished',
       progress: 100,
       error: false,
-      data_tables_details: [{ type: 'api', status: 'finished', data_table_key: 'users', progress: 100, number_of_records: 1, error: null }],
+      data_tables_details: [{ type: 'api', status: 'finished', data_table_key: 'users', progress: 100, number_of_records: 1, error: null, ignored_keys: [] }],
     })
     expect(await h.user('NEW@acme.example')).toMatchObject({
       email: 'new@acme.example',

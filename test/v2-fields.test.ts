@@ -4,6 +4,7 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ManualClock } from '../src/clock.ts'
 import { loadFixture } from '../src/fixtures/load-fixture.ts'
+import { newId } from '../src/ids.ts'
 import { fieldSchemaOf } from '../src/v2/fields.ts'
 import { smallFixture } from './helpers/fixtures.ts'
 import { startTestServer, type TestServer } from './helpers/server.ts'
@@ -13,7 +14,7 @@ import { V2_TEST_ENV, admin, idsByName, notFound } from './v2-support.ts'
 const STANDARD = '2020-01-01T00:00:00.000Z'
 const LOADED = '2026-06-01T00:00:00.000Z'
 const AMOUNT_PROPERTIES = { value: { type: 'number', required: true }, currency: { type: 'string', required: true } }
-const USER_PROPERTIES = { id: { type: 'string', required: true }, email: { type: 'string', required: false } }
+const USER_PROPERTIES = { id: { type: 'string', required: true }, email: { type: 'string', required: true } }
 const plain = { currencies: null, enum_values: null, properties: null }
 const standard = (key: string, name: string, rest: object) => ({ api_key: `standard.${key}`, name, origin: 'standard', created_at: STANDARD, ...plain, ...rest })
 const datatable = (fieldKey: string, name: string, rest: object) => ({ api_key: `datatable.${fieldKey}`, name, origin: 'datatable', created_at: LOADED, ...plain, ...rest })
@@ -46,8 +47,8 @@ describe('GET /v2/data-structures/{table_id}/fields', () => {
       fields: [
         ID,
         USER,
-        standard('date', 'Date', { type: 'date', format: 'date' }),
-        standard('total_commission', 'Total commission', { type: 'object', format: 'currency', properties: AMOUNT_PROPERTIES }),
+        standard('date', 'Date', { type: 'string', format: 'date' }),
+        standard('total_commission', 'Total commission', { type: 'object', format: 'currency', currencies: ['EUR', 'USD'], properties: AMOUNT_PROPERTIES }),
         standard('status', 'Status', { type: 'string', format: 'enum', enum_values: ['paid', 'pending', 'validated'] }),
         { api_key: 'custom.attainment', name: 'Attainment', type: 'number', format: 'percentage', origin: 'custom', created_at: LOADED, ...plain },
         { api_key: 'custom.tier', name: 'Tier', type: 'string', format: 'enum', origin: 'custom', created_at: LOADED, ...plain, enum_values: ['bronze', 'silver', 'gold'] },
@@ -73,17 +74,17 @@ describe('GET /v2/data-structures/{table_id}/fields', () => {
     expect(reply.body.fields).toEqual([
       ID,
       USER,
-      standard('commission_impact', 'Commission impact', { type: 'object', format: 'currency', properties: AMOUNT_PROPERTIES }),
-      standard('date', 'Date', { type: 'date', format: 'date' }),
+      standard('commission_impact', 'Commission impact', { type: 'object', format: 'currency', currencies: ['EUR', 'USD'], properties: AMOUNT_PROPERTIES }),
+      standard('date', 'Date', { type: 'string', format: 'date' }),
       datatable('deal_name', 'Deal name', { type: 'string', format: null }),
-      datatable('amount', 'Amount', { type: 'object', format: 'currency', properties: AMOUNT_PROPERTIES }),
+      datatable('amount', 'Amount', { type: 'object', format: 'currency', currencies: ['EUR', 'USD'], properties: AMOUNT_PROPERTIES }),
       datatable('deal_types', 'Deal types', { type: 'string', format: null }),
       expect.objectContaining({ api_key: 'custom.bonus', origin: 'custom', type: 'object', format: 'currency' }),
     ])
   })
 
   it.each([
-    ['Monthly bookings', 'monthly', { type: 'object', format: 'currency', properties: AMOUNT_PROPERTIES }],
+    ['Monthly bookings', 'monthly', { type: 'object', format: 'currency', currencies: ['EUR'], properties: AMOUNT_PROPERTIES }],
     ['Quarterly attainment', 'quarterly', { type: 'number', format: 'percentage' }],
     ['Old target', 'annually', { type: 'number', format: 'float' }],
   ])('describes the quota %s: five standard fields, frequency on standard.period only', async (name, frequency, value) => {
@@ -110,9 +111,22 @@ describe('GET /v2/data-structures/{table_id}/fields', () => {
     expect(theirs.body).toEqual((await fields(id('Statements'))).body)
   })
 
-  it('pins the hash of a quota schema, which depends on nothing but its type and frequency', async () => {
-    // A golden value: the hash must not drift across versions, restarts or adapters.
-    expect(await hashOf(id('Monthly bookings'))).toBe('8fafefb959ce255c90c46371486da82f9b89490127ba0bf7b4872ae4957fe785')
+  it('lists on an amount metric without configured currencies the currencies its values are in', async () => {
+    const other = await server.load(smallFixture('Unconfigured'))
+    const ids = await idsByName(server, other.companyId)
+    const reply = await server.call(`/admin/companies/${other.companyId}/custom-metrics/bonus`, { method: 'PATCH', headers: admin, body: { currencies: null } })
+    expect(reply.status).toBe(200)
+    const bonusOf = async (structure: string) =>
+      (await server.call(`/v2/data-structures/${ids(structure)}/fields`, { key: other.apiKey })).body.fields.find((field: any) => field.api_key === 'custom.bonus')
+    // Statements: only the owner's, in EUR, has a bonus; lines: only D-1's, in EUR.
+    expect(await bonusOf('Statements')).toMatchObject({ type: 'object', format: 'currency', currencies: ['EUR'] })
+    expect(await bonusOf('Deal commissions')).toMatchObject({ type: 'object', format: 'currency', currencies: ['EUR'] })
+  })
+
+  it('pins the hash of a quota schema, which depends on nothing but its type, frequency and currency', async () => {
+    // A golden value: the hash must not drift across versions, restarts or adapters. (It changed once, on purpose,
+    // when user references became required and amounts listed their currencies.)
+    expect(await hashOf(id('Monthly bookings'))).toBe('b45fd721ba2ca5305d9c0c54e5a3b22789e2b5258b46566e41bfff7d89fdead5')
   })
 
   it('keeps the same hash when the store is reopened (a restart)', async () => {
@@ -196,12 +210,24 @@ describe('GET /v2/data-structures/{table_id}/fields', () => {
       expect(float).not.toBe(original)
     })
 
-    it('does not change when rows change', async () => {
+    it('does not change when rows change within the currencies in use', async () => {
       const structure = id('Statements')
       const original = await hashOf(structure)
       const [statement] = await server.store.statements.page(companyId, 'live', { limit: 1 })
       expect((await patch(`/statements/${statement.id}`, { payment: 4321 })).status).toBe(200)
       expect(await hashOf(structure)).toBe(original)
+    })
+
+    it('changes when an amount comes in a currency no value used before, which its currencies then list', async () => {
+      const other = await server.load(smallFixture('Sterling'))
+      const structure = (await idsByName(server, other.companyId))('Statements')
+      const read = () => server.call(`/v2/data-structures/${structure}/fields`, { key: other.apiKey })
+      const before = (await read()).body
+      const [statement] = await server.store.statements.page(other.companyId, 'live', { limit: 1 })
+      await server.store.statements.insertMany([{ ...statement, id: newId(), currency: 'GBP' }])
+      const after = (await read()).body
+      expect(after.schema_hash).not.toBe(before.schema_hash)
+      expect(after.fields[3]).toMatchObject({ api_key: 'standard.total_commission', currencies: ['EUR', 'GBP', 'USD'] })
     })
   })
 })

@@ -104,7 +104,28 @@ describe('v2 pagination and filters', () => {
   })
 
   describe('limit', () => {
-    it('defaults to 2000, and next_url carries it', async () => {
+    it('defaults to 1000 on statements and records, and next_url carries it', async () => {
+      const company = await server.load(smallFixture('Thousand'))
+      const ids = await idsByName(server, company.companyId)
+      const [statement] = await server.store.statements.page(company.companyId, 'live', { limit: 1 })
+      const [line] = await server.store.commissionLines.page(company.companyId, (await server.store.dataTables.getByKey(company.companyId, 'live', 'deals'))!.id, { limit: 1 })
+      await server.store.statements.insertMany(Array.from({ length: 1000 }, (_, index) => ({ ...statement, id: newId(), payment: index })))
+      await server.store.commissionLines.insertMany(Array.from({ length: 1000 }, (_, index) => ({ ...line, id: newId(), commission: index })))
+      for (const path of [`/v2/reporting/${ids('Statements')}/statements`, `/v2/reporting/${ids('Deal commissions')}/records`]) {
+        const first = await server.call(path, { key: company.apiKey })
+        expect(first.body.data, path).toHaveLength(1000)
+        expect(first.body.meta.has_more).toBe(true)
+        const next = new URL(first.body.meta.next_url)
+        expect(next.searchParams.get('limit')).toBe('1000')
+        const second = await server.call(next.pathname + next.search, { key: company.apiKey })
+        expect(second.body.data.length).toBeGreaterThan(0)
+        expect(second.body.data.length).toBeLessThan(1000)
+        expect(second.body.data[0]['standard.id'] > first.body.data[999]['standard.id']).toBe(true)
+        expect((await server.call(`${path}?limit=2000`, { key: company.apiKey })).body.data.length).toBe(1000 + second.body.data.length)
+      }
+    })
+
+    it('defaults to 2000 on quota values, and next_url carries it', async () => {
       const company = await server.load(smallFixture('Big'))
       const quota = (await idsByName(server, company.companyId))('Old target')
       const users = [...(await server.store.users.findByEmails(company.companyId, ['owner@big.example'])).values()]
@@ -165,10 +186,20 @@ describe('v2 pagination and filters', () => {
     })
   })
 
-  it('answers 400 for an unknown query parameter', async () => {
-    const reply = await server.call(`${endpoints[0]}?last_modified_since=2026-01-01T00:00:00Z`, { key: small.apiKey })
-    expect(reply.status).toBe(400)
-    expect(reply.body).toEqual(badParameter('last_modified_since'))
+  it('ignores an unknown query parameter on every endpoint, and still answers 400 for a known one with a bad value', async () => {
+    for (const path of endpoints) {
+      const plain = await server.call(`${path}?limit=1`, { key: small.apiKey })
+      const busted = await server.call(`${path}?limit=1&_=1717171717&trace_id=abc&last_modified_since=2026-01-01T00:00:00Z`, { key: small.apiKey })
+      expect(busted.status, path).toBe(200)
+      expect(busted.body).toEqual(plain.body)
+      expect(new URL(busted.body.meta.next_url).searchParams.has('trace_id')).toBe(false)
+      const bad = await server.call(`${path}?_=1717171717&limit=0`, { key: small.apiKey })
+      expect(bad.status, path).toBe(400)
+      expect(bad.body).toEqual(badParameter('limit'))
+    }
+    const fields = await server.call(`/v2/data-structures/${smallId('Statements')}/fields?_=1`, { key: small.apiKey })
+    expect(fields.status).toBe(200)
+    expect((await server.call('/v2/data-structures?cache=no', { key: small.apiKey })).status).toBe(200)
   })
 
   describe('date filters', () => {

@@ -64,20 +64,51 @@ const RESYNC = Array.from({ length: 3000 }, (_, index) => ({
   deal_types: 'new;upsell',
 }))
 
-/** What a table holds, without the ids and times a run stamps. */
-async function contentOf(store: Store, companyId: string): Promise<Pick<DataTableRecord, 'external_id' | 'values' | 'overrides'>[]> {
-  const table = (await store.dataTables.getByKey(companyId, 'live', 'deals'))!
-  const records = await store.records.list(companyId, table.id, { offset: 0, limit: 10_000 })
-  return records.map(({ external_id, values, overrides }) => ({ external_id, values, overrides })).toSorted((a, b) => a.external_id.localeCompare(b.external_id))
+/** Calls to a second table, in the same debounce window: the import stacks both tables. */
+const LEADS = Array.from({ length: 500 }, (_, index) => ({ lead_id: `L-${index}`, title: `Lead ${index}` }))
+
+/** The small company, with a second live table for the stacked call. */
+function fixture() {
+  const company = smallFixture()
+  company.data_tables!.push({
+    key: 'leads',
+    name: 'Leads',
+    id_field: 'lead_id',
+    name_field: 'title',
+    fields: [
+      { api_key: 'lead_id', name: 'Id', type: 'string' },
+      { api_key: 'title', name: 'Title', type: 'string' },
+    ],
+    records: [{ lead_id: 'L-old', title: 'Kept' }],
+  })
+  return company
+}
+
+type Content = Record<string, Pick<DataTableRecord, 'external_id' | 'values' | 'overrides'>[]>
+
+/** What the two tables hold, without the ids and times a run stamps. */
+async function contentOf(store: Store, companyId: string): Promise<Content> {
+  const content: Content = {}
+  for (const key of ['deals', 'leads']) {
+    const table = (await store.dataTables.getByKey(companyId, 'live', key))!
+    const records = await store.records.list(companyId, table.id, { offset: 0, limit: 10_000 })
+    content[key] = records
+      .map(({ external_id, values, overrides }) => ({ external_id, values, overrides }))
+      .toSorted((a, b) => a.external_id.localeCompare(b.external_id))
+  }
+  return content
 }
 
 /** The same import, run once without any crash, on a fresh store. */
-async function singleRun(): Promise<Awaited<ReturnType<typeof contentOf>>> {
+async function singleRun(): Promise<Content> {
   const server = await startTestServer({ RATE_LIMIT_PER_SECOND: '1000000' })
   try {
-    const { companyId, apiKey } = await server.load(smallFixture())
-    const reply = await server.call('/v1/tables/deals/records/bulk?all=true', { method: 'POST', key: apiKey, body: RESYNC })
+    const { companyId, apiKey } = await server.load(fixture())
+    const reply = await server.call('/v1/tables/deals/records/bulk?all=true&debounce=1', { method: 'POST', key: apiKey, body: RESYNC })
     expect(reply.status).toBe(200)
+    const stacked = await server.call('/v1/tables/leads/records/bulk', { method: 'POST', key: apiKey, body: LEADS })
+    expect(stacked.body.import_id).toBe(reply.body.import_id)
+    server.clock.advance(1000)
     expect(await new ImportWorker({ store: server.store, clock: server.clock }).drain()).toBe(1)
     return await contentOf(server.store, companyId)
   } finally {
@@ -96,10 +127,10 @@ describe('a worker killed in the middle of an import', () => {
   // (60 s by default) ends it; until then the restarted worker's claim conflicts with it and is tried again.
   const timeout = onMongo ? 180_000 : 20_000
 
-  it('leaves nothing applied, and the import is run again after restart with the result of a single run', { timeout }, async () => {
+  it('leaves nothing applied, and the import (stacked over two tables) is run again after restart with the result of a single run', { timeout }, async () => {
     const dataDir = tempDataDir()
     const fixtureFile = join(dataDir, 'fixture.json')
-    writeFileSync(fixtureFile, JSON.stringify(smallFixture()))
+    writeFileSync(fixtureFile, JSON.stringify(fixture()))
     const loaded = runCli(['load', fixtureFile, '--json'], { DATA_DIR: dataDir })
     expect(loaded.code).toBe(0)
     const { company_id: companyId, api_key: key } = JSON.parse(loaded.stdout)
@@ -112,10 +143,12 @@ describe('a worker killed in the middle of an import', () => {
       logStream: quiet(),
     })
     const before = await contentOf(api.store, companyId)
-    expect(before.map((record) => record.external_id)).toStrictEqual(['D-1', 'D-2'])
-    const reply = await call(`${api.url}/v1/tables/deals/records/bulk?all=true`, { method: 'POST', key, body: RESYNC })
+    expect(before.deals.map((record) => record.external_id)).toStrictEqual(['D-1', 'D-2'])
+    const reply = await call(`${api.url}/v1/tables/deals/records/bulk?all=true&debounce=1`, { method: 'POST', key, body: RESYNC })
     expect(reply.status).toBe(200)
     const importId: string = reply.body.import_id
+    const stacked = await call(`${api.url}/v1/tables/leads/records/bulk`, { method: 'POST', key, body: LEADS })
+    expect(stacked.body.import_id).toBe(importId)
 
     const doomed = startChild([CRASH_WORKER], env)
     const [, pausedId, owner] = await doomed.waitFor(/paused mid-import (\w+) by (\S+)/)
@@ -135,12 +168,21 @@ describe('a worker killed in the middle of an import', () => {
     await restarted.waitFor(new RegExp(`"import_id":"${importId}"[^\\n]*"msg":"import finished"`))
     const view = await call(`${api.url}/v1/imports/${importId}`, { key })
     expect(view.body).toMatchObject({
-      data_import: { id: importId, status: 'finished', error: false, data_tables_details: [{ number_of_records: 3000, error: null }] },
+      data_import: {
+        id: importId,
+        status: 'finished',
+        error: false,
+        data_tables_details: [
+          { data_table_key: 'deals', number_of_records: 3000, error: null },
+          { data_table_key: 'leads', number_of_records: 500, error: null },
+        ],
+      },
     })
     expect((await api.store.imports.get(companyId, importId))?.attempts).toBe(2)
 
     const recovered = await contentOf(api.store, companyId)
-    expect(recovered).toHaveLength(3000)
+    expect(recovered.deals).toHaveLength(3000)
+    expect(recovered.leads).toHaveLength(501)
     expect(recovered).toStrictEqual(await singleRun())
     restarted.process.kill('SIGTERM')
     const [code] = await once(restarted.process, 'exit')

@@ -33,13 +33,48 @@ export function periodOfMonth(frequency: QuotaFrequency, year: number, month: nu
   return String(fiscalYear)
 }
 
-/** A span of months, YYYY-MM to YYYY-MM inclusive; an open end runs forever. */
+/** A calendar month: `month` is 1 to 12. */
+export interface CalendarMonth {
+  year: number
+  month: number
+}
+
+/**
+ * The first calendar month of a period written in the format of `frequency` (`2026-Q1` of a fiscal year that
+ * starts in April is April 2025), the inverse of `periodOfMonth`. Null when `period` is not of that format.
+ */
+export function firstMonthOfPeriod(frequency: QuotaFrequency, period: string, fiscalStartMonth = 1): CalendarMonth | null {
+  if (!isPeriodOf(frequency, period)) return null
+  const fiscalYear = Number(period.slice(0, 4))
+  if (frequency === 'monthly') return { year: fiscalYear, month: Number(period.slice(5, 7)) }
+  const index = frequency === 'annually' ? 0 : Number(period.slice(6))
+  const monthsIn = frequency === 'quarterly' ? (index - 1) * 3 : frequency === 'semesterly' ? (index - 1) * 6 : 0
+  // Fiscal year N ends in calendar year N, so a year that does not start in January starts in N - 1.
+  const startYear = fiscalStartMonth === 1 ? fiscalYear : fiscalYear - 1
+  const monthIndex = startYear * 12 + (fiscalStartMonth - 1) + monthsIn
+  return { year: Math.floor(monthIndex / 12), month: (monthIndex % 12) + 1 }
+}
+
+/** The month of a YYYY-MM-DD date or of an ISO 8601 UTC date-time (its first seven characters). */
+export function monthOfDate(date: string): CalendarMonth {
+  return { year: Number(date.slice(0, 4)), month: Number(date.slice(5, 7)) }
+}
+
+/** A calendar month written YYYY-MM. */
+export const monthText = ({ year, month }: CalendarMonth): string => `${year}-${String(month).padStart(2, '0')}`
+
+/** A span of months, YYYY-MM to YYYY-MM inclusive; an open start runs from the beginning, an open end forever. */
 export interface MonthRange {
-  start_month: string
+  start_month: string | null
   end_month: string | null
 }
 
 /** True when two month ranges share at least one month. */
 export function monthRangesOverlap(a: MonthRange, b: MonthRange): boolean {
-  return (a.end_month === null || b.start_month <= a.end_month) && (b.end_month === null || a.start_month <= b.end_month)
+  return startsBy(b, a.end_month) && startsBy(a, b.end_month)
+}
+
+/** True when `range` starts at or before `month` (null: never ends, which every range starts before). */
+function startsBy(range: MonthRange, month: string | null): boolean {
+  return month === null || range.start_month === null || range.start_month <= month
 }

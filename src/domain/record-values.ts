@@ -14,12 +14,18 @@ export interface ParsedRecord {
   deleted: boolean
   /** One line per problem, `field: what is wrong`. Empty when the record can be applied. */
   problems: string[]
+  /**
+   * Keys the table does not know (not a field, not the `_currency` of an amount field, not `deleted`), left out of
+   * `values`: the real service ignores them, so a caller decides whether they are a problem.
+   */
+  unknownKeys: string[]
 }
 
 export function parseRecord(table: DataTable, input: Record<string, unknown>): ParsedRecord {
   const fields = new Map(table.fields.map((field) => [field.api_key, field]))
   const values: Record<string, unknown> = {}
   const problems: string[] = []
+  const unknownKeys: string[] = []
   let deleted = false
 
   for (const [key, raw] of Object.entries(input)) {
@@ -36,13 +42,13 @@ export function parseRecord(table: DataTable, input: Record<string, unknown>): P
       continue
     }
     const amountOf = key.endsWith('_currency') ? fields.get(key.slice(0, -'_currency'.length)) : undefined
-    if (amountOf?.type !== 'amount') problems.push(`${key}: unknown field`)
+    if (amountOf?.type !== 'amount') unknownKeys.push(key)
   }
 
   const rawId = input[table.id_field]
   const externalId = typeof rawId === 'string' || typeof rawId === 'number' ? String(rawId).trim() : null
   if (!externalId) problems.unshift(`${table.id_field}: the id field is required`)
-  return { externalId: externalId || null, values, deleted, problems }
+  return { externalId: externalId || null, values, deleted, problems, unknownKeys }
 }
 
 type Parsed = { value: unknown } | { problem: string }

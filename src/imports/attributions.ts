@@ -3,7 +3,7 @@ import { type MonthRange, monthRangesOverlap } from '../domain/periods.ts'
 import { newId } from '../ids.ts'
 import type { Company, GroupAttribution, ImportItemIssue, ManagerAttribution, User } from '../store/model.ts'
 import type { Store } from '../store/port.ts'
-import { isObject, type PayloadOutcome, refused } from './outcome.ts'
+import { allApplied, isObject, type PayloadOutcome, refused } from './outcome.ts'
 
 /**
  * One item of `PUT /v1/users/managers/bulk` or `PUT /v1/users/groups/bulk`, read: who it is about, the
@@ -25,9 +25,10 @@ const FIELDS: Record<Kind, readonly string[]> = {
 }
 
 /**
- * Applies one attribution call, all or nothing: every item must name existing users and valid months, and
- * no two items may give the same user two values for one month (in one dimension, for groups). New months
- * override the stored ones they overlap; stored months outside them stay.
+ * Applies one attribution call, all or nothing: every item must name existing users and valid months; no two
+ * manager items may name the same user (as the real documentation says, whatever their months), and no two
+ * group items may give a user two groups of one dimension in one month. A missing `start_date` is an open
+ * start (from the beginning). New months override the stored ones they overlap; stored months outside them stay.
  */
 export async function applyAttributions(tx: Store, company: Company, kind: Kind, items: readonly unknown[]): Promise<PayloadOutcome> {
   const emails = items.flatMap((item) => (isObject(item) ? [item.user, item.manager].filter(isEmail) : []))
@@ -37,8 +38,8 @@ export async function applyAttributions(tx: Store, company: Company, kind: Kind,
   items.forEach((item, index) => {
     const line = index + 1
     const read = isObject(item) ? readPlacement(kind, item, users, line) : { problems: ['expected an object'] }
-    const clash = 'placement' in read ? placements.find((other) => sameScope(other, read.placement) && monthRangesOverlap(other, read.placement)) : undefined
-    const problems = clash ? [`overlaps line ${clash.line}: a user has one ${kind === 'managers' ? 'manager' : 'group per dimension'} per month`] : read.problems
+    const clash = 'placement' in read ? placements.find((other) => clashes(kind, other, read.placement)) : undefined
+    const problems = clash ? [clashProblem(kind, clash)] : read.problems
     if (problems.length > 0) invalid.push({ line_number: line, row: item, details: problems.join('; ') })
     else if ('placement' in read) placements.push(read.placement)
   })
@@ -56,7 +57,7 @@ export async function applyAttributions(tx: Store, company: Company, kind: Kind,
     const added = placements.flatMap((placement) => (placement.value === null ? [] : [groupOf(company, placement, placement.value)]))
     await tx.attributions.replaceGroups(company.id, userIds, [...kept, ...added])
   }
-  return null
+  return allApplied(items.length)
 }
 
 function readPlacement(
@@ -79,14 +80,14 @@ function readPlacement(
     scope = String(item.group_dimension)
     value = String(item.group)
   }
-  const start = item.start_date
+  const start = item.start_date ?? null
   const end = item.end_date ?? null
-  if (!isMonthString(start)) problems.push(`start_date: expected a month YYYY-MM, got ${JSON.stringify(start)}`)
+  if (start !== null && !isMonthString(start)) problems.push(`start_date: expected a month YYYY-MM or null, got ${JSON.stringify(start)}`)
   if (end !== null && !isMonthString(end)) problems.push(`end_date: expected a month YYYY-MM or null, got ${JSON.stringify(end)}`)
   else if (end !== null && isMonthString(start) && end < start) problems.push('end_date: before start_date')
   for (const key of Object.keys(item)) if (!FIELDS[kind].includes(key)) problems.push(`${key}: unknown field`)
   if (problems.length > 0 || !user) return { problems }
-  return { placement: { line, userId: user.id, scope, value, start_month: start as string, end_month: end as string | null }, problems: [] }
+  return { placement: { line, userId: user.id, scope, value, start_month: start as string | null, end_month: end as string | null }, problems: [] }
 }
 
 function lookUp(email: unknown, field: string, users: Map<string, User>, problems: string[]): User | null {
@@ -99,8 +100,15 @@ function lookUp(email: unknown, field: string, users: Map<string, User>, problem
   return user ?? null
 }
 
-function sameScope(a: Placement, b: Placement): boolean {
-  return a.userId === b.userId && a.scope === b.scope
+/** Two items of one call that cannot both hold: the same user twice (managers), or overlapping months of one group dimension. */
+function clashes(kind: Kind, a: Placement, b: Placement): boolean {
+  if (a.userId !== b.userId) return false
+  return kind === 'managers' || (a.scope === b.scope && monthRangesOverlap(a, b))
+}
+
+function clashProblem(kind: Kind, clash: Placement): string {
+  if (kind === 'managers') return `user: already given on line ${clash.line}: a call gives each user one manager`
+  return `overlaps line ${clash.line}: a user has one group per dimension per month`
 }
 
 /** What remains of a stored attribution once the new placements of its user and scope take their months. */
@@ -119,7 +127,9 @@ function cut<T extends MonthRange>(stored: T, scoped: { user_id: string; scope: 
 function subtract(range: MonthRange, taken: MonthRange): MonthRange[] {
   if (!monthRangesOverlap(range, taken)) return [range]
   const pieces: MonthRange[] = []
-  if (range.start_month < taken.start_month) pieces.push({ start_month: range.start_month, end_month: previousMonth(taken.start_month) })
+  if (taken.start_month !== null && (range.start_month === null || range.start_month < taken.start_month)) {
+    pieces.push({ start_month: range.start_month, end_month: previousMonth(taken.start_month) })
+  }
   if (taken.end_month !== null && (range.end_month === null || range.end_month > taken.end_month)) {
     pieces.push({ start_month: nextMonth(taken.end_month), end_month: range.end_month })
   }

@@ -24,8 +24,9 @@ export interface ImportReceipt {
 
 /**
  * Records one upsert call: its payload is committed with the import it joins (the open import of the same
- * endpoint, whose debounce window has not closed) or with a new one, before this resolves. The window is set
- * by the call that creates the import; joining calls neither extend nor shorten it.
+ * target, whose debounce window has not closed) or with a new one, before this resolves. The window is set
+ * by the call that creates the import; joining calls neither extend nor shorten it. Record calls of every table
+ * join one import (imports stack across tables, as the real service documents); each payload names its table.
  */
 export async function enqueueImport(store: Store, clock: Clock, request: ImportRequest): Promise<ImportReceipt> {
   const now = clock.now()
@@ -35,9 +36,9 @@ export async function enqueueImport(store: Store, clock: Clock, request: ImportR
     id: newId(),
     company_id: company.id,
     target,
-    table_id: table?.id ?? null,
-    data_table_key: table?.key ?? target,
-    join_key: table ? `${target}:${table.id}` : target,
+    table_id: null,
+    data_table_key: target,
+    join_key: target,
     status: 'scheduled',
     window_ends_at: new Date(now.getTime() + (request.debounceSeconds ?? 0) * 1000).toISOString(),
     created_at: nowText,
@@ -52,6 +53,8 @@ export async function enqueueImport(store: Store, clock: Clock, request: ImportR
   const payload = {
     id: newId(),
     company_id: company.id,
+    table_id: table?.id ?? null,
+    data_table_key: table?.key ?? target,
     items: request.items,
     options: { all: request.all ?? false, keep_overrides: request.keepOverrides ?? false },
     received_at: nowText,

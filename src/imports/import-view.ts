@@ -11,6 +11,8 @@ export interface ImportDetailView {
   progress: number
   number_of_records: number | null
   error: ImportError | null
+  /** Record calls: the keys their records carried that the table does not know, ignored (not an error). */
+  ignored_keys: string[]
 }
 
 /** The `data_import` object of `GET /v1/imports/{import_id}`. */
@@ -50,10 +52,11 @@ export function importView(data: DataImport): ImportView {
     data_tables_details: data.details.map((detail) => ({
       type: 'api',
       status: data.status,
-      data_table_key: data.data_table_key,
+      data_table_key: detail.data_table_key ?? data.data_table_key,
       progress,
       number_of_records: detail.number_of_records,
       error: detail.error,
+      ignored_keys: detail.ignored_keys ?? [],
     })),
   }
 }

@@ -4,10 +4,11 @@
 export const MAX_USERS_PER_CALL = 200
 export const MAX_ATTRIBUTIONS_PER_CALL = 200
 
-/** Records per `POST /v1/tables/{key}/records/bulk` call: twice the top of the recommended 1,000 to 5,000. */
+/**
+ * Records per `POST /v1/tables/{key}/records/bulk` call: twice the top of the recommended 1,000 to 5,000. Their
+ * bytes are bounded by the service-wide body limit (`BODY_LIMIT_MB`).
+ */
 export const MAX_RECORDS_PER_CALL = 10_000
-/** Bytes per record call: the request body limit of the whole service. */
-export const MAX_RECORDS_BODY_BYTES = 10 * 1024 * 1024
 
 /** The longest debounce window: a day. */
 export const MAX_DEBOUNCE_SECONDS = 86_400

@@ -16,36 +16,53 @@ const SHORT_DESCRIPTION = 1000
 
 const jsonBytes = (value: unknown) => Buffer.byteLength(JSON.stringify(value))
 
-/** What applying one call's payload gave: nothing to report, or an error for its `data_tables_details` entry. */
-export type PayloadOutcome = ImportError | null
+/**
+ * What applying one call's payload gave, for its `data_tables_details` entry: how many of its items were applied
+ * (null: the call was refused, nothing of it applied) and the error to report, if any.
+ */
+export interface PayloadOutcome {
+  applied: number | null
+  error: ImportError | null
+}
 
 function lastKept(issues: readonly ImportItemIssue[]): ImportItemIssue[] {
   return issues.slice(-KEPT_ITEM_ISSUES)
 }
 
 /** The call was refused: nothing of it was applied. The description lists every invalid item. */
-export function refused(noun: string, issues: readonly ImportItemIssue[]): ImportError {
+export function refused(noun: string, issues: readonly ImportItemIssue[]): PayloadOutcome {
   const lines = issues.map((issue) => `line ${issue.line_number}: ${issue.details}`)
   const count = issues.length
   return {
-    title: 'ValidationError',
-    description: `${count} invalid ${noun}${count === 1 ? '' : 's'}, nothing of this call was imported: ${lines.join('; ')}`,
-    parsing_error_details: lastKept(issues),
+    applied: null,
+    error: {
+      title: 'ValidationError',
+      description: `${count} invalid ${noun}${count === 1 ? '' : 's'}, nothing of this call was imported: ${lines.join('; ')}`,
+      parsing_error_details: lastKept(issues),
+    },
   }
 }
 
 /** The call was refused for a reason that is not one item's (its data table is gone...). */
-export function refusedWhole(description: string): ImportError {
-  return { title: 'ValidationError', description, parsing_error_details: [] }
+export function refusedWhole(description: string): PayloadOutcome {
+  return { applied: null, error: { title: 'ValidationError', description, parsing_error_details: [] } }
 }
 
-/** Some items were skipped, the others applied; null when none was skipped. */
+/** Every item was applied. */
+export function allApplied(total: number): PayloadOutcome {
+  return { applied: total, error: null }
+}
+
+/** Some items were skipped (reported as a PartialFailure), the others applied. */
 export function partial(noun: string, total: number, skipped: readonly ImportItemIssue[]): PayloadOutcome {
-  if (skipped.length === 0) return null
+  if (skipped.length === 0) return allApplied(total)
   return {
-    title: 'PartialFailure',
-    description: `${skipped.length} of ${total} ${noun}${total === 1 ? '' : 's'} reported an issue and ${skipped.length === 1 ? 'was' : 'were'} skipped; the others were imported`,
-    parsing_error_details: lastKept(skipped),
+    applied: total - skipped.length,
+    error: {
+      title: 'PartialFailure',
+      description: `${skipped.length} of ${total} ${noun}${total === 1 ? '' : 's'} reported an issue and ${skipped.length === 1 ? 'was' : 'were'} skipped; the others were imported`,
+      parsing_error_details: lastKept(skipped),
+    },
   }
 }
 

@@ -1,8 +1,8 @@
 import { parseRecord } from '../domain/record-values.ts'
 import { newId } from '../ids.ts'
-import type { Company, DataTable, DataTableRecord, ImportItemIssue, ImportPayload } from '../store/model.ts'
+import type { Company, DataImport, DataTable, DataTableRecord, ImportItemIssue, ImportPayload } from '../store/model.ts'
 import type { Store } from '../store/port.ts'
-import { isObject, type PayloadOutcome, partial, refusedWhole } from './outcome.ts'
+import { isObject, type PayloadOutcome, partial, refused, refusedWhole } from './outcome.ts'
 
 /** The last word on one record id within a call: its values to upsert, or a deletion. */
 interface Change {
@@ -15,38 +15,62 @@ interface Change {
 /** The outcome of a record call whose data table was deleted before its import ran. */
 export const tableGone = () => refusedWhole('The data table no longer exists: nothing of this call was imported')
 
-/** One record call, parsed: the last word on each record id it names, and the records it skipped. */
+/** One record call, parsed: its table, the last word on each record id it names, and the records it skipped. */
 export interface PreparedRecordCall {
   payload: ImportPayload
+  /** The id of the table the call writes. */
+  tableId: string
+  /** Nothing to apply: the table no longer exists. */
+  tableGone: boolean
   changes: Map<string, Change>
   skipped: ImportItemIssue[]
+  /** Keys of its records that the table does not know: ignored, and named once on the call's detail. */
+  ignoredKeys: Set<string>
+}
+
+/** How many ignored keys a call's detail names: a bound on the import record, whatever a CSV export holds. */
+export const KEPT_IGNORED_KEYS = 100
+
+/** The table a record call writes: its own, or (a payload stored before imports stacked) its import's. */
+function tableIdOf(claimed: DataImport, payload: ImportPayload): string {
+  return payload.table_id ?? claimed.table_id ?? ''
 }
 
 /** Records parsed between two yields to the event loop, so that HTTP requests of the same process go on. */
 const PARSE_SLICE = 500
 
 /**
- * Parses the record calls of an import by the table's field types. It needs no store, so a worker does it
- * before opening the transaction that writes, which then holds the store's write lock for less time; and it
- * yields to the event loop every few hundred records, so that a server running the worker keeps answering.
+ * Parses the record calls of an import, each by the field types of its own table (an import stacks calls to
+ * several tables). It reads only the tables, so a worker does it before opening the transaction that writes,
+ * which then holds the store's write lock for less time; and it yields to the event loop every few hundred
+ * records, so that a server running the worker keeps answering.
  */
-export async function prepareRecordCalls(table: DataTable, payloads: readonly ImportPayload[]): Promise<PreparedRecordCall[]> {
+export async function prepareRecordCalls(store: Store, claimed: DataImport, payloads: readonly ImportPayload[]): Promise<PreparedRecordCall[]> {
+  const tables = new Map<string, DataTable | null>()
   const calls: PreparedRecordCall[] = []
   for (const payload of payloads) {
-    const call: PreparedRecordCall = { payload, changes: new Map(), skipped: [] }
+    const tableId = tableIdOf(claimed, payload)
+    if (!tables.has(tableId)) tables.set(tableId, await store.dataTables.get(claimed.company_id, tableId))
+    const table = tables.get(tableId) ?? null
+    const call: PreparedRecordCall = { payload, tableId, tableGone: table === null, changes: new Map(), skipped: [], ignoredKeys: new Set() }
+    calls.push(call)
+    if (!table) continue
     for (let index = 0; index < payload.items.length; index++) {
       if (index > 0 && index % PARSE_SLICE === 0) await new Promise((resolve) => setImmediate(resolve))
       readRecord(table, call, payload.items[index], index + 1)
     }
-    calls.push(call)
   }
   return calls
 }
 
-/** Adds one item of a call to its changes, or to its skipped items. */
-function readRecord(table: DataTable, { changes, skipped }: PreparedRecordCall, item: unknown, line_number: number): void {
+/**
+ * Adds one item of a call to its changes, or to its skipped items. Keys the table does not know are ignored, as
+ * the real service does (a CRM export with an extra column still imports), and collected for the detail.
+ */
+function readRecord(table: DataTable, { changes, skipped, ignoredKeys }: PreparedRecordCall, item: unknown, line_number: number): void {
   if (!isObject(item)) return void skipped.push({ line_number, row: item, details: 'expected a record object' })
   const parsed = parseRecord(table, item)
+  for (const key of parsed.unknownKeys) if (ignoredKeys.size < KEPT_IGNORED_KEYS) ignoredKeys.add(key)
   if (parsed.problems.length > 0 || parsed.externalId === null) return void skipped.push({ line_number, row: item, details: parsed.problems.join('; ') })
   const previous = changes.get(parsed.externalId)
   if (parsed.deleted) changes.set(parsed.externalId, { values: {}, deleted: true, replaced: false })
@@ -54,55 +78,94 @@ function readRecord(table: DataTable, { changes, skipped }: PreparedRecordCall, 
   else changes.set(parsed.externalId, { values: parsed.values, deleted: false, replaced: previous?.deleted ?? false })
 }
 
-/** What an import's `all=true` calls ask of its table: emptied once before the first call, keeping overrides or not. */
-export interface Resync {
-  empties: boolean
-  /** A call asked `all=true` and `keep_overrides=true`: the overrides of the deleted records come back with them. */
-  keepsOverrides: boolean
-}
+/**
+ * What an import's `all=true` calls ask: the tables emptied once, before the first call (see `emptiesTable`), and
+ * for each whether a call also asked `keep_overrides=true` (the overrides of the deleted records then come back
+ * with the records sent again).
+ */
+export type Resync = ReadonlyMap<string, { keepsOverrides: boolean }>
 
-/** The resync the calls of one import ask for. */
+/** The resync the record calls of one import ask for, over all of them. */
 export function resyncOf(calls: readonly PreparedRecordCall[]): Resync {
-  return {
-    empties: calls.some(({ payload }) => payload.options.all),
-    keepsOverrides: calls.some(({ payload }) => payload.options.all && payload.options.keep_overrides),
+  const resync = new Map<string, { keepsOverrides: boolean }>()
+  for (const [tableId, tableCalls] of Map.groupBy(calls, (call) => call.tableId)) {
+    if (tableCalls.some((call) => call.tableGone) || !emptiesTable(tableCalls)) continue
+    resync.set(tableId, { keepsOverrides: tableCalls.some(({ payload }) => payload.options.all && payload.options.keep_overrides) })
   }
+  return resync
 }
 
 /** The resync of the calls after the first ones of an import, applied in a later transaction: none. */
-export const NO_RESYNC: Resync = { empties: false, keepsOverrides: false }
+export const NO_RESYNC: Resync = new Map()
 
 /**
- * Applies the prepared record calls of one import, in arrival order. When one of them asked `all=true` the
- * table is emptied once, before the first (`resync`; a run in several transactions passes NO_RESYNC after the
- * first); manual overrides survive that when the same call also asked `keep_overrides=true`. Each parsed record
- * is upserted by its id field (a field left out keeps its value) or deleted (`deleted: true`); the skipped ones
- * are reported.
+ * Applies the prepared record calls of one import: first empties the tables `resync` names (all those the
+ * import's calls empty, when they are applied in one transaction; in a run of several, the first transaction's
+ * and then NO_RESYNC), then the calls, table by table, each table's calls in arrival order; returns the outcome
+ * of each call, in the order given. Calls to different tables do not touch each other.
  */
 export async function applyRecordCalls(
   tx: Store,
   company: Company,
-  tableId: string,
   calls: readonly PreparedRecordCall[],
   now: string,
   resync: Resync = resyncOf(calls),
 ): Promise<PayloadOutcome[]> {
-  const table = await tx.dataTables.get(company.id, tableId)
-  if (!table) return calls.map(tableGone)
-
-  let remembered = new Map<string, Record<string, unknown>>()
-  if (resync.empties) {
-    if (resync.keepsOverrides) {
-      remembered = new Map((await tx.records.listOverridden(company.id, table.id)).map((record) => [record.external_id, record.overrides]))
-    }
-    await tx.records.deleteAll(company.id, table.id)
+  const remembered = await emptyTables(tx, company, resync)
+  const outcomes = new Map<PreparedRecordCall, PayloadOutcome>()
+  for (const [tableId, tableCalls] of Map.groupBy(calls, (call) => call.tableId)) {
+    const table = tableCalls.some((call) => call.tableGone) ? null : await tx.dataTables.get(company.id, tableId)
+    const tableOutcomes = table ? await applyTableCalls(tx, table, tableCalls, remembered.get(tableId) ?? new Map(), now) : tableCalls.map(tableGone)
+    tableCalls.forEach((call, index) => outcomes.set(call, tableOutcomes[index]))
   }
+  return calls.map((call) => outcomes.get(call)!)
+}
 
+/**
+ * Empties the tables of a resync, and answers, for those that keep overrides, the manual overrides of the
+ * deleted records by external id.
+ */
+async function emptyTables(tx: Store, company: Company, resync: Resync): Promise<Map<string, Map<string, Record<string, unknown>>>> {
+  const remembered = new Map<string, Map<string, Record<string, unknown>>>()
+  for (const [tableId, { keepsOverrides }] of resync) {
+    if (keepsOverrides) {
+      remembered.set(tableId, new Map((await tx.records.listOverridden(company.id, tableId)).map((record) => [record.external_id, record.overrides])))
+    }
+    await tx.records.deleteAll(company.id, tableId)
+  }
+  return remembered
+}
+
+/**
+ * Applies the calls of one import to one table, in arrival order, the table emptied already when they asked it
+ * (`remembered`: the overrides of its deleted records, for the calls that keep them). Each parsed record is
+ * upserted by its id field (a field left out keeps its value) or deleted (`deleted: true`); the skipped ones are
+ * reported.
+ */
+async function applyTableCalls(
+  tx: Store,
+  table: DataTable,
+  calls: readonly PreparedRecordCall[],
+  remembered: Map<string, Record<string, unknown>>,
+  now: string,
+): Promise<PayloadOutcome[]> {
   const outcomes: PayloadOutcome[] = []
   for (const call of calls) outcomes.push(await applyRecordCall(tx, table, call, remembered, now))
   return outcomes
 }
 
+/**
+ * Whether the calls of one import to one table empty it first: one asked `all=true`, and the resync brings
+ * something, a record to apply (of any of the calls: a resync may be split over several) or an explicit empty
+ * list with `all=true`. When every record of them was refused, nothing is deleted: a broken export must not
+ * leave the table empty by mistake.
+ */
+function emptiesTable(calls: readonly PreparedRecordCall[]): boolean {
+  if (!calls.some(({ payload }) => payload.options.all)) return false
+  return calls.some(({ changes, payload }) => changes.size > 0 || (payload.options.all && payload.items.length === 0))
+}
+
+/** Applies one call's records; a call whose every record was refused is refused (nothing of it was applied). */
 async function applyRecordCall(
   tx: Store,
   table: DataTable,
@@ -110,6 +173,7 @@ async function applyRecordCall(
   remembered: Map<string, Record<string, unknown>>,
   now: string,
 ): Promise<PayloadOutcome> {
+  if (changes.size === 0 && skipped.length > 0) return refused('record', skipped)
   const stored = await tx.records.findByExternalIds(table.company_id, table.id, [...changes.keys()])
   const gone = [...changes].filter(([externalId, change]) => stored.has(externalId) && (change.deleted || change.replaced))
   if (gone.length > 0) await tx.records.deleteByExternalIds(table.company_id, table.id, gone.map(([externalId]) => externalId))

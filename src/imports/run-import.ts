@@ -3,7 +3,7 @@ import type { Company, DataImport, ImportDetail, ImportPayload } from '../store/
 import type { Store } from '../store/port.ts'
 import { applyAttributions } from './attributions.ts'
 import { boundedDetails, type PayloadOutcome, refusedWhole } from './outcome.ts'
-import { applyRecordCalls, NO_RESYNC, type PreparedRecordCall, prepareRecordCalls, type Resync, resyncOf, tableGone } from './records.ts'
+import { applyRecordCalls, NO_RESYNC, type PreparedRecordCall, prepareRecordCalls, type Resync, resyncOf } from './records.ts'
 import { applyUsers } from './users.ts'
 
 /** Test seams of a run. Production passes none. */
@@ -38,15 +38,15 @@ export async function runClaimedImport(store: Store, clock: Clock, claimed: Data
   // The payloads of a claimed import no longer change (only a scheduled import is joined): they are read, and
   // records parsed, before the transactions, which then hold the store's write lock only to write.
   const payloads = await store.imports.payloads(claimed.company_id, claimed.id)
-  const table = claimed.target === 'records' ? await store.dataTables.get(claimed.company_id, claimed.table_id ?? '') : null
-  const recordCalls = table ? await prepareRecordCalls(table, payloads) : null
-  const resync = recordCalls ? resyncOf(recordCalls) : NO_RESYNC
+  const recordCalls = claimed.target === 'records' ? await prepareRecordCalls(store, claimed, payloads) : []
+  const resync = resyncOf(recordCalls)
   const done = claimed.payloads_applied ?? 0
   // The overrides an `all=true` call keeps are remembered by the transaction that empties the table, for the
   // calls that send their records again: those calls must be applied by the same transaction.
-  const steps = stepsOf(payloads, done, resync.keepsOverrides ? Number.POSITIVE_INFINITY : store.itemsPerTransaction)
+  const keepsOverrides = [...resync.values()].some((table) => table.keepsOverrides)
+  const steps = stepsOf(payloads, done, keepsOverrides ? Number.POSITIVE_INFINITY : store.itemsPerTransaction)
   try {
-    if (done === 0 && table && resync.empties) await emptyLargeTable(store, claimed, owner, table.id)
+    if (done === 0) for (const tableId of resync.keys()) await emptyLargeTable(store, claimed, owner, tableId)
     let details = claimed.details.slice(0, done)
     for (const [index, step] of steps.entries()) {
       const last = index === steps.length - 1
@@ -59,9 +59,9 @@ export async function runClaimedImport(store: Store, clock: Clock, claimed: Data
           if (!company) throw new LostClaim()
           const now = clock.now().toISOString()
           const stepPayloads = payloads.slice(step.start, step.end)
-          const stepCalls = recordCalls?.slice(step.start, step.end) ?? null
+          const stepCalls = recordCalls.slice(step.start, step.end)
           const outcomes = await applyPayloads(tx, company, claimed, stepPayloads, stepCalls, now, step.start === 0 ? resync : NO_RESYNC)
-          const applied = boundedDetails([...details, ...detailsOf(stepPayloads, outcomes)])
+          const applied = boundedDetails([...details, ...detailsOf(claimed, stepPayloads, outcomes, stepCalls)])
           if (!last) {
             if (!(await tx.imports.advance(company.id, claimed.id, owner, { payloads_applied: step.end, details: applied }))) throw new LostClaim()
             return { applied, finished: null }
@@ -140,9 +140,9 @@ export async function failClaimedImport(store: Store, clock: Clock, claimed: Dat
   const payloads = await store.imports.payloads(claimed.company_id, claimed.id)
   const current = await store.imports.get(claimed.company_id, claimed.id)
   const done = current?.payloads_applied ?? 0
-  const error = refusedWhole(`The import could not be applied because of an internal error (reference ${reference}); nothing of it was imported`)
+  const failed = refusedWhole(`The import could not be applied because of an internal error (reference ${reference}); nothing of it was imported`)
   const refused = payloads.slice(done)
-  const details = boundedDetails([...(current?.details.slice(0, done) ?? []), ...detailsOf(refused, refused.map(() => error))])
+  const details = boundedDetails([...(current?.details.slice(0, done) ?? []), ...detailsOf(claimed, refused, refused.map(() => failed))])
   return store.imports.finish(claimed.company_id, claimed.id, owner, { finished_at: clock.now().toISOString(), error: true, details })
 }
 
@@ -151,14 +151,11 @@ async function applyPayloads(
   company: Company,
   claimed: DataImport,
   payloads: readonly ImportPayload[],
-  recordCalls: readonly PreparedRecordCall[] | null,
+  recordCalls: readonly PreparedRecordCall[],
   now: string,
   resync: Resync,
 ): Promise<PayloadOutcome[]> {
-  if (claimed.target === 'records') {
-    if (!recordCalls) return payloads.map(tableGone)
-    return applyRecordCalls(tx, company, claimed.table_id ?? '', recordCalls, now, resync)
-  }
+  if (claimed.target === 'records') return applyRecordCalls(tx, company, recordCalls, now, resync)
   const outcomes: PayloadOutcome[] = []
   for (const payload of payloads) {
     // Each call stands alone: a refused one writes nothing, the others still apply.
@@ -168,6 +165,22 @@ async function applyPayloads(
   return outcomes
 }
 
-function detailsOf(payloads: readonly ImportPayload[], outcomes: readonly PayloadOutcome[]): ImportDetail[] {
-  return payloads.map((payload, index) => ({ payload_id: payload.id, number_of_records: payload.items.length, error: outcomes[index] }))
+/**
+ * One detail per call, in arrival order, with the keys its records carried that their table ignored; a payload
+ * stored before imports stacked takes its import's key.
+ */
+function detailsOf(
+  claimed: DataImport,
+  payloads: readonly ImportPayload[],
+  outcomes: readonly PayloadOutcome[],
+  recordCalls: readonly PreparedRecordCall[] = [],
+): ImportDetail[] {
+  const ignored = new Map(recordCalls.map((call) => [call.payload.id, [...call.ignoredKeys]]))
+  return payloads.map((payload, index) => ({
+    payload_id: payload.id,
+    data_table_key: payload.data_table_key ?? claimed.data_table_key,
+    number_of_records: outcomes[index].applied,
+    error: outcomes[index].error,
+    ignored_keys: ignored.get(payload.id) ?? [],
+  }))
 }

@@ -1,8 +1,30 @@
-import { Counter, Gauge, Histogram, Registry } from 'prom-client'
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client'
+import type { Clock } from '../clock.ts'
+import type { ImportStatisticsRepository } from '../store/import-statistics.ts'
 import type { DataImport } from '../store/model.ts'
 
-/** How many imports are in each state (`scheduled`, `started`, `finished`), across companies. */
-export type ImportCounts = Partial<Record<string, number>>
+/** What the metrics read at every scrape, and the labels of `commission_api_build_info`. */
+export interface MetricsSources {
+  /** Import counts and the oldest due import, from the store: every instance reports the same, shared queue. */
+  imports: Pick<ImportStatisticsRepository, 'countByStatus' | 'oldestScheduledDueAt'>
+  clock: Clock
+  build: { version: string; store: string }
+}
+
+let processMetrics: Registry | undefined
+
+/**
+ * prom-client's default metrics (CPU, memory, heap, event loop lag, GC, handles, Node.js version) describe the
+ * process, not an app: one registry per process holds them, whatever the number of apps in it (tests build
+ * many), and every app's exposition includes it.
+ */
+function processRegistry(): Registry {
+  if (!processMetrics) {
+    processMetrics = new Registry()
+    collectDefaultMetrics({ register: processMetrics })
+  }
+  return processMetrics
+}
 
 /** What the metrics need of an import worker: its `finished` event. */
 export interface FinishingWorker {
@@ -21,8 +43,9 @@ export class ServiceMetrics {
   readonly importDuration: Histogram<'outcome'>
   readonly importsByState: Gauge<'state'>
   readonly importQueueDepth: Gauge
-  /** `importCounts` is read at every scrape (from the store: every instance sees the same queue). */
-  constructor(importCounts: () => Promise<ImportCounts>) {
+  readonly oldestImportAge: Gauge
+  readonly buildInfo: Gauge<'version' | 'store'>
+  constructor({ imports, clock, build }: MetricsSources) {
     const registers = [this.registry]
     this.requests = new Counter({
       name: 'commission_api_http_requests_total',
@@ -49,7 +72,7 @@ export class ServiceMetrics {
       buckets: [0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900],
       registers,
     })
-    const counts = importCounts
+    const counts = () => imports.countByStatus()
     this.importsByState = new Gauge({
       name: 'commission_api_imports',
       help: 'Imports by state, read from the store at scrape time',
@@ -69,6 +92,32 @@ export class ServiceMetrics {
         this.set((await counts()).scheduled ?? 0)
       },
     })
+    this.oldestImportAge = new Gauge({
+      name: 'commission_api_import_oldest_scheduled_age_seconds',
+      help: 'How long the scheduled import that has waited longest has been able to run (since its debounce window closed); 0 when none waits',
+      registers,
+      async collect() {
+        const dueAt = await imports.oldestScheduledDueAt()
+        this.set(dueAt === null ? 0 : Math.max(0, (clock.now().getTime() - Date.parse(dueAt)) / 1000))
+      },
+    })
+    this.buildInfo = new Gauge({
+      name: 'commission_api_build_info',
+      help: 'Always 1: the version of the service and the kind of store it runs on, as labels',
+      labelNames: ['version', 'store'],
+      registers,
+    })
+    this.buildInfo.set(build, 1)
+  }
+
+  /** The content type of `exposition()`: the Prometheus text format 0.0.4. */
+  get contentType(): string {
+    return this.registry.contentType
+  }
+
+  /** The text a scrape gets: the service's metrics and the process's. */
+  exposition(): Promise<string> {
+    return Registry.merge([processRegistry(), this.registry]).metrics()
   }
 
   /** Times every import the worker finishes, from its launch to its end. */

@@ -1,4 +1,4 @@
-import type { FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
 
 /**
  * The absolute base of the URLs the service writes: PUBLIC_URL when set, else the scheme and host the request
@@ -6,4 +6,12 @@ import type { FastifyRequest } from 'fastify'
  */
 export function baseUrl(request: FastifyRequest): string {
   return request.server.config.publicUrl ?? `${request.protocol}://${request.host}`
+}
+
+/** The address a listening app answers on, for a start-up line: a wildcard host is shown as the loopback. */
+export function listeningUrl(app: FastifyInstance, host: string): string {
+  const address = app.server.address()
+  const port = typeof address === 'object' && address ? address.port : 0
+  const shown = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host
+  return `http://${shown.includes(':') ? `[${shown}]` : shown}:${port}`
 }

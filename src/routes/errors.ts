@@ -1,5 +1,5 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { BulkRefusedError, ForbiddenError, type Issue, NotFoundError, UnauthorizedError, ValidationError } from '../errors.ts'
+import { ForbiddenError, type Issue, NotFoundError, UnauthorizedError, ValidationError } from '../errors.ts'
 import type { ValidationErrorBody } from './schemas.ts'
 
 /** The 400 body of the specification, for a list of issues. */
@@ -64,7 +64,6 @@ function frameworkIssues(error: FastifyError): Issue[] {
 export function registerErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     if (error instanceof ValidationError) return reply.code(400).send(validationBody(error.issues))
-    if (error instanceof BulkRefusedError) return reply.code(error.status).send(validationBody(error.issues))
     if (error instanceof NotFoundError) {
       return reply.code(404).send({ message: error.message, resource: error.resource, type: 'NotFoundError' })
     }

@@ -25,8 +25,9 @@ export type Readiness = Static<typeof ReadinessSchema>
 
 /**
  * `GET /health/live` (the process answers) and `GET /health/ready` (the store answers, the worker this
- * instance runs is alive, and the instance is not shutting down). Neither needs a key or counts against the
- * rate limit: they are registered outside the v1 and v2 trees.
+ * instance runs is alive, and the instance is not shutting down), also at `/healthz` and `/readyz`, the names
+ * Kubernetes users expect. Neither needs a key or counts against the rate limit: they are registered outside
+ * the v1 and v2 trees.
  */
 export function registerHealth(app: FastifyInstance, worker?: WorkerProbe): void {
   let shuttingDown = false
@@ -35,31 +36,35 @@ export function registerHealth(app: FastifyInstance, worker?: WorkerProbe): void
     shuttingDown = true
   })
 
-  app.get(
-    '/health/live',
-    { schema: { summary: 'Liveness: the process answers', tags: ['operations'], response: { 200: LivenessSchema } } },
-    async () => ({ status: 'ok' as const }),
-  )
+  for (const url of ['/health/live', '/healthz']) {
+    app.get(
+      url,
+      { schema: { summary: 'Liveness: the process answers', tags: ['operations'], response: { 200: LivenessSchema } } },
+      async () => ({ status: 'ok' as const }),
+    )
+  }
 
-  app.get(
-    '/health/ready',
-    {
-      schema: {
-        summary: 'Readiness: the store answers, the worker is alive, the instance is not shutting down',
-        tags: ['operations'],
-        response: { 200: ReadinessSchema, 503: ReadinessSchema },
+  for (const url of ['/health/ready', '/readyz']) {
+    app.get(
+      url,
+      {
+        schema: {
+          summary: 'Readiness: the store answers, the worker is alive, the instance is not shutting down',
+          tags: ['operations'],
+          response: { 200: ReadinessSchema, 503: ReadinessSchema },
+        },
       },
-    },
-    async (request, reply) => {
-      const checks: Readiness['checks'] = {
-        store: (await storeAnswers(app, request.log)) ? 'ok' : 'unreachable',
-        worker: worker ? (worker.isRunning() ? 'ok' : 'stopped') : 'none',
-        shutting_down: shuttingDown,
-      }
-      const ready = checks.store === 'ok' && checks.worker !== 'stopped' && !checks.shutting_down
-      return reply.code(ready ? 200 : 503).send({ status: ready ? 'ready' : 'unavailable', checks })
-    },
-  )
+      async (request, reply) => {
+        const checks: Readiness['checks'] = {
+          store: (await storeAnswers(app, request.log)) ? 'ok' : 'unreachable',
+          worker: worker ? (worker.isRunning() ? 'ok' : 'stopped') : 'none',
+          shutting_down: shuttingDown,
+        }
+        const ready = checks.store === 'ok' && checks.worker !== 'stopped' && !checks.shutting_down
+        return reply.code(ready ? 200 : 503).send({ status: ready ? 'ready' : 'unavailable', checks })
+      },
+    )
+  }
 }
 
 async function storeAnswers(app: FastifyInstance, log: FastifyBaseLogger): Promise<boolean> {

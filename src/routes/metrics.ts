@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import { Type } from 'typebox'
 import { ServiceMetrics } from '../observability/metrics.ts'
+import { SERVICE_VERSION } from '../version.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -8,18 +9,31 @@ declare module 'fastify' {
   }
 }
 
+/** The documentation page and its assets are one label: operators watch the API, not each file of the page. */
+const DOCUMENTATION = '/docs/*'
+
+/** The `route` label of a request: its route template (never the raw URL, whose ids would make a series each). */
+export function routeLabel(template: string | undefined): string {
+  if (template === undefined) return 'unmatched'
+  return template === '/docs' || template.startsWith('/docs/') ? DOCUMENTATION : template
+}
+
 /**
- * Counts and times every answered request by route template (never the raw URL, whose ids would make a
- * series per resource), and serves `GET /metrics` in the Prometheus text format, without a key.
+ * Counts and times every answered request by route label, and serves `GET /metrics` in the Prometheus text
+ * format (`text/plain; version=0.0.4`), without a key: the service's metrics and the process's defaults.
  */
 export function registerMetrics(app: FastifyInstance): void {
-  const metrics = new ServiceMetrics(() => app.store.importStatistics.countByStatus())
+  const metrics = new ServiceMetrics({
+    imports: app.store.importStatistics,
+    clock: app.clock,
+    build: { version: SERVICE_VERSION, store: app.store.kind },
+  })
   app.decorate('metrics', metrics)
 
   app.addHook('onResponse', async (request, reply) => {
     const labels = {
       method: request.method,
-      route: request.routeOptions.url ?? 'unmatched',
+      route: routeLabel(request.routeOptions.url),
       status_code: String(reply.statusCode),
     }
     metrics.requests.inc(labels)
@@ -31,14 +45,19 @@ export function registerMetrics(app: FastifyInstance): void {
     '/metrics',
     {
       schema: {
-        summary: 'Prometheus metrics: requests, latency, 429s, imports',
+        summary: 'Prometheus metrics: requests, latency, 429s, imports, build, process',
         tags: ['operations'],
-        response: { 200: Type.String({ description: 'Prometheus text exposition format' }) },
+        response: {
+          200: {
+            description: 'The Prometheus text exposition format, version 0.0.4',
+            content: { 'text/plain; version=0.0.4; charset=utf-8': { schema: Type.String() } },
+          },
+        },
       },
     },
     async (_request, reply) => {
-      reply.type(metrics.registry.contentType)
-      return metrics.registry.metrics()
+      reply.type(metrics.contentType)
+      return metrics.exposition()
     },
   )
 }

@@ -1,10 +1,8 @@
-import { readFileSync } from 'node:fs'
 import fastifySwagger from '@fastify/swagger'
 import fastifySwaggerUi from '@fastify/swagger-ui'
 import type { FastifyInstance, FastifySchema } from 'fastify'
+import { SERVICE_VERSION as version } from '../version.ts'
 import { ServerErrorBodySchema, TooManyRequestsBodySchema } from './schemas.ts'
-
-const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
 
 const RATE_HEADERS = {
   'RateLimit-Limit': { type: 'integer', description: 'Requests allowed per window (one second)' },
@@ -20,7 +18,7 @@ const DESCRIPTIONS: Record<string, string> = {
   401: 'Missing or unknown credentials',
   403: 'The company has not enabled the public API',
   404: 'Unknown route or id, or a sandbox id',
-  413: 'Request body over 10 MiB',
+  413: 'Request body over the limit (`BODY_LIMIT_MB`, 32 MiB by default)',
   429: 'Over the rate limit: retry after `Retry-After` seconds',
   500: 'A fault of the service, logged with the request id',
   503: 'Not ready',

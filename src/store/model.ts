@@ -16,6 +16,8 @@ export interface Company {
   /** 1 (January) to 12: the month the fiscal year starts, for quota periods. */
   fiscal_year_start_month: number
   default_currency: string
+  /** The company's fixed exchange rates, for plans (absent: none, only same-currency amounts calculate). */
+  exchange_rates?: ExchangeRates
   created_at: string
 }
 
@@ -76,8 +78,8 @@ export interface ManagerAttribution {
   company_id: string
   user_id: string
   manager_id: string
-  /** YYYY-MM */
-  start_month: string
+  /** YYYY-MM, or null: from the beginning. */
+  start_month: string | null
   /** YYYY-MM, or null when open-ended. */
   end_month: string | null
 }
@@ -88,7 +90,8 @@ export interface GroupAttribution {
   user_id: string
   group_dimension: string
   group: string
-  start_month: string
+  /** YYYY-MM, or null: from the beginning. */
+  start_month: string | null
   end_month: string | null
 }
 
@@ -188,6 +191,9 @@ export interface Statement {
   metrics: Record<string, unknown>
   /** Custom dimensions by API key (served by v1 only). */
   dimensions: Record<string, string[]>
+  /** The plan that calculated it and its period (`src/calculation/`); null for a statement loaded as it is. */
+  plan_id: string | null
+  period: string | null
   modified_at: string
 }
 
@@ -208,6 +214,9 @@ export interface CommissionLine {
   /** The record's field values as they were when calculated, by field API key. */
   record_values: Record<string, unknown>
   metrics: Record<string, unknown>
+  /** The plan that calculated it and the period of its statement; null for a line loaded as it is. */
+  plan_id: string | null
+  period: string | null
   modified_at: string
 }
 
@@ -266,6 +275,78 @@ export interface QuotaValue {
   modified_at: string
 }
 
+/** Where a plan reads its inputs: the field of a record is equal to one of some values, or holds a value. */
+export type PlanFilter =
+  /** The field's value, as text, is one of `values` (a multi-valued field: one of its values is). */
+  | { field: string; in: string[] }
+  /** The multi-valued field holds `value`. */
+  | { field: string; contains: string }
+
+/** An attainment band of a plan: from `from` (a ratio: 1 is 100 % of the quota) up to the next band's `from`. */
+export interface PlanTier {
+  from: number
+  /** The commission rate in the band: 0.05 is 5 % of the amount. */
+  rate: number
+  name: string
+}
+
+/**
+ * Whether a tier's rate applies to the whole amount of the period (`whole`: the band the attainment reaches
+ * sets the rate of every deal) or only to the part of the amount inside the band (`marginal`).
+ */
+export type TierMode = 'whole' | 'marginal'
+export const TIER_MODES: readonly TierMode[] = ['whole', 'marginal']
+
+/** The custom metrics a plan writes (API keys), each optional. */
+export interface PlanMetrics {
+  /** percentage: the period's attainment (0.85 = 85 %), on statements. */
+  attainment: string | null
+  /** enum: the name of the tier the attainment reaches, on statements. */
+  tier: string | null
+  /** amount: what the tiers paid above the base rate, on statements and commission lines. */
+  bonus: string | null
+}
+
+/**
+ * A commission plan: how the records of one data table become commission lines and statements
+ * (`src/calculation/`, formulas in `docs/calculation.md`).
+ */
+export interface Plan {
+  id: string
+  company_id: string
+  environment: Environment
+  /** Unique per company and environment; the `plan` of the statements and lines it produces. */
+  name: string
+  /** The data table it reads (of the same environment). */
+  table_id: string
+  /** The record field whose value names the user who earns: an email, or a user id. */
+  user_field: string
+  /** The record field (date or date-time) that places a record in a period. */
+  date_field: string
+  /** The record field (amount) the commission is a share of. */
+  amount_field: string
+  /** Periods on the company's fiscal year, as quota periods are. */
+  frequency: QuotaFrequency
+  /** The rate below the first tier, or of every record when the plan has no quota or the user no target. */
+  rate: number
+  /** Every filter must hold for a record to count. */
+  filters: PlanFilter[]
+  /** An amount quota of the same frequency whose value for the user and period is the target. */
+  quota_id: string | null
+  /** By ascending `from`. */
+  tiers: PlanTier[]
+  tier_mode: TierMode
+  metrics: PlanMetrics
+  created_at: string
+  modified_at: string
+}
+
+/**
+ * Fixed exchange rates of a company: how much one unit of each currency is worth in the company's default
+ * currency (which is worth 1 whether listed or not).
+ */
+export type ExchangeRates = Record<string, number>
+
 /** What an import writes: users, manager or group attributions, or the records of one data table. */
 export type ImportTarget = 'users' | 'managers' | 'groups' | 'records'
 export type ImportStatus = 'scheduled' | 'started' | 'finished'
@@ -285,11 +366,27 @@ export interface ImportError {
   parsing_error_details: ImportItemIssue[]
 }
 
-/** The outcome of one call joined to an import (one `data_tables_details` entry). */
+/** One call joined to an import and its outcome (one `data_tables_details` entry). */
 export interface ImportDetail {
   payload_id: string
-  number_of_records: number
+  /**
+   * What the call wrote: its table's key, or `users`, `managers`, `groups`. Absent from details stored before
+   * imports stacked across tables: the import's `data_table_key` is theirs.
+   */
+  data_table_key?: string
+  /** How many of the call's items were applied: null until the import is finished, and for a refused call. */
+  number_of_records: number | null
   error: ImportError | null
+  /**
+   * Record calls: the keys its records carried that the table does not know, ignored (the records were applied
+   * with their known fields), the first 100 in the order met. Not an error. Absent from details stored before.
+   */
+  ignored_keys?: string[]
+}
+
+/** The detail of a call that has just joined an import: nothing applied yet. */
+export function scheduledDetail(payload: { id: string; data_table_key?: string }): ImportDetail {
+  return { payload_id: payload.id, data_table_key: payload.data_table_key, number_of_records: null, error: null, ignored_keys: [] }
 }
 
 /**
@@ -300,11 +397,17 @@ export interface DataImport {
   id: string
   company_id: string
   target: ImportTarget
-  /** records: the data table written. */
+  /**
+   * Null: each payload names its table. Set only on record imports stored before imports stacked across tables,
+   * whose payloads all wrote this one table.
+   */
   table_id: string | null
-  /** Shown in `data_tables_details`: the table key, or `users`, `managers`, `groups`. */
+  /** The target (`users`, `managers`, `groups`, `records`); on those older record imports, their table's key. */
   data_table_key: string
-  /** Calls with the same company and join key may join the same import: the target, plus the table for records. */
+  /**
+   * Calls with the same company and join key may join the same import: the target. Record calls of every table
+   * join one import (imports stack across tables); users, managers and groups have their own.
+   */
   join_key: string
   status: ImportStatus
   /** Calls may join until this instant (exclusive); a worker may run it from this instant on. */
@@ -333,6 +436,11 @@ export interface ImportPayload {
   id: string
   company_id: string
   import_id: string
+  /** records: the data table the call writes; null for the other targets. */
+  table_id?: string | null
+  /** What the call writes, as `data_tables_details` names it: the table's key, or `users`, `managers`, `groups`. */
+  data_table_key?: string
+  // Both are absent from payloads stored before imports stacked across tables: their import's are theirs.
   /** The call's items as sent (users, attributions or records), applied in this order. */
   items: unknown[]
   /** records: `all` empties the table before the import; `keep_overrides` keeps manual overrides. */

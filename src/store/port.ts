@@ -7,10 +7,12 @@ import type {
   DataTable,
   DataTableRecord,
   Environment,
+  ExchangeRates,
   GroupAttribution,
   ImportDetail,
   ImportPayload,
   ManagerAttribution,
+  Plan,
   Quota,
   QuotaType,
   QuotaValue,
@@ -37,6 +39,8 @@ import type { RevisionRepository } from './revisions.ts'
  * - Records are returned as fresh objects: changing one never changes the store.
  */
 export interface Store {
+  /** Which adapter this is (the metrics report it). */
+  readonly kind: 'sqlite' | 'mongodb'
   readonly companies: CompanyRepository
   readonly apiKeys: ApiKeyRepository
   readonly users: UserRepository
@@ -50,6 +54,8 @@ export interface Store {
   readonly commissionLines: CommissionLineRepository
   readonly quotas: QuotaRepository
   readonly quotaValues: QuotaValueRepository
+  /** Commission plans (`src/calculation/`). */
+  readonly plans: PlanRepository
   /** Request counters of the rate limit: not company data, and not part of `transaction`. */
   readonly rateLimits: RateLimitRepository
   readonly imports: ImportRepository
@@ -119,6 +125,8 @@ export interface OffsetWindow {
 export interface CompanyRepository {
   insert(company: Company): Promise<void>
   get(id: string): Promise<Company | null>
+  /** Replaces the company's exchange rates. Returns false when unknown. */
+  setExchangeRates(id: string, rates: ExchangeRates): Promise<boolean>
   list(): Promise<Company[]>
   /**
    * Deletes the company and every record that belongs to it; returns false when unknown. Atomic for readers:
@@ -197,6 +205,10 @@ export interface DataTableRecordRepository {
   deleteByExternalIds(companyId: string, tableId: string, externalIds: readonly string[]): Promise<number>
   /** Deletes every record of the table, atomically. Returns how many went. */
   deleteAll(companyId: string, tableId: string): Promise<number>
+  /** The table's records with these store ids (the ones that exist), keyed by id. */
+  getMany(companyId: string, tableId: string, ids: readonly string[]): Promise<Map<string, DataTableRecord>>
+  /** Up to `limit` records of the table after `afterId` (from the first when null), in id order: a walk of the whole table. */
+  page(companyId: string, tableId: string, afterId: string | null, limit: number): Promise<DataTableRecord[]>
   /** The table's records that carry at least one manual override, in id order. */
   listOverridden(companyId: string, tableId: string): Promise<DataTableRecord[]>
   /**
@@ -237,6 +249,25 @@ export interface StatementRendering {
  */
 export type StatementForExtraction = { id: string; rendering: string } | (ExtractedStatement & { rendering: null })
 
+/**
+ * The currencies the amounts of a set of rows are in, for the `currencies` of the v2 field descriptors. Each list
+ * is sorted and without repeats.
+ */
+export interface CurrenciesInUse {
+  /** The rows' own `currency` (statements: of those with a payment, the only amount in it). */
+  rows: string[]
+  /**
+   * By key of the rows' `metrics`: the currencies of its values as an amount metric renders them, an amount
+   * `{value, currency}` in its currency (the row's when it has none), a number in the row's currency.
+   */
+  metrics: Record<string, string[]>
+}
+
+/** Commission lines: also by key of `record_values`, the currencies of the amounts `{value, currency}` there. */
+export interface LineCurrenciesInUse extends CurrenciesInUse {
+  recordValues: Record<string, string[]>
+}
+
 export interface StatementRepository {
   insertMany(statements: Statement[]): Promise<void>
   /** Statements of one environment in id order, within the window. */
@@ -253,6 +284,29 @@ export interface StatementRepository {
    */
   list(companyId: string, environment: Environment, window: OffsetWindow): Promise<Statement[]>
   count(companyId: string, environment: Environment): Promise<number>
+  /** The currencies of the amounts of the environment's statements. */
+  currenciesInUse(companyId: string, environment: Environment): Promise<CurrenciesInUse>
+  /**
+   * Inserts statements, or replaces the stored ones with the same id, atomically. Writing a statement drops its
+   * rendering (`StatementRendering`): whoever writes statements renders them again (`src/v2/statement-texts.ts`).
+   */
+  save(statements: Statement[]): Promise<void>
+  /** Deletes the company's statements with these ids, atomically; unknown ids are ignored. */
+  deleteMany(companyId: string, ids: readonly string[]): Promise<void>
+  /** The statements a plan calculated (`plan_id`), limited to some cells or users when asked. */
+  findOfPlan(companyId: string, planId: string, only?: CalculationScope): Promise<Statement[]>
+}
+
+/** Where a plan's results are looked up: one (user, period) cell of the plan each, or every period of some users. */
+export interface CalculationScope {
+  cells?: readonly CalculationCell[]
+  userIds?: readonly string[]
+}
+
+/** One user and one period of a plan: what one statement of the plan states. */
+export interface CalculationCell {
+  user_id: string
+  period: string
 }
 
 export interface CommissionLineRepository {
@@ -265,6 +319,16 @@ export interface CommissionLineRepository {
    */
   list(companyId: string, tableId: string, window: OffsetWindow): Promise<CommissionLine[]>
   count(companyId: string, tableId: string): Promise<number>
+  /** The currencies of the amounts of the data table's lines. */
+  currenciesInUse(companyId: string, tableId: string): Promise<LineCurrenciesInUse>
+  /** Inserts lines, or replaces the stored ones with the same id, atomically. */
+  save(lines: CommissionLine[]): Promise<void>
+  /** Deletes the company's lines with these ids, atomically; unknown ids are ignored. */
+  deleteMany(companyId: string, ids: readonly string[]): Promise<void>
+  /** The lines a plan calculated (`plan_id`), limited to some cells or users when asked. */
+  findOfPlan(companyId: string, planId: string, only?: CalculationScope): Promise<CommissionLine[]>
+  /** The calculated lines (of any plan) of these records (store ids). */
+  findByRecords(companyId: string, recordIds: readonly string[]): Promise<CommissionLine[]>
 }
 
 export interface QuotaRepository {
@@ -278,8 +342,20 @@ export interface QuotaRepository {
 export interface QuotaValueRepository {
   /** Inserts values; a second value for the same (quota, user, period) is refused with StoreConflictError. */
   insertMany(values: QuotaValue[]): Promise<void>
+  /** The quota's values of these (user, period) cells that exist. */
+  findCells(companyId: string, quotaId: string, cells: readonly CalculationCell[]): Promise<QuotaValue[]>
   page(companyId: string, quotaId: string, window: RowWindow): Promise<QuotaValue[]>
   count(companyId: string, quotaId: string): Promise<number>
+}
+
+export interface PlanRepository {
+  /** Inserts plans, or replaces the stored ones with the same id. A name taken in the environment: StoreConflictError. */
+  save(plans: Plan[]): Promise<void>
+  get(companyId: string, id: string): Promise<Plan | null>
+  /** In creation order. */
+  list(companyId: string): Promise<Plan[]>
+  /** Deletes the plan (not what it calculated). Returns false when unknown. */
+  delete(companyId: string, id: string): Promise<boolean>
 }
 
 /**
@@ -327,7 +403,8 @@ export interface ImportRepository {
   /**
    * Stores one call's payload with the import it joins, atomically: the import of the same company and
    * `join_key` that is `scheduled` with `window_ends_at` after `now`; when there is none, `fresh` is created.
-   * The payload's `import_id` is set to the import it joined, and a detail for it appended to the import.
+   * The payload's `import_id` is set to the import it joined, and its detail (`scheduledDetail`) appended to the
+   * import.
    * Returns the import as it is after the call.
    */
   enqueue(fresh: DataImport, payload: Omit<ImportPayload, 'import_id'>, now: string): Promise<DataImport>

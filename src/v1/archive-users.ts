@@ -1,7 +1,7 @@
 import type { Clock } from '../clock.ts'
 import { isEmail, isMonthString } from '../domain/formats.ts'
 import { monthRangesOverlap } from '../domain/periods.ts'
-import { BulkRefusedError, type Issue } from '../errors.ts'
+import { type Issue, ValidationError } from '../errors.ts'
 import { nextMonth } from '../imports/attributions.ts'
 import type { User } from '../store/model.ts'
 import type { Store } from '../store/port.ts'
@@ -23,7 +23,8 @@ interface ArchiveRequest {
 /**
  * Archives users synchronously, all or nothing: every item is checked (its email, its `end_date`, that the
  * user exists, that the user manages nobody in the archive period) and any problem refuses the whole call
- * with every problem listed. The archive period starts the month after `end_date`, or the current month
+ * with every problem listed, each with its own family (`ValidationError`, `NotFoundError`, `ConflictError`):
+ * the refusal is always a 400, so that a 404 keeps the one body of the error table. The archive period starts the month after `end_date`, or the current month
  * without one. A person managed in that period who is archived already, or archived by the same call, is
  * no conflict. The transaction names the company: a manager attribution imported meanwhile on another
  * instance cannot commit beside an archive that checked the attributions before it.
@@ -42,7 +43,7 @@ export async function archiveUsers(store: Store, clock: Clock, companyId: string
       else requests.push({ user, email, endDate, archivedFrom: endDate ? nextMonth(endDate) : currentMonth })
     }
     issues.push(...(await managerConflicts(tx, companyId, requests)))
-    if (issues.length > 0) throw new BulkRefusedError(issues)
+    if (issues.length > 0) throw new ValidationError(issues)
     const archived = requests.map(({ user, endDate }) => ({ ...user, status: 'archived' as const, archived_until: endDate, modified_at: now }))
     await tx.users.save(companyId, archived)
   }, { company: companyId })
@@ -80,7 +81,7 @@ async function managerConflicts(tx: Store, companyId: string, requests: readonly
     const person = people.get(attribution.user_id)
     if (!person || person.status === 'archived' || leaving.has(person.id)) continue
     if (!monthRangesOverlap(attribution, { start_month: request.archivedFrom, end_month: null })) continue
-    const months = `${attribution.start_month} to ${attribution.end_month ?? 'no end'}`
+    const months = `${attribution.start_month ?? 'the beginning'} to ${attribution.end_month ?? 'no end'}`
     issues.push({
       error: 'ConflictError',
       resource: 'user',

@@ -1,7 +1,17 @@
 import { NotFoundError } from '../errors.ts'
-import type { CommissionLine, CustomMetric, DataTable, Statement, StructureType, User, UserAttributeDefinition } from '../store/model.ts'
+import type {
+  CommissionLine,
+  CustomMetric,
+  DataTable,
+  ReportingStructure,
+  Statement,
+  StructureType,
+  User,
+  UserAttributeDefinition,
+} from '../store/model.ts'
 import type { Store } from '../store/port.ts'
 import { rowsPath } from '../v2/data-structures.ts'
+import { findLiveStructure } from '../v2/lookup.ts'
 import { metricValue } from '../v2/rows.ts'
 import { checkOffsetQuery, type OffsetPage, type OffsetQuery, pageUrl, readOffsetPage } from './offset-page.ts'
 import { type V1ReportingUser, v1ReportingUser } from './user-rows.ts'
@@ -133,12 +143,16 @@ async function successorUrl(store: Store, companyId: string, base: string, type:
   return base + (successor ? rowsPath(type, successor.id) : '/v2/data-structures')
 }
 
-/** `GET /v1/reporting`: the live statements of the company, in id (creation) order. */
+/**
+ * `GET /v1/reporting` (and its alias `GET /v1/reporting/statements`, `path` being the one called, which `next`
+ * keeps): the live statements of the company, in id (creation) order.
+ */
 export async function listStatementRows(
   store: Store,
   companyId: string,
   query: OffsetQuery,
   base: string,
+  path = '/v1/reporting',
 ): Promise<DeprecatedPage<V1StatementRow>> {
   const paging = checkOffsetQuery(query)
   const page = await readOffsetPage(
@@ -154,19 +168,27 @@ export async function listStatementRows(
         return statements.map((statement) => v1StatementRow(statement, userOf(context, statement.user_id), metrics))
       },
     },
-    pageUrl(base, '/v1/reporting'),
+    pageUrl(base, path),
   )
   return { page, successor: await successorUrl(store, companyId, base, 'statement_reporting', null) }
 }
 
-/** The live data table with this id; a sandbox table, or none, is NotFoundError. */
-async function liveTableById(store: Store, companyId: string, id: string): Promise<DataTable> {
-  const table = await store.dataTables.get(companyId, id)
+/**
+ * The live data table a records path names: by its own id (the specification's `{data_table_id}`), or by the id
+ * of a live record reporting structure over it (the real documentation's `{table_id}`), with that structure.
+ * Anything else, sandbox included, is NotFoundError.
+ */
+async function liveTableOfPath(store: Store, companyId: string, id: string): Promise<{ table: DataTable; structure: ReportingStructure | null }> {
+  const structure = await findLiveStructure(store, companyId, id, 'record_reporting')
+  const table = await store.dataTables.get(companyId, structure?.data_table_id ?? id)
   if (!table || table.environment !== 'live') throw new NotFoundError('data_table_id', `No data table with id ${id}`)
-  return table
+  return { table, structure }
 }
 
-/** `GET /v1/reporting/{data_table_id}/records`: the commission lines of a live data table, in id (creation) order. */
+/**
+ * `GET /v1/reporting/{data_table_id}/records`: the commission lines of a live data table, in id (creation) order.
+ * The id may also be a record reporting structure's: its table's lines, and the structure as the successor.
+ */
 export async function listRecordRows(
   store: Store,
   companyId: string,
@@ -175,7 +197,7 @@ export async function listRecordRows(
   base: string,
 ): Promise<DeprecatedPage<V1RecordRow>> {
   const paging = checkOffsetQuery(query)
-  const table = await liveTableById(store, companyId, tableId)
+  const { table, structure } = await liveTableOfPath(store, companyId, tableId)
   const page = await readOffsetPage(
     paging,
     {
@@ -186,7 +208,8 @@ export async function listRecordRows(
         return lines.map((line) => v1RecordRow(line, table, userOf(context, line.user_id)))
       },
     },
-    pageUrl(base, `/v1/reporting/${table.id}/records`),
+    pageUrl(base, `/v1/reporting/${structure?.id ?? table.id}/records`),
   )
-  return { page, successor: await successorUrl(store, companyId, base, 'record_reporting', table.id) }
+  const successor = structure ? base + rowsPath(structure.type, structure.id) : await successorUrl(store, companyId, base, 'record_reporting', table.id)
+  return { page, successor }
 }

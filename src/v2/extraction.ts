@@ -2,7 +2,7 @@ import type { Store } from '../store/port.ts'
 import { rowsPath } from './data-structures.ts'
 import { structureColumns } from './fields.ts'
 import { liveQuota, liveStructure } from './lookup.ts'
-import { cutPage, type Page, type PageQuery, type PageRequest, pageRequest } from './pages.ts'
+import { cutPage, DEFAULT_QUOTA_PAGE_LIMIT, DEFAULT_ROW_PAGE_LIMIT, type Page, type PageQuery, type PageRequest, pageRequest } from './pages.ts'
 import { type Emails, quotaValueRenderer, recordRenderer, type Row } from './rows.ts'
 import { pageBytes, statementTexts } from './statement-texts.ts'
 
@@ -38,7 +38,7 @@ async function renderPage<Stored extends { id: string; user_id: string }>(
  * rendered for the structure, or rendered now (statement-texts.ts). Date bounds are exclusive.
  */
 export async function statementPage(store: Store, companyId: string, tableId: string, query: PageQuery, baseUrl: string): Promise<Buffer> {
-  const request = pageRequest(query, 'exclusive')
+  const request = pageRequest(query, 'exclusive', DEFAULT_ROW_PAGE_LIMIT)
   const structure = await liveStructure(store, companyId, tableId, 'statement_reporting')
   const texts = statementTexts((await structureColumns(store, structure)).metrics)
   const stored = await store.statements.pageForExtraction(companyId, 'live', request.window, texts.key)
@@ -51,7 +51,7 @@ export async function statementPage(store: Store, companyId: string, tableId: st
 
 /** `GET /v2/reporting/{table_id}/records`: the commission lines of the structure's data table. Date bounds are exclusive. */
 export async function recordPage(store: Store, companyId: string, tableId: string, query: PageQuery, baseUrl: string): Promise<Page<Row>> {
-  const request = pageRequest(query, 'exclusive')
+  const request = pageRequest(query, 'exclusive', DEFAULT_ROW_PAGE_LIMIT)
   const structure = await liveStructure(store, companyId, tableId, 'record_reporting')
   const [columns, stored] = await Promise.all([
     structureColumns(store, structure),
@@ -63,7 +63,7 @@ export async function recordPage(store: Store, companyId: string, tableId: strin
 
 /** `GET /v2/quotas/{quota_id}/values`. Date bounds are inclusive (the specification). */
 export async function quotaValuePage(store: Store, companyId: string, quotaId: string, query: PageQuery, baseUrl: string): Promise<Page<Row>> {
-  const request = pageRequest(query, 'inclusive')
+  const request = pageRequest(query, 'inclusive', DEFAULT_QUOTA_PAGE_LIMIT)
   const quota = await liveQuota(store, companyId, quotaId)
   const stored = await store.quotaValues.page(companyId, quota.id, request.window)
   return renderPage(store, companyId, request, stored, quotaValueRenderer(quota), baseUrl + rowsPath('quota', quota.id))

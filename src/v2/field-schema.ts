@@ -11,11 +11,12 @@ import {
   type ReportingStructure,
   STATEMENT_STATUSES,
 } from '../store/model.ts'
+import type { CurrenciesInUse, LineCurrenciesInUse } from '../store/port.ts'
 
 /**
- * The v2 field schemas, derived from the stored configuration only (structure type, its metric and field
- * keys, metric kinds, data-table field types, quota type and frequency). Pure: the rows are rendered from the
- * same columns, so the schema and the data cannot disagree.
+ * The v2 field schemas, derived from the stored configuration (structure type, its metric and field keys, metric
+ * kinds, data-table field types, quota type and frequency) and from the currencies the rows' amounts are in.
+ * Pure: the rows are rendered from the same columns, so the schema and the data cannot disagree.
  */
 
 export type FieldType = 'string' | 'number' | 'object' | 'date'
@@ -46,7 +47,8 @@ export interface FieldSchema {
 export const STANDARD_FIELDS_CREATED_AT = '2020-01-01T00:00:00.000Z'
 
 const AMOUNT_PROPERTIES: PropertyMap = { value: { type: 'number', required: true }, currency: { type: 'string', required: true } }
-const USER_PROPERTIES: PropertyMap = { id: { type: 'string', required: true }, email: { type: 'string', required: false } }
+/** Both keys are always present in a user reference (`email` may be null), as the real examples say `required: true`. */
+const USER_PROPERTIES: PropertyMap = { id: { type: 'string', required: true }, email: { type: 'string', required: true } }
 export const BOOLEAN_VALUES = ['true', 'false']
 export const QUOTA_VALUE_SOURCES = ['local', 'integration']
 
@@ -62,18 +64,22 @@ const shape = (type: FieldType, format: string | null, extra: Partial<Shape> = {
   ...extra,
 })
 
-const AMOUNT = (currencies: string[] | null = null) => shape('object', 'currency', { currencies, properties: AMOUNT_PROPERTIES })
+/** An amount, whose `currencies` are those its values are in (never null: the real examples list them). */
+const AMOUNT = (currencies: readonly string[]) => shape('object', 'currency', { currencies: [...currencies], properties: AMOUNT_PROPERTIES })
 const USER_REFERENCE = shape('object', 'user_reference', { properties: USER_PROPERTIES })
 const ID = shape('string', null)
 const DATE = shape('date', 'date')
+/** `standard.date` of statements and records: a date string, as the real examples describe it. */
+const STANDARD_DATE = shape('string', 'date')
 
 function standard(key: string, name: string, fieldShape: Shape): FieldDescriptor {
   return { api_key: `standard.${key}`, name, origin: 'standard', created_at: STANDARD_FIELDS_CREATED_AT, ...fieldShape }
 }
 
-export function metricShape(metric: Pick<CustomMetric, 'kind' | 'currencies' | 'enum_values'>): Shape {
+/** A custom metric's shape; an amount metric lists its configured currencies, else those its values are in. */
+export function metricShape(metric: Pick<CustomMetric, 'kind' | 'currencies' | 'enum_values'>, currenciesInUse: readonly string[] = []): Shape {
   const shapes: Record<MetricKind, () => Shape> = {
-    amount: () => AMOUNT(metric.currencies),
+    amount: () => AMOUNT(metric.currencies ?? currenciesInUse),
     percentage: () => shape('number', 'percentage'),
     float: () => shape('number', 'float'),
     enum: () => shape('string', 'enum', { enum_values: metric.enum_values ?? [] }),
@@ -85,13 +91,14 @@ export function metricShape(metric: Pick<CustomMetric, 'kind' | 'currencies' | '
 
 /**
  * A data-table field's shape. The interface has four types: a date-time is served as its UTC date, a boolean
- * as the enum `"true"`/`"false"`, a multi-valued field as one `;`-separated string (its v1 upsert form).
+ * as the enum `"true"`/`"false"`, a multi-valued field as one `;`-separated string (its v1 upsert form). An
+ * amount lists the currencies its values are in.
  */
-export function dataTableFieldShape(type: DataTableFieldType): Shape {
+export function dataTableFieldShape(type: DataTableFieldType, currenciesInUse: readonly string[] = []): Shape {
   const shapes: Record<DataTableFieldType, Shape> = {
     string: shape('string', null),
     number: shape('number', 'float'),
-    amount: AMOUNT(),
+    amount: AMOUNT(currenciesInUse),
     date: DATE,
     datetime: DATE,
     boolean: shape('string', 'enum', { enum_values: BOOLEAN_VALUES }),
@@ -112,60 +119,62 @@ export function shownFields(structure: ReportingStructure, table: DataTable | nu
   return structure.field_keys.flatMap((key) => byKey.get(key) ?? [])
 }
 
-function customFields(metrics: readonly CustomMetric[]): FieldDescriptor[] {
+function customFields(metrics: readonly CustomMetric[], currenciesInUse: CurrenciesInUse['metrics']): FieldDescriptor[] {
   return metrics.map((metric) => ({
     api_key: `custom.${metric.api_key}`,
     name: metric.name,
     origin: 'custom',
     created_at: metric.created_at,
-    ...metricShape(metric),
+    ...metricShape(metric, currenciesInUse[metric.api_key]),
   }))
 }
 
-function dataTableFields(fields: readonly DataTableField[]): FieldDescriptor[] {
+function dataTableFields(fields: readonly DataTableField[], currenciesInUse: LineCurrenciesInUse['recordValues']): FieldDescriptor[] {
   return fields.map((field) => ({
     api_key: `datatable.${field.api_key}`,
     name: field.name,
     origin: 'datatable',
     created_at: field.created_at,
-    ...dataTableFieldShape(field.type),
+    ...dataTableFieldShape(field.type, currenciesInUse[field.api_key]),
   }))
 }
 
-export function statementFields(metrics: readonly CustomMetric[]): FieldDescriptor[] {
+/** A statement structure's fields; `currencies`: those of the statements' amounts (`statements.currenciesInUse`). */
+export function statementFields(metrics: readonly CustomMetric[], currencies: CurrenciesInUse): FieldDescriptor[] {
   return [
     standard('id', 'Id', ID),
     standard('user', 'User', USER_REFERENCE),
-    standard('date', 'Date', DATE),
-    standard('total_commission', 'Total commission', AMOUNT()),
+    standard('date', 'Date', STANDARD_DATE),
+    standard('total_commission', 'Total commission', AMOUNT(currencies.rows)),
     standard('status', 'Status', shape('string', 'enum', { enum_values: [...STATEMENT_STATUSES] })),
-    ...customFields(metrics),
+    ...customFields(metrics, currencies.metrics),
   ]
 }
 
-export function recordFields(fields: readonly DataTableField[], metrics: readonly CustomMetric[]): FieldDescriptor[] {
+/** A record structure's fields; `currencies`: those of its lines' amounts (`commissionLines.currenciesInUse`). */
+export function recordFields(fields: readonly DataTableField[], metrics: readonly CustomMetric[], currencies: LineCurrenciesInUse): FieldDescriptor[] {
   return [
     standard('id', 'Id', ID),
     standard('user', 'User', USER_REFERENCE),
-    standard('commission_impact', 'Commission impact', AMOUNT()),
-    standard('date', 'Date', DATE),
-    ...dataTableFields(fields),
-    ...customFields(metrics),
+    standard('commission_impact', 'Commission impact', AMOUNT(currencies.rows)),
+    standard('date', 'Date', STANDARD_DATE),
+    ...dataTableFields(fields, currencies.recordValues),
+    ...customFields(metrics, currencies.metrics),
   ]
 }
 
-const QUOTA_VALUE_SHAPES: Record<QuotaType, Shape> = {
-  amount: AMOUNT(),
-  percentage: shape('number', 'percentage'),
-  float: shape('number', 'float'),
+/** The shape of `standard.value`: an amount quota's values are all in the quota's currency. */
+function quotaValueShape(quota: Pick<Quota, 'type' | 'currency'>): Shape {
+  if (quota.type === 'amount') return AMOUNT([quota.currency])
+  return shape('number', quota.type)
 }
 
-export function quotaFields(quota: Pick<Quota, 'type' | 'frequency'>): FieldDescriptor[] {
+export function quotaFields(quota: Pick<Quota, 'type' | 'frequency' | 'currency'>): FieldDescriptor[] {
   return [
     standard('id', 'Id', ID),
     standard('user', 'User', USER_REFERENCE),
     { ...standard('period', 'Period', shape('string', 'period')), frequency: quota.frequency },
-    standard('value', 'Value', QUOTA_VALUE_SHAPES[quota.type]),
+    standard('value', 'Value', quotaValueShape(quota)),
     standard('source', 'Source', shape('string', 'enum', { enum_values: QUOTA_VALUE_SOURCES })),
   ]
 }
@@ -184,7 +193,8 @@ export function canonicalJson(value: unknown): string {
 
 /**
  * The schema with its fingerprint: SHA-256 (hex) of the canonical JSON of the descriptors, plus the quota
- * type for a quota. It depends on nothing but the configuration, so it is the same across restarts and adapters.
+ * type for a quota. It depends on the configuration and on the currencies amounts are in, nothing else, so it is
+ * the same across restarts and adapters.
  */
 export function fieldSchema(fields: FieldDescriptor[], quotaType?: QuotaType): FieldSchema {
   const fingerprint = canonicalJson({ fields, quota_type: quotaType ?? null })

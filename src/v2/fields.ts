@@ -25,8 +25,13 @@ export async function fieldSchemaOf(store: Store, companyId: string, id: string)
   const structure = await findLiveStructure(store, companyId, id)
   if (structure) {
     const columns = await structureColumns(store, structure)
-    const fields = structure.type === 'statement_reporting' ? statementFields(columns.metrics) : recordFields(columns.fields, columns.metrics)
-    return fieldSchema(fields)
+    if (structure.type === 'statement_reporting') {
+      return fieldSchema(statementFields(columns.metrics, await store.statements.currenciesInUse(companyId, 'live')))
+    }
+    const currencies = structure.data_table_id
+      ? await store.commissionLines.currenciesInUse(companyId, structure.data_table_id)
+      : { rows: [], metrics: {}, recordValues: {} }
+    return fieldSchema(recordFields(columns.fields, columns.metrics, currencies))
   }
   const quota = await findLiveQuota(store, companyId, id)
   if (quota) return fieldSchema(quotaFields(quota), quota.type)

@@ -7,7 +7,12 @@ import type { RowWindow } from '../store/port.ts'
  * they select, and the page meta with its absolute `next_url`.
  */
 
-export const DEFAULT_PAGE_LIMIT = 2000
+/**
+ * Rows per page when the request names no `limit`: 1,000 for statements and records (the real service's
+ * `next_url` shows `limit=1000` for a request without one), 2,000 for quota values (the specification).
+ */
+export const DEFAULT_ROW_PAGE_LIMIT = 1000
+export const DEFAULT_QUOTA_PAGE_LIMIT = 2000
 export const MAX_PAGE_LIMIT = 2000
 
 /** The query of a v2 page, as the route's schema has already checked it (types, `start_id` format, `limit` range). */
@@ -53,8 +58,11 @@ function instantOf(name: string, value: string | undefined, issues: Issue[]): st
   return instant.toISOString()
 }
 
-/** Checks the date filters and turns the query into a store window. Bad dates, equal or inverted bounds: ValidationError. */
-export function pageRequest(query: PageQuery, rule: BoundRule): PageRequest {
+/**
+ * Checks the date filters and turns the query into a store window, with `defaultLimit` rows when the query
+ * names no `limit`. Bad dates, equal or inverted bounds: ValidationError.
+ */
+export function pageRequest(query: PageQuery, rule: BoundRule, defaultLimit: number): PageRequest {
   const issues: Issue[] = []
   const after = instantOf('last_modified_after', query.last_modified_after, issues)
   const before = instantOf('last_modified_before', query.last_modified_before, issues)
@@ -66,7 +74,7 @@ export function pageRequest(query: PageQuery, rule: BoundRule): PageRequest {
   }
   if (issues.length > 0) throw new ValidationError(issues)
 
-  const limit = query.limit ?? DEFAULT_PAGE_LIMIT
+  const limit = query.limit ?? defaultLimit
   const inclusive = rule === 'inclusive'
   const window: RowWindow = { limit: limit + 1 }
   if (query.start_id !== undefined) window.afterId = query.start_id.toLowerCase()

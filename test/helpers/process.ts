@@ -11,9 +11,9 @@ export function tempDataDir(): string {
   return mkdtempSync(join(tmpdir(), 'commission-api-'))
 }
 
-/** Runs the CLI to completion. */
-export function runCli(args: string[], env: Record<string, string>) {
-  const result = spawnSync(process.execPath, [CLI, ...args], { env: childEnvironment(process.env, env), encoding: 'utf8', timeout: 60_000 })
+/** Runs the CLI to completion, with `input` on its standard input. */
+export function runCli(args: string[], env: Record<string, string>, input?: string) {
+  const result = spawnSync(process.execPath, [CLI, ...args], { env: childEnvironment(process.env, env), encoding: 'utf8', timeout: 60_000, input })
   return { code: result.status, stdout: result.stdout, stderr: result.stderr }
 }
 
@@ -26,12 +26,14 @@ export interface ServerProcess {
   stop(signal?: NodeJS.Signals): Promise<number | null>
 }
 
-/** Starts `commission-api serve` as a real child process. */
-export function startServerProcess(env: Record<string, string>): ServerProcess {
-  const child = spawn(process.execPath, [CLI, 'serve'], {
-    env: childEnvironment(process.env, { PORT: '0', LOG_LEVEL: 'warn', ...env }),
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
+/** Starts `commission-api serve` (or the given arguments) as a real child process. */
+export function startServerProcess(env: Record<string, string>, args: string[] = ['serve']): ServerProcess {
+  return startProcess(process.execPath, [CLI, ...args], { env: childEnvironment(process.env, { PORT: '0', LOG_LEVEL: 'warn', ...env }) })
+}
+
+/** Starts a program as a child process, with exactly the environment given. */
+export function startProcess(executable: string, args: string[], options: { env: Record<string, string | undefined>; cwd?: string }): ServerProcess {
+  const child = spawn(executable, args, { ...options, stdio: ['ignore', 'pipe', 'pipe'] })
   let stdout = ''
   let stderr = ''
   child.stdout!.on('data', (chunk) => (stdout += chunk.toString()))

@@ -1,9 +1,11 @@
+import { loadConfig } from '../../src/config.ts'
 import { newId } from '../../src/ids.ts'
 import type {
   ApiKey,
   CommissionLine,
   Company,
   CustomMetric,
+  DataImport,
   DataTable,
   DataTableRecord,
   GroupAttribution,
@@ -196,6 +198,8 @@ export function aStatement(companyId: string, overrides: Partial<Statement> = {}
     achievement: 1700,
     metrics: { metric_a: { value: 12.5, currency: 'EUR' }, metric_b: 'text' },
     dimensions: { region: ['North', 'West'] },
+    plan_id: null,
+    period: null,
     modified_at: CREATED,
     ...overrides,
   }
@@ -215,6 +219,8 @@ export function aCommissionLine(companyId: string, tableId: string, overrides: P
     currency: 'EUR',
     record_values: { deal_id: 'deal-1', amount: { value: 1000, currency: 'EUR' } },
     metrics: { metric_a: 3 },
+    plan_id: null,
+    period: null,
     modified_at: CREATED,
     ...overrides,
   }
@@ -250,8 +256,30 @@ export function aQuotaValue(companyId: string, quotaId: string, overrides: Parti
   }
 }
 
-/** The largest request body the service accepts by default: a payload of it must be stored whole. */
-export const LARGEST_BODY_BYTES = 32 * 1024 * 1024
+/** A new import of `companyId` created at `createdAt`, whose window closes `windowMinutes` later. */
+export function anImport(companyId: string, createdAt: string, windowMinutes = 0, joinKey = 'users'): DataImport {
+  return {
+    id: newId(),
+    company_id: companyId,
+    target: 'users',
+    table_id: null,
+    data_table_key: 'users',
+    join_key: joinKey,
+    status: 'scheduled',
+    window_ends_at: new Date(Date.parse(createdAt) + windowMinutes * 60_000).toISOString(),
+    created_at: createdAt,
+    launched_at: null,
+    finished_at: null,
+    error: false,
+    details: [],
+    lease_owner: null,
+    lease_expires_at: null,
+    attempts: 0,
+  }
+}
+
+/** The largest request body the service accepts by default (`BODY_LIMIT_MB`): a payload of it must be stored whole. */
+export const LARGEST_BODY_BYTES = loadConfig({}).bodyLimitMb * 1024 * 1024
 
 /**
  * Items whose JSON text takes about `bytes`, made to cost the most in BSON: records holding long arrays of

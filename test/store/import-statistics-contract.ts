@@ -51,5 +51,26 @@ export function importStatisticsContract(name: string, factory: StoreFactory): v
         finished: before.finished + 1,
       })
     })
+
+    it('gives the earliest window end of the scheduled imports, null when none is scheduled', async () => {
+      expect(await store.importStatistics.oldestScheduledDueAt()).toBeNull()
+      const [one, two] = [aCompany(), aCompany()]
+      await store.companies.insert(one)
+      await store.companies.insert(two)
+      const enqueueAt = (at: string, company: Company, target: 'users' | 'managers', debounceSeconds: number) =>
+        enqueueImport(store, new ManualClock(at), { company, target, items: [], debounceSeconds })
+      const dueAt = new Map<string, string>()
+      // Enqueued first, but held in a debounce window until 10:05: it is due after the others.
+      dueAt.set((await enqueueAt('2026-06-01T09:55:00.000Z', one, 'managers', 600)).import_id, '2026-06-01T10:05:00.000Z')
+      dueAt.set((await enqueueAt('2026-06-01T10:00:00.000Z', one, 'users', 0)).import_id, '2026-06-01T10:00:00.000Z')
+      dueAt.set((await enqueueAt('2026-06-01T10:02:00.000Z', two, 'users', 0)).import_id, '2026-06-01T10:02:00.000Z')
+      expect(await store.importStatistics.oldestScheduledDueAt()).toBe('2026-06-01T10:00:00.000Z')
+
+      // A started import no longer counts: the oldest of those still scheduled does.
+      const claimed = await store.imports.claimNext('worker-1', LATER, '2026-06-01T10:11:00.000Z')
+      expect(claimed).not.toBeNull()
+      dueAt.delete(claimed!.id)
+      expect(await store.importStatistics.oldestScheduledDueAt()).toBe([...dueAt.values()].toSorted()[0])
+    })
   })
 }

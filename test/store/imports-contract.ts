@@ -1,32 +1,10 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { newId } from '../../src/ids.ts'
-import type { DataImport, ImportPayload } from '../../src/store/model.ts'
+import type { ImportPayload } from '../../src/store/model.ts'
 import { type Store, StoreConflictError } from '../../src/store/port.ts'
-import { aCompany, aDataTable, aRecord, heavyItems, LARGEST_BODY_BYTES, minute } from './builders.ts'
+import { aCompany, aDataTable, anImport, aRecord, heavyItems, LARGEST_BODY_BYTES, minute } from './builders.ts'
 import { gate, type StoreFactory } from './contract.ts'
-
-/** A new import of `companyId` created at `createdAt`, whose window closes `windowMinutes` later. */
-function anImport(companyId: string, createdAt: string, windowMinutes = 0, joinKey = 'users'): DataImport {
-  return {
-    id: newId(),
-    company_id: companyId,
-    target: 'users',
-    table_id: null,
-    data_table_key: 'users',
-    join_key: joinKey,
-    status: 'scheduled',
-    window_ends_at: new Date(Date.parse(createdAt) + windowMinutes * 60_000).toISOString(),
-    created_at: createdAt,
-    launched_at: null,
-    finished_at: null,
-    error: false,
-    details: [],
-    lease_owner: null,
-    lease_expires_at: null,
-    attempts: 0,
-  }
-}
 
 function aPayload(companyId: string, items: unknown[] = [{ email: 'a@example.com' }]): Omit<ImportPayload, 'import_id'> {
   return { id: newId(), company_id: companyId, items, options: { all: false, keep_overrides: false }, received_at: minute(0) }
@@ -56,13 +34,14 @@ export function importsContract(name: string, factory: StoreFactory): void {
     describe('enqueue', () => {
       it('creates an import, or joins the open one of the same company and join key while its window is open', async () => {
         const first = await enqueue(0, 10)
-        expect(first).toMatchObject({ status: 'scheduled', details: [{ number_of_records: 1, error: null }] })
+        // Nothing is applied yet: number_of_records is null until the import is finished.
+        expect(first).toMatchObject({ status: 'scheduled', details: [{ number_of_records: null, error: null, ignored_keys: [] }] })
         expect((await enqueue(5, 10)).id).toBe(first.id)
         expect((await enqueue(9, 1)).id).toBe(first.id)
         // The window closes at minute 10 (exclusive), whatever the joining calls asked.
         expect((await enqueue(10, 10)).id).not.toBe(first.id)
         expect((await enqueue(6, 10, otherCompanyId)).id).not.toBe(first.id)
-        expect((await enqueue(6, 10, companyId, 'records:x')).id).not.toBe(first.id)
+        expect((await enqueue(6, 10, companyId, 'managers')).id).not.toBe(first.id)
 
         const stored = await store.imports.get(companyId, first.id)
         expect(stored?.details).toHaveLength(3)
@@ -77,12 +56,35 @@ export function importsContract(name: string, factory: StoreFactory): void {
         const items = heavyItems(LARGEST_BODY_BYTES)
         const joined = await store.imports.enqueue(anImport(companyId, minute(0)), aPayload(companyId, items), minute(0))
         const small = await store.imports.enqueue(anImport(companyId, minute(0), 10), aPayload(companyId), minute(0))
-        expect(joined.details).toMatchObject([{ number_of_records: items.length, error: null }])
+        expect(joined.details).toMatchObject([{ number_of_records: null, error: null }])
         const [stored] = await store.imports.payloads(companyId, joined.id)
         // Compared as text: a deep comparison of millions of numbers takes long.
         expect(JSON.stringify(stored.items)).toBe(JSON.stringify(items))
         expect(stored).toMatchObject({ id: joined.details[0].payload_id, import_id: joined.id, company_id: companyId })
         expect((await store.imports.payloads(companyId, small.id)).map((payload) => payload.items)).toStrictEqual([[{ email: 'a@example.com' }]])
+      })
+
+      it('keeps each payload\'s own table and key, and a detail per call that names its key, across tables', async () => {
+        const [deals, leads] = [aDataTable(companyId, { key: 'deals' }), aDataTable(companyId, { key: 'leads' })]
+        const records = (at: number, table: { id: string; key: string }, items: unknown[]) =>
+          store.imports.enqueue(
+            { ...anImport(companyId, minute(at), 10, 'records'), target: 'records', data_table_key: 'records' },
+            { ...aPayload(companyId, items), table_id: table.id, data_table_key: table.key },
+            minute(at),
+          )
+        const first = await records(0, deals, [{ deal_id: 'a' }])
+        expect((await records(1, leads, [{ lead_id: 'b' }, { lead_id: 'c' }])).id).toBe(first.id)
+        expect((await records(2, deals, [])).id).toBe(first.id)
+        const payloads = await store.imports.payloads(companyId, first.id)
+        expect(payloads.map(({ table_id, data_table_key }) => ({ table_id, data_table_key }))).toStrictEqual([
+          { table_id: deals.id, data_table_key: 'deals' },
+          { table_id: leads.id, data_table_key: 'leads' },
+          { table_id: deals.id, data_table_key: 'deals' },
+        ])
+        const stored = await store.imports.get(companyId, first.id)
+        expect(stored?.details).toStrictEqual(
+          payloads.map((payload) => ({ payload_id: payload.id, data_table_key: payload.data_table_key, number_of_records: null, error: null, ignored_keys: [] })),
+        )
       })
 
       it('never joins an import a worker has claimed', async () => {
@@ -161,7 +163,8 @@ export function importsContract(name: string, factory: StoreFactory): void {
       it('finishes once, for the worker that holds the import', async () => {
         const queued = await enqueue(0)
         await store.imports.claimNext('w', minute(1), minute(11))
-        const details = [{ payload_id: queued.details[0].payload_id, number_of_records: 1, error: { title: 'PartialFailure' as const, description: 'd', parsing_error_details: [{ line_number: 1, row: { a: 1 }, details: 'x' }] } }]
+        const error = { title: 'PartialFailure' as const, description: 'd', parsing_error_details: [{ line_number: 1, row: { a: 1 }, details: 'x' }] }
+        const details = [{ payload_id: queued.details[0].payload_id, data_table_key: 'users', number_of_records: 1, error, ignored_keys: ['b', 'c'] }]
         const outcome = { finished_at: minute(2), error: true, details }
         expect(await store.imports.finish(companyId, queued.id, 'other', outcome)).toBe(false)
         expect(await store.imports.finish(otherCompanyId, queued.id, 'w', outcome)).toBe(false)

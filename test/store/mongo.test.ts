@@ -3,6 +3,7 @@ import { newId } from '../../src/ids.ts'
 import type { Store } from '../../src/store/port.ts'
 import { openMongoStore } from '../../src/store/mongo/mongo-store.ts'
 import { dropDatabase } from '../helpers/test-store.ts'
+import { calculationContract } from './calculation-contract.ts'
 import { companyTransactionsContract } from './company-transactions-contract.ts'
 import { type StoreFactory, storeContract } from './contract.ts'
 import { importStatisticsContract } from './import-statistics-contract.ts'
@@ -67,6 +68,7 @@ function mongoSuites(serverUrl: string): void {
   offsetListsContract('mongodb', factory)
   revisionsContract('mongodb', factory)
   statementExtractionContract('mongodb', factory)
+  calculationContract('mongodb', factory)
   rateLimitContract('mongodb', factory)
   // A second store on the same database is another instance: the counters must be shared.
   sharedRateLimitContract('mongodb', { ...factory, openTwin: () => openMongoStore(serverUrl, { database }) })

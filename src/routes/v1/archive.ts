@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { ARCHIVED_MESSAGE, archiveUsers, MAX_ARCHIVED_PER_CALL } from '../../v1/archive-users.ts'
-import { ForbiddenBodySchema, UnauthorizedBodySchema, ValidationErrorBodySchema } from '../schemas.ts'
+import { AuthenticatedErrorResponses } from '../schemas.ts'
 import { bulkBodySchema } from './import-schemas.ts'
 
 /** `DELETE /v1/users/archive/bulk`: archives users synchronously, all or nothing. */
@@ -12,15 +12,9 @@ export const archiveRoutes: FastifyPluginAsyncTypebox = async (app) => {
       schema: {
         summary: 'Archive users (synchronous, all or nothing)',
         body: bulkBodySchema(MAX_ARCHIVED_PER_CALL, 'Items {user: email, end_date: YYYY-MM (optional), the last month of activity}'),
-        response: {
-          200: Type.Object({ message: Type.String() }),
-          400: ValidationErrorBodySchema,
-          401: UnauthorizedBodySchema,
-          403: ForbiddenBodySchema,
-          // An unknown user (NotFoundError), or a user who manages someone in the archive period (ConflictError).
-          404: ValidationErrorBodySchema,
-          409: ValidationErrorBodySchema,
-        },
+        // Every refusal is a 400, its errors being ValidationError, NotFoundError (an unknown user) or ConflictError
+        // (a user who manages someone in the archive period).
+        response: { 200: Type.Object({ message: Type.String() }), ...AuthenticatedErrorResponses },
       },
     },
     async (request) => {

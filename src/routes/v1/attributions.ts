@@ -2,18 +2,18 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { enqueueImport } from '../../imports/enqueue.ts'
 import { MAX_ATTRIBUTIONS_PER_CALL } from '../../imports/limits.ts'
 import { AuthenticatedErrorResponses } from '../schemas.ts'
-import { bulkBodySchema, ImportReceiptSchema } from './import-schemas.ts'
+import { AttributionReceiptSchema, bulkBodySchema } from './import-schemas.ts'
 
 const ATTRIBUTIONS = [
   {
     target: 'managers',
     summary: "Set users' managers over months (asynchronous import, all or nothing)",
-    items: 'Items {user: email, manager: email or null, start_date: YYYY-MM, end_date: YYYY-MM or null (open)}',
+    items: 'Items {user: email, manager: email or null, start_date: YYYY-MM or null/absent (from the beginning), end_date: YYYY-MM or null (open)}; one item per user',
   },
   {
     target: 'groups',
     summary: "Set users' groups over months (asynchronous import, all or nothing)",
-    items: 'Items {user: email, group_dimension, group, start_date: YYYY-MM, end_date: YYYY-MM or null (open)}',
+    items: 'Items {user: email, group_dimension, group, start_date: YYYY-MM or null/absent (from the beginning), end_date: YYYY-MM or null (open)}',
   },
 ] as const
 
@@ -26,10 +26,14 @@ export const attributionRoutes: FastifyPluginAsyncTypebox = async (app) => {
         schema: {
           summary,
           body: bulkBodySchema(MAX_ATTRIBUTIONS_PER_CALL, items),
-          response: { 200: ImportReceiptSchema, ...AuthenticatedErrorResponses },
+          response: { 200: AttributionReceiptSchema, ...AuthenticatedErrorResponses },
         },
       },
-      async (request) => enqueueImport(app.store, app.clock, { company: request.principal.company, target, items: request.body.data }),
+      async (request) => {
+        const { data } = request.body
+        const receipt = await enqueueImport(app.store, app.clock, { company: request.principal.company, target, items: data })
+        return { ...receipt, count: data.length, data }
+      },
     )
   }
 }

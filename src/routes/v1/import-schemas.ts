@@ -9,11 +9,34 @@ export const ImportReceiptSchema = Type.Object({
   objects_imported: Type.Integer({ description: 'How many items the call carried' }),
 })
 
+/**
+ * The answer of an attribution call: the import fields the specification requires, plus `{count, data}`, the
+ * items accepted (all of them: they are checked when the import runs), which the real documentation shows.
+ */
+export const AttributionReceiptSchema = Type.Object({
+  ...ImportReceiptSchema.properties,
+  count: Type.Integer({ description: 'How many items the call carried' }),
+  data: Type.Array(Type.Record(Type.String(), Type.Unknown()), { description: 'The items accepted, as sent' }),
+})
+
 export const DebounceSchema = Type.Integer({
   minimum: 0,
   maximum: MAX_DEBOUNCE_SECONDS,
   description: 'Seconds the import waits for more calls to the same endpoint, which join it; counted from the first call',
 })
+
+/**
+ * A boolean query flag as clients send it: `true`, `false`, `1` or `0`, in any letter case (Python's `requests`
+ * writes `True`). Anything else is a 400 naming the parameter. Read it with `flagValue`.
+ */
+export function BooleanFlagSchema(description: string) {
+  return Type.String({ pattern: '^([Tt][Rr][Uu][Ee]|[Ff][Aa][Ll][Ss][Ee]|1|0)$', description: `${description}: true, false, 1 or 0, in any case` })
+}
+
+/** The value of a flag the route's `BooleanFlagSchema` accepted; absent is false. */
+export function flagValue(raw: string | undefined): boolean {
+  return raw === '1' || raw?.toLowerCase() === 'true'
+}
 
 /** `{data: [item]}`: the items are checked when the import runs, so that one bad item cannot hide the others. */
 export function bulkBodySchema(maxItems: number, description: string) {
@@ -48,6 +71,9 @@ export const ImportViewSchema = Type.Object({
         progress: Type.Integer({ minimum: 0, maximum: 100 }),
         number_of_records: Type.Union([Type.Integer(), Type.Null()]),
         error: Type.Union([ImportErrorSchema, Type.Null()]),
+        ignored_keys: Type.Array(Type.String(), {
+          description: 'Record calls: keys of the records that the table does not know, ignored (the records were applied with their known fields); the first 100. Not an error',
+        }),
       }),
       { description: 'One entry per call joined to the import, in arrival order' },
     ),

@@ -69,19 +69,22 @@ export const reportingRoutes: FastifyPluginAsyncTypebox = async (app) => {
     reply.header('deprecation', 'true')
   })
 
-  app.get(
-    '/reporting',
-    {
-      schema: {
-        summary: 'Deprecated: list the statements (use GET /v2/reporting/{table_id}/statements)',
-        deprecated: true,
-        querystring: OffsetQuerySchema,
-        response: { 200: offsetPageSchema(V1StatementRowSchema), ...AuthenticatedErrorResponses },
+  // `/v1/reporting/statements` is the path of the real service's documentation: an alias, with the same headers.
+  for (const path of ['/reporting', '/reporting/statements']) {
+    app.get(
+      path,
+      {
+        schema: {
+          summary: `Deprecated: list the statements (use GET /v2/reporting/{table_id}/statements)${path === '/reporting' ? '' : '; an alias of GET /v1/reporting'}`,
+          deprecated: true,
+          querystring: OffsetQuerySchema,
+          response: { 200: offsetPageSchema(V1StatementRowSchema), ...AuthenticatedErrorResponses },
+        },
       },
-    },
-    async (request, reply) =>
-      answerDeprecated(reply, await listStatementRows(app.store, request.principal.company.id, request.query, baseUrl(request))),
-  )
+      async (request, reply) =>
+        answerDeprecated(reply, await listStatementRows(app.store, request.principal.company.id, request.query, baseUrl(request), `/v1${path}`)),
+    )
+  }
 
   app.get(
     '/reporting/:data_table_id/records',
@@ -89,7 +92,11 @@ export const reportingRoutes: FastifyPluginAsyncTypebox = async (app) => {
       schema: {
         summary: 'Deprecated: list the commission lines of a data table (use GET /v2/reporting/{table_id}/records)',
         deprecated: true,
-        params: Type.Object({ data_table_id: Type.String({ description: 'Id of a live data table' }) }),
+        params: Type.Object({
+          data_table_id: Type.String({
+            description: "Id of a live data table, or of a live record reporting structure over it (the real documentation's {table_id})",
+          }),
+        }),
         querystring: OffsetQuerySchema,
         response: { 200: offsetPageSchema(V1RecordRowSchema), ...AuthenticatedErrorResponses },
       },

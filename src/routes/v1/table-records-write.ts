@@ -2,17 +2,16 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { ValidationError } from '../../errors.ts'
 import { enqueueImport } from '../../imports/enqueue.ts'
-import { MAX_RECORDS_BODY_BYTES, MAX_RECORDS_PER_CALL } from '../../imports/limits.ts'
+import { MAX_RECORDS_PER_CALL } from '../../imports/limits.ts'
 import { liveTableByKey } from '../../v1/table-records.ts'
 import { AuthenticatedErrorResponses, ValidationErrorBodySchema } from '../schemas.ts'
-import { DebounceSchema, ImportReceiptSchema } from './import-schemas.ts'
+import { BooleanFlagSchema, DebounceSchema, flagValue, ImportReceiptSchema } from './import-schemas.ts'
 
 /** `POST /v1/tables/{data_table_key}/records/bulk`: an asynchronous upsert of data-table records. */
 export const tableRecordWriteRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/tables/:data_table_key/records/bulk',
     {
-      bodyLimit: MAX_RECORDS_BODY_BYTES,
       // Ajv would wrap a lone scalar into a one-item array: a body that is not an array is malformed.
       preValidation: async (request) => {
         if (!Array.isArray(request.body)) throw new ValidationError({ resource: 'body', description: 'expected a JSON array of records' })
@@ -21,11 +20,9 @@ export const tableRecordWriteRoutes: FastifyPluginAsyncTypebox = async (app) => 
         summary: 'Create, update or delete records of a data table (asynchronous import)',
         params: Type.Object({ data_table_key: Type.String() }),
         querystring: Type.Object({
-          all: Type.Optional(Type.Boolean({ description: 'Delete all the content of the table before the import' })),
+          all: Type.Optional(BooleanFlagSchema('Delete all the content of the table before the import')),
           debounce: Type.Optional(DebounceSchema),
-          keep_overrides: Type.Optional(
-            Type.Boolean({ description: 'Keep the manual overrides made in the table (also across all=true)' }),
-          ),
+          keep_overrides: Type.Optional(BooleanFlagSchema('Keep the manual overrides made in the table (also across all=true)')),
         }),
         // Each record is checked when the import runs: a bad one is skipped and reported, not a 400.
         body: Type.Array(Type.Unknown(), {
@@ -44,8 +41,8 @@ export const tableRecordWriteRoutes: FastifyPluginAsyncTypebox = async (app) => 
         table,
         items: request.body,
         debounceSeconds: request.query.debounce,
-        all: request.query.all,
-        keepOverrides: request.query.keep_overrides,
+        all: flagValue(request.query.all),
+        keepOverrides: flagValue(request.query.keep_overrides),
       })
     },
   )

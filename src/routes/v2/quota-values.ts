@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { quotaValuePage } from '../../v2/extraction.ts'
 import { baseUrl } from '../base-url.ts'
-import { PageQuerySchema, PageResponses, serializeWithJson } from './page-schemas.ts'
+import { PageResponses, QuotaPageQuerySchema, serializeWithJson } from './page-schemas.ts'
 
 const QuotaParamsSchema = Type.Object({ quota_id: Type.String({ description: 'id of a live quota, from discovery' }) })
 
@@ -13,7 +13,7 @@ export const quotaValueRoutes: FastifyPluginAsyncTypebox = async (app) => {
       schema: {
         summary: 'Values of a quota (one row per user and period), in creation order; both date bounds inclusive',
         params: QuotaParamsSchema,
-        querystring: PageQuerySchema,
+        querystring: QuotaPageQuerySchema,
         response: PageResponses,
       },
       serializerCompiler: serializeWithJson,

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { recordPage, statementPage } from '../../v2/extraction.ts'
 import { baseUrl } from '../base-url.ts'
-import { PageQuerySchema, PageResponses, sendPageBytes, serializeWithJson } from './page-schemas.ts'
+import { PageResponses, RowPageQuerySchema, sendPageBytes, serializeWithJson } from './page-schemas.ts'
 
 const TableParamsSchema = Type.Object({ table_id: Type.String({ description: 'id of a live reporting structure, from discovery' }) })
 
@@ -13,7 +13,7 @@ export const reportingRoutes: FastifyPluginAsyncTypebox = async (app) => {
       schema: {
         summary: 'Statements of a statement reporting structure, in id order',
         params: TableParamsSchema,
-        querystring: PageQuerySchema,
+        querystring: RowPageQuerySchema,
         response: PageResponses,
       },
       serializerCompiler: serializeWithJson,
@@ -28,7 +28,7 @@ export const reportingRoutes: FastifyPluginAsyncTypebox = async (app) => {
       schema: {
         summary: 'Reporting records (commission lines) of a record reporting structure, in id order',
         params: TableParamsSchema,
-        querystring: PageQuerySchema,
+        querystring: RowPageQuerySchema,
         response: PageResponses,
       },
       serializerCompiler: serializeWithJson,

@@ -28,12 +28,13 @@ export const CUSTOM_METRICS = company('custom_metrics')
 export const DATA_TABLES = company('data_tables')
 export const DATA_TABLE_RECORDS = company('data_table_records', 'table_id')
 export const REPORTING_STRUCTURES = company('reporting_structures', 'data_table_id')
-export const STATEMENTS = company('statements', 'user_id')
-export const COMMISSION_LINES = company('commission_lines', 'table_id', 'record_id', 'user_id')
+export const STATEMENTS = company('statements', 'user_id', 'plan_id')
+export const COMMISSION_LINES = company('commission_lines', 'table_id', 'record_id', 'user_id', 'plan_id')
 export const QUOTAS = company('quotas')
 export const QUOTA_VALUES = company('quota_values', 'quota_id', 'user_id')
+export const PLANS = company('plans', 'table_id', 'quota_id')
 export const IMPORTS = company('imports', 'table_id')
-export const IMPORT_PAYLOADS = company('import_payloads', 'import_id')
+export const IMPORT_PAYLOADS = company('import_payloads', 'import_id', 'table_id')
 /** The parts of a payload's items beyond the first, for payloads larger than a document holds (`payload-parts.ts`). */
 export const IMPORT_PAYLOAD_PARTS = company('import_payload_parts', 'payload_id')
 /**
@@ -63,6 +64,7 @@ export const COMPANY_COLLECTIONS: readonly Codec[] = [
   IMPORT_PAYLOADS,
   IMPORT_PAYLOAD_PARTS,
   IMPORT_LOCKS,
+  PLANS,
 ]
 
 const BY_COMPANY = { company_id: 1 } as const
@@ -93,4 +95,5 @@ export const SHARD_KEYS: ReadonlyMap<string, Readonly<Record<string, 1>>> = new 
   [IMPORT_PAYLOADS.collection, BY_COMPANY],
   [IMPORT_PAYLOAD_PARTS.collection, BY_COMPANY],
   [IMPORT_LOCKS.collection, BY_COMPANY],
+  [PLANS.collection, BY_COMPANY],
 ])

@@ -26,5 +26,12 @@ export function mongoImportStatistics(scope: Scope): ImportStatisticsRepository 
           .toArray()
         return countsFrom(groups)
       }),
+    oldestScheduledDueAt: () =>
+      call(scope, async (session) => {
+        const [oldest] = await collectionOf(scope, IMPORTS)
+          .find({ status: 'scheduled' }, { ...inSession(session), sort: { window_ends_at: 1 }, limit: 1, projection: { _id: 0, window_ends_at: 1 } })
+          .toArray()
+        return typeof oldest?.window_ends_at === 'string' ? oldest.window_ends_at : null
+      }),
   }
 }

@@ -1,6 +1,6 @@
 import type { Document, ObjectId } from 'bson'
 import type { IndexDescription } from 'mongodb'
-import type { DataImport } from '../model.ts'
+import { type DataImport, scheduledDetail } from '../model.ts'
 import type { ImportOutcome, ImportProgress, ImportRepository } from '../port.ts'
 import { decode, encode, lookupId } from './codec.ts'
 import { IMPORT_LOCKS, IMPORT_PAYLOAD_PARTS, IMPORT_PAYLOADS, IMPORTS } from './collections.ts'
@@ -88,7 +88,7 @@ export function mongoImports(scope: Scope): ImportRepository {
       if (parts.length > 0) await call(scope, (session) => collectionOf(scope, IMPORT_PAYLOAD_PARTS).insertMany(parts, { ...inSession(session), ordered: true }))
       return atomically(scope, async (session) => {
         await writeLock(scope, session, fresh.company_id, `join:${fresh.join_key}`)
-        const detail = { payload_id: payload.id, number_of_records: payload.items.length, error: null }
+        const detail = scheduledDetail(payload)
         let joined: Document | null = await imports().findOneAndUpdate(
           inCompany(fresh.company_id, { join_key: fresh.join_key, status: 'scheduled', window_ends_at: { $gt: now } }),
           { $push: { details: detail } } as Document,

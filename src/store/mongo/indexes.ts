@@ -8,6 +8,7 @@ import {
   DATA_TABLES,
   GROUP_ATTRIBUTIONS,
   MANAGER_ATTRIBUTIONS,
+  PLANS,
   QUOTA_VALUES,
   QUOTAS,
   REPORTING_STRUCTURES,
@@ -18,6 +19,13 @@ import {
 
 /** The (company, id) index behind every company-wide list in id order, and the shard key's prefix. */
 const byCompany: IndexDescription = { key: { company_id: 1, _id: 1 }, name: 'company_id' }
+
+/** The results of a plan by cell (src/calculation/): only calculated statements and lines carry a plan. */
+const PLAN_CELLS: IndexDescription = {
+  key: { company_id: 1, plan_id: 1, user_id: 1, period: 1 },
+  name: 'company_plan_cell',
+  partialFilterExpression: { plan_id: { $type: 'objectId' } },
+}
 
 /**
  * Every index each query of the adapter needs, by collection. Each index on company data starts with
@@ -61,8 +69,17 @@ export const INDEXES: ReadonlyMap<string, readonly IndexDescription[]> = new Map
   // A v2 page: equality on (company, scope), then a range on _id in order; the modification-time bounds
   // filter the rows the index walk reaches, as the SQLite adapter does with its primary key.
   // `byCompany` is also what `shardCollection` needs for their shard key, (company_id, _id).
-  [STATEMENTS.collection, [{ key: { company_id: 1, environment: 1, _id: 1 }, name: 'company_environment_id' }, byCompany]],
-  [COMMISSION_LINES.collection, [{ key: { company_id: 1, table_id: 1, _id: 1 }, name: 'company_table_id' }, byCompany]],
+  [STATEMENTS.collection, [{ key: { company_id: 1, environment: 1, _id: 1 }, name: 'company_environment_id' }, PLAN_CELLS, byCompany]],
+  [
+    COMMISSION_LINES.collection,
+    [
+      { key: { company_id: 1, table_id: 1, _id: 1 }, name: 'company_table_id' },
+      PLAN_CELLS,
+      { key: { company_id: 1, record_id: 1 }, name: 'company_record_calculated', partialFilterExpression: { plan_id: { $type: 'objectId' } } },
+      byCompany,
+    ],
+  ],
+  [PLANS.collection, [byCompany, { key: { company_id: 1, environment: 1, name: 1 }, name: 'company_environment_name_unique', unique: true }]],
   [QUOTAS.collection, [byCompany]],
   [
     QUOTA_VALUES.collection,

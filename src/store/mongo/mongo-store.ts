@@ -1,5 +1,6 @@
 import type { Store } from '../port.ts'
 import { connectMongo, inTransaction, toPortError } from './connection.ts'
+import { mongoLineResults, mongoPlans, mongoStatementResults } from './calculation-results.ts'
 import { mongoImportStatistics } from './import-statistics.ts'
 import { IMPORT_INDEXES, mongoImports } from './imports.ts'
 import { ensureIndexes } from './indexes.ts'
@@ -64,6 +65,7 @@ export async function openMongoStore(url: string, options: MongoStoreOptions = {
  */
 function mongoStore(scope: Scope, transactions: Queue, rateLimits: MongoRateLimits): Store {
   const store: Store = {
+    kind: 'mongodb',
     companies: companies(scope),
     apiKeys: apiKeys(scope),
     users: users(scope),
@@ -73,8 +75,9 @@ function mongoStore(scope: Scope, transactions: Queue, rateLimits: MongoRateLimi
     dataTables: dataTables(scope),
     records: { ...records(scope), ...mongoRecordWrites(scope) },
     structures: structures(scope),
-    statements: statements(scope),
-    commissionLines: commissionLines(scope),
+    statements: { ...statements(scope), ...mongoStatementResults(scope) },
+    commissionLines: { ...commissionLines(scope), ...mongoLineResults(scope) },
+    plans: mongoPlans(scope),
     quotas: quotas(scope),
     quotaValues: quotaValues(scope),
     rateLimits,

@@ -52,6 +52,7 @@ import {
   USER_ATTRIBUTES,
   USERS,
 } from './collections.ts'
+import { lineCurrencies, statementCurrencies } from './currencies.ts'
 import { byId, cursorId, inCompany, inTable, pageFilter } from './filters.ts'
 import { inTransaction } from './connection.ts'
 import { COMPANY_LOCK, ensureLock, writeLock } from './locks.ts'
@@ -115,6 +116,11 @@ export function companies(scope: Scope): CompanyRepository {
   return {
     insert: (company: Company) => insertOne(scope, COMPANIES, company),
     get: (id) => findOne<Company>(scope, COMPANIES, { _id: lookupId(id) }),
+    setExchangeRates: (id, rates) =>
+      call(scope, async (session) => {
+        const result = await collectionOf(scope, COMPANIES).updateOne({ _id: lookupId(id) } as Document, { $set: { exchange_rates: { ...rates } } }, inSession(session))
+        return result.matchedCount > 0
+      }),
     list: () => findAll<Company>(scope, COMPANIES, {}),
     delete: (id) => deleteCompany(scope, id),
   }
@@ -244,11 +250,21 @@ export function upsertRecordsOperations(companyId: string, upserted: readonly Da
 }
 
 /** The part of the records repository the foundation defined; writes added later live beside it. */
-export function records(scope: Scope): Pick<DataTableRecordRepository, 'upsert' | 'list' | 'count'> {
+export function records(scope: Scope): Pick<DataTableRecordRepository, 'upsert' | 'list' | 'count' | 'getMany' | 'page'> {
   return {
     upsert: (companyId, upserted) => writeAll(scope, DATA_TABLE_RECORDS, upsertRecordsOperations(companyId, upserted)),
     list: (companyId, tableId, window) => findAll<DataTableRecord>(scope, DATA_TABLE_RECORDS, inTable(companyId, tableId), window),
     count: (companyId, tableId) => countAll(scope, DATA_TABLE_RECORDS, inTable(companyId, tableId)),
+    async getMany(companyId, tableId, ids) {
+      if (ids.length === 0) return new Map()
+      const found = await findAll<DataTableRecord>(scope, DATA_TABLE_RECORDS, inTable(companyId, tableId, { _id: { $in: lookupIds(ids) } }))
+      return new Map(found.map((record) => [record.id, record]))
+    },
+    page(companyId, tableId, afterId, limit) {
+      const filter = inTable(companyId, tableId)
+      if (afterId !== null) filter._id = { $gt: cursorId(afterId) }
+      return findFirst<DataTableRecord>(scope, DATA_TABLE_RECORDS, filter, limit)
+    },
   }
 }
 
@@ -275,7 +291,7 @@ function forExtraction({ rendering, ...statement }: StoredExtraction, renderingK
   return { ...statement, rendering: null }
 }
 
-export function statements(scope: Scope): StatementRepository {
+export function statements(scope: Scope): Omit<StatementRepository, 'save' | 'deleteMany' | 'findOfPlan'> {
   return {
     insertMany: (rows: Statement[]) => insertAll(scope, STATEMENTS, rows),
     page: (companyId, environment, window) =>
@@ -301,16 +317,18 @@ export function statements(scope: Scope): StatementRepository {
       ),
     list: (companyId, environment, window) => findAll<Statement>(scope, STATEMENTS, inCompany(companyId, { environment }), window, WITHOUT_RENDERING),
     count: (companyId, environment) => countAll(scope, STATEMENTS, inCompany(companyId, { environment })),
+    currenciesInUse: (companyId, environment) => statementCurrencies(scope, STATEMENTS, inCompany(companyId, { environment })),
   }
 }
 
-export function commissionLines(scope: Scope): CommissionLineRepository {
+export function commissionLines(scope: Scope): Omit<CommissionLineRepository, 'save' | 'deleteMany' | 'findOfPlan' | 'findByRecords'> {
   return {
     insertMany: (rows: CommissionLine[]) => insertAll(scope, COMMISSION_LINES, rows),
     page: (companyId, tableId, window) =>
       findFirst<CommissionLine>(scope, COMMISSION_LINES, pageFilter(companyId, { table_id: lookupId(tableId) }, window), window.limit),
     list: (companyId, tableId, window) => findAll<CommissionLine>(scope, COMMISSION_LINES, inTable(companyId, tableId), window),
     count: (companyId, tableId) => countAll(scope, COMMISSION_LINES, inTable(companyId, tableId)),
+    currenciesInUse: (companyId, tableId) => lineCurrencies(scope, COMMISSION_LINES, inTable(companyId, tableId)),
   }
 }
 
@@ -333,5 +351,13 @@ export function quotaValues(scope: Scope): QuotaValueRepository {
     page: (companyId, quotaId, window) =>
       findFirst<QuotaValue>(scope, QUOTA_VALUES, pageFilter(companyId, { quota_id: lookupId(quotaId) }, window), window.limit),
     count: (companyId, quotaId) => countAll(scope, QUOTA_VALUES, inCompany(companyId, { quota_id: lookupId(quotaId) })),
+    findCells: (companyId, quotaId, cells) =>
+      cells.length === 0
+        ? Promise.resolve([])
+        : findAll<QuotaValue>(
+            scope,
+            QUOTA_VALUES,
+            inCompany(companyId, { quota_id: lookupId(quotaId), $or: cells.map((cell) => ({ user_id: lookupId(cell.user_id), period: cell.period })) }),
+          ),
   }
 }

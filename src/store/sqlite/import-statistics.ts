@@ -12,5 +12,9 @@ export function sqliteImportStatistics(sql: Sql): ImportStatisticsRepository {
       }
       return counts
     },
+    async oldestScheduledDueAt() {
+      const row = await sql.get("SELECT min(window_ends_at) AS due FROM imports WHERE status = 'scheduled'")
+      return typeof row?.due === 'string' ? row.due : null
+    },
   }
 }

@@ -1,4 +1,4 @@
-import type { DataImport, ImportPayload } from '../model.ts'
+import { type DataImport, type ImportPayload, scheduledDetail } from '../model.ts'
 import type { ImportOutcome, ImportProgress, ImportRepository } from '../port.ts'
 import type { Row, Sql } from './connection.ts'
 
@@ -18,7 +18,7 @@ export function sqliteImports(sql: Sql): ImportRepository {
           now,
         )[0]
         const joined: DataImport = open ? parseImport(open) : { ...fresh, details: [] }
-        joined.details.push({ payload_id: payload.id, number_of_records: payload.items.length, error: null })
+        joined.details.push(scheduledDetail(payload))
         if (open) {
           db.run('UPDATE imports SET doc = ? WHERE id = ?', JSON.stringify(joined), joined.id)
         } else {

@@ -118,6 +118,26 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE statements ADD COLUMN rendering_key TEXT;
   ALTER TABLE statements ADD COLUMN rendering TEXT;
   `,
+  // Plans, and where the results of each are (src/calculation/): a statement per (plan, user, period), the
+  // lines of a cell and of a record. Loaded statements and lines have no plan and stay out of these indexes.
+  `
+  CREATE TABLE plans (
+    company_id TEXT NOT NULL, id TEXT NOT NULL, environment TEXT NOT NULL, name TEXT NOT NULL, doc TEXT NOT NULL,
+    PRIMARY KEY (company_id, id)
+  ) WITHOUT ROWID;
+  CREATE UNIQUE INDEX plans_name ON plans (company_id, environment, name);
+
+  ALTER TABLE statements ADD COLUMN plan_id TEXT;
+  ALTER TABLE statements ADD COLUMN period TEXT;
+  CREATE INDEX statements_plan_cell ON statements (company_id, plan_id, user_id, period) WHERE plan_id IS NOT NULL;
+
+  ALTER TABLE commission_lines ADD COLUMN plan_id TEXT;
+  ALTER TABLE commission_lines ADD COLUMN user_id TEXT;
+  ALTER TABLE commission_lines ADD COLUMN period TEXT;
+  ALTER TABLE commission_lines ADD COLUMN record_id TEXT;
+  CREATE INDEX commission_lines_plan_cell ON commission_lines (company_id, plan_id, user_id, period) WHERE plan_id IS NOT NULL;
+  CREATE INDEX commission_lines_record ON commission_lines (company_id, record_id) WHERE plan_id IS NOT NULL;
+  `,
 ]
 
 /** Every table that holds company data, for deleting a company. */
@@ -137,4 +157,5 @@ export const COMPANY_TABLES: readonly string[] = [
   'quota_values',
   'imports',
   'import_payloads',
+  'plans',
 ]

@@ -10,13 +10,13 @@ type RecordWrites = Pick<
 /** SQLite's IN lists are bounded by the number of bound parameters: work in slices well below it. */
 const SLICE = 500
 
-function slices<T>(values: readonly T[]): T[][] {
+export function slices<T>(values: readonly T[]): T[][] {
   const result: T[][] = []
   for (let start = 0; start < values.length; start += SLICE) result.push(values.slice(start, start + SLICE))
   return result
 }
 
-const placeholders = (values: readonly unknown[]) => values.map(() => '?').join(', ')
+export const placeholders = (values: readonly unknown[]) => values.map(() => '?').join(', ')
 
 /**
  * The data-table record operations the import engine needs, beside the basic ones of `sqlite-store.ts`.

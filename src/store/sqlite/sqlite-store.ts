@@ -17,11 +17,13 @@ import type {
 } from '../model.ts'
 import { type RowWindow, type StatementForExtraction, type Store, StoreConflictError } from '../port.ts'
 import { type Params, type Row, type Sql, SqliteConnection, type SqlWriter, type Values } from './connection.ts'
+import { lineCurrencies, statementCurrencies } from './currencies.ts'
 import { sqliteImports } from './imports.ts'
 import { COMPANY_TABLES } from './migrations.ts'
 import { sqliteImportStatistics } from './import-statistics.ts'
 import { rateLimitFile, SqliteRateLimits } from './rate-limits.ts'
-import { sqliteRecordWrites } from './record-writes.ts'
+import { placeholders, slices, sqliteRecordWrites } from './record-writes.ts'
+import { insertLines, sqliteLineResults, sqlitePlans, sqliteStatementResults } from './calculation-results.ts'
 import { sqliteRevisions } from './revisions.ts'
 import {
   EXTRACTED_STATEMENT_COLUMNS,
@@ -147,12 +149,21 @@ async function countInScope(sql: Sql, { table, scope }: ScopedTable, companyId: 
 
 function sqliteStore(connection: SqliteConnection, sql: Sql, rateLimits: SqliteRateLimits): Store {
   const store: Store = {
+    kind: 'sqlite',
     companies: {
       async insert(company: Company) {
         await write(sql, (db) => db.run('INSERT INTO companies (id, doc) VALUES (?, ?)', company.id, JSON.stringify(company)))
       },
       async get(id) {
         return parse<Company>(await sql.get('SELECT doc FROM companies WHERE id = ?', id))
+      },
+      async setExchangeRates(id, rates) {
+        return write(sql, (db) => {
+          const company = parse<Company>(db.all('SELECT doc FROM companies WHERE id = ?', id)[0])
+          if (!company) return false
+          db.run('UPDATE companies SET doc = ? WHERE id = ?', JSON.stringify({ ...company, exchange_rates: { ...rates } }), id)
+          return true
+        })
       },
       async list() {
         return parseAll<Company>(await sql.all('SELECT doc FROM companies ORDER BY id'))
@@ -356,6 +367,29 @@ function sqliteStore(connection: SqliteConnection, sql: Sql, rateLimits: SqliteR
         )
       },
       ...sqliteRecordWrites(sql),
+      async getMany(companyId, tableId, ids) {
+        const found = new Map<string, DataTableRecord>()
+        for (const slice of slices([...new Set(ids)])) {
+          const rows = await sql.all(
+            `SELECT doc FROM data_table_records WHERE company_id = ? AND table_id = ? AND id IN (${placeholders(slice)})`,
+            companyId,
+            tableId,
+            ...slice,
+          )
+          for (const record of parseAll<DataTableRecord>(rows)) found.set(record.id, record)
+        }
+        return found
+      },
+      async page(companyId, tableId, afterId, limit) {
+        const rows = await sql.all(
+          'SELECT doc FROM data_table_records WHERE company_id = ? AND table_id = ? AND id > ? ORDER BY id LIMIT ?',
+          companyId,
+          tableId,
+          afterId ?? '',
+          limit,
+        )
+        return parseAll<DataTableRecord>(rows)
+      },
     },
 
     structures: {
@@ -414,26 +448,19 @@ function sqliteStore(connection: SqliteConnection, sql: Sql, rateLimits: SqliteR
           await sql.get('SELECT count(*) AS n FROM statements WHERE company_id = ? AND environment = ?', companyId, environment),
         )
       },
+      currenciesInUse: (companyId, environment) => statementCurrencies(sql, companyId, environment),
+      ...sqliteStatementResults(sql),
     },
 
     commissionLines: {
       async insertMany(lines: CommissionLine[]) {
-        await write(sql, (db) => {
-          for (const line of lines) {
-            db.run(
-              'INSERT INTO commission_lines (company_id, table_id, id, modified_at, doc) VALUES (?, ?, ?, ?, ?)',
-              line.company_id,
-              line.table_id,
-              line.id,
-              line.modified_at,
-              JSON.stringify(line),
-            )
-          }
-        })
+        await write(sql, (db) => insertLines(db, lines))
       },
       page: (companyId, tableId, window) => pageOfDocuments<CommissionLine>(sql, LINES_OF_TABLE, companyId, tableId, window),
       list: (companyId, tableId, window) => listCommissionLines(sql, companyId, tableId, window),
       count: (companyId, tableId) => countInScope(sql, LINES_OF_TABLE, companyId, tableId),
+      currenciesInUse: (companyId, tableId) => lineCurrencies(sql, companyId, tableId),
+      ...sqliteLineResults(sql),
     },
 
     quotas: {
@@ -478,9 +505,24 @@ function sqliteStore(connection: SqliteConnection, sql: Sql, rateLimits: SqliteR
         })
       },
       page: (companyId, quotaId, window) => pageOfDocuments<QuotaValue>(sql, VALUES_OF_QUOTA, companyId, quotaId, window),
+      async findCells(companyId, quotaId, cells) {
+        const found: QuotaValue[] = []
+        for (const slice of slices(cells)) {
+          const rows = await sql.all(
+            `SELECT doc FROM quota_values INDEXED BY quota_values_cell
+             WHERE company_id = ? AND quota_id = ? AND (user_id, period) IN (VALUES ${slice.map(() => '(?, ?)').join(', ')})`,
+            companyId,
+            quotaId,
+            ...slice.flatMap((cell) => [cell.user_id, cell.period]),
+          )
+          found.push(...parseAll<QuotaValue>(rows))
+        }
+        return found
+      },
       count: (companyId, quotaId) => countInScope(sql, VALUES_OF_QUOTA, companyId, quotaId),
     },
 
+    plans: sqlitePlans(sql),
     imports: sqliteImports(sql),
     // One file, one writer, no time limit on a transaction: an import of any size is applied in one.
     itemsPerTransaction: Number.POSITIVE_INFINITY,

@@ -8,7 +8,7 @@ import type { Params, Values } from './connection.ts'
  * (docs/performance.md). Metrics and dimensions, whose keys are the company's, stay JSON.
  */
 export const STATEMENT_COLUMNS =
-  'company_id, environment, id, modified_at, user_id, date, plan, status, currency, payment, target, target_achievement, on_target_earning, achievement, metrics, dimensions'
+  'company_id, environment, id, modified_at, user_id, date, plan, status, currency, payment, target, target_achievement, on_target_earning, achievement, metrics, dimensions, plan_id, period'
 
 export const INSERT_STATEMENT = `INSERT INTO statements (${STATEMENT_COLUMNS}) VALUES (${STATEMENT_COLUMNS.split(',').map(() => '?').join(', ')})`
 
@@ -33,6 +33,8 @@ export function statementParams(statement: Statement): Params {
     statement.achievement,
     JSON.stringify(statement.metrics),
     JSON.stringify(statement.dimensions),
+    statement.plan_id,
+    statement.period,
   ]
 }
 
@@ -54,6 +56,8 @@ export function statementFromValues(values: Values): Statement {
     achievement: values[13] as number | null,
     metrics: parseObject(values[14]) as Record<string, unknown>,
     dimensions: parseObject(values[15]) as Record<string, string[]>,
+    plan_id: values[16] as string | null,
+    period: values[17] as string | null,
     modified_at: values[3] as string,
   }
 }

@@ -1,0 +1,389 @@
+import { roundToCents, sumCents } from '../domain/money.ts'
+import { firstMonthOfPeriod, monthOfDate, monthText, periodOfMonth } from '../domain/periods.ts'
+import type { DataTableRecord, ExchangeRates, Money, Plan, PlanFilter, PlanTier, Quota, User } from '../store/model.ts'
+import { convert } from './exchange-rates.ts'
+
+/**
+ * The calculation engine: plans turn data-table records into commission lines and statements. Pure and
+ * deterministic: no store, no clock, no HTTP; the same inputs always give the same results. The formulas are
+ * in `docs/calculation.md`; `src/calculation/recalculation.ts` decides which cells to run and writes the results.
+ *
+ * The unit of work is a **cell**: one plan, one user, one period of the plan's frequency. A cell's result is one
+ * statement and one commission line per record placed in it; nothing outside the cell changes it.
+ */
+
+/** What a plan needs to know of its company. */
+export interface CompanySettings {
+  defaultCurrency: string
+  fiscalYearStartMonth: number
+  exchangeRates: ExchangeRates
+}
+
+/** Something that kept a record or a cell from being calculated. Reported, never turned into a zero. */
+export interface CalculationProblem {
+  plan: string
+  /** The id-field value of the record concerned, if one is. */
+  record?: string
+  user_id?: string
+  period?: string
+  message: string
+}
+
+/** The users a plan's records can name: by id, and by lower-case email. */
+export interface UserDirectory {
+  byId: ReadonlyMap<string, User>
+  byEmail: ReadonlyMap<string, User>
+}
+
+export function userDirectory(users: Iterable<User>): UserDirectory {
+  const byId = new Map<string, User>()
+  const byEmail = new Map<string, User>()
+  for (const user of users) {
+    byId.set(user.id, user)
+    byEmail.set(user.email.toLowerCase(), user)
+  }
+  return { byId, byEmail }
+}
+
+/** One record of a cell: what its commission line is calculated from. */
+export interface CellEntry {
+  /** The record's store id. */
+  recordId: string
+  /** The record's id-field value. */
+  externalId: string
+  /** YYYY-MM-DD: the record's date (the UTC date of a date-time). */
+  date: string
+  /** The record's amount, in its own currency. */
+  amount: Money
+}
+
+/** A record counted by a plan, and where: the cell of its user and period. */
+export interface Placement extends CellEntry {
+  userId: string
+  period: string
+}
+
+export type PlacementOutcome =
+  | { kind: 'placed'; placement: Placement }
+  /** The plan does not count the record: a filter excludes it, or its user was archived before its date. */
+  | { kind: 'excluded' }
+  /** The plan would count the record but cannot: no date, amount or known user. */
+  | { kind: 'problem'; problem: CalculationProblem }
+
+/**
+ * What a record's fields hold, the manual overrides winning over the imported values. Without overrides it is
+ * the record's own `values` object, not a copy: the engine reads it and never changes it.
+ */
+export function effectiveValues(record: DataTableRecord): Record<string, unknown> {
+  return Object.keys(record.overrides).length === 0 ? record.values : { ...record.values, ...record.overrides }
+}
+
+/** One field of a record, its manual override winning over the imported value. */
+function fieldValue(record: DataTableRecord, field: string): unknown {
+  return Object.hasOwn(record.overrides, field) ? record.overrides[field] : record.values[field]
+}
+
+/** Where a record counts for a plan, if it counts. */
+export function placeRecord(plan: Plan, record: DataTableRecord, users: UserDirectory, company: CompanySettings): PlacementOutcome {
+  for (const filter of plan.filters) if (!filterHolds(filter, fieldValue(record, filter.field))) return { kind: 'excluded' }
+  const problem = (message: string): PlacementOutcome => ({ kind: 'problem', problem: { plan: plan.name, record: record.external_id, message } })
+
+  const date = dateOf(fieldValue(record, plan.date_field))
+  if (!date) return problem(`${plan.date_field}: no date`)
+  const amount = fieldValue(record, plan.amount_field)
+  if (!isMoney(amount)) return problem(`${plan.amount_field}: no amount`)
+  const named = fieldValue(record, plan.user_field)
+  if (typeof named !== 'string' || named.trim() === '') return problem(`${plan.user_field}: no user`)
+  const user = users.byId.get(named.trim()) ?? users.byEmail.get(named.trim().toLowerCase())
+  if (!user) return problem(`${plan.user_field}: no user ${named}`)
+
+  const month = monthOfDate(date)
+  if (user.status === 'archived' && archivedBefore(user, monthText(month))) return { kind: 'excluded' }
+  const period = periodOfMonth(plan.frequency, month.year, month.month, company.fiscalYearStartMonth)
+  return { kind: 'placed', placement: { recordId: record.id, externalId: record.external_id, userId: user.id, period, date, amount } }
+}
+
+function filterHolds(filter: PlanFilter, value: unknown): boolean {
+  if ('contains' in filter) return Array.isArray(value) && value.includes(filter.contains)
+  if (Array.isArray(value)) return value.some((item) => filter.in.includes(String(item)))
+  return value !== null && value !== undefined && filter.in.includes(String(value))
+}
+
+function dateOf(value: unknown): string | null {
+  return typeof value === 'string' && /^\d{4}-\d{2}-\d{2}/.test(value) ? value.slice(0, 10) : null
+}
+
+function isMoney(value: unknown): value is Money {
+  return typeof value === 'object' && value !== null && typeof (value as Money).value === 'number' && typeof (value as Money).currency === 'string'
+}
+
+/** An archived user earns nothing after their last month of activity (`archived_until`; all of it when unknown). */
+function archivedBefore(user: User, month: string): boolean {
+  return user.status === 'archived' && (user.archived_until === null || month > user.archived_until)
+}
+
+/** Whether the user still works in the first month of the period: a target after their archive states nothing. */
+export function isActiveIn(plan: Plan, user: User, period: string, company: CompanySettings): boolean {
+  const first = firstMonthOfPeriod(plan.frequency, period, company.fiscalYearStartMonth)
+  return first !== null && !archivedBefore(user, monthText(first))
+}
+
+/** Everything one cell is calculated from. */
+export interface CellInputs {
+  plan: Plan
+  user: User
+  period: string
+  /** The records placed in the cell (`placeRecord`), in any order. */
+  entries: readonly CellEntry[]
+  /** The plan's quota, when it has one. */
+  quota: Quota | null
+  /** The user's value of the quota for the period, in the quota's currency; null when there is none. */
+  quotaValue: number | null
+}
+
+/** A commission line as calculated: one record's commission in one cell. */
+export interface CalculatedLine {
+  record_id: string
+  /** The record's id-field value. */
+  external_id: string
+  /** YYYY-MM-DD: the record's date. */
+  date: string
+  /** In the user's currency, rounded to the cent. */
+  commission: number
+  currency: string
+  /** The record's amount in the user's currency, unrounded: what the commission is a share of. */
+  basis: number
+  /** The plan's metrics on a line: the bonus, when the plan writes one. */
+  metrics: Record<string, unknown>
+}
+
+/** A statement as calculated: the result of one cell. */
+export interface CalculatedStatement {
+  user_id: string
+  period: string
+  /** YYYY-MM-DD: the first day of the period. */
+  date: string
+  plan: string
+  currency: string
+  /** The sum of the lines' commissions; null when a record of the cell could not be converted. */
+  payment: number | null
+  target: number | null
+  target_achievement: number | null
+  on_target_earning: number | null
+  achievement: number | null
+  metrics: Record<string, unknown>
+}
+
+export interface CellResult {
+  /** Null when the cell holds neither a record nor a target: there is nothing to state. */
+  statement: CalculatedStatement | null
+  lines: CalculatedLine[]
+  problems: CalculationProblem[]
+}
+
+/** Calculates one cell. */
+export function calculateCell(inputs: CellInputs, company: CompanySettings): CellResult {
+  const { plan, user, period } = inputs
+  const currency = user.currency ?? company.defaultCurrency
+  const problems: CalculationProblem[] = []
+  const report = (message: string, record?: string) => problems.push({ plan: plan.name, record, user_id: user.id, period, message })
+  const toUserCurrency = (money: Money, record?: string): number | null => {
+    const converted = convert(money.value, money.currency, currency, company.exchangeRates, company.defaultCurrency)
+    if ('value' in converted) return converted.value
+    report(`no exchange rate for ${converted.missing}: ${money.currency} cannot be converted to ${currency}`, record)
+    return null
+  }
+
+  const entries = inputs.entries.toSorted(byDateThenId)
+  const target = targetOf(inputs, toUserCurrency, report)
+  if (entries.length === 0 && target === null) return { statement: null, lines: [], problems }
+
+  const amounts = entries.map((entry) => toUserCurrency(entry.amount, entry.externalId))
+  const base = { user_id: user.id, period, date: periodStartDate(plan, period, company), plan: plan.name, currency }
+  if (amounts.some((amount) => amount === null)) {
+    // A cell with an amount it cannot convert is not stated with a wrong total: its figures stay unknown.
+    return {
+      statement: { ...base, payment: null, target, target_achievement: null, on_target_earning: null, achievement: null, metrics: emptyMetrics(plan) },
+      lines: [],
+      problems,
+    }
+  }
+
+  const bases = amounts as number[]
+  const achieved = sumInOrder(bases)
+  const attainment = target === null ? null : achieved / target
+  const commissions = lineCommissions(plan, bases, achieved, target)
+  const bonusKey = plan.metrics.bonus
+  const lines = entries.map((entry, index): CalculatedLine => ({
+    record_id: entry.recordId,
+    external_id: entry.externalId,
+    date: entry.date,
+    commission: commissions[index],
+    currency,
+    basis: bases[index],
+    metrics: bonusKey ? { [bonusKey]: { value: roundToCents(commissions[index] - bases[index] * plan.rate), currency } } : {},
+  }))
+
+  const metrics: Record<string, unknown> = {}
+  if (plan.metrics.attainment) metrics[plan.metrics.attainment] = attainment === null ? null : roundRatio(attainment)
+  if (plan.metrics.tier) metrics[plan.metrics.tier] = attainment === null ? null : (tierAt(plan.tiers, attainment)?.name ?? null)
+  if (bonusKey) metrics[bonusKey] = { value: sumCents(lines.map((line) => (line.metrics[bonusKey] as Money).value)), currency }
+  return {
+    statement: {
+      ...base,
+      payment: sumCents(commissions),
+      target: target === null ? null : roundToCents(target),
+      target_achievement: attainment === null ? null : roundRatio(attainment),
+      on_target_earning: target === null ? null : roundToCents(commissionFor(plan, target, target)),
+      achievement: roundToCents(achieved),
+      metrics,
+    },
+    lines,
+    problems,
+  }
+}
+
+/**
+ * Each line's commission, rounded to the cent. Without a target, or with `whole` tiers, every record earns the
+ * same rate: the base rate, or the rate of the tier the period's attainment reaches. With `marginal` tiers the
+ * records are counted in date order, and each earns what its amount adds to the commission of the running
+ * total: `C(running total after it) − C(running total before it)`, both rounded, so that the lines add up to
+ * `C(A)` to the cent and a record dated after the others never changes what they earned.
+ */
+function lineCommissions(plan: Plan, bases: readonly number[], achieved: number, target: number | null): number[] {
+  if (target === null || plan.tier_mode === 'whole') {
+    const rate = target === null ? plan.rate : (tierAt(plan.tiers, achieved / target)?.rate ?? plan.rate)
+    return bases.map((basis) => roundToCents(basis * rate))
+  }
+  let running = 0
+  let earnedBefore = 0
+  return bases.map((basis) => {
+    running += basis
+    const earned = roundToCents(commissionFor(plan, running, target))
+    const commission = roundToCents(earned - earnedBefore)
+    earnedBefore = earned
+    return commission
+  })
+}
+
+/** The user's target for the period in the user's currency, or null (no quota, no value, or one that cannot serve). */
+function targetOf(inputs: CellInputs, toUserCurrency: (money: Money) => number | null, report: (message: string) => void): number | null {
+  const { quota, quotaValue } = inputs
+  if (!quota || quotaValue === null) return null
+  if (quota.type !== 'amount') {
+    report(`quota ${quota.name} is of type ${quota.type}: a plan's target must be an amount quota`)
+    return null
+  }
+  if (quotaValue <= 0) {
+    report(`quota ${quota.name}: a target of ${quotaValue} gives no attainment`)
+    return null
+  }
+  return toUserCurrency({ value: quotaValue, currency: quota.currency })
+}
+
+/** YYYY-MM-DD: the first day of a period of the plan's frequency (statements are dated so). */
+function periodStartDate(plan: Plan, period: string, company: CompanySettings): string {
+  const first = firstMonthOfPeriod(plan.frequency, period, company.fiscalYearStartMonth)
+  if (!first) throw new RangeError(`${period} is not a ${plan.frequency} period`)
+  return `${monthText(first)}-01`
+}
+
+/**
+ * The commission of an amount achieved against a target, before rounding. `whole`: the amount at the rate of the
+ * tier reached. `marginal`: each band's rate on the part of the amount inside the band; the band under the first
+ * tier, at the base rate, also holds what lies below zero (credit notes).
+ */
+export function commissionFor(plan: Plan, achieved: number, target: number): number {
+  if (plan.tier_mode === 'whole') return achieved * (tierAt(plan.tiers, achieved / target)?.rate ?? plan.rate)
+  const bands = [{ from: Number.NEGATIVE_INFINITY, rate: plan.rate }, ...plan.tiers]
+  let commission = 0
+  for (let index = 0; index < bands.length; index++) {
+    const low = index === 0 ? Number.NEGATIVE_INFINITY : bands[index].from * target
+    const high = index + 1 < bands.length ? bands[index + 1].from * target : Number.POSITIVE_INFINITY
+    if (achieved <= low) break
+    // The base band counts from zero up, or down below zero; a tier from its threshold up.
+    commission += (Math.min(achieved, high) - (index === 0 ? 0 : low)) * bands[index].rate
+  }
+  return commission
+}
+
+/** The highest tier whose `from` the attainment reaches; null below the first (the base rate applies). */
+export function tierAt(tiers: readonly PlanTier[], attainment: number): PlanTier | null {
+  let reached: PlanTier | null = null
+  for (const tier of tiers) if (attainment >= tier.from) reached = tier
+  return reached
+}
+
+function emptyMetrics(plan: Plan): Record<string, unknown> {
+  const metrics: Record<string, unknown> = {}
+  for (const key of [plan.metrics.attainment, plan.metrics.tier, plan.metrics.bonus]) if (key) metrics[key] = null
+  return metrics
+}
+
+function byDateThenId(a: CellEntry, b: CellEntry): number {
+  if (a.date !== b.date) return a.date < b.date ? -1 : 1
+  return a.externalId < b.externalId ? -1 : a.externalId > b.externalId ? 1 : 0
+}
+
+/** Sums unrounded amounts in a fixed order (the entries' order), so that the result never depends on input order. */
+function sumInOrder(values: readonly number[]): number {
+  let sum = 0
+  for (const value of values) sum += value
+  return sum
+}
+
+/** Attainment kept to four decimals (0.8537 = 85.37 %): more is noise of the division. */
+function roundRatio(value: number): number {
+  return Math.round(value * 10_000) / 10_000
+}
+
+/** The cells of a whole plan: every record placed, then every cell with records or a target calculated. */
+export interface PlanInputs {
+  plan: Plan
+  records: Iterable<DataTableRecord>
+  users: UserDirectory
+  quota: Quota | null
+  /** The quota's values by `${user_id}|${period}`. */
+  quotaValues: ReadonlyMap<string, number>
+}
+
+export interface PlanResult {
+  cells: Map<string, CellResult>
+  problems: CalculationProblem[]
+}
+
+export const cellKey = (userId: string, period: string): string => `${userId}|${period}`
+
+/** Calculates every cell of a plan from all its records (a full recalculation). */
+export function calculatePlan(inputs: PlanInputs, company: CompanySettings): PlanResult {
+  const { plan, users, quota, quotaValues } = inputs
+  const problems: CalculationProblem[] = []
+  const placed = new Map<string, Placement[]>()
+  for (const record of inputs.records) {
+    const outcome = placeRecord(plan, record, users, company)
+    if (outcome.kind === 'problem') problems.push(outcome.problem)
+    if (outcome.kind !== 'placed') continue
+    const key = cellKey(outcome.placement.userId, outcome.placement.period)
+    const cell = placed.get(key)
+    if (cell) cell.push(outcome.placement)
+    else placed.set(key, [outcome.placement])
+  }
+  // A user with a target and no record in a period still has a statement: nothing achieved, nothing earned.
+  if (quota) {
+    for (const key of quotaValues.keys()) {
+      const separator = key.indexOf('|')
+      const user = users.byId.get(key.slice(0, separator))
+      if (!placed.has(key) && user && isActiveIn(plan, user, key.slice(separator + 1), company)) placed.set(key, [])
+    }
+  }
+  const cells = new Map<string, CellResult>()
+  for (const [key, placements] of [...placed].toSorted(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+    const separator = key.indexOf('|')
+    const user = users.byId.get(key.slice(0, separator)) as User
+    const period = key.slice(separator + 1)
+    const result = calculateCell({ plan, user, period, entries: placements, quota, quotaValue: quotaValues.get(key) ?? null }, company)
+    problems.push(...result.problems)
+    if (result.statement) cells.set(key, result)
+  }
+  return { cells, problems }
+}

@@ -1,0 +1,155 @@
+import type { CommissionLine, Plan, Statement } from '../model.ts'
+import { type CalculationScope, type CommissionLineRepository, type PlanRepository, type StatementRepository, StoreConflictError } from '../port.ts'
+import type { Params, Sql, SqlWriter } from './connection.ts'
+import { placeholders, slices } from './record-writes.ts'
+import { REPLACE_STATEMENT, STATEMENT_COLUMNS, statementFromValues, statementParams } from './statement-rows.ts'
+
+/**
+ * What the calculation engine reads and writes (src/calculation/): plans, and the statements and lines they
+ * produce, found by cell (plan, user, period) or by record through the partial indexes of migration 5.
+ */
+
+type StatementResults = Pick<StatementRepository, 'save' | 'deleteMany' | 'findOfPlan'>
+type LineResults = Pick<CommissionLineRepository, 'save' | 'deleteMany' | 'findOfPlan' | 'findByRecords'>
+
+/** Statements are keyed by (company, environment, id): naming both environments keeps a lookup by id a seek. */
+const STATEMENT_BY_ID = "company_id = ? AND environment IN ('live', 'sandbox') AND id"
+/** Lines are keyed by (company, table, id): naming the company's tables keeps a lookup by id a seek. */
+const LINE_BY_ID = 'company_id = ? AND table_id IN (SELECT id FROM data_tables WHERE company_id = ?) AND id'
+
+/** The condition and parameters that limit a plan's results to a scope, in slices of the IN lists. */
+function scopeConditions(only: CalculationScope | undefined): Array<{ sql: string; params: Params }> {
+  if (!only) return [{ sql: '', params: [] }]
+  const conditions: Array<{ sql: string; params: Params }> = []
+  for (const slice of slices(only.cells ?? [])) {
+    conditions.push({
+      sql: ` AND (user_id, period) IN (VALUES ${slice.map(() => '(?, ?)').join(', ')})`,
+      params: slice.flatMap((cell) => [cell.user_id, cell.period]),
+    })
+  }
+  for (const slice of slices(only.userIds ?? [])) conditions.push({ sql: ` AND user_id IN (${placeholders(slice)})`, params: [...slice] })
+  return conditions
+}
+
+export function sqliteStatementResults(sql: Sql): StatementResults {
+  return {
+    async save(statements: Statement[]) {
+      // REPLACE deletes the stored row and inserts the new one: its rendering goes with it, as the port says.
+      await sql.write((db) => {
+        for (const statement of statements) db.run(REPLACE_STATEMENT, ...statementParams(statement))
+      })
+    },
+    async deleteMany(companyId, ids) {
+      await sql.write((db) => {
+        for (const slice of slices(ids)) db.run(`DELETE FROM statements WHERE ${STATEMENT_BY_ID} IN (${placeholders(slice)})`, companyId, ...slice)
+      })
+    },
+    async findOfPlan(companyId, planId, only) {
+      const found: Statement[] = []
+      for (const condition of scopeConditions(only)) {
+        const rows = await sql.values(
+          `SELECT ${STATEMENT_COLUMNS} FROM statements INDEXED BY statements_plan_cell
+           WHERE company_id = ? AND plan_id = ?${condition.sql} ORDER BY id`,
+          companyId,
+          planId,
+          ...condition.params,
+        )
+        found.push(...rows.map(statementFromValues))
+      }
+      return found
+    },
+  }
+}
+
+function insertLine(db: SqlWriter, line: CommissionLine, verb: 'INSERT' | 'INSERT OR REPLACE'): void {
+  db.run(
+    `${verb} INTO commission_lines (company_id, table_id, id, modified_at, plan_id, user_id, period, record_id, doc)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    line.company_id,
+    line.table_id,
+    line.id,
+    line.modified_at,
+    line.plan_id,
+    line.user_id,
+    line.period,
+    line.record_id,
+    JSON.stringify(line),
+  )
+}
+
+/** Inserts loaded lines (`commissionLines.insertMany`): an id taken is a conflict. */
+export function insertLines(db: SqlWriter, lines: readonly CommissionLine[]): void {
+  for (const line of lines) insertLine(db, line, 'INSERT')
+}
+
+export function sqliteLineResults(sql: Sql): LineResults {
+  const parseAll = (rows: Array<Record<string, unknown>>) => rows.map((row) => JSON.parse(row.doc as string) as CommissionLine)
+  return {
+    async save(lines: CommissionLine[]) {
+      await sql.write((db) => {
+        for (const line of lines) insertLine(db, line, 'INSERT OR REPLACE')
+      })
+    },
+    async deleteMany(companyId, ids) {
+      await sql.write((db) => {
+        for (const slice of slices(ids)) db.run(`DELETE FROM commission_lines WHERE ${LINE_BY_ID} IN (${placeholders(slice)})`, companyId, companyId, ...slice)
+      })
+    },
+    async findOfPlan(companyId, planId, only) {
+      const found: CommissionLine[] = []
+      for (const condition of scopeConditions(only)) {
+        const rows = await sql.all(
+          `SELECT doc FROM commission_lines INDEXED BY commission_lines_plan_cell
+           WHERE company_id = ? AND plan_id = ?${condition.sql} ORDER BY id`,
+          companyId,
+          planId,
+          ...condition.params,
+        )
+        found.push(...parseAll(rows))
+      }
+      return found
+    },
+    async findByRecords(companyId, recordIds) {
+      const found: CommissionLine[] = []
+      for (const slice of slices([...new Set(recordIds)])) {
+        const rows = await sql.all(
+          `SELECT doc FROM commission_lines INDEXED BY commission_lines_record
+           WHERE company_id = ? AND record_id IN (${placeholders(slice)}) AND plan_id IS NOT NULL ORDER BY id`,
+          companyId,
+          ...slice,
+        )
+        found.push(...parseAll(rows))
+      }
+      return found
+    },
+  }
+}
+
+export function sqlitePlans(sql: Sql): PlanRepository {
+  const parse = (row: Record<string, unknown> | undefined) => (row ? (JSON.parse(row.doc as string) as Plan) : null)
+  return {
+    async save(plans) {
+      try {
+        await sql.write((db) => {
+          for (const plan of plans) {
+            db.run(
+              `INSERT INTO plans (company_id, id, environment, name, doc) VALUES (?, ?, ?, ?, ?)
+               ON CONFLICT (company_id, id) DO UPDATE SET environment = excluded.environment, name = excluded.name, doc = excluded.doc`,
+              plan.company_id,
+              plan.id,
+              plan.environment,
+              plan.name,
+              JSON.stringify(plan),
+            )
+          }
+        })
+      } catch (error) {
+        if (error instanceof Error && /UNIQUE constraint failed/.test(error.message)) throw new StoreConflictError(error.message)
+        throw error
+      }
+    },
+    get: async (companyId, id) => parse(await sql.get('SELECT doc FROM plans WHERE company_id = ? AND id = ?', companyId, id)),
+    list: async (companyId) => (await sql.all('SELECT doc FROM plans WHERE company_id = ? ORDER BY id', companyId)).map((row) => parse(row) as Plan),
+    delete: (companyId, id) => sql.write((db) => Number(db.run('DELETE FROM plans WHERE company_id = ? AND id = ?', companyId, id).changes) > 0),
+  }
+}

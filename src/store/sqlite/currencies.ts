@@ -1,0 +1,64 @@
+import type { Environment } from '../model.ts'
+import type { CurrenciesInUse, LineCurrenciesInUse } from '../port.ts'
+import type { Sql, Values } from './connection.ts'
+
+/**
+ * The currencies in use among rows (`statements.currenciesInUse`, `commissionLines.currenciesInUse`): DISTINCT
+ * over the rows of one scope, and over the entries of their JSON maps with `json_each`. Each query reads every
+ * row of the scope once; the v2 fields endpoint, the only caller, is read once per sync, not per page.
+ */
+
+const NUMBER = `('integer', 'real')`
+
+/** The JSON type at `path` in a map entry's value; CASE, because only an object entry's value is JSON text (json_type() of a plain string is an error). */
+const inObject = (path: string) => `CASE WHEN entry.type = 'object' THEN json_type(entry.value, '${path}') END`
+
+/**
+ * `(key, currency)` of the amount entries of the JSON map `map` of rows whose own currency is `rowCurrency`: an
+ * object with a numeric `value` in its text `currency` (else, when `numbersInRowCurrency`, the row's), and with
+ * `numbersInRowCurrency` a plain number in the row's.
+ */
+function entryCurrencies(map: string, rowCurrency: string, numbersInRowCurrency: boolean): { select: string; where: string } {
+  const own = `${inObject('$.currency')} = 'text'`
+  const amount = `${inObject('$.value')} IN ${NUMBER}`
+  if (!numbersInRowCurrency) {
+    return { select: `entry.key, entry.value ->> '$.currency'`, where: `json_each(${map}) AS entry WHERE ${amount} AND ${own}` }
+  }
+  return {
+    select: `entry.key, CASE WHEN ${own} THEN entry.value ->> '$.currency' ELSE ${rowCurrency} END`,
+    where: `json_each(${map}) AS entry WHERE (${amount} OR entry.type IN ${NUMBER})`,
+  }
+}
+
+/** `[key, currency]` rows as sorted lists by key. */
+function byKey(rows: Values[]): Record<string, string[]> {
+  const lists: Record<string, string[]> = {}
+  for (const [key, currency] of rows) (lists[key as string] ??= []).push(currency as string)
+  for (const list of Object.values(lists)) list.sort()
+  return lists
+}
+
+const sorted = (rows: Values[]) => rows.map((row) => row[0] as string).toSorted()
+
+export async function statementCurrencies(sql: Sql, companyId: string, environment: Environment): Promise<CurrenciesInUse> {
+  const scope = 'statements.company_id = ? AND statements.environment = ?'
+  const metrics = entryCurrencies('statements.metrics', 'statements.currency', true)
+  const [rows, entries] = await Promise.all([
+    sql.values(`SELECT DISTINCT currency FROM statements WHERE ${scope} AND payment IS NOT NULL`, companyId, environment),
+    sql.values(`SELECT DISTINCT ${metrics.select} FROM statements, ${metrics.where} AND ${scope}`, companyId, environment),
+  ])
+  return { rows: sorted(rows), metrics: byKey(entries) }
+}
+
+export async function lineCurrencies(sql: Sql, companyId: string, tableId: string): Promise<LineCurrenciesInUse> {
+  const scope = 'lines.company_id = ? AND lines.table_id = ?'
+  const currency = `lines.doc ->> '$.currency'`
+  const metrics = entryCurrencies(`lines.doc, '$.metrics'`, currency, true)
+  const values = entryCurrencies(`lines.doc, '$.record_values'`, currency, false)
+  const [rows, metricEntries, valueEntries] = await Promise.all([
+    sql.values(`SELECT DISTINCT ${currency} FROM commission_lines AS lines WHERE ${scope}`, companyId, tableId),
+    sql.values(`SELECT DISTINCT ${metrics.select} FROM commission_lines AS lines, ${metrics.where} AND ${scope}`, companyId, tableId),
+    sql.values(`SELECT DISTINCT ${values.select} FROM commission_lines AS lines, ${values.where} AND ${scope}`, companyId, tableId),
+  ])
+  return { rows: sorted(rows), metrics: byKey(metricEntries), recordValues: byKey(valueEntries) }
+}

@@ -1,0 +1,279 @@
+import { describe, expect, it } from 'vitest'
+import {
+  calculateCell,
+  calculatePlan,
+  type CompanySettings,
+  commissionFor,
+  placeRecord,
+  type PlanResult,
+  userDirectory,
+} from '../src/calculation/engine.ts'
+import { newId } from '../src/ids.ts'
+import type { DataTableRecord, Plan, Quota, User } from '../src/store/model.ts'
+import { aDataTable, aQuota, aRecord, aUser } from './store/builders.ts'
+
+/** The engine alone: no store, no server. Every figure below is worked out by hand in the test's comment. */
+
+const COMPANY_ID = newId()
+const TABLE = aDataTable(COMPANY_ID)
+const EUR: CompanySettings = { defaultCurrency: 'EUR', fiscalYearStartMonth: 1, exchangeRates: { USD: 0.9 } }
+
+const ann = aUser(COMPANY_ID, { email: 'ann@acme.example', currency: 'EUR' })
+const bob = aUser(COMPANY_ID, { email: 'bob@acme.example', currency: 'USD' })
+const gone = aUser(COMPANY_ID, { email: 'gone@acme.example', status: 'archived', archived_until: '2026-02' })
+const users = userDirectory([ann, bob, gone])
+
+const quota: Quota = aQuota(COMPANY_ID, { type: 'amount', frequency: 'monthly', currency: 'EUR' })
+
+function aPlan(overrides: Partial<Plan> = {}): Plan {
+  return {
+    id: newId(),
+    company_id: COMPANY_ID,
+    environment: 'live',
+    name: 'Sales plan',
+    table_id: TABLE.id,
+    user_field: 'owner',
+    date_field: 'close_date',
+    amount_field: 'amount',
+    frequency: 'monthly',
+    rate: 0.05,
+    filters: [],
+    quota_id: quota.id,
+    tiers: [
+      { from: 0.8, rate: 0.06, name: 'silver' },
+      { from: 1.1, rate: 0.1, name: 'gold' },
+    ],
+    tier_mode: 'whole',
+    metrics: { attainment: 'attainment', tier: 'tier', bonus: 'bonus' },
+    created_at: '2026-01-01T00:00:00.000Z',
+    modified_at: '2026-01-01T00:00:00.000Z',
+    ...overrides,
+  }
+}
+
+let dealNumber = 0
+function aDeal(owner: string, closeDate: string, amount: number, currency = 'EUR', more: Record<string, unknown> = {}): DataTableRecord {
+  dealNumber += 1
+  const externalId = `D-${dealNumber}`
+  return aRecord(COMPANY_ID, TABLE.id, {
+    external_id: externalId,
+    values: { id: externalId, owner, close_date: closeDate, amount: { value: amount, currency }, ...more },
+    overrides: {},
+  })
+}
+
+function run(plan: Plan, records: DataTableRecord[], values: Record<string, number> = {}, company = EUR): PlanResult {
+  return calculatePlan({ plan, records, users, quota: plan.quota_id ? quota : null, quotaValues: new Map(Object.entries(values)) }, company)
+}
+
+const cell = (result: PlanResult, user: User, period: string) => result.cells.get(`${user.id}|${period}`)
+
+describe('the calculation engine', () => {
+  it('pays the base rate below the first tier and states the attainment', () => {
+    // 6,000 of a 10,000 target: 60 %, below silver (80 %): 5 % of 6,000 = 300.
+    const result = run(aPlan(), [aDeal(ann.email, '2026-03-10', 6_000)], { [`${ann.id}|2026-03`]: 10_000 })
+    const statement = cell(result, ann, '2026-03')?.statement
+    expect(statement).toMatchObject({ date: '2026-03-01', plan: 'Sales plan', currency: 'EUR', payment: 300, achievement: 6_000 })
+    expect(statement).toMatchObject({ target: 10_000, target_achievement: 0.6 })
+    expect(statement?.metrics).toEqual({ attainment: 0.6, tier: null, bonus: { value: 0, currency: 'EUR' } })
+  })
+
+  it.each([
+    // whole: the tier reached sets the rate of every deal. 9,000 + 3,000 = 12,000 of 10,000 = 120 % → gold 10 %.
+    { mode: 'whole' as const, payment: 1_200, lines: [900, 300], tier: 'gold', bonus: 600 },
+    // marginal: 8,000 at 5 % + 3,000 (80 % to 110 %) at 6 % + 1,000 over 110 % at 10 % = 400 + 180 + 100 = 680.
+    // In date order, the 9,000 deal earns C(9,000) = 400 + 60 = 460, the 3,000 deal C(12,000) − C(9,000) = 220.
+    { mode: 'marginal' as const, payment: 680, lines: [460, 220], tier: 'gold', bonus: 80 },
+  ])('crossing tiers, $mode: each band at its rate', ({ mode, payment, lines, tier, bonus }) => {
+    const deals = [aDeal(ann.email, '2026-03-02', 9_000), aDeal(ann.email, '2026-03-20', 3_000)]
+    const result = run(aPlan({ tier_mode: mode }), deals, { [`${ann.id}|2026-03`]: 10_000 })
+    const outcome = cell(result, ann, '2026-03')
+    expect(outcome?.statement?.payment).toBe(payment)
+    expect(outcome?.lines.map((line) => line.commission)).toEqual(lines)
+    expect(outcome?.statement?.metrics).toMatchObject({ attainment: 1.2, tier, bonus: { value: bonus, currency: 'EUR' } })
+  })
+
+  it('marginal: a deal dated after the others never changes what they earned', () => {
+    const plan = aPlan({ tier_mode: 'marginal' })
+    const early = [aDeal(ann.email, '2026-03-02', 7_000), aDeal(ann.email, '2026-03-09', 2_500)]
+    const late = aDeal(ann.email, '2026-03-30', 4_000)
+    const values = { [`${ann.id}|2026-03`]: 10_000 }
+    const before = cell(run(plan, early, values), ann, '2026-03')
+    const after = cell(run(plan, [...early, late], values), ann, '2026-03')
+    expect(after?.lines.slice(0, 2)).toEqual(before?.lines)
+    // Before: C(9,500) = 8,000 × 5 % + 1,500 × 6 % = 490. The late deal takes the total from 9,500 to 13,500:
+    // 1,500 at 6 % (up to 11,000) and 2,500 at 10 % = 90 + 250 = 340.
+    expect(before?.statement?.payment).toBe(490)
+    expect(after?.lines[2].commission).toBe(340)
+    expect(after?.statement?.payment).toBe(830)
+  })
+
+  it('marginal: a credit note takes back at the rate of the band it falls into', () => {
+    const plan = aPlan({ tier_mode: 'marginal' })
+    const deals = [aDeal(ann.email, '2026-03-02', 12_000), aDeal(ann.email, '2026-03-05', -2_000)]
+    const outcome = cell(run(plan, deals, { [`${ann.id}|2026-03`]: 10_000 }), ann, '2026-03')
+    // 12,000 earns 680; back to 10,000 earns 520: the credit note is −160 (1,000 at 10 % and 1,000 at 6 %).
+    expect(outcome?.lines.map((line) => line.commission)).toEqual([680, -160])
+    expect(outcome?.statement?.payment).toBe(520)
+  })
+
+  it('states what reaching the target would pay: the on-target earning', () => {
+    // At 100 % of 10,000: whole → silver 6 % = 600; marginal → 8,000 × 5 % + 2,000 × 6 % = 520.
+    const deals = [aDeal(ann.email, '2026-03-02', 1_000)]
+    const whole = cell(run(aPlan(), deals, { [`${ann.id}|2026-03`]: 10_000 }), ann, '2026-03')
+    const marginal = cell(run(aPlan({ tier_mode: 'marginal' }), deals, { [`${ann.id}|2026-03`]: 10_000 }), ann, '2026-03')
+    expect(whole?.statement?.on_target_earning).toBe(600)
+    expect(marginal?.statement?.on_target_earning).toBe(520)
+    expect(commissionFor(aPlan({ tier_mode: 'marginal' }), 10_000, 10_000)).toBeCloseTo(520, 9)
+  })
+
+  it('pays the base rate without a quota value, with the attainment and tier unknown', () => {
+    const result = run(aPlan(), [aDeal(ann.email, '2026-04-01', 20_000)], { [`${ann.id}|2026-03`]: 10_000 })
+    const statement = cell(result, ann, '2026-04')?.statement
+    expect(statement).toMatchObject({ payment: 1_000, target: null, target_achievement: null, on_target_earning: null })
+    expect(statement?.metrics).toMatchObject({ attainment: null, tier: null })
+    expect(result.problems).toEqual([])
+  })
+
+  it('states a target without any deal: nothing achieved, nothing earned', () => {
+    const result = run(aPlan(), [], { [`${ann.id}|2026-05`]: 10_000 })
+    expect(cell(result, ann, '2026-05')?.statement).toMatchObject({ payment: 0, achievement: 0, target_achievement: 0, target: 10_000 })
+    expect(cell(result, ann, '2026-05')?.lines).toEqual([])
+  })
+
+  it("converts a deal in another currency to the user's currency with the company's rates", () => {
+    // Bob is paid in USD; 1 USD = 0.9 EUR. A 900 EUR deal is 1,000 USD: 5 % = 50 USD.
+    // His 9,000 EUR target is 10,000 USD; with a 10,000 USD deal too he reaches 110 %: gold 10 %.
+    const deals = [aDeal(bob.email, '2026-03-05', 900, 'EUR'), aDeal(bob.email, '2026-03-06', 10_000, 'USD')]
+    const result = run(aPlan(), deals, { [`${bob.id}|2026-03`]: 9_000 })
+    const outcome = cell(result, bob, '2026-03')
+    expect(outcome?.statement).toMatchObject({ currency: 'USD', target: 10_000, achievement: 11_000, target_achievement: 1.1, payment: 1_100 })
+    expect(outcome?.lines.map((line) => [line.commission, line.currency])).toEqual([
+      [100, 'USD'],
+      [1_000, 'USD'],
+    ])
+  })
+
+  it('reports a currency without a rate and states no figure rather than a zero', () => {
+    const result = run(aPlan(), [aDeal(ann.email, '2026-03-05', 1_000, 'GBP'), aDeal(ann.email, '2026-03-06', 1_000)])
+    const outcome = cell(result, ann, '2026-03')
+    expect(outcome?.statement).toMatchObject({ payment: null, achievement: null })
+    expect(outcome?.lines).toEqual([])
+    expect(result.problems).toEqual([
+      expect.objectContaining({ plan: 'Sales plan', user_id: ann.id, period: '2026-03', message: expect.stringContaining('GBP') }),
+    ])
+  })
+
+  it('follows a deal reassigned to another owner: the line and the amount move to the new owner', () => {
+    const deal = aDeal(ann.email, '2026-03-05', 1_000)
+    const before = run(aPlan({ quota_id: null }), [deal])
+    const reassigned = { ...deal, values: { ...deal.values, owner: bob.id } }
+    const after = run(aPlan({ quota_id: null }), [reassigned])
+    expect(cell(before, ann, '2026-03')?.statement?.payment).toBe(50)
+    expect(cell(after, ann, '2026-03')).toBeUndefined()
+    // 1,000 EUR is 1,111.11 USD for Bob: 5 % is 55.56 USD.
+    expect(cell(after, bob, '2026-03')?.lines).toEqual([expect.objectContaining({ record_id: deal.id, commission: 55.56, currency: 'USD' })])
+  })
+
+  it('drops a deleted deal: its line is gone and the total goes back', () => {
+    const kept = aDeal(ann.email, '2026-03-05', 1_000)
+    const deleted = aDeal(ann.email, '2026-03-06', 3_000)
+    expect(cell(run(aPlan({ quota_id: null }), [kept, deleted]), ann, '2026-03')?.statement?.payment).toBe(200)
+    const after = cell(run(aPlan({ quota_id: null }), [kept]), ann, '2026-03')
+    expect(after?.statement?.payment).toBe(50)
+    expect(after?.lines.map((line) => line.record_id)).toEqual([kept.id])
+  })
+
+  it('moves a deal to the period of its new date', () => {
+    const deal = aDeal(ann.email, '2026-03-31T23:30:00.000Z', 1_000)
+    const moved = { ...deal, values: { ...deal.values, close_date: '2026-04-01T00:30:00.000Z' } }
+    const result = run(aPlan({ quota_id: null }), [moved])
+    expect(cell(result, ann, '2026-03')).toBeUndefined()
+    expect(cell(result, ann, '2026-04')?.lines).toEqual([expect.objectContaining({ date: '2026-04-01', commission: 50 })])
+  })
+
+  it('pays an archived user up to their last month of activity, and nothing after', () => {
+    const deals = [aDeal(gone.email, '2026-02-10', 1_000), aDeal(gone.email, '2026-03-10', 1_000)]
+    const result = run(aPlan(), deals, { [`${gone.id}|2026-02`]: 10_000, [`${gone.id}|2026-03`]: 10_000 })
+    expect(cell(result, gone, '2026-02')?.statement?.payment).toBe(50)
+    expect(cell(result, gone, '2026-03')).toBeUndefined()
+    expect(result.problems).toEqual([])
+  })
+
+  it.each([
+    { filter: { field: 'deal_types', contains: 'new' }, counted: ['new;upsell'] },
+    { filter: { field: 'product', in: ['Platform', 'Support'] }, counted: ['new;upsell', 'renewal'] },
+    { filter: { field: 'deal_types', in: ['renewal'] }, counted: ['renewal'] },
+  ])('counts only the records its filters let through: $filter', ({ filter, counted }) => {
+    const deals = [
+      aDeal(ann.email, '2026-03-01', 1_000, 'EUR', { product: 'Platform', deal_types: ['new', 'upsell'] }),
+      aDeal(ann.email, '2026-03-02', 1_000, 'EUR', { product: 'Support', deal_types: ['renewal'] }),
+      aDeal(ann.email, '2026-03-03', 1_000, 'EUR', { product: 'Training', deal_types: ['upsell'] }),
+    ]
+    const lines = cell(run(aPlan({ quota_id: null, filters: [filter] }), deals), ann, '2026-03')?.lines ?? []
+    const typesOf = (recordId: string) => String(deals.find((deal) => deal.id === recordId)?.values.deal_types).replace(',', ';')
+    expect(lines.map((line) => typesOf(line.record_id))).toEqual(counted)
+  })
+
+  it('places records in fiscal periods and dates statements on the first day of the period', () => {
+    // A fiscal year starting in April: 2026-Q1 is April to June 2025, 2026-Q4 January to March 2026.
+    const fiscal = { ...EUR, fiscalYearStartMonth: 4 }
+    const plan = aPlan({ quota_id: null, frequency: 'quarterly' })
+    const result = run(plan, [aDeal(ann.email, '2025-05-20', 1_000), aDeal(ann.email, '2026-02-01', 1_000)], {}, fiscal)
+    expect(cell(result, ann, '2026-Q1')?.statement?.date).toBe('2025-04-01')
+    expect(cell(result, ann, '2026-Q4')?.statement?.date).toBe('2026-01-01')
+  })
+
+  it('reports a record it cannot place: no user, an unknown user, no date, no amount', () => {
+    const plan = aPlan({ quota_id: null })
+    const records = [
+      aDeal('', '2026-03-01', 1),
+      aDeal('nobody@acme.example', '2026-03-01', 1),
+      aDeal(ann.email, '', 1),
+      aRecord(COMPANY_ID, TABLE.id, { external_id: 'X', values: { owner: ann.email, close_date: '2026-03-01' } }),
+    ]
+    const outcomes = records.map((record) => placeRecord(plan, record, users, EUR))
+    expect(outcomes.map((outcome) => (outcome.kind === 'problem' ? outcome.problem.message : outcome.kind))).toEqual([
+      'owner: no user',
+      'owner: no user nobody@acme.example',
+      'close_date: no date',
+      'amount: no amount',
+    ])
+  })
+
+  it('uses the manual override of a field over the imported value', () => {
+    const deal = aDeal(ann.email, '2026-03-05', 1_000)
+    const overridden = { ...deal, overrides: { amount: { value: 2_000, currency: 'EUR' } } }
+    expect(cell(run(aPlan({ quota_id: null }), [overridden]), ann, '2026-03')?.statement?.payment).toBe(100)
+  })
+
+  it('reports a target of the wrong quota type and pays the base rate', () => {
+    const percentage = { ...quota, type: 'percentage' as const }
+    const deal = aDeal(ann.email, '2026-03-05', 1_000)
+    const result = calculateCell(
+      { plan: aPlan(), user: ann, period: '2026-03', entries: [placed(deal)], quota: percentage, quotaValue: 0.8 },
+      EUR,
+    )
+    expect(result.statement).toMatchObject({ payment: 50, target: null })
+    expect(result.problems.map((problem) => problem.message)).toEqual([expect.stringContaining('amount quota')])
+  })
+
+  it('gives the same result whatever the order of its inputs, and a payment that is the sum of its lines', () => {
+    const deals = Array.from({ length: 40 }, (_, index) => aDeal(index % 2 ? ann.email : bob.email, `2026-03-${String((index % 28) + 1).padStart(2, '0')}`, 333.33 + index))
+    const values = { [`${ann.id}|2026-03`]: 5_000, [`${bob.id}|2026-03`]: 4_000 }
+    const plan = aPlan({ tier_mode: 'marginal' })
+    const forward = run(plan, deals, values)
+    const backward = run(plan, deals.toReversed(), values)
+    expect([...backward.cells]).toEqual([...forward.cells])
+    for (const result of forward.cells.values()) {
+      const sum = Math.round(result.lines.reduce((total, line) => total + line.commission * 100, 0)) / 100
+      expect(result.statement?.payment).toBe(sum)
+    }
+  })
+})
+
+function placed(record: DataTableRecord) {
+  const outcome = placeRecord(aPlan(), record, users, EUR)
+  if (outcome.kind !== 'placed') throw new Error(`not placed: ${outcome.kind}`)
+  return outcome.placement
+}

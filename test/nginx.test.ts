@@ -1,0 +1,338 @@
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
+import { once } from 'node:events'
+import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { createServer } from 'node:net'
+import { join } from 'node:path'
+import { performance } from 'node:perf_hooks'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { smallFixture } from './helpers/fixtures.ts'
+import { finishedImport } from './helpers/operations.ts'
+import { type ServerProcess, startServerProcess, tempDataDir } from './helpers/process.ts'
+import { call, type Reply } from './helpers/server.ts'
+
+const CONFIG = new URL('../deploy/nginx.conf', import.meta.url)
+const ADMIN_TOKEN = 'nginx-test-admin-token'
+const RATE_LIMIT = 80
+
+/** The nginx binary, or null when none is installed (Debian puts it in /usr/sbin, often off a user's PATH). */
+function findNginx(): string | null {
+  for (const candidate of ['nginx', '/usr/sbin/nginx', '/usr/local/sbin/nginx']) {
+    if (spawnSync(candidate, ['-v']).status === 0) return candidate
+  }
+  return null
+}
+
+const NGINX = findNginx()
+
+async function freePort(): Promise<number> {
+  const server = createServer()
+  server.listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  const address = server.address()
+  server.close()
+  await once(server, 'close')
+  return typeof address === 'object' && address ? address.port : 0
+}
+
+/** `text` with `from` replaced by `to`, which must occur exactly once: the test follows the file's shape. */
+function replaceOnce(text: string, from: string, to: string): string {
+  expect(text.split(from), `deploy/nginx.conf should contain "${from}" once`).toHaveLength(2)
+  return text.replace(from, to)
+}
+
+/**
+ * deploy/nginx.conf as it is, with the addresses of the compose file replaced by local ones, inside the main
+ * configuration that the nginx image provides around conf.d (here: paths of a temporary directory).
+ */
+function nginxConfiguration(dir: string, ports: { api1: number; api2: number; public: number; operator: number }): string {
+  let site = readFileSync(CONFIG, 'utf8')
+  site = replaceOnce(site, 'server api-1:3000 ', `server 127.0.0.1:${ports.api1} `)
+  site = replaceOnce(site, 'server api-2:3000 ', `server 127.0.0.1:${ports.api2} `)
+  site = replaceOnce(site, 'listen 80;', `listen 127.0.0.1:${ports.public};`)
+  site = replaceOnce(site, 'listen 8080;', `listen 127.0.0.1:${ports.operator};`)
+  site = replaceOnce(site, 'access_log /var/log/nginx/access.log ', `access_log ${join(dir, 'access.log')} `)
+  writeFileSync(join(dir, 'commission-api.conf'), site)
+  const temp = ['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'].map((kind) => {
+    mkdirSync(join(dir, kind), { recursive: true })
+    return `${kind}_temp_path ${join(dir, kind)};`
+  })
+  return [
+    'daemon off;',
+    'worker_processes 1;',
+    `pid ${join(dir, 'nginx.pid')};`,
+    `error_log ${join(dir, 'error.log')} warn;`,
+    // As root, nginx's workers would run as `nobody`, who cannot write the temporary directories.
+    ...(process.getuid?.() === 0 ? ['user root;'] : []),
+    'events { worker_connections 1024; }',
+    `http { ${temp.join(' ')} include ${join(dir, 'commission-api.conf')}; }`,
+  ].join('\n')
+}
+
+interface Nginx {
+  child: ChildProcess
+  /** The access log so far. */
+  log(): string
+}
+
+/** The request ids an instance logged so far. */
+const loggedIds = (instance: ServerProcess) =>
+  new Set(
+    instance
+      .output()
+      .split('\n')
+      .filter((line) => line.startsWith('{'))
+      .map((line) => (JSON.parse(line) as { request_id?: string }).request_id),
+  )
+
+/** Waits until `done` holds: a log line is written after its answer, and read from a pipe later still. */
+async function eventually(done: () => boolean, what: string): Promise<void> {
+  const deadline = performance.now() + 10_000
+  while (!done()) {
+    if (performance.now() > deadline) throw new Error(`never happened: ${what}`)
+    await new Promise((resolve) => setTimeout(resolve, 10))
+  }
+}
+
+describe.skipIf(NGINX === null)(
+  `deploy/nginx.conf in a real nginx, in front of two API instances and a worker on one embedded store${NGINX ? '' : ' (NOT RUN: nginx is not installed; .ci/run installs it with apt-get where it can)'}`,
+  () => {
+    const dataDir = tempDataDir()
+    const nginxDir = tempDataDir()
+    let api1: ServerProcess
+    let api2: ServerProcess
+    let worker: ServerProcess
+    let nginx: Nginx
+    let publicUrl: string
+    let operatorUrl: string
+    let api1Url: string
+    let api2Url: string
+    let companies = 0
+
+    /** nginx's prefix, configuration and error log: the temporary directory's. */
+    const nginxArgs = () => ['-p', `${nginxDir}/`, '-c', join(nginxDir, 'nginx.conf'), '-e', join(nginxDir, 'error.log')]
+
+    /** Which ids each instance answered, once every one of them is in the log of one instance. */
+    async function servedBy(ids: string[]): Promise<[string[], string[]]> {
+      await eventually(() => ids.every((id) => loggedIds(api1).has(id) || loggedIds(api2).has(id)), `${ids.length} ids logged`)
+      const [one, two] = [loggedIds(api1), loggedIds(api2)]
+      return [ids.filter((id) => one.has(id)), ids.filter((id) => two.has(id))]
+    }
+
+    /** Resolves once each instance has logged everything it answered before now (its lines are in order). */
+    async function logsCaughtUp(): Promise<void> {
+      const marker = `marker-${performance.now()}`
+      await Promise.all([api1, api2].map((instance) => call(`${instance === api1 ? api1Url : api2Url}/health/live`, { headers: { 'x-request-id': marker } })))
+      await eventually(() => loggedIds(api1).has(marker) && loggedIds(api2).has(marker), 'marker logged by both instances')
+    }
+
+    /** A new company, created through the operator's port as an operator would; returns its key. */
+    async function newCompanyKey(): Promise<string> {
+      const reply = await call(`${operatorUrl}/admin/companies`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+        body: smallFixture(`Balanced${++companies}`),
+      })
+      expect(reply.status, reply.text).toBe(201)
+      return reply.body.api_key as string
+    }
+
+    beforeAll(async () => {
+      chmodSync(nginxDir, 0o755)
+      const instance = { DATA_DIR: dataDir, DEMO: 'off', TRUST_PROXY: 'on', ADMIN_TOKEN, LOG_LEVEL: 'info' }
+      api1 = startServerProcess(instance, ['serve', '--role', 'api'])
+      api2 = startServerProcess(instance, ['serve', '--role', 'api'])
+      worker = startServerProcess({ DATA_DIR: dataDir, WORKER_HEALTH_PORT: '0', IMPORT_POLL_MS: '20' }, ['serve', '--role', 'worker'])
+      const [[, url1], [, url2]] = await Promise.all([api1.waitFor(/listening on (http:\/\/\S+)/), api2.waitFor(/listening on (http:\/\/\S+)/)])
+      await worker.waitFor(/health and metrics on/)
+      api1Url = url1
+      api2Url = url2
+      const ports = { api1: Number(new URL(url1).port), api2: Number(new URL(url2).port), public: await freePort(), operator: await freePort() }
+      writeFileSync(join(nginxDir, 'nginx.conf'), nginxConfiguration(nginxDir, ports))
+      publicUrl = `http://127.0.0.1:${ports.public}`
+      operatorUrl = `http://127.0.0.1:${ports.operator}`
+
+      const check = spawnSync(NGINX!, ['-t', ...nginxArgs()], { encoding: 'utf8' })
+      if (check.status !== 0) throw new Error(`nginx -t refuses the configuration:\n${check.stderr}`)
+      const child = spawn(NGINX!, nginxArgs(), { stdio: 'ignore' })
+      nginx = { child, log: () => readFileSync(join(nginxDir, 'access.log'), 'utf8') }
+      for (;;) {
+        const answer = await call(`${publicUrl}/health/live`).catch(() => null)
+        if (answer?.status === 200) break
+        if (child.exitCode !== null) throw new Error(`nginx exited: ${readFileSync(join(nginxDir, 'error.log'), 'utf8')}`)
+        await new Promise((resolve) => setTimeout(resolve, 20))
+      }
+    })
+
+    afterAll(async () => {
+      if (nginx && nginx.child.exitCode === null) {
+        nginx.child.kill('SIGTERM')
+        await once(nginx.child, 'exit')
+      }
+      await Promise.all([api1, api2, worker].filter(Boolean).map((process) => process.stop()))
+    })
+
+    it('passes nginx -t', () => {
+      const check = spawnSync(NGINX!, ['-t', ...nginxArgs()], { encoding: 'utf8' })
+      expect(check.status, check.stderr).toBe(0)
+      expect(check.stderr).toContain('test is successful')
+    })
+
+    it('balances the requests over both instances', async () => {
+      const key = await newCompanyKey()
+      const ids = Array.from({ length: 20 }, (_, index) => `balance-${index}`)
+      for (const id of ids) {
+        const reply = await call(`${publicUrl}/v2/data-structures`, { key, headers: { 'x-request-id': id } })
+        expect(reply.status).toBe(200)
+      }
+      const [one, two] = await servedBy(ids)
+      expect(one.length + two.length).toBe(ids.length)
+      expect(Math.min(one.length, two.length)).toBeGreaterThanOrEqual(5)
+    })
+
+    it('carries X-Request-Id end to end: kept when the client sends a usable one, made by nginx otherwise', async () => {
+      const key = await newCompanyKey()
+      const sent = await call(`${publicUrl}/v2/data-structures`, { key, headers: { 'x-request-id': 'trace-1.a:b' } })
+      expect(sent.headers['x-request-id']).toBe('trace-1.a:b')
+
+      const made = await call(`${publicUrl}/v2/data-structures`, { key })
+      const unusable = await call(`${publicUrl}/v2/data-structures`, { key, headers: { 'x-request-id': 'not usable!' } })
+      for (const reply of [made, unusable]) expect(reply.headers['x-request-id']).toMatch(/^[0-9a-f]{32}$/)
+
+      // One id in the answer, in the log line of the instance that answered, and in nginx's access log.
+      const ids = ['trace-1.a:b', made.headers['x-request-id'], unusable.headers['x-request-id']] as string[]
+      const [one, two] = await servedBy(ids)
+      expect(one.length + two.length).toBe(3)
+      await eventually(() => ids.every((id) => nginx.log().includes(`request_id=${id} `) || nginx.log().includes(`request_id=${id}\n`)), 'ids in the access log')
+      // nginx's own answers carry one too.
+      expect((await call(`${publicUrl}/metrics`)).headers['x-request-id']).toMatch(/^[0-9a-f]{32}$/)
+    })
+
+    it('tells the instances the address it saw, whatever X-Forwarded-For a client sends', async () => {
+      const key = await newCompanyKey()
+      await call(`${publicUrl}/v2/data-structures`, { key, headers: { 'x-request-id': 'forwarded-1', 'x-forwarded-for': '203.0.113.9' } })
+      await servedBy(['forwarded-1'])
+      const line = [...api1.output().split('\n'), ...api2.output().split('\n')].find((candidate) => candidate.includes('"request_id":"forwarded-1"'))
+      expect(JSON.parse(line!).req.remoteAddress).toBe('127.0.0.1')
+    })
+
+    it('does not serve /metrics or /admin on the public port, in any spelling; the operator port and the instances do', async () => {
+      const paths = ['/metrics', '/metrics/', '/METRICS', '/%6Detrics', '//metrics', '/v2/../metrics', '/metrics?x=1', '/admin/companies', '/Admin/companies/0', '/%61dmin/companies']
+      for (const [index, path] of paths.entries()) {
+        for (const method of ['GET', 'POST'] as const) {
+          const headers = { 'x-request-id': `denied-${index}-${method}`, authorization: `Bearer ${ADMIN_TOKEN}` }
+          const reply = await call(`${publicUrl}${path}`, { method, headers, body: method === 'POST' ? smallFixture('Denied') : undefined })
+          expect(reply.status, `${method} ${path}`).toBe(404)
+          expect(reply.body).toEqual({ message: expect.any(String), resource: 'route', type: 'NotFoundError' })
+        }
+      }
+      // None of them reached an instance.
+      await logsCaughtUp()
+      const reached = [...loggedIds(api1), ...loggedIds(api2)].filter((id) => id?.startsWith('denied-'))
+      expect(reached).toEqual([])
+
+      const scraped = await call(`${operatorUrl}/metrics`)
+      expect(scraped.status).toBe(200)
+      expect(scraped.text).toContain('commission_api_http_requests_total')
+      expect((await call(`${api1Url}/metrics`)).status).toBe(200)
+      expect(await newCompanyKey()).toMatch(/^cak_/)
+    })
+
+    it(`shares the rate limit: ${RATE_LIMIT} requests per second per company in total, over both instances`, async () => {
+      // Every request must fall in one window of one second; a run that took longer on a loaded machine proves
+      // nothing either way, and is repeated with a fresh company (so a fresh window).
+      for (let attempt = 1; attempt <= 3; attempt++) {
+        const key = await newCompanyKey()
+        const ids = Array.from({ length: RATE_LIMIT + 20 }, (_, index) => `rate-${attempt}-${index}`)
+        const started = performance.now()
+        const replies: Reply[] = []
+        for (let wave = 0; wave < ids.length; wave += 20) {
+          const batch = ids.slice(wave, wave + 20)
+          replies.push(...(await Promise.all(batch.map((id) => call(`${publicUrl}/v2/data-structures`, { key, headers: { 'x-request-id': id } })))))
+        }
+        if (performance.now() - started >= 900) continue
+
+        const statuses = replies.map((reply) => reply.status)
+        expect(statuses.filter((status) => status === 200)).toHaveLength(RATE_LIMIT)
+        expect(statuses.filter((status) => status === 429)).toHaveLength(20)
+        expect(replies.find((reply) => reply.status === 429)?.body).toEqual({ message: expect.any(String), type: 'TooManyRequestsError' })
+        // Both instances answered: each alone would have let 80 through.
+        const [one, two] = await servedBy(ids)
+        expect(one.length).toBeGreaterThan(0)
+        expect(two.length).toBeGreaterThan(0)
+        return
+      }
+      throw new Error('no attempt fitted in one second')
+    })
+
+    it('lets a body over the service limit reach the service, which answers its own JSON 413; nginx answers the same past its own', async () => {
+      const key = await newCompanyKey()
+      const configured = Number(/client_max_body_size (\d+)m;/.exec(readFileSync(CONFIG, 'utf8'))?.[1])
+      // Above the service's limit (BODY_LIMIT_MB, 32 MiB by default), under nginx's.
+      expect(configured).toBeGreaterThan(33)
+      const body = `[${'"x",'.repeat((33 * 1024 * 1024) / 4)}"x"]`
+      // Several times: the instance must read the rest of the body before its answer, or nginx sees a reset.
+      const ids = ['large-body-1', 'large-body-2', 'large-body-3', 'large-body-4']
+      const replies: Reply[] = []
+      for (const id of ids) replies.push(await call(`${publicUrl}/v1/tables/deals/records/bulk`, { method: 'POST', key, body, headers: { 'x-request-id': id } }))
+      for (const reply of replies) {
+        expect(reply.status).toBe(413)
+        expect(reply.body).toEqual({ count: 1, errors: [{ error: 'ValidationError', resource: 'body', description: expect.any(String) }] })
+      }
+      const [one, two] = await servedBy(ids)
+      expect(one.length + two.length).toBe(ids.length)
+      const served = replies[0]
+
+      const tooLarge = `[${'"x",'.repeat(((configured + 1) * 1024 * 1024) / 4)}"x"]`
+      const refused = await call(`${publicUrl}/v1/tables/deals/records/bulk`, { method: 'POST', key, body: tooLarge, headers: { 'x-request-id': 'larger-body' } })
+      expect(refused.status).toBe(413)
+      expect(refused.body).toEqual(served.body)
+      await logsCaughtUp()
+      expect(loggedIds(api1).has('larger-body') || loggedIds(api2).has('larger-body')).toBe(false)
+    })
+
+    it('has the worker apply an import posted through the load balancer', async () => {
+      const key = await newCompanyKey()
+      const upsert = await call(`${publicUrl}/v1/users/bulk`, { method: 'PUT', key, body: { data: [{ email: 'via-nginx@acme.example', name: 'Via' }] } })
+      expect(upsert.status).toBe(200)
+      expect((await finishedImport(publicUrl, key, upsert.body.import_id)).error).toBe(false)
+      const users = await call(`${publicUrl}/v1/users?limit=2000`, { key })
+      expect(users.body.data.map((user: { email: string }) => user.email)).toContain('via-nginx@acme.example')
+    })
+
+    it('loses no request while one instance stops gracefully; with none left, answers 503 in JSON', async () => {
+      const keys = await Promise.all([newCompanyKey(), newCompanyKey(), newCompanyKey()])
+      const replies: Array<{ status: number; at: number; path: string; id: string }> = []
+      // Until api-1 has exited, and 500 ms after.
+      const stop = { exitedAt: Number.POSITIVE_INFINITY }
+      // Three clients, each under its company's rate limit: reads, and user upserts (a PUT).
+      const client = async (key: string, index: number) => {
+        for (let round = 0; performance.now() < stop.exitedAt + 500; round++) {
+          const write = index === 2 && round % 2 === 1
+          const headers = { 'x-request-id': `stream-${index}-${round}` }
+          const reply = write
+            ? await call(`${publicUrl}/v1/users/bulk`, { method: 'PUT', key, headers, body: { data: [{ email: `round-${round}@acme.example` }] } })
+            : await call(`${publicUrl}/v2/data-structures`, { key, headers })
+          replies.push({ status: reply.status, at: performance.now(), path: write ? 'PUT /v1/users/bulk' : 'GET /v2/data-structures', id: headers['x-request-id'] })
+          await new Promise((resolve) => setTimeout(resolve, 20))
+        }
+      }
+      const clients = keys.map(client)
+      await new Promise((resolve) => setTimeout(resolve, 300))
+      expect(await api1.stop('SIGTERM')).toBe(0)
+      stop.exitedAt = performance.now()
+      await Promise.all(clients)
+
+      expect(replies.filter((reply) => reply.status !== 200)).toEqual([])
+      // The stopped instance had its share of the traffic until it stopped; the other one took all of it after.
+      const [one] = await servedBy(replies.map((reply) => reply.id))
+      expect(one.length).toBeGreaterThan(5)
+      expect(replies.filter((reply) => reply.at > stop.exitedAt).length).toBeGreaterThan(10)
+
+      expect(await api2.stop('SIGTERM')).toBe(0)
+      const unavailable = await call(`${publicUrl}/v2/data-structures`, { key: keys[0] })
+      expect(unavailable.status).toBe(503)
+      expect(unavailable.body).toEqual({ message: expect.any(String), type: 'ServiceUnavailableError' })
+      expect(unavailable.headers['x-request-id']).toMatch(/^[0-9a-f]{32}$/)
+    })
+  },
+)

@@ -1,0 +1,65 @@
+import { describe, expect, it } from 'vitest'
+import { smallFixture } from './helpers/fixtures.ts'
+import { finishedImport, sample } from './helpers/operations.ts'
+import { runCli, startServerProcess, tempDataDir } from './helpers/process.ts'
+import { call } from './helpers/server.ts'
+
+describe('serve --role worker with WORKER_HEALTH_PORT', () => {
+  it('serves the probes and the metrics of the worker, and nothing else', async () => {
+    const dataDir = tempDataDir()
+    const loaded = runCli(['load', '-', '--json'], { DATA_DIR: dataDir }, JSON.stringify(smallFixture()))
+    expect(loaded.code, loaded.stderr).toBe(0)
+    const { api_key: key } = JSON.parse(loaded.stdout) as { api_key: string }
+
+    const worker = startServerProcess({ DATA_DIR: dataDir, WORKER_HEALTH_PORT: '0', IMPORT_POLL_MS: '20' }, ['serve', '--role', 'worker'])
+    const api = startServerProcess({ DATA_DIR: dataDir, DEMO: 'off' }, ['serve', '--role', 'api'])
+    try {
+      const [, health] = await worker.waitFor(/worker health and metrics on (http:\/\/\S+)/)
+      const [, apiUrl] = await api.waitFor(/listening on (http:\/\/\S+)/)
+
+      for (const path of ['/health/ready', '/readyz']) {
+        const ready = await call(`${health}${path}`)
+        expect(ready.status).toBe(200)
+        expect(ready.body).toEqual({ status: 'ready', checks: { store: 'ok', worker: 'ok', shutting_down: false } })
+      }
+      for (const path of ['/health/live', '/healthz']) expect((await call(`${health}${path}`)).body).toEqual({ status: 'ok' })
+      const other = await call(`${health}/v2/data-structures`, { key })
+      expect(other.status).toBe(404)
+      expect(other.body.type).toBe('NotFoundError')
+
+      // An import enqueued by the API instance is applied by this worker, which times it.
+      const upsert = await call(`${apiUrl}/v1/users/bulk`, { method: 'PUT', key, body: { data: [{ email: 'new@acme.example', name: 'New' }] } })
+      expect(upsert.status).toBe(200)
+      await finishedImport(apiUrl, key, upsert.body.import_id)
+      const metrics = await call(`${health}/metrics`)
+      expect(metrics.headers['content-type']).toBe('text/plain; version=0.0.4; charset=utf-8')
+      expect(sample(metrics.text, 'commission_api_import_duration_seconds_count{outcome="ok"}')).toBe(1)
+      expect(sample(metrics.text, 'commission_api_imports{state="finished"}')).toBe(1)
+      expect(sample(metrics.text, 'commission_api_import_queue_depth')).toBe(0)
+      expect(sample(metrics.text, 'process_resident_memory_bytes')).toBeGreaterThan(0)
+      expect(metrics.text).toMatch(/^commission_api_build_info\{version="[^"]+",store="(sqlite|mongodb)"\} 1$/m)
+    } finally {
+      expect(await api.stop()).toBe(0)
+      expect(await worker.stop()).toBe(0)
+    }
+  })
+
+  it('serves no HTTP without it', async () => {
+    const dataDir = tempDataDir()
+    const loaded = runCli(['load', '-', '--json'], { DATA_DIR: dataDir }, JSON.stringify(smallFixture()))
+    const { api_key: key } = JSON.parse(loaded.stdout) as { api_key: string }
+    const worker = startServerProcess({ DATA_DIR: dataDir, IMPORT_POLL_MS: '20' }, ['serve', '--role', 'worker'])
+    const api = startServerProcess({ DATA_DIR: dataDir, DEMO: 'off' }, ['serve', '--role', 'api'])
+    try {
+      const [, apiUrl] = await api.waitFor(/listening on (http:\/\/\S+)/)
+      // Once the worker has applied an import, it has long been running: it would have said where it listens.
+      const upsert = await call(`${apiUrl}/v1/users/bulk`, { method: 'PUT', key, body: { data: [{ email: 'new@acme.example' }] } })
+      await finishedImport(apiUrl, key, upsert.body.import_id)
+      expect(worker.output()).toMatch(/import worker \S+ started/)
+      expect(worker.output()).not.toContain('health and metrics on')
+    } finally {
+      expect(await api.stop()).toBe(0)
+      expect(await worker.stop()).toBe(0)
+    }
+  })
+})
