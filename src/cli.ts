@@ -1,20 +1,30 @@
 #!/usr/bin/env node
 import { readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
+import { Value } from 'typebox/value'
 import { companyInventory, createCompanyKey } from './admin/company-admin.ts'
+import { calculationProblems, deletePlan, listPlans, savePlan, setExchangeRates } from './admin/plans.ts'
 import { changeQuotaType } from './admin/revisions.ts'
+import { ApiError, CommissionClient, ConnectionError, instantParam } from './client/index.ts'
 import { systemClock } from './clock.ts'
 import { ConfigError, loadConfig } from './config.ts'
+import { formatReport, runConformance } from './conformance/conformance.ts'
+import { WRITE_WARNING } from './conformance/write-checks.ts'
 import { NotFoundError, ValidationError } from './errors.ts'
 import { demoFixture } from './fixtures/demo.ts'
 import { loadFixture } from './fixtures/load-fixture.ts'
+import { describePlan } from './fixtures/plan-definitions.ts'
+import { type FixturePlan, FixturePlanSchema } from './fixtures/schema.ts'
 import { startServer } from './server.ts'
 import { closeWorkerOnSignals, startWorkerProcess } from './imports/worker-process.ts'
 import { serveWorkerHealth } from './routes/worker-health.ts'
 import { closeGracefullyOnSignals } from './shutdown.ts'
 import { openStore } from './store/open-store.ts'
-import { QUOTA_TYPES, type QuotaType } from './store/model.ts'
+import { type Plan, QUOTA_TYPES, type QuotaType } from './store/model.ts'
 import type { Store } from './store/port.ts'
+import { terminalProgress } from './sync/progress.ts'
+import { SyncDirectoryError } from './sync/state.ts'
+import { syncStructures } from './sync/sync.ts'
 
 const USAGE = `Usage: commission-api <command> [options]   (npm run cli -- <command> [options])
 
@@ -30,6 +40,24 @@ Commands:
   structures --company ID                 every structure, quota and data table of a company, sandbox included
   quota-type --company ID --quota ID --type T
                                           change a quota's type (amount, percentage, float); values stay
+  plans --company ID                      the company's plans, as defined
+  plans put --company ID [--plan ID] <plan.json | ->
+                                          create a plan (or replace the plan ID) and calculate it
+  plans delete --company ID --plan ID     delete a plan and its pending results
+  exchange-rates --company ID [CUR=RATE ...]
+                                          replace the exchange rates (one CUR is worth RATE of the default
+                                          currency) and recalculate; without rates, show them
+  calculation-problems --company ID       what keeps records or cells of each plan from being calculated
+
+Commands that talk to a running service (this one or the real one) at --base-url, with --key (or the
+COMMISSION_API_KEY variable); they pace themselves to --rate requests per second (default 40):
+  sync --base-url URL --key KEY --out DIR [--since ISO] [--format ndjson|csv] [--page-size N]
+                                          export every live structure to DIR, one file each; the next run
+                                          reads only what changed; an interrupted run resumes
+  conformance --base-url URL --key KEY [--write] [--table KEY]
+                                          check the service against the specification: a table of checks
+                                          ending with "N passed, N failed"; exit code 1 on any failure.
+                                          --write adds upsert, import and archive checks: a test company only
 
 Options:
   --json    print one JSON document on stdout
@@ -44,6 +72,9 @@ type Options = Record<string, string | boolean | undefined>
 /** A command reads its options and returns what to print: a JSON-able value and its human form. */
 type Command = (store: Store, positionals: string[], options: Options) => Promise<{ json: unknown; text: string }>
 
+/** A command that talks to a running service through the client: it opens no store. */
+type ClientCommand = (client: CommissionClient, options: Options) => Promise<{ json: unknown; text: string; exitCode?: number }>
+
 const integerOption = (options: Options, name: string): number | undefined => {
   const raw = options[name]
   if (raw === undefined) return undefined
@@ -55,6 +86,15 @@ const requiredOption = (options: Options, name: string): string => {
   const raw = options[name]
   if (typeof raw !== 'string' || raw === '') throw new UsageError(`--${name} is required`)
   return raw
+}
+
+/** A JSON document from a file, or from standard input for `-` (so that `exec -T ... load - < file` works). */
+function readJson(file: string): unknown {
+  try {
+    return JSON.parse(readFileSync(file === '-' ? 0 : file, 'utf8'))
+  } catch (error) {
+    throw new UsageError(`cannot read ${file === '-' ? 'standard input' : file} as JSON: ${(error as Error).message}`)
+  }
 }
 
 const created = (loaded: { company_id: string; api_keys: string[] }) => ({
@@ -82,14 +122,7 @@ const COMMANDS: Record<string, Command> = {
   async load(store, positionals) {
     const [file] = positionals
     if (!file) throw new UsageError('load expects a fixture file, or - for standard input')
-    let document: unknown
-    try {
-      // `-` reads standard input, so that a fixture on the host loads into a container: `exec -T ... load - < file`.
-      document = JSON.parse(readFileSync(file === '-' ? 0 : file, 'utf8'))
-    } catch (error) {
-      throw new UsageError(`cannot read ${file === '-' ? 'standard input' : file} as JSON: ${(error as Error).message}`)
-    }
-    return created(await loadFixture(store, systemClock, document))
+    return created(await loadFixture(store, systemClock, readJson(file)))
   },
 
   async companies(store) {
@@ -112,12 +145,108 @@ const COMMANDS: Record<string, Command> = {
     return { json: { id: quota.id, name: quota.name, type: quota.type }, text: `${quota.id}  ${quota.name}: type ${quota.type}` }
   },
 
+  async plans(store, positionals, options) {
+    const companyId = requiredOption(options, 'company')
+    const [subcommand, file] = positionals
+    const describe = async (plans: readonly Plan[]) => {
+      const [tables, quotas] = await Promise.all([store.dataTables.list(companyId), store.quotas.list(companyId)])
+      return plans.map((plan) => describePlan(plan, { tables, quotas }))
+    }
+    if (subcommand === undefined) {
+      const plans = await describe(await listPlans(store, companyId))
+      return { json: plans, text: plans.map((plan) => `${plan.id}  ${plan.environment}  ${plan.name} (${plan.frequency}, ${plan.data_table})`).join('\n') || '(no plan)' }
+    }
+    if (subcommand === 'delete') {
+      await deletePlan(store, companyId, requiredOption(options, 'plan'))
+      return { json: { deleted: options.plan }, text: `deleted ${options.plan}` }
+    }
+    if (subcommand !== 'put') throw new UsageError('plans expects no subcommand, put or delete')
+    if (!file) throw new UsageError('plans put expects a plan file, or - for standard input')
+    const definition = readJson(file)
+    const errors = [...Value.Errors(FixturePlanSchema, definition)].map((error) => ({ resource: error.instancePath || '/', description: error.message }))
+    if (errors.length > 0) throw new ValidationError(errors)
+    const plan = typeof options.plan === 'string' ? options.plan : undefined
+    const change = await savePlan(store, systemClock, companyId, definition as FixturePlan, plan)
+    const [described] = await describe([change.plan])
+    const { cells, statements_written: statements, lines_written: lines, problems } = change.calculation
+    return {
+      json: { plan: described, calculation: change.calculation },
+      text: `${described.id}  ${described.name}: ${cells} cells calculated, ${statements} statements and ${lines} lines written, ${problems.length} problems`,
+    }
+  },
+
+  async 'exchange-rates'(store, positionals, options) {
+    const companyId = requiredOption(options, 'company')
+    if (positionals.length === 0) {
+      const company = await store.companies.get(companyId)
+      if (!company) throw new NotFoundError('company')
+      const rates = company.exchange_rates ?? {}
+      return { json: rates, text: Object.entries(rates).map(([currency, rate]) => `${currency}=${rate}`).join('\n') || '(no rate)' }
+    }
+    const rates: Record<string, number> = {}
+    for (const pair of positionals) {
+      const match = /^([A-Z]{3})=(\d+(?:\.\d+)?)$/.exec(pair)
+      if (!match) throw new UsageError(`exchange-rates expects CUR=RATE pairs such as USD=0.92, got ${pair}`)
+      rates[match[1]] = Number(match[2])
+    }
+    const result = await setExchangeRates(store, systemClock, companyId, rates)
+    return { json: result, text: `${Object.keys(rates).length} rates set; ${result.calculation.cells} cells recalculated` }
+  },
+
+  async 'calculation-problems'(store, _positionals, options) {
+    const report = await calculationProblems(store, requiredOption(options, 'company'))
+    const text = report.flatMap(({ plan, problems }) => problems.map((problem) => `${plan}: ${problem.record ? `record ${problem.record}: ` : ''}${problem.message}`))
+    return { json: report, text: text.join('\n') || '(no problem)' }
+  },
+
   async structures(store, _positionals, options) {
     const inventory = await companyInventory(store, requiredOption(options, 'company'))
     const items = inventory.structures.map(({ id, name, type, environment, key }) => ({ id, name, type, environment, ...(key ? { key } : {}) }))
     const text = items.map((item) => `${item.id}  ${item.type.padEnd(19)} ${item.environment.padEnd(7)} ${item.name}${item.key ? ` (key ${item.key})` : ''}`)
     return { json: items, text: text.join('\n') }
   },
+}
+
+const CLIENT_COMMANDS: Record<string, ClientCommand> = {
+  async sync(client, options) {
+    const format = options.format ?? 'ndjson'
+    if (format !== 'ndjson' && format !== 'csv') throw new UsageError('--format expects ndjson or csv')
+    const since = typeof options.since === 'string' ? instantOption('since', options.since) : null
+    const outcomes = await syncStructures(client, {
+      outDir: requiredOption(options, 'out'),
+      format,
+      since,
+      limit: integerOption(options, 'page-size'),
+      progress: terminalProgress(process.stderr),
+    })
+    const text = outcomes.map(
+      (outcome) =>
+        `${outcome.file}  ${outcome.name}: ${outcome.kind}${outcome.resumed ? ' (resumed)' : ''}, ${outcome.fetched} rows read, ${outcome.rows} in the file`,
+    )
+    return { json: outcomes, text: text.join('\n') || '(no live structure)' }
+  },
+}
+
+CLIENT_COMMANDS.conformance = async (client, options) => {
+  if (options.write) console.error(`commission-api: ${WRITE_WARNING}`)
+  const checked = await runConformance(client, { write: options.write === true, table: typeof options.table === 'string' ? options.table : undefined })
+  return { json: checked, text: formatReport(checked), exitCode: checked.failed > 0 ? 1 : 0 }
+}
+
+const instantOption = (name: string, raw: string): string => {
+  try {
+    return instantParam(name, raw)!
+  } catch (error) {
+    throw new UsageError(`--${(error as Error).message}`, { cause: error })
+  }
+}
+
+function clientOf(options: Options): CommissionClient {
+  const key = typeof options.key === 'string' ? options.key : process.env.COMMISSION_API_KEY
+  if (!key) throw new UsageError('--key (or the COMMISSION_API_KEY variable) is required')
+  const baseUrl = requiredOption(options, 'base-url')
+  if (!/^https?:\/\/[^/]/i.test(baseUrl)) throw new UsageError('--base-url expects an http or https URL')
+  return new CommissionClient({ baseUrl, apiKey: key, requestsPerSecond: integerOption(options, 'rate') ?? 40 })
 }
 
 async function serve(role: unknown = 'all'): Promise<void> {
@@ -151,8 +280,18 @@ async function main(argv: string[]): Promise<number> {
       company: { type: 'string' },
       user: { type: 'string' },
       quota: { type: 'string' },
+      plan: { type: 'string' },
       type: { type: 'string' },
       role: { type: 'string' },
+      'base-url': { type: 'string' },
+      key: { type: 'string' },
+      rate: { type: 'string' },
+      out: { type: 'string' },
+      since: { type: 'string' },
+      format: { type: 'string' },
+      'page-size': { type: 'string' },
+      write: { type: 'boolean' },
+      table: { type: 'string' },
     },
   })
   const [name, ...rest] = positionals
@@ -163,6 +302,17 @@ async function main(argv: string[]): Promise<number> {
   if (name === 'serve') {
     await serve(values.role)
     return -1
+  }
+  const clientCommand = CLIENT_COMMANDS[name]
+  if (clientCommand) {
+    const client = clientOf(values)
+    try {
+      const result = await clientCommand(client, values)
+      console.log(values.json ? JSON.stringify(result.json, null, 2) : result.text)
+      return result.exitCode ?? 0
+    } finally {
+      await client.close()
+    }
   }
   const command = COMMANDS[name]
   if (!command) throw new UsageError(`unknown command ${name}`)
@@ -186,7 +336,10 @@ function report(error: unknown): number {
     console.error(`Invalid input (${error.issues.length} problem${error.issues.length === 1 ? '' : 's'}):`)
     for (const issue of error.issues) console.error(`  ${issue.resource}: ${issue.description}`)
   } else if (error instanceof NotFoundError) console.error(`Not found: ${error.message}`)
-  else console.error(error)
+  else if (error instanceof ApiError || error instanceof ConnectionError || error instanceof SyncDirectoryError) {
+    // A client command stopped: what it saved stays saved, and a sync run again resumes.
+    console.error(`commission-api: ${error.message}`)
+  } else console.error(error)
   return 1
 }
 

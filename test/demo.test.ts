@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ManualClock } from '../src/clock.ts'
 import { demoFixture } from '../src/fixtures/demo.ts'
 import { loadFixture } from '../src/fixtures/load-fixture.ts'
-import type { DataTable, Quota, User } from '../src/store/model.ts'
+import type { CommissionLine, DataTable, Quota, Statement, User } from '../src/store/model.ts'
 import type { Store } from '../src/store/port.ts'
 import { startTestServer } from './helpers/server.ts'
 import { openTestStore } from './helpers/test-store.ts'
@@ -27,6 +27,19 @@ function countBy<T>(items: T[], key: (item: T) => string): Record<string, number
   const counts: Record<string, number> = {}
   for (const item of items) counts[key(item)] = (counts[key(item)] ?? 0) + 1
   return counts
+}
+
+/** Every calculated statement's payment is the sum of its cell's commission lines, to the cent. */
+function expectTotalsAreTheirLines(statements: readonly Statement[], lines: readonly CommissionLine[]): void {
+  const sums = new Map<string, number>()
+  for (const line of lines) {
+    const key = `${line.plan_id}|${line.user_id}|${line.period}`
+    sums.set(key, (sums.get(key) ?? 0) + Math.round(line.commission * 100))
+  }
+  for (const statement of statements) {
+    expect(statement.plan_id).not.toBeNull()
+    expect(statement.payment).toBe((sums.get(`${statement.plan_id}|${statement.user_id}|${statement.period}`) ?? 0) / 100)
+  }
 }
 
 describe('demoFixture, loaded with the defaults', () => {
@@ -95,7 +108,7 @@ describe('demoFixture, loaded with the defaults', () => {
     expect(metrics[2].currencies).toEqual(['EUR', 'USD'])
   })
 
-  it('has a live deals table of 200 records, one commission line each, and a small sandbox one', async () => {
+  it('has a live deals table of 600 records, each counted by the plans, and a small sandbox one', async () => {
     expect(tables.map((table) => [table.key, table.environment])).toEqual([
       ['deals', 'live'],
       ['deals', 'sandbox'],
@@ -111,17 +124,31 @@ describe('demoFixture, loaded with the defaults', () => {
       ['deal_types', 'multi'],
     ])
     expect(live).toMatchObject({ id_field: 'id', name_field: 'name' })
-    expect(await store.records.count(companyId, live.id)).toBe(200)
-    expect(await store.commissionLines.count(companyId, live.id)).toBe(200)
+    expect(await store.records.count(companyId, live.id)).toBe(600)
     expect(await store.records.count(companyId, sandbox.id)).toBeGreaterThanOrEqual(2)
 
-    const [record] = await store.records.list(companyId, live.id, { offset: 0, limit: 1 })
-    expect(record.values).toMatchObject({ amount: { value: expect.any(Number), currency: expect.stringMatching(/^(EUR|USD)$/) } })
-    expect(Array.isArray(record.values.deal_types)).toBe(true)
-    const [line] = await store.commissionLines.page(companyId, live.id, { limit: 1 })
-    expect(line.record_id).toBe(record.id)
-    expect(line.date).toBe(String(record.values.close_date).slice(0, 10))
-    expect(users.find((user) => user.id === line.user_id)?.email).toBe(record.values.owner_id)
+    const records = await store.records.list(companyId, live.id, EVERYONE)
+    expect(records[0].values).toMatchObject({ amount: { value: expect.any(Number), currency: expect.stringMatching(/^(EUR|USD)$/) } })
+    expect(Array.isArray(records[0].values.deal_types)).toBe(true)
+    const lines = await store.commissionLines.page(companyId, live.id, ALL)
+    const plans = new Map((await store.plans.list(companyId)).map((plan) => [plan.name, plan.id]))
+    const linesOf = (planName: string) => new Map(lines.filter((line) => line.plan_id === plans.get(planName)).map((line) => [line.record_id, line]))
+    const sales = linesOf('Sales plan')
+    const newBusiness = linesOf('New business plan')
+    const archived = users.find((user) => user.status === 'archived')
+    for (const record of records) {
+      const owner = users.find((user) => user.email === record.values.owner_id)
+      const month = String(record.values.close_date).slice(0, 7)
+      // Every deal earns on the sales plan, but an archived owner's after their last month.
+      const earns = owner?.id !== archived?.id || month <= String(archived?.archived_until)
+      expect(sales.has(record.id)).toBe(earns)
+      expect(newBusiness.has(record.id)).toBe(earns && (record.values.deal_types as string[]).includes('new'))
+      const line = sales.get(record.id)
+      if (!line) continue
+      expect(line).toMatchObject({ user_id: owner?.id, date: String(record.values.close_date).slice(0, 10), currency: owner?.currency, period: month })
+    }
+    expect(newBusiness.size).toBeGreaterThan(0)
+    expect(records.some((record) => (record.values.amount as { currency: string }).currency !== users.find((user) => user.email === record.values.owner_id)?.currency)).toBe(true)
   })
 
   it('has live and sandbox reporting structures of both types', async () => {
@@ -139,18 +166,30 @@ describe('demoFixture, loaded with the defaults', () => {
     expect(structures[3].data_table_id).toBe(tables[1].id)
   })
 
-  it('has a statement per non-pending user and month, in every status, and a sandbox one', async () => {
+  it('has statements calculated by its plans, older ones paid, then validated, the latest pending; each total the sum of its lines', async () => {
     const statements = await store.statements.page(companyId, 'live', ALL)
-    expect(statements).toHaveLength(24 * 12)
-    expect(new Set(statements.map((statement) => statement.status))).toEqual(new Set(['paid', 'pending', 'validated']))
+    expect(statements.length).toBeGreaterThan(200)
+    expectTotalsAreTheirLines(statements, await store.commissionLines.page(companyId, tables[0].id, ALL))
+    const plans = await store.plans.list(companyId)
+    expect(plans.map((plan) => [plan.name, plan.frequency, plan.quota_id !== null, plan.tiers.length, plan.filters])).toEqual([
+      ['Sales plan', 'monthly', true, 3, []],
+      ['New business plan', 'quarterly', false, 0, [{ field: 'deal_types', contains: 'new' }]],
+    ])
+    for (const statement of statements) {
+      expect(plans.map((plan) => plan.id)).toContain(statement.plan_id)
+      // Dated on the first day of their period, as the documented examples are.
+      expect(statement.date).toMatch(/^\d{4}-\d{2}-01$/)
+      const month = statement.date.slice(0, 7)
+      const expected = statement.period === '2025-12' || statement.period === '2025-Q4' ? 'pending' : month === '2025-11' ? 'validated' : 'paid'
+      expect(statement.status).toBe(expected)
+    }
+    const sales = statements.filter((statement) => statement.plan === 'Sales plan')
+    expect(new Set(sales.map((statement) => statement.date.slice(0, 7))).size).toBe(12)
+    expect(new Set(sales.map((statement) => statement.metrics.tier))).toEqual(new Set(['bronze', 'silver', 'gold', null]))
     const pending = users.find((user) => user.status === 'pending')
     expect(statements.some((statement) => statement.user_id === pending?.id)).toBe(false)
     const currencyOf = new Map(users.map((user) => [user.id, user.currency]))
     for (const statement of statements) expect(statement.currency).toBe(currencyOf.get(statement.user_id))
-    expect(new Set(statements.map((statement) => statement.date.slice(0, 7))).size).toBe(12)
-    // Dated on the first day of their period, as the documented examples are.
-    for (const statement of statements) expect(statement.date).toMatch(/^\d{4}-\d{2}-01$/)
-    expect(statements.at(-1)?.date).toBe('2025-12-01')
     expect(await store.statements.count(companyId, 'sandbox')).toBe(1)
   })
 
@@ -208,12 +247,13 @@ describe('demoFixture options', () => {
     const users = await store.users.list(companyId, EVERYONE)
     expect(countBy(users, (user) => user.status)).toEqual({ active: 2, archived: 1, inactive: 1, pending: 1 })
     expect(new Set(users.map((user) => user.currency))).toEqual(new Set(['EUR', 'USD']))
-    expect(await store.statements.count(companyId, 'live')).toBe(4 * 3)
     const statements = await store.statements.page(companyId, 'live', ALL)
     expect(new Set(statements.map((statement) => statement.status)).size).toBe(3)
     const [live] = await store.dataTables.list(companyId)
     expect(await store.records.count(companyId, live.id)).toBe(7)
-    expect(await store.commissionLines.count(companyId, live.id)).toBe(7)
+    const lines = await store.commissionLines.page(companyId, live.id, ALL)
+    expect(lines.length).toBeGreaterThan(0)
+    expectTotalsAreTheirLines(statements, lines)
   })
 
   it('leaves the other parts alone when only the number of deals changes', () => {
@@ -236,11 +276,11 @@ describe('demoFixture options', () => {
   it('loads 200 users over 24 months with 5000 deals', async () => {
     const { store, companyId } = await loaded(demoFixture({ users: 200, months: 24, deals: 5_000 }))
     expect(await store.users.count(companyId)).toBe(200)
-    expect(await store.statements.count(companyId, 'live')).toBe(199 * 24)
     const [live] = await store.dataTables.list(companyId)
-    expect(await store.commissionLines.count(companyId, live.id)).toBe(5_000)
     const statements = await store.statements.page(companyId, 'live', ALL)
-    expect(statements[0].date).toBe('2024-01-01')
+    expect(statements.length).toBeGreaterThan(190 * 24)
+    expect(statements.map((statement) => statement.date).toSorted()[0]).toBe('2024-01-01')
+    expectTotalsAreTheirLines(statements, await store.commissionLines.page(companyId, live.id, ALL))
   })
 })
 

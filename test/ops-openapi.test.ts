@@ -1,3 +1,7 @@
+import { spawnSync } from 'node:child_process'
+import { mkdtempSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
 import { Validator } from '@seriousme/openapi-schema-validator'
 import type { FastifyInstance } from 'fastify'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -5,8 +9,10 @@ import { buildApp } from '../src/app.ts'
 import { ManualClock } from '../src/clock.ts'
 import { loadConfig } from '../src/config.ts'
 import { openTestStore } from './helpers/test-store.ts'
-import type { Store } from '../src/store/port.ts'
 import { call } from './helpers/server.ts'
+
+/** TypeScript's compiler, as `npm run typecheck` runs it. */
+const TSC = resolve(import.meta.dirname, '../node_modules/typescript/bin/tsc')
 
 /**
  * Every (method, path) the router holds, read from Fastify's own route tree (`printRoutes`), independently
@@ -26,27 +32,34 @@ function routerRoutes(app: FastifyInstance): Array<{ method: string; path: strin
   return routes
 }
 
-/** Routes that are not operations of the service: HEAD twins, the documentation page and the document itself. */
+/** Routes that are not operations of the service: HEAD twins, the documentation page, the document itself, and `/` (a redirect to the page). */
 const isDocumented = ({ method, path }: { method: string; path: string }) =>
-  method !== 'HEAD' && path !== '/openapi.json' && !path.startsWith('/docs')
+  method !== 'HEAD' && path !== '/openapi.json' && path !== '/' && !path.startsWith('/docs')
+
+/** A schema with its `$ref` to a component followed. */
+const resolved = (document: any, schema: any) => (schema?.$ref ? document.components.schemas[schema.$ref.split('/').at(-1)] : schema)
+
+/** The application on an ephemeral port (admin routes on), and its OpenAPI document. */
+async function startDocumented(env: Record<string, string> = {}) {
+  const { store, dispose } = await openTestStore()
+  const config = loadConfig({ DEMO: 'off', LOG_LEVEL: 'silent', ADMIN_TOKEN: 'openapi-test-admin-token', ...env })
+  const app = await buildApp({ config, store, clock: new ManualClock() })
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const address = app.server.address()
+  const url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`
+  const reply = await call(`${url}/openapi.json`)
+  if (reply.status !== 200) throw new Error(`GET /openapi.json answered ${reply.status}`)
+  return { app, dispose, url, document: reply.body }
+}
 
 describe('OpenAPI document', () => {
   let app: FastifyInstance
-  let store: Store
   let dispose: () => Promise<void>
   let url: string
   let document: any
 
   beforeAll(async () => {
-    ;({ store, dispose } = await openTestStore())
-    const config = loadConfig({ DEMO: 'off', LOG_LEVEL: 'silent', ADMIN_TOKEN: 'openapi-test-admin-token' })
-    app = await buildApp({ config, store, clock: new ManualClock() })
-    await app.listen({ port: 0, host: '127.0.0.1' })
-    const address = app.server.address()
-    url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`
-    const reply = await call(`${url}/openapi.json`)
-    if (reply.status !== 200) throw new Error(`GET /openapi.json answered ${reply.status}`)
-    document = reply.body
+    ;({ app, dispose, url, document } = await startDocumented())
   })
   afterAll(async () => {
     await app.close()
@@ -89,6 +102,7 @@ describe('OpenAPI document', () => {
         expect(operation.responses[status], `${method} ${path} ${status}`).toBeDefined()
       }
       expect(Object.keys(operation.responses[429].headers).toSorted(), `${method} ${path}`).toEqual([
+        ...(operation.deprecated ? ['Deprecation'] : []),
         'RateLimit-Limit',
         'RateLimit-Remaining',
         'RateLimit-Reset',
@@ -101,7 +115,7 @@ describe('OpenAPI document', () => {
 
   it('documents the error bodies of the specification', () => {
     const responses = document.paths['/v2/data-structures'].get.responses
-    const body = (status: string) => responses[status].content['application/json'].schema
+    const body = (status: string) => resolved(document, responses[status].content['application/json'].schema)
     expect(body('401')).toMatchObject({ required: ['message', 'type'], properties: { type: { enum: ['UnauthorizedError'] } } })
     expect(body('403').properties.error).toMatchObject({ enum: ['ForbiddenError'] })
     expect(body('404').required).toEqual(['message', 'resource', 'type'])
@@ -122,5 +136,146 @@ describe('OpenAPI document', () => {
     expect(page.text).toContain('swagger-ui')
     const initializer = await call(`${url}/docs/static/swagger-initializer.js`)
     expect(initializer.text).toContain('/openapi.json')
+  })
+})
+
+/** Every operation of the document, with its path and method. */
+function operationsOf(document: any): Array<{ path: string; method: string; operation: any }> {
+  return Object.entries(document.paths).flatMap(([path, methods]: [string, any]) =>
+    Object.entries(methods).map(([method, operation]) => ({ path, method, operation: operation as any })),
+  )
+}
+
+describe('OpenAPI document for client generators and readers', () => {
+  let app: FastifyInstance
+  let dispose: () => Promise<void>
+  let url: string
+  let document: any
+
+  beforeAll(async () => {
+    ;({ app, dispose, url, document } = await startDocumented({ PUBLIC_URL: 'https://api.example.com' }))
+  })
+  afterAll(async () => {
+    await app.close()
+    await dispose()
+  })
+
+  it('names and describes every operation, each name once', () => {
+    const operations = operationsOf(document)
+    for (const { path, method, operation } of operations) {
+      expect(operation.operationId, `${method} ${path}`).toMatch(/^[a-z][A-Za-z]+$/)
+      expect(operation.description?.length, `${method} ${path}`).toBeGreaterThan(20)
+    }
+    const ids = operations.map(({ operation }) => operation.operationId)
+    expect(new Set(ids).size).toBe(ids.length)
+    expect(ids).toEqual(expect.arrayContaining(['listDataStructures', 'getFields', 'getStatements', 'getRecords', 'getQuotaValues', 'listUsers', 'upsertUsers', 'upsertManagers', 'upsertGroups', 'archiveUsers', 'listTableRecords', 'upsertTableRecords', 'getImport', 'listReportingStatements', 'listReportingRecords', 'getMetrics']))
+  })
+
+  it('refers to component schemas for rows, pages, errors and imports instead of repeating them', () => {
+    const schemas = document.components.schemas
+    for (const name of ['Page', 'PageMeta', 'Row', 'DataStructureList', 'FieldSchema', 'UserPage', 'ValidationErrorBody', 'UnauthorizedBody', 'NotFoundBody', 'ImportReceipt', 'ImportView', 'Fixture']) {
+      expect(schemas[name], name).toBeDefined()
+    }
+    expect(schemas.Page.properties.meta).toEqual({ $ref: '#/components/schemas/PageMeta' })
+    const responses = document.paths['/v2/quotas/{quota_id}/values'].get.responses
+    expect(responses['200'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/Page' })
+    expect(responses['400'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/ValidationErrorBody' })
+    expect(document.paths['/v1/imports/{import_id}'].get.responses['200'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/ImportView' })
+    // No copy of the 400 body is left inline anywhere.
+    const text = JSON.stringify(document.paths)
+    expect(text).not.toContain('"required":["count","errors"]')
+  })
+
+  it('shows examples taken from the demo company, and they have the documented shapes', async () => {
+    const { Value } = await import('typebox/value')
+    const { PageSchema } = await import('../src/routes/v2/page-schemas.ts')
+    const { DataStructureListSchema } = await import('../src/routes/v2/data-structures.ts')
+    const { FieldSchemaSchema } = await import('../src/routes/v2/fields.ts')
+    const { ImportReceiptSchema, ImportViewSchema } = await import('../src/routes/v1/import-schemas.ts')
+    const { offsetPageSchema } = await import('../src/routes/v1/offset-schemas.ts')
+    const { V1UserSchema } = await import('../src/routes/v1/users-read.ts')
+    const { V1StatementRowSchema, V1RecordRowSchema } = await import('../src/routes/v1/reporting.ts')
+    const { V1RecordSchema } = await import('../src/routes/v1/table-records-read.ts')
+    const shapes: Record<string, unknown> = {
+      listDataStructures: DataStructureListSchema,
+      getFields: FieldSchemaSchema,
+      getStatements: PageSchema,
+      getRecords: PageSchema,
+      getQuotaValues: PageSchema,
+      listUsers: offsetPageSchema(V1UserSchema),
+      listTableRecords: offsetPageSchema(V1RecordSchema),
+      listReportingStatements: offsetPageSchema(V1StatementRowSchema),
+      listReportingRecords: offsetPageSchema(V1RecordRowSchema),
+      upsertUsers: ImportReceiptSchema,
+      upsertTableRecords: ImportReceiptSchema,
+      getImport: ImportViewSchema,
+    }
+    const byId = new Map(operationsOf(document).map(({ operation }) => [operation.operationId, operation]))
+    for (const [operationId, shape] of Object.entries(shapes)) {
+      const example = byId.get(operationId).responses['200'].content['application/json'].example
+      expect(example, operationId).toBeDefined()
+      expect(Value.Check(shape as any, example), `${operationId}: ${JSON.stringify([...Value.Errors(shape as any, example)].slice(0, 2))}`).toBe(true)
+    }
+    expect(byId.get('getStatements').responses['200'].content['application/json'].example.data[0]['standard.user'].email).toMatch(/@demo\.example$/)
+    expect(byId.get('upsertUsers').requestBody.content['application/json'].example.data[0].email).toMatch(/@demo\.example$/)
+  })
+
+  it('lists every status a route answers: 413 where a body is read; Deprecation and Link on deprecated routes', () => {
+    const readingBodies = operationsOf(document).filter(({ operation }) => operation.requestBody)
+    expect(readingBodies.length).toBeGreaterThan(5)
+    expect(readingBodies.filter(({ operation }) => !operation.responses['413']).map(({ path, method }) => `${method} ${path}`)).toEqual([])
+    const deprecated = operationsOf(document).filter(({ operation }) => operation.deprecated)
+    expect(deprecated.map(({ path }) => path).toSorted()).toEqual(['/v1/reporting', '/v1/reporting/{data_table_id}/records'])
+    for (const { operation } of deprecated) {
+      for (const [status, response] of Object.entries(operation.responses) as Array<[string, any]>) {
+        expect(response.headers.Deprecation, status).toBeDefined()
+        expect(response.headers.Link !== undefined, status).toBe(status === '200')
+      }
+    }
+  })
+
+  it('documents /metrics as text, the admin fixture body as the fixture schema, and servers from PUBLIC_URL', async () => {
+    expect(Object.keys(document.paths['/metrics'].get.responses['200'].content)).toEqual(['text/plain'])
+    const metrics = await call(`${url}/metrics`)
+    expect(metrics.headers['content-type']).toMatch(/^text\/plain/)
+    expect(document.paths['/admin/companies'].post.requestBody.content['application/json'].schema).toEqual({ $ref: '#/components/schemas/Fixture' })
+    expect(document.components.schemas.Fixture.properties.company).toBeDefined()
+    expect(document.servers).toEqual([{ url: 'https://api.example.com' }])
+  })
+
+  it('redirects / to the documentation page', async () => {
+    const root = await call(`${url}/`)
+    expect(root.status).toBe(302)
+    expect(root.headers.location).toBe('/docs')
+  })
+
+  it('generates a typed client with openapi-typescript, and a call with it type-checks', async () => {
+    const { default: openapiTS } = await import('openapi-typescript')
+    const dir = mkdtempSync(join(tmpdir(), 'commission-api-openapi-'))
+    writeFileSync(join(dir, 'api.ts'), await openapiTS(document))
+    writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions: { strict: true, noEmit: true, target: 'es2024', lib: ['es2024'], module: 'nodenext', moduleResolution: 'nodenext', allowImportingTsExtensions: true, types: [] }, files: ['call.ts'] }))
+    const callFile = `import type { components, operations, paths } from './api.ts'
+type Statements = paths['/v2/reporting/{table_id}/statements']['get']
+type Query = NonNullable<Statements['parameters']['query']>
+type StatementPage = Statements['responses'][200]['content']['application/json']
+declare function get<T>(path: string, query: Query): Promise<T>
+export async function rowIds(tableId: Statements['parameters']['path']['table_id']): Promise<string[]> {
+  const page = await get<StatementPage>(\`/v2/reporting/\${tableId}/statements\`, { limit: 100, last_modified_after: '2026-01-01T00:00:00Z' })
+  const next: string | null = page.meta.next_url
+  const receipt: operations['upsertUsers']['responses'][200]['content']['application/json'] = { import_id: 'i', objects_imported: 1 }
+  const missing: components['schemas']['NotFoundBody'] = { message: 'm', resource: 'table', type: 'NotFoundError' }
+  // @ts-expect-error limit is a number
+  const wrong: Query = { limit: 'many' }
+  return [...page.data.map((row) => String(row['standard.id'])), next ?? '', receipt.import_id, missing.type, String(wrong)]
+}
+`
+    writeFileSync(join(dir, 'call.ts'), callFile)
+    const checked = spawnSync(process.execPath, [TSC, '-p', join(dir, 'tsconfig.json')], { encoding: 'utf8' })
+    expect(checked.status, checked.stdout + checked.stderr).toBe(0)
+    // The check has teeth: a call that misuses a generated type fails it.
+    writeFileSync(join(dir, 'call.ts'), callFile.replace("const next: string | null = page.meta.next_url", 'const next: number = page.meta.next_url'))
+    const refused = spawnSync(process.execPath, [TSC, '-p', join(dir, 'tsconfig.json')], { encoding: 'utf8' })
+    expect(refused.status).not.toBe(0)
+    expect(refused.stdout).toContain('call.ts')
   })
 })

@@ -1,3 +1,4 @@
+import { recalculate } from '../calculation/recalculation.ts'
 import type { Clock } from '../clock.ts'
 import { parseInstant } from '../domain/formats.ts'
 import { type Issue, NotFoundError, ValidationError } from '../errors.ts'
@@ -14,7 +15,7 @@ import type {
 } from '../store/model.ts'
 import type { Store } from '../store/port.ts'
 import type { CommissionLineChanges, QuotaValueChanges, StatementChanges } from '../store/revisions.ts'
-import { renderStatements } from '../v2/statement-texts.ts'
+import { renderStatementRows, renderStatements } from '../v2/statement-texts.ts'
 
 /**
  * Edits of a company's stored data, shared by the CLI and the /admin routes: what a company changes in the
@@ -72,19 +73,34 @@ export type StatementEdit = RowEdit<StatementChanges>
 export type CommissionLineEdit = RowEdit<CommissionLineChanges>
 export type QuotaValueEdit = RowEdit<QuotaValueChanges>
 
-/** Changes a statement, then renders its v2 row again (its rendering went with the change). */
+/**
+ * Changes a statement and renders its v2 row again (its rendering went with the change). A calculated statement
+ * moved back to `pending` is recalculated at once: only validated and paid statements keep what they state.
+ */
 export async function reviseStatement(store: Store, clock: Clock, companyId: string, id: string, edit: StatementEdit): Promise<Statement> {
-  const statement = await reviseRow(store, clock, companyId, id, edit, (company, row, changes) => store.revisions.updateStatement(company, row, changes), 'statement')
-  await renderStatements(store, companyId)
-  return statement
+  return store.transaction(async (tx) => {
+    const revised = await reviseRow(tx, clock, companyId, id, edit, (company, row, changes) => tx.revisions.updateStatement(company, row, changes), 'statement')
+    await renderStatementRows(tx, companyId, [revised])
+    if (edit.status !== 'pending' || !revised.plan_id || !revised.period) return revised
+    const cell = { user_id: revised.user_id, period: revised.period }
+    await recalculate(tx, companyId, { cells: new Map([[revised.plan_id, [cell]]]) }, { now: clock.now().toISOString() })
+    // The cell may state nothing any more (its records are gone): the statement as edited is what there was.
+    return (await tx.statements.findOfPlan(companyId, revised.plan_id, { cells: [cell] }))[0] ?? revised
+  }, { company: companyId })
 }
 
 export function reviseCommissionLine(store: Store, clock: Clock, companyId: string, id: string, edit: CommissionLineEdit): Promise<CommissionLine> {
   return reviseRow(store, clock, companyId, id, edit, (company, row, changes) => store.revisions.updateCommissionLine(company, row, changes), 'commission_line')
 }
 
-export function reviseQuotaValue(store: Store, clock: Clock, companyId: string, id: string, edit: QuotaValueEdit): Promise<QuotaValue> {
-  return reviseRow(store, clock, companyId, id, edit, (company, row, changes) => store.revisions.updateQuotaValue(company, row, changes), 'quota_value')
+/** Changes a quota value, and recalculates the plans' cells that take it as their target. */
+export async function reviseQuotaValue(store: Store, clock: Clock, companyId: string, id: string, edit: QuotaValueEdit): Promise<QuotaValue> {
+  return store.transaction(async (tx) => {
+    const value = await reviseRow(tx, clock, companyId, id, edit, (company, row, changes) => tx.revisions.updateQuotaValue(company, row, changes), 'quota_value')
+    const quotaValues = new Map([[value.quota_id, [{ user_id: value.user_id, period: value.period }]]])
+    await recalculate(tx, companyId, { quotaValues }, { now: clock.now().toISOString() })
+    return value
+  }, { company: companyId })
 }
 
 export interface StructureEdit {

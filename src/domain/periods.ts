@@ -55,6 +55,13 @@ export function firstMonthOfPeriod(frequency: QuotaFrequency, period: string, fi
   return { year: Math.floor(monthIndex / 12), month: (monthIndex % 12) + 1 }
 }
 
+/** YYYY-MM: the last calendar month of a period of `frequency`; null when `period` is not of that format. */
+export function lastMonthOfPeriod(frequency: QuotaFrequency, period: string, fiscalStartMonth = 1): string | null {
+  const first = firstMonthOfPeriod(frequency, period, fiscalStartMonth)
+  const length = { monthly: 1, quarterly: 3, semesterly: 6, annually: 12 }[frequency]
+  return first ? shiftMonth(monthText(first), length - 1) : null
+}
+
 /** The month of a YYYY-MM-DD date or of an ISO 8601 UTC date-time (its first seven characters). */
 export function monthOfDate(date: string): CalendarMonth {
   return { year: Number(date.slice(0, 4)), month: Number(date.slice(5, 7)) }
@@ -62,6 +69,16 @@ export function monthOfDate(date: string): CalendarMonth {
 
 /** A calendar month written YYYY-MM. */
 export const monthText = ({ year, month }: CalendarMonth): string => `${year}-${String(month).padStart(2, '0')}`
+
+/** The month `by` months after (or before, when negative) a YYYY-MM month. */
+export function shiftMonth(month: string, by: number): string {
+  const [year, number] = month.split('-').map(Number)
+  const index = year * 12 + (number - 1) + by
+  return `${String(Math.floor(index / 12)).padStart(4, '0')}-${String((index % 12) + 1).padStart(2, '0')}`
+}
+
+export const previousMonth = (month: string) => shiftMonth(month, -1)
+export const nextMonth = (month: string) => shiftMonth(month, 1)
 
 /** A span of months, YYYY-MM to YYYY-MM inclusive; an open start runs from the beginning, an open end forever. */
 export interface MonthRange {

@@ -1,5 +1,5 @@
 import { isEmail, isMonthString } from '../domain/formats.ts'
-import { type MonthRange, monthRangesOverlap } from '../domain/periods.ts'
+import { type MonthRange, monthRangesOverlap, nextMonth, previousMonth } from '../domain/periods.ts'
 import { newId } from '../ids.ts'
 import type { Company, GroupAttribution, ImportItemIssue, ManagerAttribution, User } from '../store/model.ts'
 import type { Store } from '../store/port.ts'
@@ -135,15 +135,6 @@ function subtract(range: MonthRange, taken: MonthRange): MonthRange[] {
   }
   return pieces
 }
-
-function shiftMonth(month: string, by: number): string {
-  const [year, number] = month.split('-').map(Number)
-  const index = year * 12 + (number - 1) + by
-  return `${String(Math.floor(index / 12)).padStart(4, '0')}-${String((index % 12) + 1).padStart(2, '0')}`
-}
-
-export const previousMonth = (month: string) => shiftMonth(month, -1)
-export const nextMonth = (month: string) => shiftMonth(month, 1)
 
 function managerOf(company: Company, placement: Placement, managerId: string): ManagerAttribution {
   const { start_month, end_month } = placement

@@ -1,6 +1,7 @@
 import { parseRecord } from '../domain/record-values.ts'
 import { newId } from '../ids.ts'
 import type { Company, DataImport, DataTable, DataTableRecord, ImportItemIssue, ImportPayload } from '../store/model.ts'
+import type { CalculationChangeLog } from '../calculation/recalculation.ts'
 import type { Store } from '../store/port.ts'
 import { isObject, type PayloadOutcome, partial, refused, refusedWhole } from './outcome.ts'
 
@@ -102,20 +103,22 @@ export const NO_RESYNC: Resync = new Map()
  * Applies the prepared record calls of one import: first empties the tables `resync` names (all those the
  * import's calls empty, when they are applied in one transaction; in a run of several, the first transaction's
  * and then NO_RESYNC), then the calls, table by table, each table's calls in arrival order; returns the outcome
- * of each call, in the order given. Calls to different tables do not touch each other.
+ * of each call, in the order given. Calls to different tables do not touch each other. What changed goes to
+ * `changes`, for the plans' recalculation.
  */
 export async function applyRecordCalls(
   tx: Store,
   company: Company,
   calls: readonly PreparedRecordCall[],
   now: string,
+  changes: CalculationChangeLog,
   resync: Resync = resyncOf(calls),
 ): Promise<PayloadOutcome[]> {
-  const remembered = await emptyTables(tx, company, resync)
+  const remembered = await emptyTables(tx, company, resync, changes)
   const outcomes = new Map<PreparedRecordCall, PayloadOutcome>()
   for (const [tableId, tableCalls] of Map.groupBy(calls, (call) => call.tableId)) {
     const table = tableCalls.some((call) => call.tableGone) ? null : await tx.dataTables.get(company.id, tableId)
-    const tableOutcomes = table ? await applyTableCalls(tx, table, tableCalls, remembered.get(tableId) ?? new Map(), now) : tableCalls.map(tableGone)
+    const tableOutcomes = table ? await applyTableCalls(tx, table, tableCalls, remembered.get(tableId) ?? new Map(), now, changes) : tableCalls.map(tableGone)
     tableCalls.forEach((call, index) => outcomes.set(call, tableOutcomes[index]))
   }
   return calls.map((call) => outcomes.get(call)!)
@@ -125,13 +128,14 @@ export async function applyRecordCalls(
  * Empties the tables of a resync, and answers, for those that keep overrides, the manual overrides of the
  * deleted records by external id.
  */
-async function emptyTables(tx: Store, company: Company, resync: Resync): Promise<Map<string, Map<string, Record<string, unknown>>>> {
+async function emptyTables(tx: Store, company: Company, resync: Resync, changes: CalculationChangeLog): Promise<Map<string, Map<string, Record<string, unknown>>>> {
   const remembered = new Map<string, Map<string, Record<string, unknown>>>()
   for (const [tableId, { keepsOverrides }] of resync) {
     if (keepsOverrides) {
       remembered.set(tableId, new Map((await tx.records.listOverridden(company.id, tableId)).map((record) => [record.external_id, record.overrides])))
     }
     await tx.records.deleteAll(company.id, tableId)
+    changes.tableRewritten(tableId)
   }
   return remembered
 }
@@ -148,9 +152,10 @@ async function applyTableCalls(
   calls: readonly PreparedRecordCall[],
   remembered: Map<string, Record<string, unknown>>,
   now: string,
+  changes: CalculationChangeLog,
 ): Promise<PayloadOutcome[]> {
   const outcomes: PayloadOutcome[] = []
-  for (const call of calls) outcomes.push(await applyRecordCall(tx, table, call, remembered, now))
+  for (const call of calls) outcomes.push(await applyRecordCall(tx, table, call, remembered, now, changes))
   return outcomes
 }
 
@@ -172,11 +177,13 @@ async function applyRecordCall(
   { payload, changes, skipped }: PreparedRecordCall,
   remembered: Map<string, Record<string, unknown>>,
   now: string,
+  log: CalculationChangeLog,
 ): Promise<PayloadOutcome> {
   if (changes.size === 0 && skipped.length > 0) return refused('record', skipped)
   const stored = await tx.records.findByExternalIds(table.company_id, table.id, [...changes.keys()])
   const gone = [...changes].filter(([externalId, change]) => stored.has(externalId) && (change.deleted || change.replaced))
   if (gone.length > 0) await tx.records.deleteByExternalIds(table.company_id, table.id, gone.map(([externalId]) => externalId))
+  for (const [externalId] of gone) log.recordChanged(table.id, stored.get(externalId)?.id ?? '')
 
   const upserts: DataTableRecord[] = []
   for (const [externalId, change] of changes) {
@@ -185,6 +192,7 @@ async function applyRecordCall(
     upserts.push(nextRecord(table, externalId, change.values, existing, remembered.get(externalId), payload.options.keep_overrides, now))
   }
   await tx.records.saveMany(table.company_id, upserts)
+  for (const record of upserts) log.recordChanged(table.id, record.id)
   return partial('record', payload.items.length, skipped)
 }
 

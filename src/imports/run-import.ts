@@ -1,3 +1,4 @@
+import { CalculationChangeLog, KEPT_PROBLEMS, type RecalculationSummary, recalculate } from '../calculation/recalculation.ts'
 import type { Clock } from '../clock.ts'
 import type { Company, DataImport, ImportDetail, ImportPayload } from '../store/model.ts'
 import type { Store } from '../store/port.ts'
@@ -12,8 +13,8 @@ export interface RunHooks {
   beforeFinish?(claimed: DataImport): Promise<void>
 }
 
-/** How a run of a claimed import ended. */
-export type RunResult = { kind: 'finished'; import: DataImport } | { kind: 'lost' }
+/** How a run of a claimed import ended; a finished one says what its recalculation did. */
+export type RunResult = { kind: 'finished'; import: DataImport; calculation: RecalculationSummary } | { kind: 'lost' }
 
 /** The claim was taken over by another worker (our lease expired): this run must leave no trace. */
 class LostClaim extends Error {}
@@ -48,6 +49,7 @@ export async function runClaimedImport(store: Store, clock: Clock, claimed: Data
   try {
     if (done === 0) for (const tableId of resync.keys()) await emptyLargeTable(store, claimed, owner, tableId)
     let details = claimed.details.slice(0, done)
+    let calculation = noCalculation()
     for (const [index, step] of steps.entries()) {
       const last = index === steps.length - 1
       const ran = await store.transaction(
@@ -60,23 +62,27 @@ export async function runClaimedImport(store: Store, clock: Clock, claimed: Data
           const now = clock.now().toISOString()
           const stepPayloads = payloads.slice(step.start, step.end)
           const stepCalls = recordCalls.slice(step.start, step.end)
-          const outcomes = await applyPayloads(tx, company, claimed, stepPayloads, stepCalls, now, step.start === 0 ? resync : NO_RESYNC)
+          const changes = new CalculationChangeLog()
+          const outcomes = await applyPayloads(tx, company, claimed, stepPayloads, stepCalls, now, changes, step.start === 0 ? resync : NO_RESYNC)
+          // Plans' results commit with the payloads they come from, or not at all.
+          const stepCalculation = await recalculate(tx, company.id, changes, { now })
           const applied = boundedDetails([...details, ...detailsOf(claimed, stepPayloads, outcomes, stepCalls)])
           if (!last) {
             if (!(await tx.imports.advance(company.id, claimed.id, owner, { payloads_applied: step.end, details: applied }))) throw new LostClaim()
-            return { applied, finished: null }
+            return { applied, stepCalculation, finished: null }
           }
           await hooks.beforeFinish?.(claimed)
           const outcome = { finished_at: now, error: applied.some((detail) => detail.error !== null), details: applied }
           if (!(await tx.imports.finish(company.id, claimed.id, owner, outcome))) throw new LostClaim()
           const { payloads_applied: _progress, ...before } = claimed
           const finished: DataImport = { ...before, ...outcome, status: 'finished', lease_owner: null, lease_expires_at: null }
-          return { applied, finished }
+          return { applied, stepCalculation, finished }
         },
         { company: claimed.company_id },
       )
       details = ran.applied
-      if (ran.finished) return { kind: 'finished', import: ran.finished }
+      calculation = addedCalculation(calculation, ran.stepCalculation)
+      if (ran.finished) return { kind: 'finished', import: ran.finished, calculation }
     }
     throw new Error('an import run ended without its last step')
   } catch (error) {
@@ -104,6 +110,23 @@ function stepsOf(payloads: readonly ImportPayload[], done: number, budget: numbe
   }
   steps.push({ start, end: payloads.length })
   return steps
+}
+
+/** What no recalculation did. */
+function noCalculation(): RecalculationSummary {
+  return { cells: 0, statements_written: 0, statements_deleted: 0, lines_written: 0, lines_deleted: 0, problems: [] }
+}
+
+/** What the recalculations of a run's steps did together. */
+function addedCalculation(total: RecalculationSummary, step: RecalculationSummary): RecalculationSummary {
+  return {
+    cells: total.cells + step.cells,
+    statements_written: total.statements_written + step.statements_written,
+    statements_deleted: total.statements_deleted + step.statements_deleted,
+    lines_written: total.lines_written + step.lines_written,
+    lines_deleted: total.lines_deleted + step.lines_deleted,
+    problems: [...total.problems, ...step.problems].slice(0, KEPT_PROBLEMS),
+  }
 }
 
 /**
@@ -153,13 +176,14 @@ async function applyPayloads(
   payloads: readonly ImportPayload[],
   recordCalls: readonly PreparedRecordCall[],
   now: string,
+  changes: CalculationChangeLog,
   resync: Resync,
 ): Promise<PayloadOutcome[]> {
-  if (claimed.target === 'records') return applyRecordCalls(tx, company, recordCalls, now, resync)
+  if (claimed.target === 'records') return applyRecordCalls(tx, company, recordCalls, now, changes, resync)
   const outcomes: PayloadOutcome[] = []
   for (const payload of payloads) {
     // Each call stands alone: a refused one writes nothing, the others still apply.
-    if (claimed.target === 'users') outcomes.push(await applyUsers(tx, company, payload.items, now))
+    if (claimed.target === 'users') outcomes.push(await applyUsers(tx, company, payload.items, now, changes))
     else outcomes.push(await applyAttributions(tx, company, claimed.target, payload.items))
   }
   return outcomes

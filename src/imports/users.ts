@@ -1,6 +1,7 @@
 import { isCurrencyCode, isDateString, isEmail } from '../domain/formats.ts'
 import { newId } from '../ids.ts'
 import type { Company, ImportItemIssue, User, UserAttributeType } from '../store/model.ts'
+import type { CalculationChangeLog } from '../calculation/recalculation.ts'
 import type { Store } from '../store/port.ts'
 import { isObject, type PayloadOutcome, partial, refused } from './outcome.ts'
 
@@ -32,7 +33,7 @@ const ATTRIBUTE_CHECKS: Record<UserAttributeType, Check> = { string: text, numbe
  * (nothing written). A repeated email, and an archived user (read-only through the interface), are skipped
  * alone and reported; the other users are created or updated.
  */
-export async function applyUsers(tx: Store, company: Company, items: readonly unknown[], now: string): Promise<PayloadOutcome> {
+export async function applyUsers(tx: Store, company: Company, items: readonly unknown[], now: string, changes: CalculationChangeLog): Promise<PayloadOutcome> {
   const attributeTypes = new Map((await tx.userAttributes.list(company.id)).map((definition) => [definition.api_key, definition.type]))
   const invalid: ImportItemIssue[] = []
   const skipped: ImportItemIssue[] = []
@@ -69,6 +70,10 @@ export async function applyUsers(tx: Store, company: Company, items: readonly un
   if (invalid.length > 0) return refused('user', invalid)
 
   await tx.users.save(company.id, changed)
+  for (const user of changed) {
+    const before = stored.get(user.email.toLowerCase())
+    if (!before || before.currency !== user.currency) changes.userChanged(user.id)
+  }
   return partial('user', items.length, skipped.toSorted((a, b) => a.line_number - b.line_number))
 }
 

@@ -33,6 +33,8 @@ export const adminRevisionRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       schema: {
         summary: "Change a quota's type (values and their modification times stay)",
+        operationId: 'adminChangeQuotaType',
+        description: "Every value is then served by the new type and the quota's `schema_hash` changes.",
         params: Type.Object({ id: ObjectIdSchema, quota_id: Type.String() }),
         body: edit({ type: Type.Enum([...QUOTA_TYPES]) }),
         response: { 200: Changed, ...AdminErrors },
@@ -46,6 +48,8 @@ export const adminRevisionRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       schema: {
         summary: "Change a statement's values and modification time",
+        operationId: 'adminEditStatement',
+        description: 'Sets the modification time to `modified_at`, or now: what an incremental sync picks up.',
         params: Type.Object({ id: ObjectIdSchema, statement_id: Type.String() }),
         body: edit({
           modified_at: ModifiedAt,
@@ -63,6 +67,8 @@ export const adminRevisionRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       schema: {
         summary: "Change a commission line's commission and modification time",
+        operationId: 'adminEditCommissionLine',
+        description: 'Sets the modification time to `modified_at`, or now: what an incremental sync picks up.',
         params: Type.Object({ id: ObjectIdSchema, line_id: Type.String() }),
         body: edit({ modified_at: ModifiedAt, commission: Type.Optional(Type.Number()) }),
         response: { 200: Changed, ...AdminErrors },
@@ -76,6 +82,8 @@ export const adminRevisionRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       schema: {
         summary: "Change a quota value's number, source and modification time",
+        operationId: 'adminEditQuotaValue',
+        description: 'Sets the modification time to `modified_at`, or now: what an incremental sync picks up.',
         params: Type.Object({ id: ObjectIdSchema, value_id: Type.String() }),
         body: edit({
           modified_at: ModifiedAt,
@@ -93,6 +101,8 @@ export const adminRevisionRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       schema: {
         summary: 'Rename a reporting structure, or replace the custom metrics and data-table fields it shows',
+        operationId: 'adminEditReportingStructure',
+        description: 'Changes the `schema_hash` of the structure when its fields change.',
         params: Type.Object({ id: ObjectIdSchema, structure_id: Type.String() }),
         body: edit({
           name: Type.Optional(Type.String({ minLength: 1 })),
@@ -110,6 +120,8 @@ export const adminRevisionRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       schema: {
         summary: 'Change a custom metric, named by its API key',
+        operationId: 'adminEditCustomMetric',
+        description: 'Changes the `schema_hash` of the structures that show the metric.',
         params: Type.Object({ id: ObjectIdSchema, api_key: Type.String() }),
         body: edit({
           name: Type.Optional(Type.String({ minLength: 1 })),

@@ -4,6 +4,7 @@ import { Type } from 'typebox'
 import { CompanyInventorySchema, companyInventory, createCompanyKey } from '../admin/company-admin.ts'
 import { loadFixture } from '../fixtures/load-fixture.ts'
 import { NotFoundError, UnauthorizedError } from '../errors.ts'
+import { adminPlanRoutes } from './admin-plans.ts'
 import { adminRevisionRoutes } from './admin-revisions.ts'
 import { NotFoundBodySchema, ObjectIdSchema, UnauthorizedBodySchema, ValidationErrorBodySchema } from './schemas.ts'
 
@@ -30,7 +31,7 @@ export const adminRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   app.post(
     '/companies',
-    { schema: { summary: 'Create a company from a fixture document', body: Type.Unknown(), response: { 201: CreatedCompanySchema, ...AdminErrors } } },
+    { schema: { summary: 'Create a company from a fixture document', operationId: 'adminCreateCompany', description: 'The body is a fixture (docs/fixture.schema.json); every problem is listed with its JSON path.', body: Type.Unknown(), response: { 201: CreatedCompanySchema, ...AdminErrors } } },
     async (request, reply) => {
       const loaded = await loadFixture(app.store, app.clock, request.body)
       return reply.code(201).send({ company_id: loaded.company_id, api_key: loaded.api_keys[0] })
@@ -39,13 +40,13 @@ export const adminRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   app.get(
     '/companies/:id',
-    { schema: { summary: 'The inventory of a company, sandbox included', params: CompanyParamsSchema, response: { 200: CompanyInventorySchema, ...AdminErrors } } },
+    { schema: { summary: 'The inventory of a company, sandbox included', operationId: 'adminGetCompany', description: 'Settings, user count, keys (prefix only), every structure, quota and data table with its environment and row count.', params: CompanyParamsSchema, response: { 200: CompanyInventorySchema, ...AdminErrors } } },
     async (request) => companyInventory(app.store, request.params.id.toLowerCase()),
   )
 
   app.delete(
     '/companies/:id',
-    { schema: { summary: 'Delete a company and all its data', params: CompanyParamsSchema, response: { 204: Type.Null(), ...AdminErrors } } },
+    { schema: { summary: 'Delete a company and all its data', operationId: 'adminDeleteCompany', description: 'Deletes the company and everything it owns.', params: CompanyParamsSchema, response: { 204: Type.Null(), ...AdminErrors } } },
     async (request, reply) => {
       if (!(await app.store.companies.delete(request.params.id.toLowerCase()))) throw new NotFoundError('company')
       return reply.code(204).send(null)
@@ -57,6 +58,8 @@ export const adminRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       schema: {
         summary: 'Create an API key for a user of the company (its first active user by default)',
+        operationId: 'adminCreateApiKey',
+        description: 'The secret is answered once; only its hash is kept.',
         params: CompanyParamsSchema,
         body: Type.Optional(Type.Object({ user: Type.Optional(Type.String()) }, { additionalProperties: false })),
         response: { 201: CreatedKeySchema, ...AdminErrors },
@@ -70,4 +73,5 @@ export const adminRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   // Registered after the token hook, so that it guards these routes too.
   await app.register(adminRevisionRoutes)
+  await app.register(adminPlanRoutes)
 }

@@ -46,6 +46,9 @@ export function registerMetrics(app: FastifyInstance): void {
     {
       schema: {
         summary: 'Prometheus metrics: requests, latency, 429s, imports, build, process',
+        operationId: 'getMetrics',
+        description: 'The Prometheus text exposition format (not JSON). No key.',
+        produces: ['text/plain'],
         tags: ['operations'],
         response: {
           200: {

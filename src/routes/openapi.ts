@@ -1,8 +1,16 @@
+import { readFileSync } from 'node:fs'
 import fastifySwagger from '@fastify/swagger'
 import fastifySwaggerUi from '@fastify/swagger-ui'
-import type { FastifyInstance, FastifySchema } from 'fastify'
+import type { FastifyInstance, FastifySchema, RouteOptions } from 'fastify'
 import { SERVICE_VERSION as version } from '../version.ts'
-import { ServerErrorBodySchema, TooManyRequestsBodySchema } from './schemas.ts'
+import { addComponentSchemas, DocumentedFixtureBody, withComponentRefs } from './openapi-components.ts'
+import { ServerErrorBodySchema, TooManyRequestsBodySchema, ValidationErrorBodySchema } from './schemas.ts'
+
+/** Examples by operationId, taken from a demo company by `npm run docs:openapi-examples`. */
+const EXAMPLES = JSON.parse(readFileSync(new URL('./openapi-examples.json', import.meta.url), 'utf8')) as Record<
+  string,
+  { request?: unknown; response?: unknown }
+>
 
 const RATE_HEADERS = {
   'RateLimit-Limit': { type: 'integer', description: 'Requests allowed per window (one second)' },
@@ -18,7 +26,7 @@ const DESCRIPTIONS: Record<string, string> = {
   401: 'Missing or unknown credentials',
   403: 'The company has not enabled the public API',
   404: 'Unknown route or id, or a sandbox id',
-  413: 'Request body over the limit (`BODY_LIMIT_MB`, 32 MiB by default)',
+  413: 'Request body over the limit (`BODY_LIMIT_MB`, 32 MiB by default): `resource` is `body`',
   429: 'Over the rate limit: retry after `Retry-After` seconds',
   500: 'A fault of the service, logged with the request id',
   503: 'Not ready',
@@ -38,25 +46,72 @@ const rateHeaders = (status: string) =>
 
 type ResponseSchemas = Record<string, { description?: string; [keyword: string]: unknown }>
 
+const DEPRECATION_HEADERS = {
+  Deprecation: { type: 'string', description: '`true`: the route is deprecated (no removal date is announced)' },
+}
+const SUCCESSOR_HEADER = {
+  Link: { type: 'string', description: 'The v2 route that replaces this one: `<URL>; rel="successor-version"`' },
+}
+
+/** Bodies the document shows though the route checks them itself (for errors listed with their JSON paths). */
+const DOCUMENTED_BODIES: Record<string, unknown> = { 'POST /admin/companies': DocumentedFixtureBody }
+
+/** The headers of a response: rate limit on public routes, `Deprecation` (and `Link` on success) on deprecated ones. */
+function headersOf(status: string, isPublic: boolean, deprecated: boolean): Record<string, unknown> | undefined {
+  const headers = {
+    ...(isPublic ? rateHeaders(status) : {}),
+    ...(deprecated ? DEPRECATION_HEADERS : {}),
+    ...(deprecated && status.startsWith('2') ? SUCCESSOR_HEADER : {}),
+  }
+  return Object.keys(headers).length > 0 ? headers : undefined
+}
+
 /**
  * Completes a route's schema for the document: its tag and security by area, a description for each
- * response, and the answers every public route can give whatever its own schema says (429 from the rate
- * limiter, 500), with the rate-limit headers. The route's own schema is not changed.
+ * response, the answers every public route can give whatever its own schema says (429 from the rate limiter,
+ * 500; 413 where a body is read), the headers of each answer, and references to the shared components in
+ * place of their inline copies. The route's own schema is not changed.
  */
-function documentRoute({ schema, url }: { schema: FastifySchema; url: string }): { schema: FastifySchema; url: string } {
+function documentRoute({ schema, url, route }: { schema: FastifySchema; url: string; route: RouteOptions }): { schema: FastifySchema; url: string } {
   const area = areaOf(url)
   const isPublic = area === 'v1' || area === 'v2'
+  const deprecated = (schema as { deprecated?: boolean } | undefined)?.deprecated === true
   const responses: ResponseSchemas = { ...(schema?.response as ResponseSchemas | undefined) }
   if (isPublic) {
     responses[429] ??= { ...TooManyRequestsBodySchema }
     responses[500] ??= { ...ServerErrorBodySchema }
   }
+  const body = DOCUMENTED_BODIES[`${String(route.method)} ${url}`] ?? schema?.body
+  if (body) responses[413] ??= { ...ValidationErrorBodySchema }
   for (const [status, response] of Object.entries(responses)) {
-    const described = { ...response, description: response.description ?? DESCRIPTIONS[status] ?? 'Response' }
-    responses[status] = isPublic ? { ...described, headers: rateHeaders(status) } : described
+    const described = { ...(withComponentRefs(response) as object), description: response.description ?? DESCRIPTIONS[status] ?? 'Response' }
+    const headers = headersOf(status, isPublic, deprecated)
+    responses[status] = headers ? { ...described, headers } : described
   }
   const security = isPublic ? [{ ApiKey: [] }] : area === 'admin' ? [{ AdminToken: [] }] : []
-  return { url, schema: { ...schema, tags: [area], security, response: responses } as FastifySchema }
+  const documented = { ...schema, tags: [area], security, response: responses, ...(body ? { body: withComponentRefs(body) } : {}) }
+  return { url, schema: documented as FastifySchema }
+}
+
+interface OpenApiOperation {
+  operationId?: string
+  requestBody?: { content?: Record<string, { example?: unknown }> }
+  responses?: Record<string, { content?: Record<string, { example?: unknown }> }>
+}
+
+/** Puts the examples of each operation on its JSON request body and its 200 answer. */
+function withExamples<Document extends { paths?: Record<string, Record<string, OpenApiOperation>> }>(document: Document): Document {
+  for (const operations of Object.values(document.paths ?? {})) {
+    for (const operation of Object.values(operations)) {
+      const example = operation.operationId ? EXAMPLES[operation.operationId] : undefined
+      if (!example) continue
+      const requestMedia = operation.requestBody?.content?.['application/json']
+      if (requestMedia && example.request !== undefined) requestMedia.example = example.request
+      const responseMedia = operation.responses?.['200']?.content?.['application/json']
+      if (responseMedia && example.response !== undefined) responseMedia.example = example.response
+    }
+  }
+  return document
 }
 
 /**
@@ -64,9 +119,11 @@ function documentRoute({ schema, url }: { schema: FastifySchema; url: string }):
  * for it at `/docs`. Register before the routes, so that every route is seen.
  */
 export async function registerOpenApi(app: FastifyInstance): Promise<void> {
+  addComponentSchemas(app)
   await app.register(fastifySwagger, {
     openapi: {
       openapi: '3.1.0',
+      ...(app.config.publicUrl ? { servers: [{ url: app.config.publicUrl }] } : {}),
       info: {
         title: 'commission-api',
         version,
@@ -88,9 +145,15 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
       },
     },
     transform: documentRoute,
+    transformObject: (documentObject) =>
+      'openapiObject' in documentObject ? withExamples(documentObject.openapiObject as Parameters<typeof withExamples>[0]) : documentObject.swaggerObject,
+    // Components are named by their $id (Page, ImportView...), not numbered.
+    refResolver: { buildLocalReference: (json, _baseUri, _fragment, index) => (typeof json.$id === 'string' ? json.$id : `def-${index}`) },
   })
 
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())
+  // The service's root is its documentation.
+  app.get('/', { schema: { hide: true } }, async (_request, reply) => reply.redirect('/docs'))
 
   await app.register(fastifySwaggerUi, { routePrefix: '/docs', uiConfig: { url: '/openapi.json' } })
 }

@@ -50,7 +50,7 @@ export interface User {
   /** YYYY-MM-DD */
   arrival_date: string | null
   junior: boolean | null
-  /** YYYY-MM: the last month of activity of an archived user, when it was given. */
+  /** YYYY-MM: the last month of activity of an archived user (the archive's `end_date`, or the month before the archive). */
   archived_until: string | null
   /**
    * Custom attribute values by attribute API key, as the v1 interface shows them: an amount attribute

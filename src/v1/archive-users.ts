@@ -1,8 +1,8 @@
 import type { Clock } from '../clock.ts'
 import { isEmail, isMonthString } from '../domain/formats.ts'
-import { monthRangesOverlap } from '../domain/periods.ts'
+import { monthRangesOverlap, nextMonth, previousMonth } from '../domain/periods.ts'
 import { type Issue, ValidationError } from '../errors.ts'
-import { nextMonth } from '../imports/attributions.ts'
+import { recalculate } from '../calculation/recalculation.ts'
 import type { User } from '../store/model.ts'
 import type { Store } from '../store/port.ts'
 
@@ -44,8 +44,10 @@ export async function archiveUsers(store: Store, clock: Clock, companyId: string
     }
     issues.push(...(await managerConflicts(tx, companyId, requests)))
     if (issues.length > 0) throw new ValidationError(issues)
-    const archived = requests.map(({ user, endDate }) => ({ ...user, status: 'archived' as const, archived_until: endDate, modified_at: now }))
+    // The last month of activity is kept whether or not it was given: plans pay an archived user up to it.
+    const archived = requests.map(({ user, archivedFrom }) => ({ ...user, status: 'archived' as const, archived_until: previousMonth(archivedFrom), modified_at: now }))
     await tx.users.save(companyId, archived)
+    await recalculate(tx, companyId, { users: new Set(archived.map((user) => user.id)) }, { now })
   }, { company: companyId })
 }
 

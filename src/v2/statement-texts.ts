@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import type { CustomMetric } from '../store/model.ts'
+import type { CustomMetric, Statement } from '../store/model.ts'
 import type { ExtractedStatement, Store } from '../store/port.ts'
 import { structureColumns } from './fields.ts'
 import { statementRenderer } from './rows.ts'
@@ -63,6 +63,26 @@ export function pageBytes(rows: readonly string[], meta: string): Buffer {
   return bytes.subarray(0, length)
 }
 
+/** How the rows of the company's first live statement structure are rendered; null when it has none. */
+async function renderedStructureTexts(store: Store, companyId: string): Promise<StatementTexts | null> {
+  const structure = (await store.structures.list(companyId)).find((item) => item.environment === 'live' && item.type === 'statement_reporting')
+  return structure ? statementTexts((await structureColumns(store, structure)).metrics) : null
+}
+
+/**
+ * Renders these statements again, as they were just written (a write drops a statement's rendering): what every
+ * writer of statements calls, in the transaction that wrote them (recalculation, admin edits).
+ */
+export async function renderStatementRows(store: Store, companyId: string, statements: readonly Statement[]): Promise<void> {
+  const live = statements.filter((statement) => statement.environment === 'live')
+  if (live.length === 0) return
+  const texts = await renderedStructureTexts(store, companyId)
+  if (!texts) return
+  const users = await store.users.getMany(companyId, live.map((statement) => statement.user_id))
+  const renderings = live.map((statement) => ({ id: statement.id, key: texts.key, text: texts.row(statement, users.get(statement.user_id)?.email ?? null) }))
+  await store.statements.saveRenderings(companyId, 'live', renderings)
+}
+
 /**
  * Renders the company's live statements that hold no rendering for its first live statement structure (a
  * company usually has one; pages of any other structure are rendered as they are read) and stores them. Each
@@ -71,9 +91,8 @@ export function pageBytes(rows: readonly string[], meta: string): Buffer {
  * statements it rendered.
  */
 export async function renderStatements(store: Store, companyId: string): Promise<number> {
-  const structure = (await store.structures.list(companyId)).find((item) => item.environment === 'live' && item.type === 'statement_reporting')
-  if (!structure) return 0
-  const texts = statementTexts((await structureColumns(store, structure)).metrics)
+  const texts = await renderedStructureTexts(store, companyId)
+  if (!texts) return 0
   let rendered = 0
   let afterId: string | null = null
   for (;;) {

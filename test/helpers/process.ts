@@ -57,3 +57,23 @@ export function startProcess(executable: string, args: string[], options: { env:
     },
   }
 }
+
+/**
+ * Runs the CLI to completion without blocking this process's event loop (a test server in this process must
+ * keep answering it).
+ */
+export async function runCliAsync(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawnCli(args, env)
+  let stdout = ''
+  let stderr = ''
+  child.stdout!.on('data', (chunk) => (stdout += chunk.toString()))
+  child.stderr!.on('data', (chunk) => (stderr += chunk.toString()))
+  // 'close' comes after the output streams have ended, so that nothing printed is missed.
+  const [code] = await once(child, 'close')
+  return { code: code as number | null, stdout, stderr }
+}
+
+/** Starts the CLI as a child process, its output piped. */
+export function spawnCli(args: string[], env: Record<string, string> = {}): ChildProcess {
+  return spawn(process.execPath, [CLI, ...args], { env: childEnvironment(process.env, env), stdio: ['ignore', 'pipe', 'pipe'] })
+}

@@ -36,12 +36,39 @@ export interface Reply {
   text: string
 }
 
-/** Starts the real application on an ephemeral port, on a fresh in-memory store and a manual clock. */
-export async function startTestServer(env: Record<string, string> = {}, configOverrides: Partial<Config> = {}): Promise<TestServer> {
+/**
+ * A clock that runs with real time, shifted by `advance` and `set`: for tests where the service's clock must
+ * agree with its `Date` headers (incremental syncs) or rate-limit windows must end by themselves (429 storms).
+ */
+export class RunningClock extends ManualClock {
+  #offsetMs = 0
+
+  override now(): Date {
+    return new Date(Date.now() + this.#offsetMs)
+  }
+
+  override advance(milliseconds: number): void {
+    this.#offsetMs += milliseconds
+  }
+
+  override set(time: Date | string): void {
+    this.#offsetMs = new Date(time).getTime() - Date.now()
+  }
+}
+
+/**
+ * Starts the real application on an ephemeral port, on a fresh in-memory store and a manual clock (or, with
+ * `runningClock`, a clock that follows real time).
+ */
+export async function startTestServer(
+  env: Record<string, string> = {},
+  configOverrides: Partial<Config> = {},
+  { runningClock = false }: { runningClock?: boolean } = {},
+): Promise<TestServer> {
   const config = { ...loadConfig({ LOG_LEVEL: 'info', DEMO: 'off', ...env }), ...configOverrides }
   // In-memory SQLite; a database of its own on MONGODB_URL when that is set (see test-store.ts).
   const { store, dispose } = await openTestStore()
-  const clock = new ManualClock('2026-06-01T00:00:00.000Z')
+  const clock = runningClock ? new RunningClock() : new ManualClock('2026-06-01T00:00:00.000Z')
   let raw = ''
   const logStream = new Writable({
     write(chunk, _encoding, done) {

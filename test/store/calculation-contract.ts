@@ -85,7 +85,8 @@ export function calculationContract(name: string, factory: StoreFactory): void {
       const records = Array.from({ length: 5 }, () => aRecord(companyId, table.id))
       await store.records.upsert(companyId, records)
       const found = await store.records.getMany(companyId, table.id, [records[1].id, records[3].id, newId()])
-      expect(new Map([...found].toSorted())).toStrictEqual(new Map([records[1], records[3]].map((record) => [record.id, record]).toSorted()))
+      expect(byId([...found.values()])).toStrictEqual(byId([records[1], records[3]]))
+      expect([...found.keys()].toSorted()).toStrictEqual([records[1].id, records[3].id].toSorted())
       expect(await store.records.getMany(strangerId, table.id, [records[1].id])).toStrictEqual(new Map())
 
       const sorted = byId(records)

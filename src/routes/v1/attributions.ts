@@ -7,11 +7,15 @@ import { AttributionReceiptSchema, bulkBodySchema } from './import-schemas.ts'
 const ATTRIBUTIONS = [
   {
     target: 'managers',
+    operationId: 'upsertManagers',
+    description: "Each item gives a user's manager (by email) over months; its own import, separate from users and groups, all or nothing per call. The users must exist.",
     summary: "Set users' managers over months (asynchronous import, all or nothing)",
     items: 'Items {user: email, manager: email or null, start_date: YYYY-MM or null/absent (from the beginning), end_date: YYYY-MM or null (open)}; one item per user',
   },
   {
     target: 'groups',
+    operationId: 'upsertGroups',
+    description: "Each item gives a user's group in a group dimension over months; its own import, separate from users and managers, all or nothing per call. The users must exist.",
     summary: "Set users' groups over months (asynchronous import, all or nothing)",
     items: 'Items {user: email, group_dimension, group, start_date: YYYY-MM or null/absent (from the beginning), end_date: YYYY-MM or null (open)}',
   },
@@ -19,12 +23,14 @@ const ATTRIBUTIONS = [
 
 /** `PUT /v1/users/managers/bulk` and `PUT /v1/users/groups/bulk`: each call is its own asynchronous import. */
 export const attributionRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  for (const { target, summary, items } of ATTRIBUTIONS) {
+  for (const { target, summary, operationId, description, items } of ATTRIBUTIONS) {
     app.put(
       `/users/${target}/bulk`,
       {
         schema: {
           summary,
+          operationId,
+          description,
           body: bulkBodySchema(MAX_ATTRIBUTIONS_PER_CALL, items),
           response: { 200: AttributionReceiptSchema, ...AuthenticatedErrorResponses },
         },

@@ -69,16 +69,21 @@ export const reportingRoutes: FastifyPluginAsyncTypebox = async (app) => {
     reply.header('deprecation', 'true')
   })
 
-  // `/v1/reporting/statements` is the path of the real service's documentation: an alias, with the same headers.
+  // `/v1/reporting/statements` is the path of the real service's documentation: an alias, with the same headers,
+  // left out of the OpenAPI document (one operation, one operationId).
   for (const path of ['/reporting', '/reporting/statements']) {
     app.get(
       path,
       {
         schema: {
-          summary: `Deprecated: list the statements (use GET /v2/reporting/{table_id}/statements)${path === '/reporting' ? '' : '; an alias of GET /v1/reporting'}`,
+          summary: 'Deprecated: list the statements (use GET /v2/reporting/{table_id}/statements)',
+          operationId: 'listReportingStatements',
+          description:
+            'Deprecated, still served: the live statements in the v1 shape. Answers carry `Deprecation: true`; a 200 also `Link` to the v2 successor. Also served as /v1/reporting/statements.',
           deprecated: true,
           querystring: OffsetQuerySchema,
           response: { 200: offsetPageSchema(V1StatementRowSchema), ...AuthenticatedErrorResponses },
+          ...(path === '/reporting' ? {} : { hide: true }),
         },
       },
       async (request, reply) =>
@@ -91,6 +96,8 @@ export const reportingRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       schema: {
         summary: 'Deprecated: list the commission lines of a data table (use GET /v2/reporting/{table_id}/records)',
+        operationId: 'listReportingRecords',
+        description: 'Deprecated, still served: the commission lines of a live data table in the v1 shape. Answers carry `Deprecation: true`; a 200 also `Link` to the v2 successor.',
         deprecated: true,
         params: Type.Object({
           data_table_id: Type.String({

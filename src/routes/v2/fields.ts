@@ -30,6 +30,8 @@ export const fieldRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       schema: {
         summary: 'The field schema of a live reporting structure or quota',
+        operationId: 'getFields',
+        description: 'The fields of the rows, keyed by `api_key`, and the `schema_hash` that changes when a field is added, removed or modified, or a quota type changes. A sandbox or unknown id is 404.',
         params: Type.Object({ table_id: Type.String({ description: 'id of a reporting structure or of a quota, from discovery' }) }),
         response: { 200: FieldSchemaSchema, ...AuthenticatedErrorResponses },
       },

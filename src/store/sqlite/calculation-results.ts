@@ -82,8 +82,10 @@ export function insertLines(db: SqlWriter, lines: readonly CommissionLine[]): vo
   for (const line of lines) insertLine(db, line, 'INSERT')
 }
 
+const parseLines = (rows: Array<Record<string, unknown>>) => rows.map((row) => JSON.parse(row.doc as string) as CommissionLine)
+const parsePlan = (row: Record<string, unknown> | undefined) => (row ? (JSON.parse(row.doc as string) as Plan) : null)
+
 export function sqliteLineResults(sql: Sql): LineResults {
-  const parseAll = (rows: Array<Record<string, unknown>>) => rows.map((row) => JSON.parse(row.doc as string) as CommissionLine)
   return {
     async save(lines: CommissionLine[]) {
       await sql.write((db) => {
@@ -105,7 +107,7 @@ export function sqliteLineResults(sql: Sql): LineResults {
           planId,
           ...condition.params,
         )
-        found.push(...parseAll(rows))
+        found.push(...parseLines(rows))
       }
       return found
     },
@@ -118,7 +120,7 @@ export function sqliteLineResults(sql: Sql): LineResults {
           companyId,
           ...slice,
         )
-        found.push(...parseAll(rows))
+        found.push(...parseLines(rows))
       }
       return found
     },
@@ -126,7 +128,6 @@ export function sqliteLineResults(sql: Sql): LineResults {
 }
 
 export function sqlitePlans(sql: Sql): PlanRepository {
-  const parse = (row: Record<string, unknown> | undefined) => (row ? (JSON.parse(row.doc as string) as Plan) : null)
   return {
     async save(plans) {
       try {
@@ -148,8 +149,8 @@ export function sqlitePlans(sql: Sql): PlanRepository {
         throw error
       }
     },
-    get: async (companyId, id) => parse(await sql.get('SELECT doc FROM plans WHERE company_id = ? AND id = ?', companyId, id)),
-    list: async (companyId) => (await sql.all('SELECT doc FROM plans WHERE company_id = ? ORDER BY id', companyId)).map((row) => parse(row) as Plan),
+    get: async (companyId, id) => parsePlan(await sql.get('SELECT doc FROM plans WHERE company_id = ? AND id = ?', companyId, id)),
+    list: async (companyId) => (await sql.all('SELECT doc FROM plans WHERE company_id = ? ORDER BY id', companyId)).map((row) => parsePlan(row) as Plan),
     delete: (companyId, id) => sql.write((db) => Number(db.run('DELETE FROM plans WHERE company_id = ? AND id = ?', companyId, id).changes) > 0),
   }
 }

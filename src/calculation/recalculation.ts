@@ -1,0 +1,454 @@
+import { newId } from '../ids.ts'
+import type { CommissionLine, Company, DataTableRecord, Plan, Quota, Statement, StatementStatus } from '../store/model.ts'
+import type { CalculationCell, Store } from '../store/port.ts'
+import { renderStatementRows } from '../v2/statement-texts.ts'
+import {
+  type CalculatedLine,
+  type CalculatedStatement,
+  type CalculationProblem,
+  type CellResult,
+  calculateCell,
+  cellKey,
+  type CompanySettings,
+  effectiveValues,
+  isActiveIn,
+  type Placement,
+  placeRecord,
+  type UserDirectory,
+  userDirectory,
+} from './engine.ts'
+
+/**
+ * Recalculation: runs the engine on exactly the cells (plan, user, period) a change touches, and writes only the
+ * statements and lines whose values changed, so that an incremental sync (`last_modified_after`) sees exactly
+ * what changed. It runs inside the caller's transaction (an import's, an admin edit's, a fixture load's), so
+ * results commit with the change that caused them or not at all. Statements that are `validated` or `paid`
+ * are frozen: their cell is never recalculated, its lines included.
+ */
+
+/** What changed that plans read. Every part is optional. */
+export interface CalculationChanges {
+  /** Records written or deleted, by table id: their store ids. */
+  records?: ReadonlyMap<string, ReadonlySet<string>>
+  /** Tables rewritten wholesale (an `all=true` import): every plan that reads one is recalculated in full. */
+  tables?: ReadonlySet<string>
+  /** Users created, or whose currency or archive changed. */
+  users?: ReadonlySet<string>
+  /** Quota values changed, by quota id. */
+  quotaValues?: ReadonlyMap<string, readonly CalculationCell[]>
+  /** Cells to recalculate as they are, by plan id (a statement moved back to pending). */
+  cells?: ReadonlyMap<string, readonly CalculationCell[]>
+  /** Plans created or replaced: recalculated in full. */
+  plans?: ReadonlySet<string>
+  /** Everything: the exchange rates changed, or the company was just loaded. */
+  everything?: boolean
+}
+
+/** Collects, as an import writes, what its writes change that plans read. */
+export class CalculationChangeLog implements CalculationChanges {
+  readonly records = new Map<string, Set<string>>()
+  readonly tables = new Set<string>()
+  readonly users = new Set<string>()
+
+  /** A record was inserted, replaced or deleted. */
+  recordChanged(tableId: string, recordId: string): void {
+    const ids = this.records.get(tableId)
+    if (ids) ids.add(recordId)
+    else this.records.set(tableId, new Set([recordId]))
+  }
+
+  /** The table was emptied before the import wrote it again. */
+  tableRewritten(tableId: string): void {
+    this.tables.add(tableId)
+  }
+
+  /** A user was created, or changed in a way plans see (currency, archive). */
+  userChanged(userId: string): void {
+    this.users.add(userId)
+  }
+}
+
+export interface RecalculationOptions {
+  /** The modification time of what it writes. */
+  now: string
+  /**
+   * A company being loaded from a fixture: rows are stamped with the latest modification time of their inputs
+   * (records, quota value) rather than now, and get the status `statusOf` gives their period.
+   */
+  loading?: { statusOf(plan: Plan, period: string): StatementStatus }
+}
+
+export interface RecalculationSummary {
+  /** Cells calculated (frozen ones are not). */
+  cells: number
+  statements_written: number
+  statements_deleted: number
+  lines_written: number
+  lines_deleted: number
+  /** What kept records or cells from being calculated (the first `KEPT_PROBLEMS`). */
+  problems: CalculationProblem[]
+}
+
+/** Problems kept in a summary: enough to see what is wrong, bounded whatever the data. */
+export const KEPT_PROBLEMS = 100
+
+/** Records read per query when a plan reads its whole table. */
+const RECORD_PAGE = 5000
+
+/** What a plan needs to know of its company. */
+export function companySettings(company: Company): CompanySettings {
+  return { defaultCurrency: company.default_currency, fiscalYearStartMonth: company.fiscal_year_start_month, exchangeRates: company.exchange_rates ?? {} }
+}
+
+const FROZEN: ReadonlySet<StatementStatus> = new Set(['validated', 'paid'])
+
+/** Recalculates what `changes` touch, for every plan of the company. */
+export async function recalculate(tx: Store, companyId: string, changes: CalculationChanges, options: RecalculationOptions): Promise<RecalculationSummary> {
+  const summary: RecalculationSummary = { cells: 0, statements_written: 0, statements_deleted: 0, lines_written: 0, lines_deleted: 0, problems: [] }
+  const plans = await tx.plans.list(companyId)
+  const company = await tx.companies.get(companyId)
+  if (plans.length === 0 || !company || !touchesAny(changes)) return summary
+
+  const context: Context = {
+    tx,
+    company,
+    settings: companySettings(company),
+    users: await allUsers(tx, companyId),
+    options,
+    summary,
+    written: [],
+  }
+  const changedRecordIds = [...(changes.records?.values() ?? [])].flatMap((ids) => [...ids])
+  const linesOfChangedRecords = changedRecordIds.length > 0 ? await tx.commissionLines.findByRecords(companyId, changedRecordIds) : []
+
+  for (const plan of plans) {
+    if (changes.everything || changes.plans?.has(plan.id) || changes.tables?.has(plan.table_id)) {
+      await recalculatePlan(context, plan)
+      continue
+    }
+    const scope = await scopeOf(context, plan, changes, linesOfChangedRecords)
+    if (scope.cells.size > 0) await recalculateCells(context, plan, scope)
+  }
+  await renderStatementRows(tx, companyId, context.written)
+  return summary
+}
+
+function touchesAny(changes: CalculationChanges): boolean {
+  return Boolean(
+    changes.everything ||
+      changes.records?.size ||
+      changes.tables?.size ||
+      changes.users?.size ||
+      changes.quotaValues?.size ||
+      changes.cells?.size ||
+      changes.plans?.size,
+  )
+}
+
+interface Context {
+  tx: Store
+  company: Company
+  settings: CompanySettings
+  users: UserDirectory
+  options: RecalculationOptions
+  summary: RecalculationSummary
+  /** Statements written, to render their v2 rows again. */
+  written: Statement[]
+}
+
+async function allUsers(tx: Store, companyId: string): Promise<UserDirectory> {
+  return userDirectory(await tx.users.list(companyId, { offset: 0, limit: Number.MAX_SAFE_INTEGER }))
+}
+
+/** The cells of a plan a change touches, and the changed records already placed. */
+interface Scope {
+  cells: Map<string, CalculationCell>
+  /** Records read while finding the cells, by id: they are not read again. */
+  records: Map<string, DataTableRecord>
+}
+
+async function scopeOf(context: Context, plan: Plan, changes: CalculationChanges, linesOfChangedRecords: readonly CommissionLine[]): Promise<Scope> {
+  const { tx, company } = context
+  const scope: Scope = { cells: new Map(), records: new Map() }
+  const addCell = (cell: CalculationCell) => scope.cells.set(cellKey(cell.user_id, cell.period), cell)
+  const place = (record: DataTableRecord) => {
+    scope.records.set(record.id, record)
+    const outcome = placeRecord(plan, record, context.users, context.settings)
+    if (outcome.kind === 'placed') addCell({ user_id: outcome.placement.userId, period: outcome.placement.period })
+  }
+
+  // A changed record leaves the cells it was in and enters the one it is placed in now.
+  const changedIds = changes.records?.get(plan.table_id)
+  if (changedIds && changedIds.size > 0) {
+    for (const line of linesOfChangedRecords) if (line.plan_id === plan.id && line.period) addCell({ user_id: line.user_id, period: line.period })
+    for (const record of (await tx.records.getMany(company.id, plan.table_id, [...changedIds])).values()) place(record)
+  }
+  // A user's records may name them for the first time, or earn in another currency or after an archive.
+  if (changes.users && changes.users.size > 0) {
+    const userIds = [...changes.users]
+    for (const statement of await tx.statements.findOfPlan(company.id, plan.id, { userIds })) if (statement.period) addCell({ user_id: statement.user_id, period: statement.period })
+    for (const line of await tx.commissionLines.findOfPlan(company.id, plan.id, { userIds })) if (line.period) addCell({ user_id: line.user_id, period: line.period })
+    await eachRecord(tx, company.id, plan.table_id, (record) => {
+      const outcome = placeRecord(plan, record, context.users, context.settings)
+      if (outcome.kind === 'placed' && changes.users?.has(outcome.placement.userId)) place(record)
+    })
+  }
+  if (plan.quota_id) for (const cell of changes.quotaValues?.get(plan.quota_id) ?? []) addCell(cell)
+  for (const cell of changes.cells?.get(plan.id) ?? []) addCell(cell)
+  return scope
+}
+
+/** Calls `visit` with every record of a table, a page at a time. */
+async function eachRecord(tx: Store, companyId: string, tableId: string, visit: (record: DataTableRecord) => void): Promise<void> {
+  for (let afterId: string | null = null; ; ) {
+    const page = await tx.records.page(companyId, tableId, afterId, RECORD_PAGE)
+    for (const record of page) visit(record)
+    if (page.length < RECORD_PAGE) return
+    afterId = page[page.length - 1].id
+  }
+}
+
+/** Recalculates some cells of a plan: every record of each cell is placed again, with the changed ones. */
+async function recalculateCells(context: Context, plan: Plan, scope: Scope): Promise<void> {
+  const { tx, company } = context
+  const cells = new Map(scope.cells)
+  const stored = { statements: new Map<string, Statement[]>(), lines: new Map<string, CommissionLine[]>() }
+  const placements = new Map<string, Placement[]>()
+  const placedIds = new Set<string>()
+  const quota = plan.quota_id ? await tx.quotas.get(company.id, plan.quota_id) : null
+
+  // A record of a cell may be placed elsewhere now (its user was archived, say): its new cell joins, until none does.
+  let pending = [...cells.values()]
+  while (pending.length > 0) {
+    const statements = await tx.statements.findOfPlan(company.id, plan.id, { cells: pending })
+    const lines = await tx.commissionLines.findOfPlan(company.id, plan.id, { cells: pending })
+    for (const statement of statements) push(stored.statements, cellKey(statement.user_id, statement.period ?? ''), statement)
+    for (const line of lines) push(stored.lines, cellKey(line.user_id, line.period ?? ''), line)
+
+    const frozen = new Set(statements.filter((statement) => FROZEN.has(statement.status)).map((statement) => cellKey(statement.user_id, statement.period ?? '')))
+    const wanted = [...new Set(lines.filter((line) => !frozen.has(cellKey(line.user_id, line.period ?? ''))).map((line) => line.record_id))]
+    const unread = wanted.filter((id) => !scope.records.has(id))
+    for (const record of (await tx.records.getMany(company.id, plan.table_id, unread)).values()) scope.records.set(record.id, record)
+
+    const added: CalculationCell[] = []
+    for (const record of scope.records.values()) {
+      if (placedIds.has(record.id)) continue
+      placedIds.add(record.id)
+      const outcome = placeRecord(plan, record, context.users, context.settings)
+      if (outcome.kind === 'problem') keepProblem(context.summary, outcome.problem)
+      if (outcome.kind !== 'placed') continue
+      const key = cellKey(outcome.placement.userId, outcome.placement.period)
+      push(placements, key, outcome.placement)
+      if (!cells.has(key)) {
+        const cell = { user_id: outcome.placement.userId, period: outcome.placement.period }
+        cells.set(key, cell)
+        added.push(cell)
+      }
+    }
+    pending = added
+  }
+
+  const targets = quota ? await quotaTargets(tx, company.id, quota, [...cells.values()]) : new Map<string, { value: number; modified_at: string }>()
+  for (const [key, cell] of cells) {
+    const user = context.users.byId.get(cell.user_id)
+    const cellStatements = stored.statements.get(key) ?? []
+    if (cellStatements.some((statement) => FROZEN.has(statement.status))) continue
+    const target = targets.get(key) ?? null
+    const result =
+      user && (placements.has(key) || (target && isActiveIn(plan, user, cell.period, context.settings)))
+        ? calculateCell({ plan, user, period: cell.period, entries: placements.get(key) ?? [], quota, quotaValue: target?.value ?? null }, context.settings)
+        : { statement: null, lines: [], problems: [] }
+    await writeCell(context, plan, { key, result, statements: cellStatements, lines: stored.lines.get(key) ?? [], records: scope.records, target })
+  }
+}
+
+/** Recalculates every cell of a plan from all its records, and removes what no cell produces any more. */
+async function recalculatePlan(context: Context, plan: Plan): Promise<void> {
+  const { tx, company } = context
+  const cells = new Map<string, Placement[]>()
+  const records = new Map<string, DataTableRecord>()
+  await eachRecord(tx, company.id, plan.table_id, (record) => {
+    const outcome = placeRecord(plan, record, context.users, context.settings)
+    if (outcome.kind === 'problem') keepProblem(context.summary, outcome.problem)
+    if (outcome.kind !== 'placed') return
+    records.set(record.id, record)
+    push(cells, cellKey(outcome.placement.userId, outcome.placement.period), outcome.placement)
+  })
+  const quota = plan.quota_id ? await tx.quotas.get(company.id, plan.quota_id) : null
+  const targets = quota ? await quotaTargets(tx, company.id, quota) : new Map<string, { value: number; modified_at: string }>()
+  for (const [key] of targets) {
+    const user = context.users.byId.get(key.slice(0, key.indexOf('|')))
+    if (!cells.has(key) && user && isActiveIn(plan, user, key.slice(key.indexOf('|') + 1), context.settings)) cells.set(key, [])
+  }
+
+  const stored = { statements: new Map<string, Statement[]>(), lines: new Map<string, CommissionLine[]>() }
+  for (const statement of await tx.statements.findOfPlan(company.id, plan.id)) push(stored.statements, cellKey(statement.user_id, statement.period ?? ''), statement)
+  for (const line of await tx.commissionLines.findOfPlan(company.id, plan.id)) push(stored.lines, cellKey(line.user_id, line.period ?? ''), line)
+
+  const keys = new Set([...cells.keys(), ...stored.statements.keys(), ...stored.lines.keys()])
+  for (const key of [...keys].toSorted()) {
+    const cellStatements = stored.statements.get(key) ?? []
+    if (cellStatements.some((statement) => FROZEN.has(statement.status))) continue
+    const separator = key.indexOf('|')
+    const user = context.users.byId.get(key.slice(0, separator))
+    const target = targets.get(key) ?? null
+    const result =
+      user && cells.has(key)
+        ? calculateCell({ plan, user, period: key.slice(separator + 1), entries: cells.get(key) ?? [], quota, quotaValue: target?.value ?? null }, context.settings)
+        : { statement: null, lines: [], problems: [] }
+    await writeCell(context, plan, { key, result, statements: cellStatements, lines: stored.lines.get(key) ?? [], records, target })
+  }
+}
+
+/** The quota's values, by cell key: of some cells, or all of them. */
+async function quotaTargets(tx: Store, companyId: string, quota: Quota, cells?: readonly CalculationCell[]): Promise<Map<string, { value: number; modified_at: string }>> {
+  const values = cells ? await tx.quotaValues.findCells(companyId, quota.id, cells) : await allQuotaValues(tx, companyId, quota.id)
+  return new Map(values.map((value) => [cellKey(value.user_id, value.period), { value: value.value, modified_at: value.modified_at }]))
+}
+
+async function allQuotaValues(tx: Store, companyId: string, quotaId: string) {
+  const values = []
+  for (let afterId: string | undefined; ; ) {
+    const page = await tx.quotaValues.page(companyId, quotaId, { afterId, limit: RECORD_PAGE })
+    values.push(...page)
+    if (page.length < RECORD_PAGE) return values
+    afterId = page[page.length - 1].id
+  }
+}
+
+interface CellWrite {
+  key: string
+  result: CellResult
+  /** What the cell held: its statement (one, unless something went wrong before) and its lines. */
+  statements: readonly Statement[]
+  lines: readonly CommissionLine[]
+  records: ReadonlyMap<string, DataTableRecord>
+  target: { value: number; modified_at: string } | null
+}
+
+/** Writes a cell's results: the rows that changed, new ones, and deletes what the cell no longer produces. */
+async function writeCell(context: Context, plan: Plan, cell: CellWrite): Promise<void> {
+  const { tx, company, summary, options } = context
+  const { result } = cell
+  summary.cells += 1
+  for (const problem of result.problems) keepProblem(summary, problem)
+
+  const byRecord = new Map(cell.lines.map((line) => [line.record_id, line]))
+  const savedLines: CommissionLine[] = []
+  const keptLineIds = new Set<string>()
+  for (const calculated of result.lines) {
+    const previous = byRecord.get(calculated.record_id)
+    const record = cell.records.get(calculated.record_id)
+    const line = lineOf(company.id, plan, cell.key, calculated, record ? effectiveValues(record) : (previous?.record_values ?? {}))
+    if (previous) keptLineIds.add(previous.id)
+    if (previous && sameLine(previous, line)) continue
+    const stamp = options.loading ? (record?.modified_at ?? options.now) : options.now
+    savedLines.push({ ...line, id: previous?.id ?? newId(), modified_at: stamp })
+  }
+  const goneLines = cell.lines.filter((line) => !keptLineIds.has(line.id)).map((line) => line.id)
+
+  const [previous, ...duplicates] = cell.statements
+  const goneStatements = duplicates.map((statement) => statement.id)
+  const savedStatements: Statement[] = []
+  if (!result.statement) {
+    if (previous) goneStatements.push(previous.id)
+  } else {
+    const statement = statementOf(company.id, plan, result.statement, previous, options)
+    if (!previous || !sameStatement(previous, statement)) {
+      savedStatements.push({ ...statement, modified_at: options.loading ? inputsStamp(cell, savedLines, options.now) : options.now })
+    }
+  }
+
+  if (goneLines.length > 0) await tx.commissionLines.deleteMany(company.id, goneLines)
+  if (savedLines.length > 0) await tx.commissionLines.save(savedLines)
+  if (goneStatements.length > 0) await tx.statements.deleteMany(company.id, goneStatements)
+  if (savedStatements.length > 0) await tx.statements.save(savedStatements)
+  context.written.push(...savedStatements)
+  summary.lines_written += savedLines.length
+  summary.lines_deleted += goneLines.length
+  summary.statements_written += savedStatements.length
+  summary.statements_deleted += goneStatements.length
+}
+
+function lineOf(companyId: string, plan: Plan, key: string, calculated: CalculatedLine, recordValues: Record<string, unknown>): Omit<CommissionLine, 'id' | 'modified_at'> {
+  return {
+    company_id: companyId,
+    environment: plan.environment,
+    table_id: plan.table_id,
+    record_id: calculated.record_id,
+    user_id: key.slice(0, key.indexOf('|')),
+    plan: plan.name,
+    date: calculated.date,
+    commission: calculated.commission,
+    currency: calculated.currency,
+    record_values: recordValues,
+    metrics: calculated.metrics,
+    plan_id: plan.id,
+    period: key.slice(key.indexOf('|') + 1),
+  }
+}
+
+function statementOf(
+  companyId: string,
+  plan: Plan,
+  calculated: CalculatedStatement,
+  previous: Statement | undefined,
+  options: RecalculationOptions,
+): Omit<Statement, 'modified_at'> {
+  return {
+    id: previous?.id ?? newId(),
+    company_id: companyId,
+    environment: plan.environment,
+    user_id: calculated.user_id,
+    date: calculated.date,
+    plan: calculated.plan,
+    status: previous?.status ?? options.loading?.statusOf(plan, calculated.period) ?? 'pending',
+    currency: calculated.currency,
+    payment: calculated.payment,
+    target: calculated.target,
+    target_achievement: calculated.target_achievement,
+    on_target_earning: calculated.on_target_earning,
+    achievement: calculated.achievement,
+    metrics: calculated.metrics,
+    dimensions: previous?.dimensions ?? {},
+    plan_id: plan.id,
+    period: calculated.period,
+  }
+}
+
+/** Loading a company: a statement was last modified when the latest of its inputs was. */
+function inputsStamp(cell: CellWrite, lines: readonly CommissionLine[], fallback: string): string {
+  const stamps = [...lines.map((line) => line.modified_at), ...(cell.target ? [cell.target.modified_at] : [])]
+  return stamps.length === 0 ? fallback : stamps.reduce((latest, stamp) => (stamp > latest ? stamp : latest))
+}
+
+/** Whether two lines state the same (their id and modification time aside). */
+function sameLine(stored: CommissionLine, calculated: Omit<CommissionLine, 'id' | 'modified_at'>): boolean {
+  const { id: _id, modified_at: _modified, ...fields } = stored
+  return canonical(fields) === canonical(calculated)
+}
+
+function sameStatement(stored: Statement, calculated: Omit<Statement, 'modified_at'>): boolean {
+  const { modified_at: _modified, ...fields } = stored
+  return canonical(fields) === canonical(calculated)
+}
+
+/** JSON with keys sorted at every level, so that two records holding the same values compare equal. */
+function canonical(value: unknown): string {
+  return JSON.stringify(value, (_key, item: unknown) =>
+    item && typeof item === 'object' && !Array.isArray(item)
+      ? Object.fromEntries(Object.entries(item).toSorted(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+      : item,
+  )
+}
+
+function keepProblem(summary: RecalculationSummary, problem: CalculationProblem): void {
+  if (summary.problems.length < KEPT_PROBLEMS) summary.problems.push(problem)
+}
+
+function push<T>(map: Map<string, T[]>, key: string, item: T): void {
+  const items = map.get(key)
+  if (items) items.push(item)
+  else map.set(key, [item])
+}
+

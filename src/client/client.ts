@@ -1,0 +1,335 @@
+import { setTimeout as sleep } from 'node:timers/promises'
+import { ImportTimeoutError } from './errors.ts'
+import { type ApiRequest, Transport, type TransportOptions } from './transport.ts'
+import type {
+  ArchiveItem,
+  DataStructureList,
+  DataStructureType,
+  FieldSchema,
+  GroupAttribution,
+  ImportReceipt,
+  ImportRecord,
+  ImportView,
+  ManagerAttribution,
+  OffsetPage,
+  OffsetQuery,
+  Page,
+  PageQuery,
+  QuotaValueRow,
+  RecordRow,
+  Row,
+  StatementRow,
+  TableRecord,
+  TableUpsertOptions,
+  UpsertOptions,
+  User,
+  UserPayload,
+  V1RecordRow,
+  V1StatementRow,
+} from './types.ts'
+
+export interface ClientOptions extends TransportOptions {
+  /**
+   * How far behind the `Date` it answers the service may have stamped a change (clocks of several instances,
+   * the second the header rounds down to): a high-water mark is moved back by it, so that no change falls
+   * between two syncs. Rows changed in that margin are read twice, which a merge by `standard.id` absorbs.
+   * Default 1000 ms.
+   */
+  clockSkewMs?: number
+}
+
+/** A structure to read rows from: a discovery entry, or its id and type. */
+export interface StructureRef {
+  id: string
+  type: DataStructureType
+}
+
+export interface WaitOptions {
+  /** Give up (ImportTimeoutError) after this long (default 60 s). */
+  timeoutMs?: number
+  /** The first pause between two reads; it doubles up to `maxIntervalMs` (defaults 250 ms and 5 s). */
+  intervalMs?: number
+  maxIntervalMs?: number
+}
+
+/** Rows changed after an instant, read page by page, and the mark to give the next sync. */
+export interface Changes {
+  /** The instant to pass as `since` next time: taken from the service's clock before the first page was read. */
+  highWaterMark: string
+  /** The structure's field schema, read at the same moment. */
+  schema: FieldSchema
+  pages: AsyncGenerator<Page<Row>>
+}
+
+const INSTANT_WITH_OFFSET = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})$/i
+
+/**
+ * A client of the commission interface, v1 and v2, for any base URL (this service or the real one). One
+ * method per route; iterators that walk every page; `syncSince` for incremental extraction; `waitForImport`
+ * for asynchronous upserts. Error answers throw the typed errors of `./errors.ts`.
+ */
+export class CommissionClient {
+  readonly transport: Transport
+  readonly #clockSkewMs: number
+
+  constructor(options: ClientOptions) {
+    this.transport = new Transport(options)
+    this.#clockSkewMs = options.clockSkewMs ?? 1000
+  }
+
+  // v2: discovery, fields, one page of rows
+
+  /** `GET /v2/data-structures`: the live structures (statement and record reporting, quotas). */
+  async listDataStructures(): Promise<DataStructureList> {
+    return this.#get('/v2/data-structures')
+  }
+
+  /** `GET /v2/data-structures/{table_id}/fields`. */
+  async getFields(tableId: string): Promise<FieldSchema> {
+    return this.#get(`/v2/data-structures/${segment(tableId)}/fields`)
+  }
+
+  /** `GET /v2/reporting/{table_id}/statements`: one page. */
+  async getStatements(tableId: string, query: PageQuery = {}): Promise<Page<StatementRow>> {
+    return this.#get(`/v2/reporting/${segment(tableId)}/statements`, pageParams(query))
+  }
+
+  /** `GET /v2/reporting/{table_id}/records`: one page. */
+  async getRecords(tableId: string, query: PageQuery = {}): Promise<Page<RecordRow>> {
+    return this.#get(`/v2/reporting/${segment(tableId)}/records`, pageParams(query))
+  }
+
+  /** `GET /v2/quotas/{quota_id}/values`: one page (date bounds inclusive). */
+  async getQuotaValues(quotaId: string, query: PageQuery = {}): Promise<Page<QuotaValueRow>> {
+    return this.#get(`/v2/quotas/${segment(quotaId)}/values`, pageParams(query))
+  }
+
+  // v1: lists, one page
+
+  /** `GET /v1/users`. */
+  async listUsers(query: OffsetQuery = {}): Promise<OffsetPage<User>> {
+    return this.#get('/v1/users', offsetParams(query))
+  }
+
+  /** `GET /v1/tables/{data_table_key}/records`. */
+  async listTableRecords(dataTableKey: string, query: OffsetQuery = {}): Promise<OffsetPage<TableRecord>> {
+    return this.#get(`/v1/tables/${segment(dataTableKey)}/records`, offsetParams(query))
+  }
+
+  /** `GET /v1/reporting`. @deprecated by the service: use `getStatements`. */
+  async listReportingStatements(query: OffsetQuery = {}): Promise<OffsetPage<V1StatementRow>> {
+    return this.#get('/v1/reporting', offsetParams(query))
+  }
+
+  /** `GET /v1/reporting/{data_table_id}/records`. @deprecated by the service: use `getRecords`. */
+  async listReportingRecords(dataTableId: string, query: OffsetQuery = {}): Promise<OffsetPage<V1RecordRow>> {
+    return this.#get(`/v1/reporting/${segment(dataTableId)}/records`, offsetParams(query))
+  }
+
+  /** `GET /v1/imports/{import_id}`. */
+  async getImport(importId: string): Promise<ImportView> {
+    return this.#get(`/v1/imports/${segment(importId)}`)
+  }
+
+  // v1: writes
+
+  /** `PUT /v1/users/bulk` (at most 200 users): answers once the import is created, not applied. */
+  async upsertUsers(users: UserPayload[], options: UpsertOptions = {}): Promise<ImportReceipt> {
+    return this.#write({ method: 'PUT', path: '/v1/users/bulk', query: { debounce: options.debounce }, body: { data: users } })
+  }
+
+  /** `PUT /v1/users/managers/bulk`: its own import, all or nothing. */
+  async upsertManagers(items: ManagerAttribution[]): Promise<ImportReceipt> {
+    return this.#write({ method: 'PUT', path: '/v1/users/managers/bulk', body: { data: items } })
+  }
+
+  /** `PUT /v1/users/groups/bulk`: its own import, all or nothing. */
+  async upsertGroups(items: GroupAttribution[]): Promise<ImportReceipt> {
+    return this.#write({ method: 'PUT', path: '/v1/users/groups/bulk', body: { data: items } })
+  }
+
+  /** `POST /v1/tables/{data_table_key}/records/bulk`. */
+  async upsertTableRecords(dataTableKey: string, records: Record<string, unknown>[], options: TableUpsertOptions = {}): Promise<ImportReceipt> {
+    return this.#write({
+      method: 'POST',
+      path: `/v1/tables/${segment(dataTableKey)}/records/bulk`,
+      query: { all: options.all, debounce: options.debounce, keep_overrides: options.keepOverrides },
+      body: records,
+    })
+  }
+
+  /** `DELETE /v1/users/archive/bulk` (at most 50): synchronous, all or nothing. */
+  async archiveUsers(items: ArchiveItem[]): Promise<{ message: string }> {
+    return this.#write({ method: 'DELETE', path: '/v1/users/archive/bulk', body: { data: items } })
+  }
+
+  // Walks
+
+  /** Every page of a v2 structure, following `meta.next_url` until `has_more` is false. */
+  async *pages(structure: StructureRef, query: PageQuery = {}): AsyncGenerator<Page<Row>> {
+    const path = rowsPathOf(structure)
+    let next: Pick<ApiRequest, 'path' | 'query'> | null = { path, query: pageParams(query) }
+    while (next) {
+      const page: Page<Row> = await this.#get(next.path, next.query)
+      yield page
+      next = page.meta.has_more ? this.#nextPageOf(path, page, next) : null
+    }
+  }
+
+  /** Every row of a v2 structure (see `pages`). */
+  async *rows(structure: StructureRef, query: PageQuery = {}): AsyncGenerator<Row> {
+    for await (const page of this.pages(structure, query)) yield* page.data
+  }
+
+  statements(tableId: string, query: PageQuery = {}): AsyncGenerator<StatementRow> {
+    return this.rows({ id: tableId, type: 'statement_reporting' }, query) as AsyncGenerator<StatementRow>
+  }
+
+  records(tableId: string, query: PageQuery = {}): AsyncGenerator<RecordRow> {
+    return this.rows({ id: tableId, type: 'record_reporting' }, query) as AsyncGenerator<RecordRow>
+  }
+
+  quotaValues(quotaId: string, query: PageQuery = {}): AsyncGenerator<QuotaValueRow> {
+    return this.rows({ id: quotaId, type: 'quota' }, query) as unknown as AsyncGenerator<QuotaValueRow>
+  }
+
+  /** Every user, page by page through `offset`. */
+  users(query: OffsetQuery = {}): AsyncGenerator<User> {
+    return this.#offsetRows('/v1/users', query)
+  }
+
+  tableRecords(dataTableKey: string, query: OffsetQuery = {}): AsyncGenerator<TableRecord> {
+    return this.#offsetRows(`/v1/tables/${segment(dataTableKey)}/records`, query)
+  }
+
+  /** @deprecated by the service: use `statements`. */
+  reportingStatements(query: OffsetQuery = {}): AsyncGenerator<V1StatementRow> {
+    return this.#offsetRows('/v1/reporting', query)
+  }
+
+  /** @deprecated by the service: use `records`. */
+  reportingRecords(dataTableId: string, query: OffsetQuery = {}): AsyncGenerator<V1RecordRow> {
+    return this.#offsetRows(`/v1/reporting/${segment(dataTableId)}/records`, query)
+  }
+
+  /**
+   * The rows of a structure changed after `since` (all rows when null), page by page, and the high-water
+   * mark for the next call. The mark comes from the service's clock (`Date`) before the first page is read,
+   * less `clockSkewMs`: a change made while the walk runs is either read now or after the mark.
+   * `startId` resumes an interrupted walk after the last row it kept.
+   */
+  async changesSince(structure: StructureRef, since: Date | string | null, options: { limit?: number; startId?: string } = {}): Promise<Changes> {
+    const answer = await this.transport.send<FieldSchema>({ method: 'GET', path: `/v2/data-structures/${segment(structure.id)}/fields` })
+    const serverNow = answer.date ?? new Date()
+    return {
+      highWaterMark: new Date(serverNow.getTime() - this.#clockSkewMs).toISOString(),
+      schema: answer.body,
+      pages: this.pages(structure, { limit: options.limit, start_id: options.startId, last_modified_after: since ?? undefined }),
+    }
+  }
+
+  /** The rows of a structure changed after `since` (all rows when null), and the high-water mark to pass next time. */
+  async syncSince(structure: StructureRef, since: Date | string | null, options: { limit?: number } = {}): Promise<{ rows: Row[]; highWaterMark: string }> {
+    const changes = await this.changesSince(structure, since, options)
+    const rows: Row[] = []
+    for await (const page of changes.pages) rows.push(...page.data)
+    return { rows, highWaterMark: changes.highWaterMark }
+  }
+
+  /** Reads an import until it is finished, pausing longer each time; its `error` tells the outcome. */
+  async waitForImport(importId: string, options: WaitOptions = {}): Promise<ImportRecord> {
+    const timeoutMs = options.timeoutMs ?? 60_000
+    const deadline = Date.now() + timeoutMs
+    let pause = options.intervalMs ?? 250
+    for (;;) {
+      const { data_import } = await this.getImport(importId)
+      if (data_import.status === 'finished') return data_import
+      const remaining = deadline - Date.now()
+      if (remaining <= 0) throw new ImportTimeoutError(importId, timeoutMs, data_import)
+      await sleep(Math.min(pause, remaining))
+      pause = Math.min(pause * 2, options.maxIntervalMs ?? 5_000)
+    }
+  }
+
+  /** Closes the connections the client opened. */
+  close(): Promise<void> {
+    return this.transport.close()
+  }
+
+  async #get<Body>(path: string, query?: ApiRequest['query']): Promise<Body> {
+    return (await this.transport.send<Body>({ method: 'GET', path, query })).body
+  }
+
+  async #write<Body>(request: ApiRequest): Promise<Body> {
+    return (await this.transport.send<Body>(request)).body
+  }
+
+  /**
+   * The request of the page after `page`: its `next_url` when it points at the base URL's origin; otherwise
+   * (a service that writes another public address) the same path with `next_url`'s query, or `start_id`.
+   */
+  #nextPageOf(path: string, page: Page<Row>, current: Pick<ApiRequest, 'path' | 'query'>): Pick<ApiRequest, 'path' | 'query'> {
+    const { next_url: nextUrl, next_start_id: nextStartId } = page.meta
+    if (nextUrl) {
+      const url = new URL(nextUrl, this.transport.baseUrl)
+      if (url.origin === this.transport.baseUrl.origin) return { path: url.href }
+      return { path, query: Object.fromEntries(url.searchParams) }
+    }
+    if (!nextStartId) throw new TypeError(`${path}: has_more is true but the page gives neither next_url nor next_start_id`)
+    const query = current.path === path ? { ...current.query } : {}
+    return { path, query: { ...query, start_id: nextStartId } }
+  }
+
+  async *#offsetRows<R>(path: string, query: OffsetQuery): AsyncGenerator<R> {
+    const limit = query.limit ?? 2000
+    if (limit < 1) throw new RangeError('a walk needs a limit of at least 1')
+    let offset = BigInt(query.offset ?? 0)
+    for (;;) {
+      const page: OffsetPage<R> = await this.#get(path, { offset: offset.toString(), limit })
+      yield* page.data
+      offset += BigInt(page.data.length)
+      if (page.data.length === 0 || offset >= BigInt(page.count)) return
+    }
+  }
+}
+
+/** Where the rows of a structure are read. */
+export function rowsPathOf({ id, type }: StructureRef): string {
+  if (type === 'quota') return `/v2/quotas/${segment(id)}/values`
+  return `/v2/reporting/${segment(id)}/${type === 'statement_reporting' ? 'statements' : 'records'}`
+}
+
+function segment(value: string): string {
+  return encodeURIComponent(value)
+}
+
+function pageParams(query: PageQuery): ApiRequest['query'] {
+  return {
+    start_id: query.start_id,
+    limit: query.limit,
+    last_modified_after: instantParam('last_modified_after', query.last_modified_after),
+    last_modified_before: instantParam('last_modified_before', query.last_modified_before),
+  }
+}
+
+function offsetParams(query: OffsetQuery): ApiRequest['query'] {
+  return { offset: query.offset === undefined ? undefined : String(query.offset), limit: query.limit }
+}
+
+/**
+ * An instant as the service should get it: with an explicit offset. A string without one is refused here,
+ * since the service would read it in a zone of its choosing and shift the window.
+ */
+export function instantParam(name: string, value: Date | string | undefined): string | undefined {
+  if (value === undefined) return undefined
+  if (value instanceof Date) {
+    if (Number.isNaN(value.getTime())) throw new RangeError(`${name}: invalid date`)
+    return value.toISOString()
+  }
+  if (!INSTANT_WITH_OFFSET.test(value) || Number.isNaN(Date.parse(value))) {
+    throw new RangeError(`${name}: expected an ISO 8601 date-time with an offset (Z or ±hh:mm), got ${JSON.stringify(value)}`)
+  }
+  return value
+}
+
+

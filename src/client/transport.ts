@@ -1,0 +1,215 @@
+import { randomUUID } from 'node:crypto'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { Agent, type Dispatcher, request } from 'undici'
+import { apiErrorOf, ConnectionError, RateLimitedError } from './errors.ts'
+import type { TooManyRequestsBody } from './types.ts'
+
+export interface RateLimitOptions {
+  /** How many 429 answers in a row one call waits through before it throws `RateLimitedError` (default 5). */
+  maxRetries?: number
+  /** The longest single wait the client accepts; a longer `Retry-After` throws at once (default 60 s). */
+  maxWaitMs?: number
+}
+
+export interface RetryOptions {
+  /** Retries of a read cut off by the network or answered 502/503/504 (default 3). Writes are never resent. */
+  attempts?: number
+  /** The first pause; each retry doubles it (default 250 ms). */
+  baseDelayMs?: number
+}
+
+export interface TransportOptions {
+  baseUrl: string
+  apiKey: string
+  /** Requests per second the client allows itself, spaced evenly (default: no pacing; 429s are still waited out). */
+  requestsPerSecond?: number
+  rateLimit?: RateLimitOptions
+  retry?: RetryOptions
+  /** Time allowed for the headers, and then between two chunks of the body (default 60 s). */
+  timeoutMs?: number
+  /** An undici dispatcher of your own (a proxy agent...); the client then leaves closing it to you. */
+  dispatcher?: Dispatcher
+}
+
+export type Method = 'GET' | 'PUT' | 'POST' | 'DELETE'
+
+export interface ApiRequest {
+  method: Method
+  /** A path under the base URL (`/v2/...`), or an absolute URL the service wrote (`next_url`, `next`). */
+  path: string
+  query?: Record<string, string | number | boolean | undefined>
+  body?: unknown
+  /** Override the key: null sends none (conformance checks use it). */
+  apiKey?: string | null
+  headers?: Record<string, string>
+}
+
+export interface ApiResponse<Body = unknown> {
+  status: number
+  headers: Record<string, string | string[] | undefined>
+  body: Body
+  requestId: string | null
+  /** The service's clock at the answer (`Date` header), to the second; null without the header. */
+  date: Date | null
+  url: string
+}
+
+const RETRYABLE_STATUSES = new Set([502, 503, 504])
+
+/**
+ * Sends requests with the key, paces them, waits out 429s (bounded), retries reads the network cut, and
+ * turns error answers into typed errors. Everything above it speaks in paths and bodies.
+ */
+export class Transport {
+  readonly baseUrl: URL
+  readonly #apiKey: string
+  readonly #dispatcher: Dispatcher
+  readonly #ownsDispatcher: boolean
+  readonly #spacingMs: number
+  readonly #maxRateRetries: number
+  readonly #maxWaitMs: number
+  readonly #retryAttempts: number
+  readonly #retryDelayMs: number
+  readonly #timeoutMs: number
+  /** When the next request may leave (pacing), and until when a 429 told every request to hold. */
+  #nextSlot = 0
+  #pausedUntil = 0
+
+  constructor(options: TransportOptions) {
+    if (!options.baseUrl) throw new TypeError('baseUrl is required')
+    if (!options.apiKey) throw new TypeError('apiKey is required')
+    this.baseUrl = new URL(options.baseUrl.replace(/\/+$/, '') + '/')
+    this.#apiKey = options.apiKey
+    this.#ownsDispatcher = !options.dispatcher
+    this.#dispatcher = options.dispatcher ?? new Agent({ keepAliveTimeout: 4_000 })
+    this.#spacingMs = options.requestsPerSecond ? 1000 / options.requestsPerSecond : 0
+    this.#maxRateRetries = options.rateLimit?.maxRetries ?? 5
+    this.#maxWaitMs = options.rateLimit?.maxWaitMs ?? 60_000
+    this.#retryAttempts = options.retry?.attempts ?? 3
+    this.#retryDelayMs = options.retry?.baseDelayMs ?? 250
+    this.#timeoutMs = options.timeoutMs ?? 60_000
+  }
+
+  /** Sends a request and returns the answer whatever its status (no typed error; 429s are still waited out). */
+  async raw<Body = unknown>(apiRequest: ApiRequest): Promise<ApiResponse<Body>> {
+    const url = this.urlOf(apiRequest.path, apiRequest.query)
+    const readOnly = apiRequest.method === 'GET'
+    for (let rateRetries = 0, failures = 0; ; ) {
+      await this.#waitForSlot()
+      let response: ApiResponse<Body>
+      try {
+        response = await this.#send<Body>(apiRequest, url)
+      } catch (error) {
+        // A write whose request may have reached the service is not sent again: it could create a second import.
+        if ((!readOnly && !refusedBeforeSending(error)) || failures >= this.#retryAttempts) throw new ConnectionError(apiRequest.method, url.href, error)
+        await sleep(this.#retryDelayMs * 2 ** failures++)
+        continue
+      }
+      if (response.status === 429) {
+        const retryAfter = retryAfterSeconds(response.headers['retry-after'])
+        const waitMs = retryAfter === null ? 1000 * 2 ** rateRetries : retryAfter * 1000
+        if (rateRetries >= this.#maxRateRetries || waitMs > this.#maxWaitMs) {
+          throw new RateLimitedError(errorDetails(apiRequest.method, url, response as ApiResponse<TooManyRequestsBody>), retryAfter)
+        }
+        rateRetries++
+        // Every request of this client holds, not only this one: they share the company's budget.
+        this.#pausedUntil = Math.max(this.#pausedUntil, Date.now() + waitMs + Math.random() * Math.min(250, waitMs / 10))
+        continue
+      }
+      if (readOnly && RETRYABLE_STATUSES.has(response.status) && failures < this.#retryAttempts) {
+        await sleep(this.#retryDelayMs * 2 ** failures++)
+        continue
+      }
+      return response
+    }
+  }
+
+  /** Sends a request; an error status throws the typed error of its family. */
+  async send<Body>(apiRequest: ApiRequest): Promise<ApiResponse<Body>> {
+    const response = await this.raw<Body>(apiRequest)
+    if (response.status >= 400) throw apiErrorOf(errorDetails(apiRequest.method, new URL(response.url), response))
+    return response
+  }
+
+  /**
+   * The absolute URL of a path, or of a URL the service wrote. The key is only ever sent to the base URL's
+   * origin: an absolute URL of another origin is refused.
+   */
+  urlOf(path: string, query: ApiRequest['query'] = {}): URL {
+    let url: URL
+    if (/^https?:\/\//i.test(path)) {
+      url = new URL(path)
+      if (url.origin !== this.baseUrl.origin) throw new TypeError(`refusing to send the key to ${url.origin}: the base URL is ${this.baseUrl.origin}`)
+    } else {
+      url = new URL(path.replace(/^\/+/, ''), this.baseUrl)
+    }
+    for (const [name, value] of Object.entries(query)) if (value !== undefined) url.searchParams.set(name, String(value))
+    return url
+  }
+
+  async close(): Promise<void> {
+    if (this.#ownsDispatcher) await this.#dispatcher.close()
+  }
+
+  async #send<Body>(apiRequest: ApiRequest, url: URL): Promise<ApiResponse<Body>> {
+    const requestId = randomUUID()
+    const headers: Record<string, string> = { accept: 'application/json', 'x-request-id': requestId, ...apiRequest.headers }
+    const key = apiRequest.apiKey === undefined ? this.#apiKey : apiRequest.apiKey
+    if (key !== null) headers['x-api-key'] = key
+    let payload: string | undefined
+    if (apiRequest.body !== undefined) {
+      payload = typeof apiRequest.body === 'string' ? apiRequest.body : JSON.stringify(apiRequest.body)
+      headers['content-type'] ??= 'application/json'
+    }
+    const response = await request(url, {
+      method: apiRequest.method,
+      headers,
+      body: payload,
+      dispatcher: this.#dispatcher,
+      headersTimeout: this.#timeoutMs,
+      bodyTimeout: this.#timeoutMs,
+    })
+    // The whole body is read here, so that a connection cut mid-answer fails this attempt, not the caller.
+    const text = await response.body.text()
+    const type = String(response.headers['content-type'] ?? '')
+    const echoed = response.headers['x-request-id']
+    const date = response.headers.date ? new Date(String(response.headers.date)) : null
+    return {
+      status: response.statusCode,
+      headers: response.headers,
+      body: (type.includes('json') && text !== '' ? JSON.parse(text) : text) as Body,
+      requestId: typeof echoed === 'string' ? echoed : requestId,
+      date: date && !Number.isNaN(date.getTime()) ? date : null,
+      url: url.href,
+    }
+  }
+
+  async #waitForSlot(): Promise<void> {
+    for (;;) {
+      const now = Date.now()
+      const at = Math.max(this.#nextSlot, this.#pausedUntil, now)
+      if (at <= now) break
+      await sleep(at - now)
+    }
+    if (this.#spacingMs > 0) this.#nextSlot = Math.max(this.#nextSlot, Date.now()) + this.#spacingMs
+  }
+}
+
+function errorDetails<Body>(method: string, url: URL, response: ApiResponse<Body>) {
+  return { method, url: url.href, status: response.status, body: response.body, requestId: response.requestId }
+}
+
+/** `Retry-After` as seconds: a number of seconds, or an HTTP date. */
+function retryAfterSeconds(header: string | string[] | undefined): number | null {
+  const raw = Array.isArray(header) ? header[0] : header
+  if (raw === undefined || raw.trim() === '') return null
+  if (/^\d+$/.test(raw.trim())) return Number(raw)
+  const at = Date.parse(raw)
+  return Number.isNaN(at) ? null : Math.max(0, Math.ceil((at - Date.now()) / 1000))
+}
+
+/** Whether the request certainly never reached the service (nothing listened), so that sending it again is safe. */
+function refusedBeforeSending(error: unknown): boolean {
+  const code = (error as { code?: string } | null)?.code
+  return code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === 'EAI_AGAIN'
+}

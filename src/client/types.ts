@@ -1,0 +1,161 @@
+import type { Static } from 'typebox'
+import type {
+  AmountSchema,
+  ForbiddenBodySchema,
+  NotFoundBodySchema,
+  PageMetaSchema,
+  TooManyRequestsBodySchema,
+  UnauthorizedBodySchema,
+  UserReferenceSchema,
+  ValidationErrorBodySchema,
+} from '../routes/schemas.ts'
+import type { ImportReceiptSchema, ImportViewSchema } from '../routes/v1/import-schemas.ts'
+import type { offsetPageSchema } from '../routes/v1/offset-schemas.ts'
+import type { V1RecordRowSchema, V1StatementRowSchema } from '../routes/v1/reporting.ts'
+import type { V1RecordSchema } from '../routes/v1/table-records-read.ts'
+import type { V1UserSchema } from '../routes/v1/users-read.ts'
+import type { DataStructureListSchema, DataStructureSchema } from '../routes/v2/data-structures.ts'
+import type { FieldDescriptorSchema, FieldSchemaSchema } from '../routes/v2/fields.ts'
+import type { RowSchema } from '../routes/v2/page-schemas.ts'
+
+/**
+ * The shapes of the interface, as the TypeBox schemas of the routes declare them. These imports are types
+ * only: they vanish at run time, so the client loads none of the server's code (a test holds it to that).
+ */
+
+export type Amount = Static<typeof AmountSchema>
+export type UserReference = Static<typeof UserReferenceSchema>
+export type PageMeta = Static<typeof PageMetaSchema>
+
+export type ValidationErrorBody = Static<typeof ValidationErrorBodySchema>
+export type UnauthorizedBody = Static<typeof UnauthorizedBodySchema>
+export type ForbiddenBody = Static<typeof ForbiddenBodySchema>
+export type NotFoundBody = Static<typeof NotFoundBodySchema>
+export type TooManyRequestsBody = Static<typeof TooManyRequestsBodySchema>
+/** The body of an error answer: one of the documented ones, or whatever a gateway in between sent. */
+export type ErrorBody = ValidationErrorBody | UnauthorizedBody | ForbiddenBody | NotFoundBody | TooManyRequestsBody | unknown
+
+// v2
+export type DataStructure = Static<typeof DataStructureSchema>
+export type DataStructureType = DataStructure['type']
+export type DataStructureList = Static<typeof DataStructureListSchema>
+export type FieldDescriptor = Static<typeof FieldDescriptorSchema>
+export type FieldSchema = Static<typeof FieldSchemaSchema>
+
+/** A v2 row: keys are the `api_key`s of the structure's fields. */
+export type Row = Static<typeof RowSchema>
+
+/** A statement row: the standard keys the specification names, then `custom.*` per the schema. */
+export type StatementRow = Row & {
+  'standard.id': string
+  'standard.user': UserReference
+  'standard.date': string
+  'standard.total_commission': Amount
+  'standard.status': 'paid' | 'pending' | 'validated'
+}
+
+/** A reporting record row: the standard keys, then `datatable.*` and `custom.*` per the schema. */
+export type RecordRow = Row & {
+  'standard.id': string
+  'standard.user': UserReference
+  'standard.commission_impact': Amount
+  'standard.date': string
+}
+
+/** A quota value: exactly these five keys. `standard.value` is an amount for an `amount` quota, else a number. */
+export interface QuotaValueRow {
+  'standard.id': string
+  'standard.user': UserReference
+  'standard.period': string
+  'standard.value': Amount | number
+  'standard.source': 'local' | 'integration'
+}
+
+export interface Page<R> {
+  data: R[]
+  meta: PageMeta
+}
+
+/** The query of a v2 page. Instants: a `Date`, or an ISO 8601 string with an explicit offset. */
+export interface PageQuery {
+  start_id?: string
+  /** 1 to 2000. */
+  limit?: number
+  last_modified_after?: Date | string
+  last_modified_before?: Date | string
+}
+
+// v1
+type OffsetEnvelope = Static<ReturnType<typeof offsetPageSchema>>
+/** `{count, data, next}` of a v1 list. */
+export type OffsetPage<R> = Omit<OffsetEnvelope, 'data'> & { data: R[] }
+
+export interface OffsetQuery {
+  offset?: number | bigint | string
+  /** 0 to 2000; 0 answers only the count. */
+  limit?: number
+}
+
+/** A user of the listing; custom attributes follow under their API keys. */
+export type User = Static<typeof V1UserSchema> & Record<string, unknown>
+/** A data-table record: keys are the table's field API keys. */
+export type TableRecord = Static<typeof V1RecordSchema> & Record<string, unknown>
+export type V1StatementRow = Static<typeof V1StatementRowSchema> & Record<string, unknown>
+export type V1RecordRow = Static<typeof V1RecordRowSchema>
+
+/** An item of `PUT /v1/users/bulk`: matched by `email`; a field left out is unchanged, `null` empties it. */
+export interface UserPayload {
+  email: string
+  name?: string | null
+  role?: string | null
+  currency?: string | null
+  calculation_currency?: string | null
+  country?: string | null
+  code?: string | null
+  /** YYYY-MM-DD. */
+  arrival_date?: string | null
+  junior?: boolean | null
+  /** Custom attributes, by their API keys. */
+  [attribute: string]: unknown
+}
+
+/** An item of `PUT /v1/users/managers/bulk`; months are YYYY-MM, a null `end_date` is open-ended. */
+export interface ManagerAttribution {
+  user: string
+  manager: string | null
+  start_date?: string
+  end_date?: string | null
+}
+
+/** An item of `PUT /v1/users/groups/bulk`. */
+export interface GroupAttribution {
+  user: string
+  group_dimension: string
+  group: string
+  start_date?: string
+  end_date?: string | null
+}
+
+/** An item of `DELETE /v1/users/archive/bulk`: `end_date` (YYYY-MM) is the last month of activity. */
+export interface ArchiveItem {
+  user: string
+  end_date?: string
+}
+
+export interface UpsertOptions {
+  /** Seconds the import stays open for more calls to the same endpoint, which join it. */
+  debounce?: number
+}
+
+export interface TableUpsertOptions extends UpsertOptions {
+  /** Delete the whole content of the table before the import. */
+  all?: boolean
+  /** Keep the manual overrides made in the table (this service's name for the flag). */
+  keepOverrides?: boolean
+}
+
+/** What an upsert answers: the import it created or joined, and how many items the call carried. */
+export type ImportReceipt = Static<typeof ImportReceiptSchema>
+/** The body of `GET /v1/imports/{import_id}`. */
+export type ImportView = Static<typeof ImportViewSchema>
+export type ImportRecord = ImportView['data_import']

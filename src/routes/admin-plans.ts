@@ -1,0 +1,132 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Type } from 'typebox'
+import { calculationProblems, deletePlan, listPlans, savePlan, setExchangeRates } from '../admin/plans.ts'
+import { describePlan } from '../fixtures/plan-definitions.ts'
+import { FixturePlanSchema } from '../fixtures/schema.ts'
+import type { Plan } from '../store/model.ts'
+import type { Store } from '../store/port.ts'
+import { NotFoundBodySchema, ObjectIdSchema, UnauthorizedBodySchema, ValidationErrorBodySchema } from './schemas.ts'
+
+/**
+ * Plans and exchange rates of a company (registered inside the admin plugin, behind its token). A plan is read
+ * and written in its definition form, the fixture's; every change recalculates what it touches before answering.
+ */
+
+const AdminErrors = { 400: ValidationErrorBodySchema, 401: UnauthorizedBodySchema, 404: NotFoundBodySchema }
+const CompanyParams = Type.Object({ id: ObjectIdSchema })
+const PlanParams = Type.Object({ id: ObjectIdSchema, plan_id: Type.String() })
+
+const PlanDefinitionSchema = Type.Intersect([Type.Object({ id: Type.String() }), FixturePlanSchema])
+const ProblemSchema = Type.Object({
+  plan: Type.String(),
+  record: Type.Optional(Type.String()),
+  user_id: Type.Optional(Type.String()),
+  period: Type.Optional(Type.String()),
+  message: Type.String(),
+})
+const CalculationSummarySchema = Type.Object({
+  cells: Type.Integer(),
+  statements_written: Type.Integer(),
+  statements_deleted: Type.Integer(),
+  lines_written: Type.Integer(),
+  lines_deleted: Type.Integer(),
+  problems: Type.Array(ProblemSchema, { description: 'the first 100' }),
+})
+const PlanChangeSchema = Type.Object({ plan: PlanDefinitionSchema, calculation: CalculationSummarySchema })
+const ExchangeRatesSchema = Type.Record(Type.String({ pattern: '^[A-Z]{3}$' }), Type.Number({ exclusiveMinimum: 0 }), {
+  description: 'what one unit of each currency is worth in the default currency',
+})
+
+const company = (id: string) => id.toLowerCase()
+
+async function described(store: Store, companyId: string, plans: readonly Plan[]) {
+  const [tables, quotas] = await Promise.all([store.dataTables.list(companyId), store.quotas.list(companyId)])
+  return plans.map((plan) => describePlan(plan, { tables, quotas }))
+}
+
+export const adminPlanRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  app.get(
+    '/companies/:id/plans',
+    { schema: { summary: "The company's plans, as defined", params: CompanyParams, response: { 200: Type.Object({ data: Type.Array(PlanDefinitionSchema) }), ...AdminErrors } } },
+    async (request) => {
+      const companyId = company(request.params.id)
+      return { data: await described(app.store, companyId, await listPlans(app.store, companyId)) }
+    },
+  )
+
+  app.post(
+    '/companies/:id/plans',
+    {
+      schema: {
+        summary: 'Create a plan, and calculate it',
+        params: CompanyParams,
+        body: FixturePlanSchema,
+        response: { 201: PlanChangeSchema, ...AdminErrors },
+      },
+    },
+    async (request, reply) => {
+      const companyId = company(request.params.id)
+      const change = await savePlan(app.store, app.clock, companyId, request.body)
+      const [plan] = await described(app.store, companyId, [change.plan])
+      return reply.code(201).send({ plan, calculation: change.calculation })
+    },
+  )
+
+  app.put(
+    '/companies/:id/plans/:plan_id',
+    {
+      schema: {
+        summary: 'Replace a plan (its id stays), and calculate it again',
+        params: PlanParams,
+        body: FixturePlanSchema,
+        response: { 200: PlanChangeSchema, ...AdminErrors },
+      },
+    },
+    async (request) => {
+      const companyId = company(request.params.id)
+      const change = await savePlan(app.store, app.clock, companyId, request.body, request.params.plan_id)
+      const [plan] = await described(app.store, companyId, [change.plan])
+      return { plan, calculation: change.calculation }
+    },
+  )
+
+  app.delete(
+    '/companies/:id/plans/:plan_id',
+    {
+      schema: {
+        summary: 'Delete a plan and its pending results (its validated and paid statements stay)',
+        params: PlanParams,
+        response: { 204: Type.Null(), ...AdminErrors },
+      },
+    },
+    async (request, reply) => {
+      await deletePlan(app.store, company(request.params.id), request.params.plan_id)
+      return reply.code(204).send(null)
+    },
+  )
+
+  app.put(
+    '/companies/:id/exchange-rates',
+    {
+      schema: {
+        summary: "Replace the company's exchange rates, and recalculate every plan",
+        params: CompanyParams,
+        body: ExchangeRatesSchema,
+        response: { 200: Type.Object({ exchange_rates: ExchangeRatesSchema, calculation: CalculationSummarySchema }), ...AdminErrors },
+      },
+    },
+    async (request) => setExchangeRates(app.store, app.clock, company(request.params.id), request.body),
+  )
+
+  app.get(
+    '/companies/:id/calculation-problems',
+    {
+      schema: {
+        summary: 'What keeps records or cells of each plan from being calculated (a dry run, nothing written)',
+        params: CompanyParams,
+        response: { 200: Type.Object({ data: Type.Array(Type.Object({ plan_id: Type.String(), plan: Type.String(), problems: Type.Array(ProblemSchema) })) }), ...AdminErrors },
+      },
+    },
+    async (request) => ({ data: await calculationProblems(app.store, company(request.params.id)) }),
+  )
+}

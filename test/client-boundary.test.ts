@@ -1,0 +1,45 @@
+import { execFileSync } from 'node:child_process'
+import { resolve } from 'node:path'
+import { describe, expect, it } from 'vitest'
+
+const ROOT = resolve(import.meta.dirname, '..')
+
+/** Every module URL that importing `specifier` loads, read from a child process through Node's resolve hook. */
+function modulesLoadedBy(specifier: string): string[] {
+  const script = `
+    import { registerHooks } from 'node:module'
+    const loaded = new Set()
+    registerHooks({ resolve(specifier, context, next) { const found = next(specifier, context); loaded.add(found.url); return found } })
+    await import(${JSON.stringify(specifier)})
+    console.log(JSON.stringify([...loaded]))`
+  return JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', script], { cwd: ROOT, encoding: 'utf8' }))
+}
+
+/** The loaded modules that are neither built into Node nor allowed: paths relative to the repository. */
+function outside(loaded: string[], allowed: string[]): string[] {
+  return loaded
+    .filter((url) => !url.startsWith('node:'))
+    .map((url) => new URL(url).pathname.slice(ROOT.length + 1))
+    .filter((path) => !allowed.some((prefix) => path.startsWith(prefix)))
+}
+
+describe('the client is a consumer of the interface like any other', () => {
+  it('commission-api/client loads its own modules and undici, none of the server', () => {
+    const loaded = modulesLoadedBy('commission-api/client')
+    expect(loaded.some((url) => url.endsWith('/src/client/index.ts'))).toBe(true)
+    expect(outside(loaded, ['src/client/', 'node_modules/undici/'])).toEqual([])
+  })
+
+  it('so do sync and conformance, which are built on it', () => {
+    for (const [entry, own] of [
+      ['./src/sync/sync.ts', 'src/sync/'],
+      ['./src/sync/progress.ts', 'src/sync/'],
+      ['./src/conformance/conformance.ts', 'src/conformance/'],
+    ]) {
+      const loaded = outside(modulesLoadedBy(entry), ['src/client/', own, 'node_modules/'])
+      expect(loaded, entry).toEqual([])
+      const packages = new Set(modulesLoadedBy(entry).flatMap((url) => /node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(url)?.[1] ?? []))
+      for (const server of ['fastify', 'mongodb', 'typebox', 'pino', 'bson']) expect(packages.has(server), `${entry} loads ${server}`).toBe(false)
+    }
+  })
+})

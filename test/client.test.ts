@@ -1,0 +1,255 @@
+import {
+  CommissionClient,
+  type DataStructure,
+  ForbiddenApiError,
+  ImportTimeoutError,
+  NotFoundApiError,
+  RateLimitedError,
+  UnauthorizedApiError,
+  ValidationApiError,
+} from 'commission-api/client'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { demoFixture } from '../src/fixtures/demo.ts'
+import { ImportWorker } from '../src/imports/worker.ts'
+import { collect, requestLines } from './helpers/client-support.ts'
+import { smallFixture } from './helpers/fixtures.ts'
+import { startCuttingProxy } from './helpers/cutting-proxy.ts'
+import { startTestServer, type TestServer } from './helpers/server.ts'
+
+const ADMIN_TOKEN = 'admin-token-for-the-client-tests'
+const admin = { authorization: `Bearer ${ADMIN_TOKEN}` }
+
+const ids = (rows: Array<Record<string, unknown>>) => rows.map((row) => row['standard.id'] ?? row.id)
+
+describe('the client, against our server over HTTP', () => {
+  let server: TestServer
+  let worker: ImportWorker
+  let client: CommissionClient
+  let companyId: string
+  let apiKey: string
+  let structures: DataStructure[]
+  const byType = (type: DataStructure['type']) => structures.find((structure) => structure.type === type)!
+
+  beforeAll(async () => {
+    server = await startTestServer({ ADMIN_TOKEN, RATE_LIMIT_PER_SECOND: '1000000' }, {}, { runningClock: true })
+    // Loaded an hour ago, so that the incremental reads below see only what the tests change.
+    server.clock.advance(-3_600_000)
+    ;({ companyId, apiKey } = await server.load(demoFixture({ users: 6, months: 3, deals: 20, seed: 'client' })))
+    server.clock.set(new Date())
+    worker = new ImportWorker({ store: server.store, clock: server.clock, pollMs: 20 })
+    worker.start()
+    client = new CommissionClient({ baseUrl: server.url, apiKey })
+    structures = (await client.listDataStructures()).data
+  })
+  afterAll(async () => {
+    await client.close()
+    await worker.stop()
+    await server.close()
+  })
+
+  it('walks every v2 page through next_url, the same rows as one large page, for each kind of structure', async () => {
+    for (const type of ['statement_reporting', 'record_reporting', 'quota'] as const) {
+      const structure = byType(type)
+      const whole = await client.transport.send<any>({ method: 'GET', path: new URL(structure.links.records).pathname, query: { limit: 2000 } })
+      expect(whole.body.data.length, type).toBeGreaterThan(4)
+      const pages = await collect(client.pages(structure, { limit: 4 }))
+      expect(pages.length).toBe(Math.ceil(whole.body.data.length / 4))
+      expect(pages.flatMap((page) => page.data)).toEqual(whole.body.data)
+      expect(pages.at(-1)!.meta).toEqual({ next_start_id: null, has_more: false, next_url: null })
+    }
+    const statements = await collect(client.statements(byType('statement_reporting').id, { limit: 5 }))
+    expect(statements[0]['standard.total_commission']).toEqual({ value: expect.any(Number), currency: expect.any(String) })
+    const values = await collect(client.quotaValues(byType('quota').id, { limit: 3 }))
+    expect(Object.keys(values[0]).toSorted()).toEqual(['standard.id', 'standard.period', 'standard.source', 'standard.user', 'standard.value'])
+  })
+
+  it('walks every v1 list through offset: users, table records and both deprecated reads', async () => {
+    const users = await collect(client.users({ limit: 2 }))
+    const page = await client.listUsers()
+    expect(users).toEqual(page.data)
+    expect(users.length).toBe(page.count)
+
+    const records = await collect(client.tableRecords('deals', { limit: 7 }))
+    expect(records).toEqual((await client.listTableRecords('deals')).data)
+    expect(records.length).toBe(20)
+
+    const statements = await collect(client.reportingStatements({ limit: 5 }))
+    expect(ids(statements)).toEqual(ids(await collect(client.statements(byType('statement_reporting').id))))
+
+    const table = (await server.store.dataTables.list(companyId)).find((candidate) => candidate.environment === 'live')!
+    const lines = await collect(client.reportingRecords(table.id, { limit: 6 }))
+    expect(lines.length).toBe((await client.listReportingRecords(table.id, { limit: 0 })).count)
+    expect(lines.length).toBe(20)
+  })
+
+  it('reads the fields of a structure, and refuses an instant without an offset before sending it', async () => {
+    const schema = await client.getFields(byType('quota').id)
+    expect(schema.count).toBe(schema.fields.length)
+    expect(schema.schema_hash).toMatch(/^[0-9a-f]{64}$/)
+    await expect(client.getStatements(byType('statement_reporting').id, { last_modified_after: '2026-01-01T00:00:00' })).rejects.toThrow(RangeError)
+  })
+
+  it('syncSince returns every row, then only the rows changed after the mark, with a new mark', async () => {
+    const structure = byType('statement_reporting')
+    const first = await client.syncSince(structure, null, { limit: 4 })
+    expect(ids(first.rows)).toEqual(ids(await collect(client.statements(structure.id))))
+    // The mark is the service's time before the walk, less the clock-skew margin: not after now.
+    expect(Date.parse(first.highWaterMark)).toBeLessThanOrEqual(Date.now())
+    expect(Date.parse(first.highWaterMark)).toBeGreaterThan(Date.now() - 60_000)
+
+    expect((await client.syncSince(structure, first.highWaterMark)).rows).toEqual([])
+    const edited = first.rows[2]['standard.id'] as string
+    const edit = await server.call(`/admin/companies/${companyId}/statements/${edited}`, { method: 'PATCH', headers: admin, body: { payment: 4321 } })
+    expect(edit.status, edit.text).toBe(200)
+
+    const second = await client.syncSince(structure, first.highWaterMark)
+    expect(ids(second.rows)).toEqual([edited])
+    expect(second.rows[0]['standard.total_commission']).toMatchObject({ value: 4321 })
+    expect(Date.parse(second.highWaterMark)).toBeGreaterThanOrEqual(Date.parse(first.highWaterMark))
+  })
+
+  it('upserts return the import; waitForImport polls it until finished', async () => {
+    const receipt = await client.upsertUsers([{ email: 'new.hire@demo.example', name: 'New Hire', currency: 'EUR' }])
+    expect(receipt).toEqual({ import_id: expect.any(String), objects_imported: 1 })
+    const done = await client.waitForImport(receipt.import_id, { timeoutMs: 10_000, intervalMs: 20 })
+    expect(done).toMatchObject({ id: receipt.import_id, status: 'finished', error: false })
+    const users = await collect(client.users())
+    expect(users.find((user) => user.email === 'new.hire@demo.example')).toMatchObject({ name: 'New Hire', status: 'active' })
+
+    const managers = await client.upsertManagers([{ user: 'new.hire@demo.example', manager: 'admin@demo.example', start_date: '2026-01', end_date: null }])
+    expect(managers.import_id).not.toBe(receipt.import_id)
+    expect(await client.waitForImport(managers.import_id, { intervalMs: 20 })).toMatchObject({ status: 'finished', error: false })
+    const groups = await client.upsertGroups([{ user: 'new.hire@demo.example', group_dimension: 'team', group: 'North', start_date: '2026-01' }])
+    expect(await client.waitForImport(groups.import_id, { intervalMs: 20 })).toMatchObject({ status: 'finished', error: false })
+
+    const [record] = (await client.listTableRecords('deals', { limit: 1 })).data
+    const records = await client.upsertTableRecords('deals', [{ ...record, product: 'Renamed product' }])
+    expect(records.objects_imported).toBe(1)
+    const recordsDone = await client.waitForImport(records.import_id, { intervalMs: 20 })
+    expect(recordsDone, JSON.stringify(recordsDone)).toMatchObject({ status: 'finished', error: false })
+    expect((await client.listTableRecords('deals', { limit: 1 })).data[0]).toEqual({ ...record, product: 'Renamed product' })
+
+    expect(await client.archiveUsers([{ user: 'new.hire@demo.example' }])).toEqual({ message: expect.any(String) })
+    expect((await collect(client.users())).find((user) => user.email === 'new.hire@demo.example')?.status).toBe('archived')
+  })
+
+  it('waitForImport gives up after its timeout with the import as last read', async () => {
+    const receipt = await client.upsertUsers([{ email: 'later@demo.example' }], { debounce: 30 })
+    const error = await client.waitForImport(receipt.import_id, { timeoutMs: 150, intervalMs: 20 }).catch((caught: unknown) => caught)
+    expect(error).toBeInstanceOf(ImportTimeoutError)
+    expect((error as ImportTimeoutError).last).toMatchObject({ id: receipt.import_id, status: 'scheduled' })
+  })
+
+  it('throws typed errors that carry the documented body and the request id', async () => {
+    const missing = await client.getStatements('0123456789abcdef01234567').catch((error: unknown) => error)
+    expect(missing).toBeInstanceOf(NotFoundApiError)
+    const notFound = missing as NotFoundApiError
+    expect(notFound.status).toBe(404)
+    expect(notFound.body).toEqual({ message: expect.any(String), resource: 'table', type: 'NotFoundError' })
+    expect(requestLines(server).find((line) => line.request_id === notFound.requestId)).toMatchObject({ res: { statusCode: 404 } })
+
+    const tooMany = await client.getStatements(byType('statement_reporting').id, { limit: 2001 }).catch((error: unknown) => error)
+    expect(tooMany).toBeInstanceOf(ValidationApiError)
+    expect((tooMany as ValidationApiError).resources).toEqual(['limit'])
+    expect((tooMany as ValidationApiError).body).toEqual({ count: 1, errors: [{ error: 'ValidationError', resource: 'limit', description: expect.any(String) }] })
+
+    const stranger = new CommissionClient({ baseUrl: server.url, apiKey: 'cak_not-a-key' })
+    const unknownKey = await stranger.listDataStructures().catch((error: unknown) => error)
+    await stranger.close()
+    expect(unknownKey).toBeInstanceOf(UnauthorizedApiError)
+    expect((unknownKey as UnauthorizedApiError).body).toEqual({ message: expect.any(String), type: 'UnauthorizedError' })
+
+    const closed = await server.load({ ...smallFixture('Closed'), company: { name: 'Closed', public_api_enabled: false } })
+    const closedClient = new CommissionClient({ baseUrl: server.url, apiKey: closed.apiKey })
+    const forbidden = await closedClient.listUsers().catch((error: unknown) => error)
+    await closedClient.close()
+    expect(forbidden).toBeInstanceOf(ForbiddenApiError)
+    expect((forbidden as ForbiddenApiError).body).toEqual({ message: expect.any(String), type: 'ForbiddenError', error: 'ForbiddenError' })
+  })
+
+  it('resumes a walk after the connection drops in the middle of an answer', async () => {
+    const proxy = await startCuttingProxy(server.url)
+    const structure = byType('statement_reporting')
+    const direct = await collect(client.rows(structure, { limit: 3 }))
+    const throughProxy = new CommissionClient({ baseUrl: proxy.url, apiKey, retry: { baseDelayMs: 10 } })
+    try {
+      const firstPage = await throughProxy.getStatements(structure.id, { limit: 3 })
+      // Cut the answer of the third page in its middle: two pages and a half after this point.
+      proxy.cutAfter(Math.round(JSON.stringify(firstPage).length * 2.5))
+      const before = requestLines(server).length
+      const walked = await collect(throughProxy.rows(structure, { limit: 3 }))
+      expect(proxy.cuts).toBe(1)
+      expect(walked).toEqual(direct)
+      const urls = requestLines(server).slice(before).map((line) => line.req?.url ?? line.url)
+      // One page was asked twice (the cut one): every other once.
+      expect(urls.length).toBe(Math.ceil(direct.length / 3) + 1)
+      expect(new Set(urls).size).toBe(Math.ceil(direct.length / 3))
+    } finally {
+      await throughProxy.close()
+      await proxy.close()
+    }
+  })
+})
+
+describe('the client under the rate limit', () => {
+  let server: TestServer
+  let apiKey: string
+  let tableId: string
+
+  beforeAll(async () => {
+    server = await startTestServer({ RATE_LIMIT_PER_SECOND: '10' }, {}, { runningClock: true })
+    ;({ apiKey } = await server.load(smallFixture()))
+    tableId = (await server.store.structures.list((await server.store.companies.list())[0].id)).find((item) => item.environment === 'live')!.id
+  })
+  afterAll(() => server.close())
+
+  const statuses = (from: number) => requestLines(server).slice(from).map((line) => line.res.statusCode as number)
+
+  it('rides out a 429 storm: 30 concurrent calls at 10 a second all succeed, after waiting Retry-After', async () => {
+    const client = new CommissionClient({ baseUrl: server.url, apiKey })
+    const from = requestLines(server).length
+    try {
+      const pages = await Promise.all(Array.from({ length: 30 }, () => client.getStatements(tableId)))
+      expect(pages.every((page) => page.data.length === 3)).toBe(true)
+    } finally {
+      await client.close()
+    }
+    const seen = statuses(from)
+    expect(seen.filter((status) => status === 200)).toHaveLength(30)
+    expect(seen.filter((status) => status === 429).length).toBeGreaterThanOrEqual(20)
+  })
+
+  it('gives up with a typed error once its bound is reached', async () => {
+    const client = new CommissionClient({ baseUrl: server.url, apiKey, rateLimit: { maxRetries: 0 } })
+    try {
+      const outcomes = await Promise.allSettled(Array.from({ length: 15 }, () => client.getFields(tableId)))
+      const refused = outcomes.filter((outcome) => outcome.status === 'rejected').map((outcome) => (outcome as PromiseRejectedResult).reason)
+      expect(refused.length).toBeGreaterThanOrEqual(5)
+      expect(refused[0]).toBeInstanceOf(RateLimitedError)
+      expect(refused[0]).toMatchObject({ status: 429, retryAfterSeconds: 1, body: { message: expect.any(String), type: 'TooManyRequestsError' } })
+      expect(refused[0].requestId).toEqual(expect.any(String))
+    } finally {
+      await client.close()
+    }
+    const waited = new CommissionClient({ baseUrl: server.url, apiKey, rateLimit: { maxWaitMs: 500 } })
+    try {
+      const outcomes = await Promise.allSettled(Array.from({ length: 15 }, () => waited.getFields(tableId)))
+      // Retry-After (1 s) is beyond the 500 ms the client accepts: it throws rather than wait.
+      expect(outcomes.some((outcome) => outcome.status === 'rejected' && outcome.reason instanceof RateLimitedError)).toBe(true)
+    } finally {
+      await waited.close()
+    }
+  })
+
+  it('paces itself: 20 calls at 8 a second never meet a 429', async () => {
+    await new Promise((resolve) => setTimeout(resolve, 1100))
+    const client = new CommissionClient({ baseUrl: server.url, apiKey, requestsPerSecond: 8 })
+    const from = requestLines(server).length
+    try {
+      for (let index = 0; index < 20; index++) await client.getFields(tableId)
+    } finally {
+      await client.close()
+    }
+    expect(statuses(from)).toEqual(Array(20).fill(200))
+  })
+})

@@ -1,0 +1,227 @@
+import { appendFileSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { Writable } from 'node:stream'
+import { CommissionClient, ConnectionError, type DataStructure, type Row } from 'commission-api/client'
+import { parse } from 'csv-parse/sync'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { demoFixture } from '../src/fixtures/demo.ts'
+import { terminalProgress } from '../src/sync/progress.ts'
+import { commitMerge } from '../src/sync/row-files.ts'
+import { readState } from '../src/sync/state.ts'
+import { syncStructures } from '../src/sync/sync.ts'
+import { collect, requestLines } from './helpers/client-support.ts'
+import { startCuttingProxy } from './helpers/cutting-proxy.ts'
+import { runCliAsync, spawnCli, tempDataDir } from './helpers/process.ts'
+import { startTestServer, type TestServer } from './helpers/server.ts'
+
+const ADMIN_TOKEN = 'admin-token-for-the-sync-tests'
+const admin = { authorization: `Bearer ${ADMIN_TOKEN}` }
+
+const readNdjson = (path: string) =>
+  readFileSync(path, 'utf8')
+    .split('\n')
+    .filter((line) => line !== '')
+    .map((line) => JSON.parse(line))
+
+describe('sync: export every live structure, then only what changed', () => {
+  let server: TestServer
+  let client: CommissionClient
+  let companyId: string
+  let apiKey: string
+  let structures: DataStructure[]
+  const byType = (type: DataStructure['type']) => structures.find((structure) => structure.type === type)!
+  /** Every row each live structure serves now, by structure id. */
+  const served = async (): Promise<Record<string, Row[]>> =>
+    Object.fromEntries(await Promise.all(structures.map(async (structure) => [structure.id, await collect(client.rows(structure))])))
+
+  beforeAll(async () => {
+    server = await startTestServer({ ADMIN_TOKEN }, {}, { runningClock: true })
+    // Loaded an hour ago: the rows changed later are the ones the tests change.
+    server.clock.advance(-3_600_000)
+    ;({ companyId, apiKey } = await server.load(demoFixture({ users: 6, months: 3, deals: 20, seed: 'sync' })))
+    server.clock.set(new Date())
+    client = new CommissionClient({ baseUrl: server.url, apiKey })
+    structures = (await client.listDataStructures()).data
+  })
+  afterAll(async () => {
+    await client.close()
+    await server.close()
+  })
+
+  it('writes one NDJSON file per structure with exactly the rows served, then merges the changed rows in place', async () => {
+    const out = tempDataDir()
+    const first = await syncStructures(client, { outDir: out, limit: 7 })
+    expect(first.map((outcome) => outcome.id).toSorted()).toEqual(structures.map((structure) => structure.id).toSorted())
+    const rows = await served()
+    for (const outcome of first) {
+      expect(outcome).toMatchObject({ kind: 'full', resumed: false, file: `${outcome.id}.ndjson` })
+      expect(readNdjson(join(out, outcome.file))).toEqual(rows[outcome.id])
+      expect(outcome.rows).toBe(rows[outcome.id].length)
+    }
+    expect(readdirSync(out).toSorted()).toEqual([...first.map((outcome) => outcome.file), 'sync-state.json'].toSorted())
+
+    const unchanged = await syncStructures(client, { outDir: out })
+    expect(unchanged.map((outcome) => [outcome.kind, outcome.fetched])).toEqual(first.map(() => ['incremental', 0]))
+
+    const statements = byType('statement_reporting')
+    const edited = rows[statements.id][3]['standard.id']
+    expect((await server.call(`/admin/companies/${companyId}/statements/${edited}`, { method: 'PATCH', headers: admin, body: { payment: 777 } })).status).toBe(200)
+    const quota = byType('quota')
+    const value = rows[quota.id][1]['standard.id']
+    expect((await server.call(`/admin/companies/${companyId}/quota-values/${value}`, { method: 'PATCH', headers: admin, body: { value: 12.5 } })).status).toBe(200)
+
+    const before = requestLines(server).length
+    const third = await syncStructures(client, { outDir: out })
+    const reads = requestLines(server).slice(before).map((line) => String(line.req.url)).filter((url) => /\/(statements|records|values)\b/.test(url))
+    const statementRun = third.find((outcome) => outcome.id === statements.id)!
+    expect(statementRun).toMatchObject({ kind: 'incremental', fetched: 1, rows: rows[statements.id].length })
+    expect(third.find((outcome) => outcome.id === quota.id)).toMatchObject({ kind: 'incremental', fetched: 1 })
+    const now = await served()
+    for (const structure of structures) expect(readNdjson(join(out, `${structure.id}.ndjson`))).toEqual(now[structure.id])
+    // The incremental reads asked for the rows modified after the stored mark.
+    expect(reads).toHaveLength(structures.length)
+    for (const url of reads) expect(url).toContain('last_modified_after=')
+  })
+
+  it('writes CSV with one column per field and per property of an object field, merged by standard.id', async () => {
+    const out = tempDataDir()
+    const statements = byType('statement_reporting')
+    await syncStructures(client, { outDir: out, format: 'csv' })
+    const rows = (await served())[statements.id]
+    const table = parse(readFileSync(join(out, `${statements.id}.csv`), 'utf8')) as string[][]
+    const [header, ...records] = table
+    expect(header).toEqual(expect.arrayContaining(['standard.id', 'standard.user.id', 'standard.user.email', 'standard.total_commission.value', 'standard.total_commission.currency']))
+    expect(records.map((record) => record[header.indexOf('standard.id')])).toEqual(rows.map((row) => row['standard.id']))
+    const edited = rows[5]['standard.id']
+    await server.call(`/admin/companies/${companyId}/statements/${edited}`, { method: 'PATCH', headers: admin, body: { payment: 31415 } })
+    const [run] = (await syncStructures(client, { outDir: out, format: 'csv' })).filter((outcome) => outcome.id === statements.id)
+    // The edit, and maybe rows changed within the clock-skew margin before the last run, read again.
+    expect(run).toMatchObject({ kind: 'incremental', rows: rows.length })
+    expect(run.fetched).toBeGreaterThanOrEqual(1)
+    const merged = parse(readFileSync(join(out, `${statements.id}.csv`), 'utf8')) as string[][]
+    expect(merged.length).toBe(table.length)
+    expect(merged.map((record) => record[header.indexOf('standard.id')])).toEqual(table.map((record) => record[header.indexOf('standard.id')]))
+    expect(merged[6][header.indexOf('standard.total_commission.value')]).toBe('31415')
+    expect(merged[6][header.indexOf('standard.id')]).toBe(edited)
+  })
+
+  it('resumes an interrupted run after its last saved page, without reading the saved pages again', async () => {
+    const out = tempDataDir()
+    const proxy = await startCuttingProxy(server.url)
+    const flaky = new CommissionClient({ baseUrl: proxy.url, apiKey, retry: { attempts: 0 } })
+    const statements = byType('statement_reporting')
+    try {
+      const page = await client.getStatements(statements.id, { limit: 4 })
+      // Cut in the middle of the third page of statements.
+      proxy.cutAfter(JSON.stringify(page).length * 2.5, /\/statements\?/)
+      const stopped = await syncStructures(flaky, { outDir: out, limit: 4 }).catch((error: unknown) => error)
+      expect(stopped).toBeInstanceOf(ConnectionError)
+      const interrupted = readState(out)!.structures[statements.id].run!
+      expect(interrupted).toMatchObject({ mode: 'replace', walked: false })
+      expect(interrupted.rows).toBeGreaterThan(0)
+      expect(interrupted.start_id).toMatch(/^[0-9a-f]{24}$/)
+      // What a killed run might have written after its checkpoint is cut off on resume.
+      appendFileSync(join(out, `${statements.id}.partial.ndjson`), '{"standard.id":"torn')
+
+      const before = requestLines(server).length
+      const resumed = await syncStructures(flaky, { outDir: out, limit: 4 })
+      expect(resumed.find((outcome) => outcome.id === statements.id)).toMatchObject({ kind: 'full', resumed: true })
+      const firstRead = requestLines(server).slice(before).map((line) => String(line.req.url)).find((url) => url.includes('/statements'))
+      expect(firstRead).toContain(`start_id=${interrupted.start_id}`)
+      const rows = await served()
+      for (const structure of structures) expect(readNdjson(join(out, `${structure.id}.ndjson`))).toEqual(rows[structure.id])
+      expect(existsSync(join(out, `${statements.id}.partial.ndjson`))).toBe(false)
+    } finally {
+      await flaky.close()
+      await proxy.close()
+    }
+  })
+
+  it('the CLI exports with no output but its summary off a terminal, and paces itself to 40 requests a second', async () => {
+    const out = tempDataDir()
+    const before = requestLines(server).length
+    const result = await runCliAsync(['sync', '--base-url', server.url, '--key', apiKey, '--out', out, '--page-size', '1'])
+    expect(result.code, result.stderr).toBe(0)
+    expect(result.stderr).toBe('')
+    expect(result.stdout.trim().split('\n')).toHaveLength(structures.length)
+    expect(result.stdout).toContain(`${byType('quota').id}.ndjson`)
+    const lines = requestLines(server).slice(before)
+    // One row a page: well over a second's worth of requests, none refused, never more than 40 in a second.
+    expect(lines.length).toBeGreaterThan(50)
+    expect(lines.filter((line) => line.res.statusCode !== 200)).toEqual([])
+    const times = lines.map((line) => Number(line.time))
+    const busiestSecond = Math.max(...times.map((start) => times.filter((time) => time >= start && time < start + 1000).length))
+    expect(busiestSecond).toBeLessThanOrEqual(41)
+    const rows = await served()
+    for (const structure of structures) expect(readNdjson(join(out, `${structure.id}.ndjson`))).toEqual(rows[structure.id])
+  })
+
+  it('a killed CLI run resumes where it stopped', async () => {
+    const out = tempDataDir()
+    const child = spawnCli(['sync', '--base-url', server.url, '--key', apiKey, '--out', out, '--page-size', '2', '--rate', '20'])
+    // Kill it once it has saved a few pages of some structure.
+    for (;;) {
+      await new Promise((resolve) => setTimeout(resolve, 25))
+      const state = existsSync(join(out, 'sync-state.json')) ? readState(out) : null
+      if (state && Object.values(state.structures).some((entry) => (entry.run?.rows ?? 0) >= 4)) break
+      if (child.exitCode !== null) throw new Error('the sync ended before it could be killed')
+    }
+    child.kill('SIGKILL')
+    await new Promise((resolve) => child.once('exit', resolve))
+    expect(existsSync(join(out, 'sync.lock'))).toBe(true)
+
+    const result = await runCliAsync(['sync', '--base-url', server.url, '--key', apiKey, '--out', out, '--json'])
+    expect(result.code, result.stderr).toBe(0)
+    expect(JSON.parse(result.stdout).some((outcome: any) => outcome.resumed)).toBe(true)
+    const rows = await served()
+    for (const structure of structures) expect(readNdjson(join(out, `${structure.id}.ndjson`))).toEqual(rows[structure.id])
+  })
+
+  it('refuses a directory that holds the sync of another service, and bad options with exit code 2', async () => {
+    const out = tempDataDir()
+    await syncStructures(client, { outDir: out })
+    const other = new CommissionClient({ baseUrl: server.url.replace('127.0.0.1', 'localhost'), apiKey })
+    await expect(syncStructures(other, { outDir: out })).rejects.toThrow(/holds a sync of/)
+    await other.close()
+    const usage = await runCliAsync(['sync', '--base-url', server.url, '--key', apiKey, '--out', out, '--since', '2026-01-01T00:00:00'])
+    expect(usage.code).toBe(2)
+    expect(usage.stderr).toContain('offset')
+  })
+})
+
+const row = (id: string, value: number) => ({ 'standard.id': id, 'standard.value': { value, currency: 'EUR' } })
+
+describe('sync files', () => {
+  it('a merge replaces changed rows in place and appends new ones, in NDJSON and CSV', async () => {
+    const dir = tempDataDir()
+    writeFileSync(join(dir, 'changes.ndjson'), [row('b', 20), row('d', 4)].map((item) => JSON.stringify(item)).join('\n') + '\n')
+    writeFileSync(join(dir, 'rows.ndjson'), [row('a', 1), row('b', 2), row('c', 3)].map((item) => JSON.stringify(item)).join('\n') + '\n')
+    expect(await commitMerge(join(dir, 'changes.ndjson'), join(dir, 'rows.ndjson'), 'ndjson', [])).toBe(4)
+    expect(readNdjson(join(dir, 'rows.ndjson'))).toEqual([row('a', 1), row('b', 20), row('c', 3), row('d', 4)])
+
+    const columns = ['standard.id', 'standard.value.value', 'standard.value.currency']
+    writeFileSync(join(dir, 'rows.csv'), 'standard.id,standard.value.value,standard.value.currency\na,1,EUR\nb,2,"E,UR"\nc,3,EUR\n')
+    expect(await commitMerge(join(dir, 'changes.ndjson'), join(dir, 'rows.csv'), 'csv', columns)).toBe(4)
+    expect(readFileSync(join(dir, 'rows.csv'), 'utf8')).toBe('standard.id,standard.value.value,standard.value.currency\na,1,EUR\nb,20,EUR\nc,3,EUR\nd,4,EUR\n')
+  })
+
+  it('shows a progress bar on a terminal, and nothing elsewhere', () => {
+    let written = ''
+    const terminal = Object.assign(
+      new Writable({
+        write(chunk, _encoding, done) {
+          written += chunk.toString()
+          done()
+        },
+      }),
+      { isTTY: true, columns: 100, cursorTo: () => true, clearLine: () => true, moveCursor: () => true },
+    ) as unknown as NodeJS.WriteStream
+    const progress = terminalProgress(terminal)!
+    progress.start({ id: 'x', name: 'Commission statements', type: 'statement_reporting', total_records: 10, links: { fields: '', records: '' } }, 10, 0)
+    progress.advance(10)
+    progress.finish()
+    expect(written).toContain('Commission statements')
+    expect(written).toContain('10/10 rows')
+    expect(terminalProgress(Object.assign(new Writable(), { isTTY: false }) as unknown as NodeJS.WriteStream)).toBeUndefined()
+  })
+})
