@@ -3,13 +3,16 @@ import Fastify, { type FastifyInstance } from 'fastify'
 import { requireApiKey } from './auth/api-key-hook.ts'
 import type { Clock } from './clock.ts'
 import type { Config } from './config.ts'
-import { loggerOptions, OneLinePerRequest } from './logger.ts'
+import { logDestination, loggerOptions, OneLinePerRequest } from './logger.ts'
 import { limitRequestRate } from './rate-limit/rate-limit.ts'
 import { adminRoutes } from './routes/admin.ts'
 import { registerCors } from './routes/cors.ts'
 import { drainRefusedBodies } from './routes/refused-bodies.ts'
 import { registerErrorHandling } from './routes/errors.ts'
+import { answerClientError, answerFrameworkError, MAX_PARAM_LENGTH } from './routes/framework-errors.ts'
 import { registerHealth, type WorkerProbe } from './routes/health.ts'
+import { refuseInvalidHost } from './routes/host-header.ts'
+import { refuseDeepJson } from './routes/json-depth.ts'
 import { registerMetrics } from './routes/metrics.ts'
 import { registerOpenApi } from './routes/openapi.ts'
 import { v1Routes } from './routes/v1/index.ts'
@@ -42,7 +45,7 @@ const REQUEST_ID = /^[\w.:-]{1,128}$/
  */
 export async function buildApp({ config, store, clock, logStream, worker }: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({
-    logger: logStream ? { ...loggerOptions(config.logLevel), stream: logStream } : loggerOptions(config.logLevel),
+    logger: { ...loggerOptions(config.logLevel), stream: logStream ?? logDestination() },
     // genReqId reads X-Request-Id itself, so that an unusable value is replaced rather than trusted.
     requestIdHeader: false,
     logController: new OneLinePerRequest(),
@@ -56,6 +59,10 @@ export async function buildApp({ config, store, clock, logStream, worker }: AppO
     // A request that reaches a draining instance on an open connection is still answered (with Connection:
     // close), in the specification's bodies, rather than by the framework's own 503.
     return503OnClosing: false,
+    // The framework's own refusals (bad percent-encoding, long parameter, malformed HTTP) in the specification's bodies.
+    frameworkErrors: answerFrameworkError,
+    clientErrorHandler: answerClientError,
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     ajv: { customOptions: { coerceTypes: 'array', allErrors: true, removeAdditional: false } },
   })
 
@@ -65,6 +72,8 @@ export async function buildApp({ config, store, clock, logStream, worker }: AppO
   registerErrorHandling(app)
   drainRefusedBodies(app)
   if (config.corsOrigins.length > 0) await registerCors(app, config.corsOrigins)
+  refuseDeepJson(app)
+  refuseInvalidHost(app)
   // The OpenAPI generator first: it sees only the routes registered after it.
   await registerOpenApi(app)
   registerMetrics(app)

@@ -18,8 +18,10 @@ import { type FixturePlan, FixturePlanSchema } from './fixtures/schema.ts'
 import { startServer } from './server.ts'
 import { closeWorkerOnSignals, startWorkerProcess } from './imports/worker-process.ts'
 import { serveWorkerHealth } from './routes/worker-health.ts'
+import { startupFailure } from './startup-errors.ts'
+import { surviveClosedOutput } from './logger.ts'
 import { closeGracefullyOnSignals } from './shutdown.ts'
-import { openStore } from './store/open-store.ts'
+import { openStore, storeDescription } from './store/open-store.ts'
 import { type Plan, QUOTA_TYPES, type QuotaType } from './store/model.ts'
 import type { Store } from './store/port.ts'
 import { terminalProgress } from './sync/progress.ts'
@@ -316,7 +318,10 @@ async function main(argv: string[]): Promise<number> {
   }
   const command = COMMANDS[name]
   if (!command) throw new UsageError(`unknown command ${name}`)
-  const store = await openStore(loadConfig())
+  const config = loadConfig()
+  const store = await openStore(config)
+  // On stderr, so that stdout stays the command's answer (--json).
+  console.error(`Store: ${storeDescription(config)}`)
   try {
     const result = await command(store, rest, values)
     console.log(values.json ? JSON.stringify(result.json, null, 2) : result.text)
@@ -339,10 +344,22 @@ function report(error: unknown): number {
   else if (error instanceof ApiError || error instanceof ConnectionError || error instanceof SyncDirectoryError) {
     // A client command stopped: what it saved stays saved, and a sync run again resumes.
     console.error(`commission-api: ${error.message}`)
-  } else console.error(error)
+  } else console.error(`commission-api: ${unexpected(error)}`)
   return 1
 }
 
+/** One line for a failure that is not the user's input: its cause when it is known, else its message. */
+function unexpected(error: unknown): string {
+  const config = loadConfig()
+  const known = startupFailure(error, config)
+  if (known) return known
+  // The stack is for whoever debugs the service, not for the one line an operator reads.
+  const debugging = config.logLevel === 'debug' || config.logLevel === 'trace'
+  if (error instanceof Error) return debugging && error.stack ? error.stack : `${error.name}: ${error.message} (LOG_LEVEL=debug prints the stack)`
+  return String(error)
+}
+
+surviveClosedOutput()
 main(process.argv.slice(2)).then(
   (code) => {
     if (code >= 0) process.exitCode = code

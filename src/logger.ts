@@ -1,17 +1,43 @@
 import { type FastifyReply, type FastifyRequest, LogController } from 'fastify'
-import type { LoggerOptions } from 'pino'
+import pino, { type DestinationStream, type LoggerOptions } from 'pino'
 import type { LogLevel } from './config.ts'
 
-/** Query parameters whose values never reach a log line, should a client put a secret there. */
-const SECRET_QUERY_PARAMETERS = /^(api[-_]?key|x-api-key|key|token|access_token|secret)$/i
+/**
+ * The query parameters of the interface, whose values are logged. Any other parameter's value is replaced: a
+ * client may put a secret under any name (`?password=`, `?auth=`, `?k=`), and a list of secret-looking names
+ * always misses one.
+ */
+const LOGGED_QUERY_PARAMETERS = new Set(['start_id', 'limit', 'offset', 'last_modified_after', 'last_modified_before', 'debounce', 'all', 'keep_overrides'])
 
-/** The path and query of a URL with secret-looking query values replaced. */
+/** The path and query of a URL with the values of unknown query parameters replaced. */
 export function redactUrl(url: string): string {
   const question = url.indexOf('?')
   if (question === -1) return url
   const params = new URLSearchParams(url.slice(question + 1))
-  for (const name of new Set(params.keys())) if (SECRET_QUERY_PARAMETERS.test(name)) params.set(name, '[Redacted]')
+  for (const name of new Set(params.keys())) if (!LOGGED_QUERY_PARAMETERS.has(name)) params.set(name, '[Redacted]')
   return `${url.slice(0, question)}?${params.toString()}`
+}
+
+/**
+ * Where the logs go when no stream is given: stdout, written synchronously. pino's default is asynchronous and
+ * flushes what is pending when the process exits; when stdout is a closed pipe (`npm start | head`) that flush
+ * retries the failed write forever and the process never exits, whatever SHUTDOWN_TIMEOUT_MS says. Written
+ * synchronously, the first failed write is seen at once, and pino then drops the logs instead of retrying.
+ */
+export function logDestination(): DestinationStream {
+  return pino.destination({ dest: 1, sync: true })
+}
+
+/**
+ * A process whose stdout or stderr reader has gone away keeps serving: a write there fails with EPIPE, which
+ * Node reports as an error nobody handles, and which would otherwise end the process as an uncaught error.
+ */
+export function surviveClosedOutput(): void {
+  for (const output of [process.stdout, process.stderr]) {
+    output.on('error', (error: NodeJS.ErrnoException) => {
+      if (error.code !== 'EPIPE') throw error
+    })
+  }
 }
 
 /** pino options: API keys and bearer tokens are redacted wherever a header object is logged. */

@@ -6,7 +6,7 @@ import type { Config } from './config.ts'
 import { listeningUrl } from './routes/base-url.ts'
 import { type DemoOutcome, ensureDemoCompany } from './fixtures/demo-company.ts'
 import { ImportWorker } from './imports/worker.ts'
-import { openStore } from './store/open-store.ts'
+import { openStore, storeDescription } from './store/open-store.ts'
 import type { Store } from './store/port.ts'
 
 export interface RunningServer {
@@ -47,7 +47,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
       worker.start()
     }
     const url = listeningUrl(app, config.host)
-    out.write(banner(url, config.publicUrl ?? url, demo))
+    out.write(banner(url, config.publicUrl ?? url, demo, storeDescription(config)))
     return {
       app,
       store,
@@ -67,8 +67,8 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
   }
 }
 
-function banner(url: string, publicUrl: string, demo: DemoOutcome | null): string {
-  const lines = [`commission-api listening on ${url}`]
+function banner(url: string, publicUrl: string, demo: DemoOutcome | null, store: string): string {
+  const lines = [`commission-api listening on ${url}`, `Store: ${store}`]
   if (demo?.kind === 'created') {
     lines.push(
       '',

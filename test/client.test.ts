@@ -79,7 +79,7 @@ describe('the client, against our server over HTTP', () => {
     const table = (await server.store.dataTables.list(companyId)).find((candidate) => candidate.environment === 'live')!
     const lines = await collect(client.reportingRecords(table.id, { limit: 6 }))
     expect(lines.length).toBe((await client.listReportingRecords(table.id, { limit: 0 })).count)
-    expect(lines.length).toBe(20)
+    expect(lines.length).toBe(await server.store.commissionLines.count(companyId, table.id))
   })
 
   it('reads the fields of a structure, and refuses an instant without an offset before sending it', async () => {

@@ -225,7 +225,7 @@ describe('OpenAPI document for client generators and readers', () => {
     expect(readingBodies.length).toBeGreaterThan(5)
     expect(readingBodies.filter(({ operation }) => !operation.responses['413']).map(({ path, method }) => `${method} ${path}`)).toEqual([])
     const deprecated = operationsOf(document).filter(({ operation }) => operation.deprecated)
-    expect(deprecated.map(({ path }) => path).toSorted()).toEqual(['/v1/reporting', '/v1/reporting/{data_table_id}/records'])
+    expect(deprecated.map(({ path }) => path).toSorted()).toEqual(['/v1/reporting', '/v1/reporting/statements', '/v1/reporting/{data_table_id}/records'])
     for (const { operation } of deprecated) {
       for (const [status, response] of Object.entries(operation.responses) as Array<[string, any]>) {
         expect(response.headers.Deprecation, status).toBeDefined()
@@ -235,7 +235,7 @@ describe('OpenAPI document for client generators and readers', () => {
   })
 
   it('documents /metrics as text, the admin fixture body as the fixture schema, and servers from PUBLIC_URL', async () => {
-    expect(Object.keys(document.paths['/metrics'].get.responses['200'].content)).toEqual(['text/plain'])
+    expect(Object.keys(document.paths['/metrics'].get.responses['200'].content)).toEqual(['text/plain; version=0.0.4; charset=utf-8'])
     const metrics = await call(`${url}/metrics`)
     expect(metrics.headers['content-type']).toMatch(/^text\/plain/)
     expect(document.paths['/admin/companies'].post.requestBody.content['application/json'].schema).toEqual({ $ref: '#/components/schemas/Fixture' })

@@ -90,6 +90,22 @@ describe('graceful shutdown of a real server process', () => {
     expect(await exitCode(server)).toBe(0)
   })
 
+  it('ends on SIGTERM when stdout is a closed pipe, as with npm start | head', async () => {
+    const { server, port } = await started({ DATA_DIR: tempDataDir(), LOG_LEVEL: 'info', SHUTDOWN_TIMEOUT_MS: '3000' })
+    expect((await call(`http://127.0.0.1:${port}/health/ready`)).status).toBe(200)
+    // The reader goes away: every later write to stdout (the shutdown's log lines) fails with EPIPE.
+    server.child.stdout!.destroy()
+    expect((await call(`http://127.0.0.1:${port}/health/live`)).status).toBe(200)
+    server.child.kill('SIGTERM')
+    // Before, the log destination retried the failed write forever and the process never exited; a kill after
+    // three times the shutdown bound keeps this test from hanging in that case.
+    const stuck = setTimeout(() => server.child.kill('SIGKILL'), 9_000)
+    const code = await exitCode(server)
+    clearTimeout(stuck)
+    // 0: the graceful shutdown completed (it exits 1 when SHUTDOWN_TIMEOUT_MS runs out, null when killed).
+    expect(code).toBe(0)
+  })
+
   it('exits with 1 when the requests in flight outlast SHUTDOWN_TIMEOUT_MS', async () => {
     const { server, port } = await started({ DATA_DIR: tempDataDir(), SHUTDOWN_TIMEOUT_MS: '300' })
     const connection = await holdRequestInFlight(port)

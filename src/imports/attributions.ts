@@ -77,8 +77,9 @@ function readPlacement(
   } else {
     if (typeof item.group_dimension !== 'string' || item.group_dimension === '') problems.push('group_dimension: expected a non-empty string')
     if (typeof item.group !== 'string' || item.group === '') problems.push('group: expected a non-empty string')
-    scope = String(item.group_dimension)
-    value = String(item.group)
+    // Only read as text when they are text: String() of an object whose toString is not a function throws.
+    scope = typeof item.group_dimension === 'string' ? item.group_dimension : ''
+    value = typeof item.group === 'string' ? item.group : ''
   }
   const start = item.start_date ?? null
   const end = item.end_date ?? null

@@ -3,8 +3,8 @@ import closeWithGrace from 'close-with-grace'
 import pino from 'pino'
 import { type Clock, systemClock } from '../clock.ts'
 import type { Config } from '../config.ts'
-import { loggerOptions } from '../logger.ts'
-import { openStore } from '../store/open-store.ts'
+import { logDestination, loggerOptions } from '../logger.ts'
+import { openStore, storeDescription } from '../store/open-store.ts'
 import type { Store } from '../store/port.ts'
 import { ImportWorker, type WorkerLogger } from './worker.ts'
 
@@ -26,7 +26,7 @@ export interface WorkerProcessOptions {
 export async function startWorkerProcess(config: Config, options: WorkerProcessOptions = {}): Promise<RunningWorker> {
   mkdirSync(config.dataDir, { recursive: true })
   const store = await openStore(config)
-  const logger = pino(loggerOptions(config.logLevel))
+  const logger = pino(loggerOptions(config.logLevel), logDestination())
   const worker = new ImportWorker({
     store,
     clock: options.clock ?? systemClock,
@@ -35,7 +35,7 @@ export async function startWorkerProcess(config: Config, options: WorkerProcessO
     leaseMs: config.importLeaseMs,
   })
   worker.start()
-  ;(options.out ?? process.stdout).write(`commission-api import worker ${worker.owner} started\n`)
+  ;(options.out ?? process.stdout).write(`commission-api import worker ${worker.owner} started\nStore: ${storeDescription(config)}\n`)
   let closing: Promise<void> | null = null
   return {
     worker,

@@ -47,7 +47,7 @@ async function described(store: Store, companyId: string, plans: readonly Plan[]
 export const adminPlanRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/companies/:id/plans',
-    { schema: { summary: "The company's plans, as defined", params: CompanyParams, response: { 200: Type.Object({ data: Type.Array(PlanDefinitionSchema) }), ...AdminErrors } } },
+    { schema: { summary: "The company's plans, as defined", operationId: 'adminListPlans', description: 'Every plan of the company in its definition form (the fixture\'s), with its id.', params: CompanyParams, response: { 200: Type.Object({ data: Type.Array(PlanDefinitionSchema) }), ...AdminErrors } } },
     async (request) => {
       const companyId = company(request.params.id)
       return { data: await described(app.store, companyId, await listPlans(app.store, companyId)) }
@@ -59,6 +59,8 @@ export const adminPlanRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       schema: {
         summary: 'Create a plan, and calculate it',
+        operationId: 'adminCreatePlan',
+        description: 'Checks the definition against the company (table, fields, quota, metrics), saves it and calculates every cell of it.',
         params: CompanyParams,
         body: FixturePlanSchema,
         response: { 201: PlanChangeSchema, ...AdminErrors },
@@ -77,6 +79,8 @@ export const adminPlanRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       schema: {
         summary: 'Replace a plan (its id stays), and calculate it again',
+        operationId: 'adminReplacePlan',
+        description: 'Replaces the definition and recalculates the plan; validated and paid statements stay as they are.',
         params: PlanParams,
         body: FixturePlanSchema,
         response: { 200: PlanChangeSchema, ...AdminErrors },
@@ -95,6 +99,8 @@ export const adminPlanRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       schema: {
         summary: 'Delete a plan and its pending results (its validated and paid statements stay)',
+        operationId: 'adminDeletePlan',
+        description: 'Deletes the plan, its pending statements and their commission lines; frozen ones stay.',
         params: PlanParams,
         response: { 204: Type.Null(), ...AdminErrors },
       },
@@ -110,6 +116,8 @@ export const adminPlanRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       schema: {
         summary: "Replace the company's exchange rates, and recalculate every plan",
+        operationId: 'adminSetExchangeRates',
+        description: 'One unit of each currency in the default currency; every plan is recalculated with the new rates.',
         params: CompanyParams,
         body: ExchangeRatesSchema,
         response: { 200: Type.Object({ exchange_rates: ExchangeRatesSchema, calculation: CalculationSummarySchema }), ...AdminErrors },
@@ -123,6 +131,8 @@ export const adminPlanRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       schema: {
         summary: 'What keeps records or cells of each plan from being calculated (a dry run, nothing written)',
+        operationId: 'adminCalculationProblems',
+        description: 'Runs every plan on the current data without writing, and lists the records and cells it could not calculate.',
         params: CompanyParams,
         response: { 200: Type.Object({ data: Type.Array(Type.Object({ plan_id: Type.String(), plan: Type.String(), problems: Type.Array(ProblemSchema) })) }), ...AdminErrors },
       },

@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { ForbiddenError, type Issue, NotFoundError, UnauthorizedError, ValidationError } from '../errors.ts'
+import { trackRouteMethods } from './method-not-allowed.ts'
 import type { ValidationErrorBody } from './schemas.ts'
 
 /** The 400 body of the specification, for a list of issues. */
@@ -82,7 +83,9 @@ export function registerErrorHandling(app: FastifyInstance): void {
     return reply.code(500).send({ message: 'Internal server error', type: 'InternalServerError' })
   })
 
+  const answeredMethodNotAllowed = trackRouteMethods(app)
   app.setNotFoundHandler((request, reply) => {
+    if (answeredMethodNotAllowed(request, reply)) return
     reply.code(404).send({ message: `No route ${request.method} ${request.url.split('?')[0]}`, resource: 'route', type: 'NotFoundError' })
   })
 }

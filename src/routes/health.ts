@@ -36,18 +36,17 @@ export function registerHealth(app: FastifyInstance, worker?: WorkerProbe): void
     shuttingDown = true
   })
 
-  // /healthz and /readyz are the Kubernetes names of the same probes: served, and left out of the OpenAPI document.
+  // /healthz and /readyz are the Kubernetes names of the same probes.
   for (const url of ['/health/live', '/healthz']) {
     app.get(
       url,
       {
         schema: {
           summary: 'Liveness: the process answers',
-          operationId: 'getLiveness',
-          description: 'The liveness probe: 200 while the process answers. No key. Also served as /healthz.',
+          operationId: url === '/healthz' ? 'getLivenessKubernetes' : 'getLiveness',
+          description: 'The liveness probe: 200 while the process answers. No key. /health/live and /healthz answer alike.',
           tags: ['operations'],
           response: { 200: LivenessSchema },
-          ...(url === '/healthz' ? { hide: true } : {}),
         },
       },
       async () => ({ status: 'ok' as const }),
@@ -60,11 +59,11 @@ export function registerHealth(app: FastifyInstance, worker?: WorkerProbe): void
       {
         schema: {
           summary: 'Readiness: the store answers, the worker is alive, the instance is not shutting down',
-          operationId: 'getReadiness',
-          description: 'The readiness probe: 200 when this instance can serve, 503 otherwise, with each check. No key. Also served as /readyz.',
+          operationId: url === '/readyz' ? 'getReadinessKubernetes' : 'getReadiness',
+          description:
+            'The readiness probe: 200 when this instance can serve, 503 otherwise, with each check. No key. /health/ready and /readyz answer alike.',
           tags: ['operations'],
           response: { 200: ReadinessSchema, 503: ReadinessSchema },
-          ...(url === '/readyz' ? { hide: true } : {}),
         },
       },
       async (request, reply) => {

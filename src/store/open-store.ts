@@ -1,5 +1,6 @@
 import { join } from 'node:path'
 import type { Config } from '../config.ts'
+import { DEFAULT_DATABASE, databaseInUrl } from './mongo/connection.ts'
 import { openMongoStore } from './mongo/mongo-store.ts'
 import type { Store } from './port.ts'
 import { openSqliteStore } from './sqlite/sqlite-store.ts'
@@ -13,4 +14,14 @@ export function sqliteFile(config: Pick<Config, 'dataDir'>): string {
 export async function openStore(config: Pick<Config, 'dataDir' | 'mongodbUrl'>): Promise<Store> {
   if (config.mongodbUrl) return openMongoStore(config.mongodbUrl)
   return openSqliteStore(sqliteFile(config))
+}
+
+/**
+ * Which store the configuration opens, for start-up lines: the SQLite file's absolute path, or the MongoDB
+ * hosts and database (never the credentials a connection string may carry).
+ */
+export function storeDescription(config: Pick<Config, 'dataDir' | 'mongodbUrl'>): string {
+  if (!config.mongodbUrl) return `SQLite file ${sqliteFile(config)}`
+  const hosts = /^mongodb(?:\+srv)?:\/\/(?:[^@/?]*@)?([^/?]*)/.exec(config.mongodbUrl)?.[1] ?? '?'
+  return `MongoDB ${hosts}, database ${databaseInUrl(config.mongodbUrl) ?? DEFAULT_DATABASE}`
 }

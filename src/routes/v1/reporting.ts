@@ -69,21 +69,19 @@ export const reportingRoutes: FastifyPluginAsyncTypebox = async (app) => {
     reply.header('deprecation', 'true')
   })
 
-  // `/v1/reporting/statements` is the path of the real service's documentation: an alias, with the same headers,
-  // left out of the OpenAPI document (one operation, one operationId).
+  // `/v1/reporting/statements` is the path of the real service's documentation: an alias, with the same headers.
   for (const path of ['/reporting', '/reporting/statements']) {
     app.get(
       path,
       {
         schema: {
           summary: 'Deprecated: list the statements (use GET /v2/reporting/{table_id}/statements)',
-          operationId: 'listReportingStatements',
+          operationId: path === '/reporting' ? 'listReportingStatements' : 'listReportingStatementsByDocumentedPath',
           description:
-            'Deprecated, still served: the live statements in the v1 shape. Answers carry `Deprecation: true`; a 200 also `Link` to the v2 successor. Also served as /v1/reporting/statements.',
+            'Deprecated, still served: the live statements in the v1 shape. Answers carry `Deprecation: true`; a 200 also `Link` to the v2 successor. /v1/reporting and /v1/reporting/statements answer alike.',
           deprecated: true,
           querystring: OffsetQuerySchema,
           response: { 200: offsetPageSchema(V1StatementRowSchema), ...AuthenticatedErrorResponses },
-          ...(path === '/reporting' ? {} : { hide: true }),
         },
       },
       async (request, reply) =>

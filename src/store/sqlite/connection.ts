@@ -2,6 +2,7 @@ import { mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { DatabaseSync, type SQLInputValue, type SQLOutputValue, type StatementSync } from 'node:sqlite'
 import { MIGRATIONS } from './migrations.ts'
+import { ForeignDatabaseError } from './open-errors.ts'
 
 /** Runs async work one at a time, in call order. */
 class Mutex {
@@ -197,6 +198,9 @@ function migrate(db: DatabaseSync): void {
   db.exec('BEGIN IMMEDIATE')
   try {
     const { user_version: version } = db.prepare('PRAGMA user_version').get() as { user_version: number }
+    if (version === 0 && db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' LIMIT 1").get()) {
+      throw new ForeignDatabaseError("the file is another application's SQLite database, not commission-api's: point DATA_DIR elsewhere")
+    }
     for (let index = version; index < MIGRATIONS.length; index++) db.exec(MIGRATIONS[index])
     if (version < MIGRATIONS.length) db.exec(`PRAGMA user_version = ${MIGRATIONS.length}`)
     db.exec('COMMIT')

@@ -21,6 +21,7 @@ import { lineCurrencies, statementCurrencies } from './currencies.ts'
 import { sqliteImports } from './imports.ts'
 import { COMPANY_TABLES } from './migrations.ts'
 import { sqliteImportStatistics } from './import-statistics.ts'
+import { sqliteOpenError } from './open-errors.ts'
 import { rateLimitFile, SqliteRateLimits } from './rate-limits.ts'
 import { placeholders, slices, sqliteRecordWrites } from './record-writes.ts'
 import { insertLines, sqliteLineResults, sqlitePlans, sqliteStatementResults } from './calculation-results.ts'
@@ -38,8 +39,14 @@ import { listCommissionLines, listStatements } from './offset-lists.ts'
 
 /** Opens (and migrates) the SQLite store at `path`, a file or `:memory:`. */
 export function openSqliteStore(path: string): Store {
-  const connection = new SqliteConnection(path)
-  return sqliteStore(connection, connection.sql, new SqliteRateLimits(rateLimitFile(path)))
+  let connection: SqliteConnection | null = null
+  try {
+    connection = new SqliteConnection(path)
+    return sqliteStore(connection, connection.sql, new SqliteRateLimits(rateLimitFile(path)))
+  } catch (error) {
+    connection?.close()
+    throw sqliteOpenError(path, error)
+  }
 }
 
 function parse<T>(row: Row | undefined): T | null {

@@ -1,0 +1,56 @@
+import { STATUS_CODES } from 'node:http'
+import type { Socket } from 'node:net'
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { Issue } from '../errors.ts'
+import { validationBody } from './errors.ts'
+
+/**
+ * The errors Fastify and Node's HTTP parser answer on their own, before any route or error handler runs,
+ * given the specification's bodies instead of the framework's. The README lists their statuses.
+ */
+
+/** The longest path parameter the router reads (Fastify's default); a longer one is a 414. */
+export const MAX_PARAM_LENGTH = 100
+
+/** Fastify's `frameworkErrors`: a path that is not valid percent-encoding, an over-long path parameter. */
+export function answerFrameworkError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  reply.header('x-request-id', request.id)
+  if (error.code === 'FST_ERR_BAD_URL') {
+    reply.code(400).send(validationBody([{ resource: 'path', description: 'the path is not valid percent-encoding (a % must be followed by two hex digits of UTF-8)' }]))
+  } else if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') {
+    reply.code(414).send(validationBody([{ resource: 'path', description: `a path parameter is longer than ${MAX_PARAM_LENGTH} characters` }]))
+  } else {
+    request.log.error({ err: error }, 'request failed')
+    reply.code(500).send({ message: 'Internal server error', type: 'InternalServerError' })
+  }
+}
+
+/** What Node's HTTP parser refused, as a status and the issue the 400-family body names. */
+function clientIssue(code: string | undefined): { status: number; issue: Issue } {
+  if (code === 'HPE_HEADER_OVERFLOW') return { status: 431, issue: { resource: 'headers', description: 'the request headers are too large' } }
+  if (code === 'ERR_HTTP_REQUEST_TIMEOUT') return { status: 408, issue: { resource: 'request', description: 'the request took too long to arrive' } }
+  return { status: 400, issue: { resource: 'request', description: 'malformed HTTP request' } }
+}
+
+/**
+ * Node's `clientError`: a request the HTTP parser refused (malformed, broken chunked encoding, headers too
+ * large). It is answered with the 400-family body and the connection is closed; it is logged as one line at
+ * debug level, never with a stack, so that a client sending garbage cannot fill the logs.
+ */
+export function answerClientError(this: FastifyInstance, error: NodeJS.ErrnoException, socket: Socket): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return
+  const { status, issue } = clientIssue(error.code)
+  this.log.debug({ code: error.code, remoteAddress: socket.remoteAddress }, 'malformed HTTP request refused')
+  // A response already under way on this connection cannot be replaced by another: the socket is only closed.
+  // Node's own clientError default reads the same private field; there is no public one.
+  // oxlint-disable-next-line no-underscore-dangle
+  const inFlight = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage
+  if (socket.writable && !inFlight?.headersSent) {
+    const body = JSON.stringify(validationBody([issue]))
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    )
+  }
+  socket.destroy()
+}

@@ -1,0 +1,31 @@
+import { isIPv6 } from 'node:net'
+import type { FastifyInstance } from 'fastify'
+import { ValidationError } from '../errors.ts'
+
+/** A DNS name (labels of letters, digits, `-` and `_`) or an IPv4 address, then an optional port. */
+const NAME_AND_PORT = /^(?:[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?)(?:\.[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?)*\.?(?::(\d{1,5}))?$/
+const BRACKETED_IPV6_AND_PORT = /^\[([0-9A-Fa-f:.]+)\](?::(\d{1,5}))?$/
+
+/** True for `host[:port]` as a Host header may carry it: a name, an IPv4 address or a bracketed IPv6 address. */
+export function isValidHost(host: string): boolean {
+  if (host.length > 261) return false
+  const ipv6 = BRACKETED_IPV6_AND_PORT.exec(host)
+  const port = ipv6 ? ipv6[2] : NAME_AND_PORT.exec(host)?.[1]
+  if (ipv6 ? !isIPv6(ipv6[1]) : !NAME_AND_PORT.test(host)) return false
+  return port === undefined || Number(port) <= 65535
+}
+
+/**
+ * Refuses a request whose host (its Host header, or X-Forwarded-Host from a trusted proxy) is not a valid
+ * `host[:port]`, before anything else runs: links the service writes (`next`, `next_url`, `links`) are built
+ * from it when PUBLIC_URL is unset, and must never carry what a hostile header put there.
+ */
+export function refuseInvalidHost(app: FastifyInstance): void {
+  app.addHook('onRequest', async (request) => {
+    // An HTTP/1.0 request may have no Host at all (''): nothing hostile can come of that.
+    const host = request.host
+    if (host !== '' && !isValidHost(host)) {
+      throw new ValidationError({ resource: 'Host', description: 'expected a host name or address, optionally with :port' })
+    }
+  })
+}

@@ -1,0 +1,35 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+
+/** A route path as a pattern over concrete paths: `:param` is one segment, `*` anything. */
+function pathPattern(url: string): RegExp {
+  const segments = url.split('/').map((segment) => {
+    if (segment === '*') return '.*'
+    if (segment.startsWith(':')) return '[^/]+'
+    return segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+  })
+  return new RegExp(`^${segments.join('/')}/?$`)
+}
+
+/**
+ * Tells a wrong method on a known path (405, with `Allow`) from an unknown path (404): every route registered
+ * after this is called is remembered with its methods. Fastify itself answers both with a 404.
+ */
+export function trackRouteMethods(app: FastifyInstance): (request: FastifyRequest, reply: FastifyReply) => boolean {
+  const routes: { pattern: RegExp; methods: string[] }[] = []
+  app.addHook('onRoute', (route) => {
+    routes.push({ pattern: pathPattern(route.url ?? route.path), methods: [route.method].flat() })
+  })
+
+  /** Answers 405 when the path is a route's under other methods; false (nothing sent) otherwise. */
+  return (request, reply) => {
+    const path = request.url.split('?')[0]
+    const allowed = new Set(routes.filter((route) => route.pattern.test(path)).flatMap((route) => route.methods))
+    if (allowed.size === 0 || allowed.has(request.method)) return false
+    const allow = [...allowed].toSorted().join(', ')
+    reply
+      .code(405)
+      .header('allow', allow)
+      .send({ message: `Method ${request.method} is not allowed on ${path}; allowed: ${allow}`, resource: 'method', type: 'MethodNotAllowedError' })
+    return true
+  }
+}

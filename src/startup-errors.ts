@@ -1,0 +1,31 @@
+import type { Config } from './config.ts'
+import { StoreOpenError } from './store/store-open-error.ts'
+import { storeDescription } from './store/open-store.ts'
+
+type SystemError = Error & { code?: string; syscall?: string; path?: string }
+
+/**
+ * What stopped the process from starting, as one line that names the cause and the setting behind it, for the
+ * causes an operator can fix: the port, the host, DATA_DIR, the SQLite file, MongoDB. Null for anything else.
+ */
+export function startupFailure(error: unknown, config: Config): string | null {
+  if (error instanceof StoreOpenError) return error.message
+  if (!(error instanceof Error)) return null
+  const { code, syscall } = error as SystemError
+  const address = `${config.host}:${config.port}`
+  if (syscall === 'listen' || syscall === 'getaddrinfo' || code === 'EADDRINUSE') {
+    if (code === 'EADDRINUSE') return `cannot listen on ${address}: the port is in use (another process holds it; set PORT to another port)`
+    if (code === 'EADDRNOTAVAIL') return `cannot listen on ${address}: HOST=${config.host} is not an address of this machine`
+    if (code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'EAI_NONAME') return `cannot listen on ${address}: HOST=${config.host} does not resolve to an address`
+    if (code === 'EACCES') return `cannot listen on ${address}: not allowed (ports below 1024 need privileges; set PORT)`
+  }
+  if (syscall === 'mkdir' || syscall === 'open' || syscall === 'access') {
+    const reason = code === 'EEXIST' || code === 'ENOTDIR' ? 'a file stands where the directory should be' : code === 'ENOENT' ? 'a parent directory is missing' : 'it is not writable'
+    return `cannot use DATA_DIR=${config.dataDir}: ${reason}`
+  }
+  if (error.name === 'MongoServerSelectionError' || error.name === 'MongoNetworkError' || error.name === 'MongoNetworkTimeoutError') {
+    return `cannot reach ${storeDescription(config)} (MONGODB_URL): ${error.message}`
+  }
+  if (error.name === 'MongoParseError' || error.name === 'MongoAPIError') return `MONGODB_URL is not usable: ${error.message}`
+  return null
+}

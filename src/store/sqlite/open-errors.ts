@@ -1,0 +1,31 @@
+import { StoreOpenError } from '../store-open-error.ts'
+
+/** A database file that holds tables but none of ours: another application's, which we must not migrate. */
+export class ForeignDatabaseError extends Error {
+  override name = 'ForeignDatabaseError'
+}
+
+/** SQLite's primary result codes that say why a file cannot be used (the low byte of an extended code). */
+const CANNOT_WRITE = new Set([8 /* READONLY */, 14 /* CANTOPEN */, 23 /* AUTH */, 3 /* PERM */])
+const NOT_A_DATABASE = 26
+const CORRUPT = 11
+
+/** What went wrong opening the SQLite file `file`, as a StoreOpenError that names the file and the cause. */
+export function sqliteOpenError(file: string, error: unknown): StoreOpenError {
+  const cause = sqliteCause(error)
+  return new StoreOpenError(`cannot open the SQLite store ${file}: ${cause}`, { cause: error })
+}
+
+function sqliteCause(error: unknown): string {
+  if (error instanceof ForeignDatabaseError) return error.message
+  const { errcode, code, message } = error as { errcode?: number; code?: string; message?: string }
+  if (code === 'EACCES' || code === 'EPERM' || code === 'EROFS') return 'DATA_DIR is not writable'
+  if (code === 'ENOTDIR' || code === 'EEXIST') return 'a file stands where DATA_DIR or a directory inside it should be'
+  if (typeof errcode === 'number') {
+    const primary = errcode & 0xff
+    if (primary === NOT_A_DATABASE) return 'the file is not a SQLite database (corrupt, or another kind of file): move it away or point DATA_DIR elsewhere'
+    if (primary === CORRUPT) return 'the database file is corrupt: restore it from a backup or point DATA_DIR elsewhere'
+    if (CANNOT_WRITE.has(primary)) return 'the file or its directory is not writable by this user'
+  }
+  return message ?? String(error)
+}

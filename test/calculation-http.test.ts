@@ -1,0 +1,328 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { ImportWorker } from '../src/imports/worker.ts'
+import { type CallOptions, type Reply, startTestServer, type TestServer } from './helpers/server.ts'
+
+/**
+ * Plans over HTTP, end to end: what v1 writes becomes what v2 (and the deprecated v1 reads) serve, and an
+ * incremental sync sees exactly what changed. The test server's clock starts at 2026-06-01.
+ */
+
+const ADMIN_TOKEN = 'calculation-admin-token-0123456789'
+
+function plannedCompany() {
+  const deal = (id: string, owner: string, closeDate: string, amount: number, currency = 'EUR', types = 'upsell') => ({
+    id,
+    name: `Deal ${id}`,
+    owner_id: owner,
+    close_date: closeDate,
+    amount,
+    amount_currency: currency,
+    deal_types: types,
+    modified_at: '2026-05-31T00:00:00Z',
+  })
+  return {
+    company: { name: 'Planned', default_currency: 'EUR' },
+    users: [
+      // The key's owner: archiving a salesperson must not take the key away.
+      { email: 'admin@planned.example', currency: 'EUR' },
+      { email: 'ann@planned.example', currency: 'EUR' },
+      { email: 'bob@planned.example', currency: 'USD' },
+    ],
+    custom_metrics: [
+      { api_key: 'attainment', name: 'Attainment', kind: 'percentage' },
+      { api_key: 'tier', name: 'Tier', kind: 'enum', enum_values: ['silver', 'gold'] },
+      { api_key: 'bonus', name: 'Bonus', kind: 'amount' },
+    ],
+    data_tables: [
+      {
+        key: 'deals',
+        name: 'Deals',
+        id_field: 'id',
+        name_field: 'name',
+        fields: [
+          { api_key: 'id', name: 'Id', type: 'string' },
+          { api_key: 'name', name: 'Name', type: 'string' },
+          { api_key: 'owner_id', name: 'Owner', type: 'string' },
+          { api_key: 'close_date', name: 'Close date', type: 'datetime' },
+          { api_key: 'amount', name: 'Amount', type: 'amount' },
+          { api_key: 'deal_types', name: 'Types', type: 'multi' },
+        ],
+        records: [deal('D-0', 'ann@planned.example', '2026-04-10T10:00:00Z', 5_000), deal('D-1', 'ann@planned.example', '2026-05-10T10:00:00Z', 6_000)],
+      },
+    ],
+    reporting_structures: [
+      { name: 'Statements', type: 'statement_reporting', metrics: ['attainment', 'tier', 'bonus'] },
+      { name: 'Deal commissions', type: 'record_reporting', data_table: 'deals', metrics: ['bonus'], fields: ['name', 'amount'] },
+    ],
+    quotas: [
+      {
+        name: 'Monthly bookings',
+        type: 'amount',
+        frequency: 'monthly',
+        currency: 'EUR',
+        values: ['2026-04', '2026-05', '2026-06'].map((period) => ({ user: 'ann@planned.example', period, value: 10_000 })),
+      },
+    ],
+    plans: [
+      {
+        name: 'Sales plan',
+        data_table: 'deals',
+        user_field: 'owner_id',
+        date_field: 'close_date',
+        amount_field: 'amount',
+        frequency: 'monthly',
+        rate: 0.05,
+        quota: 'Monthly bookings',
+        tiers: [
+          { from: 0.8, rate: 0.06, name: 'silver' },
+          { from: 1.1, rate: 0.1, name: 'gold' },
+        ],
+        metrics: { attainment: 'attainment', tier: 'tier', bonus: 'bonus' },
+      },
+    ],
+    closed_periods: [{ through: '2026-04', status: 'paid' }],
+  }
+}
+
+interface Harness {
+  server: TestServer
+  worker: ImportWorker
+  companyId: string
+  call(path: string, options?: CallOptions): Promise<Reply>
+  admin(path: string, options?: CallOptions): Promise<Reply>
+  /** Posts records, runs the import and asserts it finished without error. */
+  upsertDeals(records: unknown[]): Promise<void>
+  /** Every row of a v2 endpoint, following next_url. */
+  walk(path: string): Promise<any[]>
+  statementsPath: string
+  recordsPath: string
+}
+
+async function startHarness(): Promise<Harness> {
+  const server = await startTestServer({ RATE_LIMIT_PER_SECOND: '1000000', ADMIN_TOKEN })
+  const { companyId, apiKey } = await server.load(plannedCompany())
+  const worker = new ImportWorker({ store: server.store, clock: server.clock, owner: 'calculation-test' })
+  const call = (path: string, options: CallOptions = {}) => server.call(path, { key: apiKey, ...options })
+  const discovery = await call('/v2/data-structures')
+  const linkOf = (type: string) => new URL(discovery.body.data.find((entry: { type: string }) => entry.type === type).links.records).pathname
+  return {
+    server,
+    worker,
+    companyId,
+    call,
+    admin: (path, options = {}) => server.call(path, { ...options, headers: { authorization: `Bearer ${ADMIN_TOKEN}`, ...options.headers } }),
+    async upsertDeals(records) {
+      const posted = await call('/v1/tables/deals/records/bulk', { method: 'POST', body: records })
+      expect(posted.status).toBe(200)
+      await worker.drain()
+      const imported = await call(`/v1/imports/${posted.body.import_id}`)
+      expect(imported.body.data_import).toMatchObject({ status: 'finished', error: false })
+    },
+    async walk(path) {
+      const rows = []
+      let next: string | null = path
+      while (next) {
+        const page: Reply = await call(next.startsWith('http') ? new URL(next).pathname + new URL(next).search : next)
+        expect(page.status).toBe(200)
+        rows.push(...page.body.data)
+        next = page.body.meta.next_url
+      }
+      return rows
+    },
+    statementsPath: linkOf('statement_reporting'),
+    recordsPath: linkOf('record_reporting'),
+  }
+}
+
+const byDateOf = (rows: any[], date: string) => rows.filter((row) => row['standard.date'] === date)
+const dealOf = (row: any) => row['datatable.name']
+
+describe('plans over HTTP', () => {
+  let h: Harness
+
+  beforeEach(async () => {
+    h = await startHarness()
+  })
+  afterEach(async () => {
+    await h.worker.stop()
+    await h.server.close()
+  })
+
+  it('turns an upserted deal into a line and a new total, which an incremental sync sees, and a deletion takes back', async () => {
+    const before = await h.walk(h.statementsPath)
+    const [may] = byDateOf(before, '2026-05-01')
+    // 6,000 of a 10,000 target: 60 %, under silver: 5 % = 300.
+    expect(may).toMatchObject({ 'standard.total_commission': { value: 300, currency: 'EUR' }, 'standard.status': 'pending', 'custom.attainment': 0.6, 'custom.tier': null })
+    const linesBefore = await h.walk(h.recordsPath)
+    expect(linesBefore.map(dealOf).toSorted()).toEqual(['Deal D-0', 'Deal D-1'])
+
+    h.server.clock.advance(60_000)
+    const sinceUpsert = h.server.clock.now().toISOString()
+    h.server.clock.advance(1_000)
+    await h.upsertDeals([{ id: 'D-2', name: 'Deal D-2', owner_id: 'ann@planned.example', close_date: '2026-05-20', amount: 4_000, amount_currency: 'EUR', deal_types: 'new' }])
+
+    // 10,000 of 10,000: 100 %, silver at 6 % for the whole month: D-1 360, D-2 240.
+    const [mayAfter] = byDateOf(await h.walk(h.statementsPath), '2026-05-01')
+    expect(mayAfter).toMatchObject({ 'standard.id': may['standard.id'], 'standard.total_commission': { value: 600, currency: 'EUR' }, 'custom.attainment': 1, 'custom.tier': 'silver' })
+    expect(mayAfter['custom.bonus']).toEqual({ value: 100, currency: 'EUR' })
+    const lines = await h.walk(h.recordsPath)
+    expect(lines.map((line) => [dealOf(line), line['standard.commission_impact'].value]).toSorted()).toEqual([
+      ['Deal D-0', 250],
+      ['Deal D-1', 360],
+      ['Deal D-2', 240],
+    ])
+    const total = lines.filter((line) => line['standard.date'].startsWith('2026-05')).reduce((sum, line) => sum + line['standard.commission_impact'].value, 0)
+    expect(total).toBe(mayAfter['standard.total_commission'].value)
+
+    // An incremental sync sees exactly the rows whose values changed: the statement, the re-priced line, the new one.
+    const changedStatements = await h.walk(`${h.statementsPath}?last_modified_after=${sinceUpsert}`)
+    expect(changedStatements.map((row) => row['standard.id'])).toEqual([may['standard.id']])
+    const changedLines = await h.walk(`${h.recordsPath}?last_modified_after=${sinceUpsert}`)
+    expect(changedLines.map(dealOf).toSorted()).toEqual(['Deal D-1', 'Deal D-2'])
+
+    // The deprecated v1 read and discovery say the same.
+    const v1 = await h.call('/v1/reporting?limit=10')
+    expect(v1.body.data.find((row: any) => row.id === may['standard.id'])).toMatchObject({ payment: 600, attainment: 1, tier: 'silver' })
+    const discovery = await h.call('/v2/data-structures')
+    expect(discovery.body.data.find((entry: any) => entry.type === 'record_reporting').total_records).toBe(3)
+
+    h.server.clock.advance(60_000)
+    const sinceDeletion = h.server.clock.now().toISOString()
+    h.server.clock.advance(1_000)
+    await h.upsertDeals([{ id: 'D-2', deleted: true }])
+    const [mayBack] = byDateOf(await h.walk(h.statementsPath), '2026-05-01')
+    expect(mayBack).toMatchObject({ 'standard.total_commission': { value: 300, currency: 'EUR' }, 'custom.attainment': 0.6, 'custom.tier': null })
+    expect((await h.walk(h.recordsPath)).map(dealOf).toSorted()).toEqual(['Deal D-0', 'Deal D-1'])
+    expect((await h.walk(`${h.recordsPath}?last_modified_after=${sinceDeletion}`)).map(dealOf)).toEqual(['Deal D-1'])
+  })
+
+  it('changes nothing in a paid period: its statement and lines stay as they were', async () => {
+    const [april] = byDateOf(await h.walk(h.statementsPath), '2026-04-01')
+    expect(april).toMatchObject({ 'standard.status': 'paid', 'standard.total_commission': { value: 250, currency: 'EUR' } })
+    const stored = await h.server.store.statements.findOfPlan(h.companyId, (await h.server.store.plans.list(h.companyId))[0].id)
+    h.server.clock.advance(60_000)
+    await h.upsertDeals([
+      { id: 'D-3', name: 'Deal D-3', owner_id: 'ann@planned.example', close_date: '2026-04-15', amount: 50_000, amount_currency: 'EUR', deal_types: 'new' },
+      { id: 'D-0', name: 'Deal D-0', owner_id: 'ann@planned.example', close_date: '2026-04-10', amount: 1, amount_currency: 'EUR', deal_types: 'new' },
+    ])
+    const [aprilAfter] = byDateOf(await h.walk(h.statementsPath), '2026-04-01')
+    expect(aprilAfter).toEqual(april)
+    expect(await h.server.store.statements.findOfPlan(h.companyId, (await h.server.store.plans.list(h.companyId))[0].id)).toEqual(stored)
+    expect((await h.walk(h.recordsPath)).map((line) => [dealOf(line), line['standard.commission_impact'].value]).toSorted()).toEqual([
+      ['Deal D-0', 250],
+      ['Deal D-1', 300],
+    ])
+  })
+
+  it('calculates a deal of a user created later, once the users import brings them', async () => {
+    await h.upsertDeals([{ id: 'D-9', name: 'Deal D-9', owner_id: 'cat@planned.example', close_date: '2026-05-05', amount: 2_000, amount_currency: 'EUR', deal_types: 'new' }])
+    expect((await h.walk(h.recordsPath)).map(dealOf)).not.toContain('Deal D-9')
+    const problems = await h.admin(`/admin/companies/${h.companyId}/calculation-problems`)
+    expect(problems.body.data[0].problems).toEqual([expect.objectContaining({ record: 'D-9', message: 'owner_id: no user cat@planned.example' })])
+
+    const users = await h.call('/v1/users/bulk', { method: 'PUT', body: { data: [{ email: 'Cat@planned.example', currency: 'EUR' }] } })
+    expect(users.status).toBe(200)
+    await h.worker.drain()
+    const line = (await h.walk(h.recordsPath)).find((row) => dealOf(row) === 'Deal D-9')
+    expect(line).toMatchObject({ 'standard.commission_impact': { value: 100, currency: 'EUR' }, 'standard.user': { email: 'Cat@planned.example' } })
+  })
+
+  it('stops paying an archived user after their last month of activity', async () => {
+    await h.upsertDeals([{ id: 'D-6', name: 'Deal D-6', owner_id: 'ann@planned.example', close_date: '2026-06-02', amount: 1_000, amount_currency: 'EUR', deal_types: 'new' }])
+    expect(byDateOf(await h.walk(h.statementsPath), '2026-06-01')).toHaveLength(1)
+    const archived = await h.call('/v1/users/archive/bulk', { method: 'DELETE', body: { data: [{ user: 'ann@planned.example', end_date: '2026-05' }] } })
+    expect(archived.status).toBe(200)
+    expect(byDateOf(await h.walk(h.statementsPath), '2026-06-01')).toEqual([])
+    expect(byDateOf(await h.walk(h.statementsPath), '2026-05-01')).toHaveLength(1)
+    expect((await h.walk(h.recordsPath)).map(dealOf)).not.toContain('Deal D-6')
+  })
+})
+
+describe('plans and exchange rates through the admin routes', () => {
+  let h: Harness
+
+  beforeEach(async () => {
+    h = await startHarness()
+  })
+  afterEach(async () => {
+    await h.worker.stop()
+    await h.server.close()
+  })
+
+  const salesPlan = () => plannedCompany().plans[0]
+
+  it('lists plans as defined, replaces one and recalculates, deletes one and its pending results', async () => {
+    const listed = await h.admin(`/admin/companies/${h.companyId}/plans`)
+    expect(listed.status).toBe(200)
+    expect(listed.body.data).toEqual([{ ...salesPlan(), id: expect.any(String), environment: 'live', filters: [], tier_mode: 'whole' }])
+    const planId = listed.body.data[0].id
+
+    const replaced = await h.admin(`/admin/companies/${h.companyId}/plans/${planId}`, { method: 'PUT', body: { ...salesPlan(), rate: 0.07 } })
+    expect(replaced.status).toBe(200)
+    expect(replaced.body.plan).toMatchObject({ id: planId, rate: 0.07 })
+    // The pending cells are recalculated (May: 6,000 × 7 %; June, a target without deals, states the same), the paid
+    // April one is not.
+    expect(replaced.body.calculation).toMatchObject({ cells: 2, statements_written: 1, problems: [] })
+    const statements = await h.walk(h.statementsPath)
+    expect(byDateOf(statements, '2026-05-01')[0]['standard.total_commission'].value).toBe(420)
+    expect(byDateOf(statements, '2026-04-01')[0]['standard.total_commission'].value).toBe(250)
+
+    const deleted = await h.admin(`/admin/companies/${h.companyId}/plans/${planId}`, { method: 'DELETE' })
+    expect(deleted.status).toBe(204)
+    const left = await h.walk(h.statementsPath)
+    expect(left.map((row) => row['standard.date'])).toEqual(['2026-04-01'])
+    expect((await h.walk(h.recordsPath)).map(dealOf)).toEqual(['Deal D-0'])
+  })
+
+  it('creates a plan with a filter and calculates it at once; refuses one that names what does not exist', async () => {
+    const plan = { ...salesPlan(), name: 'New business', frequency: 'quarterly', quota: undefined, tiers: [], metrics: {}, rate: 0.01, filters: [{ field: 'deal_types', contains: 'new' }] }
+    await h.upsertDeals([{ id: 'D-7', name: 'Deal D-7', owner_id: 'ann@planned.example', close_date: '2026-05-05', amount: 3_000, amount_currency: 'EUR', deal_types: 'new;upsell' }])
+    const created = await h.admin(`/admin/companies/${h.companyId}/plans`, { method: 'POST', body: plan })
+    expect(created.status).toBe(201)
+    expect(created.body.calculation).toMatchObject({ cells: 1, statements_written: 1, lines_written: 1 })
+    const quarter = (await h.walk(h.statementsPath)).filter((row) => row['standard.date'] === '2026-04-01' && row['standard.total_commission'].value === 30)
+    expect(quarter).toHaveLength(1)
+
+    const wrong = { ...plan, name: 'Wrong', data_table: 'deals', amount_field: 'name', quota: 'Nope', filters: [{ field: 'name', contains: 'x' }] }
+    const refused = await h.admin(`/admin/companies/${h.companyId}/plans`, { method: 'POST', body: wrong })
+    expect(refused.status).toBe(400)
+    expect(refused.body.errors.map((error: { resource: string }) => error.resource).toSorted()).toEqual(['amount_field', 'filters/0/contains', 'quota'])
+    const taken = await h.admin(`/admin/companies/${h.companyId}/plans`, { method: 'POST', body: plan })
+    expect(taken.status).toBe(400)
+    expect(taken.body.errors[0]).toMatchObject({ resource: 'name' })
+  })
+
+  it('reports a currency without a rate, and calculates it once the rate is set', async () => {
+    await h.upsertDeals([{ id: 'D-8', name: 'Deal D-8', owner_id: 'ann@planned.example', close_date: '2026-06-03', amount: 1_000, amount_currency: 'USD', deal_types: 'new' }])
+    const [june] = byDateOf(await h.walk(h.statementsPath), '2026-06-01')
+    expect(june['standard.total_commission']).toBeNull()
+    const problems = await h.admin(`/admin/companies/${h.companyId}/calculation-problems`)
+    expect(problems.body.data[0].problems).toEqual([expect.objectContaining({ period: '2026-06', message: expect.stringContaining('USD') })])
+
+    const set = await h.admin(`/admin/companies/${h.companyId}/exchange-rates`, { method: 'PUT', body: { USD: 0.9 } })
+    expect(set.status).toBe(200)
+    expect(set.body.exchange_rates).toEqual({ USD: 0.9 })
+    const [juneAfter] = byDateOf(await h.walk(h.statementsPath), '2026-06-01')
+    // 1,000 USD = 900 EUR, 9 % of the target: 5 % = 45.
+    expect(juneAfter['standard.total_commission']).toEqual({ value: 45, currency: 'EUR' })
+    const bad = await h.admin(`/admin/companies/${h.companyId}/exchange-rates`, { method: 'PUT', body: { USD: 0 } })
+    expect(bad.status).toBe(400)
+  })
+
+  it('recalculates a cell whose quota value changes, and a statement moved back to pending', async () => {
+    const store = h.server.store
+    const [quota] = await store.quotas.list(h.companyId)
+    const [mayValue] = (await store.quotaValues.page(h.companyId, quota.id, { limit: 10 })).filter((value) => value.period === '2026-05')
+    const edited = await h.admin(`/admin/companies/${h.companyId}/quota-values/${mayValue.id}`, { method: 'PATCH', body: { value: 5_000 } })
+    expect(edited.status).toBe(200)
+    // 6,000 of 5,000: 120 %, gold: 600.
+    const [may] = byDateOf(await h.walk(h.statementsPath), '2026-05-01')
+    expect(may).toMatchObject({ 'standard.total_commission': { value: 600, currency: 'EUR' }, 'custom.tier': 'gold' })
+
+    const [april] = byDateOf(await h.walk(h.statementsPath), '2026-04-01')
+    const reopened = await h.admin(`/admin/companies/${h.companyId}/statements/${april['standard.id']}`, { method: 'PATCH', body: { status: 'pending', payment: 1 } })
+    expect(reopened.status).toBe(200)
+    // Back to pending, the cell is calculated again: the edited payment does not stay.
+    expect(reopened.body).toMatchObject({ status: 'pending', payment: 250 })
+  })
+})

@@ -1,0 +1,155 @@
+import { readFileSync, writeFileSync } from 'node:fs'
+import { resolve } from 'node:path'
+import * as fc from 'fast-check'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { ManualClock } from '../src/clock.ts'
+import { ValidationError } from '../src/errors.ts'
+import { loadFixture } from '../src/fixtures/load-fixture.ts'
+import { openSqliteStore } from '../src/store/sqlite/sqlite-store.ts'
+import { smallFixture } from './helpers/fixtures.ts'
+import { runCli, tempDataDir } from './helpers/process.ts'
+import { startTestServer, type TestServer } from './helpers/server.ts'
+
+/** The refusal a fixture gets from a fresh store: the thrown error, which must be a ValidationError. */
+async function refusalOf(fixture: unknown): Promise<ValidationError> {
+  const store = openSqliteStore(':memory:')
+  try {
+    const error: unknown = await loadFixture(store, new ManualClock(), fixture).then(() => null, (thrown: unknown) => thrown)
+    expect(error).toBeInstanceOf(ValidationError)
+    expect(await store.companies.list()).toEqual([])
+    return error as ValidationError
+  } finally {
+    await store.close()
+  }
+}
+
+const resources = (error: ValidationError) => error.issues.map((issue) => issue.resource)
+
+describe('bad fixtures are refused cleanly', () => {
+  it('reports schema problems and cross-reference problems in one pass', async () => {
+    const fixture = smallFixture() as any
+    fixture.users[1].currency = 'dollars' // a schema problem
+    fixture.statements[0].user = 'nobody@acme.example' // a reference that does not resolve
+    fixture.quotas[0].values[0].period = '2026-Q1' // a monthly quota: a value check of the planner
+    fixture.custom_metrics.push({ api_key: 'tier', name: 'Again', kind: 'float' }) // a duplicated key
+    expect(resources(await refusalOf(fixture))).toEqual(
+      expect.arrayContaining(['/users/1/currency', '/statements/0/user', '/quotas/0/values/0/period', '/custom_metrics/3/api_key']),
+    )
+  })
+
+  it('a user left out for a schema problem does not hide the problems of the items that name it', async () => {
+    const fixture = smallFixture() as any
+    fixture.users[1].junior = 'yes'
+    fixture.managers = [{ user: 'rep@acme.example', manager: 'owner@acme.example', start_date: '2026-01', end_date: '2025-01' }]
+    expect(resources(await refusalOf(fixture))).toEqual(['/users/1/junior', '/managers/0/end_date'])
+  })
+
+  it.each(['__proto__', 'constructor', 'prototype'])('refuses %s as a field, attribute, metric or dimension key', async (name) => {
+    const fixture = JSON.parse(JSON.stringify(smallFixture()).replace('"region"', JSON.stringify(name))) as any
+    fixture.data_tables[0].fields.push({ api_key: name, name: 'Reserved', type: 'string' })
+    fixture.custom_metrics.push({ api_key: name, name: 'Reserved', kind: 'float' })
+    fixture.statements[0].dimensions = JSON.parse(`{${JSON.stringify(name)}: ["x"]}`)
+    const found = resources(await refusalOf(fixture))
+    expect(found).toEqual(expect.arrayContaining(['/user_attributes/0/api_key', '/data_tables/0/fields/4/api_key', '/custom_metrics/3/api_key', `/statements/0/dimensions/${name}`]))
+  })
+
+  it('refuses a secret given twice in one fixture', async () => {
+    const fixture = smallFixture()
+    fixture.api_keys = [
+      { user: 'owner@acme.example', secret: 'cak_the-same-secret-twice' },
+      { user: 'rep@acme.example', secret: 'cak_the-same-secret-twice' },
+    ]
+    const error = await refusalOf(fixture)
+    expect(error.issues).toEqual([{ resource: '/api_keys/1/secret', description: expect.stringContaining('/api_keys/0/secret') }])
+  })
+
+  it('never throws anything but a refusal, whatever a fixture holds', async () => {
+    const base = smallFixture() as any
+    const sections = Object.keys(base)
+    const store = openSqliteStore(':memory:')
+    try {
+      await fc.assert(
+        fc.asyncProperty(fc.constantFrom(...sections), fc.nat(), fc.jsonValue({ maxDepth: 3 }), fc.boolean(), async (section, at, value, whole) => {
+          const fixture = structuredClone(base)
+          const items = fixture[section]
+          // Replace a whole section, or one item (or one field of one item) of it, with arbitrary JSON.
+          if (whole || !Array.isArray(items)) fixture[section] = value
+          else {
+            const item = items[at % items.length]
+            const fields = Object.keys(item)
+            if (at % 2 === 0) items[at % items.length] = value
+            else item[fields[at % fields.length]] = value
+          }
+          const outcome = await loadFixture(store, new ManualClock(), fixture).then(
+            () => 'loaded',
+            (error: unknown) => error,
+          )
+          return outcome === 'loaded' || outcome instanceof ValidationError
+        }),
+        { numRuns: 150 },
+      )
+      await expect(store.companies.list()).resolves.toBeDefined()
+    } finally {
+      await store.close()
+    }
+  })
+})
+
+function fixtureWithSecret(name: string) {
+  const fixture = smallFixture(name)
+  fixture.api_keys = [{ user: `owner@${name.toLowerCase()}.example`, secret: 'cak_a-secret-two-companies-want' }]
+  return fixture
+}
+
+describe('an API-key secret another company uses', () => {
+  let server: TestServer
+  beforeAll(async () => {
+    server = await startTestServer({ ADMIN_TOKEN: 'fixture-refusals-admin-token' })
+  })
+  afterAll(() => server.close())
+
+  it('is a 400 from POST /admin/companies naming /api_keys/N/secret as a ConflictError, and the first company keeps its key', async () => {
+    const admin = { authorization: 'Bearer fixture-refusals-admin-token' }
+    expect((await server.call('/admin/companies', { method: 'POST', headers: admin, body: fixtureWithSecret('First') })).status).toBe(201)
+    const second = await server.call('/admin/companies', { method: 'POST', headers: admin, body: fixtureWithSecret('Second') })
+    expect(second.status).toBe(400)
+    expect(second.body).toEqual({ count: 1, errors: [{ error: 'ConflictError', resource: '/api_keys/0/secret', description: expect.any(String) }] })
+    expect((await server.call('/v2/data-structures', { key: 'cak_a-secret-two-companies-want' })).status).toBe(200)
+  })
+
+  it('is a clean refusal from the CLI, with every problem listed and no stack', () => {
+    const dataDir = tempDataDir()
+    const file = resolve(dataDir, 'fixture.json')
+    const env = { DATA_DIR: dataDir }
+    const write = (fixture: unknown) => writeFileSync(file, JSON.stringify(fixture))
+    write(fixtureWithSecret('First'))
+    expect(runCli(['load', file], env).code).toBe(0)
+    const broken = fixtureWithSecret('Second') as any
+    broken.users[0].currency = 'euros'
+    write(broken)
+    const refused = runCli(['load', file], env)
+    expect(refused.code).toBe(1)
+    expect(refused.stderr).toContain('/api_keys/0/secret: this secret is already an API key')
+    expect(refused.stderr).toContain('/users/0/currency')
+    expect(refused.stderr).not.toMatch(/\n\s+at /)
+  })
+})
+
+describe('the fixtures the README shows', () => {
+  const readme = readFileSync(resolve(import.meta.dirname, '../README.md'), 'utf8')
+  const fixtures = [...readme.matchAll(/```json\n([\s\S]*?)```/g)].map((match) => match[1]).filter((block) => /^\s*\{\s*"company"/.test(block))
+
+  it('there is at least one', () => {
+    expect(fixtures.length).toBeGreaterThan(0)
+  })
+
+  it.each(fixtures.map((text, index) => [index, text]))('fixture %i loads', async (_index, text) => {
+    const store = openSqliteStore(':memory:')
+    try {
+      const loaded = await loadFixture(store, new ManualClock(), JSON.parse(text as string))
+      expect(loaded.api_keys).toHaveLength(1)
+    } finally {
+      await store.close()
+    }
+  })
+})

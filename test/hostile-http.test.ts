@@ -1,0 +1,123 @@
+import { connect } from 'node:net'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { isValidHost } from '../src/routes/host-header.ts'
+import { smallFixture } from './helpers/fixtures.ts'
+import { startTestServer, type TestServer } from './helpers/server.ts'
+
+const validationFamily = (resource: string) => ({ count: 1, errors: [{ error: 'ValidationError', resource, description: expect.any(String) }] })
+
+/** Writes raw bytes to the server and reads everything it answers until it closes the connection. */
+function rawExchange(url: string, bytes: string): Promise<{ status: number; headers: string; body: string }> {
+  const { hostname, port } = new URL(url)
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname, () => socket.write(bytes))
+    let received = ''
+    socket.on('data', (chunk) => (received += chunk.toString()))
+    socket.on('error', reject)
+    socket.on('close', () => {
+      const [head, body = ''] = received.split('\r\n\r\n')
+      resolve({ status: Number(head.split(' ')[1]), headers: head, body })
+    })
+  })
+}
+
+describe('hostile HTTP: every refusal in the documented bodies', () => {
+  let server: TestServer
+  let key: string
+  beforeAll(async () => {
+    server = await startTestServer()
+    key = (await server.load(smallFixture())).apiKey
+  })
+  afterAll(() => server.close())
+
+  it('a malformed percent-encoding in the path is a 400 naming the path', async () => {
+    for (const path of ['/v2/data-structures/%zz/fields', '/v1/tables/%E0%A4%A/records', '/v2/data-structures%']) {
+      const reply = await server.call(path, { key, headers: { 'x-request-id': 'bad-url' } })
+      expect(reply.status, path).toBe(400)
+      expect(reply.body, path).toEqual(validationFamily('path'))
+      expect(reply.headers['x-request-id']).toBe('bad-url')
+    }
+  })
+
+  it('an over-long path parameter is a 414 with the 400-family body', async () => {
+    const reply = await server.call(`/v2/data-structures/${'a'.repeat(101)}/fields`, { key })
+    expect(reply.status).toBe(414)
+    expect(reply.body).toEqual(validationFamily('path'))
+    // 100 characters are still read, and name nothing.
+    expect((await server.call(`/v2/data-structures/${'a'.repeat(100)}/fields`, { key })).status).toBe(404)
+  })
+
+  it('a wrong method on a known path is a 405 with Allow and a body of the 404 family', async () => {
+    const reply = await server.call('/v2/data-structures', { method: 'DELETE', key })
+    expect(reply.status).toBe(405)
+    expect(reply.headers.allow).toBe('GET, HEAD')
+    expect(reply.body).toEqual({ message: expect.any(String), resource: 'method', type: 'MethodNotAllowedError' })
+    const put = await server.call('/v1/tables/deals/records/bulk', { method: 'PUT', key, body: [] })
+    expect(put.status).toBe(405)
+    expect(put.headers.allow).toBe('POST')
+    const users = await server.call('/v1/users/bulk', { method: 'POST', key, body: { data: [] } })
+    expect(users.headers.allow).toBe('PUT')
+    // An unknown path stays a 404.
+    expect((await server.call('/v2/nothing-here', { method: 'DELETE', key })).status).toBe(404)
+  })
+
+  it('oversized headers are a 431 with the 400-family body', async () => {
+    const reply = await rawExchange(server.url, `GET /v2/data-structures HTTP/1.1\r\nHost: localhost\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`)
+    expect(reply.status).toBe(431)
+    expect(JSON.parse(reply.body)).toEqual(validationFamily('headers'))
+  })
+
+  it('malformed HTTP is a 400 with the documented body, logged without a stack', async () => {
+    const before = server.logs.length
+    for (const bytes of ['GET /v2/data-structures HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n', 'GARBAGE\r\n\r\n']) {
+      const reply = await rawExchange(server.url, bytes)
+      expect(reply.status).toBe(400)
+      expect(JSON.parse(reply.body)).toEqual(validationFamily('request'))
+    }
+    expect(server.logs.slice(before).filter((line) => (line.level as number) >= 40)).toEqual([])
+  })
+
+  it('a chunked request with a broken chunk size logs one line at most, and no stack', async () => {
+    const before = server.logs.length
+    const reply = await rawExchange(
+      server.url,
+      `POST /v1/tables/deals/records/bulk HTTP/1.1\r\nHost: localhost\r\nX-API-Key: ${key}\r\nContent-Type: application/json\r\n` +
+        'Transfer-Encoding: chunked\r\n\r\nzz\r\n[]\r\n0\r\n\r\n',
+    )
+    expect(reply.status).toBe(400)
+    expect(JSON.parse(reply.body)).toEqual(validationFamily('request'))
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    const lines = server.logs.slice(before)
+    expect(lines.length).toBeLessThanOrEqual(1)
+    expect(JSON.stringify(lines)).not.toContain('stack')
+  })
+
+  it('refuses a Host header that is not a valid host[:port], so that no link is built from it', async () => {
+    for (const host of ['evil.example/<x>', 'a b', 'example.com:99999', 'user@example.com', '[zz::1]', 'x"y']) {
+      const reply = await rawExchange(server.url, `GET /v2/data-structures HTTP/1.1\r\nHost: ${host}\r\nX-API-Key: ${key}\r\nConnection: close\r\n\r\n`)
+      expect(reply.status, host).toBe(400)
+      expect(JSON.parse(reply.body), host).toEqual(validationFamily('Host'))
+    }
+    const fine = await server.call('/v2/data-structures', { key, headers: { host: 'api.example.com:8080' } })
+    expect(fine.status).toBe(200)
+    expect(fine.body.data[0].links.fields).toMatch(/^http:\/\/api\.example\.com:8080\/v2\//)
+  })
+
+  it('logs the values of the interface parameters only, whatever name a secret hides under', async () => {
+    const secret = 'cak_hidden-in-a-query-string'
+    for (const name of ['password', 'auth', 'k', 'api_key', 'token']) await server.call(`/v2/data-structures?limit=5&${name}=${secret}`, { key })
+    const lines = server.logs.filter((line) => String((line.req as { url?: string } | undefined)?.url).startsWith('/v2/data-structures?'))
+    expect(lines.length).toBeGreaterThanOrEqual(5)
+    expect(server.rawLogs()).not.toContain(secret)
+    expect((lines.at(-1)!.req as { url: string }).url).toBe('/v2/data-structures?limit=5&token=%5BRedacted%5D')
+  })
+})
+
+describe('isValidHost', () => {
+  it.each(['localhost', 'localhost:3000', 'api.example.com', 'api-1', 'api_1:80', '127.0.0.1:8080', '[::1]', '[::1]:3000', 'example.com.'])('accepts %s', (host) => {
+    expect(isValidHost(host)).toBe(true)
+  })
+  it.each(['', 'a/b', 'a b', 'a:b', 'a:123456', '-a.example', '[::1', '::1', 'x@y', 'a..b', `${'a'.repeat(64)}.example`])('refuses %s', (host) => {
+    expect(isValidHost(host)).toBe(false)
+  })
+})

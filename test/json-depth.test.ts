@@ -1,0 +1,74 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { MAX_JSON_DEPTH, tooDeepPath } from '../src/routes/json-depth.ts'
+import { type ImportHarness, startImportHarness } from './imports-support.ts'
+
+/** `levels` arrays nested in one another, as JSON text: `[[[]]]` is 3. */
+const nested = (levels: number) => '['.repeat(levels) + ']'.repeat(levels)
+
+describe('tooDeepPath', () => {
+  it('measures the body itself as level 1 and names the path to the first value too deep', () => {
+    expect(tooDeepPath([], 1)).toBeNull()
+    expect(tooDeepPath([[]], 1)).toEqual([0])
+    expect(tooDeepPath({ a: 1, b: [{ c: [[]] }] }, 5)).toBeNull()
+    expect(tooDeepPath({ a: 1, b: [{ c: [[]] }] }, 4)).toEqual(['b', 0, 'c', 0])
+    expect(tooDeepPath([{ ok: 1 }, { x: [[[]]] }, { y: [[[[]]]] }], 4)).toEqual([1, 'x', 0, 0])
+  })
+
+  it('measures a body far deeper than the stack allows', () => {
+    const path = tooDeepPath(JSON.parse(nested(200_000)))
+    expect(path).toHaveLength(MAX_JSON_DEPTH)
+  })
+})
+
+describe('deeply nested JSON bodies', () => {
+  let harness: ImportHarness
+  beforeAll(async () => {
+    harness = await startImportHarness()
+  })
+  afterAll(() => harness.close())
+
+  const postRecords = (body: string) => harness.call('/v1/tables/deals/records/bulk', { method: 'POST', body })
+
+  // Depths of the issue: 1,000 to 3,000 was accepted and failed the import; 5,000 was a 500.
+  it.each([MAX_JSON_DEPTH, 1_000, 3_000, 5_000, 100_000])('a record nesting %i levels in a value is a 400 naming the item', async (levels) => {
+    const reply = await postRecords(`[{"deal_id":"X","deal_name":"ok"},{"deal_id":"Y","deal_name":${nested(levels)}}]`)
+    expect(reply.status).toBe(400)
+    expect(reply.body).toEqual({
+      count: 1,
+      errors: [{ error: 'ValidationError', resource: 'body', description: expect.stringContaining('at /1/deal_name') }],
+    })
+    expect(await harness.drain()).toBe(0)
+  })
+
+  it('a user or an attribution nested too deeply is a 400 naming data and the item', async () => {
+    const deep = nested(MAX_JSON_DEPTH)
+    const users = await harness.call('/v1/users/bulk', { method: 'PUT', body: `{"data":[{"email":"a@acme.example","name":${deep}}]}` })
+    expect(users.status).toBe(400)
+    expect(users.body.errors[0]).toMatchObject({ resource: 'data', description: expect.stringContaining('at /data/0/name') })
+    const managers = await harness.call('/v1/users/managers/bulk', { method: 'PUT', body: `{"data":[{"user":${deep}}]}` })
+    expect(managers.status).toBe(400)
+    expect(managers.body.errors[0]).toMatchObject({ resource: 'data', description: expect.stringContaining('at /data/0/user') })
+  })
+
+  it('a body at the limit is accepted, and its import reports the record without failing', async () => {
+    // The body is level 1, the record level 2, so the value may nest MAX_JSON_DEPTH - 2 levels.
+    const reply = await postRecords(`[{"deal_id":"Z","deal_name":${nested(MAX_JSON_DEPTH - 2)}}]`)
+    expect(reply.status).toBe(200)
+    await harness.drain()
+    const done = await harness.importOf(reply.body.import_id)
+    expect(done.data_tables_details[0].error).toMatchObject({ title: 'PartialFailure', parsing_error_details: [{ line_number: 1, details: 'deal_name: expected a string' }] })
+  })
+
+  it('an attribution whose text fields are objects without a usable toString is refused as data, not as an internal error', async () => {
+    const reply = await harness.call('/v1/users/groups/bulk', {
+      method: 'PUT',
+      body: { data: [{ user: 'owner@acme.example', group_dimension: { toString: 1 }, group: { valueOf: 1, toString: 1 }, start_date: '2026-01' }] },
+    })
+    expect(reply.status).toBe(200)
+    await harness.drain()
+    const done = await harness.importOf(reply.body.import_id)
+    expect(done.data_tables_details[0].error.title).toBe('ValidationError')
+    expect(done.data_tables_details[0].error.description).toContain('group_dimension: expected a non-empty string')
+    expect(done.data_tables_details[0].error.description).not.toContain('internal error')
+  })
+})

@@ -1,0 +1,136 @@
+import { spawnSync } from 'node:child_process'
+import { chmodSync, readFileSync, writeFileSync } from 'node:fs'
+import { createServer } from 'node:net'
+import { join, resolve } from 'node:path'
+import { DatabaseSync } from 'node:sqlite'
+import { describe, expect, it } from 'vitest'
+import { childEnvironment } from './helpers/test-store.ts'
+import { CLI, runCli, startServerProcess, tempDataDir } from './helpers/process.ts'
+
+/** The store of these tests is the SQLite file, whatever MONGODB_URL the run has. */
+const sqlite = (env: Record<string, string>) => ({ MONGODB_URL: '', PORT: '0', ...env })
+
+/**
+ * The one line a failed start writes on stderr, with exit code 1 and never a stack; otherwise a description
+ * of what came instead, which no test's pattern matches.
+ */
+function failureLine(result: { code: number | null; stderr: string }): string {
+  const lines = result.stderr.trim().split('\n')
+  if (result.code === 1 && lines.length === 1 && lines[0].startsWith('commission-api: ')) return lines[0]
+  console.error(result.stderr)
+  return `not one line: exit code ${result.code}, ${lines.length} lines on stderr`
+}
+
+describe('start-up failures are one line naming the cause', () => {
+  it('a port in use', async () => {
+    const holder = createServer()
+    await new Promise<void>((done) => holder.listen(0, '127.0.0.1', done))
+    const port = (holder.address() as { port: number }).port
+    try {
+      expect(failureLine(runCli(['serve'], sqlite({ DATA_DIR: tempDataDir(), PORT: String(port) })))).toMatch(new RegExp(`127\\.0\\.0\\.1:${port}: the port is in use`))
+    } finally {
+      holder.close()
+    }
+  })
+
+  it('a HOST that does not resolve, or is not an address of this machine', () => {
+    expect(failureLine(runCli(['serve'], sqlite({ DATA_DIR: tempDataDir(), HOST: 'no-such-host.invalid' })))).toMatch(/HOST=no-such-host\.invalid does not resolve/)
+    expect(failureLine(runCli(['serve'], sqlite({ DATA_DIR: tempDataDir(), HOST: '192.0.2.1' })))).toMatch(/HOST=192\.0\.2\.1 is not an address of this machine/)
+  })
+
+  it('a DATA_DIR that is a file', () => {
+    const file = join(tempDataDir(), 'a-file')
+    writeFileSync(file, 'not a directory')
+    expect(failureLine(runCli(['serve'], sqlite({ DATA_DIR: file })))).toMatch(new RegExp(`DATA_DIR=${file}: a file stands where the directory should be`))
+    expect(failureLine(runCli(['companies'], sqlite({ DATA_DIR: join(file, 'below') })))).toMatch(/a file stands where DATA_DIR/)
+  })
+
+  it('a DATA_DIR that is not writable', () => {
+    const parent = tempDataDir()
+    chmodSync(parent, 0o555)
+    const env = childEnvironment(process.env, sqlite({ DATA_DIR: join(parent, 'data') }))
+    // root may write anywhere: the server is then run as nobody, as a container would run it.
+    const asNobody = process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : {}
+    const result = spawnSync(process.execPath, [CLI, 'serve'], { env, encoding: 'utf8', timeout: 60_000, ...asNobody })
+    expect(failureLine({ code: result.status, stderr: result.stderr })).toMatch(new RegExp(`DATA_DIR=${parent}/data: it is not writable`))
+  })
+
+  it('a corrupt SQLite file', () => {
+    const dataDir = tempDataDir()
+    writeFileSync(join(dataDir, 'commission-api.sqlite'), Buffer.alloc(8192, 0x5a))
+    expect(failureLine(runCli(['serve'], sqlite({ DATA_DIR: dataDir })))).toMatch(/commission-api\.sqlite: the file is not a SQLite database/)
+  })
+
+  it("another application's SQLite file, left untouched", () => {
+    const dataDir = tempDataDir()
+    const file = join(dataDir, 'commission-api.sqlite')
+    const foreign = new DatabaseSync(file)
+    foreign.exec('CREATE TABLE invoices (id INTEGER PRIMARY KEY); INSERT INTO invoices VALUES (1)')
+    foreign.close()
+    expect(failureLine(runCli(['companies'], sqlite({ DATA_DIR: dataDir })))).toMatch(/another application's SQLite database/)
+    const after = new DatabaseSync(file)
+    expect(after.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all()).toEqual([{ name: 'invoices' }])
+    after.close()
+  })
+
+  it('an unreachable MONGODB_URL, named without its credentials', () => {
+    const result = runCli(['serve'], { DATA_DIR: tempDataDir(), PORT: '0', MONGODB_URL: 'mongodb://ann:s3cret@127.0.0.1:1/shop?serverSelectionTimeoutMS=500' })
+    expect(failureLine(result)).toMatch(/cannot reach MongoDB 127\.0\.0\.1:1, database shop \(MONGODB_URL\)/)
+    expect(result.stderr).not.toContain('s3cret')
+  })
+})
+
+describe('the store in use is printed', () => {
+  it('by the server, with the SQLite file as an absolute path', async () => {
+    const dataDir = tempDataDir()
+    const server = startServerProcess(sqlite({ DATA_DIR: dataDir, DEMO: 'off' }))
+    try {
+      const [, file] = await server.waitFor(/Store: SQLite file (\S+)/)
+      expect(file).toBe(resolve(dataDir, 'commission-api.sqlite'))
+    } finally {
+      await server.stop()
+    }
+  })
+
+  it('by the CLI, on stderr so that stdout stays the answer', () => {
+    const dataDir = tempDataDir()
+    const result = runCli(['companies', '--json'], sqlite({ DATA_DIR: dataDir }))
+    expect(result.code).toBe(0)
+    expect(JSON.parse(result.stdout)).toEqual([])
+    expect(result.stderr.trim()).toBe(`Store: SQLite file ${resolve(dataDir, 'commission-api.sqlite')}`)
+  })
+})
+
+/** A Node.js older than 24 on this machine (its own `node`, not the one npm scripts use), if there is one. */
+function olderNode(): string | null {
+  for (const candidate of ['/usr/bin/node', '/usr/local/bin/node', '/bin/node']) {
+    const version = spawnSync(candidate, ['--version'], { encoding: 'utf8' })
+    if (version.status === 0 && Number(version.stdout.trim().slice(1).split('.')[0]) < 24) return candidate
+  }
+  return null
+}
+
+const oldNode = olderNode()
+const repository = resolve(import.meta.dirname, '..')
+
+describe.skipIf(!oldNode)('an older Node.js (skipped when the machine has no Node.js older than 24)', () => {
+  const scripts = JSON.parse(readFileSync(join(repository, 'package.json'), 'utf8')).scripts as Record<string, string>
+
+  it('every npm script that runs TypeScript checks the version first', () => {
+    const running = Object.entries(scripts).filter(([, command]) => /\.ts\b/.test(command) || command.includes('vitest run'))
+    expect(running.length).toBeGreaterThan(3)
+    for (const [name, command] of running) expect(command, name).toMatch(/node (--import )?\.?\/?scripts\/require-node-24\.mjs/)
+  })
+
+  it('says that Node.js 24 is needed and how to get it, instead of ERR_UNKNOWN_FILE_EXTENSION', () => {
+    for (const name of ['start', 'cli', 'test']) {
+      // The script's own command, run by the older Node instead of the node the npm script would find.
+      const command = scripts[name].split(' && ')[0].replace(/^node /, `${oldNode} `)
+      const result = spawnSync('sh', ['-c', command], { cwd: repository, encoding: 'utf8', env: { ...process.env, DATA_DIR: tempDataDir() } })
+      expect(result.status, name).toBe(1)
+      expect(result.stderr, name).toContain('commission-api needs Node.js 24')
+      expect(result.stderr, name).toContain('npm install')
+      expect(result.stderr, name).not.toContain('ERR_UNKNOWN_FILE_EXTENSION')
+    }
+  })
+})
