@@ -9,17 +9,18 @@ import { type CallOptions, type Reply, startTestServer, type TestServer } from '
 
 const ADMIN_TOKEN = 'calculation-admin-token-0123456789'
 
+const deal = (id: string, owner: string, closeDate: string, amount: number, currency = 'EUR', types = 'upsell') => ({
+  id,
+  name: `Deal ${id}`,
+  owner_id: owner,
+  close_date: closeDate,
+  amount,
+  amount_currency: currency,
+  deal_types: types,
+  modified_at: '2026-05-31T00:00:00Z',
+})
+
 function plannedCompany() {
-  const deal = (id: string, owner: string, closeDate: string, amount: number, currency = 'EUR', types = 'upsell') => ({
-    id,
-    name: `Deal ${id}`,
-    owner_id: owner,
-    close_date: closeDate,
-    amount,
-    amount_currency: currency,
-    deal_types: types,
-    modified_at: '2026-05-31T00:00:00Z',
-  })
   return {
     company: { name: 'Planned', default_currency: 'EUR' },
     users: [
@@ -137,6 +138,9 @@ async function startHarness(): Promise<Harness> {
 const byDateOf = (rows: any[], date: string) => rows.filter((row) => row['standard.date'] === date)
 const dealOf = (row: any) => row['datatable.name']
 
+
+const salesPlan = () => plannedCompany().plans[0]
+
 describe('plans over HTTP', () => {
   let h: Harness
 
@@ -249,7 +253,6 @@ describe('plans and exchange rates through the admin routes', () => {
     await h.server.close()
   })
 
-  const salesPlan = () => plannedCompany().plans[0]
 
   it('lists plans as defined, replaces one and recalculates, deletes one and its pending results', async () => {
     const listed = await h.admin(`/admin/companies/${h.companyId}/plans`)
