@@ -135,11 +135,9 @@ async function startHarness(): Promise<Harness> {
   }
 }
 
+const salesPlan = () => plannedCompany().plans[0]
 const byDateOf = (rows: any[], date: string) => rows.filter((row) => row['standard.date'] === date)
 const dealOf = (row: any) => row['datatable.name']
-
-
-const salesPlan = () => plannedCompany().plans[0]
 
 describe('plans over HTTP', () => {
   let h: Harness

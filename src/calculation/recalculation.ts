@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from 'node:util'
 import { newId } from '../ids.ts'
 import type { CommissionLine, Company, DataTableRecord, Plan, Quota, Statement, StatementStatus } from '../store/model.ts'
 import type { CalculationCell, Store } from '../store/port.ts'
@@ -249,6 +250,7 @@ async function recalculateCells(context: Context, plan: Plan, scope: Scope): Pro
   }
 
   const targets = quota ? await quotaTargets(tx, company.id, quota, [...cells.values()]) : new Map<string, { value: number; modified_at: string }>()
+  const writes = noWrites()
   for (const [key, cell] of cells) {
     const user = context.users.byId.get(cell.user_id)
     const cellStatements = stored.statements.get(key) ?? []
@@ -258,8 +260,9 @@ async function recalculateCells(context: Context, plan: Plan, scope: Scope): Pro
       user && (placements.has(key) || (target && isActiveIn(plan, user, cell.period, context.settings)))
         ? calculateCell({ plan, user, period: cell.period, entries: placements.get(key) ?? [], quota, quotaValue: target?.value ?? null }, context.settings)
         : { statement: null, lines: [], problems: [] }
-    await writeCell(context, plan, { key, result, statements: cellStatements, lines: stored.lines.get(key) ?? [], records: scope.records, target })
+    diffCell(context, plan, { key, result, statements: cellStatements, lines: stored.lines.get(key) ?? [], records: scope.records, target }, writes)
   }
+  await flush(context, writes)
 }
 
 /** Recalculates every cell of a plan from all its records, and removes what no cell produces any more. */
@@ -286,6 +289,7 @@ async function recalculatePlan(context: Context, plan: Plan): Promise<void> {
   for (const line of await tx.commissionLines.findOfPlan(company.id, plan.id)) push(stored.lines, cellKey(line.user_id, line.period ?? ''), line)
 
   const keys = new Set([...cells.keys(), ...stored.statements.keys(), ...stored.lines.keys()])
+  const writes = noWrites()
   for (const key of [...keys].toSorted()) {
     const cellStatements = stored.statements.get(key) ?? []
     if (cellStatements.some((statement) => FROZEN.has(statement.status))) continue
@@ -296,8 +300,9 @@ async function recalculatePlan(context: Context, plan: Plan): Promise<void> {
       user && cells.has(key)
         ? calculateCell({ plan, user, period: key.slice(separator + 1), entries: cells.get(key) ?? [], quota, quotaValue: target?.value ?? null }, context.settings)
         : { statement: null, lines: [], problems: [] }
-    await writeCell(context, plan, { key, result, statements: cellStatements, lines: stored.lines.get(key) ?? [], records, target })
+    diffCell(context, plan, { key, result, statements: cellStatements, lines: stored.lines.get(key) ?? [], records, target }, writes)
   }
+  await flush(context, writes)
 }
 
 /** The quota's values, by cell key: of some cells, or all of them. */
@@ -326,16 +331,26 @@ interface CellWrite {
   target: { value: number; modified_at: string } | null
 }
 
-/** Writes a cell's results: the rows that changed, new ones, and deletes what the cell no longer produces. */
-async function writeCell(context: Context, plan: Plan, cell: CellWrite): Promise<void> {
-  const { tx, company, summary, options } = context
+/** What the cells of a plan change: written once for the whole plan, in four store calls. */
+interface Writes {
+  savedLines: CommissionLine[]
+  goneLines: string[]
+  savedStatements: Statement[]
+  goneStatements: string[]
+}
+
+const noWrites = (): Writes => ({ savedLines: [], goneLines: [], savedStatements: [], goneStatements: [] })
+
+/** Adds a cell's results to the writes: the rows that changed, new ones, and what the cell no longer produces. */
+function diffCell(context: Context, plan: Plan, cell: CellWrite, writes: Writes): void {
+  const { company, summary, options } = context
   const { result } = cell
   summary.cells += 1
   for (const problem of result.problems) keepProblem(summary, problem)
 
   const byRecord = new Map(cell.lines.map((line) => [line.record_id, line]))
-  const savedLines: CommissionLine[] = []
   const keptLineIds = new Set<string>()
+  const savedLines: CommissionLine[] = []
   for (const calculated of result.lines) {
     const previous = byRecord.get(calculated.record_id)
     const record = cell.records.get(calculated.record_id)
@@ -345,29 +360,31 @@ async function writeCell(context: Context, plan: Plan, cell: CellWrite): Promise
     const stamp = options.loading ? (record?.modified_at ?? options.now) : options.now
     savedLines.push({ ...line, id: previous?.id ?? newId(), modified_at: stamp })
   }
-  const goneLines = cell.lines.filter((line) => !keptLineIds.has(line.id)).map((line) => line.id)
+  writes.savedLines.push(...savedLines)
+  for (const line of cell.lines) if (!keptLineIds.has(line.id)) writes.goneLines.push(line.id)
 
   const [previous, ...duplicates] = cell.statements
-  const goneStatements = duplicates.map((statement) => statement.id)
-  const savedStatements: Statement[] = []
+  for (const duplicate of duplicates) writes.goneStatements.push(duplicate.id)
   if (!result.statement) {
-    if (previous) goneStatements.push(previous.id)
-  } else {
-    const statement = statementOf(company.id, plan, result.statement, previous, options)
-    if (!previous || !sameStatement(previous, statement)) {
-      savedStatements.push({ ...statement, modified_at: options.loading ? inputsStamp(cell, savedLines, options.now) : options.now })
-    }
+    if (previous) writes.goneStatements.push(previous.id)
+    return
   }
+  const statement = statementOf(company.id, plan, result.statement, previous, options)
+  if (previous && sameStatement(previous, statement)) return
+  writes.savedStatements.push({ ...statement, modified_at: options.loading ? inputsStamp(cell, savedLines, options.now) : options.now })
+}
 
-  if (goneLines.length > 0) await tx.commissionLines.deleteMany(company.id, goneLines)
-  if (savedLines.length > 0) await tx.commissionLines.save(savedLines)
-  if (goneStatements.length > 0) await tx.statements.deleteMany(company.id, goneStatements)
-  if (savedStatements.length > 0) await tx.statements.save(savedStatements)
-  context.written.push(...savedStatements)
-  summary.lines_written += savedLines.length
-  summary.lines_deleted += goneLines.length
-  summary.statements_written += savedStatements.length
-  summary.statements_deleted += goneStatements.length
+async function flush(context: Context, writes: Writes): Promise<void> {
+  const { tx, company, summary } = context
+  if (writes.goneLines.length > 0) await tx.commissionLines.deleteMany(company.id, writes.goneLines)
+  if (writes.savedLines.length > 0) await tx.commissionLines.save(writes.savedLines)
+  if (writes.goneStatements.length > 0) await tx.statements.deleteMany(company.id, writes.goneStatements)
+  if (writes.savedStatements.length > 0) await tx.statements.save(writes.savedStatements)
+  context.written.push(...writes.savedStatements)
+  summary.lines_written += writes.savedLines.length
+  summary.lines_deleted += writes.goneLines.length
+  summary.statements_written += writes.savedStatements.length
+  summary.statements_deleted += writes.goneStatements.length
 }
 
 function lineOf(companyId: string, plan: Plan, key: string, calculated: CalculatedLine, recordValues: Record<string, unknown>): Omit<CommissionLine, 'id' | 'modified_at'> {
@@ -422,24 +439,15 @@ function inputsStamp(cell: CellWrite, lines: readonly CommissionLine[], fallback
   return stamps.length === 0 ? fallback : stamps.reduce((latest, stamp) => (stamp > latest ? stamp : latest))
 }
 
-/** Whether two lines state the same (their id and modification time aside). */
+/** Whether two lines state the same (their id and modification time aside), whatever the order of their keys. */
 function sameLine(stored: CommissionLine, calculated: Omit<CommissionLine, 'id' | 'modified_at'>): boolean {
   const { id: _id, modified_at: _modified, ...fields } = stored
-  return canonical(fields) === canonical(calculated)
+  return isDeepStrictEqual(fields, calculated)
 }
 
 function sameStatement(stored: Statement, calculated: Omit<Statement, 'modified_at'>): boolean {
   const { modified_at: _modified, ...fields } = stored
-  return canonical(fields) === canonical(calculated)
-}
-
-/** JSON with keys sorted at every level, so that two records holding the same values compare equal. */
-function canonical(value: unknown): string {
-  return JSON.stringify(value, (_key, item: unknown) =>
-    item && typeof item === 'object' && !Array.isArray(item)
-      ? Object.fromEntries(Object.entries(item).toSorted(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
-      : item,
-  )
+  return isDeepStrictEqual(fields, calculated)
 }
 
 function keepProblem(summary: RecalculationSummary, problem: CalculationProblem): void {

@@ -147,8 +147,8 @@ export interface ApiKeyRepository {
 export interface UserRepository {
   /**
    * Inserts new users, or replaces the stored ones with the same id. Emails are unique per company,
-   * case-insensitively. A user whose email changes takes the renderings of its statements with it
-   * (`StatementRendering`: they show the email), in the same write.
+   * case-insensitively. Statements are not touched: renderings show the email, so a writer that changes one
+   * renders its statements again (`renderStatementsOfUsers`; no call of the interface changes an email).
    */
   save(companyId: string, users: User[]): Promise<void>
   get(companyId: string, id: string): Promise<User | null>
@@ -234,8 +234,8 @@ export type ExtractedStatement = Pick<Statement, (typeof EXTRACTED_STATEMENT_FIE
 
 /**
  * The JSON text of a statement's v2 row, rendered ahead of any read (`src/v2/statement-texts.ts`), and the key of
- * what it was rendered for. A statement keeps one. It shows the user's email, so it is dropped when the statement
- * is written again and when its user's email changes (`users.save`).
+ * what it was rendered for. A statement keeps one. Any write of the statement drops it; it shows the user's email,
+ * so a change of email drops it too (`dropRenderingsOfUsers`).
  */
 export interface StatementRendering {
   id: string
@@ -278,6 +278,8 @@ export interface StatementRepository {
   pageToRender(companyId: string, environment: Environment, renderingKey: string, afterId: string | null, limit: number): Promise<ExtractedStatement[]>
   /** Stores the renderings of statements of the environment (replacing any they held); an unknown id is ignored. */
   saveRenderings(companyId: string, environment: Environment, renderings: StatementRendering[]): Promise<void>
+  /** Drops the renderings of these users' statements (they showed a former email). */
+  dropRenderingsOfUsers(companyId: string, userIds: readonly string[]): Promise<void>
   /**
    * Statements of one environment in id order, skipping `offset` and returning at most `limit` (the v1
    * lists). Ordered and stable: the same window over unchanged data returns the same rows.

@@ -83,6 +83,12 @@ export async function renderStatementRows(store: Store, companyId: string, state
   await store.statements.saveRenderings(companyId, 'live', renderings)
 }
 
+/** Renders the statements of users whose email changed: their renderings showed the former one. */
+export async function renderStatementsOfUsers(store: Store, companyId: string, userIds: readonly string[]): Promise<number> {
+  await store.statements.dropRenderingsOfUsers(companyId, userIds)
+  return renderStatements(store, companyId)
+}
+
 /**
  * Renders the company's live statements that hold no rendering for its first live statement structure (a
  * company usually has one; pages of any other structure are rendered as they are read) and stores them. Each

@@ -135,36 +135,9 @@ export function apiKeys(scope: Scope): ApiKeyRepository {
   }
 }
 
-/**
- * Replaces the users (see `replaceById`) and, in the same transaction, drops the statement renderings of those
- * whose email changes: they show the old one. Dropping them depends on what the transaction read (which
- * statements hold a rendering), so it takes the company's lock, as a rendering transaction does: a rendering
- * made from the old email on another instance meanwhile cannot then commit beside it.
- */
-async function saveUsers(scope: Scope, companyId: string, saved: readonly User[]): Promise<void> {
-  if (saved.length === 0) return
-  await ensureLock(scope, companyId, COMPANY_LOCK)
-  await atomically(scope, async (session) => {
-    const stored = await collectionOf(scope, USERS)
-      .find(inCompany(companyId, { _id: { $in: lookupIds(saved.map((user) => user.id)) } }), { ...inSession(session), projection: { email: 1 } })
-      .toArray()
-    const emails = new Map(stored.map((document) => [String(document._id), document.email as string]))
-    const changed = saved.filter((user) => emails.has(user.id) && emails.get(user.id) !== user.email)
-    if (changed.length > 0) await writeLock(scope, session, companyId, COMPANY_LOCK)
-    await collectionOf(scope, USERS).bulkWrite(replaceById(USERS, companyId, saved), { ...inSession(session), ordered: true })
-    if (changed.length > 0) {
-      await collectionOf(scope, STATEMENTS).updateMany(
-        inCompany(companyId, { user_id: { $in: lookupIds(changed.map((user) => user.id)) }, rendering: { $exists: true } }),
-        { $unset: { rendering: '' } },
-        inSession(session),
-      )
-    }
-  })
-}
-
 export function users(scope: Scope): UserRepository {
   return {
-    save: (companyId, saved: User[]) => saveUsers(scope, companyId, saved),
+    save: (companyId, saved: User[]) => writeAll(scope, USERS, replaceById(USERS, companyId, saved)),
     get: (companyId, id) => findOne<User>(scope, USERS, byId(companyId, id)),
     async getMany(companyId, ids) {
       if (ids.length === 0) return new Map()
@@ -306,6 +279,20 @@ export function statements(scope: Scope): Omit<StatementRepository, 'save' | 'de
       const filter = inCompany(companyId, { environment, 'rendering.key': { $ne: renderingKey } })
       if (afterId !== null) filter._id = { $gt: cursorId(afterId) }
       return findFirst<ExtractedStatement>(scope, STATEMENTS, filter, limit, EXTRACTED_STATEMENT_PROJECTION)
+    },
+    async dropRenderingsOfUsers(companyId, userIds) {
+      if (userIds.length === 0) return
+      // It drops what it found rendered: it takes the company's lock, as a rendering transaction does, so that a
+      // rendering made from the former email on another instance meanwhile cannot commit beside it.
+      await ensureLock(scope, companyId, COMPANY_LOCK)
+      await atomically(scope, async (session) => {
+        await writeLock(scope, session, companyId, COMPANY_LOCK)
+        await collectionOf(scope, STATEMENTS).updateMany(
+          inCompany(companyId, { user_id: { $in: lookupIds(userIds) }, rendering: { $exists: true } }),
+          { $unset: { rendering: '' } },
+          inSession(session),
+        )
+      })
     },
     saveRenderings: (companyId, environment, renderings) =>
       writeAll(

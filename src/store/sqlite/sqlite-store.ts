@@ -207,15 +207,6 @@ function sqliteStore(connection: SqliteConnection, sql: Sql, rateLimits: SqliteR
       async save(companyId, users: User[]) {
         await write(sql, (db) => {
           for (const user of users) {
-            const [stored] = db.values("SELECT doc ->> '$.email' FROM users WHERE company_id = ? AND id = ?", companyId, user.id)
-            if (stored && stored[0] !== user.email) {
-              // Their statements' renderings show the old email (a rare change: no index on the statements' user).
-              db.run(
-                'UPDATE statements SET rendering_key = NULL, rendering = NULL WHERE company_id = ? AND user_id = ? AND rendering_key IS NOT NULL',
-                companyId,
-                user.id,
-              )
-            }
             db.run(
               `INSERT INTO users (company_id, id, email_lower, doc) VALUES (?, ?, ?, ?)
                ON CONFLICT (company_id, id) DO UPDATE SET email_lower = excluded.email_lower, doc = excluded.doc`,
@@ -441,6 +432,19 @@ function sqliteStore(connection: SqliteConnection, sql: Sql, rateLimits: SqliteR
           limit,
         )
         return rows.map(extractedStatementFromValues)
+      },
+      async dropRenderingsOfUsers(companyId, userIds) {
+        await write(sql, (db) => {
+          // A rare change, and no index on the statements' user: one pass over the company's statements.
+          for (const slice of slices([...new Set(userIds)])) {
+            db.run(
+              `UPDATE statements SET rendering_key = NULL, rendering = NULL
+               WHERE company_id = ? AND user_id IN (${placeholders(slice)}) AND rendering_key IS NOT NULL`,
+              companyId,
+              ...slice,
+            )
+          }
+        })
       },
       async saveRenderings(companyId, environment, renderings) {
         await write(sql, (db) => {

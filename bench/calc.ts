@@ -1,0 +1,214 @@
+/**
+ * The calculation benchmark (`npm run bench:calc`), on the embedded store in a temporary directory:
+ *
+ * 1. A full recalculation of a company with BENCH_DEALS deals (default 200,000), 100 users and 12 months under a
+ *    monthly plan with a quota and two tiers: deals per second through the pure engine (`calculatePlan`, the
+ *    records already in memory), and through `recalculate` with the store (reading records, users and targets,
+ *    writing every line and statement) on the first calculation, and again when nothing changed.
+ * 2. A BENCH_IMPORT-deal import (default 5,000, in the latest month, over every user) run by the import engine into
+ *    two copies of that company, one without plans: the extra time the recalculation takes, as a ratio to the
+ *    apply time without plans. Each import is run BENCH_ROUNDS times (default 3, medians printed).
+ *
+ * Targets (issue "Commission plans and the calculation engine"): ≥ 500,000 deals/s pure, ≥ 100,000 deals/s with the
+ * store, extra import time ≤ 1.5 × the apply time. Figures and method: docs/performance.md.
+ */
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { calculatePlan, userDirectory } from '../src/calculation/engine.ts'
+import { companySettings, recalculate } from '../src/calculation/recalculation.ts'
+import { ManualClock } from '../src/clock.ts'
+import { loadFixture } from '../src/fixtures/load-fixture.ts'
+import { newId } from '../src/ids.ts'
+import { enqueueImport } from '../src/imports/enqueue.ts'
+import { runClaimedImport } from '../src/imports/run-import.ts'
+import type { DataTableRecord, Plan } from '../src/store/model.ts'
+import type { Store } from '../src/store/port.ts'
+import { openSqliteStore } from '../src/store/sqlite/sqlite-store.ts'
+
+const DEALS = Number(process.env.BENCH_DEALS ?? 200_000)
+const IMPORTED = Number(process.env.BENCH_IMPORT ?? 5_000)
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
+const USERS = 100
+const MONTHS = 12
+
+const median = (values: number[]) => values.toSorted((a, b) => a - b)[Math.floor(values.length / 2)]
+const rate = (count: number, ms: number) => Math.round((count / ms) * 1000).toLocaleString('en')
+const month = (index: number) => `2025-${String((index % MONTHS) + 1).padStart(2, '0')}`
+const email = (index: number) => `rep${index % USERS}@bench.example`
+
+function deal(index: number, closeMonth = month(index)): Record<string, unknown> {
+  return {
+    id: `D-${index}`,
+    name: `Deal ${index}`,
+    owner_id: email(Math.floor(index / MONTHS)),
+    close_date: `${closeMonth}-${String((index % 28) + 1).padStart(2, '0')}T10:00:00Z`,
+    amount: 500 + ((index * 7919) % 9_500),
+    amount_currency: index % 5 ? 'EUR' : 'USD',
+    deal_types: index % 3 ? 'new' : 'renewal',
+  }
+}
+
+const PLAN = {
+  name: 'Sales plan',
+  data_table: 'deals',
+  user_field: 'owner_id',
+  date_field: 'close_date',
+  amount_field: 'amount',
+  frequency: 'monthly',
+  rate: 0.05,
+  quota: 'Monthly bookings',
+  tiers: [
+    { from: 0.8, rate: 0.06, name: 'silver' },
+    { from: 1.1, rate: 0.09, name: 'gold' },
+  ],
+  metrics: { attainment: 'attainment', tier: 'tier', bonus: 'bonus' },
+}
+
+/** A company of USERS users with a deals table of `deals` deals, with or without the plan. */
+function company(deals: number, withPlan: boolean) {
+  const field = (api_key: string, type: string) => ({ api_key, name: api_key, type })
+  return {
+    company: { name: `Calculation bench${withPlan ? '' : ' (no plan)'}`, default_currency: 'EUR', exchange_rates: { USD: 0.92 } },
+    users: Array.from({ length: USERS }, (_, index) => ({ email: email(index), currency: index % 4 ? 'EUR' : 'USD' })),
+    custom_metrics: [
+      { api_key: 'attainment', name: 'Attainment', kind: 'percentage' },
+      { api_key: 'tier', name: 'Tier', kind: 'enum', enum_values: ['silver', 'gold'] },
+      { api_key: 'bonus', name: 'Bonus', kind: 'amount' },
+    ],
+    data_tables: [
+      {
+        key: 'deals',
+        name: 'Deals',
+        id_field: 'id',
+        name_field: 'name',
+        fields: [field('id', 'string'), field('name', 'string'), field('owner_id', 'string'), field('close_date', 'datetime'), field('amount', 'amount'), field('deal_types', 'multi')],
+        records: Array.from({ length: deals }, (_, index) => deal(index)),
+      },
+    ],
+    reporting_structures: [
+      { name: 'Statements', type: 'statement_reporting', metrics: ['attainment', 'tier', 'bonus'] },
+      { name: 'Deal commissions', type: 'record_reporting', data_table: 'deals', metrics: ['bonus'], fields: ['name', 'amount'] },
+    ],
+    quotas: [
+      {
+        name: 'Monthly bookings',
+        type: 'amount',
+        frequency: 'monthly',
+        currency: 'EUR',
+        values: Array.from({ length: USERS * MONTHS }, (_, index) => ({ user: email(index % USERS), period: month(Math.floor(index / USERS)), value: 250_000 })),
+      },
+    ],
+    ...(withPlan ? { plans: [PLAN] } : {}),
+  }
+}
+
+async function allRecords(store: Store, companyId: string, tableId: string): Promise<DataTableRecord[]> {
+  const records: DataTableRecord[] = []
+  for (let afterId: string | null = null; ; ) {
+    const page = await store.records.page(companyId, tableId, afterId, 10_000)
+    records.push(...page)
+    if (page.length < 10_000) return records
+    afterId = page[page.length - 1].id
+  }
+}
+
+async function fullRecalculation(store: Store, clock: ManualClock): Promise<void> {
+  const loaded = await loadFixture(store, clock, company(DEALS, false))
+  const companyId = loaded.company_id
+  const [table] = await store.dataTables.list(companyId)
+  const [quota] = await store.quotas.list(companyId)
+  const metrics = Object.fromEntries((await store.metrics.list(companyId)).map((metric) => [metric.api_key, metric.api_key]))
+  const plan: Plan = {
+    id: newId(),
+    company_id: companyId,
+    environment: 'live',
+    name: PLAN.name,
+    table_id: table.id,
+    user_field: PLAN.user_field,
+    date_field: PLAN.date_field,
+    amount_field: PLAN.amount_field,
+    frequency: 'monthly',
+    rate: PLAN.rate,
+    filters: [],
+    quota_id: quota.id,
+    tiers: PLAN.tiers,
+    tier_mode: 'whole',
+    metrics: { attainment: metrics.attainment, tier: metrics.tier, bonus: metrics.bonus },
+    created_at: clock.now().toISOString(),
+    modified_at: clock.now().toISOString(),
+  }
+
+  const records = await allRecords(store, companyId, table.id)
+  const users = userDirectory(await store.users.list(companyId, { offset: 0, limit: USERS }))
+  const values = await store.quotaValues.page(companyId, quota.id, { limit: USERS * MONTHS })
+  const quotaValues = new Map(values.map((value) => [`${value.user_id}|${value.period}`, value.value]))
+  const settings = companySettings((await store.companies.get(companyId))!)
+  const pure: number[] = []
+  for (let round = 0; round < 5; round++) {
+    const started = performance.now()
+    calculatePlan({ plan, records, users, quota, quotaValues }, settings)
+    pure.push(performance.now() - started)
+  }
+
+  await store.plans.save([plan])
+  let started = performance.now()
+  const first = await store.transaction((tx) => recalculate(tx, companyId, { everything: true }, { now: clock.now().toISOString() }))
+  const withStore = performance.now() - started
+  started = performance.now()
+  const again = await store.transaction((tx) => recalculate(tx, companyId, { everything: true }, { now: clock.now().toISOString() }))
+  const unchanged = performance.now() - started
+
+  console.log(`full recalculation of ${DEALS.toLocaleString('en')} deals, ${USERS} users, ${MONTHS} months (${first.cells} cells)`)
+  console.log(`  pure engine            ${rate(DEALS, median(pure)).padStart(10)} deals/s   (median of 5, ${median(pure).toFixed(0)} ms; target ≥ 500,000)`)
+  console.log(`  with the store, first  ${rate(DEALS, withStore).padStart(10)} deals/s   (${withStore.toFixed(0)} ms: ${first.lines_written} lines, ${first.statements_written} statements written; target ≥ 100,000)`)
+  console.log(`  with the store, again  ${rate(DEALS, unchanged).padStart(10)} deals/s   (${unchanged.toFixed(0)} ms: ${again.lines_written} lines written)`)
+}
+
+/** Runs a BENCH_IMPORT-deal import of new deals in the latest month into the company; its duration in ms. */
+async function timedImport(store: Store, clock: ManualClock, companyId: string, round: number): Promise<number> {
+  const company = (await store.companies.get(companyId))!
+  const [table] = await store.dataTables.list(companyId)
+  const items = Array.from({ length: IMPORTED }, (_, index) => deal(DEALS + round * IMPORTED + index, month(MONTHS - 1)))
+  await enqueueImport(store, clock, { company, target: 'records', table, items })
+  const now = clock.now().toISOString()
+  const claimed = await store.imports.claimNext('bench', now, new Date(Date.parse(now) + 600_000).toISOString())
+  if (!claimed) throw new Error('no import to claim')
+  const started = performance.now()
+  const result = await runClaimedImport(store, clock, claimed, 'bench')
+  const elapsed = performance.now() - started
+  if (result.kind !== 'finished' || result.import.error) throw new Error(`the import did not apply: ${JSON.stringify(result)}`)
+  clock.advance(1_000)
+  return elapsed
+}
+
+async function importOverhead(store: Store, clock: ManualClock): Promise<void> {
+  const plain = (await loadFixture(store, clock, company(DEALS, false))).company_id
+  const planned = (await loadFixture(store, clock, company(DEALS, true))).company_id
+  const without: number[] = []
+  const withPlans: number[] = []
+  for (let round = 0; round < ROUNDS; round++) {
+    without.push(await timedImport(store, clock, plain, round))
+    withPlans.push(await timedImport(store, clock, planned, round))
+  }
+  const apply = median(without)
+  const extra = median(withPlans) - apply
+  console.log(`a ${IMPORTED.toLocaleString('en')}-deal import into ${DEALS.toLocaleString('en')} deals (latest month, every user), median of ${ROUNDS}`)
+  console.log(`  apply without plans    ${apply.toFixed(0).padStart(7)} ms`)
+  console.log(`  with the plan          ${median(withPlans).toFixed(0).padStart(7)} ms`)
+  console.log(`  recalculation / apply  ${(extra / apply).toFixed(2).padStart(7)}      (target ≤ 1.5)`)
+}
+
+const directory = mkdtempSync(join(tmpdir(), 'bench-calc-'))
+try {
+  const clock = new ManualClock('2026-01-15T00:00:00.000Z')
+  const store = openSqliteStore(join(directory, 'bench.sqlite'))
+  try {
+    await fullRecalculation(store, clock)
+    await importOverhead(store, clock)
+  } finally {
+    await store.close()
+  }
+} finally {
+  rmSync(directory, { recursive: true, force: true })
+}
