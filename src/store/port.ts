@@ -78,7 +78,7 @@ export interface Store {
    * with another process (MongoDB's `withTransaction` does), so `work` must have no effect outside the store.
    *
    * A transaction that reads a company's data to write what follows from it (an import's run, an archive's
-   * checks, statement renderings) names the company: it is then serialized with every other transaction that
+   * checks, plans' results, statement renderings) names the company: it is then serialized with every other transaction that
    * names it, in every process that shares the store, so that it never commits on a reading another such
    * transaction changed meanwhile. SQLite serializes every write anyway (one writer per file). MongoDB's
    * snapshot isolation alone would let two transactions on two instances read the same data, write different
