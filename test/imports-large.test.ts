@@ -68,6 +68,20 @@ describe('boundedDetails', () => {
     expect(calls[0].error!.parsing_error_details).toHaveLength(KEPT_ITEM_ISSUES)
   })
 
+  it('drops the ignored keys of the earliest calls when nothing else brings the details within bounds', () => {
+    const calls = Array.from({ length: 3 }, (_call, call): ImportDetail => ({
+      payload_id: `p-${call}`,
+      number_of_records: 1,
+      error: null,
+      ignored_keys: Array.from({ length: 100 }, (_key, key) => `${call}-${key}-${'k'.repeat(10_000)}`),
+    }))
+    expect(bytes(calls)).toBeGreaterThan(DETAILS_BYTES)
+    const bounded = boundedDetails(calls)
+    expect(bytes(bounded)).toBeLessThanOrEqual(DETAILS_BYTES)
+    expect(bounded[0].ignored_keys).toStrictEqual([])
+    expect(bounded.at(-1)?.ignored_keys).toStrictEqual(calls.at(-1)?.ignored_keys)
+  })
+
   it('shortens the earliest descriptions when the items alone do not bring the details within bounds', () => {
     const calls = Array.from({ length: 40 }, () => detail([], 'line 1: bad; '.repeat(10_000)))
     expect(bytes(calls)).toBeGreaterThan(DETAILS_BYTES)

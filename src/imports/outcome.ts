@@ -69,7 +69,7 @@ export function partial(noun: string, total: number, skipped: readonly ImportIte
 /**
  * An import's details within DETAILS_BYTES: unchanged below it; over it, the earliest calls lose their reported
  * items first, oldest first (their description says how many are not listed), then their descriptions are
- * shortened, until the details fit. The most recent reported items stay, as the "most recent 100" of each call.
+ * shortened, then their ignored keys are dropped, until the details fit. The most recent reported items stay, as the "most recent 100" of each call.
  */
 export function boundedDetails(details: readonly ImportDetail[]): ImportDetail[] {
   let total = jsonBytes(details)
@@ -96,6 +96,13 @@ export function boundedDetails(details: readonly ImportDetail[]): ImportDetail[]
     const before = jsonBytes(error.description)
     error.description = `${error.description.slice(0, SHORT_DESCRIPTION)}…`
     total -= before - jsonBytes(error.description)
+  }
+  // The ignored keys of a record call are at most 100, but a key can be as long as a body allows.
+  for (const [index, detail] of bounded.entries()) {
+    if (total <= DETAILS_BYTES) break
+    if (!detail.ignored_keys?.length) continue
+    total -= jsonBytes(detail.ignored_keys) - 2
+    bounded[index] = { ...detail, ignored_keys: [] }
   }
   return bounded
 }
