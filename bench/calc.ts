@@ -65,9 +65,10 @@ const PLAN = {
   metrics: { attainment: 'attainment', tier: 'tier', bonus: 'bonus' },
 }
 
+const field = (api_key: string, type: string) => ({ api_key, name: api_key, type })
+
 /** A company of USERS users with a deals table of `deals` deals, with or without the plan. */
-function company(deals: number, withPlan: boolean) {
-  const field = (api_key: string, type: string) => ({ api_key, name: api_key, type })
+function companyFixture(deals: number, withPlan: boolean) {
   return {
     company: { name: `Calculation bench${withPlan ? '' : ' (no plan)'}`, default_currency: 'EUR', exchange_rates: { USD: 0.92 } },
     users: Array.from({ length: USERS }, (_, index) => ({ email: email(index), currency: index % 4 ? 'EUR' : 'USD' })),
@@ -114,7 +115,7 @@ async function allRecords(store: Store, companyId: string, tableId: string): Pro
 }
 
 async function fullRecalculation(store: Store, clock: ManualClock): Promise<void> {
-  const loaded = await loadFixture(store, clock, company(DEALS, false))
+  const loaded = await loadFixture(store, clock, companyFixture(DEALS, false))
   const companyId = loaded.company_id
   const [table] = await store.dataTables.list(companyId)
   const [quota] = await store.quotas.list(companyId)
@@ -183,8 +184,8 @@ async function timedImport(store: Store, clock: ManualClock, companyId: string, 
 }
 
 async function importOverhead(store: Store, clock: ManualClock): Promise<void> {
-  const plain = (await loadFixture(store, clock, company(DEALS, false))).company_id
-  const planned = (await loadFixture(store, clock, company(DEALS, true))).company_id
+  const plain = (await loadFixture(store, clock, companyFixture(DEALS, false))).company_id
+  const planned = (await loadFixture(store, clock, companyFixture(DEALS, true))).company_id
   const without: number[] = []
   const withPlans: number[] = []
   for (let round = 0; round < ROUNDS; round++) {

@@ -196,9 +196,9 @@ const COMMANDS: Record<string, Command> = {
   },
 
   async 'calculation-problems'(store, _positionals, options) {
-    const problems = await calculationProblems(store, requiredOption(options, 'company'))
-    const text = problems.flatMap(({ plan, problems }) => problems.map((problem) => `${plan}: ${problem.record ? `record ${problem.record}: ` : ''}${problem.message}`))
-    return { json: problems, text: text.join('\n') || '(no problem)' }
+    const byPlan = await calculationProblems(store, requiredOption(options, 'company'))
+    const text = byPlan.flatMap(({ plan, problems }) => problems.map((problem) => `${plan}: ${problem.record ? `record ${problem.record}: ` : ''}${problem.message}`))
+    return { json: byPlan, text: text.join('\n') || '(no problem)' }
   },
 
   async structures(store, _positionals, options) {

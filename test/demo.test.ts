@@ -1,17 +1,24 @@
-import { beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ManualClock } from '../src/clock.ts'
 import { demoFixture } from '../src/fixtures/demo.ts'
 import { loadFixture } from '../src/fixtures/load-fixture.ts'
 import type { CommissionLine, DataTable, Quota, Statement, User } from '../src/store/model.ts'
 import type { Store } from '../src/store/port.ts'
-import { openSqliteStore } from '../src/store/sqlite/sqlite-store.ts'
 import { startTestServer } from './helpers/server.ts'
+import { openTestStore } from './helpers/test-store.ts'
 
 const ALL = { limit: 100_000 }
 const EVERYONE = { offset: 0, limit: 100_000 }
 
+/** Stores opened by `loaded`, closed (and their data dropped) after the file's tests. */
+const opened: Array<() => Promise<void>> = []
+afterAll(async () => {
+  for (const dispose of opened.splice(0)) await dispose()
+})
+
 async function loaded(fixture: unknown): Promise<{ store: Store; companyId: string }> {
-  const store = openSqliteStore(':memory:')
+  const { store, dispose } = await openTestStore()
+  opened.push(dispose)
   const { company_id: companyId } = await loadFixture(store, new ManualClock(), fixture)
   return { store, companyId }
 }

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { buildApp } from '../src/app.ts'
 import { ManualClock } from '../src/clock.ts'
 import { loadConfig } from '../src/config.ts'
-import { openSqliteStore } from '../src/store/sqlite/sqlite-store.ts'
+import { openTestStore } from './helpers/test-store.ts'
 import { call } from './helpers/server.ts'
 
 const single = (resource: string) => ({ count: 1, errors: [{ error: 'ValidationError', resource, description: expect.any(String) }] })
@@ -16,7 +16,7 @@ describe('error mapping', () => {
   let close: () => Promise<void>
 
   beforeAll(async () => {
-    const store = openSqliteStore(':memory:')
+    const { store, dispose } = await openTestStore()
     const logStream = new Writable({
       write(chunk, _encoding, done) {
         logs += chunk.toString()
@@ -43,7 +43,7 @@ describe('error mapping', () => {
     url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`
     close = async () => {
       await app.close()
-      await store.close()
+      await dispose()
     }
   })
   afterAll(() => close())

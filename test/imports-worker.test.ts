@@ -1,5 +1,6 @@
 import { once } from 'node:events'
 import { Writable } from 'node:stream'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { newId } from '../src/ids.ts'
 import { runClaimedImport } from '../src/imports/run-import.ts'
@@ -8,6 +9,7 @@ import { loadConfig } from '../src/config.ts'
 import { startServer } from '../src/server.ts'
 import { smallFixture } from './helpers/fixtures.ts'
 import { tempDataDir } from './helpers/process.ts'
+import { runEnvironment } from './helpers/test-store.ts'
 import { type ImportHarness, startImportHarness } from './imports-support.ts'
 import { anImport } from './store/builders.ts'
 
@@ -91,6 +93,27 @@ describe('the import worker', () => {
     expect(await h.store.users.count(h.companyId)).toBe(4)
   })
 
+  it('commits a run during which its lease was renewed, in one go', async () => {
+    let runs = 0
+    const renewing = new ImportWorker({
+      store: h.store,
+      clock: h.server.clock,
+      // A renewal every 10 ms: several are made while the run's transaction is open.
+      leaseMs: 30,
+      hooks: {
+        async beforeFinish() {
+          runs++
+          await sleep(100)
+        },
+      },
+    })
+    const id = await putUsers([{ email: 'a@acme.example', name: 'A' }])
+    expect(await renewing.drain()).toBe(1)
+    expect(runs).toBe(1)
+    expect(await h.importOf(id)).toMatchObject({ status: 'finished', error: false })
+    expect((await h.user('a@acme.example'))?.name).toBe('A')
+  })
+
   it('commits nothing of a run that fails before its end, and finishes the import as refused', async () => {
     const failing = new ImportWorker({
       store: h.store,
@@ -171,7 +194,7 @@ describe('roles', () => {
 
   it('runs the worker inside the server by default, and none with role api', async () => {
     for (const [role, running] of [[undefined, true], ['api', false]] as const) {
-      const config = loadConfig({ DATA_DIR: tempDataDir(), PORT: '0', DEMO: 'off', LOG_LEVEL: 'silent', IMPORT_POLL_MS: '10' })
+      const config = loadConfig(runEnvironment({ DATA_DIR: tempDataDir(), PORT: '0', DEMO: 'off', LOG_LEVEL: 'silent', IMPORT_POLL_MS: '10' }))
       const server = await startServer(config, { role, out: quiet(), logStream: quiet() })
       try {
         expect(server.worker?.isRunning() ?? false).toBe(running)

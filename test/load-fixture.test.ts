@@ -2,18 +2,18 @@ import { describe, expect, it } from 'vitest'
 import { ManualClock } from '../src/clock.ts'
 import { ValidationError } from '../src/errors.ts'
 import { loadFixture } from '../src/fixtures/load-fixture.ts'
-import { openSqliteStore } from '../src/store/sqlite/sqlite-store.ts'
 import { smallFixture } from './helpers/fixtures.ts'
+import { openTestStore } from './helpers/test-store.ts'
 
 /** The paths of the problems a fixture is refused for; a refused fixture writes nothing. */
 async function problemsOf(fixture: unknown): Promise<string[]> {
-  const store = openSqliteStore(':memory:')
+  const { store, dispose } = await openTestStore()
   const error: unknown = await loadFixture(store, new ManualClock(), fixture).then(
     () => null,
     (thrown: unknown) => thrown,
   )
   const companies = await store.companies.list()
-  await store.close()
+  await dispose()
   expect(error).toBeInstanceOf(ValidationError)
   expect(companies).toEqual([])
   return (error as ValidationError).issues.map((issue) => issue.resource)
@@ -21,7 +21,7 @@ async function problemsOf(fixture: unknown): Promise<string[]> {
 
 describe('loading a fixture', () => {
   it('loads the whole company, with explicit modification times kept', async () => {
-    const store = openSqliteStore(':memory:')
+    const { store, dispose } = await openTestStore()
     const clock = new ManualClock('2026-05-05T05:05:05.000Z')
     const { company_id: id, api_keys: keys } = await loadFixture(store, clock, smallFixture())
     expect(keys).toHaveLength(2)
@@ -37,7 +37,7 @@ describe('loading a fixture', () => {
     const [deals] = (await store.dataTables.list(id)).filter((table) => table.environment === 'live')
     const records = await store.records.list(id, deals.id, { offset: 0, limit: 10 })
     expect(records[0].values).toEqual({ deal_id: 'D-1', deal_name: 'First deal', amount: { value: 1000, currency: 'EUR' }, deal_types: ['new', 'upsell'] })
-    await store.close()
+    await dispose()
   })
 
   it('refuses overlapping manager and group attributions of one user', async () => {

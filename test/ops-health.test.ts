@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { buildApp } from '../src/app.ts'
 import { ManualClock } from '../src/clock.ts'
 import { loadConfig } from '../src/config.ts'
-import { openSqliteStore } from '../src/store/sqlite/sqlite-store.ts'
+import { openTestStore } from './helpers/test-store.ts'
 import { call, startTestServer, type TestServer } from './helpers/server.ts'
 
 describe('health probes', () => {
@@ -64,7 +64,7 @@ describe('health probes', () => {
 
 describe('readiness with an import worker in the instance', () => {
   it('turns 503 when the worker has stopped', async () => {
-    const store = openSqliteStore(':memory:')
+    const { store, dispose } = await openTestStore()
     let running = true
     const config = loadConfig({ DEMO: 'off', LOG_LEVEL: 'silent' })
     const app = await buildApp({ config, store, clock: new ManualClock(), worker: { isRunning: () => running } })
@@ -81,7 +81,7 @@ describe('readiness with an import worker in the instance', () => {
       expect(stopped.body).toEqual({ status: 'unavailable', checks: { store: 'ok', worker: 'stopped', shutting_down: false } })
     } finally {
       await app.close()
-      await store.close()
+      await dispose()
     }
   })
 })

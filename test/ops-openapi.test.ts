@@ -8,8 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { buildApp } from '../src/app.ts'
 import { ManualClock } from '../src/clock.ts'
 import { loadConfig } from '../src/config.ts'
-import { openSqliteStore } from '../src/store/sqlite/sqlite-store.ts'
-import type { Store } from '../src/store/port.ts'
+import { openTestStore } from './helpers/test-store.ts'
 import { call } from './helpers/server.ts'
 
 /** TypeScript's compiler, as `npm run typecheck` runs it. */
@@ -42,7 +41,7 @@ const resolved = (document: any, schema: any) => (schema?.$ref ? document.compon
 
 /** The application on an ephemeral port (admin routes on), and its OpenAPI document. */
 async function startDocumented(env: Record<string, string> = {}) {
-  const store = openSqliteStore(':memory:')
+  const { store, dispose } = await openTestStore()
   const config = loadConfig({ DEMO: 'off', LOG_LEVEL: 'silent', ADMIN_TOKEN: 'openapi-test-admin-token', ...env })
   const app = await buildApp({ config, store, clock: new ManualClock() })
   await app.listen({ port: 0, host: '127.0.0.1' })
@@ -50,21 +49,21 @@ async function startDocumented(env: Record<string, string> = {}) {
   const url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`
   const reply = await call(`${url}/openapi.json`)
   if (reply.status !== 200) throw new Error(`GET /openapi.json answered ${reply.status}`)
-  return { app, store, url, document: reply.body }
+  return { app, dispose, url, document: reply.body }
 }
 
 describe('OpenAPI document', () => {
   let app: FastifyInstance
-  let store: Store
+  let dispose: () => Promise<void>
   let url: string
   let document: any
 
   beforeAll(async () => {
-    ;({ app, store, url, document } = await startDocumented())
+    ;({ app, dispose, url, document } = await startDocumented())
   })
   afterAll(async () => {
     await app.close()
-    await store.close()
+    await dispose()
   })
 
   it('is a valid OpenAPI 3.1 document', async () => {
@@ -149,16 +148,16 @@ function operationsOf(document: any): Array<{ path: string; method: string; oper
 
 describe('OpenAPI document for client generators and readers', () => {
   let app: FastifyInstance
-  let store: Store
+  let dispose: () => Promise<void>
   let url: string
   let document: any
 
   beforeAll(async () => {
-    ;({ app, store, url, document } = await startDocumented({ PUBLIC_URL: 'https://api.example.com' }))
+    ;({ app, dispose, url, document } = await startDocumented({ PUBLIC_URL: 'https://api.example.com' }))
   })
   afterAll(async () => {
     await app.close()
-    await store.close()
+    await dispose()
   })
 
   it('names and describes every operation, each name once', () => {

@@ -4,11 +4,11 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ManualClock } from '../src/clock.ts'
 import { loadFixture } from '../src/fixtures/load-fixture.ts'
-import { openSqliteStore } from '../src/store/sqlite/sqlite-store.ts'
 import { newId } from '../src/ids.ts'
 import { fieldSchemaOf } from '../src/v2/fields.ts'
 import { smallFixture } from './helpers/fixtures.ts'
 import { startTestServer, type TestServer } from './helpers/server.ts'
+import { openRunStore } from './helpers/test-store.ts'
 import { V2_TEST_ENV, admin, idsByName, notFound } from './v2-support.ts'
 
 const STANDARD = '2020-01-01T00:00:00.000Z'
@@ -132,13 +132,12 @@ describe('GET /v2/data-structures/{table_id}/fields', () => {
   it('keeps the same hash when the store is reopened (a restart)', async () => {
     const directory = mkdtempSync(join(tmpdir(), 'v2-fields-'))
     try {
-      const file = join(directory, 'db.sqlite')
-      const first = openSqliteStore(file)
+      const first = await openRunStore(directory)
       const loaded = await loadFixture(first, new ManualClock(), smallFixture())
       const structures = await first.structures.list(loaded.company_id)
       const before = await Promise.all(structures.filter((item) => item.environment === 'live').map((item) => fieldSchemaOf(first, loaded.company_id, item.id)))
       await first.close()
-      const again = openSqliteStore(file)
+      const again = await openRunStore(directory)
       const after = await Promise.all(structures.filter((item) => item.environment === 'live').map((item) => fieldSchemaOf(again, loaded.company_id, item.id)))
       await again.close()
       expect(after).toEqual(before)

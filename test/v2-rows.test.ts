@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { sqliteFile } from '../src/store/open-store.ts'
-import { openSqliteStore } from '../src/store/sqlite/sqlite-store.ts'
 import { smallFixture } from './helpers/fixtures.ts'
 import { runCli, tempDataDir } from './helpers/process.ts'
 import { startTestServer, type TestServer } from './helpers/server.ts'
+import { openRunStore } from './helpers/test-store.ts'
 import { V2_TEST_ENV, admin, idsByName, notFound } from './v2-support.ts'
 
 describe('v2 rows: statements, records and quota values', () => {
@@ -244,7 +243,7 @@ describe('the quota-type CLI command', () => {
     const changed = runCli(['quota-type', '--company', created.company_id, '--quota', quotas[0].id, '--type', 'float', '--json'], env)
     expect(changed.code, changed.stderr).toBe(0)
     expect(JSON.parse(changed.stdout)).toEqual({ id: quotas[0].id, name: quotas[0].name, type: 'float' })
-    const store = openSqliteStore(sqliteFile({ dataDir: env.DATA_DIR }))
+    const store = await openRunStore(env.DATA_DIR)
     try {
       expect((await store.quotas.get(created.company_id, quotas[0].id))?.type).toBe('float')
     } finally {

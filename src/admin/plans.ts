@@ -48,7 +48,7 @@ export async function savePlan(store: Store, clock: Clock, companyId: string, in
       if (issues.length > 0) throw new ValidationError(issues)
       await tx.plans.save([plan])
       return { plan, calculation: await recalculate(tx, companyId, { plans: new Set([plan.id]) }, { now }) }
-    })
+    }, { company: companyId })
   } catch (error) {
     if (error instanceof StoreConflictError) throw new ValidationError({ resource: 'name', description: `a plan named ${input.name} exists already` })
     throw error
@@ -67,7 +67,7 @@ export async function deletePlan(store: Store, companyId: string, planId: string
     await tx.commissionLines.deleteMany(companyId, lines.filter((line) => !kept.has(`${line.user_id}|${line.period}`)).map((line) => line.id))
     await tx.statements.deleteMany(companyId, statements.filter((statement) => statement.status === 'pending').map((statement) => statement.id))
     await tx.plans.delete(companyId, id)
-  })
+  }, { company: companyId })
 }
 
 export async function listPlans(store: Store, companyId: string): Promise<Plan[]> {
@@ -89,7 +89,7 @@ export async function setExchangeRates(store: Store, clock: Clock, companyId: st
   return store.transaction(async (tx) => {
     await tx.companies.setExchangeRates(companyId, rates)
     return { exchange_rates: rates, calculation: await recalculate(tx, companyId, { everything: true }, { now }) }
-  })
+  }, { company: companyId })
 }
 
 /** What keeps records or cells of each plan from being calculated now: a dry run of every plan, nothing written. */

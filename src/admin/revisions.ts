@@ -86,7 +86,7 @@ export async function reviseStatement(store: Store, clock: Clock, companyId: str
     await recalculate(tx, companyId, { cells: new Map([[revised.plan_id, [cell]]]) }, { now: clock.now().toISOString() })
     // The cell may state nothing any more (its records are gone): the statement as edited is what there was.
     return (await tx.statements.findOfPlan(companyId, revised.plan_id, { cells: [cell] }))[0] ?? revised
-  })
+  }, { company: companyId })
 }
 
 export function reviseCommissionLine(store: Store, clock: Clock, companyId: string, id: string, edit: CommissionLineEdit): Promise<CommissionLine> {
@@ -100,7 +100,7 @@ export async function reviseQuotaValue(store: Store, clock: Clock, companyId: st
     const quotaValues = new Map([[value.quota_id, [{ user_id: value.user_id, period: value.period }]]])
     await recalculate(tx, companyId, { quotaValues }, { now: clock.now().toISOString() })
     return value
-  })
+  }, { company: companyId })
 }
 
 export interface StructureEdit {

@@ -1,7 +1,20 @@
-import type { ImportError, ImportItemIssue } from '../store/model.ts'
+import type { ImportDetail, ImportError, ImportItemIssue } from '../store/model.ts'
 
 /** How many reported items an import keeps per call: the most recent ones. */
 export const KEPT_ITEM_ISSUES = 100
+
+/**
+ * The most an import keeps of its calls' details, in bytes of JSON. MongoDB stores an import in one document of
+ * at most 16 MiB, and a reported item's row is a call's item as sent: 100 items of a large call could exceed
+ * that alone, and BSON takes up to about six times the JSON size of an item made of small values. Every import
+ * of usual size stays far below it, and keeps everything.
+ */
+export const DETAILS_BYTES = 2 * 1024 * 1024
+
+/** The characters kept of a call's description once an import's details are over DETAILS_BYTES. */
+const SHORT_DESCRIPTION = 1000
+
+const jsonBytes = (value: unknown) => Buffer.byteLength(JSON.stringify(value))
 
 /**
  * What applying one call's payload gave, for its `data_tables_details` entry: how many of its items were applied
@@ -51,6 +64,47 @@ export function partial(noun: string, total: number, skipped: readonly ImportIte
       parsing_error_details: lastKept(skipped),
     },
   }
+}
+
+/**
+ * An import's details within DETAILS_BYTES: unchanged below it; over it, the earliest calls lose their reported
+ * items first, oldest first (their description says how many are not listed), then their descriptions are
+ * shortened, then their ignored keys are dropped, until the details fit. The most recent reported items stay, as the "most recent 100" of each call.
+ */
+export function boundedDetails(details: readonly ImportDetail[]): ImportDetail[] {
+  let total = jsonBytes(details)
+  if (total <= DETAILS_BYTES) return [...details]
+  const bounded = details.map((detail) => (detail.error ? { ...detail, error: { ...detail.error, parsing_error_details: [...detail.error.parsing_error_details] } } : detail))
+  const errors = bounded.flatMap((detail) => (detail.error ? [detail.error] : []))
+  for (const error of errors) {
+    if (total <= DETAILS_BYTES) break
+    const issues = error.parsing_error_details
+    let dropped = 0
+    while (issues.length > 0 && total > DETAILS_BYTES) {
+      // An item dropped takes its JSON and the comma beside it.
+      total -= jsonBytes(issues.shift()) + 1
+      dropped++
+    }
+    if (dropped === 0) continue
+    const note = ` (${dropped} reported item${dropped === 1 ? ' is' : 's are'} not listed: an import keeps ${DETAILS_BYTES / 1024 / 1024} MiB of details)`
+    error.description += note
+    total += jsonBytes(note) - 2
+  }
+  for (const error of errors) {
+    if (total <= DETAILS_BYTES) break
+    if (error.description.length <= SHORT_DESCRIPTION) continue
+    const before = jsonBytes(error.description)
+    error.description = `${error.description.slice(0, SHORT_DESCRIPTION)}…`
+    total -= before - jsonBytes(error.description)
+  }
+  // The ignored keys of a record call are at most 100, but a key can be as long as a body allows.
+  for (const [index, detail] of bounded.entries()) {
+    if (total <= DETAILS_BYTES) break
+    if (!detail.ignored_keys?.length) continue
+    total -= jsonBytes(detail.ignored_keys) - 2
+    bounded[index] = { ...detail, ignored_keys: [] }
+  }
+  return bounded
 }
 
 /** True for a plain JSON object (not an array, not null). */

@@ -80,8 +80,31 @@ function readRecord(table: DataTable, { changes, skipped, ignoredKeys }: Prepare
 }
 
 /**
- * Applies the prepared record calls of one import, table by table, each table's calls in arrival order; returns
- * the outcome of each call, in the order given. Calls to different tables do not touch each other.
+ * What an import's `all=true` calls ask: the tables emptied once, before the first call (see `emptiesTable`), and
+ * for each whether a call also asked `keep_overrides=true` (the overrides of the deleted records then come back
+ * with the records sent again).
+ */
+export type Resync = ReadonlyMap<string, { keepsOverrides: boolean }>
+
+/** The resync the record calls of one import ask for, over all of them. */
+export function resyncOf(calls: readonly PreparedRecordCall[]): Resync {
+  const resync = new Map<string, { keepsOverrides: boolean }>()
+  for (const [tableId, tableCalls] of Map.groupBy(calls, (call) => call.tableId)) {
+    if (tableCalls.some((call) => call.tableGone) || !emptiesTable(tableCalls)) continue
+    resync.set(tableId, { keepsOverrides: tableCalls.some(({ payload }) => payload.options.all && payload.options.keep_overrides) })
+  }
+  return resync
+}
+
+/** The resync of the calls after the first ones of an import, applied in a later transaction: none. */
+export const NO_RESYNC: Resync = new Map()
+
+/**
+ * Applies the prepared record calls of one import: first empties the tables `resync` names (all those the
+ * import's calls empty, when they are applied in one transaction; in a run of several, the first transaction's
+ * and then NO_RESYNC), then the calls, table by table, each table's calls in arrival order; returns the outcome
+ * of each call, in the order given. Calls to different tables do not touch each other. What changed goes to
+ * `changes`, for the plans' recalculation.
  */
 export async function applyRecordCalls(
   tx: Store,
@@ -89,39 +112,48 @@ export async function applyRecordCalls(
   calls: readonly PreparedRecordCall[],
   now: string,
   changes: CalculationChangeLog,
+  resync: Resync = resyncOf(calls),
 ): Promise<PayloadOutcome[]> {
+  const remembered = await emptyTables(tx, company, resync, changes)
   const outcomes = new Map<PreparedRecordCall, PayloadOutcome>()
   for (const [tableId, tableCalls] of Map.groupBy(calls, (call) => call.tableId)) {
     const table = tableCalls.some((call) => call.tableGone) ? null : await tx.dataTables.get(company.id, tableId)
-    const tableOutcomes = table ? await applyTableCalls(tx, company, table, tableCalls, now, changes) : tableCalls.map(tableGone)
+    const tableOutcomes = table ? await applyTableCalls(tx, table, tableCalls, remembered.get(tableId) ?? new Map(), now, changes) : tableCalls.map(tableGone)
     tableCalls.forEach((call, index) => outcomes.set(call, tableOutcomes[index]))
   }
   return calls.map((call) => outcomes.get(call)!)
 }
 
 /**
- * Applies the calls of one import to one table, in arrival order. When one of them asked `all=true` the
- * table is emptied once, before the first (`emptiesTable`); manual overrides survive that when the same call also
- * asked `keep_overrides=true`. Each parsed record is upserted by its id field (a field left out keeps its value)
- * or deleted (`deleted: true`); the skipped ones are reported.
+ * Empties the tables of a resync, and answers, for those that keep overrides, the manual overrides of the
+ * deleted records by external id.
+ */
+async function emptyTables(tx: Store, company: Company, resync: Resync, changes: CalculationChangeLog): Promise<Map<string, Map<string, Record<string, unknown>>>> {
+  const remembered = new Map<string, Map<string, Record<string, unknown>>>()
+  for (const [tableId, { keepsOverrides }] of resync) {
+    if (keepsOverrides) {
+      remembered.set(tableId, new Map((await tx.records.listOverridden(company.id, tableId)).map((record) => [record.external_id, record.overrides])))
+    }
+    await tx.records.deleteAll(company.id, tableId)
+    changes.tableRewritten(tableId)
+  }
+  return remembered
+}
+
+/**
+ * Applies the calls of one import to one table, in arrival order, the table emptied already when they asked it
+ * (`remembered`: the overrides of its deleted records, for the calls that keep them). Each parsed record is
+ * upserted by its id field (a field left out keeps its value) or deleted (`deleted: true`); the skipped ones are
+ * reported.
  */
 async function applyTableCalls(
   tx: Store,
-  company: Company,
   table: DataTable,
   calls: readonly PreparedRecordCall[],
+  remembered: Map<string, Record<string, unknown>>,
   now: string,
   changes: CalculationChangeLog,
 ): Promise<PayloadOutcome[]> {
-  let remembered = new Map<string, Record<string, unknown>>()
-  if (emptiesTable(calls)) {
-    if (calls.some(({ payload }) => payload.options.all && payload.options.keep_overrides)) {
-      remembered = new Map((await tx.records.listOverridden(company.id, table.id)).map((record) => [record.external_id, record.overrides]))
-    }
-    await tx.records.deleteAll(company.id, table.id)
-    changes.tableRewritten(table.id)
-  }
-
   const outcomes: PayloadOutcome[] = []
   for (const call of calls) outcomes.push(await applyRecordCall(tx, table, call, remembered, now, changes))
   return outcomes

@@ -423,6 +423,12 @@ export interface DataImport {
   lease_expires_at: string | null
   /** How many times a worker claimed it (more than 1: a worker died or handed it back). */
   attempts: number
+  /**
+   * Set while a run too large for one transaction is applied in several (see `runClaimedImport`): how many of
+   * its calls, in payload order, are applied and committed, their outcomes in the first entries of `details`.
+   * A run that starts again goes on after them. Absent on an import applied in one transaction.
+   */
+  payloads_applied?: number
 }
 
 /** What one upsert call asked for, stored before the call answers 200. */

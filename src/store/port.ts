@@ -33,7 +33,9 @@ import type { RevisionRepository } from './revisions.ts'
  * - Every operation but `companies.*` takes the company id and never reads or writes another company's data.
  * - Lists are in id order (ObjectId order, which is creation order) unless a method says otherwise.
  * - A single method call is atomic. `transaction` makes a group of calls atomic: all or none is applied,
- *   and no other reader sees a part of it.
+ *   and no other reader sees a part of it. (On a sharded MongoDB cluster, a read outside a transaction that
+ *   spans shards may, for the moment of a commit, see a transaction's writes on one shard and not yet on
+ *   another: docs/scaling.md.)
  * - Records are returned as fresh objects: changing one never changes the store.
  */
 export interface Store {
@@ -57,6 +59,13 @@ export interface Store {
   /** Request counters of the rate limit: not company data, and not part of `transaction`. */
   readonly rateLimits: RateLimitRepository
   readonly imports: ImportRepository
+  /**
+   * How many items (records, users, attributions) one transaction of this store should apply at most. A larger
+   * import is applied in several transactions, each of whole calls (`runClaimedImport`), and a large table is
+   * emptied in batches of it (`all=true`). MongoDB ends a transaction that runs past its
+   * `transactionLifetimeLimitSeconds` (60 s by default); SQLite has no such limit, and answers Infinity.
+   */
+  readonly itemsPerTransaction: number
   /** Import counts across companies, for the metrics. */
   readonly importStatistics: ImportStatisticsRepository
   /** Changes to stored records made by administration (admin routes, CLI). */
@@ -64,17 +73,30 @@ export interface Store {
 
   /**
    * Runs `work` with a store whose operations all belong to one transaction, committed when `work`
-   * resolves and rolled back when it throws. Transactions are serialized with every other write.
+   * resolves and rolled back when it throws. In one process, transactions run one at a time.
    * Inside `work`, use only the store it is given. An adapter may run `work` again after a transient conflict
    * with another process (MongoDB's `withTransaction` does), so `work` must have no effect outside the store.
+   *
+   * A transaction that reads a company's data to write what follows from it (an import's run, an archive's
+   * checks, plans' results, statement renderings) names the company: it is then serialized with every other transaction that
+   * names it, in every process that shares the store, so that it never commits on a reading another such
+   * transaction changed meanwhile. SQLite serializes every write anyway (one writer per file). MongoDB's
+   * snapshot isolation alone would let two transactions on two instances read the same data, write different
+   * documents and both commit: each transaction naming a company writes that company's lock document first,
+   * and of two that overlap, the later one conflicts and is run again once the other is over.
    */
-  transaction<T>(work: (tx: Store) => Promise<T>): Promise<T>
+  transaction<T>(work: (tx: Store) => Promise<T>, options?: TransactionOptions): Promise<T>
 
   /** Answers when the store can be reached; throws otherwise. */
   ping(): Promise<void>
 
   /** Releases connections. Idempotent. */
   close(): Promise<void>
+}
+
+export interface TransactionOptions {
+  /** The company whose data the transaction reads to derive what it writes (see `Store.transaction`). */
+  company?: string
 }
 
 /** An id-ordered window over a sequence of rows, for the v2 pages. */
@@ -106,7 +128,12 @@ export interface CompanyRepository {
   /** Replaces the company's exchange rates. Returns false when unknown. */
   setExchangeRates(id: string, rates: ExchangeRates): Promise<boolean>
   list(): Promise<Company[]>
-  /** Deletes the company and every record that belongs to it, atomically. Returns false when unknown. */
+  /**
+   * Deletes the company and every record that belongs to it; returns false when unknown. Atomic for readers:
+   * the company and its API keys go at once, and nothing reaches its records from then on. Inside a transaction
+   * everything goes with it. Outside one, MongoDB deletes the records after the company, outside a transaction
+   * (a large company would not fit in one); an interrupted deletion is finished by deleting the company again.
+   */
   delete(id: string): Promise<boolean>
 }
 
@@ -184,6 +211,11 @@ export interface DataTableRecordRepository {
   page(companyId: string, tableId: string, afterId: string | null, limit: number): Promise<DataTableRecord[]>
   /** The table's records that carry at least one manual override, in id order. */
   listOverridden(companyId: string, tableId: string): Promise<DataTableRecord[]>
+  /**
+   * Deletes up to `limit` records of the table that carry no manual override, atomically; returns how many
+   * went. An `all=true` import empties a table larger than a transaction should hold with it, batch by batch.
+   */
+  deleteUnoverridden(companyId: string, tableId: string, limit: number): Promise<number>
 }
 
 export interface ReportingStructureRepository {
@@ -390,13 +422,35 @@ export interface ImportRepository {
   claimNext(owner: string, now: string, leaseExpiresAt: string): Promise<DataImport | null>
   /** Extends the lease while `owner` still holds the started import. False when the claim was lost. */
   renewLease(companyId: string, id: string, owner: string, leaseExpiresAt: string): Promise<boolean>
+  /**
+   * True while `owner` holds the started import; false when the claim was lost. Called first in the transaction
+   * that applies the import, it also makes that transaction the import's writer from then on: a renewal of the
+   * lease made meanwhile from outside (the worker renews every third of the lease) waits for the transaction,
+   * and another worker's claim conflicts with it, instead of the transaction failing at `finish`. (On MongoDB,
+   * a write to the import committed after the transaction began would be a write conflict at `finish`, and
+   * `withTransaction` would run the whole transaction again, and again, while renewals go on.)
+   */
+  hold(companyId: string, id: string, owner: string): Promise<boolean>
   /** Hands a started import back to `scheduled` (nothing of it applied) while `owner` holds it. False otherwise. */
   release(companyId: string, id: string, owner: string): Promise<boolean>
   /**
-   * Marks the import finished with its outcome while `owner` holds it; false when another worker took it
-   * over or it is finished already (the caller must then roll its transaction back). Conditional and atomic.
+   * Records that the import's first `payloads_applied` calls (in payload order) are applied, with their
+   * `details` (the first entries), while `owner` holds it: called in the transaction that applied the last of
+   * them, when a run is split over several transactions. False when the claim was lost. Conditional and atomic.
+   */
+  advance(companyId: string, id: string, owner: string, progress: ImportProgress): Promise<boolean>
+  /**
+   * Marks the import finished with its outcome while `owner` holds it (and drops `payloads_applied`); false when
+   * another worker took it over or it is finished already (the caller must then roll its transaction back).
+   * Conditional and atomic.
    */
   finish(companyId: string, id: string, owner: string, outcome: ImportOutcome): Promise<boolean>
+}
+
+export interface ImportProgress {
+  payloads_applied: number
+  /** The details of the calls applied so far, in payload order. */
+  details: ImportDetail[]
 }
 
 export interface ImportOutcome {

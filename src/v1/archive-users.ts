@@ -26,7 +26,8 @@ interface ArchiveRequest {
  * with every problem listed, each with its own family (`ValidationError`, `NotFoundError`, `ConflictError`):
  * the refusal is always a 400, so that a 404 keeps the one body of the error table. The archive period starts the month after `end_date`, or the current month
  * without one. A person managed in that period who is archived already, or archived by the same call, is
- * no conflict.
+ * no conflict. The transaction names the company: a manager attribution imported meanwhile on another
+ * instance cannot commit beside an archive that checked the attributions before it.
  */
 export async function archiveUsers(store: Store, clock: Clock, companyId: string, items: readonly unknown[]): Promise<void> {
   const now = clock.now().toISOString()
@@ -47,7 +48,7 @@ export async function archiveUsers(store: Store, clock: Clock, companyId: string
     const archived = requests.map(({ user, archivedFrom }) => ({ ...user, status: 'archived' as const, archived_until: previousMonth(archivedFrom), modified_at: now }))
     await tx.users.save(companyId, archived)
     await recalculate(tx, companyId, { users: new Set(archived.map((user) => user.id)) }, { now })
-  })
+  }, { company: companyId })
 }
 
 function readItems(items: readonly unknown[], issues: Issue[]): { email: string; endDate: string | null; line: number }[] {

@@ -92,8 +92,9 @@ export async function renderStatementsOfUsers(store: Store, companyId: string, u
 /**
  * Renders the company's live statements that hold no rendering for its first live statement structure (a
  * company usually has one; pages of any other structure are rendered as they are read) and stores them. Each
- * batch is read, rendered and stored in one transaction, so a statement or user written meanwhile never gets a
- * rendering of what it was before. Returns how many statements it rendered.
+ * batch is read, rendered and stored in one transaction that names the company, so a statement or user written
+ * meanwhile, by this process or another, never gets a rendering of what it was before. Returns how many
+ * statements it rendered.
  */
 export async function renderStatements(store: Store, companyId: string): Promise<number> {
   const texts = await renderedStructureTexts(store, companyId)
@@ -112,7 +113,7 @@ export async function renderStatements(store: Store, companyId: string): Promise
       }))
       await tx.statements.saveRenderings(companyId, 'live', renderings)
       return statements
-    })
+    }, { company: companyId })
     rendered += batch.length
     if (batch.length < RENDERING_BATCH) return rendered
     afterId = batch[batch.length - 1].id

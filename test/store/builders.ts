@@ -1,3 +1,4 @@
+import { loadConfig } from '../../src/config.ts'
 import { newId } from '../../src/ids.ts'
 import type {
   ApiKey,
@@ -275,4 +276,21 @@ export function anImport(companyId: string, createdAt: string, windowMinutes = 0
     lease_expires_at: null,
     attempts: 0,
   }
+}
+
+/** The largest request body the service accepts by default (`BODY_LIMIT_MB`): a payload of it must be stored whole. */
+export const LARGEST_BODY_BYTES = loadConfig({}).bodyLimitMb * 1024 * 1024
+
+/**
+ * Items whose JSON text takes about `bytes`, made to cost the most in BSON: records holding long arrays of
+ * small numbers, which BSON stores in about six times their JSON size (a type byte, the index as a key, the
+ * number). Unique values in every record, so that a part read in the wrong order would show.
+ */
+export function heavyItems(bytes: number): unknown[] {
+  const perItem = 64 * 1024
+  return Array.from({ length: Math.ceil(bytes / perItem) }, (_, index) => ({
+    deal_id: `H-${index}`,
+    // `[n,0,0,...]`: two characters per number.
+    deal_name: [index, ...Array.from({ length: perItem / 2 - 8 }, () => 0)],
+  }))
 }

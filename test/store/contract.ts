@@ -93,7 +93,7 @@ async function expectConflict(work: Promise<unknown>): Promise<void> {
 }
 
 /** A promise with its resolve function, to hold a transaction open at a chosen point. */
-function gate(): { promise: Promise<void>; open: () => void } {
+export function gate(): { promise: Promise<void>; open: () => void } {
   let open!: () => void
   const promise = new Promise<void>((resolve) => {
     open = resolve
@@ -439,6 +439,17 @@ export function storeContract(name: string, factory: StoreFactory): void {
         expect(await store.companies.delete(newId())).toBe(false)
       })
 
+      it('removes what an interrupted deletion left of a company when it is deleted again', async () => {
+        const [doomed, kept] = await populateTwo()
+        expect(await store.companies.delete(doomed.company.id)).toBe(true)
+        // What a deletion stopped after the company itself went would have left behind.
+        await store.users.save(doomed.company.id, doomed.users)
+        await store.statements.insertMany(doomed.statements)
+        expect(await store.companies.delete(doomed.company.id)).toBe(false)
+        expect(await readAll(store, doomed.company.id, doomed)).toStrictEqual(nothingOf())
+        expect(await readAll(store, kept.company.id, kept)).toStrictEqual(readsOf(kept))
+      })
+
       it('lets a deleted company be written again from scratch', async () => {
         const [world] = await populateTwo()
         await store.companies.delete(world.company.id)
@@ -635,6 +646,26 @@ export function storeContract(name: string, factory: StoreFactory): void {
           await kind.replace(companyId, [bob, newId()], [])
           expect(await kind.list(companyId)).toStrictEqual(byId([first[3], annAgain]))
           expect(await kind.listOther(companyId)).toStrictEqual([])
+        })
+
+        it(`removes the ${kind.name} of many users at once: a reader sees all of them or none`, async () => {
+          const companyId = await aStoredCompany()
+          const userIds = Array.from({ length: 2000 }, () => newId())
+          await kind.replace(
+            companyId,
+            userIds,
+            userIds.map((userId) => kind.make(companyId, userId)),
+          )
+          const removal = { over: false }
+          const removing = kind.replace(companyId, userIds, []).finally(() => {
+            removal.over = true
+          })
+          const seen = new Set<number>()
+          while (!removal.over) seen.add((await kind.list(companyId)).length)
+          await removing
+          seen.add((await kind.list(companyId)).length)
+          expect([...seen].filter((count) => count !== 0 && count !== userIds.length)).toStrictEqual([])
+          expect(seen.has(0)).toBe(true)
         })
       }
     })

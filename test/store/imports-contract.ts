@@ -1,9 +1,10 @@
+import { setTimeout as sleep } from 'node:timers/promises'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { newId } from '../../src/ids.ts'
 import type { ImportPayload } from '../../src/store/model.ts'
 import { type Store, StoreConflictError } from '../../src/store/port.ts'
-import { aCompany, aDataTable, anImport, aRecord, minute } from './builders.ts'
-import type { StoreFactory } from './contract.ts'
+import { aCompany, aDataTable, anImport, aRecord, heavyItems, LARGEST_BODY_BYTES, minute } from './builders.ts'
+import { gate, type StoreFactory } from './contract.ts'
 
 function aPayload(companyId: string, items: unknown[] = [{ email: 'a@example.com' }]): Omit<ImportPayload, 'import_id'> {
   return { id: newId(), company_id: companyId, items, options: { all: false, keep_overrides: false }, received_at: minute(0) }
@@ -49,6 +50,18 @@ export function importsContract(name: string, factory: StoreFactory): void {
         expect(payloads.every((payload) => payload.import_id === first.id)).toBe(true)
         expect(await store.imports.get(otherCompanyId, first.id)).toBeNull()
         expect(await store.imports.payloads(otherCompanyId, first.id)).toStrictEqual([])
+      })
+
+      it('stores the payload of the largest body the default limit allows, and reads it back whole', async () => {
+        const items = heavyItems(LARGEST_BODY_BYTES)
+        const joined = await store.imports.enqueue(anImport(companyId, minute(0)), aPayload(companyId, items), minute(0))
+        const small = await store.imports.enqueue(anImport(companyId, minute(0), 10), aPayload(companyId), minute(0))
+        expect(joined.details).toMatchObject([{ number_of_records: null, error: null }])
+        const [stored] = await store.imports.payloads(companyId, joined.id)
+        // Compared as text: a deep comparison of millions of numbers takes long.
+        expect(JSON.stringify(stored.items)).toBe(JSON.stringify(items))
+        expect(stored).toMatchObject({ id: joined.details[0].payload_id, import_id: joined.id, company_id: companyId })
+        expect((await store.imports.payloads(companyId, small.id)).map((payload) => payload.items)).toStrictEqual([[{ email: 'a@example.com' }]])
       })
 
       it('keeps each payload\'s own table and key, and a detail per call that names its key, across tables', async () => {
@@ -110,6 +123,15 @@ export function importsContract(name: string, factory: StoreFactory): void {
         expect((await store.imports.claimNext('b', minute(5), minute(15)))?.id).toBe(second.id)
       })
 
+      it('claims the import of another company however many older ones wait behind a company’s running import', async () => {
+        const running = await enqueue(0)
+        for (let call = 0; call < 60; call++) await enqueue(0)
+        const theirs = await enqueue(0, 0, otherCompanyId)
+        expect((await store.imports.claimNext('a', minute(1), minute(11)))?.id).toBe(running.id)
+        expect((await store.imports.claimNext('b', minute(1), minute(11)))?.id).toBe(theirs.id)
+        expect(await store.imports.claimNext('c', minute(1), minute(11))).toBeNull()
+      })
+
       it('claims again an import whose lease expired, keeping its first launch time and counting attempts', async () => {
         const queued = await enqueue(0)
         await store.imports.claimNext('dead', minute(1), minute(11))
@@ -158,6 +180,68 @@ export function importsContract(name: string, factory: StoreFactory): void {
           attempts: 1,
         })
         expect(await store.imports.claimNext('w', minute(60), minute(70))).toBeNull()
+      })
+
+      it('holds an import for the worker that claimed it only, and leaves no trace of the hold', async () => {
+        const queued = await enqueue(0)
+        const claimed = (await store.imports.claimNext('w', minute(1), minute(11)))!
+        expect(await store.imports.hold(companyId, queued.id, 'other')).toBe(false)
+        expect(await store.imports.hold(otherCompanyId, queued.id, 'w')).toBe(false)
+        const outcome = { finished_at: minute(2), error: false, details: claimed.details }
+        const finished = await store.transaction(async (tx) => {
+          expect(await tx.imports.hold(companyId, queued.id, 'w')).toBe(true)
+          return tx.imports.finish(companyId, queued.id, 'w', outcome)
+        })
+        expect(finished).toBe(true)
+        expect(await store.imports.get(companyId, queued.id)).toStrictEqual({ ...claimed, ...outcome, status: 'finished', lease_owner: null, lease_expires_at: null })
+        expect(await store.imports.hold(companyId, queued.id, 'w')).toBe(false)
+      })
+
+      it('lets a lease renewal made while the holding transaction is open wait for it, not make it start again', async () => {
+        const queued = await enqueue(0)
+        await store.imports.claimNext('w', minute(1), minute(11))
+        const held = gate()
+        const release = gate()
+        let runs = 0
+        const applying = store.transaction(
+          async (tx) => {
+            runs++
+            if (!(await tx.imports.hold(companyId, queued.id, 'w'))) return false
+            held.open()
+            await release.promise
+            return tx.imports.finish(companyId, queued.id, 'w', { finished_at: minute(5), error: false, details: [] })
+          },
+          { company: companyId },
+        )
+        await held.promise
+        // What the worker's renewal timer does while the import is applied, from outside the transaction.
+        const renewal = store.imports.renewLease(companyId, queued.id, 'w', minute(21))
+        await Promise.race([renewal, sleep(300)])
+        release.open()
+        expect(await applying).toBe(true)
+        expect(runs).toBe(1)
+        // The renewal landed after the commit: the import is finished and no longer held.
+        expect(await renewal).toBe(false)
+        expect(await store.imports.get(companyId, queued.id)).toMatchObject({ status: 'finished', lease_expires_at: null, finished_at: minute(5) })
+      })
+
+      it('records the progress of a run for the holder only, keeps it through a new claim, and drops it at finish', async () => {
+        const queued = await enqueue(0)
+        await store.imports.claimNext('w', minute(1), minute(11))
+        const details = [{ payload_id: queued.details[0].payload_id, number_of_records: 1, error: null }]
+        expect(await store.imports.advance(companyId, queued.id, 'other', { payloads_applied: 1, details })).toBe(false)
+        const advanced = await store.transaction(async (tx) => {
+          expect(await tx.imports.hold(companyId, queued.id, 'w')).toBe(true)
+          return tx.imports.advance(companyId, queued.id, 'w', { payloads_applied: 1, details })
+        })
+        expect(advanced).toBe(true)
+        const progressed = await store.imports.get(companyId, queued.id)
+        expect(progressed).toStrictEqual({ ...queued, status: 'started', lease_owner: 'w', lease_expires_at: minute(11), launched_at: minute(1), attempts: 1, details, payloads_applied: 1 })
+        const again = await store.imports.claimNext('x', minute(11), minute(21))
+        expect(again).toStrictEqual({ ...progressed, lease_owner: 'x', lease_expires_at: minute(21), attempts: 2 })
+        const outcome = { finished_at: minute(12), error: false, details }
+        expect(await store.imports.finish(companyId, queued.id, 'x', outcome)).toBe(true)
+        expect(await store.imports.get(companyId, queued.id)).toStrictEqual({ ...queued, ...outcome, status: 'finished', launched_at: minute(1), attempts: 2 })
       })
 
       it('rolls a finish back with the transaction around it', async () => {
@@ -209,6 +293,23 @@ export function importsContract(name: string, factory: StoreFactory): void {
         expect(await store.records.deleteAll(companyId, table.id)).toBe(1)
         expect(await store.records.count(companyId, table.id)).toBe(0)
         expect(await store.records.count(companyId, other.id)).toBe(1)
+      })
+
+      it('deletes the records of a table that carry no manual override, a batch at a time', async () => {
+        const [table, other] = [aDataTable(companyId), aDataTable(companyId)]
+        await store.dataTables.insert(table)
+        await store.dataTables.insert(other)
+        const overridden = aRecord(companyId, table.id, { overrides: { deal_name: 'hand' } })
+        const plain = Array.from({ length: 5 }, () => aRecord(companyId, table.id))
+        const elsewhere = aRecord(companyId, other.id)
+        await store.records.upsert(companyId, [...plain, overridden, elsewhere])
+        expect(await store.records.deleteUnoverridden(otherCompanyId, table.id, 10)).toBe(0)
+        expect(await store.records.deleteUnoverridden(companyId, table.id, 2)).toBe(2)
+        expect(await store.records.deleteUnoverridden(companyId, table.id, 2)).toBe(2)
+        expect(await store.records.deleteUnoverridden(companyId, table.id, 2)).toBe(1)
+        expect(await store.records.deleteUnoverridden(companyId, table.id, 2)).toBe(0)
+        expect(await store.records.list(companyId, table.id, { offset: 0, limit: 10 })).toStrictEqual([overridden])
+        expect(await store.records.list(companyId, other.id, { offset: 0, limit: 10 })).toStrictEqual([elsewhere])
       })
     })
   })

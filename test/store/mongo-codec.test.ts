@@ -1,4 +1,4 @@
-import { deserialize, type Document, ObjectId, serialize } from 'bson'
+import { calculateObjectSize, deserialize, type Document, ObjectId, serialize } from 'bson'
 import { MongoServerError } from 'mongodb'
 import { describe, expect, it } from 'vitest'
 import { newId } from '../../src/ids.ts'
@@ -8,6 +8,10 @@ import { databaseInUrl, isDuplicateKey, toPortError } from '../../src/store/mong
 import { byId, cursorId, inCompany, inTable, pageFilter } from '../../src/store/mongo/filters.ts'
 import { claimUpdate, IMPORT_INDEXES, runnable } from '../../src/store/mongo/imports.ts'
 import { INDEXES } from '../../src/store/mongo/indexes.ts'
+import { lockFilter } from '../../src/store/mongo/locks.ts'
+import { saveRecordsOperations } from '../../src/store/mongo/record-writes.ts'
+import { PART_BYTES, payloadFrom, storedPayload } from '../../src/store/mongo/payload-parts.ts'
+import { upsertRecordsOperations } from '../../src/store/mongo/repositories.ts'
 import { hitPipeline, RATE_WINDOW_INDEXES, subjectKey } from '../../src/store/mongo/rate-limits.ts'
 import { setFields } from '../../src/store/mongo/revisions.ts'
 import { countsFrom } from '../../src/store/mongo/import-statistics.ts'
@@ -28,6 +32,8 @@ import {
   aStructure,
   aUser,
   aUserAttribute,
+  heavyItems,
+  LARGEST_BODY_BYTES,
   minute,
 } from './builders.ts'
 
@@ -134,6 +140,53 @@ describe('mongo codec: records ⇄ documents', () => {
   })
 })
 
+/** MongoDB's largest document. */
+const DOCUMENT_LIMIT = 16 * 1024 * 1024
+
+const aPayload = (items: unknown[]) => ({
+  id: newId(),
+  company_id: companyId,
+  import_id: newId(),
+  items,
+  options: { all: true, keep_overrides: false },
+  received_at: minute(0),
+})
+
+describe('mongo import payloads: stored in parts under the document limit', () => {
+  it('keeps a payload of usual size in its one document, and reads it back exactly', () => {
+    const payload = aPayload([{ email: 'a@b.c', name: 'Zoë ✓' }, null, 3, [1.5, -2]])
+    const { payload: document, parts } = storedPayload(payload)
+    expect(parts).toStrictEqual([])
+    expect(payloadFrom(throughBson(document), [])).toStrictEqual(payload)
+  })
+
+  it('splits the largest body the default limit allows into documents that each fit, and joins them back', () => {
+    const items = heavyItems(LARGEST_BODY_BYTES)
+    // As an array, the items alone would be several times too large for one document.
+    expect(calculateObjectSize({ items })).toBeGreaterThan(4 * DOCUMENT_LIMIT)
+    const payload = aPayload(items)
+    const { payload: document, parts } = storedPayload(payload)
+    expect(parts).toHaveLength(Math.ceil(JSON.stringify(items).length / PART_BYTES) - 1)
+    for (const stored of [document, ...parts]) expect(calculateObjectSize(stored)).toBeLessThan(DOCUMENT_LIMIT)
+    // Parts may come back in any order.
+    const read = payloadFrom(throughBson(document), parts.toReversed().map(throughBson))
+    // Compared as text: a deep comparison of millions of numbers takes long.
+    expect(JSON.stringify(read.items)).toBe(JSON.stringify(items))
+    expect({ ...read, items: [] }).toStrictEqual({ ...payload, items: [] })
+  })
+
+  it('refuses to read a payload with a part missing', () => {
+    const { payload: document, parts } = storedPayload(aPayload(heavyItems(PART_BYTES + 1)))
+    expect(parts).toHaveLength(1)
+    expect(() => payloadFrom(document, [])).toThrow(/1 of its 2 parts/)
+  })
+
+  it('reads a payload stored before parts existed, whose items are an array', () => {
+    const payload = aPayload([{ email: 'a@b.c' }])
+    expect(payloadFrom(throughBson(encode(collections.IMPORT_PAYLOADS, payload)), [])).toStrictEqual(payload)
+  })
+})
+
 describe('mongo filters', () => {
   it('name the company in every filter on company data', () => {
     const filters = [
@@ -219,6 +272,49 @@ describe('mongo indexes', () => {
     expect(keysOf('commission_lines')).toContainEqual(['company_id', 'table_id', '_id'])
     expect(keysOf('quota_values')).toContainEqual(['company_id', 'quota_id', '_id'])
     expect(all.get('rate_windows')).toStrictEqual([{ key: { purge_at: 1 }, name: 'purge_at_ttl', expireAfterSeconds: 0 }])
+  })
+})
+
+/** True when the fields of `key` start with those of `prefix`, in order. */
+const startsWith = (key: object, prefix: object) => Object.keys(prefix).every((field, index) => Object.keys(key)[index] === field)
+
+/** True when `filter` gives every field of the collection's shard key one value (an equality, not an operator). */
+const namesShardKey = (collection: string, filter: Document) =>
+  Object.keys(collections.SHARD_KEYS.get(collection)!).every((field) => filter[field] instanceof ObjectId || typeof filter[field] === 'string')
+
+describe('mongo sharding', () => {
+  const all = new Map([...INDEXES, ...IMPORT_INDEXES, ...RATE_WINDOW_INDEXES])
+
+  it('gives every collection of company data a shard key, and an index that starts with it (shardCollection needs one)', () => {
+    for (const codec of collections.COMPANY_COLLECTIONS) {
+      if (codec === collections.API_KEYS) continue
+      const shardKey = collections.SHARD_KEYS.get(codec.collection)
+      expect(shardKey, codec.collection).toBeDefined()
+      expect(Object.keys(shardKey!)[0], codec.collection).toBe('company_id')
+      expect((all.get(codec.collection) ?? []).some((index) => startsWith(index.key, shardKey!)), codec.collection).toBe(true)
+    }
+  })
+
+  it('starts every unique index of a sharded collection with its shard key, or MongoDB could not enforce it', () => {
+    for (const [collection, shardKey] of collections.SHARD_KEYS) {
+      for (const index of (all.get(collection) ?? []).filter((item) => item.unique)) {
+        expect(startsWith(index.key, shardKey), `${collection}.${index.name}`).toBe(true)
+      }
+    }
+  })
+
+  it('names the whole shard key in the filter of every upsert', () => {
+    expect(namesShardKey('import_locks', lockFilter(companyId, 'claim'))).toBe(true)
+    const record = aRecord(companyId, tableId)
+    const [saved] = saveRecordsOperations(companyId, [record]) as Array<{ replaceOne: { filter: Document } }>
+    expect(namesShardKey('data_table_records', saved.replaceOne.filter)).toBe(true)
+    expect(saved.replaceOne.filter).toStrictEqual({ table_id: new ObjectId(tableId), _id: new ObjectId(record.id), company_id: new ObjectId(companyId) })
+    const [upserted] = upsertRecordsOperations(companyId, [record]) as Array<{ updateOne: { filter: Document } }>
+    expect(namesShardKey('data_table_records', upserted.updateOne.filter)).toBe(true)
+    // Updates by (company, id) name the whole key of the collections sharded by company, or by (company, _id).
+    for (const collection of ['quota_values', 'statements', 'commission_lines', 'imports', 'users']) {
+      expect(namesShardKey(collection, byId(companyId, newId())), collection).toBe(true)
+    }
   })
 })
 

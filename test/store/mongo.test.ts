@@ -4,6 +4,7 @@ import type { Store } from '../../src/store/port.ts'
 import { openMongoStore } from '../../src/store/mongo/mongo-store.ts'
 import { dropDatabase } from '../helpers/test-store.ts'
 import { calculationContract } from './calculation-contract.ts'
+import { companyTransactionsContract } from './company-transactions-contract.ts'
 import { type StoreFactory, storeContract } from './contract.ts'
 import { importStatisticsContract } from './import-statistics-contract.ts'
 import { importsContract } from './imports-contract.ts'
@@ -71,6 +72,7 @@ function mongoSuites(serverUrl: string): void {
   rateLimitContract('mongodb', factory)
   // A second store on the same database is another instance: the counters must be shared.
   sharedRateLimitContract('mongodb', { ...factory, openTwin: () => openMongoStore(serverUrl, { database }) })
+  companyTransactionsContract('mongodb', { ...factory, openTwin: () => openMongoStore(serverUrl, { database }) })
   importsContract('mongodb', isolated)
   importStatisticsContract('mongodb', isolated)
 }

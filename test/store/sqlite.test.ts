@@ -6,6 +6,7 @@ import type { Store } from '../../src/store/port.ts'
 import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.ts'
 import { aCompany, aUser } from './builders.ts'
 import { calculationContract } from './calculation-contract.ts'
+import { companyTransactionsContract } from './company-transactions-contract.ts'
 import { type StoreFactory, storeContract } from './contract.ts'
 import { importsContract } from './imports-contract.ts'
 import { offsetListsContract } from './offset-lists-contract.ts'
@@ -39,6 +40,11 @@ revisionsContract('sqlite (:memory:)', { create: async () => openSqliteStore(':m
 statementExtractionContract('sqlite (file)', fileStore)
 statementExtractionContract('sqlite (:memory:)', { create: async () => openSqliteStore(':memory:') })
 calculationContract('sqlite (file)', fileStore)
+// One SQLite file has one writer, so every transaction is serialized in every process. The "other instance" is
+// the same store: a second connection to the file in this one process would block the whole thread (SQLite
+// waits for the write lock synchronously) instead of waiting its turn. The adapter-only tests below show that
+// two stores on one file see each other's commits and not each other's open transactions.
+companyTransactionsContract('sqlite (file)', { ...fileStore, openTwin: async (store) => store })
 
 describe('sqlite (file), adapter only', () => {
   let directory: string

@@ -35,6 +35,8 @@ export const QUOTA_VALUES = company('quota_values', 'quota_id', 'user_id')
 export const PLANS = company('plans', 'table_id', 'quota_id')
 export const IMPORTS = company('imports', 'table_id')
 export const IMPORT_PAYLOADS = company('import_payloads', 'import_id', 'table_id')
+/** The parts of a payload's items beyond the first, for payloads larger than a document holds (`payload-parts.ts`). */
+export const IMPORT_PAYLOAD_PARTS = company('import_payload_parts', 'payload_id')
 /**
  * One document per (company, purpose), written by the transactions that must not interleave: two claims for
  * one company, or two enqueues for one (company, join key). Under snapshot isolation two transactions that
@@ -60,6 +62,38 @@ export const COMPANY_COLLECTIONS: readonly Codec[] = [
   QUOTA_VALUES,
   IMPORTS,
   IMPORT_PAYLOADS,
+  IMPORT_PAYLOAD_PARTS,
   IMPORT_LOCKS,
   PLANS,
 ]
+
+const BY_COMPANY = { company_id: 1 } as const
+
+/**
+ * The shard key of each collection of company data on a sharded cluster (docs/scaling.md gives the commands;
+ * the other collections stay unsharded). Every upsert and single-document update names the whole key in its
+ * filter, as MongoDB requires on a sharded collection; `ensureIndexes` creates an index that starts with each
+ * key, which `shardCollection` needs; and every unique index starts with it, or MongoDB could not enforce it.
+ */
+export const SHARD_KEYS: ReadonlyMap<string, Readonly<Record<string, 1>>> = new Map<string, Readonly<Record<string, 1>>>([
+  [USERS.collection, BY_COMPANY],
+  [USER_ATTRIBUTES.collection, BY_COMPANY],
+  [MANAGER_ATTRIBUTIONS.collection, BY_COMPANY],
+  [GROUP_ATTRIBUTIONS.collection, BY_COMPANY],
+  [CUSTOM_METRICS.collection, BY_COMPANY],
+  [DATA_TABLES.collection, BY_COMPANY],
+  // A large company's tables can spread over shards; the prefix of the unique (company, table, external id).
+  [DATA_TABLE_RECORDS.collection, { company_id: 1, table_id: 1 }],
+  [REPORTING_STRUCTURES.collection, BY_COMPANY],
+  // No unique rule but `_id`: a company's rows split into chunks by id.
+  [STATEMENTS.collection, { company_id: 1, _id: 1 }],
+  [COMMISSION_LINES.collection, { company_id: 1, _id: 1 }],
+  [QUOTAS.collection, BY_COMPANY],
+  // By company only: an admin edit names a value by (company, id), without its quota.
+  [QUOTA_VALUES.collection, BY_COMPANY],
+  [IMPORTS.collection, BY_COMPANY],
+  [IMPORT_PAYLOADS.collection, BY_COMPANY],
+  [IMPORT_PAYLOAD_PARTS.collection, BY_COMPANY],
+  [IMPORT_LOCKS.collection, BY_COMPANY],
+  [PLANS.collection, BY_COMPANY],
+])

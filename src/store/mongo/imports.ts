@@ -1,11 +1,13 @@
-import type { Document } from 'bson'
-import type { ClientSession, IndexDescription } from 'mongodb'
-import { type DataImport, type ImportPayload, scheduledDetail } from '../model.ts'
-import type { ImportOutcome, ImportRepository } from '../port.ts'
+import type { Document, ObjectId } from 'bson'
+import type { IndexDescription } from 'mongodb'
+import { type DataImport, scheduledDetail } from '../model.ts'
+import type { ImportOutcome, ImportProgress, ImportRepository } from '../port.ts'
 import { decode, encode, lookupId } from './codec.ts'
-import { IMPORT_LOCKS, IMPORT_PAYLOADS, IMPORTS } from './collections.ts'
+import { IMPORT_LOCKS, IMPORT_PAYLOAD_PARTS, IMPORT_PAYLOADS, IMPORTS } from './collections.ts'
+import { ensureLock, writeLock } from './locks.ts'
+import { partCount, payloadFrom, storedPayload } from './payload-parts.ts'
 import { byId, inCompany } from './filters.ts'
-import { atomically, call, collectionOf, findAll, findOne, inSession, type Scope } from './scope.ts'
+import { atomically, call, collectionOf, findOne, inSession, type Scope } from './scope.ts'
 
 export const IMPORT_INDEXES: ReadonlyMap<string, readonly IndexDescription[]> = new Map<string, readonly IndexDescription[]>([
   [
@@ -20,11 +22,9 @@ export const IMPORT_INDEXES: ReadonlyMap<string, readonly IndexDescription[]> = 
     ],
   ],
   [IMPORT_PAYLOADS.collection, [{ key: { company_id: 1, import_id: 1, _id: 1 }, name: 'company_import_id' }]],
+  [IMPORT_PAYLOAD_PARTS.collection, [{ key: { company_id: 1, payload_id: 1, index: 1 }, name: 'company_payload_index' }]],
   [IMPORT_LOCKS.collection, [{ key: { company_id: 1 }, name: 'company_id' }]],
 ])
-
-/** How many runnable imports one claim looks at: enough to pass those of companies busy with another one. */
-const CANDIDATES = 50
 
 /** Runnable at `now`: scheduled with its window closed, or started with a lease that expired (its worker died). */
 export function runnable(now: string): Document {
@@ -59,28 +59,6 @@ function held(companyId: string, id: string, owner: string): Document {
 export function mongoImports(scope: Scope): ImportRepository {
   const imports = () => collectionOf(scope, IMPORTS)
 
-  /** Writes the lock document of `purpose`, creating it first outside any transaction (see IMPORT_LOCKS). */
-  async function lock(session: ClientSession | undefined, companyId: string, purpose: string, now: string): Promise<void> {
-    await collectionOf(scope, IMPORT_LOCKS).updateOne(
-      { _id: `${purpose}:${companyId}` } as Document,
-      // $inc always changes the document: a $set of an equal value would be a no-op, and a no-op conflicts with nothing.
-      { $set: { company_id: lookupId(companyId), at: now }, $inc: { version: 1 } },
-      { ...inSession(session), upsert: true },
-    )
-  }
-
-  /** Creates the lock document outside a transaction: an upsert racing another inside one could fail with a duplicate key. */
-  async function ensureLock(companyId: string, purpose: string): Promise<void> {
-    if (scope.transaction) return
-    await call(scope, () =>
-      collectionOf(scope, IMPORT_LOCKS).updateOne(
-        { _id: `${purpose}:${companyId}` } as Document,
-        { $setOnInsert: { company_id: lookupId(companyId) } },
-        { upsert: true },
-      ),
-    )
-  }
-
   /** Claims `candidate` unless another import of its company runs: 'busy' then, null when it was taken meanwhile. */
   function claim(candidate: Document, owner: string, now: string, leaseExpiresAt: string): Promise<DataImport | 'busy' | null> {
     const companyId = String(candidate.company_id)
@@ -90,7 +68,7 @@ export function mongoImports(scope: Scope): ImportRepository {
         inSession(session),
       )
       if (running) return 'busy'
-      await lock(session, companyId, 'claim', now)
+      await writeLock(scope, session, companyId, 'claim')
       // The claim itself: one conditional findOneAndUpdate whose predicate an expired lease also satisfies.
       const claimed = await imports().findOneAndUpdate(
         { _id: candidate._id, company_id: candidate.company_id, ...runnable(now) },
@@ -103,9 +81,13 @@ export function mongoImports(scope: Scope): ImportRepository {
 
   return {
     async enqueue(fresh, payload, now) {
-      await ensureLock(fresh.company_id, `join:${fresh.join_key}`)
+      await ensureLock(scope, fresh.company_id, `join:${fresh.join_key}`)
+      // The parts of a large payload are written first, outside the transaction, which then stays small: until
+      // the payload's document commits, nothing refers to them (an enqueue that fails leaves them unread).
+      const { payload: document, parts } = storedPayload({ ...payload, import_id: fresh.id })
+      if (parts.length > 0) await call(scope, (session) => collectionOf(scope, IMPORT_PAYLOAD_PARTS).insertMany(parts, { ...inSession(session), ordered: true }))
       return atomically(scope, async (session) => {
-        await lock(session, fresh.company_id, `join:${fresh.join_key}`, now)
+        await writeLock(scope, session, fresh.company_id, `join:${fresh.join_key}`)
         const detail = scheduledDetail(payload)
         let joined: Document | null = await imports().findOneAndUpdate(
           inCompany(fresh.company_id, { join_key: fresh.join_key, status: 'scheduled', window_ends_at: { $gt: now } }),
@@ -116,33 +98,51 @@ export function mongoImports(scope: Scope): ImportRepository {
           joined = encode(IMPORTS, { ...fresh, details: [detail] })
           await imports().insertOne(joined, inSession(session))
         }
-        const stored: ImportPayload = { ...payload, import_id: String(joined._id) }
-        await collectionOf(scope, IMPORT_PAYLOADS).insertOne(encode(IMPORT_PAYLOADS, stored), inSession(session))
+        await collectionOf(scope, IMPORT_PAYLOADS).insertOne({ ...document, import_id: joined._id }, inSession(session))
         return decode<DataImport>(IMPORTS, joined)
       })
     },
 
     get: (companyId, id) => findOne<DataImport>(scope, IMPORTS, byId(companyId, id)),
 
-    payloads: (companyId, importId) => findAll<ImportPayload>(scope, IMPORT_PAYLOADS, inCompany(companyId, { import_id: lookupId(importId) })),
+    payloads: (companyId, importId) =>
+      call(scope, async (session) => {
+        const documents = await collectionOf(scope, IMPORT_PAYLOADS)
+          .find(inCompany(companyId, { import_id: lookupId(importId) }), { ...inSession(session), sort: { _id: 1 } })
+          .toArray()
+        const split = documents.filter((document) => partCount(document) > 1).map((document) => document._id)
+        const parts =
+          split.length === 0
+            ? []
+            : await collectionOf(scope, IMPORT_PAYLOAD_PARTS)
+                .find(inCompany(companyId, { payload_id: { $in: split } }), inSession(session))
+                .toArray()
+        return documents.map((document) => payloadFrom(document, parts.filter((part) => String(part.payload_id) === String(document._id))))
+      }),
 
     async claimNext(owner, now, leaseExpiresAt) {
-      // The scan reads outside any transaction; each claim re-checks its candidate inside one.
-      const candidates = await call(scope, (session) =>
-        imports()
-          .find(runnable(now), { ...inSession(session), sort: { _id: 1 }, limit: CANDIDATES, projection: { _id: 1, company_id: 1 } })
-          .toArray(),
+      // The scan reads outside any transaction; each claim re-checks its candidate inside one. The companies
+      // with an import running under a live lease are left out of the scan itself, so that however many
+      // imports they have queued, the oldest runnable import of any other company is found.
+      const busy: unknown[] = await call(scope, (session) =>
+        imports().distinct('company_id', { status: 'started', lease_expires_at: { $gt: now } }, inSession(session)),
       )
-      const busy = new Set<string>()
-      for (const candidate of candidates) {
-        const companyId = String(candidate.company_id)
-        if (busy.has(companyId)) continue
-        await ensureLock(companyId, 'claim')
+      const tried: ObjectId[] = []
+      for (;;) {
+        const candidate = await call(scope, (session) =>
+          imports().findOne(
+            { ...runnable(now), company_id: { $nin: busy }, _id: { $nin: tried } },
+            { ...inSession(session), sort: { _id: 1 }, projection: { _id: 1, company_id: 1 } },
+          ),
+        )
+        if (!candidate) return null
+        await ensureLock(scope, String(candidate.company_id), 'claim')
         const claimed = await claim(candidate, owner, now, leaseExpiresAt)
-        if (claimed === 'busy') busy.add(companyId)
-        else if (claimed) return claimed
+        if (claimed !== null && claimed !== 'busy') return claimed
+        // Its company started another import since the scan ('busy'), or another worker took it (null).
+        if (claimed === 'busy') busy.push(candidate.company_id)
+        tried.push(candidate._id)
       }
-      return null
     },
 
     renewLease: (companyId, id, owner, leaseExpiresAt) =>
@@ -151,11 +151,29 @@ export function mongoImports(scope: Scope): ImportRepository {
         return result.matchedCount > 0
       }),
 
+    hold: (companyId, id, owner) =>
+      call(scope, async (session) => {
+        // A write that always changes the import (a no-op update would lock nothing): from here on the
+        // transaction is the import's writer. `advance` and `finish` remove the counter in the same transaction.
+        const result = await imports().updateOne(held(companyId, id, owner), { $inc: { holds: 1 } }, inSession(session))
+        return result.matchedCount > 0
+      }),
+
     release: (companyId, id, owner) =>
       call(scope, async (session) => {
         const result = await imports().updateOne(
           held(companyId, id, owner),
           { $set: { status: 'scheduled', lease_owner: null, lease_expires_at: null } },
+          inSession(session),
+        )
+        return result.matchedCount > 0
+      }),
+
+    advance: (companyId, id, owner, progress: ImportProgress) =>
+      call(scope, async (session) => {
+        const result = await imports().updateOne(
+          held(companyId, id, owner),
+          { $set: { payloads_applied: progress.payloads_applied, details: progress.details }, $unset: { holds: '' } },
           inSession(session),
         )
         return result.matchedCount > 0
@@ -174,6 +192,8 @@ export function mongoImports(scope: Scope): ImportRepository {
               error: outcome.error,
               details: outcome.details,
             },
+            // The progress of a run in several transactions is over with it.
+            $unset: { holds: '', payloads_applied: '' },
           },
           inSession(session),
         )

@@ -68,13 +68,15 @@ export const INDEXES: ReadonlyMap<string, readonly IndexDescription[]> = new Map
   [REPORTING_STRUCTURES.collection, [byCompany]],
   // A v2 page: equality on (company, scope), then a range on _id in order; the modification-time bounds
   // filter the rows the index walk reaches, as the SQLite adapter does with its primary key.
-  [STATEMENTS.collection, [{ key: { company_id: 1, environment: 1, _id: 1 }, name: 'company_environment_id' }, PLAN_CELLS]],
+  // `byCompany` is also what `shardCollection` needs for their shard key, (company_id, _id).
+  [STATEMENTS.collection, [{ key: { company_id: 1, environment: 1, _id: 1 }, name: 'company_environment_id' }, PLAN_CELLS, byCompany]],
   [
     COMMISSION_LINES.collection,
     [
       { key: { company_id: 1, table_id: 1, _id: 1 }, name: 'company_table_id' },
       PLAN_CELLS,
       { key: { company_id: 1, record_id: 1 }, name: 'company_record_calculated', partialFilterExpression: { plan_id: { $type: 'objectId' } } },
+      byCompany,
     ],
   ],
   [PLANS.collection, [byCompany, { key: { company_id: 1, environment: 1, name: 1 }, name: 'company_environment_name_unique', unique: true }]],

@@ -4,6 +4,7 @@ import { mongoLineResults, mongoPlans, mongoStatementResults } from './calculati
 import { mongoImportStatistics } from './import-statistics.ts'
 import { IMPORT_INDEXES, mongoImports } from './imports.ts'
 import { ensureIndexes } from './indexes.ts'
+import { COMPANY_LOCK, ensureLock, writeLock } from './locks.ts'
 import { MongoRateLimits, RATE_WINDOW_INDEXES } from './rate-limits.ts'
 import { mongoRecordWrites } from './record-writes.ts'
 import {
@@ -22,12 +23,20 @@ import {
   users,
 } from './repositories.ts'
 import { mongoRevisions } from './revisions.ts'
-import { Queue, type Scope } from './scope.ts'
+import { call, Queue, type Scope } from './scope.ts'
 
 export interface MongoStoreOptions {
   /** The database to use; by default the one MONGODB_URL names, else `commission-api`. */
   database?: string
 }
+
+/**
+ * Items one transaction applies at most (see `Store.itemsPerTransaction`): MongoDB aborts a transaction after
+ * `transactionLifetimeLimitSeconds`, 60 s by default. Two of the largest record calls (10,000 each) per
+ * transaction keep far from it by estimate: not measured here, for no MongoDB can run on the machine where
+ * this was written (docs/scaling.md).
+ */
+const ITEMS_PER_TRANSACTION = 20_000
 
 /** The indexes of the collections added beside the foundation's (imports, rate windows). */
 const EXTRA_INDEXES = new Map([...IMPORT_INDEXES, ...RATE_WINDOW_INDEXES])
@@ -50,9 +59,9 @@ export async function openMongoStore(url: string, options: MongoStoreOptions = {
 
 /**
  * The store over one scope. `transactions` runs this process's transactions one at a time, as the port
- * requires ("serialized with every other write"): MongoDB's snapshot isolation alone would let two
- * transactions that read the same rows and write different ones both commit. Across processes, transactions
- * that write the same documents conflict and are run again by `withTransaction`.
+ * requires: MongoDB's snapshot isolation alone would let two transactions that read the same rows and write
+ * different ones both commit. Across processes, transactions that write the same documents conflict and are
+ * run again by `withTransaction`; those that name a company all write its lock document, so they conflict.
  */
 function mongoStore(scope: Scope, transactions: Queue, rateLimits: MongoRateLimits): Store {
   const store: Store = {
@@ -73,18 +82,27 @@ function mongoStore(scope: Scope, transactions: Queue, rateLimits: MongoRateLimi
     quotaValues: quotaValues(scope),
     rateLimits,
     imports: mongoImports(scope),
+    itemsPerTransaction: ITEMS_PER_TRANSACTION,
     importStatistics: mongoImportStatistics(scope),
     revisions: mongoRevisions(scope),
 
-    async transaction(work) {
+    async transaction(work, options = {}) {
+      const { company } = options
       // Inside a transaction, a nested one is part of it.
-      if (scope.transaction) return work(store)
+      if (scope.transaction) {
+        if (company) await call(scope, (session) => writeLock(scope, session, company, COMPANY_LOCK))
+        return work(store)
+      }
       if (scope.state.closed) throw new Error('the MongoDB store is closed')
       try {
+        if (company) await ensureLock(scope, company, COMPANY_LOCK)
         return await transactions.run(() =>
           inTransaction(scope.connection.client, async (session) => {
             const transaction = { session, queue: new Queue(), failure: undefined as unknown }
-            const result = await work(mongoStore({ ...scope, transaction }, transactions, rateLimits))
+            const inside: Scope = { ...scope, transaction }
+            // First, so that of two overlapping transactions of the company, the later one conflicts at once.
+            if (company) await call(inside, (active) => writeLock(inside, active, company, COMPANY_LOCK))
+            const result = await work(mongoStore(inside, transactions, rateLimits))
             // A call failed and the work went on: the server may have aborted the transaction already, so it
             // must not look committed. Rejecting with that error aborts it, or runs it again when transient.
             if (transaction.failure !== undefined) throw transaction.failure

@@ -1,5 +1,5 @@
-import type { Document } from 'bson'
-import type { AnyBulkWriteOperation } from 'mongodb'
+import type { Document, ObjectId } from 'bson'
+import type { AnyBulkWriteOperation, ClientSession } from 'mongodb'
 import type {
   ApiKey,
   CommissionLine,
@@ -54,6 +54,8 @@ import {
 } from './collections.ts'
 import { lineCurrencies, statementCurrencies } from './currencies.ts'
 import { byId, cursorId, inCompany, inTable, pageFilter } from './filters.ts'
+import { inTransaction } from './connection.ts'
+import { COMPANY_LOCK, ensureLock, writeLock } from './locks.ts'
 import { atomically, call, collectionOf, countAll, findAll, findFirst, findOne, inSession, insertAll, insertOne, type Scope, writeAll } from './scope.ts'
 
 /**
@@ -65,11 +67,49 @@ import { atomically, call, collectionOf, countAll, findAll, findFirst, findOne, 
  * Replaces each record by (company, id), inserting it when absent. An id of another company matches nothing,
  * and its insert is then refused by the unique _id index (StoreConflictError) instead of touching that
  * company's record; a unique index of the collection (an email, an external id) refuses a taken value.
+ * `shardScope` gives the fields of the collection's shard key beyond the company (docs/scaling.md): an upsert
+ * on a sharded collection must name the whole shard key in its filter.
  */
-export function replaceById(codec: Codec, companyId: string, saved: ReadonlyArray<{ id: string }>): AnyBulkWriteOperation<Document>[] {
+export function replaceById<T extends { id: string }>(
+  codec: Codec,
+  companyId: string,
+  saved: readonly T[],
+  shardScope: (record: T) => Document = () => ({}),
+): AnyBulkWriteOperation<Document>[] {
   return saved.map((record) => ({
-    replaceOne: { filter: byId(companyId, record.id), replacement: encode(codec, { ...record, company_id: companyId }), upsert: true },
+    replaceOne: { filter: byId(companyId, record.id, shardScope(record)), replacement: encode(codec, { ...record, company_id: companyId }), upsert: true },
   }))
+}
+
+/** Deletes every document of the company, in the session's transaction when there is one. */
+async function deleteDocumentsOf(scope: Scope, session: ClientSession | undefined, companyId: ObjectId | string): Promise<void> {
+  for (const codec of COMPANY_COLLECTIONS) await collectionOf(scope, codec).deleteMany({ company_id: companyId }, inSession(session))
+}
+
+/**
+ * Deletes a company. Inside a caller's transaction, everything goes in it. Outside one, a large company could
+ * not be deleted in one transaction (MongoDB ends one after 60 s): the company and its keys go first, in one
+ * small transaction, so that from then on nothing reaches its data (every request finds its company through
+ * them); then its documents, collection by collection, outside any transaction. If that is interrupted (a
+ * failover), deleting the company again (it answers false then) removes what was left.
+ */
+function deleteCompany(scope: Scope, id: string): Promise<boolean> {
+  const companyId = lookupId(id)
+  const deleteCompanyItself = async (session: ClientSession | undefined) => {
+    await collectionOf(scope, API_KEYS).deleteMany({ company_id: companyId }, inSession(session))
+    return (await collectionOf(scope, COMPANIES).deleteOne({ _id: companyId } as Document, inSession(session))).deletedCount > 0
+  }
+  if (scope.transaction) {
+    return call(scope, async (session) => {
+      await deleteDocumentsOf(scope, session, companyId)
+      return deleteCompanyItself(session)
+    })
+  }
+  return call(scope, async () => {
+    const existed = await inTransaction(scope.connection.client, deleteCompanyItself)
+    await deleteDocumentsOf(scope, undefined, companyId)
+    return existed
+  })
 }
 
 export function companies(scope: Scope): CompanyRepository {
@@ -82,15 +122,7 @@ export function companies(scope: Scope): CompanyRepository {
         return result.matchedCount > 0
       }),
     list: () => findAll<Company>(scope, COMPANIES, {}),
-    delete: (id) =>
-      atomically(scope, async (session) => {
-        const companyId = lookupId(id)
-        for (const codec of COMPANY_COLLECTIONS) {
-          await collectionOf(scope, codec).deleteMany({ company_id: companyId }, inSession(session))
-        }
-        const deleted = await collectionOf(scope, COMPANIES).deleteOne({ _id: companyId } as Document, inSession(session))
-        return deleted.deletedCount > 0
-      }),
+    delete: (id) => deleteCompany(scope, id),
   }
 }
 
@@ -175,7 +207,7 @@ export function dataTables(scope: Scope): DataTableRepository {
  * Upserts by (table, external id), in order, in one transaction. An update sets every field but the id and
  * `created_at`, which only an insert sets (`$setOnInsert`): a replaced record keeps both.
  */
-function upsertRecordsOperations(companyId: string, upserted: readonly DataTableRecord[]): AnyBulkWriteOperation<Document>[] {
+export function upsertRecordsOperations(companyId: string, upserted: readonly DataTableRecord[]): AnyBulkWriteOperation<Document>[] {
   return upserted.map((record) => {
     const { _id, created_at, ...fields } = encode(DATA_TABLE_RECORDS, { ...record, company_id: companyId })
     // The filter's fields are left out of $set: an insert takes them from the filter, an update keeps them.
@@ -250,13 +282,17 @@ export function statements(scope: Scope): Omit<StatementRepository, 'save' | 'de
     },
     async dropRenderingsOfUsers(companyId, userIds) {
       if (userIds.length === 0) return
-      await atomically(scope, (session) =>
-        collectionOf(scope, STATEMENTS).updateMany(
+      // It drops what it found rendered: it takes the company's lock, as a rendering transaction does, so that a
+      // rendering made from the former email on another instance meanwhile cannot commit beside it.
+      await ensureLock(scope, companyId, COMPANY_LOCK)
+      await atomically(scope, async (session) => {
+        await writeLock(scope, session, companyId, COMPANY_LOCK)
+        await collectionOf(scope, STATEMENTS).updateMany(
           inCompany(companyId, { user_id: { $in: lookupIds(userIds) }, rendering: { $exists: true } }),
           { $unset: { rendering: '' } },
           inSession(session),
-        ),
-      )
+        )
+      })
     },
     saveRenderings: (companyId, environment, renderings) =>
       writeAll(

@@ -123,11 +123,16 @@ export async function insertAll(scope: Scope, codec: Codec, records: readonly ob
   await atomically(scope, (session) => collectionOf(scope, codec).insertMany(documents, { ...inSession(session), ordered: true }))
 }
 
+/** The bulk operations that write one document: atomic by themselves, and retried by the driver after a failover. */
+const ONE_DOCUMENT = new Set(['insertOne', 'updateOne', 'replaceOne', 'deleteOne'])
+
 /** Applies write operations in order, all or none. */
 export async function writeAll(scope: Scope, codec: Codec, operations: AnyBulkWriteOperation<Document>[]): Promise<void> {
   if (operations.length === 0) return
   const write = (session: ClientSession | undefined) =>
     collectionOf(scope, codec).bulkWrite(operations, { ...inSession(session), ordered: true })
-  // One operation is atomic on its own; several need a transaction.
-  await (operations.length === 1 ? call(scope, write) : atomically(scope, write))
+  // One write of one document is atomic on its own. Several writes, or one `deleteMany` or `updateMany`, need
+  // a transaction: a multi-document write is atomic per document only, and is not retried after a failover.
+  const oneDocument = operations.length === 1 && ONE_DOCUMENT.has(Object.keys(operations[0])[0])
+  await (oneDocument ? call(scope, write) : atomically(scope, write))
 }

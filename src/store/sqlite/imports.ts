@@ -1,5 +1,5 @@
 import { type DataImport, type ImportPayload, scheduledDetail } from '../model.ts'
-import type { ImportOutcome, ImportRepository } from '../port.ts'
+import type { ImportOutcome, ImportProgress, ImportRepository } from '../port.ts'
 import type { Row, Sql } from './connection.ts'
 
 /**
@@ -96,6 +96,17 @@ export function sqliteImports(sql: Sql): ImportRepository {
       )
     },
 
+    async hold(companyId, id, owner) {
+      // The transaction that calls it holds the file's one write lock already: checking the claim is enough.
+      const row = await sql.get(
+        `SELECT 1 AS held FROM imports WHERE id = ? AND company_id = ? AND status = 'started' AND lease_owner = ?`,
+        id,
+        companyId,
+        owner,
+      )
+      return row !== undefined
+    },
+
     async release(companyId, id, owner) {
       return changed(
         await sql.write((db) =>
@@ -111,13 +122,30 @@ export function sqliteImports(sql: Sql): ImportRepository {
       )
     },
 
+    async advance(companyId, id, owner, progress: ImportProgress) {
+      return changed(
+        await sql.write((db) =>
+          db.run(
+            `UPDATE imports SET doc = json_set(doc, '$.payloads_applied', ?1, '$.details', json(?2))
+             WHERE id = ?3 AND company_id = ?4 AND status = 'started' AND lease_owner = ?5`,
+            progress.payloads_applied,
+            JSON.stringify(progress.details),
+            id,
+            companyId,
+            owner,
+          ),
+        ),
+      )
+    },
+
     async finish(companyId, id, owner, outcome: ImportOutcome) {
       return changed(
         await sql.write((db) =>
           db.run(
             `UPDATE imports SET status = 'finished', lease_owner = NULL, lease_expires_at = NULL,
-               doc = json_set(doc, '$.status', 'finished', '$.lease_owner', NULL, '$.lease_expires_at', NULL,
-                              '$.finished_at', ?1, '$.error', json(?2), '$.details', json(?3))
+               doc = json_remove(json_set(doc, '$.status', 'finished', '$.lease_owner', NULL, '$.lease_expires_at', NULL,
+                                          '$.finished_at', ?1, '$.error', json(?2), '$.details', json(?3)),
+                                 '$.payloads_applied')
              WHERE id = ?4 AND company_id = ?5 AND status = 'started' AND lease_owner = ?6`,
             outcome.finished_at,
             JSON.stringify(outcome.error),

@@ -2,7 +2,10 @@ import type { DataTableRecord } from '../model.ts'
 import { type DataTableRecordRepository, StoreConflictError } from '../port.ts'
 import type { Sql } from './connection.ts'
 
-type RecordWrites = Pick<DataTableRecordRepository, 'saveMany' | 'findByExternalIds' | 'deleteByExternalIds' | 'deleteAll' | 'listOverridden'>
+type RecordWrites = Pick<
+  DataTableRecordRepository,
+  'saveMany' | 'findByExternalIds' | 'deleteByExternalIds' | 'deleteAll' | 'listOverridden' | 'deleteUnoverridden'
+>
 
 /** SQLite's IN lists are bounded by the number of bound parameters: work in slices well below it. */
 const SLICE = 500
@@ -92,6 +95,22 @@ export function sqliteRecordWrites(sql: Sql): RecordWrites {
         tableId,
       )
       return rows.map((row) => JSON.parse(row.doc as string) as DataTableRecord)
+    },
+
+    async deleteUnoverridden(companyId, tableId, limit) {
+      return sql.write((db) =>
+        Number(
+          db.run(
+            `DELETE FROM data_table_records WHERE company_id = ?1 AND table_id = ?2 AND id IN (
+               SELECT id FROM data_table_records WHERE company_id = ?1 AND table_id = ?2
+                 AND coalesce(json_extract(doc, '$.overrides'), '{}') = '{}'
+               ORDER BY id LIMIT ?3)`,
+            companyId,
+            tableId,
+            limit,
+          ).changes,
+        ),
+      )
     },
   }
 }

@@ -535,6 +535,8 @@ function sqliteStore(connection: SqliteConnection, sql: Sql, rateLimits: SqliteR
 
     plans: sqlitePlans(sql),
     imports: sqliteImports(sql),
+    // One file, one writer, no time limit on a transaction: an import of any size is applied in one.
+    itemsPerTransaction: Number.POSITIVE_INFINITY,
     revisions: sqliteRevisions(sql),
     rateLimits,
     importStatistics: sqliteImportStatistics(sql),

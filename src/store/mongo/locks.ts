@@ -1,0 +1,37 @@
+import type { Document } from 'bson'
+import type { ClientSession } from 'mongodb'
+import { lookupId } from './codec.ts'
+import { IMPORT_LOCKS } from './collections.ts'
+import { call, collectionOf, inSession, type Scope } from './scope.ts'
+
+/**
+ * The lock documents of `import_locks` (see IMPORT_LOCKS): one per (company, purpose). The filter names the
+ * company as well as the `_id`: on a cluster that shards the collection by company, an upsert must carry the
+ * whole shard key.
+ */
+export function lockFilter(companyId: string, purpose: string): Document {
+  return { _id: `${purpose}:${companyId}`, company_id: lookupId(companyId) }
+}
+
+/** The purpose of the lock that serializes the transactions naming a company (`Store.transaction`). */
+export const COMPANY_LOCK = 'transaction'
+
+/**
+ * Writes the lock document of (company, purpose) in the session's transaction: two transactions that both
+ * write it cannot both commit (one of them conflicts and is run again), whatever else they read and write.
+ * `$inc` always changes the document: a `$set` of an equal value would be a no-op, and a no-op conflicts with
+ * nothing. Create the document first with `ensureLock`.
+ */
+export async function writeLock(scope: Scope, session: ClientSession | undefined, companyId: string, purpose: string): Promise<void> {
+  await collectionOf(scope, IMPORT_LOCKS).updateOne(lockFilter(companyId, purpose), { $inc: { version: 1 } }, { ...inSession(session), upsert: true })
+}
+
+/**
+ * Creates the lock document outside any transaction, when missing: an upsert inside one racing another
+ * could fail with a duplicate key. Inside a transaction it does nothing (the document exists once any
+ * transaction of the same purpose ran; if not, `writeLock`'s upsert creates it).
+ */
+export async function ensureLock(scope: Scope, companyId: string, purpose: string): Promise<void> {
+  if (scope.transaction) return
+  await call(scope, () => collectionOf(scope, IMPORT_LOCKS).updateOne(lockFilter(companyId, purpose), { $setOnInsert: { version: 0 } }, { upsert: true }))
+}
