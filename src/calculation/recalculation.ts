@@ -31,6 +31,8 @@ import {
 export interface CalculationChanges {
   /** Records written or deleted, by table id: their store ids. */
   records?: ReadonlyMap<string, ReadonlySet<string>>
+  /** Of those, the ones the change holds as it wrote them (null: deleted), so that they are not read again. */
+  written?: ReadonlyMap<string, DataTableRecord | null>
   /** Tables rewritten wholesale (an `all=true` import): every plan that reads one is recalculated in full. */
   tables?: ReadonlySet<string>
   /** Users created, or whose currency or archive changed. */
@@ -51,11 +53,14 @@ export class CalculationChangeLog implements CalculationChanges {
   readonly tables = new Set<string>()
   readonly users = new Set<string>()
 
-  /** A record was inserted, replaced or deleted. */
-  recordChanged(tableId: string, recordId: string): void {
+  readonly written = new Map<string, DataTableRecord | null>()
+
+  /** A record was written (as `record`) or deleted (null). */
+  recordChanged(tableId: string, recordId: string, record: DataTableRecord | null): void {
     const ids = this.records.get(tableId)
     if (ids) ids.add(recordId)
     else this.records.set(tableId, new Set([recordId]))
+    this.written.set(recordId, record)
   }
 
   /** The table was emptied before the import wrote it again. */
@@ -182,7 +187,12 @@ async function scopeOf(context: Context, plan: Plan, changes: CalculationChanges
   const changedIds = changes.records?.get(plan.table_id)
   if (changedIds && changedIds.size > 0) {
     for (const line of linesOfChangedRecords) if (line.plan_id === plan.id && line.period) addCell({ user_id: line.user_id, period: line.period })
-    for (const record of (await tx.records.getMany(company.id, plan.table_id, [...changedIds])).values()) place(record)
+    const unknown = [...changedIds].filter((id) => !changes.written?.has(id))
+    for (const id of changedIds) {
+      const record = changes.written?.get(id)
+      if (record) place(record)
+    }
+    for (const record of (await tx.records.getMany(company.id, plan.table_id, unknown)).values()) place(record)
   }
   // A user's records may name them for the first time, or earn in another currency or after an archive.
   if (changes.users && changes.users.size > 0) {

@@ -183,7 +183,7 @@ async function applyRecordCall(
   const stored = await tx.records.findByExternalIds(table.company_id, table.id, [...changes.keys()])
   const gone = [...changes].filter(([externalId, change]) => stored.has(externalId) && (change.deleted || change.replaced))
   if (gone.length > 0) await tx.records.deleteByExternalIds(table.company_id, table.id, gone.map(([externalId]) => externalId))
-  for (const [externalId] of gone) log.recordChanged(table.id, stored.get(externalId)?.id ?? '')
+  for (const [externalId] of gone) log.recordChanged(table.id, stored.get(externalId)?.id ?? '', null)
 
   const upserts: DataTableRecord[] = []
   for (const [externalId, change] of changes) {
@@ -192,7 +192,7 @@ async function applyRecordCall(
     upserts.push(nextRecord(table, externalId, change.values, existing, remembered.get(externalId), payload.options.keep_overrides, now))
   }
   await tx.records.saveMany(table.company_id, upserts)
-  for (const record of upserts) log.recordChanged(table.id, record.id)
+  for (const record of upserts) log.recordChanged(table.id, record.id, record)
   return partial('record', payload.items.length, skipped)
 }
 
