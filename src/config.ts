@@ -24,6 +24,8 @@ export interface Config {
   importPollMs: number
   /** How long a worker's claim on an import holds without renewal (a dead worker's import is redone after it). */
   importLeaseMs: number
+  /** The most request-body bytes a company may have waiting in unfinished imports; past it an upsert is a 429. */
+  importQueueLimitBytes: number
 }
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
@@ -35,6 +37,8 @@ export class ConfigError extends Error {
 }
 
 type Env = Record<string, string | undefined>
+
+const MIB = 1024 * 1024
 
 /** Reads and validates the configuration; throws one ConfigError that names every bad variable. */
 export function loadConfig(env: Env = process.env): Config {
@@ -66,6 +70,7 @@ export function loadConfig(env: Env = process.env): Config {
     shutdownTimeoutMs: read('SHUTDOWN_TIMEOUT_MS', 10_000, (raw) => parseWholeNumber(raw, 1, 3_600_000)),
     importPollMs: read('IMPORT_POLL_MS', 250, (raw) => parseWholeNumber(raw, 10, 60_000)),
     importLeaseMs: read('IMPORT_LEASE_MS', 60_000, (raw) => parseWholeNumber(raw, 1_000, 3_600_000)),
+    importQueueLimitBytes: read('IMPORT_QUEUE_LIMIT_MB', 64, (raw) => parseWholeNumber(raw, 1, 1_000_000)) * MIB,
   }
   if (problems.length > 0) throw new ConfigError(`Invalid configuration:\n  ${problems.join('\n  ')}`)
   return config

@@ -60,3 +60,17 @@ export class BulkRefusedError extends Error {
     return families.has('NotFoundError') ? 404 : 409
   }
 }
+
+/**
+ * A call refused for now, to be sent again after `retryAfterSeconds`: the company has as many bytes waiting in
+ * its imports as it may (`IMPORT_QUEUE_LIMIT_MB`). Nothing of the call was stored.
+ */
+export class QueueFullError extends Error {
+  override name = 'QueueFullError'
+  readonly retryAfterSeconds: number
+
+  constructor(message: string, retryAfterSeconds: number) {
+    super(message)
+    this.retryAfterSeconds = retryAfterSeconds
+  }
+}

@@ -11,7 +11,7 @@ const LATER = '2026-06-01T10:10:00.000Z'
 
 /** A scheduled import of the company, through the service that the upsert routes use. */
 async function enqueue(store: Store, company: Company, target: 'users' | 'managers' | 'groups'): Promise<void> {
-  await enqueueImport(store, new ManualClock(NOW), { company, target, items: [] })
+  await enqueueImport(store, new ManualClock(NOW), { company, target, items: [], bytes: 11, queueLimitBytes: 1024 })
 }
 
 /** `store.importStatistics`, for every adapter. Counts are compared before and after, as the store may be shared. */

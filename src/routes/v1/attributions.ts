@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { enqueueImport } from '../../imports/enqueue.ts'
 import { MAX_ATTRIBUTIONS_PER_CALL } from '../../imports/limits.ts'
 import { AuthenticatedErrorResponses } from '../schemas.ts'
+import { admitUpsert, bodyBytes } from './import-admission.ts'
 import { bulkBodySchema, ImportReceiptSchema } from './import-schemas.ts'
 
 const ATTRIBUTIONS = [
@@ -23,13 +24,21 @@ export const attributionRoutes: FastifyPluginAsyncTypebox = async (app) => {
     app.put(
       `/users/${target}/bulk`,
       {
+        preParsing: admitUpsert,
         schema: {
           summary,
           body: bulkBodySchema(MAX_ATTRIBUTIONS_PER_CALL, items),
           response: { 200: ImportReceiptSchema, ...AuthenticatedErrorResponses },
         },
       },
-      async (request) => enqueueImport(app.store, app.clock, { company: request.principal.company, target, items: request.body.data }),
+      async (request) =>
+        enqueueImport(app.store, app.clock, {
+          company: request.principal.company,
+          target,
+          items: request.body.data,
+          bytes: bodyBytes(request),
+          queueLimitBytes: app.config.importQueueLimitBytes,
+        }),
     )
   }
 }

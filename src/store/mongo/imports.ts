@@ -1,7 +1,7 @@
 import type { Document } from 'bson'
 import type { ClientSession, IndexDescription } from 'mongodb'
 import type { DataImport, ImportPayload } from '../model.ts'
-import type { ImportOutcome, ImportRepository } from '../port.ts'
+import { type ImportOutcome, ImportQueueFullError, type ImportRepository } from '../port.ts'
 import { decode, encode, lookupId } from './codec.ts'
 import { IMPORT_LOCKS, IMPORT_PAYLOADS, IMPORTS } from './collections.ts'
 import { byId, inCompany } from './filters.ts'
@@ -101,19 +101,38 @@ export function mongoImports(scope: Scope): ImportRepository {
     })
   }
 
+  /** The company's queued bytes, read in the session (see `queuedBytes`). */
+  async function queued(session: ClientSession | undefined, companyId: string): Promise<number> {
+    const [sum] = await imports()
+      .aggregate<{ bytes: number }>(
+        [{ $match: inCompany(companyId, { status: { $in: ['scheduled', 'started'] } }) }, { $group: { _id: null, bytes: { $sum: '$payload_bytes' } } }],
+        inSession(session),
+      )
+      .toArray()
+    return sum?.bytes ?? 0
+  }
+
   return {
-    async enqueue(fresh, payload, now) {
+    async enqueue(fresh, payload, now, maxQueuedBytes) {
       await ensureLock(fresh.company_id, `join:${fresh.join_key}`)
+      if (maxQueuedBytes !== undefined) await ensureLock(fresh.company_id, 'queue')
       return atomically(scope, async (session) => {
         await lock(session, fresh.company_id, `join:${fresh.join_key}`, now)
+        if (maxQueuedBytes !== undefined) {
+          // Every bounded enqueue of the company writes this lock: two of them, for different join keys, that
+          // both read the sum below conflict, and the one run again sees the other's payload.
+          await lock(session, fresh.company_id, 'queue', now)
+          const bytes = await queued(session, fresh.company_id)
+          if (bytes > 0 && bytes + payload.bytes > maxQueuedBytes) throw new ImportQueueFullError(bytes)
+        }
         const detail = { payload_id: payload.id, number_of_records: payload.items.length, error: null }
         let joined: Document | null = await imports().findOneAndUpdate(
           inCompany(fresh.company_id, { join_key: fresh.join_key, status: 'scheduled', window_ends_at: { $gt: now } }),
-          { $push: { details: detail } } as Document,
+          { $push: { details: detail }, $inc: { payload_bytes: payload.bytes } } as Document,
           { ...inSession(session), sort: { _id: 1 }, returnDocument: 'after' },
         )
         if (!joined) {
-          joined = encode(IMPORTS, { ...fresh, details: [detail] })
+          joined = encode(IMPORTS, { ...fresh, details: [detail], payload_bytes: fresh.payload_bytes + payload.bytes })
           await imports().insertOne(joined, inSession(session))
         }
         const stored: ImportPayload = { ...payload, import_id: String(joined._id) }
@@ -121,6 +140,8 @@ export function mongoImports(scope: Scope): ImportRepository {
         return decode<DataImport>(IMPORTS, joined)
       })
     },
+
+    queuedBytes: (companyId) => call(scope, (session) => queued(session, companyId)),
 
     get: (companyId, id) => findOne<DataImport>(scope, IMPORTS, byId(companyId, id)),
 

@@ -1,6 +1,9 @@
 import type { DataImport, ImportPayload } from '../model.ts'
-import type { ImportOutcome, ImportRepository } from '../port.ts'
-import type { Row, Sql } from './connection.ts'
+import { type ImportOutcome, ImportQueueFullError, type ImportRepository } from '../port.ts'
+import type { Row, Sql, SqlWriter } from './connection.ts'
+
+/** The bytes queued by a company: the payloads of its imports that are not finished. */
+const QUEUED_BYTES = `SELECT coalesce(sum(payload_bytes), 0) FROM imports WHERE company_id = ? AND status IN ('scheduled', 'started')`
 
 /**
  * Imports in SQLite. The record is the JSON `doc`; the columns the claim and the join filter on mirror it,
@@ -8,8 +11,9 @@ import type { Row, Sql } from './connection.ts'
  */
 export function sqliteImports(sql: Sql): ImportRepository {
   return {
-    async enqueue(fresh, payload, now) {
+    async enqueue(fresh, payload, now, maxQueuedBytes) {
       return sql.write((db) => {
+        if (maxQueuedBytes !== undefined) refuseOverBound(db, fresh.company_id, payload.bytes, maxQueuedBytes)
         const open = db.all(
           `SELECT doc FROM imports WHERE company_id = ? AND join_key = ? AND status = 'scheduled' AND window_ends_at > ?
            ORDER BY id LIMIT 1`,
@@ -19,17 +23,19 @@ export function sqliteImports(sql: Sql): ImportRepository {
         )[0]
         const joined: DataImport = open ? parseImport(open) : { ...fresh, details: [] }
         joined.details.push({ payload_id: payload.id, number_of_records: payload.items.length, error: null })
+        joined.payload_bytes += payload.bytes
         if (open) {
-          db.run('UPDATE imports SET doc = ? WHERE id = ?', JSON.stringify(joined), joined.id)
+          db.run('UPDATE imports SET payload_bytes = ?, doc = ? WHERE id = ?', joined.payload_bytes, JSON.stringify(joined), joined.id)
         } else {
           db.run(
-            `INSERT INTO imports (id, company_id, join_key, status, window_ends_at, lease_owner, lease_expires_at, doc)
-             VALUES (?, ?, ?, ?, ?, NULL, NULL, ?)`,
+            `INSERT INTO imports (id, company_id, join_key, status, window_ends_at, lease_owner, lease_expires_at, payload_bytes, doc)
+             VALUES (?, ?, ?, ?, ?, NULL, NULL, ?, ?)`,
             joined.id,
             joined.company_id,
             joined.join_key,
             joined.status,
             joined.window_ends_at,
+            joined.payload_bytes,
             JSON.stringify(joined),
           )
         }
@@ -43,6 +49,11 @@ export function sqliteImports(sql: Sql): ImportRepository {
         )
         return joined
       })
+    },
+
+    async queuedBytes(companyId) {
+      const [[bytes]] = await sql.values(QUEUED_BYTES, companyId)
+      return Number(bytes)
     },
 
     async get(companyId, id) {
@@ -130,6 +141,12 @@ export function sqliteImports(sql: Sql): ImportRepository {
       )
     },
   }
+}
+
+/** Throws ImportQueueFullError when the company has bytes queued and `bytes` more would go over `max`. */
+function refuseOverBound(db: SqlWriter, companyId: string, bytes: number, max: number): void {
+  const queued = Number(db.values(QUEUED_BYTES, companyId)[0][0])
+  if (queued > 0 && queued + bytes > max) throw new ImportQueueFullError(queued)
 }
 
 function parseImport(row: Row): DataImport {

@@ -118,6 +118,17 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE statements ADD COLUMN rendering_key TEXT;
   ALTER TABLE statements ADD COLUMN rendering TEXT;
   `,
+  // The bytes an import counts against its company's queue bound (src/store/sqlite/imports.ts). Imports not
+  // finished at the upgrade count their payloads as stored; finished ones count nothing any more.
+  `
+  ALTER TABLE imports ADD COLUMN payload_bytes INTEGER NOT NULL DEFAULT 0;
+  UPDATE imports SET payload_bytes = (
+    SELECT coalesce(sum(length(CAST(payload.doc AS BLOB))), 0) FROM import_payloads AS payload
+    WHERE payload.company_id = imports.company_id AND payload.import_id = imports.id)
+  WHERE status <> 'finished';
+  UPDATE imports SET doc = json_set(doc, '$.payload_bytes', payload_bytes);
+  CREATE INDEX imports_queue ON imports (company_id, status);
+  `,
 ]
 
 /** Every table that holds company data, for deleting a company. */
