@@ -24,9 +24,16 @@ export interface Config {
   importPollMs: number
   /** How long a worker's claim on an import holds without renewal (a dead worker's import is redone after it). */
   importLeaseMs: number
+  /**
+   * Where `serve` runs the import worker: `thread` (a worker thread of its own, so that applying an import never
+   * stops the HTTP event loop) or `inline` (on the HTTP thread, the fallback for a store a thread cannot open).
+   */
+  importWorker: ImportWorkerMode
   /** The most request-body bytes a company may have waiting in unfinished imports; past it an upsert is a 429. */
   importQueueLimitBytes: number
 }
+
+export type ImportWorkerMode = 'thread' | 'inline'
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
 const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']
@@ -70,6 +77,9 @@ export function loadConfig(env: Env = process.env): Config {
     shutdownTimeoutMs: read('SHUTDOWN_TIMEOUT_MS', 10_000, (raw) => parseWholeNumber(raw, 1, 3_600_000)),
     importPollMs: read('IMPORT_POLL_MS', 250, (raw) => parseWholeNumber(raw, 10, 60_000)),
     importLeaseMs: read('IMPORT_LEASE_MS', 60_000, (raw) => parseWholeNumber(raw, 1_000, 3_600_000)),
+    importWorker: read<ImportWorkerMode>('IMPORT_WORKER', 'thread', (raw) =>
+      raw === 'thread' || raw === 'inline' ? raw : '!expected thread or inline',
+    ),
     importQueueLimitBytes: read('IMPORT_QUEUE_LIMIT_MB', 64, (raw) => parseWholeNumber(raw, 1, 1_000_000)) * MIB,
   }
   if (problems.length > 0) throw new ConfigError(`Invalid configuration:\n  ${problems.join('\n  ')}`)

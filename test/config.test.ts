@@ -18,6 +18,7 @@ describe('configuration', () => {
       shutdownTimeoutMs: 10_000,
       importPollMs: 250,
       importLeaseMs: 60_000,
+      importWorker: 'thread',
       importQueueLimitBytes: 64 * 1024 * 1024,
     })
   })
@@ -37,6 +38,7 @@ describe('configuration', () => {
       SHUTDOWN_TIMEOUT_MS: '3000',
       IMPORT_POLL_MS: '100',
       IMPORT_LEASE_MS: '30000',
+      IMPORT_WORKER: 'inline',
       IMPORT_QUEUE_LIMIT_MB: '256',
     })
     expect(config).toEqual({
@@ -53,6 +55,7 @@ describe('configuration', () => {
       shutdownTimeoutMs: 3000,
       importPollMs: 100,
       importLeaseMs: 30_000,
+      importWorker: 'inline',
       importQueueLimitBytes: 256 * 1024 * 1024,
     })
     expect(loadConfig({ TRUST_PROXY: '2' }).trustProxy).toBe(2)
@@ -72,6 +75,7 @@ describe('configuration', () => {
     ['RATE_LIMIT_PER_SECOND', '0'],
     ['RATE_LIMIT_PER_SECOND', '1.5'],
     ['SHUTDOWN_TIMEOUT_MS', 'soon'],
+    ['IMPORT_WORKER', 'process'],
     ['IMPORT_QUEUE_LIMIT_MB', '0'],
     ['IMPORT_QUEUE_LIMIT_MB', '0.5'],
   ])('stops on a bad %s and names it', (name, value) => {

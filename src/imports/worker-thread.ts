@@ -1,0 +1,42 @@
+/**
+ * The import worker's thread (started by `ThreadedImportWorker`): it opens the store the configuration names,
+ * runs the worker `composeImportWorker` builds, and reports to the HTTP thread by messages: its log lines (the
+ * server's logger writes them), the imports it finishes (for the metrics), and that it started. On `stop` it
+ * lets the running import finish, closes its store and exits.
+ */
+import { parentPort, workerData } from 'node:worker_threads'
+import pino from 'pino'
+import { systemClock } from '../clock.ts'
+import { openStore } from '../store/open-store.ts'
+import { composeImportWorker } from './compose-worker.ts'
+import type { FromWorkerThread, ToWorkerThread, WorkerThreadData } from './threaded-worker.ts'
+import type { WorkerLogger } from './worker.ts'
+
+if (!parentPort) throw new Error('worker-thread.ts runs as a worker thread (see ThreadedImportWorker)')
+const port = parentPort
+const send = (message: FromWorkerThread) => port.postMessage(message)
+
+/** Log details as plain data: an Error becomes what pino's serializer makes of it, so that it can be posted. */
+function postable(details: object): object {
+  return Object.fromEntries(Object.entries(details).map(([key, value]) => [key, value instanceof Error ? pino.stdSerializers.err(value) : value]))
+}
+
+const logger: WorkerLogger = {
+  info: (details, message) => send({ type: 'log', level: 'info', details: postable(details), message }),
+  warn: (details, message) => send({ type: 'log', level: 'warn', details: postable(details), message }),
+  error: (details, message) => send({ type: 'log', level: 'error', details: postable(details), message }),
+}
+
+const { config } = workerData as WorkerThreadData
+const store = await openStore(config)
+const worker = composeImportWorker({ store, clock: systemClock, config, logger })
+worker.on('finished', (finished) => send({ type: 'finished', import: finished }))
+port.on('message', (message: ToWorkerThread) => {
+  if (message.type !== 'stop') return
+  void worker
+    .stop()
+    .then(() => store.close())
+    .finally(() => port.close())
+})
+worker.start()
+send({ type: 'started', owner: worker.owner })

@@ -1,0 +1,134 @@
+import { once } from 'node:events'
+import { DatabaseSync } from 'node:sqlite'
+import { Writable } from 'node:stream'
+import { afterEach, describe, expect, it } from 'vitest'
+import { loadConfig } from '../src/config.ts'
+import { loadFixture } from '../src/fixtures/load-fixture.ts'
+import { systemClock } from '../src/clock.ts'
+import { ThreadedImportWorker } from '../src/imports/threaded-worker.ts'
+import { ImportWorker, type WorkerLogger } from '../src/imports/worker.ts'
+import { type RunningServer, startServer } from '../src/server.ts'
+import type { DataImport } from '../src/store/model.ts'
+import { openStore, sqliteFile } from '../src/store/open-store.ts'
+import { smallFixture } from './helpers/fixtures.ts'
+import { tempDataDir } from './helpers/process.ts'
+import { call } from './helpers/server.ts'
+
+const quiet = () => new Writable({ write: (_chunk, _encoding, done) => done() })
+
+/** A log that keeps every line, as the server's logger would write it. */
+function recordingLogger(): WorkerLogger & { lines: { level: string; details: object; message: string }[] } {
+  const lines: { level: string; details: object; message: string }[] = []
+  const keep = (level: string) => (details: object, message: string) => void lines.push({ level, details, message })
+  return { lines, info: keep('info'), warn: keep('warn'), error: keep('error') }
+}
+
+async function until(condition: () => boolean | Promise<boolean>): Promise<void> {
+  while (!(await condition())) await new Promise((resolve) => setTimeout(resolve, 10))
+}
+
+let running: RunningServer | null = null
+afterEach(async () => {
+  await running?.close()
+  running = null
+})
+
+/** `serve` on a fresh DATA_DIR with the small fixture loaded; returns the server and the company's key. */
+async function serve(env: Record<string, string> = {}): Promise<{ server: RunningServer; key: string; dataDir: string }> {
+  const dataDir = tempDataDir()
+  const config = loadConfig({ DATA_DIR: dataDir, PORT: '0', DEMO: 'off', LOG_LEVEL: 'silent', IMPORT_POLL_MS: '10', RATE_LIMIT_PER_SECOND: '10000', ...env })
+  const store = await openStore(config)
+  const loaded = await loadFixture(store, systemClock, smallFixture())
+  await store.close()
+  running = await startServer(config, { out: quiet(), logStream: quiet() })
+  return { server: running, key: loaded.api_keys[0], dataDir }
+}
+
+const putUser = async (url: string, key: string, email: string, query = '') => {
+  const reply = await call(`${url}/v1/users/bulk${query}`, { method: 'PUT', key, body: { data: [{ email, name: 'Thread' }] } })
+  expect(reply.status).toBe(200)
+  return reply.body.import_id as string
+}
+
+describe('the import worker of serve runs in a thread of its own (IMPORT_WORKER=thread, the default)', () => {
+  it('applies an import while the HTTP thread is blocked', async () => {
+    const { server, key, dataDir } = await serve()
+    expect(server.worker).toBeInstanceOf(ThreadedImportWorker)
+    expect((server.worker as ThreadedImportWorker).threadId).toBeGreaterThan(0)
+    // A window of a second: the import cannot run before the loop below has started.
+    const id = await putUser(server.url, key, 'blocked@acme.example', '?debounce=1')
+
+    // This thread (the server's) now spins without ever yielding: only a worker on another thread can finish it.
+    const file = new DatabaseSync(sqliteFile({ dataDir }), { readOnly: true })
+    const statusOf = file.prepare('SELECT status FROM imports WHERE id = ?')
+    const giveUp = Date.now() + 15_000
+    let status = ''
+    while (status !== 'finished' && Date.now() < giveUp) status = String((statusOf.get(id) as { status: string }).status)
+    file.close()
+    expect(status).toBe('finished')
+    expect((await call(`${server.url}/v1/imports/${id}`, { key })).body.data_import).toMatchObject({ status: 'finished', error: false })
+  })
+
+  it('emits the imports it finishes (for the metrics), writes its log through the given logger, and stops', async () => {
+    const dataDir = tempDataDir()
+    const config = loadConfig({ DATA_DIR: dataDir, DEMO: 'off', IMPORT_POLL_MS: '10' })
+    const store = await openStore(config)
+    const { company_id: companyId } = await loadFixture(store, systemClock, smallFixture())
+    const logger = recordingLogger()
+    const worker = new ThreadedImportWorker({ config, logger })
+    const finished: DataImport[] = []
+    worker.on('finished', (done) => finished.push(done))
+    try {
+      await worker.start()
+      expect(worker.isRunning()).toBe(true)
+      const { enqueueImport } = await import('../src/imports/enqueue.ts')
+      const company = (await store.companies.get(companyId))!
+      const receipt = await enqueueImport(store, systemClock, { company, target: 'users', items: [{ email: 'metrics@acme.example' }], bytes: 40, queueLimitBytes: 1024 })
+      await until(() => finished.length > 0)
+      expect(finished[0]).toMatchObject({ id: receipt.import_id, status: 'finished', error: false })
+      expect(logger.lines.map((line) => line.message)).toEqual(expect.arrayContaining(['import started', 'import finished']))
+      expect(logger.lines.find((line) => line.message === 'import finished')?.details).toMatchObject({ import_id: receipt.import_id, company_id: companyId })
+    } finally {
+      await worker.stop()
+      await store.close()
+    }
+    expect(worker.isRunning()).toBe(false)
+    expect(worker.threadId).toBeNull()
+  })
+
+  it('starts a thread that died again, and its worker goes on', async () => {
+    const dataDir = tempDataDir()
+    const config = loadConfig({ DATA_DIR: dataDir, DEMO: 'off', IMPORT_POLL_MS: '10' })
+    const store = await openStore(config)
+    const { company_id: companyId } = await loadFixture(store, systemClock, smallFixture())
+    const logger = recordingLogger()
+    const worker = new ThreadedImportWorker({ config, logger, entry: new URL('./helpers/dying-worker-thread.ts', import.meta.url), restartDelayMs: 10 })
+    try {
+      await worker.start()
+      const first = worker.threadId
+      await until(() => logger.lines.some((line) => line.message.includes('stopped unexpectedly')))
+      expect(logger.lines.find((line) => line.message === 'import worker thread failed')?.details).toMatchObject({ err: expect.objectContaining({ message: 'a fault of ours in the worker thread' }) })
+      await until(() => worker.isRunning())
+      expect(worker.threadId).not.toBe(first)
+      const finished = once(worker, 'finished')
+      const { enqueueImport } = await import('../src/imports/enqueue.ts')
+      const company = (await store.companies.get(companyId))!
+      const receipt = await enqueueImport(store, systemClock, { company, target: 'users', items: [{ email: 'again@acme.example' }], bytes: 40, queueLimitBytes: 1024 })
+      expect((await finished)[0]).toMatchObject({ id: receipt.import_id, status: 'finished' })
+    } finally {
+      await worker.stop()
+      await store.close()
+    }
+  })
+})
+
+describe('the inline import worker (IMPORT_WORKER=inline)', () => {
+  // The fallback for a store a thread cannot open (an in-memory one); selectable for any store.
+  it('runs on the HTTP thread and applies imports', async () => {
+    const { server, key } = await serve({ IMPORT_WORKER: 'inline' })
+    expect(server.worker).toBeInstanceOf(ImportWorker)
+    const id = await putUser(server.url, key, 'inline@acme.example')
+    await until(async () => (await call(`${server.url}/v1/imports/${id}`, { key })).body.data_import.status === 'finished')
+    expect((await call(`${server.url}/v1/users?limit=10`, { key })).body.data.map((user: { email: string }) => user.email)).toContain('inline@acme.example')
+  })
+})
