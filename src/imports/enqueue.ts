@@ -1,3 +1,4 @@
+import { setImmediate } from 'node:timers/promises'
 import type { Clock } from '../clock.ts'
 import { QueueFullError } from '../errors.ts'
 import { newId } from '../ids.ts'
@@ -66,6 +67,9 @@ export async function enqueueImport(store: Store, clock: Clock, request: ImportR
     bytes: request.bytes,
   }
   try {
+    // The body was parsed in this turn of the event loop; storing it waits for the next, so that a large call
+    // never holds the requests that came meanwhile for both.
+    await setImmediate()
     const joined = await store.imports.enqueue(fresh, payload, nowText, request.queueLimitBytes)
     return { import_id: joined.id, objects_imported: request.items.length }
   } catch (error) {

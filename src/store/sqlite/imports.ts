@@ -1,3 +1,4 @@
+import { setImmediate } from 'node:timers/promises'
 import type { DataImport, ImportPayload } from '../model.ts'
 import { type ImportOutcome, ImportQueueFullError, type ImportRepository } from '../port.ts'
 import type { Row, Sql, SqlWriter } from './connection.ts'
@@ -12,6 +13,11 @@ const QUEUED_BYTES = `SELECT coalesce(sum(payload_bytes), 0) FROM imports WHERE 
 export function sqliteImports(sql: Sql): ImportRepository {
   return {
     async enqueue(fresh, payload, now, maxQueuedBytes) {
+      // A large payload's text costs as much as its write: it is made before the write lock is taken, and the
+      // write waits for the next turn of the event loop, so that the requests that came meanwhile go first.
+      // The import it joins is known only under the lock: the document leaves `import_id` to its column.
+      const payloadDoc = JSON.stringify(payload)
+      await setImmediate()
       return sql.write((db) => {
         if (maxQueuedBytes !== undefined) refuseOverBound(db, fresh.company_id, payload.bytes, maxQueuedBytes)
         const open = db.all(
@@ -39,14 +45,7 @@ export function sqliteImports(sql: Sql): ImportRepository {
             JSON.stringify(joined),
           )
         }
-        const stored: ImportPayload = { ...payload, import_id: joined.id }
-        db.run(
-          'INSERT INTO import_payloads (company_id, import_id, id, doc) VALUES (?, ?, ?, ?)',
-          stored.company_id,
-          stored.import_id,
-          stored.id,
-          JSON.stringify(stored),
-        )
+        db.run('INSERT INTO import_payloads (company_id, import_id, id, doc) VALUES (?, ?, ?, ?)', payload.company_id, joined.id, payload.id, payloadDoc)
         return joined
       })
     },
@@ -62,8 +61,8 @@ export function sqliteImports(sql: Sql): ImportRepository {
     },
 
     async payloads(companyId, importId) {
-      const rows = await sql.all('SELECT doc FROM import_payloads WHERE company_id = ? AND import_id = ? ORDER BY id', companyId, importId)
-      return rows.map((row) => JSON.parse(row.doc as string) as ImportPayload)
+      const rows = await sql.all('SELECT import_id, doc FROM import_payloads WHERE company_id = ? AND import_id = ? ORDER BY id', companyId, importId)
+      return rows.map((row) => ({ ...(JSON.parse(row.doc as string) as Omit<ImportPayload, 'import_id'>), import_id: row.import_id as string }))
     },
 
     async claimNext(owner, now, leaseExpiresAt) {
