@@ -81,8 +81,10 @@ describe("a company's import queue is bounded (IMPORT_QUEUE_LIMIT_MB)", () => {
 
   it('refuses a call at once when the queue is full, without reading its body', async () => {
     expect((await postRecords(deals(10_000))).status).toBe(200)
-    // Malformed JSON would be a 400 if the body were parsed: the 429 comes first.
-    expectQueueFull(await postRecords('[{"deal_id": "X", '))
+    // Malformed JSON would be a 400 if the body were parsed: the 429 comes first, and the connection closes after it.
+    const refused = await postRecords('[{"deal_id": "X", ')
+    expectQueueFull(refused)
+    expect(refused.headers.connection).toBe('close')
   })
 
   it('counts a chunked body (no Content-Length) by its size, and checks the bound when it is stored', async () => {

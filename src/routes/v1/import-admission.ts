@@ -64,5 +64,12 @@ export async function admitUpsert(request: FastifyRequest, reply: FastifyReply):
   // 'close' comes when the answer is sent, or when the client goes away (also while it waits for its turn).
   reply.raw.once('close', release)
   await turn
-  await checkImportQueue(request.server.store, company.id, declaredBytes(request), request.server.config.importQueueLimitBytes)
+  try {
+    await checkImportQueue(request.server.store, company.id, declaredBytes(request), request.server.config.importQueueLimitBytes)
+  } catch (error) {
+    // Answered before its body is read: the connection closes after the answer, so that the rest of the body is
+    // never taken for the next request, and a client that stops sending it leaves no connection half-read.
+    reply.header('connection', 'close')
+    throw error
+  }
 }
