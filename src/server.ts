@@ -5,7 +5,7 @@ import { type Clock, systemClock } from './clock.ts'
 import type { Config } from './config.ts'
 import { type DemoOutcome, ensureDemoCompany } from './fixtures/demo-company.ts'
 import { composeImportWorker } from './imports/compose-worker.ts'
-import { ThreadedImportWorker } from './imports/threaded-worker.ts'
+import { storeEnqueuingThrough, ThreadedImportWorker } from './imports/threaded-worker.ts'
 import type { ImportWorker } from './imports/worker.ts'
 import { openStore } from './store/open-store.ts'
 import type { Store } from './store/port.ts'
@@ -41,7 +41,10 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
     const demo = config.demo ? await ensureDemoCompany(store, clock, config.dataDir) : null
     let worker: ImportWorker | ThreadedImportWorker | null = null
     const probe = options.role === 'api' ? undefined : { isRunning: () => worker?.isRunning() ?? false }
-    const app = await buildApp({ config, store, clock, logStream: options.logStream, worker: probe })
+    // With the worker in a thread, that thread stores the upserts' payloads too: the HTTP thread never waits for the disk.
+    const threaded = () => (worker instanceof ThreadedImportWorker ? worker : null)
+    const appStore = probe && config.importWorker === 'thread' ? storeEnqueuingThrough(store, threaded) : store
+    const app = await buildApp({ config, store: appStore, clock, logStream: options.logStream, worker: probe })
     await app.listen({ port: config.port, host: config.host })
     if (probe) {
       worker =

@@ -5,7 +5,11 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { loadConfig } from '../src/config.ts'
 import { loadFixture } from '../src/fixtures/load-fixture.ts'
 import { systemClock } from '../src/clock.ts'
-import { ThreadedImportWorker } from '../src/imports/threaded-worker.ts'
+import { QueueFullError } from '../src/errors.ts'
+import { enqueueImport } from '../src/imports/enqueue.ts'
+import { storeEnqueuingThrough, ThreadedImportWorker } from '../src/imports/threaded-worker.ts'
+import { newId } from '../src/ids.ts'
+import { ImportQueueFullError, type Store } from '../src/store/port.ts'
 import { ImportWorker, type WorkerLogger } from '../src/imports/worker.ts'
 import { type RunningServer, startServer } from '../src/server.ts'
 import type { DataImport } from '../src/store/model.ts'
@@ -81,7 +85,6 @@ describe('the import worker of serve runs in a thread of its own (IMPORT_WORKER=
     try {
       await worker.start()
       expect(worker.isRunning()).toBe(true)
-      const { enqueueImport } = await import('../src/imports/enqueue.ts')
       const company = (await store.companies.get(companyId))!
       const receipt = await enqueueImport(store, systemClock, { company, target: 'users', items: [{ email: 'metrics@acme.example' }], bytes: 40, queueLimitBytes: 1024 })
       await until(() => finished.length > 0)
@@ -111,7 +114,6 @@ describe('the import worker of serve runs in a thread of its own (IMPORT_WORKER=
       await until(() => worker.isRunning())
       expect(worker.threadId).not.toBe(first)
       const finished = once(worker, 'finished')
-      const { enqueueImport } = await import('../src/imports/enqueue.ts')
       const company = (await store.companies.get(companyId))!
       const receipt = await enqueueImport(store, systemClock, { company, target: 'users', items: [{ email: 'again@acme.example' }], bytes: 40, queueLimitBytes: 1024 })
       expect((await finished)[0]).toMatchObject({ id: receipt.import_id, status: 'finished' })
@@ -121,6 +123,62 @@ describe('the import worker of serve runs in a thread of its own (IMPORT_WORKER=
     }
   })
 })
+
+describe("the worker's thread stores the upserts' payloads for the HTTP thread", () => {
+  it('answers with the import joined, refuses past the queue bound as the store does, and the store is used while the thread does not run', async () => {
+    const dataDir = tempDataDir()
+    const config = loadConfig({ DATA_DIR: dataDir, DEMO: 'off' })
+    const store = await openStore(config)
+    const { company_id: companyId } = await loadFixture(store, systemClock, smallFixture())
+    const company = (await store.companies.get(companyId))!
+    const worker = new ThreadedImportWorker({ config, logger: recordingLogger() })
+    const through = storeEnqueuingThrough(store, () => worker)
+    // A minute's window: the thread's worker leaves these imports queued.
+    const upsert = (email: string, bytes: number) =>
+      enqueueImport(through, systemClock, { company, target: 'users', items: [{ email }], bytes, queueLimitBytes: 1000, debounceSeconds: 60 })
+    try {
+      const before = await upsert('before@acme.example', 100)
+      await worker.start()
+      const joined = await upsert('joined@acme.example', 500)
+      expect(joined.import_id).toBe(before.import_id)
+      expect(await store.imports.payloads(companyId, joined.import_id)).toHaveLength(2)
+      await expect(upsert('over@acme.example', 401)).rejects.toSatisfy((error) => error instanceof QueueFullError && error.retryAfterSeconds >= 1)
+      expect(await store.imports.queuedBytes(companyId)).toBe(600)
+      expect(await worker.enqueue(...enqueueArguments(companyId, 400))).toMatchObject({ id: joined.import_id, payload_bytes: 1000 })
+      await expect(worker.enqueue(...enqueueArguments(companyId, 1))).rejects.toSatisfy((error) => error instanceof ImportQueueFullError && error.queuedBytes === 1000)
+    } finally {
+      await worker.stop()
+    }
+    await expect(worker.enqueue(...enqueueArguments(companyId, 1))).rejects.toThrow(/not running/)
+    await upsert('after@acme.example', 0)
+    expect(await store.imports.queuedBytes(companyId)).toBe(1000)
+    await store.close()
+  })
+
+  it('is what the default start does: an upsert over HTTP is stored through the thread, and a full queue is a 429', async () => {
+    const { server, key } = await serve({ IMPORT_QUEUE_LIMIT_MB: '1' })
+    expect(server.app.store.imports.enqueue).not.toBe(server.store.imports.enqueue)
+    const big = Array.from({ length: 8000 }, (_, index) => ({ deal_id: `T-${index}`, deal_name: `Deal ${index} ${'x'.repeat(60)}` }))
+    const first = await call(`${server.url}/v1/tables/deals/records/bulk?debounce=60`, { method: 'POST', key, body: big })
+    expect(first.status).toBe(200)
+    const second = await call(`${server.url}/v1/tables/deals/records/bulk?debounce=60`, { method: 'POST', key, body: big })
+    expect(second.status).toBe(429)
+    expect(second.body.type).toBe('TooManyRequestsError')
+    expect(Number(second.headers['retry-after'])).toBeGreaterThanOrEqual(1)
+  })
+})
+
+/** The arguments of `ImportRepository.enqueue` for a users payload of `bytes`, in a window of a minute. */
+function enqueueArguments(companyId: string, bytes: number): Parameters<Store['imports']['enqueue']> {
+  const now = new Date().toISOString()
+  const fresh: DataImport = {
+    id: newId(), company_id: companyId, target: 'users', table_id: null, data_table_key: 'users', join_key: 'users', status: 'scheduled',
+    window_ends_at: new Date(Date.now() + 60_000).toISOString(), created_at: now, launched_at: null, finished_at: null, error: false,
+    details: [], lease_owner: null, lease_expires_at: null, attempts: 0, payload_bytes: 0,
+  }
+  const payload = { id: newId(), company_id: companyId, items: [{ email: 'direct@acme.example' }], options: { all: false, keep_overrides: false }, received_at: now, bytes }
+  return [fresh, payload, now, 1000]
+}
 
 describe('the inline import worker (IMPORT_WORKER=inline)', () => {
   // The fallback for a store a thread cannot open (an in-memory one); selectable for any store.

@@ -1,15 +1,17 @@
 /**
  * The import worker's thread (started by `ThreadedImportWorker`): it opens the store the configuration names,
- * runs the worker `composeImportWorker` builds, and reports to the HTTP thread by messages: its log lines (the
- * server's logger writes them), the imports it finishes (for the metrics), and that it started. On `stop` it
- * lets the running import finish, closes its store and exits.
+ * runs the worker `composeImportWorker` builds, stores the payloads of the upserts the HTTP thread hands it, and
+ * reports to the HTTP thread by messages: its log lines (the server's logger writes them), the imports it
+ * finishes (for the metrics), the payloads it stored, and that it started. On `stop` it lets the running import
+ * finish, closes its store and exits.
  */
 import { parentPort, workerData } from 'node:worker_threads'
 import pino from 'pino'
 import { systemClock } from '../clock.ts'
 import { openStore } from '../store/open-store.ts'
 import { composeImportWorker } from './compose-worker.ts'
-import type { FromWorkerThread, ToWorkerThread, WorkerThreadData } from './threaded-worker.ts'
+import { ImportQueueFullError } from '../store/port.ts'
+import type { EnqueueCall, EnqueueOutcome, FromWorkerThread, ToWorkerThread, WorkerThreadData } from './threaded-worker.ts'
 import type { WorkerLogger } from './worker.ts'
 
 if (!parentPort) throw new Error('worker-thread.ts runs as a worker thread (see ThreadedImportWorker)')
@@ -32,7 +34,7 @@ const store = await openStore(config)
 const worker = composeImportWorker({ store, clock: systemClock, config, logger })
 worker.on('finished', (finished) => send({ type: 'finished', import: finished }))
 port.on('message', (message: ToWorkerThread) => {
-  if (message.type !== 'stop') return
+  if (message.type === 'enqueue') return void enqueue(message.call, message.enqueue)
   void worker
     .stop()
     .then(() => store.close())
@@ -40,3 +42,18 @@ port.on('message', (message: ToWorkerThread) => {
 })
 worker.start()
 send({ type: 'started', owner: worker.owner })
+
+/** Stores an upsert's payload for the HTTP thread (`ThreadedImportWorker.enqueue`) and answers how it went. */
+async function enqueue(call: number, { fresh, payload, now, maxQueuedBytes }: EnqueueCall): Promise<void> {
+  let outcome: EnqueueOutcome
+  try {
+    outcome = { import: await store.imports.enqueue(fresh, payload, now, maxQueuedBytes) }
+  } catch (error) {
+    if (error instanceof ImportQueueFullError) outcome = { queuedBytes: error.queuedBytes }
+    else {
+      logger.error({ err: error }, 'storing an upsert payload failed')
+      outcome = { failure: error instanceof Error ? error.message : String(error) }
+    }
+  }
+  send({ type: 'enqueued', call, outcome })
+}
