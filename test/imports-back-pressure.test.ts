@@ -152,6 +152,15 @@ describe('one upsert body of a company at a time', () => {
     expect((await next).status).toBe(200)
   })
 
+  it('refuses a call over the bound at once, without waiting for the turn', async () => {
+    expect((await postRecords(HALF_QUEUE())).status).toBe(200)
+    const slow = startSlowCall(h.key, deals(3))
+    await waiting(h.companyId, 1)
+    expectQueueFull(await postRecords(deals(4500, 'R')))
+    slow.finish()
+    expect((await slow.answered).status).toBe(200)
+  })
+
   it('gives the turn on when the client of the call holding it goes away', async () => {
     const slow = startSlowCall(h.key, deals(3))
     await waiting(h.companyId, 1)

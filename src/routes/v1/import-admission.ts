@@ -54,18 +54,23 @@ export function bodyBytes(request: FastifyRequest): number {
 }
 
 /**
- * The `preParsing` hook of the upsert routes: waits for the company's turn (above), then refuses the call with
- * a 429 without reading its body when the company's import queue is full already. The enqueue checks the
- * bound again, atomically, with the body's exact size.
+ * The `preParsing` hook of the upsert routes: refuses the call with a 429, without reading its body, when the
+ * company's import queue is full already; else waits for the company's turn (above) and checks again, as the
+ * queue may have filled meanwhile. The enqueue checks the bound once more, atomically, with the body's exact size.
  */
 export async function admitUpsert(request: FastifyRequest, reply: FastifyReply): Promise<void> {
   const { company } = request.principal
+  await refuseUnreadWhenQueueFull(request, reply)
   const { turn, release } = upsertTurns.take(company.id)
   // 'close' comes when the answer is sent, or when the client goes away (also while it waits for its turn).
   reply.raw.once('close', release)
   await turn
+  await refuseUnreadWhenQueueFull(request, reply)
+}
+
+async function refuseUnreadWhenQueueFull(request: FastifyRequest, reply: FastifyReply): Promise<void> {
   try {
-    await checkImportQueue(request.server.store, company.id, declaredBytes(request), request.server.config.importQueueLimitBytes)
+    await checkImportQueue(request.server.store, request.principal.company.id, declaredBytes(request), request.server.config.importQueueLimitBytes)
   } catch (error) {
     // Answered before its body is read: the connection closes after the answer, so that the rest of the body is
     // never taken for the next request, and a client that stops sending it leaves no connection half-read.
