@@ -1,4 +1,5 @@
 import { once } from 'node:events'
+import { readdirSync, readFileSync } from 'node:fs'
 import { DatabaseSync } from 'node:sqlite'
 import { Writable } from 'node:stream'
 import { afterEach, describe, expect, it } from 'vitest'
@@ -37,15 +38,22 @@ afterEach(async () => {
   running = null
 })
 
-/** `serve` on a fresh DATA_DIR with the small fixture loaded; returns the server and the company's key. */
-async function serve(env: Record<string, string> = {}): Promise<{ server: RunningServer; key: string; dataDir: string }> {
+/** A fresh DATA_DIR's configuration and store, with the small fixture's company loaded. */
+async function loadedStore(env: Record<string, string> = {}) {
   const dataDir = tempDataDir()
   const config = loadConfig({ DATA_DIR: dataDir, PORT: '0', DEMO: 'off', LOG_LEVEL: 'silent', IMPORT_POLL_MS: '10', RATE_LIMIT_PER_SECOND: '10000', ...env })
   const store = await openStore(config)
   const loaded = await loadFixture(store, systemClock, smallFixture())
+  const company = (await store.companies.get(loaded.company_id))!
+  return { dataDir, config, store, company, companyId: company.id, key: loaded.api_keys[0] }
+}
+
+/** `serve` on a fresh DATA_DIR with the small fixture loaded; returns the server and the company's key. */
+async function serve(env: Record<string, string> = {}): Promise<{ server: RunningServer; key: string; dataDir: string }> {
+  const { dataDir, config, store, key } = await loadedStore(env)
   await store.close()
   running = await startServer(config, { out: quiet(), logStream: quiet() })
-  return { server: running, key: loaded.api_keys[0], dataDir }
+  return { server: running, key, dataDir }
 }
 
 const putUser = async (url: string, key: string, email: string, query = '') => {
@@ -74,10 +82,7 @@ describe('the import worker of serve runs in a thread of its own (IMPORT_WORKER=
   })
 
   it('emits the imports it finishes (for the metrics), writes its log through the given logger, and stops', async () => {
-    const dataDir = tempDataDir()
-    const config = loadConfig({ DATA_DIR: dataDir, DEMO: 'off', IMPORT_POLL_MS: '10' })
-    const store = await openStore(config)
-    const { company_id: companyId } = await loadFixture(store, systemClock, smallFixture())
+    const { config, store, company, companyId } = await loadedStore()
     const logger = recordingLogger()
     const worker = new ThreadedImportWorker({ config, logger })
     const finished: DataImport[] = []
@@ -85,7 +90,6 @@ describe('the import worker of serve runs in a thread of its own (IMPORT_WORKER=
     try {
       await worker.start()
       expect(worker.isRunning()).toBe(true)
-      const company = (await store.companies.get(companyId))!
       const receipt = await enqueueImport(store, systemClock, { company, target: 'users', items: [{ email: 'metrics@acme.example' }], bytes: 40, queueLimitBytes: 1024 })
       await until(() => finished.length > 0)
       expect(finished[0]).toMatchObject({ id: receipt.import_id, status: 'finished', error: false })
@@ -99,11 +103,23 @@ describe('the import worker of serve runs in a thread of its own (IMPORT_WORKER=
     expect(worker.threadId).toBeNull()
   })
 
+  it.skipIf(process.platform !== 'linux')('gives way to the HTTP thread when the CPU is contended (Linux only: per-thread nice values)', async () => {
+    const { config, store } = await loadedStore()
+    const worker = new ThreadedImportWorker({ config, logger: recordingLogger() })
+    const niceOf = (task: string) => Number(readFileSync(`/proc/self/task/${task}/stat`, 'utf8').split(') ')[1].split(' ')[16])
+    try {
+      await worker.start()
+      const thread = readdirSync('/proc/self/task').find((task) => readFileSync(`/proc/self/task/${task}/comm`, 'utf8').trim() === 'import-worker')
+      expect(thread).toBeDefined()
+      expect(niceOf(thread!)).toBe(Math.min(19, niceOf(String(process.pid)) + 10))
+    } finally {
+      await worker.stop()
+      await store.close()
+    }
+  })
+
   it('starts a thread that died again, and its worker goes on', async () => {
-    const dataDir = tempDataDir()
-    const config = loadConfig({ DATA_DIR: dataDir, DEMO: 'off', IMPORT_POLL_MS: '10' })
-    const store = await openStore(config)
-    const { company_id: companyId } = await loadFixture(store, systemClock, smallFixture())
+    const { config, store, company, companyId } = await loadedStore()
     const logger = recordingLogger()
     const worker = new ThreadedImportWorker({ config, logger, entry: new URL('./helpers/dying-worker-thread.ts', import.meta.url), restartDelayMs: 10 })
     try {
@@ -114,7 +130,6 @@ describe('the import worker of serve runs in a thread of its own (IMPORT_WORKER=
       await until(() => worker.isRunning())
       expect(worker.threadId).not.toBe(first)
       const finished = once(worker, 'finished')
-      const company = (await store.companies.get(companyId))!
       const receipt = await enqueueImport(store, systemClock, { company, target: 'users', items: [{ email: 'again@acme.example' }], bytes: 40, queueLimitBytes: 1024 })
       expect((await finished)[0]).toMatchObject({ id: receipt.import_id, status: 'finished' })
     } finally {
@@ -126,11 +141,7 @@ describe('the import worker of serve runs in a thread of its own (IMPORT_WORKER=
 
 describe("the worker's thread stores the upserts' payloads for the HTTP thread", () => {
   it('answers with the import joined, refuses past the queue bound as the store does, and the store is used while the thread does not run', async () => {
-    const dataDir = tempDataDir()
-    const config = loadConfig({ DATA_DIR: dataDir, DEMO: 'off' })
-    const store = await openStore(config)
-    const { company_id: companyId } = await loadFixture(store, systemClock, smallFixture())
-    const company = (await store.companies.get(companyId))!
+    const { config, store, company, companyId } = await loadedStore()
     const worker = new ThreadedImportWorker({ config, logger: recordingLogger() })
     const through = storeEnqueuingThrough(store, () => worker)
     // A minute's window: the thread's worker leaves these imports queued.

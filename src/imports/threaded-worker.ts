@@ -120,7 +120,7 @@ export class ThreadedImportWorker extends EventEmitter<{ finished: [DataImport] 
   }
 
   #spawn(): Promise<void> {
-    const thread = new Worker(this.#entry, { workerData: { config: this.#config } satisfies WorkerThreadData })
+    const thread = new Worker(this.#entry, { name: 'import-worker', workerData: { config: this.#config } satisfies WorkerThreadData })
     this.#thread = thread
     // Not events.once: it would reject on the thread's 'error', which the listener below reports.
     this.#exited = new Promise((resolve) => thread.once('exit', resolve))
