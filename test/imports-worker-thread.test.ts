@@ -48,6 +48,9 @@ async function loadedStore(env: Record<string, string> = {}) {
   return { dataDir, config, store, company, companyId: company.id, key: loaded.api_keys[0] }
 }
 
+/** The nice value of a thread of this process (Linux): field 19 of its stat line. */
+const niceOf = (task: string) => Number(readFileSync(`/proc/self/task/${task}/stat`, 'utf8').split(') ')[1].split(' ')[16])
+
 /** `serve` on a fresh DATA_DIR with the small fixture loaded; returns the server and the company's key. */
 async function serve(env: Record<string, string> = {}): Promise<{ server: RunningServer; key: string; dataDir: string }> {
   const { dataDir, config, store, key } = await loadedStore(env)
@@ -106,7 +109,6 @@ describe('the import worker of serve runs in a thread of its own (IMPORT_WORKER=
   it.skipIf(process.platform !== 'linux')('gives way to the HTTP thread when the CPU is contended (Linux only: per-thread nice values)', async () => {
     const { config, store } = await loadedStore()
     const worker = new ThreadedImportWorker({ config, logger: recordingLogger() })
-    const niceOf = (task: string) => Number(readFileSync(`/proc/self/task/${task}/stat`, 'utf8').split(') ')[1].split(' ')[16])
     try {
       await worker.start()
       const thread = readdirSync('/proc/self/task').find((task) => readFileSync(`/proc/self/task/${task}/comm`, 'utf8').trim() === 'import-worker')
@@ -119,7 +121,7 @@ describe('the import worker of serve runs in a thread of its own (IMPORT_WORKER=
   })
 
   it('starts a thread that died again, and its worker goes on', async () => {
-    const { config, store, company, companyId } = await loadedStore()
+    const { config, store, company } = await loadedStore()
     const logger = recordingLogger()
     const worker = new ThreadedImportWorker({ config, logger, entry: new URL('./helpers/dying-worker-thread.ts', import.meta.url), restartDelayMs: 10 })
     try {
