@@ -6,8 +6,8 @@
  * and four clients of two companies post calls as fast as they are answered: data-table records (50 to 3,000 a
  * call, some joining a one-second debounce window) and users (1 to 200 a call), every item with an id of its own.
  * A call answered 200 is acknowledged; 429 (the import queue is full: the bound is set low) is refused; a call
- * cut by the kill is unknown. In the second half of the cycle's S seconds, as soon as an import is running, the
- * server is killed with SIGKILL; the next cycle starts it again on the same store, and the imports the dead
+ * cut by the kill is unknown. At a moment taken at random in the second half of the cycle's S seconds, as soon
+ * as an import is running, the server is killed with SIGKILL; the next cycle starts it again on the same store, and the imports the dead
  * worker held are taken over once their lease (1.5 s here) expires. After the last cycle the server runs until
  * no import is left, and the store is checked:
  * - every acknowledged call is in a finished import without error, exactly once (one payload, one detail), and
@@ -187,7 +187,8 @@ async function cycle(env: Record<string, string>, store: Store, companies: Compa
   )
   const clientsDone = Promise.all(clients)
   const started = Date.now()
-  await sleep(durationMs / 2)
+  // A moment at random in the cycle's second half, then the first one an import runs.
+  await sleep(random(durationMs / 2, durationMs * 0.9))
   let duringImport = false
   while (Date.now() - started < durationMs) {
     if ((await store.importStatistics.countByStatus()).started > 0) {
