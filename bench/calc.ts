@@ -172,7 +172,7 @@ async function timedImport(store: Store, clock: ManualClock, companyId: string, 
   const company = (await store.companies.get(companyId))!
   const [table] = await store.dataTables.list(companyId)
   const items = Array.from({ length: IMPORTED }, (_, index) => deal(DEALS + round * IMPORTED + index, month(MONTHS - 1 - (round % MONTHS))))
-  await enqueueImport(store, clock, { company, target: 'records', table, items })
+  await enqueueImport(store, clock, { company, target: 'records', table, items, bytes: JSON.stringify(items).length, queueLimitBytes: Number.MAX_SAFE_INTEGER })
   const now = clock.now().toISOString()
   const claimed = await store.imports.claimNext('bench', now, new Date(Date.parse(now) + 600_000).toISOString())
   if (!claimed) throw new Error('no import to claim')

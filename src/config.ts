@@ -30,7 +30,16 @@ export interface Config {
   corsOrigins: string[]
   /** `serve --role worker`: the port of its health probes and metrics; null: the worker serves no HTTP. */
   workerHealthPort: number | null
+  /**
+   * Where `serve` runs the import worker: `thread` (a worker thread of its own, so that applying an import never
+   * stops the HTTP event loop) or `inline` (on the HTTP thread, the fallback for a store a thread cannot open).
+   */
+  importWorker: ImportWorkerMode
+  /** The most request-body bytes a company may have waiting in unfinished imports; past it an upsert is a 429. */
+  importQueueLimitBytes: number
 }
+
+export type ImportWorkerMode = 'thread' | 'inline'
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
 const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']
@@ -41,6 +50,8 @@ export class ConfigError extends Error {
 }
 
 type Env = Record<string, string | undefined>
+
+const MIB = 1024 * 1024
 
 /** Reads and validates the configuration; throws one ConfigError that names every bad variable. */
 export function loadConfig(env: Env = process.env): Config {
@@ -76,6 +87,10 @@ export function loadConfig(env: Env = process.env): Config {
     bodyLimitMb: read('BODY_LIMIT_MB', 32, (raw) => parseWholeNumber(raw, 1, 512)),
     corsOrigins: read<string[]>('CORS_ORIGINS', [], parseOrigins),
     workerHealthPort: read<number | null>('WORKER_HEALTH_PORT', null, parsePort),
+    importWorker: read<ImportWorkerMode>('IMPORT_WORKER', 'thread', (raw) =>
+      raw === 'thread' || raw === 'inline' ? raw : '!expected thread or inline',
+    ),
+    importQueueLimitBytes: read('IMPORT_QUEUE_LIMIT_MB', 64, (raw) => parseWholeNumber(raw, 1, 1_000_000)) * MIB,
   }
   if (problems.length > 0) throw new ConfigError(`Invalid configuration:\n  ${problems.join('\n  ')}`)
   return config

@@ -43,3 +43,17 @@ export class UnauthorizedError extends Error {
 export class ForbiddenError extends Error {
   override name = 'ForbiddenError'
 }
+
+/**
+ * A call refused for now, to be sent again after `retryAfterSeconds`: the company has as many bytes waiting in
+ * its imports as it may (`IMPORT_QUEUE_LIMIT_MB`). Nothing of the call was stored.
+ */
+export class QueueFullError extends Error {
+  override name = 'QueueFullError'
+  readonly retryAfterSeconds: number
+
+  constructor(message: string, retryAfterSeconds: number) {
+    super(message)
+    this.retryAfterSeconds = retryAfterSeconds
+  }
+}

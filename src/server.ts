@@ -5,7 +5,9 @@ import { type Clock, systemClock } from './clock.ts'
 import type { Config } from './config.ts'
 import { listeningUrl } from './routes/base-url.ts'
 import { type DemoOutcome, ensureDemoCompany } from './fixtures/demo-company.ts'
-import { ImportWorker } from './imports/worker.ts'
+import { composeImportWorker } from './imports/compose-worker.ts'
+import { storeEnqueuingThrough, ThreadedImportWorker } from './imports/threaded-worker.ts'
+import type { ImportWorker } from './imports/worker.ts'
 import { openStore, storeDescription } from './store/open-store.ts'
 import type { Store } from './store/port.ts'
 
@@ -14,13 +16,14 @@ export interface RunningServer {
   store: Store
   /** The address it listens on, e.g. http://127.0.0.1:3000. */
   url: string
-  /** The import worker of this process (null with role `api`). */
-  worker: ImportWorker | null
+  /** The import worker of this process: in a thread of its own, or inline (`IMPORT_WORKER`); null with role `api`. */
+  worker: ImportWorker | ThreadedImportWorker | null
   /** Stops accepting connections, lets requests in flight finish, then closes the store. */
   close(): Promise<void>
 }
 
 export interface ServerOptions {
+  /** The HTTP application's clock, and the inline worker's; a worker thread runs on the system clock. */
   clock?: Clock
   logStream?: NodeJS.WritableStream
   /** Where the start-up banner (demo key, curl line) is written. */
@@ -37,14 +40,25 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
   const store = await openStore(config)
   try {
     const demo = config.demo ? await ensureDemoCompany(store, clock, config.dataDir) : null
-    let worker: ImportWorker | null = null
+    let worker: ImportWorker | ThreadedImportWorker | null = null
     const probe = options.role === 'api' ? undefined : { isRunning: () => worker?.isRunning() ?? false }
-    const app = await buildApp({ config, store, clock, logStream: options.logStream, worker: probe })
+    // With the worker in a thread, that thread stores the upserts' payloads too: the HTTP thread never waits for the disk.
+    const threaded = () => (worker instanceof ThreadedImportWorker ? worker : null)
+    const appStore = probe && config.importWorker === 'thread' ? storeEnqueuingThrough(store, threaded) : store
+    const app = await buildApp({ config, store: appStore, clock, logStream: options.logStream, worker: probe })
     await app.listen({ port: config.port, host: config.host })
     if (probe) {
-      worker = new ImportWorker({ store, clock, logger: app.log, pollMs: config.importPollMs, leaseMs: config.importLeaseMs })
+      worker =
+        config.importWorker === 'thread'
+          ? new ThreadedImportWorker({ config, logger: app.log })
+          : composeImportWorker({ store, clock, config, logger: app.log })
       app.metrics.watchWorker(worker)
-      worker.start()
+      try {
+        await worker.start()
+      } catch (error) {
+        await app.close()
+        throw error
+      }
     }
     const url = listeningUrl(app, config.host)
     out.write(banner(url, config.publicUrl ?? url, demo, storeDescription(config)))

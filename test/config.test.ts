@@ -21,6 +21,8 @@ describe('configuration', () => {
       bodyLimitMb: 32,
       corsOrigins: [],
       workerHealthPort: null,
+      importWorker: 'thread',
+      importQueueLimitBytes: 64 * 1024 * 1024,
     })
   })
 
@@ -42,6 +44,8 @@ describe('configuration', () => {
       BODY_LIMIT_MB: '64',
       CORS_ORIGINS: 'http://localhost:5173',
       WORKER_HEALTH_PORT: '9100',
+      IMPORT_WORKER: 'inline',
+      IMPORT_QUEUE_LIMIT_MB: '256',
     })
     expect(config).toEqual({
       port: 8080,
@@ -60,6 +64,8 @@ describe('configuration', () => {
       bodyLimitMb: 64,
       corsOrigins: ['http://localhost:5173'],
       workerHealthPort: 9100,
+      importWorker: 'inline',
+      importQueueLimitBytes: 256 * 1024 * 1024,
     })
     expect(loadConfig({ TRUST_PROXY: '2' }).trustProxy).toBe(2)
     expect(loadConfig({ TRUST_PROXY: 'true' }).trustProxy).toBe(true)
@@ -82,6 +88,9 @@ describe('configuration', () => {
     ['BODY_LIMIT_MB', '513'],
     ['BODY_LIMIT_MB', '1.5'],
     ['WORKER_HEALTH_PORT', 'health'],
+    ['IMPORT_WORKER', 'process'],
+    ['IMPORT_QUEUE_LIMIT_MB', '0'],
+    ['IMPORT_QUEUE_LIMIT_MB', '0.5'],
   ])('stops on a bad %s and names it', (name, value) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError)
     expect(() => loadConfig({ [name]: value })).toThrow(new RegExp(`${name}=`))

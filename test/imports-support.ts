@@ -23,9 +23,9 @@ export interface ImportHarness {
   close(): Promise<void>
 }
 
-export async function startImportHarness(name = 'Acme'): Promise<ImportHarness> {
+export async function startImportHarness(name = 'Acme', env: Record<string, string> = {}): Promise<ImportHarness> {
   // Many calls at one instant of the manual clock: lift the per-second rate limit out of the way.
-  const server = await startTestServer({ RATE_LIMIT_PER_SECOND: '1000000' })
+  const server = await startTestServer({ RATE_LIMIT_PER_SECOND: '1000000', ...env })
   const { companyId, apiKey } = await server.load(smallFixture(name))
   const worker = new ImportWorker({ store: server.store, clock: server.clock, owner: 'test-worker' })
   const call = (path: string, options: CallOptions = {}) => server.call(path, { key: apiKey, ...options })

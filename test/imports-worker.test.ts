@@ -37,7 +37,7 @@ describe('the import worker', () => {
     const now = at()
     const legacy = await h.store.imports.enqueue(
       { ...anImport(h.companyId, now, 0, `records:${deals.id}`), target: 'records', table_id: deals.id, data_table_key: 'deals' },
-      { id: newId(), company_id: h.companyId, items: [{ deal_id: 'OLD-1', deal_name: 'Queued before the upgrade' }], options: { all: false, keep_overrides: false }, received_at: now },
+      { id: newId(), company_id: h.companyId, items: [{ deal_id: 'OLD-1', deal_name: 'Queued before the upgrade' }], options: { all: false, keep_overrides: false }, received_at: now, bytes: 0 },
       now,
     )
     expect(await h.drain()).toBe(1)

@@ -1,7 +1,10 @@
+import { setImmediate } from 'node:timers/promises'
 import type { Clock } from '../clock.ts'
+import { QueueFullError } from '../errors.ts'
 import { newId } from '../ids.ts'
 import type { Company, DataImport, DataTable, ImportTarget } from '../store/model.ts'
-import type { Store } from '../store/port.ts'
+import { ImportQueueFullError, type Store } from '../store/port.ts'
+import { MAX_QUEUE_RETRY_AFTER_SECONDS, QUEUE_DRAIN_BYTES_PER_SECOND } from './limits.ts'
 
 export interface ImportRequest {
   company: Company
@@ -10,6 +13,10 @@ export interface ImportRequest {
   table?: DataTable
   /** The call's items as sent. They are checked when the import runs, not now. */
   items: unknown[]
+  /** The size of the call's request body, in bytes: what it counts against the company's import queue. */
+  bytes: number
+  /** The most bytes the company may have queued (`IMPORT_QUEUE_LIMIT_MB`); past it the call is refused. */
+  queueLimitBytes: number
   /** Seconds the import waits for more calls to the same endpoint; 0 or absent: none. */
   debounceSeconds?: number
   all?: boolean
@@ -27,6 +34,8 @@ export interface ImportReceipt {
  * target, whose debounce window has not closed) or with a new one, before this resolves. The window is set
  * by the call that creates the import; joining calls neither extend nor shorten it. Record calls of every table
  * join one import (imports stack across tables, as the real service documents); each payload names its table.
+ * A call that would take the company's queued bytes over `queueLimitBytes` is refused with QueueFullError and
+ * nothing is stored.
  */
 export async function enqueueImport(store: Store, clock: Clock, request: ImportRequest): Promise<ImportReceipt> {
   const now = clock.now()
@@ -49,6 +58,7 @@ export async function enqueueImport(store: Store, clock: Clock, request: ImportR
     lease_owner: null,
     lease_expires_at: null,
     attempts: 0,
+    payload_bytes: 0,
   }
   const payload = {
     id: newId(),
@@ -58,7 +68,37 @@ export async function enqueueImport(store: Store, clock: Clock, request: ImportR
     items: request.items,
     options: { all: request.all ?? false, keep_overrides: request.keepOverrides ?? false },
     received_at: nowText,
+    bytes: request.bytes,
   }
-  const joined = await store.imports.enqueue(fresh, payload, nowText)
-  return { import_id: joined.id, objects_imported: request.items.length }
+  try {
+    // The body was parsed in this turn of the event loop; storing it waits for the next, so that a large call
+    // never holds the requests that came meanwhile for both.
+    await setImmediate()
+    const joined = await store.imports.enqueue(fresh, payload, nowText, request.queueLimitBytes)
+    return { import_id: joined.id, objects_imported: request.items.length }
+  } catch (error) {
+    if (error instanceof ImportQueueFullError) throw queueFull(error.queuedBytes, request.bytes, request.queueLimitBytes)
+    throw error
+  }
+}
+
+/**
+ * Refuses a call of `bytes` with QueueFullError when the company's queue is full already, as `enqueueImport`
+ * would: a cheap check before the call's body is read. Passes when it may fit (the enqueue decides).
+ */
+export async function checkImportQueue(store: Store, companyId: string, bytes: number, queueLimitBytes: number): Promise<void> {
+  const queued = await store.imports.queuedBytes(companyId)
+  if (queued > 0 && queued + bytes > queueLimitBytes) throw queueFull(queued, bytes, queueLimitBytes)
+}
+
+const megabytes = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MiB`
+
+/** The refusal of a call of `bytes`: retry once the queue has had time to drain what is over the limit. */
+function queueFull(queued: number, bytes: number, limit: number): QueueFullError {
+  const excess = queued + bytes - limit
+  const seconds = Math.min(MAX_QUEUE_RETRY_AFTER_SECONDS, Math.max(1, Math.ceil(excess / QUEUE_DRAIN_BYTES_PER_SECOND)))
+  return new QueueFullError(
+    `The company's imports waiting to run hold ${megabytes(queued)}; this call's ${megabytes(bytes)} would go over the limit of ${megabytes(limit)}. Nothing was stored: send it again after ${seconds} s`,
+    seconds,
+  )
 }

@@ -12,3 +12,11 @@ export const MAX_RECORDS_PER_CALL = 10_000
 
 /** The longest debounce window: a day. */
 export const MAX_DEBOUNCE_SECONDS = 86_400
+
+/**
+ * The pace at which a company's import queue is assumed to drain, for the `Retry-After` of a call refused
+ * because the queue is full: a conservative reading of the apply rate in docs/performance.md.
+ */
+export const QUEUE_DRAIN_BYTES_PER_SECOND = 8 * 1024 * 1024
+/** The longest `Retry-After` given to a call refused because the queue is full. */
+export const MAX_QUEUE_RETRY_AFTER_SECONDS = 60

@@ -6,7 +6,8 @@ import type { Config } from '../config.ts'
 import { logDestination, loggerOptions } from '../logger.ts'
 import { openStore, storeDescription } from '../store/open-store.ts'
 import type { Store } from '../store/port.ts'
-import { ImportWorker, type WorkerLogger } from './worker.ts'
+import { composeImportWorker } from './compose-worker.ts'
+import type { ImportWorker, WorkerLogger } from './worker.ts'
 
 export interface RunningWorker {
   worker: ImportWorker
@@ -27,13 +28,7 @@ export async function startWorkerProcess(config: Config, options: WorkerProcessO
   mkdirSync(config.dataDir, { recursive: true })
   const store = await openStore(config)
   const logger = pino(loggerOptions(config.logLevel), logDestination())
-  const worker = new ImportWorker({
-    store,
-    clock: options.clock ?? systemClock,
-    logger,
-    pollMs: config.importPollMs,
-    leaseMs: config.importLeaseMs,
-  })
+  const worker = composeImportWorker({ store, clock: options.clock ?? systemClock, config, logger })
   worker.start()
   ;(options.out ?? process.stdout).write(`commission-api import worker ${worker.owner} started\nStore: ${storeDescription(config)}\n`)
   let closing: Promise<void> | null = null

@@ -40,6 +40,7 @@ export class ServiceMetrics {
   readonly requests: Counter<'method' | 'route' | 'status_code'>
   readonly latency: Histogram<'method' | 'route' | 'status_code'>
   readonly rateLimited: Counter
+  readonly importQueueFull: Counter
   readonly importDuration: Histogram<'outcome'>
   readonly importsByState: Gauge<'state'>
   readonly importQueueDepth: Gauge
@@ -63,6 +64,11 @@ export class ServiceMetrics {
     this.rateLimited = new Counter({
       name: 'commission_api_rate_limited_total',
       help: 'Requests refused with 429 by the rate limit',
+      registers,
+    })
+    this.importQueueFull = new Counter({
+      name: 'commission_api_import_queue_full_total',
+      help: "Upserts refused with 429 because their company's import queue was full",
       registers,
     })
     this.importDuration = new Histogram({

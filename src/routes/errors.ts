@@ -1,5 +1,5 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { ForbiddenError, type Issue, NotFoundError, UnauthorizedError, ValidationError } from '../errors.ts'
+import { ForbiddenError, type Issue, NotFoundError, QueueFullError, UnauthorizedError, ValidationError } from '../errors.ts'
 import { trackRouteMethods } from './method-not-allowed.ts'
 import type { ValidationErrorBody } from './schemas.ts'
 
@@ -71,6 +71,9 @@ export function registerErrorHandling(app: FastifyInstance): void {
     if (error instanceof UnauthorizedError) return reply.code(401).send({ message: error.message, type: 'UnauthorizedError' })
     if (error instanceof ForbiddenError) {
       return reply.code(403).send({ message: error.message, type: 'ForbiddenError', error: 'ForbiddenError' })
+    }
+    if (error instanceof QueueFullError) {
+      return reply.code(429).header('retry-after', String(error.retryAfterSeconds)).send({ message: error.message, type: 'TooManyRequestsError' })
     }
     if (error.validation) return reply.code(400).send(validationBody(schemaIssues(error)))
     const status = error.statusCode ?? 500

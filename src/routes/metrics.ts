@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import { Type } from 'typebox'
+import { QueueFullError } from '../errors.ts'
 import { ServiceMetrics } from '../observability/metrics.ts'
 import { SERVICE_VERSION } from '../version.ts'
 
@@ -30,6 +31,12 @@ export function registerMetrics(app: FastifyInstance): void {
   })
   app.decorate('metrics', metrics)
 
+  // A 429 is the rate limit's unless it refused an upsert because its company's import queue was full.
+  const refusedForQueue = new WeakSet<object>()
+  app.addHook('onError', async (request, _reply, error) => {
+    if (error instanceof QueueFullError) refusedForQueue.add(request)
+  })
+
   app.addHook('onResponse', async (request, reply) => {
     const labels = {
       method: request.method,
@@ -38,7 +45,7 @@ export function registerMetrics(app: FastifyInstance): void {
     }
     metrics.requests.inc(labels)
     metrics.latency.observe(labels, reply.elapsedTime / 1000)
-    if (reply.statusCode === 429) metrics.rateLimited.inc()
+    if (reply.statusCode === 429) (refusedForQueue.has(request) ? metrics.importQueueFull : metrics.rateLimited).inc()
   })
 
   app.get(

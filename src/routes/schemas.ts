@@ -46,7 +46,7 @@ export const NotFoundBodySchema = Type.Object({
 
 export const ServerErrorBodySchema = Type.Object({ message: Type.String(), type: Type.String() })
 
-/** Over the rate limit (headers `Retry-After` and `RateLimit-*` say when to come back). */
+/** Over the rate limit, or an upsert over its company's import queue (`Retry-After` says when to come back). */
 export const TooManyRequestsBodySchema = Type.Object({ message: Type.String(), type: Type.Literal('TooManyRequestsError') })
 
 /** The error responses every authenticated route may give. */

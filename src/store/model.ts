@@ -429,6 +429,8 @@ export interface DataImport {
    * A run that starts again goes on after them. Absent on an import applied in one transaction.
    */
   payloads_applied?: number
+  /** The `bytes` of the calls joined: what the import counts against its company's queue bound until it is finished. */
+  payload_bytes: number
 }
 
 /** What one upsert call asked for, stored before the call answers 200. */
@@ -446,4 +448,6 @@ export interface ImportPayload {
   /** records: `all` empties the table before the import; `keep_overrides` keeps manual overrides. */
   options: { all: boolean; keep_overrides: boolean }
   received_at: string
+  /** The size of the call's request body, in bytes: what it counts against its company's import queue bound. */
+  bytes: number
 }

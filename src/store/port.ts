@@ -405,11 +405,16 @@ export interface ImportRepository {
   /**
    * Stores one call's payload with the import it joins, atomically: the import of the same company and
    * `join_key` that is `scheduled` with `window_ends_at` after `now`; when there is none, `fresh` is created.
-   * The payload's `import_id` is set to the import it joined, and its detail (`scheduledDetail`) appended to the
-   * import.
-   * Returns the import as it is after the call.
+   * The payload's `import_id` is set to the import it joined, its detail (`scheduledDetail`) appended to the
+   * import, and its `bytes` added to the import's `payload_bytes`. Returns the import as it is after the call.
+   *
+   * With `maxQueuedBytes`, the payload is refused with ImportQueueFullError, and nothing stored, when the company
+   * has bytes queued (`queuedBytes`) and this payload's would take them over `maxQueuedBytes`. The check and the
+   * write are one atomic step for every process sharing the store, so that the bound holds across instances.
    */
-  enqueue(fresh: DataImport, payload: Omit<ImportPayload, 'import_id'>, now: string): Promise<DataImport>
+  enqueue(fresh: DataImport, payload: Omit<ImportPayload, 'import_id'>, now: string, maxQueuedBytes?: number): Promise<DataImport>
+  /** The `payload_bytes` of the company's imports that are not finished (scheduled or started), summed. */
+  queuedBytes(companyId: string): Promise<number>
   get(companyId: string, id: string): Promise<DataImport | null>
   /** The payloads joined to the import, in arrival order. */
   payloads(companyId: string, importId: string): Promise<ImportPayload[]>
@@ -451,6 +456,18 @@ export interface ImportProgress {
   payloads_applied: number
   /** The details of the calls applied so far, in payload order. */
   details: ImportDetail[]
+}
+
+/** An enqueue refused because the company's import queue would go over its bound. */
+export class ImportQueueFullError extends Error {
+  override name = 'ImportQueueFullError'
+  /** The bytes the company had queued. */
+  readonly queuedBytes: number
+
+  constructor(queuedBytes: number) {
+    super(`the company's import queue holds ${queuedBytes} bytes`)
+    this.queuedBytes = queuedBytes
+  }
 }
 
 export interface ImportOutcome {

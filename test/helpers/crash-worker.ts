@@ -6,16 +6,15 @@
  */
 import { systemClock } from '../../src/clock.ts'
 import { loadConfig } from '../../src/config.ts'
-import { ImportWorker } from '../../src/imports/worker.ts'
+import { composeImportWorker } from '../../src/imports/compose-worker.ts'
 import { openStore } from '../../src/store/open-store.ts'
 
 const config = loadConfig()
 const store = await openStore(config)
-const worker = new ImportWorker({
+const worker = composeImportWorker({
   store,
   clock: systemClock,
-  pollMs: config.importPollMs,
-  leaseMs: config.importLeaseMs,
+  config,
   hooks: {
     async beforeFinish(claimed) {
       process.stdout.write(`paused mid-import ${claimed.id} by ${claimed.lease_owner}\n`)

@@ -275,6 +275,7 @@ export function anImport(companyId: string, createdAt: string, windowMinutes = 0
     lease_owner: null,
     lease_expires_at: null,
     attempts: 0,
+    payload_bytes: 0,
   }
 }
 

@@ -11,7 +11,7 @@ const LATER = '2026-06-01T10:10:00.000Z'
 
 /** A scheduled import of the company, through the service that the upsert routes use. */
 async function enqueue(store: Store, company: Company, target: 'users' | 'managers' | 'groups'): Promise<void> {
-  await enqueueImport(store, new ManualClock(NOW), { company, target, items: [] })
+  await enqueueImport(store, new ManualClock(NOW), { company, target, items: [], bytes: 11, queueLimitBytes: 1024 })
 }
 
 /** `store.importStatistics`, for every adapter. Counts are compared before and after, as the store may be shared. */
@@ -58,7 +58,7 @@ export function importStatisticsContract(name: string, factory: StoreFactory): v
       await store.companies.insert(one)
       await store.companies.insert(two)
       const enqueueAt = (at: string, company: Company, target: 'users' | 'managers', debounceSeconds: number) =>
-        enqueueImport(store, new ManualClock(at), { company, target, items: [], debounceSeconds })
+        enqueueImport(store, new ManualClock(at), { company, target, items: [], debounceSeconds, bytes: 2, queueLimitBytes: Number.MAX_SAFE_INTEGER })
       const dueAt = new Map<string, string>()
       // Enqueued first, but held in a debounce window until 10:05: it is due after the others.
       dueAt.set((await enqueueAt('2026-06-01T09:55:00.000Z', one, 'managers', 600)).import_id, '2026-06-01T10:05:00.000Z')

@@ -2,12 +2,13 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { newId } from '../../src/ids.ts'
 import type { ImportPayload } from '../../src/store/model.ts'
-import { type Store, StoreConflictError } from '../../src/store/port.ts'
+import { ImportQueueFullError, type Store, StoreConflictError } from '../../src/store/port.ts'
 import { aCompany, aDataTable, anImport, aRecord, heavyItems, LARGEST_BODY_BYTES, minute } from './builders.ts'
 import { gate, type StoreFactory } from './contract.ts'
+import type { SharedStoreFactory } from './rate-limits-contract.ts'
 
-function aPayload(companyId: string, items: unknown[] = [{ email: 'a@example.com' }]): Omit<ImportPayload, 'import_id'> {
-  return { id: newId(), company_id: companyId, items, options: { all: false, keep_overrides: false }, received_at: minute(0) }
+function aPayload(companyId: string, items: unknown[] = [{ email: 'a@example.com' }], bytes = 100): Omit<ImportPayload, 'import_id'> {
+  return { id: newId(), company_id: companyId, items, options: { all: false, keep_overrides: false }, received_at: minute(0), bytes }
 }
 
 /** The imports repository and the record operations of the import engine, for every adapter. */
@@ -30,6 +31,10 @@ export function importsContract(name: string, factory: StoreFactory): void {
     /** Enqueues one payload at minute `at`, with a window of `window` minutes if it creates the import. */
     const enqueue = (at: number, window = 0, company = companyId, joinKey = 'users') =>
       store.imports.enqueue(anImport(company, minute(at), window, joinKey), aPayload(company), minute(at))
+
+    /** Enqueues a payload of `bytes` at minute 0, bounded by `max` when given. */
+    const enqueueBytes = (bytes: number, max?: number, company = companyId, joinKey = 'users') =>
+      store.imports.enqueue(anImport(company, minute(0), 10, joinKey), aPayload(company, [{ email: 'a@example.com' }], bytes), minute(0), max)
 
     describe('enqueue', () => {
       it('creates an import, or joins the open one of the same company and join key while its window is open', async () => {
@@ -92,6 +97,56 @@ export function importsContract(name: string, factory: StoreFactory): void {
         await store.imports.claimNext('w', minute(10), minute(20))
         const late = await enqueue(5, 10)
         expect(late.id).not.toBe(first.id)
+      })
+    })
+
+    describe('the queue bound', () => {
+      it("counts the bytes of the payloads of the company's imports until they are finished", async () => {
+        expect(await store.imports.queuedBytes(companyId)).toBe(0)
+        const users = await enqueueBytes(100)
+        expect((await enqueueBytes(150)).payload_bytes).toBe(250)
+        await enqueueBytes(400, undefined, companyId, 'records:t')
+        await enqueueBytes(1000, undefined, otherCompanyId)
+        expect((await store.imports.get(companyId, users.id))?.payload_bytes).toBe(250)
+        expect(await store.imports.queuedBytes(companyId)).toBe(650)
+        expect(await store.imports.queuedBytes(otherCompanyId)).toBe(1000)
+
+        // A started import still counts: nothing of it is applied until it is finished.
+        const claimed = await store.imports.claimNext('w', minute(10), minute(20))
+        expect(claimed?.id).toBe(users.id)
+        expect(await store.imports.queuedBytes(companyId)).toBe(650)
+        await store.imports.finish(companyId, users.id, 'w', { finished_at: minute(11), error: false, details: [] })
+        expect(await store.imports.queuedBytes(companyId)).toBe(400)
+      })
+
+      it('refuses a payload that would take the company over the bound, and stores nothing of it', async () => {
+        const first = await enqueueBytes(600, 1000)
+        await expect(enqueueBytes(500, 1000)).rejects.toSatisfy((error) => error instanceof ImportQueueFullError && error.queuedBytes === 600)
+        await expect(enqueueBytes(500, 1000, companyId, 'records:t')).rejects.toBeInstanceOf(ImportQueueFullError)
+        expect(await store.imports.queuedBytes(companyId)).toBe(600)
+        expect((await store.imports.get(companyId, first.id))?.details).toHaveLength(1)
+        expect(await store.imports.payloads(companyId, first.id)).toHaveLength(1)
+        // Up to the bound exactly; another company has a bound of its own; unbounded, the store does not check.
+        expect((await enqueueBytes(400, 1000)).id).toBe(first.id)
+        await expect(enqueueBytes(1, 1000)).rejects.toBeInstanceOf(ImportQueueFullError)
+        await enqueueBytes(1000, 1000, otherCompanyId)
+        await enqueueBytes(5000)
+        expect(await store.imports.queuedBytes(companyId)).toBe(6000)
+      })
+
+      it('accepts a payload of any size when nothing is queued', async () => {
+        await enqueueBytes(5000, 1000)
+        expect(await store.imports.queuedBytes(companyId)).toBe(5000)
+        await expect(enqueueBytes(1, 1000)).rejects.toBeInstanceOf(ImportQueueFullError)
+      })
+
+      it('keeps the bound when many payloads come at once', async () => {
+        const results = await Promise.allSettled(
+          Array.from({ length: 30 }, (_, index) => enqueueBytes(100, 1000, companyId, index % 2 ? 'users' : 'records:t')),
+        )
+        expect(results.filter((result) => result.status === 'fulfilled')).toHaveLength(10)
+        expect(results.filter((result) => result.status === 'rejected').every((result) => result.reason instanceof ImportQueueFullError)).toBe(true)
+        expect(await store.imports.queuedBytes(companyId)).toBe(1000)
       })
     })
 
@@ -311,6 +366,43 @@ export function importsContract(name: string, factory: StoreFactory): void {
         expect(await store.records.list(companyId, table.id, { offset: 0, limit: 10 })).toStrictEqual([overridden])
         expect(await store.records.list(companyId, other.id, { offset: 0, limit: 10 })).toStrictEqual([elsewhere])
       })
+    })
+  })
+}
+
+/** The queue bound seen by two stores on the same data, as two API instances would: for adapters that can open a second one. */
+export function sharedImportQueueContract(name: string, factory: SharedStoreFactory): void {
+  describe(`store contract, the import queue bound shared between stores: ${name}`, () => {
+    let store: Store
+    let twin: Store
+
+    beforeEach(async () => {
+      store = await factory.create()
+      twin = await factory.openTwin(store)
+    })
+
+    afterEach(async () => {
+      await twin.close()
+      await store.close()
+      await factory.cleanup?.(store)
+    })
+
+    it('counts the queue in the store, so that two instances together stay within the bound', async () => {
+      const companyId = aCompany().id
+      const results = await Promise.allSettled(
+        Array.from({ length: 30 }, (_, index) =>
+          (index % 2 === 0 ? store : twin).imports.enqueue(
+            anImport(companyId, minute(0), 10, index % 3 === 0 ? 'users' : 'records:t'),
+            aPayload(companyId, [{ email: 'a@example.com' }], 100),
+            minute(0),
+            1000,
+          ),
+        ),
+      )
+      expect(results.filter((result) => result.status === 'fulfilled')).toHaveLength(10)
+      expect(results.filter((result) => result.status === 'rejected').every((result) => result.reason instanceof ImportQueueFullError)).toBe(true)
+      expect(await store.imports.queuedBytes(companyId)).toBe(1000)
+      expect(await twin.imports.queuedBytes(companyId)).toBe(1000)
     })
   })
 }

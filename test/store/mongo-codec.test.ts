@@ -87,11 +87,12 @@ const SAMPLES: Array<[Codec, object]> = [
       lease_owner: null,
       lease_expires_at: null,
       attempts: 1,
+      payload_bytes: 2048,
     },
   ],
   [
     collections.IMPORT_PAYLOADS,
-    { id: newId(), company_id: companyId, import_id: newId(), items: [{ email: 'a@b.c' }, null, 3], options: { all: false, keep_overrides: true }, received_at: minute(0) },
+    { id: newId(), company_id: companyId, import_id: newId(), items: [{ email: 'a@b.c' }, null, 3], options: { all: false, keep_overrides: true }, received_at: minute(0), bytes: 48 },
   ],
 ]
 
@@ -150,6 +151,7 @@ const aPayload = (items: unknown[]) => ({
   items,
   options: { all: true, keep_overrides: false },
   received_at: minute(0),
+  bytes: 0,
 })
 
 describe('mongo import payloads: stored in parts under the document limit', () => {

@@ -7,7 +7,7 @@ import { calculationContract } from './calculation-contract.ts'
 import { companyTransactionsContract } from './company-transactions-contract.ts'
 import { type StoreFactory, storeContract } from './contract.ts'
 import { importStatisticsContract } from './import-statistics-contract.ts'
-import { importsContract } from './imports-contract.ts'
+import { importsContract, sharedImportQueueContract } from './imports-contract.ts'
 import { offsetListsContract } from './offset-lists-contract.ts'
 import { rateLimitContract, sharedRateLimitContract } from './rate-limits-contract.ts'
 import { revisionsContract } from './revisions-contract.ts'
@@ -74,6 +74,8 @@ function mongoSuites(serverUrl: string): void {
   sharedRateLimitContract('mongodb', { ...factory, openTwin: () => openMongoStore(serverUrl, { database }) })
   companyTransactionsContract('mongodb', { ...factory, openTwin: () => openMongoStore(serverUrl, { database }) })
   importsContract('mongodb', isolated)
+  // A second store on the same database is another instance: the queue bound must hold across both.
+  sharedImportQueueContract('mongodb', { ...isolated, openTwin: async (store) => openMongoStore(serverUrl, { database: databases.get(store) ?? '' }) })
   importStatisticsContract('mongodb', isolated)
 }
 

@@ -5,6 +5,7 @@ import { DatabaseSync } from 'node:sqlite'
 import { describe, expect, it } from 'vitest'
 import { MIGRATIONS } from '../../src/store/sqlite/migrations.ts'
 import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.ts'
+import { newId } from '../../src/ids.ts'
 import { aCompany, aStatement, aUser } from './builders.ts'
 
 describe('SQLite migrations', () => {
@@ -36,6 +37,44 @@ describe('SQLite migrations', () => {
     try {
       expect(await store.statements.page(company.id, 'live', { limit: 10 })).toStrictEqual([withFigures])
       expect(await store.statements.page(company.id, 'sandbox', { limit: 10 })).toStrictEqual([sandbox])
+    } finally {
+      await store.close()
+    }
+  })
+
+  it('count the payloads of the imports not finished at the upgrade against their queue, as stored', async () => {
+    const path = join(mkdtempSync(join(tmpdir(), 'migrate-')), 'db.sqlite')
+    const companyId = aCompany().id
+    const anImport = (id: string, status: string) => ({
+      id, company_id: companyId, target: 'users', table_id: null, data_table_key: 'users', join_key: 'users', status,
+      window_ends_at: '2026-06-01T00:00:00.000Z', created_at: '2026-06-01T00:00:00.000Z', launched_at: null, finished_at: null,
+      error: false, details: [], lease_owner: null, lease_expires_at: null, attempts: 0,
+    })
+    const [waiting, done] = [anImport(newId(), 'scheduled'), anImport(newId(), 'finished')]
+    const payloadOf = (importId: string) => JSON.stringify({ id: newId(), company_id: companyId, import_id: importId, items: [{ email: 'é@example.com' }] })
+
+    // A database as the release before the queue bound left it.
+    const queueMigration = MIGRATIONS.findIndex((migration) => migration.includes('payload_bytes'))
+    const old = new DatabaseSync(path)
+    for (const migration of MIGRATIONS.slice(0, queueMigration)) old.exec(migration)
+    old.exec(`PRAGMA user_version = ${queueMigration}`)
+    const payloads = [payloadOf(waiting.id), payloadOf(waiting.id), payloadOf(done.id)]
+    for (const record of [waiting, done]) {
+      old.prepare(`INSERT INTO imports (id, company_id, join_key, status, window_ends_at, doc) VALUES (?, ?, 'users', ?, ?, ?)`)
+        .run(record.id, companyId, record.status, record.window_ends_at, JSON.stringify(record))
+    }
+    for (const payload of payloads) {
+      const { id, import_id } = JSON.parse(payload)
+      old.prepare('INSERT INTO import_payloads (company_id, import_id, id, doc) VALUES (?, ?, ?, ?)').run(companyId, import_id, id, payload)
+    }
+    old.close()
+
+    const store = openSqliteStore(path)
+    try {
+      const waitingBytes = Buffer.byteLength(payloads[0]) + Buffer.byteLength(payloads[1])
+      expect(await store.imports.queuedBytes(companyId)).toBe(waitingBytes)
+      expect((await store.imports.get(companyId, waiting.id))?.payload_bytes).toBe(waitingBytes)
+      expect((await store.imports.get(companyId, done.id))?.payload_bytes).toBe(0)
     } finally {
       await store.close()
     }

@@ -6,6 +6,7 @@ import type { Store } from '../../src/store/port.ts'
 import { rateLimitFile } from '../../src/store/sqlite/rate-limits.ts'
 import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.ts'
 import { importStatisticsContract } from './import-statistics-contract.ts'
+import { sharedImportQueueContract } from './imports-contract.ts'
 import { rateLimitContract, sharedRateLimitContract } from './rate-limits-contract.ts'
 
 const files = new Map<Store, string>()
@@ -26,6 +27,7 @@ const fileStores = {
 
 rateLimitContract('sqlite (file)', fileStores)
 sharedRateLimitContract('sqlite (file)', fileStores)
+sharedImportQueueContract('sqlite (file)', fileStores)
 
 rateLimitContract('sqlite (:memory:)', { create: async () => openSqliteStore(':memory:') })
 

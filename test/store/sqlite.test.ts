@@ -117,6 +117,37 @@ describe('sqlite (file), adapter only', () => {
     expect(await reader.companies.get(company.id)).toStrictEqual(company)
     expect(await reader.users.get(company.id, user.id)).toStrictEqual(user)
   })
+
+  it("waits for another connection's write lock on a timer, so that the event loop goes on meanwhile", async () => {
+    const [holder, waiter] = [open(), open()]
+    const [first, second] = [aCompany(), aCompany()]
+    let locked!: () => void
+    const lockTaken = new Promise<void>((resolve) => {
+      locked = resolve
+    })
+    let release!: () => void
+    const released = new Promise<void>((resolve) => {
+      release = resolve
+    })
+    const holding = holder.transaction(async (tx) => {
+      await tx.companies.insert(first)
+      locked()
+      await released
+    })
+    await lockTaken
+    let written = false
+    const writing = waiter.companies.insert(second).then(() => {
+      written = true
+    })
+    // A timer fires while the write waits: the thread is not asleep inside SQLite.
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    expect(written).toBe(false)
+    release()
+    await holding
+    await writing
+    expect(await waiter.companies.get(first.id)).toStrictEqual(first)
+    expect(await waiter.companies.get(second.id)).toStrictEqual(second)
+  })
 })
 
 describe('sqlite (:memory:), adapter only', () => {

@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { enqueueImport } from '../../imports/enqueue.ts'
 import { MAX_ATTRIBUTIONS_PER_CALL } from '../../imports/limits.ts'
 import { AuthenticatedErrorResponses } from '../schemas.ts'
+import { admitUpsert, bodyBytes } from './import-admission.ts'
 import { AttributionReceiptSchema, bulkBodySchema } from './import-schemas.ts'
 
 const ATTRIBUTIONS = [
@@ -27,6 +28,7 @@ export const attributionRoutes: FastifyPluginAsyncTypebox = async (app) => {
     app.put(
       `/users/${target}/bulk`,
       {
+        preParsing: admitUpsert,
         schema: {
           summary,
           operationId,
@@ -37,7 +39,13 @@ export const attributionRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
       async (request) => {
         const { data } = request.body
-        const receipt = await enqueueImport(app.store, app.clock, { company: request.principal.company, target, items: data })
+        const receipt = await enqueueImport(app.store, app.clock, {
+          company: request.principal.company,
+          target,
+          items: data,
+          bytes: bodyBytes(request),
+          queueLimitBytes: app.config.importQueueLimitBytes,
+        })
         return { ...receipt, count: data.length, data }
       },
     )

@@ -5,6 +5,7 @@ import { enqueueImport } from '../../imports/enqueue.ts'
 import { MAX_RECORDS_PER_CALL } from '../../imports/limits.ts'
 import { liveTableByKey } from '../../v1/table-records.ts'
 import { AuthenticatedErrorResponses, ValidationErrorBodySchema } from '../schemas.ts'
+import { admitUpsert, bodyBytes } from './import-admission.ts'
 import { BooleanFlagSchema, DebounceSchema, flagValue, ImportReceiptSchema } from './import-schemas.ts'
 
 /** `POST /v1/tables/{data_table_key}/records/bulk`: an asynchronous upsert of data-table records. */
@@ -12,6 +13,7 @@ export const tableRecordWriteRoutes: FastifyPluginAsyncTypebox = async (app) => 
   app.post(
     '/tables/:data_table_key/records/bulk',
     {
+      preParsing: admitUpsert,
       // Ajv would wrap a lone scalar into a one-item array: a body that is not an array is malformed.
       preValidation: async (request) => {
         if (!Array.isArray(request.body)) throw new ValidationError({ resource: 'body', description: 'expected a JSON array of records' })
@@ -42,6 +44,8 @@ export const tableRecordWriteRoutes: FastifyPluginAsyncTypebox = async (app) => 
         target: 'records',
         table,
         items: request.body,
+        bytes: bodyBytes(request),
+        queueLimitBytes: app.config.importQueueLimitBytes,
         debounceSeconds: request.query.debounce,
         all: flagValue(request.query.all),
         keepOverrides: flagValue(request.query.keep_overrides),

@@ -3,6 +3,7 @@ import { Type } from 'typebox'
 import { enqueueImport } from '../../imports/enqueue.ts'
 import { MAX_USERS_PER_CALL } from '../../imports/limits.ts'
 import { AuthenticatedErrorResponses } from '../schemas.ts'
+import { admitUpsert, bodyBytes } from './import-admission.ts'
 import { bulkBodySchema, DebounceSchema, ImportReceiptSchema } from './import-schemas.ts'
 
 /** `PUT /v1/users/bulk`: an asynchronous upsert of users, matched by email. */
@@ -10,6 +11,7 @@ export const userWriteRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.put(
     '/users/bulk',
     {
+      preParsing: admitUpsert,
       schema: {
         summary: 'Create or update users (asynchronous import)',
         operationId: 'upsertUsers',
@@ -27,6 +29,8 @@ export const userWriteRoutes: FastifyPluginAsyncTypebox = async (app) => {
         company: request.principal.company,
         target: 'users',
         items: request.body.data,
+        bytes: bodyBytes(request),
+        queueLimitBytes: app.config.importQueueLimitBytes,
         debounceSeconds: request.query.debounce,
       }),
   )

@@ -1,7 +1,7 @@
 import type { Document, ObjectId } from 'bson'
-import type { IndexDescription } from 'mongodb'
+import type { ClientSession, IndexDescription } from 'mongodb'
 import { type DataImport, scheduledDetail } from '../model.ts'
-import type { ImportOutcome, ImportProgress, ImportRepository } from '../port.ts'
+import { type ImportOutcome, type ImportProgress, ImportQueueFullError, type ImportRepository } from '../port.ts'
 import { decode, encode, lookupId } from './codec.ts'
 import { IMPORT_LOCKS, IMPORT_PAYLOAD_PARTS, IMPORT_PAYLOADS, IMPORTS } from './collections.ts'
 import { ensureLock, writeLock } from './locks.ts'
@@ -79,29 +79,50 @@ export function mongoImports(scope: Scope): ImportRepository {
     })
   }
 
+  /** The company's queued bytes, read in the session (see `queuedBytes`). */
+  async function queued(session: ClientSession | undefined, companyId: string): Promise<number> {
+    const [sum] = await imports()
+      .aggregate<{ bytes: number }>(
+        [{ $match: inCompany(companyId, { status: { $in: ['scheduled', 'started'] } }) }, { $group: { _id: null, bytes: { $sum: '$payload_bytes' } } }],
+        inSession(session),
+      )
+      .toArray()
+    return sum?.bytes ?? 0
+  }
+
   return {
-    async enqueue(fresh, payload, now) {
+    async enqueue(fresh, payload, now, maxQueuedBytes) {
       await ensureLock(scope, fresh.company_id, `join:${fresh.join_key}`)
+      if (maxQueuedBytes !== undefined) await ensureLock(scope, fresh.company_id, 'queue')
       // The parts of a large payload are written first, outside the transaction, which then stays small: until
       // the payload's document commits, nothing refers to them (an enqueue that fails leaves them unread).
       const { payload: document, parts } = storedPayload({ ...payload, import_id: fresh.id })
       if (parts.length > 0) await call(scope, (session) => collectionOf(scope, IMPORT_PAYLOAD_PARTS).insertMany(parts, { ...inSession(session), ordered: true }))
       return atomically(scope, async (session) => {
         await writeLock(scope, session, fresh.company_id, `join:${fresh.join_key}`)
+        if (maxQueuedBytes !== undefined) {
+          // Every bounded enqueue of the company writes this lock: two of them, for different join keys, that
+          // both read the sum below conflict, and the one run again sees the other's payload.
+          await writeLock(scope, session, fresh.company_id, 'queue')
+          const bytes = await queued(session, fresh.company_id)
+          if (bytes > 0 && bytes + payload.bytes > maxQueuedBytes) throw new ImportQueueFullError(bytes)
+        }
         const detail = scheduledDetail(payload)
         let joined: Document | null = await imports().findOneAndUpdate(
           inCompany(fresh.company_id, { join_key: fresh.join_key, status: 'scheduled', window_ends_at: { $gt: now } }),
-          { $push: { details: detail } } as Document,
+          { $push: { details: detail }, $inc: { payload_bytes: payload.bytes } } as Document,
           { ...inSession(session), sort: { _id: 1 }, returnDocument: 'after' },
         )
         if (!joined) {
-          joined = encode(IMPORTS, { ...fresh, details: [detail] })
+          joined = encode(IMPORTS, { ...fresh, details: [detail], payload_bytes: fresh.payload_bytes + payload.bytes })
           await imports().insertOne(joined, inSession(session))
         }
         await collectionOf(scope, IMPORT_PAYLOADS).insertOne({ ...document, import_id: joined._id }, inSession(session))
         return decode<DataImport>(IMPORTS, joined)
       })
     },
+
+    queuedBytes: (companyId) => call(scope, (session) => queued(session, companyId)),
 
     get: (companyId, id) => findOne<DataImport>(scope, IMPORTS, byId(companyId, id)),
 

@@ -1,8 +1,14 @@
 import { mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { DatabaseSync, type SQLInputValue, type SQLOutputValue, type StatementSync } from 'node:sqlite'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { MIGRATIONS } from './migrations.ts'
 import { ForeignDatabaseError } from './open-errors.ts'
+
+/** How long a write waits for another connection's write lock before it fails, as `busy_timeout` did. */
+const WRITE_LOCK_TIMEOUT_MS = 10_000
+/** The longest pause between two attempts to take the write lock. */
+const WRITE_LOCK_MAX_PAUSE_MS = 20
 
 /** Runs async work one at a time, in call order. */
 class Mutex {
@@ -93,6 +99,9 @@ export class SqliteConnection {
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true })
     this.#writer = new Handle(path)
     migrate(this.#writer.db)
+    // From now on the writer never sleeps inside SQLite waiting for the lock (that would stop the event loop
+    // of the whole thread, HTTP included): `#begin` fails fast and tries again after a timer.
+    this.#writer.db.exec('PRAGMA busy_timeout = 0')
     this.#reader = path === ':memory:' ? this.#writer : new Handle(path)
   }
 
@@ -101,7 +110,10 @@ export class SqliteConnection {
     all: (sql, ...params) => this.#committed(() => this.#reader.prepare(sql).all(...params) as Row[]),
     get: (sql, ...params) => this.#committed(() => this.#reader.prepare(sql).get(...params) as Row | undefined),
     values: (sql, ...params) => this.#committed(() => this.#reader.prepareArrays(sql).all(...params) as unknown as Values[]),
-    write: (work) => this.#writes.run(async () => this.#atomically(work)),
+    write: (work) => this.#writes.run(async () => {
+      await this.#begin()
+      return this.#atomically(work)
+    }),
     snapshot: (read) => this.#committed(() => this.#readTransaction(read)),
   }
 
@@ -128,7 +140,7 @@ export class SqliteConnection {
           }
         },
       }
-      writer.db.exec('BEGIN IMMEDIATE')
+      await this.#begin()
       try {
         const result = await work(inside)
         writer.db.exec('COMMIT')
@@ -180,9 +192,28 @@ export class SqliteConnection {
     }
   }
 
+  /**
+   * Opens a write transaction on the writer. When another connection (another process, or the import worker's
+   * thread) holds the write lock, it waits on a timer rather than inside SQLite, so that the thread's event
+   * loop goes on; after WRITE_LOCK_TIMEOUT_MS it fails with SQLite's own "database is locked".
+   */
+  async #begin(): Promise<void> {
+    const db = this.#writer.db
+    const deadline = Date.now() + WRITE_LOCK_TIMEOUT_MS
+    for (let pause = 1; ; pause = Math.min(pause * 2, WRITE_LOCK_MAX_PAUSE_MS)) {
+      try {
+        db.exec('BEGIN IMMEDIATE')
+        return
+      } catch (error) {
+        if (!isBusy(error) || Date.now() >= deadline) throw error
+      }
+      await sleep(pause)
+    }
+  }
+
+  /** Runs `work` in the write transaction `#begin` opened: committed when it returns, rolled back when it throws. */
   #atomically<T>(work: (db: SqlWriter) => T): T {
     const db = this.#writer.db
-    db.exec('BEGIN IMMEDIATE')
     try {
       const result = work(this.#writerApi())
       db.exec('COMMIT')
@@ -192,6 +223,12 @@ export class SqliteConnection {
       throw error
     }
   }
+}
+
+/** SQLITE_BUSY (or one of its extended codes): another connection holds the lock. */
+function isBusy(error: unknown): boolean {
+  const code = (error as { errcode?: unknown } | null)?.errcode
+  return typeof code === 'number' && (code & 0xff) === 5
 }
 
 function migrate(db: DatabaseSync): void {

@@ -1,6 +1,10 @@
+import { setImmediate } from 'node:timers/promises'
 import { type DataImport, type ImportPayload, scheduledDetail } from '../model.ts'
-import type { ImportOutcome, ImportProgress, ImportRepository } from '../port.ts'
-import type { Row, Sql } from './connection.ts'
+import { type ImportOutcome, type ImportProgress, ImportQueueFullError, type ImportRepository } from '../port.ts'
+import type { Row, Sql, SqlWriter } from './connection.ts'
+
+/** The bytes queued by a company: the payloads of its imports that are not finished. */
+const QUEUED_BYTES = `SELECT coalesce(sum(payload_bytes), 0) FROM imports WHERE company_id = ? AND status IN ('scheduled', 'started')`
 
 /**
  * Imports in SQLite. The record is the JSON `doc`; the columns the claim and the join filter on mirror it,
@@ -8,8 +12,14 @@ import type { Row, Sql } from './connection.ts'
  */
 export function sqliteImports(sql: Sql): ImportRepository {
   return {
-    async enqueue(fresh, payload, now) {
+    async enqueue(fresh, payload, now, maxQueuedBytes) {
+      // A large payload's text costs as much as its write: it is made before the write lock is taken, and the
+      // write waits for the next turn of the event loop, so that the requests that came meanwhile go first.
+      // The import it joins is known only under the lock: the document leaves `import_id` to its column.
+      const payloadDoc = JSON.stringify(payload)
+      await setImmediate()
       return sql.write((db) => {
+        if (maxQueuedBytes !== undefined) refuseOverBound(db, fresh.company_id, payload.bytes, maxQueuedBytes)
         const open = db.all(
           `SELECT doc FROM imports WHERE company_id = ? AND join_key = ? AND status = 'scheduled' AND window_ends_at > ?
            ORDER BY id LIMIT 1`,
@@ -19,30 +29,30 @@ export function sqliteImports(sql: Sql): ImportRepository {
         )[0]
         const joined: DataImport = open ? parseImport(open) : { ...fresh, details: [] }
         joined.details.push(scheduledDetail(payload))
+        joined.payload_bytes += payload.bytes
         if (open) {
-          db.run('UPDATE imports SET doc = ? WHERE id = ?', JSON.stringify(joined), joined.id)
+          db.run('UPDATE imports SET payload_bytes = ?, doc = ? WHERE id = ?', joined.payload_bytes, JSON.stringify(joined), joined.id)
         } else {
           db.run(
-            `INSERT INTO imports (id, company_id, join_key, status, window_ends_at, lease_owner, lease_expires_at, doc)
-             VALUES (?, ?, ?, ?, ?, NULL, NULL, ?)`,
+            `INSERT INTO imports (id, company_id, join_key, status, window_ends_at, lease_owner, lease_expires_at, payload_bytes, doc)
+             VALUES (?, ?, ?, ?, ?, NULL, NULL, ?, ?)`,
             joined.id,
             joined.company_id,
             joined.join_key,
             joined.status,
             joined.window_ends_at,
+            joined.payload_bytes,
             JSON.stringify(joined),
           )
         }
-        const stored: ImportPayload = { ...payload, import_id: joined.id }
-        db.run(
-          'INSERT INTO import_payloads (company_id, import_id, id, doc) VALUES (?, ?, ?, ?)',
-          stored.company_id,
-          stored.import_id,
-          stored.id,
-          JSON.stringify(stored),
-        )
+        db.run('INSERT INTO import_payloads (company_id, import_id, id, doc) VALUES (?, ?, ?, ?)', payload.company_id, joined.id, payload.id, payloadDoc)
         return joined
       })
+    },
+
+    async queuedBytes(companyId) {
+      const [[bytes]] = await sql.values(QUEUED_BYTES, companyId)
+      return Number(bytes)
     },
 
     async get(companyId, id) {
@@ -51,8 +61,8 @@ export function sqliteImports(sql: Sql): ImportRepository {
     },
 
     async payloads(companyId, importId) {
-      const rows = await sql.all('SELECT doc FROM import_payloads WHERE company_id = ? AND import_id = ? ORDER BY id', companyId, importId)
-      return rows.map((row) => JSON.parse(row.doc as string) as ImportPayload)
+      const rows = await sql.all('SELECT import_id, doc FROM import_payloads WHERE company_id = ? AND import_id = ? ORDER BY id', companyId, importId)
+      return rows.map((row) => ({ ...(JSON.parse(row.doc as string) as Omit<ImportPayload, 'import_id'>), import_id: row.import_id as string }))
     },
 
     async claimNext(owner, now, leaseExpiresAt) {
@@ -158,6 +168,12 @@ export function sqliteImports(sql: Sql): ImportRepository {
       )
     },
   }
+}
+
+/** Throws ImportQueueFullError when the company has bytes queued and `bytes` more would go over `max`. */
+function refuseOverBound(db: SqlWriter, companyId: string, bytes: number, max: number): void {
+  const queued = Number(db.values(QUEUED_BYTES, companyId)[0][0])
+  if (queued > 0 && queued + bytes > max) throw new ImportQueueFullError(queued)
 }
 
 function parseImport(row: Row): DataImport {

@@ -138,6 +138,17 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX commission_lines_plan_cell ON commission_lines (company_id, plan_id, user_id, period) WHERE plan_id IS NOT NULL;
   CREATE INDEX commission_lines_record ON commission_lines (company_id, record_id) WHERE plan_id IS NOT NULL;
   `,
+  // The bytes an import counts against its company's queue bound (src/store/sqlite/imports.ts). Imports not
+  // finished at the upgrade count their payloads as stored; finished ones count nothing any more.
+  `
+  ALTER TABLE imports ADD COLUMN payload_bytes INTEGER NOT NULL DEFAULT 0;
+  UPDATE imports SET payload_bytes = (
+    SELECT coalesce(sum(length(CAST(payload.doc AS BLOB))), 0) FROM import_payloads AS payload
+    WHERE payload.company_id = imports.company_id AND payload.import_id = imports.id)
+  WHERE status <> 'finished';
+  UPDATE imports SET doc = json_set(doc, '$.payload_bytes', payload_bytes);
+  CREATE INDEX imports_queue ON imports (company_id, status);
+  `,
 ]
 
 /** Every table that holds company data, for deleting a company. */

@@ -1,0 +1,80 @@
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import { checkImportQueue } from '../../imports/enqueue.ts'
+
+/**
+ * Turns per key, first come first served: `take` gives a promise that resolves when the caller's turn comes,
+ * and the `release` that ends it (callable at any time, also before the turn came: the turn is then skipped).
+ */
+class Turns {
+  readonly #queues = new Map<string, { tail: Promise<void>; calls: number }>()
+
+  /** How many callers of `key` hold or await a turn. */
+  calls(key: string): number {
+    return this.#queues.get(key)?.calls ?? 0
+  }
+
+  take(key: string): { turn: Promise<void>; release: () => void } {
+    let release!: () => void
+    const done = new Promise<void>((resolve) => {
+      release = resolve
+    })
+    const queue = this.#queues.get(key) ?? { tail: Promise.resolve(), calls: 0 }
+    const turn = queue.tail
+    queue.tail = turn.then(() => done)
+    queue.calls++
+    this.#queues.set(key, queue)
+    void done.then(() => {
+      if (--queue.calls === 0 && this.#queues.get(key) === queue) this.#queues.delete(key)
+    })
+    return { turn, release }
+  }
+}
+
+/**
+ * One upsert body of a company at a time in this process: the body of a call is read, parsed and enqueued only
+ * when the company's previous call is answered. A company that sends a hundred large calls at once thus keeps
+ * one parsed body in memory, not a hundred, and the event loop answers other requests between two of them;
+ * the waiting bodies stay unread in their sockets. Other companies are not held up. Per process, because what
+ * it protects (the event loop, the heap) is the process's.
+ */
+const upsertTurns = new Turns()
+
+/** How many calls of the company hold or await its upsert turn in this process: for tests. */
+export const upsertCallsOf = (companyId: string): number => upsertTurns.calls(companyId)
+
+/** The size the request declares for its body (`Content-Length`); 0 when it does not (chunked). */
+function declaredBytes(request: FastifyRequest): number {
+  const length = Number(request.headers['content-length'])
+  return Number.isSafeInteger(length) && length > 0 ? length : 0
+}
+
+/** The size of the request's body, in bytes: as declared (the framework checked it), or measured. */
+export function bodyBytes(request: FastifyRequest): number {
+  return declaredBytes(request) || Buffer.byteLength(JSON.stringify(request.body ?? null))
+}
+
+/**
+ * The `preParsing` hook of the upsert routes: refuses the call with a 429, without reading its body, when the
+ * company's import queue is full already; else waits for the company's turn (above) and checks again, as the
+ * queue may have filled meanwhile. The enqueue checks the bound once more, atomically, with the body's exact size.
+ */
+export async function admitUpsert(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+  const { company } = request.principal
+  await refuseUnreadWhenQueueFull(request, reply)
+  const { turn, release } = upsertTurns.take(company.id)
+  // 'close' comes when the answer is sent, or when the client goes away (also while it waits for its turn).
+  reply.raw.once('close', release)
+  await turn
+  await refuseUnreadWhenQueueFull(request, reply)
+}
+
+async function refuseUnreadWhenQueueFull(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+  try {
+    await checkImportQueue(request.server.store, request.principal.company.id, declaredBytes(request), request.server.config.importQueueLimitBytes)
+  } catch (error) {
+    // Answered before its body is read: the connection closes after the answer, so that the rest of the body is
+    // never taken for the next request, and a client that stops sending it leaves no connection half-read.
+    reply.header('connection', 'close')
+    throw error
+  }
+}
