@@ -11,6 +11,7 @@ import type {
   GroupAttribution,
   ImportDetail,
   ImportPayload,
+  ImportStatus,
   ManagerAttribution,
   Plan,
   Quota,
@@ -21,6 +22,8 @@ import type {
   User,
   UserAttributeDefinition,
 } from './model.ts'
+import type { ClockOffsetRepository } from './clock-offset.ts'
+import type { CompanyOriginRepository } from './company-origins.ts'
 import type { ImportStatisticsRepository } from './import-statistics.ts'
 import type { RevisionRepository } from './revisions.ts'
 
@@ -70,6 +73,10 @@ export interface Store {
   readonly importStatistics: ImportStatisticsRepository
   /** Changes to stored records made by administration (admin routes, CLI). */
   readonly revisions: RevisionRepository
+  /** The controlled clock's offset, shared by every process of the store: not company data, moved outside transactions. */
+  readonly clockOffset: ClockOffsetRepository
+  /** The fixture each company was created from, to put it back as it was (reset). */
+  readonly companyOrigins: CompanyOriginRepository
 
   /**
    * Runs `work` with a store whose operations all belong to one transaction, committed when `work`
@@ -416,6 +423,14 @@ export interface ImportRepository {
   /** The `payload_bytes` of the company's imports that are not finished (scheduled or started), summed. */
   queuedBytes(companyId: string): Promise<number>
   get(companyId: string, id: string): Promise<DataImport | null>
+  /** The company's imports, newest first: at most `limit`, and only those in `status` when it is given. */
+  list(companyId: string, filter: { status?: ImportStatus; limit: number }): Promise<DataImport[]>
+  /**
+   * Closes the debounce window of each scheduled import of the company whose window is still open at `now`: its
+   * `window_ends_at` becomes `now`, so that no call joins it any more and a worker may run it. Atomic; returns
+   * how many windows it closed.
+   */
+  closeWindows(companyId: string, now: string): Promise<number>
   /** The payloads joined to the import, in arrival order. */
   payloads(companyId: string, importId: string): Promise<ImportPayload[]>
   /**
@@ -423,8 +438,9 @@ export interface ImportRepository {
    * `scheduled` with its window closed (`window_ends_at` at or before `now`), or `started` with an expired
    * lease (its worker died); and no other import of its company is `started` with a live lease. The claim
    * sets `started`, `owner` and `lease_expires_at`, sets `launched_at` on the first claim and counts the attempt.
+   * With `companyId`, only an import of that company is claimed.
    */
-  claimNext(owner: string, now: string, leaseExpiresAt: string): Promise<DataImport | null>
+  claimNext(owner: string, now: string, leaseExpiresAt: string, companyId?: string): Promise<DataImport | null>
   /** Extends the lease while `owner` still holds the started import. False when the claim was lost. */
   renewLease(companyId: string, id: string, owner: string, leaseExpiresAt: string): Promise<boolean>
   /**

@@ -312,6 +312,50 @@ export function importsContract(name: string, factory: StoreFactory): void {
       })
     })
 
+    describe('list, closeWindows and the claim of one company (the admin drain)', () => {
+      it('lists the company\'s imports newest first, by status when asked, at most `limit`', async () => {
+        const first = await enqueue(0)
+        const second = await enqueue(1, 0, companyId, 'managers')
+        const third = await enqueue(2, 10, companyId, 'groups')
+        await enqueue(0, 0, otherCompanyId)
+        await store.imports.claimNext('w', minute(1), minute(11), companyId)
+        const ids = (imports: { id: string }[]) => imports.map((item) => item.id)
+        expect(ids(await store.imports.list(companyId, { limit: 10 }))).toStrictEqual([third.id, second.id, first.id])
+        expect(ids(await store.imports.list(companyId, { limit: 2 }))).toStrictEqual([third.id, second.id])
+        expect(ids(await store.imports.list(companyId, { status: 'scheduled', limit: 10 }))).toStrictEqual([third.id, second.id])
+        expect(await store.imports.list(companyId, { status: 'started', limit: 10 })).toStrictEqual([await store.imports.get(companyId, first.id)])
+        expect(await store.imports.list(companyId, { status: 'finished', limit: 10 })).toStrictEqual([])
+        expect(await store.imports.list(companyId, { limit: 0 })).toStrictEqual([])
+        expect(ids(await store.imports.list(aCompany().id, { limit: 10 }))).toStrictEqual([])
+      })
+
+      it("closes the company's open windows at `now`: no call joins them any more, and they are runnable", async () => {
+        const open = await enqueue(0, 10)
+        const closedAlready = await enqueue(0, 1, companyId, 'managers')
+        const otherOpen = await enqueue(0, 10, otherCompanyId)
+        expect(await store.imports.claimNext('w', minute(2), minute(12), companyId)).toMatchObject({ id: closedAlready.id })
+        const stored = await store.imports.get(companyId, open.id)
+        expect(await store.imports.closeWindows(companyId, minute(3))).toBe(1)
+        expect(await store.imports.get(companyId, open.id)).toStrictEqual({ ...stored, window_ends_at: minute(3) })
+        // The other company's window stays open; the started import keeps its own.
+        expect((await store.imports.get(otherCompanyId, otherOpen.id))?.window_ends_at).toBe(minute(10))
+        expect((await store.imports.get(companyId, closedAlready.id))?.window_ends_at).toBe(minute(1))
+        // A call at the same instant starts a new import: the window is closed at `now` (exclusive).
+        expect((await enqueue(3, 10)).id).not.toBe(open.id)
+        expect(await store.imports.closeWindows(companyId, minute(3))).toBe(1)
+        expect(await store.imports.closeWindows(companyId, minute(3))).toBe(0)
+      })
+
+      it('claims only an import of the company it is asked for', async () => {
+        const other = await enqueue(0, 0, otherCompanyId)
+        const own = await enqueue(1)
+        expect(await store.imports.claimNext('w', minute(2), minute(12), companyId)).toMatchObject({ id: own.id, status: 'started' })
+        expect(await store.imports.claimNext('w', minute(2), minute(12), companyId)).toBeNull()
+        expect((await store.imports.get(otherCompanyId, other.id))?.status).toBe('scheduled')
+        expect(await store.imports.claimNext('w', minute(2), minute(12), otherCompanyId)).toMatchObject({ id: other.id })
+      })
+    })
+
     describe('records, for imports', () => {
       it('saves records as given: replaces by id, inserts new ones, refuses an external id another record holds', async () => {
         const table = aDataTable(companyId)

@@ -6,13 +6,14 @@ import { type Codec, decode, encode, lookupId, toObjectId } from '../../src/stor
 import * as collections from '../../src/store/mongo/collections.ts'
 import { databaseInUrl, isDuplicateKey, toPortError } from '../../src/store/mongo/connection.ts'
 import { byId, cursorId, inCompany, inTable, pageFilter } from '../../src/store/mongo/filters.ts'
-import { claimUpdate, IMPORT_INDEXES, runnable } from '../../src/store/mongo/imports.ts'
+import { claimUpdate, runnable } from '../../src/store/mongo/imports.ts'
 import { INDEXES } from '../../src/store/mongo/indexes.ts'
 import { lockFilter } from '../../src/store/mongo/locks.ts'
 import { saveRecordsOperations } from '../../src/store/mongo/record-writes.ts'
 import { PART_BYTES, payloadFrom, storedPayload } from '../../src/store/mongo/payload-parts.ts'
 import { upsertRecordsOperations } from '../../src/store/mongo/repositories.ts'
-import { hitPipeline, RATE_WINDOW_INDEXES, subjectKey } from '../../src/store/mongo/rate-limits.ts'
+import { hitPipeline, subjectKey } from '../../src/store/mongo/rate-limits.ts'
+import { EXTRA_INDEXES } from '../../src/store/mongo/mongo-store.ts'
 import { setFields } from '../../src/store/mongo/revisions.ts'
 import { countsFrom } from '../../src/store/mongo/import-statistics.ts'
 import { withDatabase } from '../helpers/test-store.ts'
@@ -238,7 +239,7 @@ describe('mongo filters', () => {
 })
 
 describe('mongo indexes', () => {
-  const all = new Map([...INDEXES, ...IMPORT_INDEXES, ...RATE_WINDOW_INDEXES])
+  const all = new Map([...INDEXES, ...EXTRA_INDEXES])
   const keysOf = (collection: string) => (all.get(collection) ?? []).map((index) => Object.keys(index.key))
   const unique = (collection: string) => (all.get(collection) ?? []).filter((index) => index.unique).map((index) => Object.keys(index.key))
 
@@ -285,7 +286,7 @@ const namesShardKey = (collection: string, filter: Document) =>
   Object.keys(collections.SHARD_KEYS.get(collection)!).every((field) => filter[field] instanceof ObjectId || typeof filter[field] === 'string')
 
 describe('mongo sharding', () => {
-  const all = new Map([...INDEXES, ...IMPORT_INDEXES, ...RATE_WINDOW_INDEXES])
+  const all = new Map([...INDEXES, ...EXTRA_INDEXES])
 
   it('gives every collection of company data a shard key, and an index that starts with it (shardCollection needs one)', () => {
     for (const codec of collections.COMPANY_COLLECTIONS) {

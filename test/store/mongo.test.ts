@@ -12,6 +12,7 @@ import { offsetListsContract } from './offset-lists-contract.ts'
 import { rateLimitContract, sharedRateLimitContract } from './rate-limits-contract.ts'
 import { revisionsContract } from './revisions-contract.ts'
 import { statementExtractionContract } from './statement-extraction-contract.ts'
+import { testKitContract } from './test-kit-contract.ts'
 
 // The MongoDB adapter passes the contract the SQLite adapter passes, against a real server: run when
 // MONGODB_URL is set (a replica set, e.g. the CI's service container). Skipped tests are not allowed, so an
@@ -77,6 +78,8 @@ function mongoSuites(serverUrl: string): void {
   // A second store on the same database is another instance: the queue bound must hold across both.
   sharedImportQueueContract('mongodb', { ...isolated, openTwin: async (store) => openMongoStore(serverUrl, { database: databases.get(store) ?? '' }) })
   importStatisticsContract('mongodb', isolated)
+  // The clock's offset is one value per database: a database per test, and a second store on it is another instance.
+  testKitContract('mongodb', { ...isolated, openTwin: async (store) => openMongoStore(serverUrl, { database: databases.get(store) ?? '' }) })
 }
 
 if (url) mongoSuites(url)

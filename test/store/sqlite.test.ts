@@ -12,6 +12,7 @@ import { importsContract } from './imports-contract.ts'
 import { offsetListsContract } from './offset-lists-contract.ts'
 import { revisionsContract } from './revisions-contract.ts'
 import { statementExtractionContract } from './statement-extraction-contract.ts'
+import { testKitContract } from './test-kit-contract.ts'
 
 const directories = new Map<Store, string>()
 
@@ -45,6 +46,9 @@ calculationContract('sqlite (file)', fileStore)
 // waits for the write lock synchronously) instead of waiting its turn. The adapter-only tests below show that
 // two stores on one file see each other's commits and not each other's open transactions.
 companyTransactionsContract('sqlite (file)', { ...fileStore, openTwin: async (store) => store })
+// A second store on the file is a second connection, as another process has: moves of the clock are single writes.
+testKitContract('sqlite (file)', { ...fileStore, openTwin: async (store) => openSqliteStore(join(directories.get(store) ?? '', 'db.sqlite')) })
+testKitContract('sqlite (:memory:)', { create: async () => openSqliteStore(':memory:'), openTwin: async (store) => store })
 
 describe('sqlite (file), adapter only', () => {
   let directory: string

@@ -44,6 +44,10 @@ export const IMPORT_PAYLOAD_PARTS = company('import_payload_parts', 'payload_id'
  * that into a write conflict, and `withTransaction` runs the loser again on the new state.
  */
 export const IMPORT_LOCKS = company('import_locks')
+/** The fixture each company was created from (`company-origins.ts`): its JSON text, the first part in the document. */
+export const COMPANY_ORIGINS = company('company_origins')
+/** The parts of an origin's JSON text beyond the first, as `import_payload_parts` holds a payload's. */
+export const COMPANY_ORIGIN_PARTS = company('company_origin_parts')
 
 /** Every collection that holds company data, for deleting a company. Add a new company collection here. */
 export const COMPANY_COLLECTIONS: readonly Codec[] = [
@@ -65,6 +69,8 @@ export const COMPANY_COLLECTIONS: readonly Codec[] = [
   IMPORT_PAYLOAD_PARTS,
   IMPORT_LOCKS,
   PLANS,
+  COMPANY_ORIGINS,
+  COMPANY_ORIGIN_PARTS,
 ]
 
 const BY_COMPANY = { company_id: 1 } as const
@@ -96,4 +102,6 @@ export const SHARD_KEYS: ReadonlyMap<string, Readonly<Record<string, 1>>> = new 
   [IMPORT_PAYLOAD_PARTS.collection, BY_COMPANY],
   [IMPORT_LOCKS.collection, BY_COMPANY],
   [PLANS.collection, BY_COMPANY],
+  [COMPANY_ORIGINS.collection, BY_COMPANY],
+  [COMPANY_ORIGIN_PARTS.collection, BY_COMPANY],
 ])

@@ -126,6 +126,27 @@ export function mongoImports(scope: Scope): ImportRepository {
 
     get: (companyId, id) => findOne<DataImport>(scope, IMPORTS, byId(companyId, id)),
 
+    list: (companyId, { status, limit }) =>
+      call(scope, async (session) => {
+        // A limit of 0 means "no limit" to MongoDB.
+        if (limit <= 0) return []
+        const documents = await imports()
+          .find(inCompany(companyId, status ? { status } : {}), { ...inSession(session), sort: { _id: -1 }, limit })
+          .toArray()
+        return documents.map((document) => decode<DataImport>(IMPORTS, document))
+      }),
+
+    // An updateMany runs in a transaction (atomically), or it would be atomic per document only.
+    closeWindows: (companyId, now) =>
+      atomically(scope, async (session) => {
+        const result = await imports().updateMany(
+          inCompany(companyId, { status: 'scheduled', window_ends_at: { $gt: now } }),
+          { $set: { window_ends_at: now } },
+          inSession(session),
+        )
+        return result.modifiedCount
+      }),
+
     payloads: (companyId, importId) =>
       call(scope, async (session) => {
         const documents = await collectionOf(scope, IMPORT_PAYLOADS)
@@ -141,7 +162,7 @@ export function mongoImports(scope: Scope): ImportRepository {
         return documents.map((document) => payloadFrom(document, parts.filter((part) => String(part.payload_id) === String(document._id))))
       }),
 
-    async claimNext(owner, now, leaseExpiresAt) {
+    async claimNext(owner, now, leaseExpiresAt, companyId) {
       // The scan reads outside any transaction; each claim re-checks its candidate inside one. The companies
       // with an import running under a live lease are left out of the scan itself, so that however many
       // imports they have queued, the oldest runnable import of any other company is found.
@@ -152,7 +173,7 @@ export function mongoImports(scope: Scope): ImportRepository {
       for (;;) {
         const candidate = await call(scope, (session) =>
           imports().findOne(
-            { ...runnable(now), company_id: { $nin: busy }, _id: { $nin: tried } },
+            { ...runnable(now), company_id: companyId ? { $eq: lookupId(companyId), $nin: busy } : { $nin: busy }, _id: { $nin: tried } },
             { ...inSession(session), sort: { _id: 1 }, projection: { _id: 1, company_id: 1 } },
           ),
         )

@@ -1,4 +1,6 @@
 import type { Store } from '../port.ts'
+import { CLOCK_INDEXES, mongoClockOffset } from './clock-offset.ts'
+import { mongoCompanyOrigins, ORIGIN_INDEXES } from './company-origins.ts'
 import { connectMongo, inTransaction, toPortError } from './connection.ts'
 import { mongoLineResults, mongoPlans, mongoStatementResults } from './calculation-results.ts'
 import { mongoImportStatistics } from './import-statistics.ts'
@@ -38,8 +40,8 @@ export interface MongoStoreOptions {
  */
 const ITEMS_PER_TRANSACTION = 20_000
 
-/** The indexes of the collections added beside the foundation's (imports, rate windows). */
-const EXTRA_INDEXES = new Map([...IMPORT_INDEXES, ...RATE_WINDOW_INDEXES])
+/** The indexes of the collections added beside the foundation's (imports, rate windows, clock, company origins). */
+export const EXTRA_INDEXES = new Map([...IMPORT_INDEXES, ...RATE_WINDOW_INDEXES, ...CLOCK_INDEXES, ...ORIGIN_INDEXES])
 
 /**
  * Opens the MongoDB store: connects, refuses a deployment that cannot run transactions, and creates every
@@ -85,6 +87,8 @@ function mongoStore(scope: Scope, transactions: Queue, rateLimits: MongoRateLimi
     itemsPerTransaction: ITEMS_PER_TRANSACTION,
     importStatistics: mongoImportStatistics(scope),
     revisions: mongoRevisions(scope),
+    clockOffset: mongoClockOffset(scope),
+    companyOrigins: mongoCompanyOrigins(scope),
 
     async transaction(work, options = {}) {
       const { company } = options

@@ -24,10 +24,7 @@ export interface StoredPayload {
 /** How `payload` is stored: its items as JSON text, split in parts of at most PART_BYTES. */
 export function storedPayload(payload: ImportPayload): StoredPayload {
   const { items, ...fields } = payload
-  const json = Buffer.from(JSON.stringify(items))
-  const chunks: Binary[] = []
-  // JSON text is never empty (`[]` at least): there is always a first part.
-  for (let start = 0; start < json.length; start += PART_BYTES) chunks.push(new Binary(json.subarray(start, start + PART_BYTES)))
+  const chunks = jsonParts(items)
   const [first, ...others] = chunks
   const document = encode(IMPORT_PAYLOADS, { ...fields, items_json: first, items_parts: chunks.length })
   const parts = others.map((bytes, index) => ({ _id: new ObjectId(), company_id: document.company_id, payload_id: document._id, index: index + 1, bytes }))
@@ -46,6 +43,18 @@ export function payloadFrom(document: Document, parts: readonly Document[]): Imp
   if (Array.isArray(items)) return { ...fields, items } as unknown as ImportPayload
   const others = parts.toSorted((a, b) => Number(a.index) - Number(b.index)).map((part) => part.bytes as Binary)
   if (others.length !== partCount(document) - 1) throw new Error(`payload ${String(document._id)}: ${others.length + 1} of its ${partCount(document)} parts are stored`)
-  const json = Buffer.concat([first as Binary, ...others].map((part) => part.value()))
-  return { ...fields, items: JSON.parse(json.toString('utf8')) as unknown[] } as unknown as ImportPayload
+  return { ...fields, items: fromJsonParts([first as Binary, ...others]) as unknown[] } as unknown as ImportPayload
+}
+
+/** A value as its JSON text, in parts of at most PART_BYTES. JSON text is never empty: there is always a first part. */
+export function jsonParts(value: unknown): Binary[] {
+  const json = Buffer.from(JSON.stringify(value))
+  const chunks: Binary[] = []
+  for (let start = 0; start < json.length; start += PART_BYTES) chunks.push(new Binary(json.subarray(start, start + PART_BYTES)))
+  return chunks
+}
+
+/** The value whose JSON text `jsonParts` split, from its parts in order. */
+export function fromJsonParts(parts: readonly Binary[]): unknown {
+  return JSON.parse(Buffer.concat(parts.map((part) => part.value())).toString('utf8'))
 }

@@ -60,12 +60,31 @@ export function sqliteImports(sql: Sql): ImportRepository {
       return row ? parseImport(row) : null
     },
 
+    async list(companyId, { status, limit }) {
+      const rows = status
+        ? await sql.all('SELECT doc FROM imports WHERE company_id = ? AND status = ? ORDER BY id DESC LIMIT ?', companyId, status, limit)
+        : await sql.all('SELECT doc FROM imports WHERE company_id = ? ORDER BY id DESC LIMIT ?', companyId, limit)
+      return rows.map(parseImport)
+    },
+
+    async closeWindows(companyId, now) {
+      const result = await sql.write((db) =>
+        db.run(
+          `UPDATE imports SET window_ends_at = ?1, doc = json_set(doc, '$.window_ends_at', ?1)
+           WHERE company_id = ?2 AND status = 'scheduled' AND window_ends_at > ?1`,
+          now,
+          companyId,
+        ),
+      )
+      return Number(result.changes)
+    },
+
     async payloads(companyId, importId) {
       const rows = await sql.all('SELECT import_id, doc FROM import_payloads WHERE company_id = ? AND import_id = ? ORDER BY id', companyId, importId)
       return rows.map((row) => ({ ...(JSON.parse(row.doc as string) as Omit<ImportPayload, 'import_id'>), import_id: row.import_id as string }))
     },
 
-    async claimNext(owner, now, leaseExpiresAt) {
+    async claimNext(owner, now, leaseExpiresAt, companyId) {
       // One conditional UPDATE picks and stamps the import, so that two workers can never claim the same one.
       const rows = await sql.write((db) =>
         db.all(
@@ -77,6 +96,7 @@ export function sqliteImports(sql: Sql): ImportRepository {
              SELECT candidate.id FROM imports AS candidate
              WHERE ((candidate.status = 'scheduled' AND candidate.window_ends_at <= ?3)
                  OR (candidate.status = 'started' AND candidate.lease_expires_at <= ?3))
+               AND (?4 IS NULL OR candidate.company_id = ?4)
                AND NOT EXISTS (
                  SELECT 1 FROM imports AS running
                  WHERE running.company_id = candidate.company_id AND running.status = 'started'
@@ -86,6 +106,7 @@ export function sqliteImports(sql: Sql): ImportRepository {
           owner,
           leaseExpiresAt,
           now,
+          companyId ?? null,
         ),
       )
       return rows[0] ? parseImport(rows[0]) : null

@@ -149,6 +149,12 @@ export const MIGRATIONS: readonly string[] = [
   UPDATE imports SET doc = json_set(doc, '$.payload_bytes', payload_bytes);
   CREATE INDEX imports_queue ON imports (company_id, status);
   `,
+  // The controlled clock's offset (src/store/sqlite/clock-offset.ts), and the fixture each company was created
+  // from, to reset it (src/store/sqlite/company-origins.ts).
+  `
+  CREATE TABLE service_clock (id TEXT PRIMARY KEY, offset_ms INTEGER NOT NULL) WITHOUT ROWID;
+  CREATE TABLE company_origins (company_id TEXT PRIMARY KEY, doc TEXT NOT NULL) WITHOUT ROWID;
+  `,
 ]
 
 /** Every table that holds company data, for deleting a company. */
@@ -169,4 +175,5 @@ export const COMPANY_TABLES: readonly string[] = [
   'imports',
   'import_payloads',
   'plans',
+  'company_origins',
 ]

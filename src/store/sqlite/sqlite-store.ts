@@ -17,6 +17,8 @@ import type {
 } from '../model.ts'
 import { type RowWindow, type StatementForExtraction, type Store, StoreConflictError } from '../port.ts'
 import { type Params, type Row, type Sql, SqliteConnection, type SqlWriter, type Values } from './connection.ts'
+import { sqliteClockOffset } from './clock-offset.ts'
+import { sqliteCompanyOrigins } from './company-origins.ts'
 import { lineCurrencies, statementCurrencies } from './currencies.ts'
 import { sqliteImports } from './imports.ts'
 import { COMPANY_TABLES } from './migrations.ts'
@@ -540,6 +542,8 @@ function sqliteStore(connection: SqliteConnection, sql: Sql, rateLimits: SqliteR
     revisions: sqliteRevisions(sql),
     rateLimits,
     importStatistics: sqliteImportStatistics(sql),
+    clockOffset: sqliteClockOffset(sql),
+    companyOrigins: sqliteCompanyOrigins(sql),
 
     async transaction(work) {
       if (sql !== connection.sql) return work(store)
