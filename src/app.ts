@@ -6,6 +6,7 @@ import type { Config } from './config.ts'
 import { logDestination, loggerOptions, OneLinePerRequest } from './logger.ts'
 import { limitRequestRate } from './rate-limit/rate-limit.ts'
 import { adminRoutes } from './routes/admin.ts'
+import { followClockOfStore } from './routes/clock-sync.ts'
 import { registerCors } from './routes/cors.ts'
 import { drainRefusedBodies } from './routes/refused-bodies.ts'
 import { registerErrorHandling } from './routes/errors.ts'
@@ -15,6 +16,7 @@ import { refuseInvalidHost } from './routes/host-header.ts'
 import { refuseDeepJson } from './routes/json-depth.ts'
 import { registerMetrics } from './routes/metrics.ts'
 import { registerOpenApi } from './routes/openapi.ts'
+import { applyTestKit, registerTestKit } from './routes/test-kit.ts'
 import { v1Routes } from './routes/v1/index.ts'
 import { v2Routes } from './routes/v2/index.ts'
 import type { Store } from './store/port.ts'
@@ -69,6 +71,7 @@ export async function buildApp({ config, store, clock, logStream, worker }: AppO
   app.decorate('config', config)
   app.decorate('store', store)
   app.decorate('clock', clock)
+  followClockOfStore(app)
   registerErrorHandling(app)
   drainRefusedBodies(app)
   if (config.corsOrigins.length > 0) await registerCors(app, config.corsOrigins)
@@ -78,6 +81,7 @@ export async function buildApp({ config, store, clock, logStream, worker }: AppO
   await registerOpenApi(app)
   registerMetrics(app)
   registerHealth(app, worker)
+  registerTestKit(app)
 
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id)
@@ -86,10 +90,11 @@ export async function buildApp({ config, store, clock, logStream, worker }: AppO
   await app.register(async (api) => {
     await limitRequestRate(api)
     requireApiKey(api)
+    applyTestKit(api)
     await api.register(v1Routes, { prefix: '/v1' })
     await api.register(v2Routes, { prefix: '/v2' })
   })
-  if (config.adminToken) await app.register(adminRoutes, { prefix: '/admin' })
+  if (config.adminToken) await app.register(adminRoutes, { prefix: '/admin', worker })
 
   return app
 }

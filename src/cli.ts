@@ -2,12 +2,15 @@
 import { readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
 import { Value } from 'typebox/value'
+import { clockState, moveClock } from './admin/clock.ts'
 import { companyInventory, createCompanyKey } from './admin/company-admin.ts'
+import { DEFAULT_DRAIN_TIMEOUT_MS, drainImports, IMPORT_STATUSES, listImports } from './admin/imports.ts'
+import { resetCompany, resetEveryCompany } from './admin/reset.ts'
 import { calculationProblems, deletePlan, listPlans, savePlan, setExchangeRates } from './admin/plans.ts'
 import { changeQuotaType } from './admin/revisions.ts'
 import { ApiError, CommissionClient, ConnectionError, instantParam } from './client/index.ts'
-import { systemClock } from './clock.ts'
-import { ConfigError, loadConfig } from './config.ts'
+import { type Clock, clockFor } from './clock.ts'
+import { type Config, ConfigError, IN_MEMORY, loadConfig, TEST_MODE_DEFAULTS, withTestModeDefaults } from './config.ts'
 import { formatReport, runConformance } from './conformance/conformance.ts'
 import { WRITE_WARNING } from './conformance/write-checks.ts'
 import { NotFoundError, ValidationError } from './errors.ts'
@@ -16,13 +19,14 @@ import { loadFixture } from './fixtures/load-fixture.ts'
 import { describePlan } from './fixtures/plan-definitions.ts'
 import { type FixturePlan, FixturePlanSchema } from './fixtures/schema.ts'
 import { startServer } from './server.ts'
+import { composeImportWorker } from './imports/compose-worker.ts'
 import { closeWorkerOnSignals, startWorkerProcess } from './imports/worker-process.ts'
 import { serveWorkerHealth } from './routes/worker-health.ts'
 import { startupFailure } from './startup-errors.ts'
 import { surviveClosedOutput } from './logger.ts'
 import { closeGracefullyOnSignals } from './shutdown.ts'
 import { openStore, storeDescription } from './store/open-store.ts'
-import { type Plan, QUOTA_TYPES, type QuotaType } from './store/model.ts'
+import { type ImportStatus, type Plan, QUOTA_TYPES, type QuotaType } from './store/model.ts'
 import type { Store } from './store/port.ts'
 import { terminalProgress } from './sync/progress.ts'
 import { SyncDirectoryError } from './sync/state.ts'
@@ -31,8 +35,11 @@ import { syncStructures } from './sync/sync.ts'
 const USAGE = `Usage: commission-api <command> [options]   (npm run cli -- <command> [options])
 
 Commands:
-  serve [--role all|api|worker]           run the HTTP server and the import worker (what npm start runs);
-                                          --role api: HTTP only; --role worker: the import worker only
+  serve [--role all|api|worker] [--test-mode]
+                                          run the HTTP server and the import worker (what npm start runs);
+                                          --role api: HTTP only; --role worker: the import worker only;
+                                          --test-mode: a stand-in for tests (controlled clock, in-memory store,
+                                          fixed admin token and demo key)
   demo [--users N] [--months N] [--deals N] [--seed S]
                                           create a demo company; prints its id and API key
   load <fixture.json | ->                 create a company from a fixture (-: read it from standard input);
@@ -50,6 +57,15 @@ Commands:
                                           replace the exchange rates (one CUR is worth RATE of the default
                                           currency) and recalculate; without rates, show them
   calculation-problems --company ID       what keeps records or cells of each plan from being calculated
+  clock [advance MS | set ISO]            the service's clock; with CLOCK=controlled, move it ahead for every
+                                          process sharing the store
+  imports --company ID [--status S] [--limit N]
+                                          the company's imports with their details, newest first
+  imports drain --company ID [--timeout MS]
+                                          close the company's debounce windows, run its pending imports, and
+                                          print them once none is scheduled or running
+  reset [--company ID]                    put the company (every company without --company) back to the
+                                          fixture it was created from, with the same ids and keys
 
 Commands that talk to a running service (this one or the real one) at --base-url, with --key (or the
 COMMISSION_API_KEY variable); they pace themselves to --rate requests per second (default 40):
@@ -72,7 +88,14 @@ class UsageError extends Error {}
 type Options = Record<string, string | boolean | undefined>
 
 /** A command reads its options and returns what to print: a JSON-able value and its human form. */
-type Command = (store: Store, positionals: string[], options: Options) => Promise<{ json: unknown; text: string }>
+type Command = (store: Store, positionals: string[], options: Options, context: CommandContext) => Promise<{ json: unknown; text: string }>
+
+/** What a command that opens the store works with besides it. */
+interface CommandContext {
+  config: Config
+  /** The clock `CLOCK` names: the controlled one tells the time of every process sharing the store. */
+  clock: Clock
+}
 
 /** A command that talks to a running service through the client: it opens no store. */
 type ClientCommand = (client: CommissionClient, options: Options) => Promise<{ json: unknown; text: string; exitCode?: number }>
@@ -104,8 +127,11 @@ const created = (loaded: { company_id: string; api_keys: string[] }) => ({
   text: `company_id: ${loaded.company_id}\napi_key:    ${loaded.api_keys[0]}`,
 })
 
+/** The clock as the `clock` command prints it. */
+const shownClock = (state: { mode: string; now: string }) => ({ json: state, text: `${state.now}  (${state.mode})` })
+
 const COMMANDS: Record<string, Command> = {
-  async demo(store, _positionals, options) {
+  async demo(store, _positionals, options, { clock }) {
     let fixture
     try {
       fixture = demoFixture({
@@ -118,13 +144,13 @@ const COMMANDS: Record<string, Command> = {
       if (error instanceof RangeError) throw new UsageError(error.message)
       throw error
     }
-    return created(await loadFixture(store, systemClock, fixture))
+    return created(await loadFixture(store, clock, fixture))
   },
 
-  async load(store, positionals) {
+  async load(store, positionals, _options, { clock }) {
     const [file] = positionals
     if (!file) throw new UsageError('load expects a fixture file, or - for standard input')
-    return created(await loadFixture(store, systemClock, readJson(file)))
+    return created(await loadFixture(store, clock, readJson(file)))
   },
 
   async companies(store) {
@@ -133,21 +159,21 @@ const COMMANDS: Record<string, Command> = {
     return { json: companies, text: text.join('\n') || '(no company)' }
   },
 
-  async keys(store, positionals, options) {
+  async keys(store, positionals, options, { clock }) {
     if (positionals[0] !== 'create') throw new UsageError('keys expects the subcommand create')
     const user = typeof options.user === 'string' ? options.user : undefined
-    const secret = await createCompanyKey(store, systemClock, requiredOption(options, 'company'), user)
+    const secret = await createCompanyKey(store, clock, requiredOption(options, 'company'), user)
     return { json: { api_key: secret }, text: secret }
   },
 
-  async 'quota-type'(store, _positionals, options) {
+  async 'quota-type'(store, _positionals, options, { clock }) {
     const type = requiredOption(options, 'type')
     if (!(QUOTA_TYPES as readonly string[]).includes(type)) throw new UsageError(`--type expects one of ${QUOTA_TYPES.join(', ')}`)
-    const quota = await changeQuotaType(store, systemClock, requiredOption(options, 'company'), requiredOption(options, 'quota'), type as QuotaType)
+    const quota = await changeQuotaType(store, clock, requiredOption(options, 'company'), requiredOption(options, 'quota'), type as QuotaType)
     return { json: { id: quota.id, name: quota.name, type: quota.type }, text: `${quota.id}  ${quota.name}: type ${quota.type}` }
   },
 
-  async plans(store, positionals, options) {
+  async plans(store, positionals, options, { clock }) {
     const companyId = requiredOption(options, 'company')
     const [subcommand, file] = positionals
     const describe = async (plans: readonly Plan[]) => {
@@ -168,7 +194,7 @@ const COMMANDS: Record<string, Command> = {
     const errors = [...Value.Errors(FixturePlanSchema, definition)].map((error) => ({ resource: error.instancePath || '/', description: error.message }))
     if (errors.length > 0) throw new ValidationError(errors)
     const plan = typeof options.plan === 'string' ? options.plan : undefined
-    const change = await savePlan(store, systemClock, companyId, definition as FixturePlan, plan)
+    const change = await savePlan(store, clock, companyId, definition as FixturePlan, plan)
     const [described] = await describe([change.plan])
     const { cells, statements_written: statements, lines_written: lines, problems } = change.calculation
     return {
@@ -177,7 +203,7 @@ const COMMANDS: Record<string, Command> = {
     }
   },
 
-  async 'exchange-rates'(store, positionals, options) {
+  async 'exchange-rates'(store, positionals, options, { clock }) {
     const companyId = requiredOption(options, 'company')
     if (positionals.length === 0) {
       const company = await store.companies.get(companyId)
@@ -191,7 +217,7 @@ const COMMANDS: Record<string, Command> = {
       if (!match) throw new UsageError(`exchange-rates expects CUR=RATE pairs such as USD=0.92, got ${pair}`)
       rates[match[1]] = Number(match[2])
     }
-    const result = await setExchangeRates(store, systemClock, companyId, rates)
+    const result = await setExchangeRates(store, clock, companyId, rates)
     return { json: result, text: `${Object.keys(rates).length} rates set; ${result.calculation.cells} cells recalculated` }
   },
 
@@ -199,6 +225,43 @@ const COMMANDS: Record<string, Command> = {
     const byPlan = await calculationProblems(store, requiredOption(options, 'company'))
     const text = byPlan.flatMap(({ plan, problems }) => problems.map((problem) => `${plan}: ${problem.record ? `record ${problem.record}: ` : ''}${problem.message}`))
     return { json: byPlan, text: text.join('\n') || '(no problem)' }
+  },
+
+  async clock(_store, positionals, _options, { clock }) {
+    const [subcommand, value] = positionals
+    if (subcommand === undefined) return shownClock(await clockState(clock))
+    if (subcommand === 'advance') {
+      if (!value || !/^\d+$/.test(value)) throw new UsageError('clock advance expects a whole number of milliseconds')
+      return shownClock(await moveClock(clock, { advance_ms: Number(value) }))
+    }
+    if (subcommand === 'set') {
+      if (!value) throw new UsageError('clock set expects an ISO 8601 instant, such as 2027-01-31T10:00:00Z')
+      return shownClock(await moveClock(clock, { set: value }))
+    }
+    throw new UsageError('clock expects no subcommand, advance MS or set ISO')
+  },
+
+  async imports(store, positionals, options, { config, clock }) {
+    const companyId = requiredOption(options, 'company').toLowerCase()
+    const [subcommand] = positionals
+    let listed
+    if (subcommand === 'drain') {
+      // This command runs the imports itself, beside any worker on the store: it needs no server.
+      const worker = composeImportWorker({ store, clock, config })
+      listed = await drainImports(store, clock, worker, companyId, integerOption(options, 'timeout') ?? DEFAULT_DRAIN_TIMEOUT_MS)
+    } else if (subcommand === undefined) {
+      const status = options.status
+      if (status !== undefined && !(IMPORT_STATUSES as readonly unknown[]).includes(status)) throw new UsageError(`--status expects one of ${IMPORT_STATUSES.join(', ')}`)
+      listed = await listImports(store, companyId, { status: status as ImportStatus | undefined, limit: integerOption(options, 'limit') })
+    } else throw new UsageError('imports expects no subcommand, or drain')
+    const text = listed.data.map((data) => `${data.id}  ${data.target.padEnd(8)} ${data.status.padEnd(9)} ${data.error ? 'error' : 'ok'}  created ${data.created_at}`)
+    return { json: listed, text: text.join('\n') || '(no import)' }
+  },
+
+  async reset(store, _positionals, options) {
+    const outcomes = typeof options.company === 'string' ? [await resetCompany(store, options.company.toLowerCase())] : await resetEveryCompany(store)
+    const text = outcomes.map((outcome) => `${outcome.id}  ${outcome.name}: ${outcome.reset ? 'reset' : 'left as it is (created before fixtures were kept)'}`)
+    return { json: outcomes, text: text.join('\n') || '(no company)' }
   },
 
   async structures(store, _positionals, options) {
@@ -251,19 +314,23 @@ function clientOf(options: Options): CommissionClient {
   return new CommissionClient({ baseUrl, apiKey: key, requestsPerSecond: integerOption(options, 'rate') ?? 40 })
 }
 
-async function serve(role: unknown = 'all'): Promise<void> {
+async function serve(role: unknown = 'all', testMode = false): Promise<void> {
   if (role !== 'all' && role !== 'api' && role !== 'worker') throw new UsageError('--role expects all, api or worker')
-  const config = loadConfig()
+  const config = loadConfig(testMode ? withTestModeDefaults(process.env) : process.env)
+  if (config.dataDir === IN_MEMORY && !config.mongodbUrl && role !== 'all') {
+    throw new UsageError(`DATA_DIR=${IN_MEMORY} keeps the data in this one process: --role ${role} needs a store other processes open`)
+  }
   if (role === 'worker') {
     const running = await startWorkerProcess(config)
     if (config.workerHealthPort === null) return closeWorkerOnSignals(running, config.shutdownTimeoutMs)
-    const { served, url } = await serveWorkerHealth(running, config, systemClock)
+    const { served, url } = await serveWorkerHealth(running, config, running.clock)
     closeWorkerOnSignals(served, config.shutdownTimeoutMs)
     // Announced once a SIGTERM would close it gracefully.
     process.stdout.write(`commission-api import worker health and metrics on ${url}\n`)
     return
   }
-  const server = await startServer(config, { role })
+  // Printed only when it is the test mode's own token: a token set in the environment stays out of the output.
+  const server = await startServer(config, { role, testMode: testMode && config.adminToken === TEST_MODE_DEFAULTS.ADMIN_TOKEN })
   closeGracefullyOnSignals(server, config.shutdownTimeoutMs)
 }
 
@@ -285,6 +352,10 @@ async function main(argv: string[]): Promise<number> {
       plan: { type: 'string' },
       type: { type: 'string' },
       role: { type: 'string' },
+      'test-mode': { type: 'boolean' },
+      status: { type: 'string' },
+      limit: { type: 'string' },
+      timeout: { type: 'string' },
       'base-url': { type: 'string' },
       key: { type: 'string' },
       rate: { type: 'string' },
@@ -302,9 +373,10 @@ async function main(argv: string[]): Promise<number> {
     return values.help ? 0 : 2
   }
   if (name === 'serve') {
-    await serve(values.role)
+    await serve(values.role, values['test-mode'] === true)
     return -1
   }
+  if (values['test-mode']) throw new UsageError('--test-mode is an option of serve')
   const clientCommand = CLIENT_COMMANDS[name]
   if (clientCommand) {
     const client = clientOf(values)
@@ -323,7 +395,7 @@ async function main(argv: string[]): Promise<number> {
   // On stderr, so that stdout stays the command's answer (--json).
   console.error(`Store: ${storeDescription(config)}`)
   try {
-    const result = await command(store, rest, values)
+    const result = await command(store, rest, values, { config, clock: await clockFor(config.clock, store.clockOffset) })
     console.log(values.json ? JSON.stringify(result.json, null, 2) : result.text)
     return 0
   } finally {

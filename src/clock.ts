@@ -1,6 +1,15 @@
+import type { ClockMode } from './config.ts'
+import type { ClockOffsetRepository } from './store/clock-offset.ts'
+
 /** Where time comes from: injected everywhere, so tests move time (debounce windows, leases) without sleeping. */
 export interface Clock {
   now(): Date
+  /**
+   * Reads again what this clock's time depends on outside the process (the controlled clock's offset, in the
+   * store); absent on a clock that depends on nothing else. Called where the latest time of every process
+   * matters: before each request is handled, and before each claim of an import.
+   */
+  sync?(): Promise<void>
 }
 
 export const systemClock: Clock = { now: () => new Date() }
@@ -24,4 +33,51 @@ export class ManualClock implements Clock {
   set(time: Date | string): void {
     this.#now = new Date(time).getTime()
   }
+}
+
+/**
+ * `CLOCK=controlled`: the system's time plus an offset kept in the store, which only grows, and only when told
+ * (`POST /admin/clock`, the CLI's `clock`). Between two moves it runs at the system clock's pace. Every process
+ * sharing the store reads the same offset (`sync`), so API instances, workers and the CLI tell the same time;
+ * this process keeps the last offset it read, and never goes back to an older one.
+ */
+export class ControlledClock implements Clock {
+  readonly #offsets: ClockOffsetRepository
+  #offsetMs = 0
+
+  constructor(offsets: ClockOffsetRepository) {
+    this.#offsets = offsets
+  }
+
+  now(): Date {
+    return new Date(Date.now() + this.#offsetMs)
+  }
+
+  async sync(): Promise<void> {
+    this.#accept(await this.#offsets.read())
+  }
+
+  /** Moves the time of every process sharing the store `milliseconds` ahead; returns the new time. */
+  async advance(milliseconds: number): Promise<Date> {
+    this.#accept(await this.#offsets.advance(milliseconds))
+    return this.now()
+  }
+
+  /** Moves the time of every process sharing the store to `instant`, unless it is there already or past it. */
+  async raiseTo(instant: Date): Promise<Date> {
+    this.#accept(await this.#offsets.raiseTo(instant.getTime() - Date.now()))
+    return this.now()
+  }
+
+  #accept(offsetMs: number): void {
+    this.#offsetMs = Math.max(this.#offsetMs, offsetMs)
+  }
+}
+
+/** The clock `CLOCK` names: the system's, or the controlled clock of the store, read once before it is used. */
+export async function clockFor(mode: ClockMode, offsets: ClockOffsetRepository): Promise<Clock> {
+  if (mode === 'system') return systemClock
+  const clock = new ControlledClock(offsets)
+  await clock.sync()
+  return clock
 }

@@ -4,6 +4,7 @@ import { resolve } from 'node:path'
 export interface Config {
   port: number
   host: string
+  /** Where the embedded store keeps its file; `:memory:` (IN_MEMORY) keeps it in the process's memory. */
   dataDir: string
   /** Selects the MongoDB store when set; the embedded SQLite store otherwise. */
   mongodbUrl: string | null
@@ -37,12 +38,44 @@ export interface Config {
   importWorker: ImportWorkerMode
   /** The most request-body bytes a company may have waiting in unfinished imports; past it an upsert is a 429. */
   importQueueLimitBytes: number
+  /**
+   * `system`: the service tells the system's time. `controlled`: the system's time plus an offset kept in the store,
+   * moved only by `POST /admin/clock` (or the CLI's `clock`), so that tests move time without waiting.
+   */
+  clock: ClockMode
+  /** How many requests of each company the request journal keeps (admin routes only); 0: none. */
+  requestJournalSize: number
+  /** The secret of the demo company's key (reproducible set-ups); null: a random one. */
+  demoApiKey: string | null
 }
+
+export type ClockMode = 'system' | 'controlled'
+
+/** The `DATA_DIR` that keeps the embedded store in memory: nothing is written to disk, and nothing outlives the process. */
+export const IN_MEMORY = ':memory:'
 
 export type ImportWorkerMode = 'thread' | 'inline'
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
 const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']
+
+/**
+ * `serve --test-mode`: what a connector's test suite needs of a stand-in, in one flag. These become the defaults
+ * of their variables; a variable set in the environment keeps its value.
+ */
+export const TEST_MODE_DEFAULTS = {
+  CLOCK: 'controlled',
+  DATA_DIR: IN_MEMORY,
+  ADMIN_TOKEN: 'commission-api-test-mode-admin-token',
+  DEMO: 'on',
+  DEMO_API_KEY: 'cak_test-mode-demo-key-0000000000000',
+} as const
+
+/** The environment with the test mode's defaults under it. */
+export function withTestModeDefaults(env: Env): Env {
+  const given = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== undefined && value.trim() !== ''))
+  return { ...TEST_MODE_DEFAULTS, ...given }
+}
 
 /** A configuration variable has a value the service cannot use. The message names the variable. */
 export class ConfigError extends Error {
@@ -70,7 +103,7 @@ export function loadConfig(env: Env = process.env): Config {
   const config: Config = {
     port: read('PORT', 3000, parsePort),
     host: read('HOST', '127.0.0.1', (raw) => raw),
-    dataDir: resolve(read('DATA_DIR', './data', (raw) => raw)),
+    dataDir: read('DATA_DIR', resolve('./data'), (raw) => (raw === IN_MEMORY ? raw : resolve(raw))),
     mongodbUrl: read<string | null>('MONGODB_URL', null, parseMongoUrl),
     publicUrl: read<string | null>('PUBLIC_URL', null, parsePublicUrl),
     adminToken: read<string | null>('ADMIN_TOKEN', null, parseAdminToken),
@@ -91,6 +124,15 @@ export function loadConfig(env: Env = process.env): Config {
       raw === 'thread' || raw === 'inline' ? raw : '!expected thread or inline',
     ),
     importQueueLimitBytes: read('IMPORT_QUEUE_LIMIT_MB', 64, (raw) => parseWholeNumber(raw, 1, 1_000_000)) * MIB,
+    clock: read<ClockMode>('CLOCK', 'system', (raw) => (raw === 'system' || raw === 'controlled' ? raw : '!expected system or controlled')),
+    requestJournalSize: read('REQUEST_JOURNAL_SIZE', 1000, (raw) => parseWholeNumber(raw, 0, 100_000)),
+    demoApiKey: read<string | null>('DEMO_API_KEY', null, (raw) => (raw.length >= 16 ? raw : '!expected at least 16 characters')),
+  }
+  // A worker thread opens the store on a connection of its own: an in-memory database has no second connection.
+  if (config.dataDir === IN_MEMORY && !config.mongodbUrl) {
+    const explicit = env.IMPORT_WORKER?.trim()
+    if (explicit === 'thread') problems.push('IMPORT_WORKER="thread": a worker thread cannot open an in-memory store (DATA_DIR=:memory:): use inline, its default there')
+    config.importWorker = 'inline'
   }
   if (problems.length > 0) throw new ConfigError(`Invalid configuration:\n  ${problems.join('\n  ')}`)
   return config

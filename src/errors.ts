@@ -44,16 +44,48 @@ export class ForbiddenError extends Error {
   override name = 'ForbiddenError'
 }
 
-/**
- * A call refused for now, to be sent again after `retryAfterSeconds`: the company has as many bytes waiting in
- * its imports as it may (`IMPORT_QUEUE_LIMIT_MB`). Nothing of the call was stored.
- */
-export class QueueFullError extends Error {
-  override name = 'QueueFullError'
+/** A request refused for now, to be sent again after `retryAfterSeconds` (a 429). */
+export class TooManyRequestsError extends Error {
+  override name = 'TooManyRequestsError'
   readonly retryAfterSeconds: number
 
   constructor(message: string, retryAfterSeconds: number) {
     super(message)
     this.retryAfterSeconds = retryAfterSeconds
+  }
+}
+
+/**
+ * A call refused for now, to be sent again after `retryAfterSeconds`: the company has as many bytes waiting in
+ * its imports as it may (`IMPORT_QUEUE_LIMIT_MB`). Nothing of the call was stored.
+ */
+export class QueueFullError extends TooManyRequestsError {
+  override name = 'QueueFullError'
+}
+
+/** The service cannot serve the request now (a 503, which clients retry). */
+export class ServiceUnavailableError extends Error {
+  override name = 'ServiceUnavailableError'
+}
+
+/**
+ * A failure answered with the stable body of a failure of ours (a 500) on purpose: an injected fault. Unlike an
+ * unexpected error, it is not logged as a failure.
+ */
+export class SimulatedServerError extends Error {
+  override name = 'SimulatedServerError'
+}
+
+/**
+ * Waiting for something took longer than the caller allowed (the admin drain's `timeout_ms`): a 408 whose body
+ * is the 400 family's, listing what was still waited for.
+ */
+export class TimedOutError extends Error {
+  override name = 'TimedOutError'
+  readonly issues: Issue[]
+
+  constructor(issue: Issue) {
+    super(`${issue.resource}: ${issue.description}`)
+    this.issues = [issue]
   }
 }

@@ -1,8 +1,8 @@
 import { mkdirSync } from 'node:fs'
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from './app.ts'
-import { type Clock, systemClock } from './clock.ts'
-import type { Config } from './config.ts'
+import { type Clock, clockFor } from './clock.ts'
+import { type Config, IN_MEMORY } from './config.ts'
 import { listeningUrl } from './routes/base-url.ts'
 import { type DemoOutcome, ensureDemoCompany } from './fixtures/demo-company.ts'
 import { composeImportWorker } from './imports/compose-worker.ts'
@@ -23,25 +23,27 @@ export interface RunningServer {
 }
 
 export interface ServerOptions {
-  /** The HTTP application's clock, and the inline worker's; a worker thread runs on the system clock. */
+  /** The HTTP application's clock, and the inline worker's; by default the one `CLOCK` names (a worker thread's too). */
   clock?: Clock
   logStream?: NodeJS.WritableStream
   /** Where the start-up banner (demo key, curl line) is written. */
   out?: NodeJS.WritableStream
   /** `all` (default): HTTP and the import worker; `api`: HTTP only. A worker alone is `startWorkerProcess`. */
   role?: 'all' | 'api'
+  /** `serve --test-mode`: the banner also prints the admin token, which is a fixed one then. */
+  testMode?: boolean
 }
 
 /** Opens the store, creates the demo company on a first start, and serves HTTP. */
 export async function startServer(config: Config, options: ServerOptions = {}): Promise<RunningServer> {
-  const clock = options.clock ?? systemClock
   const out = options.out ?? process.stdout
-  mkdirSync(config.dataDir, { recursive: true })
+  if (config.dataDir !== IN_MEMORY) mkdirSync(config.dataDir, { recursive: true })
   const store = await openStore(config)
   try {
-    const demo = config.demo ? await ensureDemoCompany(store, clock, config.dataDir) : null
+    const clock = options.clock ?? (await clockFor(config.clock, store.clockOffset))
+    const demo = config.demo ? await ensureDemoCompany(store, clock, config.dataDir, config.demoApiKey) : null
     let worker: ImportWorker | ThreadedImportWorker | null = null
-    const probe = options.role === 'api' ? undefined : { isRunning: () => worker?.isRunning() ?? false }
+    const probe = options.role === 'api' ? undefined : { isRunning: () => worker?.isRunning() ?? false, wake: () => worker?.wake() }
     // With the worker in a thread, that thread stores the upserts' payloads too: the HTTP thread never waits for the disk.
     const threaded = () => (worker instanceof ThreadedImportWorker ? worker : null)
     const appStore = probe && config.importWorker === 'thread' ? storeEnqueuingThrough(store, threaded) : store
@@ -62,6 +64,8 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
     }
     const url = listeningUrl(app, config.host)
     out.write(banner(url, config.publicUrl ?? url, demo, storeDescription(config)))
+    if (config.clock === 'controlled') out.write(`Clock: controlled, now ${clock.now().toISOString()}: POST /admin/clock moves it (README, "Using it in your tests")\n`)
+    if (options.testMode) out.write(`Test mode: admin token ${config.adminToken} (Authorization: Bearer ${config.adminToken})\n`)
     return {
       app,
       store,
@@ -86,7 +90,7 @@ function banner(url: string, publicUrl: string, demo: DemoOutcome | null, store:
   if (demo?.kind === 'created') {
     lines.push(
       '',
-      `Demo company created. Its API key (shown once; also written to ${demo.keyFile}):`,
+      demo.keyFile ? `Demo company created. Its API key (shown once; also written to ${demo.keyFile}):` : 'Demo company created. Its API key:',
       `  ${demo.apiKey}`,
       'Try it:',
       `  curl -H "X-API-Key: ${demo.apiKey}" ${publicUrl}/v2/data-structures`,

@@ -1,6 +1,6 @@
 import { resolve } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { ConfigError, loadConfig } from '../src/config.ts'
+import { ConfigError, loadConfig, TEST_MODE_DEFAULTS, withTestModeDefaults } from '../src/config.ts'
 
 describe('configuration', () => {
   it('has defaults for a newcomer', () => {
@@ -23,6 +23,9 @@ describe('configuration', () => {
       workerHealthPort: null,
       importWorker: 'thread',
       importQueueLimitBytes: 64 * 1024 * 1024,
+      clock: 'system',
+      requestJournalSize: 1000,
+      demoApiKey: null,
     })
   })
 
@@ -46,6 +49,9 @@ describe('configuration', () => {
       WORKER_HEALTH_PORT: '9100',
       IMPORT_WORKER: 'inline',
       IMPORT_QUEUE_LIMIT_MB: '256',
+      CLOCK: 'controlled',
+      REQUEST_JOURNAL_SIZE: '50',
+      DEMO_API_KEY: 'cak_my-reproducible-demo-key',
     })
     expect(config).toEqual({
       port: 8080,
@@ -66,6 +72,9 @@ describe('configuration', () => {
       workerHealthPort: 9100,
       importWorker: 'inline',
       importQueueLimitBytes: 256 * 1024 * 1024,
+      clock: 'controlled',
+      requestJournalSize: 50,
+      demoApiKey: 'cak_my-reproducible-demo-key',
     })
     expect(loadConfig({ TRUST_PROXY: '2' }).trustProxy).toBe(2)
     expect(loadConfig({ TRUST_PROXY: 'true' }).trustProxy).toBe(true)
@@ -91,9 +100,34 @@ describe('configuration', () => {
     ['IMPORT_WORKER', 'process'],
     ['IMPORT_QUEUE_LIMIT_MB', '0'],
     ['IMPORT_QUEUE_LIMIT_MB', '0.5'],
+    ['CLOCK', 'frozen'],
+    ['REQUEST_JOURNAL_SIZE', '-1'],
+    ['REQUEST_JOURNAL_SIZE', '100001'],
+    ['DEMO_API_KEY', 'short'],
   ])('stops on a bad %s and names it', (name, value) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError)
     expect(() => loadConfig({ [name]: value })).toThrow(new RegExp(`${name}=`))
+  })
+
+  it('keeps an in-memory store (DATA_DIR=:memory:) in memory, its import worker inline: a thread cannot open it', () => {
+    expect(loadConfig({ DATA_DIR: ':memory:' })).toMatchObject({ dataDir: ':memory:', importWorker: 'inline' })
+    expect(() => loadConfig({ DATA_DIR: ':memory:', IMPORT_WORKER: 'thread' })).toThrow(/IMPORT_WORKER="thread": a worker thread cannot open an in-memory store/)
+    // With MongoDB the data is not in DATA_DIR: the thread opens MongoDB.
+    expect(loadConfig({ DATA_DIR: ':memory:', MONGODB_URL: 'mongodb://db/x', IMPORT_WORKER: 'thread' }).importWorker).toBe('thread')
+    expect(loadConfig({ DATA_DIR: './memory' }).dataDir).toBe(resolve('./memory'))
+  })
+
+  it('gives --test-mode its defaults under what the environment sets', () => {
+    expect(loadConfig(withTestModeDefaults({}))).toMatchObject({
+      clock: 'controlled',
+      dataDir: ':memory:',
+      importWorker: 'inline',
+      adminToken: TEST_MODE_DEFAULTS.ADMIN_TOKEN,
+      demo: true,
+      demoApiKey: TEST_MODE_DEFAULTS.DEMO_API_KEY,
+    })
+    const mine = loadConfig(withTestModeDefaults({ PORT: '4000', ADMIN_TOKEN: 'my-own-admin-token-42', DATA_DIR: '', CLOCK: undefined }))
+    expect(mine).toMatchObject({ port: 4000, adminToken: 'my-own-admin-token-42', dataDir: ':memory:', clock: 'controlled' })
   })
 
   it('names every bad variable at once', () => {

@@ -82,6 +82,8 @@ export interface RecalculationOptions {
    * (records, quota value) rather than now, and get the status `statusOf` gives their period.
    */
   loading?: { statusOf(plan: Plan, period: string): StatementStatus }
+  /** Where the ids of new statements and lines come from (a fixture's reload makes the ids its load made); `newId` by default. */
+  ids?: () => string
 }
 
 export interface RecalculationSummary {
@@ -405,7 +407,7 @@ function diffCell(context: Context, plan: Plan, cell: CellWrite, writes: Writes)
     if (previous) keptLineIds.add(previous.id)
     if (previous && sameLine(previous, line)) continue
     const stamp = options.loading ? (record?.modified_at ?? options.now) : options.now
-    savedLines.push({ ...line, id: previous?.id ?? newId(), modified_at: stamp })
+    savedLines.push({ ...line, id: previous?.id ?? (options.ids ?? newId)(), modified_at: stamp })
   }
   for (const line of savedLines) writes.savedLines.push(line)
   for (const line of cell.lines) if (!keptLineIds.has(line.id)) writes.goneLines.push(line.id)
@@ -460,7 +462,7 @@ function statementOf(
   options: RecalculationOptions,
 ): Omit<Statement, 'modified_at'> {
   return {
-    id: previous?.id ?? newId(),
+    id: previous?.id ?? (options.ids ?? newId)(),
     company_id: companyId,
     environment: plan.environment,
     user_id: calculated.user_id,

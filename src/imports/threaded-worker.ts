@@ -22,7 +22,7 @@ export interface EnqueueCall {
 export type EnqueueOutcome = { import: DataImport } | { queuedBytes: number } | { failure: string }
 
 /** Messages from the HTTP thread to the worker's thread. */
-export type ToWorkerThread = { type: 'stop' } | { type: 'enqueue'; call: number; enqueue: EnqueueCall }
+export type ToWorkerThread = { type: 'stop' } | { type: 'wake' } | { type: 'enqueue'; call: number; enqueue: EnqueueCall }
 
 /** Messages from the worker's thread to the HTTP thread. */
 export type FromWorkerThread =
@@ -92,6 +92,11 @@ export class ThreadedImportWorker extends EventEmitter<{ finished: [DataImport] 
     this.#restart = null
     this.#send({ type: 'stop' })
     await this.#exited
+  }
+
+  /** Has the thread's worker look for runnable imports now rather than at its next poll (`ImportWorker.wake`). */
+  wake(): void {
+    this.#send({ type: 'wake' })
   }
 
   /** True while the thread's worker polls (started and not stopping), for health checks. */

@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs'
 import closeWithGrace from 'close-with-grace'
 import pino from 'pino'
-import { type Clock, systemClock } from '../clock.ts'
+import { type Clock, clockFor } from '../clock.ts'
 import type { Config } from '../config.ts'
 import { logDestination, loggerOptions } from '../logger.ts'
 import { openStore, storeDescription } from '../store/open-store.ts'
@@ -12,6 +12,8 @@ import type { ImportWorker, WorkerLogger } from './worker.ts'
 export interface RunningWorker {
   worker: ImportWorker
   store: Store
+  /** The worker's clock (the one `CLOCK` names, unless one was given). */
+  clock: Clock
   logger: WorkerLogger
   /** Stops the worker (its running import finishes) and closes the store. Idempotent. */
   close(): Promise<void>
@@ -28,13 +30,15 @@ export async function startWorkerProcess(config: Config, options: WorkerProcessO
   mkdirSync(config.dataDir, { recursive: true })
   const store = await openStore(config)
   const logger = pino(loggerOptions(config.logLevel), logDestination())
-  const worker = composeImportWorker({ store, clock: options.clock ?? systemClock, config, logger })
+  const clock = options.clock ?? (await clockFor(config.clock, store.clockOffset))
+  const worker = composeImportWorker({ store, clock, config, logger })
   worker.start()
   ;(options.out ?? process.stdout).write(`commission-api import worker ${worker.owner} started\nStore: ${storeDescription(config)}\n`)
   let closing: Promise<void> | null = null
   return {
     worker,
     store,
+    clock,
     logger,
     close() {
       closing ??= worker.stop().then(() => store.close())

@@ -9,7 +9,7 @@ import { readlinkSync } from 'node:fs'
 import { getPriority, setPriority } from 'node:os'
 import { parentPort, workerData } from 'node:worker_threads'
 import pino from 'pino'
-import { systemClock } from '../clock.ts'
+import { clockFor } from '../clock.ts'
 import { openStore } from '../store/open-store.ts'
 import { composeImportWorker } from './compose-worker.ts'
 import { ImportQueueFullError } from '../store/port.ts'
@@ -46,10 +46,11 @@ try {
 
 const { config } = workerData as WorkerThreadData
 const store = await openStore(config)
-const worker = composeImportWorker({ store, clock: systemClock, config, logger })
+const worker = composeImportWorker({ store, clock: await clockFor(config.clock, store.clockOffset), config, logger })
 worker.on('finished', (finished) => send({ type: 'finished', import: finished }))
 port.on('message', (message: ToWorkerThread) => {
   if (message.type === 'enqueue') return void enqueue(message.call, message.enqueue)
+  if (message.type === 'wake') return worker.wake()
   void worker
     .stop()
     .then(() => store.close())

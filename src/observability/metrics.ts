@@ -41,6 +41,7 @@ export class ServiceMetrics {
   readonly latency: Histogram<'method' | 'route' | 'status_code'>
   readonly rateLimited: Counter
   readonly importQueueFull: Counter
+  readonly faultsFired: Counter<'effect'>
   readonly importDuration: Histogram<'outcome'>
   readonly importsByState: Gauge<'state'>
   readonly importQueueDepth: Gauge
@@ -69,6 +70,12 @@ export class ServiceMetrics {
     this.importQueueFull = new Counter({
       name: 'commission_api_import_queue_full_total',
       help: "Upserts refused with 429 because their company's import queue was full",
+      registers,
+    })
+    this.faultsFired = new Counter({
+      name: 'commission_api_faults_fired_total',
+      help: 'Requests a fault set through the admin routes fired on, by effect: the status it answered, drop, or delay',
+      labelNames: ['effect'],
       registers,
     })
     this.importDuration = new Histogram({

@@ -4,8 +4,14 @@ import { Type } from 'typebox'
 import { CompanyInventorySchema, companyInventory, createCompanyKey } from '../admin/company-admin.ts'
 import { loadFixture } from '../fixtures/load-fixture.ts'
 import { NotFoundError, UnauthorizedError } from '../errors.ts'
+import { adminClockRoutes } from './admin-clock.ts'
+import { adminFaultRoutes } from './admin-faults.ts'
+import { adminImportRoutes } from './admin-imports.ts'
 import { adminPlanRoutes } from './admin-plans.ts'
+import { adminRequestRoutes } from './admin-requests.ts'
+import { adminResetRoutes } from './admin-reset.ts'
 import { adminRevisionRoutes } from './admin-revisions.ts'
+import type { WorkerProbe } from './health.ts'
 import { NotFoundBodySchema, ObjectIdSchema, UnauthorizedBodySchema, ValidationErrorBodySchema } from './schemas.ts'
 
 const digest = (text: string) => createHash('sha256').update(text).digest()
@@ -19,7 +25,7 @@ const AdminErrors = { 400: ValidationErrorBodySchema, 401: UnauthorizedBodySchem
  * The administration surface, registered only when ADMIN_TOKEN is set: every route expects
  * `Authorization: Bearer <ADMIN_TOKEN>`. Not part of the public interface.
  */
-export const adminRoutes: FastifyPluginAsyncTypebox = async (app) => {
+export const adminRoutes: FastifyPluginAsyncTypebox<{ worker?: WorkerProbe }> = async (app, { worker }) => {
   const expected = digest(`Bearer ${app.config.adminToken}`)
   app.addHook('onRequest', async (request) => {
     const presented = request.headers.authorization
@@ -74,4 +80,12 @@ export const adminRoutes: FastifyPluginAsyncTypebox = async (app) => {
   // Registered after the token hook, so that it guards these routes too.
   await app.register(adminRevisionRoutes)
   await app.register(adminPlanRoutes)
+  // The test kit: the clock, imports, faults, the request journal, reset (README, "Using it in your tests").
+  const kit = app.testKit
+  if (!kit) throw new Error('the admin routes need the test kit: registerTestKit comes first')
+  await app.register(adminClockRoutes, { worker })
+  await app.register(adminImportRoutes)
+  await app.register(adminFaultRoutes, { kit })
+  await app.register(adminRequestRoutes, { kit })
+  await app.register(adminResetRoutes, { kit })
 }

@@ -1,7 +1,20 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { ForbiddenError, type Issue, NotFoundError, QueueFullError, UnauthorizedError, ValidationError } from '../errors.ts'
+import {
+  ForbiddenError,
+  type Issue,
+  NotFoundError,
+  ServiceUnavailableError,
+  SimulatedServerError,
+  TimedOutError,
+  TooManyRequestsError,
+  UnauthorizedError,
+  ValidationError,
+} from '../errors.ts'
 import { trackRouteMethods } from './method-not-allowed.ts'
 import type { ValidationErrorBody } from './schemas.ts'
+
+/** The one body of a 500: never the internal message. */
+const SERVER_ERROR_BODY = { message: 'Internal server error', type: 'InternalServerError' }
 
 /** The 400 body of the specification, for a list of issues. */
 export function validationBody(issues: readonly Issue[]): ValidationErrorBody {
@@ -65,6 +78,7 @@ function frameworkIssues(error: FastifyError): Issue[] {
 export function registerErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     if (error instanceof ValidationError) return reply.code(400).send(validationBody(error.issues))
+    if (error instanceof TimedOutError) return reply.code(408).send(validationBody(error.issues))
     if (error instanceof NotFoundError) {
       return reply.code(404).send({ message: error.message, resource: error.resource, type: 'NotFoundError' })
     }
@@ -72,9 +86,11 @@ export function registerErrorHandling(app: FastifyInstance): void {
     if (error instanceof ForbiddenError) {
       return reply.code(403).send({ message: error.message, type: 'ForbiddenError', error: 'ForbiddenError' })
     }
-    if (error instanceof QueueFullError) {
+    if (error instanceof TooManyRequestsError) {
       return reply.code(429).header('retry-after', String(error.retryAfterSeconds)).send({ message: error.message, type: 'TooManyRequestsError' })
     }
+    if (error instanceof ServiceUnavailableError) return reply.code(503).send({ message: error.message, type: 'ServiceUnavailableError' })
+    if (error instanceof SimulatedServerError) return reply.code(500).send(SERVER_ERROR_BODY)
     if (error.validation) return reply.code(400).send(validationBody(schemaIssues(error)))
     const status = error.statusCode ?? 500
     if (status === 429) return reply.code(429).send({ message: error.message, type: 'TooManyRequestsError' })
@@ -83,7 +99,7 @@ export function registerErrorHandling(app: FastifyInstance): void {
       return reply.code(status === 413 ? 413 : 400).send(validationBody(frameworkIssues(error)))
     }
     request.log.error({ err: error }, 'request failed')
-    return reply.code(500).send({ message: 'Internal server error', type: 'InternalServerError' })
+    return reply.code(500).send(SERVER_ERROR_BODY)
   })
 
   const answeredMethodNotAllowed = trackRouteMethods(app)

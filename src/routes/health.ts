@@ -4,6 +4,8 @@ import { type Static, Type } from 'typebox'
 /** What readiness needs to know of an import worker run by this instance. */
 export interface WorkerProbe {
   isRunning(): boolean
+  /** Has the worker look for runnable imports now (the controlled clock moved): `ImportWorker.wake`. */
+  wake?(): void
 }
 
 /** A store that has not answered in this time is reported unreachable rather than left to hang the probe. */

@@ -3,6 +3,7 @@ import { Type } from 'typebox'
 import { QueueFullError } from '../errors.ts'
 import { ServiceMetrics } from '../observability/metrics.ts'
 import { SERVICE_VERSION } from '../version.ts'
+import { injectedFaultOf } from './test-kit.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -45,7 +46,8 @@ export function registerMetrics(app: FastifyInstance): void {
     }
     metrics.requests.inc(labels)
     metrics.latency.observe(labels, reply.elapsedTime / 1000)
-    if (reply.statusCode === 429) (refusedForQueue.has(request) ? metrics.importQueueFull : metrics.rateLimited).inc()
+    // An injected 429 is counted with the faults, not as a refusal of the service's own.
+    if (reply.statusCode === 429 && !injectedFaultOf(request)) (refusedForQueue.has(request) ? metrics.importQueueFull : metrics.rateLimited).inc()
   })
 
   app.get(

@@ -26,6 +26,7 @@ const DESCRIPTIONS: Record<string, string> = {
   401: 'Missing or unknown credentials',
   403: 'The company has not enabled the public API',
   404: 'Unknown route or id, or a sandbox id',
+  408: 'Waited longer than the request allowed (`timeout_ms`): `resource` names what ran out',
   413: 'Request body over the limit (`BODY_LIMIT_MB`, 32 MiB by default): `resource` is `body`',
   429: "Over the rate limit, or (upserts) the company's import queue is full: retry after `Retry-After` seconds",
   500: 'A fault of the service, logged with the request id',

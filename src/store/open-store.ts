@@ -1,13 +1,13 @@
 import { join } from 'node:path'
-import type { Config } from '../config.ts'
+import { type Config, IN_MEMORY } from '../config.ts'
 import { DEFAULT_DATABASE, databaseInUrl } from './mongo/connection.ts'
 import { openMongoStore } from './mongo/mongo-store.ts'
 import type { Store } from './port.ts'
 import { openSqliteStore } from './sqlite/sqlite-store.ts'
 
-/** The SQLite file of the embedded store under DATA_DIR. */
+/** The SQLite file of the embedded store under DATA_DIR, or `:memory:` for an in-memory store. */
 export function sqliteFile(config: Pick<Config, 'dataDir'>): string {
-  return join(config.dataDir, 'commission-api.sqlite')
+  return config.dataDir === IN_MEMORY ? IN_MEMORY : join(config.dataDir, 'commission-api.sqlite')
 }
 
 /** Opens the store the configuration selects: MongoDB when MONGODB_URL is set, the embedded SQLite file otherwise. */
@@ -21,7 +21,7 @@ export async function openStore(config: Pick<Config, 'dataDir' | 'mongodbUrl'>):
  * hosts and database (never the credentials a connection string may carry).
  */
 export function storeDescription(config: Pick<Config, 'dataDir' | 'mongodbUrl'>): string {
-  if (!config.mongodbUrl) return `SQLite file ${sqliteFile(config)}`
+  if (!config.mongodbUrl) return config.dataDir === IN_MEMORY ? 'SQLite in memory (DATA_DIR=:memory:): nothing outlives the process' : `SQLite file ${sqliteFile(config)}`
   const hosts = /^mongodb(?:\+srv)?:\/\/(?:[^@/?]*@)?([^/?]*)/.exec(config.mongodbUrl)?.[1] ?? '?'
   return `MongoDB ${hosts}, database ${databaseInUrl(config.mongodbUrl) ?? DEFAULT_DATABASE}`
 }

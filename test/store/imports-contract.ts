@@ -11,6 +11,8 @@ function aPayload(companyId: string, items: unknown[] = [{ email: 'a@example.com
   return { id: newId(), company_id: companyId, items, options: { all: false, keep_overrides: false }, received_at: minute(0), bytes }
 }
 
+const ids = (imports: { id: string }[]) => imports.map((item) => item.id)
+
 /** The imports repository and the record operations of the import engine, for every adapter. */
 export function importsContract(name: string, factory: StoreFactory): void {
   describe(`store contract, imports: ${name}`, () => {
@@ -319,7 +321,6 @@ export function importsContract(name: string, factory: StoreFactory): void {
         const third = await enqueue(2, 10, companyId, 'groups')
         await enqueue(0, 0, otherCompanyId)
         await store.imports.claimNext('w', minute(1), minute(11), companyId)
-        const ids = (imports: { id: string }[]) => imports.map((item) => item.id)
         expect(ids(await store.imports.list(companyId, { limit: 10 }))).toStrictEqual([third.id, second.id, first.id])
         expect(ids(await store.imports.list(companyId, { limit: 2 }))).toStrictEqual([third.id, second.id])
         expect(ids(await store.imports.list(companyId, { status: 'scheduled', limit: 10 }))).toStrictEqual([third.id, second.id])

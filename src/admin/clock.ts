@@ -1,0 +1,48 @@
+import { type Static, Type } from 'typebox'
+import { type Clock, ControlledClock } from '../clock.ts'
+import { parseInstant } from '../domain/formats.ts'
+import { ValidationError } from '../errors.ts'
+
+/** The service's clock as `GET /admin/clock` and the CLI's `clock` show it. */
+export const ClockStateSchema = Type.Object({
+  mode: Type.Enum(['controlled', 'system'], { description: '`controlled` (CLOCK=controlled): moved by POST /admin/clock; `system`: the system clock' }),
+  now: Type.String({ description: "The service's time now, ISO 8601 in UTC" }),
+})
+export type ClockState = Static<typeof ClockStateSchema>
+
+/** A move of the controlled clock: ahead by some milliseconds, or to an instant that is not in its past. */
+export type ClockMove = { advance_ms: number } | { set: string }
+
+/** The clock's mode and time; a controlled clock is read from the store first, so every process answers the same. */
+export async function clockState(clock: Clock): Promise<ClockState> {
+  await clock.sync?.()
+  return { mode: clock instanceof ControlledClock ? 'controlled' : 'system', now: clock.now().toISOString() }
+}
+
+/**
+ * Moves the controlled clock, for every process sharing the store, and answers its new state. Time never goes
+ * back: a `set` before the clock's time now is refused, and so is any move of the system clock.
+ */
+export async function moveClock(clock: Clock, move: ClockMove): Promise<ClockState> {
+  if (!(clock instanceof ControlledClock)) {
+    throw new ValidationError({
+      error: 'ConflictError',
+      resource: 'clock',
+      description: 'the service runs on the system clock: start it with CLOCK=controlled (or --test-mode) to move its time',
+    })
+  }
+  if ('advance_ms' in move) {
+    if (!Number.isSafeInteger(move.advance_ms) || move.advance_ms < 0) throw new ValidationError({ resource: 'advance_ms', description: 'expected a whole number of milliseconds, 0 or more' })
+    await clock.advance(move.advance_ms)
+    return clockState(clock)
+  }
+  const target = parseInstant(move.set)
+  if (!target) throw new ValidationError({ resource: 'set', description: 'expected an ISO 8601 date-time, such as 2027-01-31T10:00:00Z' })
+  await clock.sync()
+  const now = clock.now()
+  if (target.getTime() < now.getTime()) {
+    throw new ValidationError({ resource: 'set', description: `the clock never goes back: ${target.toISOString()} is before its time now, ${now.toISOString()}` })
+  }
+  await clock.raiseTo(target)
+  return clockState(clock)
+}

@@ -1,0 +1,91 @@
+import { setTimeout as sleep } from 'node:timers/promises'
+import type { Clock } from '../clock.ts'
+import { NotFoundError, TimedOutError } from '../errors.ts'
+import { importView } from '../imports/import-view.ts'
+import type { ImportWorker } from '../imports/worker.ts'
+import type { DataImport, ImportStatus } from '../store/model.ts'
+import type { Store } from '../store/port.ts'
+
+/**
+ * The imports of a company for tests (the admin routes and the CLI): list them with their details, and drain
+ * them, so that a test can wait until everything it sent is applied. Nothing here knows about HTTP.
+ */
+
+export const IMPORT_STATUSES: readonly ImportStatus[] = ['scheduled', 'started', 'finished']
+
+/** The most imports a list answers. */
+export const MAX_LISTED_IMPORTS = 1000
+/** How long a drain waits by default, and at most (real time: waiting is not the service's clock). */
+export const DEFAULT_DRAIN_TIMEOUT_MS = 30_000
+export const MAX_DRAIN_TIMEOUT_MS = 600_000
+/** How often a drain looks again while another worker runs an import of the company. */
+const DRAIN_POLL_MS = 20
+
+/** An import as `GET /v1/imports/{id}` shows it (`data_import`), with what the admin needs besides. */
+export interface AdminImportView extends ReturnType<typeof importView> {
+  /** `users`, `managers`, `groups` or `records`. */
+  target: DataImport['target']
+  /** Until when calls may join it (its debounce window); it runs from then on. */
+  window_ends_at: string
+  /** How many times a worker claimed it. */
+  attempts: number
+}
+
+export interface AdminImportList {
+  count: number
+  data: AdminImportView[]
+}
+
+function adminView(data: DataImport): AdminImportView {
+  return { ...importView(data), target: data.target, window_ends_at: data.window_ends_at, attempts: data.attempts }
+}
+
+async function requireCompany(store: Store, companyId: string): Promise<void> {
+  if (!(await store.companies.get(companyId))) throw new NotFoundError('company')
+}
+
+/** The company's imports, newest first: at most `limit`, and only those in `status` when it is given. */
+export async function listImports(store: Store, companyId: string, filter: { status?: ImportStatus; limit?: number }): Promise<AdminImportList> {
+  await requireCompany(store, companyId)
+  const imports = await store.imports.list(companyId, { status: filter.status, limit: filter.limit ?? MAX_LISTED_IMPORTS })
+  return { count: imports.length, data: imports.map(adminView) }
+}
+
+/**
+ * Runs every import of the company that is not finished, closing their debounce windows first, and answers once
+ * none is scheduled or running: with the imports it saw unfinished, as they finished, oldest first. `worker` runs
+ * them here (claims of this company only); an import another worker is running is waited for. Windows opened by
+ * calls that arrive meanwhile are closed too. Past `timeoutMs` (real time), TimedOutError: nothing is undone,
+ * the imports go on.
+ */
+export async function drainImports(store: Store, clock: Clock, worker: ImportWorker, companyId: string, timeoutMs: number): Promise<AdminImportList> {
+  await requireCompany(store, companyId)
+  const deadline = Date.now() + timeoutMs
+  const seen = new Set<string>()
+  for (;;) {
+    await clock.sync?.()
+    await store.imports.closeWindows(companyId, clock.now().toISOString())
+    const unfinished = [...(await unfinishedOf(store, companyId, 'scheduled')), ...(await unfinishedOf(store, companyId, 'started'))]
+    for (const data of unfinished) seen.add(data.id)
+    if (unfinished.length === 0) break
+    if (Date.now() >= deadline) {
+      throw new TimedOutError({
+        resource: 'timeout_ms',
+        description: `${unfinished.length} import(s) of the company still scheduled or running after ${timeoutMs} ms: ${unfinished.map((data) => `${data.id} (${data.status})`).join(', ')}`,
+      })
+    }
+    // Another worker running an import of the company: this one waits for it.
+    if (!(await worker.runOnce(companyId))) await sleep(DRAIN_POLL_MS)
+  }
+  const drained: AdminImportView[] = []
+  for (const id of [...seen].toSorted()) {
+    const data = await store.imports.get(companyId, id)
+    if (data) drained.push(adminView(data))
+  }
+  return { count: drained.length, data: drained }
+}
+
+/** Every unfinished import of a company: far more than one has waiting in practice. */
+const ALL_UNFINISHED = 100_000
+
+const unfinishedOf = (store: Store, companyId: string, status: ImportStatus) => store.imports.list(companyId, { status, limit: ALL_UNFINISHED })

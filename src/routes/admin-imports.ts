@@ -1,0 +1,63 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Type } from 'typebox'
+import { DEFAULT_DRAIN_TIMEOUT_MS, drainImports, IMPORT_STATUSES, listImports, MAX_DRAIN_TIMEOUT_MS, MAX_LISTED_IMPORTS } from '../admin/imports.ts'
+import { composeImportWorker } from '../imports/compose-worker.ts'
+import { ImportViewSchema } from './v1/import-schemas.ts'
+import { NotFoundBodySchema, ObjectIdSchema, UnauthorizedBodySchema, ValidationErrorBodySchema } from './schemas.ts'
+
+const CompanyParams = Type.Object({ id: ObjectIdSchema })
+
+const AdminImportSchema = Type.Object({
+  ...ImportViewSchema.properties.data_import.properties,
+  target: Type.Enum(['users', 'managers', 'groups', 'records'], { description: 'What the import writes' }),
+  window_ends_at: Type.String({ description: 'Until when calls may join it (its debounce window): it runs from then on' }),
+  attempts: Type.Integer({ description: 'How many times a worker claimed it (more than 1: a worker died or handed it back)' }),
+})
+const AdminImportListSchema = Type.Object({ count: Type.Integer(), data: Type.Array(AdminImportSchema) })
+
+/**
+ * A company's imports for tests (registered inside the admin plugin, behind its token): list them with their
+ * details, and drain them, so that a test waits until everything it sent is applied.
+ */
+export const adminImportRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  app.get(
+    '/companies/:id/imports',
+    {
+      schema: {
+        summary: "The company's imports with their details, newest first",
+        operationId: 'adminListImports',
+        description: 'Each import as `GET /v1/imports/{import_id}` shows it, with `target`, `window_ends_at` and `attempts`.',
+        params: CompanyParams,
+        querystring: Type.Object({
+          status: Type.Optional(Type.Enum([...IMPORT_STATUSES], { description: 'Only the imports in this status' })),
+          limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_LISTED_IMPORTS, description: `At most this many (default ${MAX_LISTED_IMPORTS})` })),
+        }),
+        response: { 200: AdminImportListSchema, 400: ValidationErrorBodySchema, 401: UnauthorizedBodySchema, 404: NotFoundBodySchema },
+      },
+    },
+    async (request) => listImports(app.store, request.params.id.toLowerCase(), request.query),
+  )
+
+  app.post(
+    '/companies/:id/imports/drain',
+    {
+      schema: {
+        summary: "Run every pending import of the company now, and answer when none is left",
+        operationId: 'adminDrainImports',
+        description:
+          'Closes every open debounce window of the company, runs its imports that are not finished (this process runs them, or waits for the worker running one), and answers when none is scheduled or running, with the imports it saw unfinished, as they finished, oldest first. Past `timeout_ms`: 408, and the imports go on.',
+        params: CompanyParams,
+        querystring: Type.Object({
+          timeout_ms: Type.Optional(
+            Type.Integer({ minimum: 0, maximum: MAX_DRAIN_TIMEOUT_MS, description: `How long to wait at most, in real milliseconds (default ${DEFAULT_DRAIN_TIMEOUT_MS})` }),
+          ),
+        }),
+        response: { 200: AdminImportListSchema, 400: ValidationErrorBodySchema, 401: UnauthorizedBodySchema, 404: NotFoundBodySchema, 408: ValidationErrorBodySchema },
+      },
+    },
+    async (request) => {
+      const worker = composeImportWorker({ store: app.store, clock: app.clock, config: app.config, logger: app.log })
+      return drainImports(app.store, app.clock, worker, request.params.id.toLowerCase(), request.query.timeout_ms ?? DEFAULT_DRAIN_TIMEOUT_MS)
+    },
+  )
+}

@@ -1,0 +1,69 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Type } from 'typebox'
+import { parseInstant } from '../domain/formats.ts'
+import { NotFoundError, ValidationError } from '../errors.ts'
+import type { TestKit } from './test-kit.ts'
+import { NotFoundBodySchema, ObjectIdSchema, UnauthorizedBodySchema, ValidationErrorBodySchema } from './schemas.ts'
+
+const CompanyParams = Type.Object({ id: ObjectIdSchema })
+const EntrySchema = Type.Object({
+  method: Type.String(),
+  path: Type.String({ description: 'As sent (percent-encoded), without the query' }),
+  query: Type.Record(Type.String(), Type.Union([Type.String(), Type.Array(Type.String())]), { description: 'As sent; a repeated parameter as an array; an API key is [Redacted]' }),
+  status: Type.Union([Type.Integer(), Type.Null()], { description: 'Null when no answer was sent (a fault dropped the connection)' }),
+  duration_ms: Type.Number(),
+  request_id: Type.String(),
+  import_id: Type.Union([Type.String(), Type.Null()], { description: 'The import an upsert created or joined' }),
+  fault_id: Type.Union([Type.String(), Type.Null()], { description: 'The fault that fired on it' }),
+  at: Type.String({ description: "When it arrived, by the service's clock" }),
+})
+const AdminErrors = { 400: ValidationErrorBodySchema, 401: UnauthorizedBodySchema, 404: NotFoundBodySchema }
+
+/**
+ * The request journal of a company (registered inside the admin plugin, behind its token): its last requests to
+ * this process, newest first, as a test asserts what its client sent (WireMock's verify). Never the API key.
+ */
+export const adminRequestRoutes: FastifyPluginAsyncTypebox<{ kit: TestKit }> = async (app, { kit }) => {
+  const company = async (id: string): Promise<string> => {
+    const companyId = id.toLowerCase()
+    if (!(await app.store.companies.get(companyId))) throw new NotFoundError('company')
+    return companyId
+  }
+
+  app.get(
+    '/companies/:id/requests',
+    {
+      schema: {
+        summary: "The company's last requests, newest first",
+        operationId: 'adminListRequests',
+        description: `The last REQUEST_JOURNAL_SIZE (1,000 by default) v1 and v2 requests of the company to this process, with the filters given.`,
+        params: CompanyParams,
+        querystring: Type.Object({
+          method: Type.Optional(Type.String({ description: 'Only this method' })),
+          path_prefix: Type.Optional(Type.String({ description: 'Only paths that start with this' })),
+          status: Type.Optional(Type.Integer({ minimum: 100, maximum: 599, description: 'Only this status' })),
+          since: Type.Optional(Type.String({ description: 'Only requests at or after this instant (ISO 8601; without an offset, UTC)' })),
+        }),
+        response: { 200: Type.Object({ count: Type.Integer(), data: Type.Array(EntrySchema) }), ...AdminErrors },
+      },
+    },
+    async (request) => {
+      const { since, ...filter } = request.query
+      const from = since === undefined ? undefined : parseInstant(since)
+      if (from === null) throw new ValidationError({ resource: 'since', description: 'expected an ISO 8601 date-time' })
+      const entries = kit.journal.list(await company(request.params.id), { ...filter, since: from?.toISOString() })
+      return { count: entries.length, data: entries }
+    },
+  )
+
+  app.delete(
+    '/companies/:id/requests',
+    {
+      schema: { summary: "Clear the company's journal", operationId: 'adminClearRequests', description: 'Its entries in this process go.', params: CompanyParams, response: { 204: Type.Null(), ...AdminErrors } },
+    },
+    async (request, reply) => {
+      kit.journal.clear(await company(request.params.id))
+      return reply.code(204).send(null)
+    },
+  )
+}

@@ -1,0 +1,143 @@
+import { setTimeout as sleep } from 'node:timers/promises'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { authenticationOf } from '../auth/api-key-hook.ts'
+import {
+  ForbiddenError,
+  NotFoundError,
+  ServiceUnavailableError,
+  SimulatedServerError,
+  TooManyRequestsError,
+  UnauthorizedError,
+  ValidationError,
+} from '../errors.ts'
+import { type Fault, FaultBoard } from '../test-kit/faults.ts'
+import { MAX_RECORDED_CHARS, RequestJournal } from '../test-kit/journal.ts'
+
+/** What tests set and read in a running service, beside its data: fault scenarios, and the request journal. */
+export interface TestKit {
+  faults: FaultBoard
+  journal: RequestJournal
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Present with the admin routes (ADMIN_TOKEN), which alone set and read it; null without. */
+    testKit: TestKit | null
+  }
+}
+
+/** The fault that fired on each request, and the import each upsert answered. */
+const firedFaults = new WeakMap<FastifyRequest, Fault>()
+const importIds = new WeakMap<FastifyRequest, string>()
+
+/** The fault that fired on the request, if one did (the metrics tell an injected 429 from the rate limit's). */
+export function injectedFaultOf(request: FastifyRequest): Fault | undefined {
+  return firedFaults.get(request)
+}
+
+/** Gives the app its test kit when it has admin routes: without them nobody can set a fault or read the journal. */
+export function registerTestKit(app: FastifyInstance): void {
+  const kit = app.config.adminToken ? { faults: new FaultBoard(), journal: new RequestJournal(app.config.requestJournalSize) } : null
+  app.decorate('testKit', kit)
+}
+
+/**
+ * The test kit's hooks on the routes of `api` (the v1 and v2 trees, after the auth hook; never the admin, health
+ * or metrics routes): each request of a company may fire one of its faults, and every answered request of a
+ * company is written to its journal.
+ */
+export function applyTestKit(api: FastifyInstance): void {
+  const kit = api.testKit
+  if (!kit) return
+
+  // After the body is read (an answer before it would leave the rest of the body in the connection), before the
+  // request's own checks.
+  api.addHook('preValidation', async (request, reply) => {
+    const fired = kit.faults.fire(request.principal.company.id, request.method, pathOf(request.url))
+    if (!fired) return
+    const { fault, delayMs } = fired
+    firedFaults.set(request, fault)
+    api.metrics.faultsFired.inc({ effect: fault.drop ? 'drop' : fault.status === null ? 'delay' : String(fault.status) })
+    if (delayMs > 0) await sleep(delayMs)
+    if (fault.drop) {
+      record(kit, request, reply, null)
+      // Nothing is answered: the client sees the connection close, as after a network failure.
+      reply.hijack()
+      request.raw.socket.destroy()
+      return
+    }
+    if (fault.status !== null) throw faultError(fault, reply, api.config.rateLimitPerSecond)
+  })
+
+  api.addHook('preSerialization', async (request, _reply, payload) => {
+    const importId = (payload as { import_id?: unknown } | null)?.import_id
+    if (typeof importId === 'string') importIds.set(request, importId)
+    return payload
+  })
+
+  api.addHook('onResponse', async (request, reply) => {
+    record(kit, request, reply, reply.statusCode)
+  })
+}
+
+/** Writes the request to its company's journal; a request without a valid key belongs to no company and is not kept. */
+async function record(kit: TestKit, request: FastifyRequest, reply: FastifyReply, status: number | null): Promise<void> {
+  const outcome = await authenticationOf(request)
+  if (outcome instanceof Error) return
+  const duration = reply.elapsedTime
+  kit.journal.record(outcome.company.id, {
+    method: request.method,
+    path: pathOf(request.url),
+    query: queryOf(request),
+    status,
+    duration_ms: Math.round(duration * 1000) / 1000,
+    request_id: request.id,
+    import_id: importIds.get(request) ?? null,
+    fault_id: firedFaults.get(request)?.id ?? null,
+    at: new Date(request.server.clock.now().getTime() - duration).toISOString(),
+  })
+}
+
+const pathOf = (url: string) => url.split('?')[0]
+
+/** A value that is an API key (the one presented, or any of the service's form) is never written down. */
+const API_KEY = /cak_[\w-]{16,}/
+
+/** The query as sent: each parameter once, a repeated one as an array of its values, keys redacted. */
+function queryOf(request: FastifyRequest): Record<string, string | string[]> {
+  const search = request.url.includes('?') ? request.url.slice(request.url.indexOf('?') + 1) : ''
+  const presented = request.headers['x-api-key']
+  const query: Record<string, string | string[]> = Object.create(null)
+  for (const [name, raw] of new URLSearchParams(search)) {
+    const secret = API_KEY.test(raw) || (typeof presented === 'string' && presented !== '' && raw.includes(presented))
+    const value = secret ? '[Redacted]' : raw.slice(0, MAX_RECORDED_CHARS)
+    const previous = query[name]
+    query[name] = previous === undefined ? value : [...(Array.isArray(previous) ? previous : [previous]), value]
+  }
+  return { ...query }
+}
+
+/** The error a fault's status is answered with: the body the specification (or this service) gives that status. */
+function faultError(fault: Fault, reply: FastifyReply, limitPerSecond: number): Error {
+  const message = `Injected fault ${fault.id} (set with POST /admin/companies/{id}/faults)`
+  switch (fault.status) {
+    case 400:
+      return new ValidationError({ resource: 'request', description: message })
+    case 401:
+      return new UnauthorizedError(message)
+    case 403:
+      return new ForbiddenError(message)
+    case 404:
+      return new NotFoundError('route', message)
+    case 429: {
+      const seconds = fault.retry_after ?? 1
+      // As the rate limit answers: its headers, with nothing left until the window the client is told to wait for.
+      reply.header('ratelimit-limit', limitPerSecond).header('ratelimit-remaining', 0).header('ratelimit-reset', seconds)
+      return new TooManyRequestsError(message, seconds)
+    }
+    case 500:
+      return new SimulatedServerError(message)
+    default:
+      return new ServiceUnavailableError(message)
+  }
+}

@@ -1,0 +1,174 @@
+import { ValidationError } from '../errors.ts'
+import { newId } from '../ids.ts'
+
+/**
+ * Fault scenarios, as WireMock's faults or a toxic proxy give them: per company, a fault names the requests it
+ * matches (a method and a path whose `*` stands for one segment) and what it does to them: answer a status with
+ * the specification's body, wait first, or close the connection; on every matching request, on the next N, or on
+ * a seeded share of them. Kept in the memory of the process that serves the requests. Free of HTTP: the hook in
+ * `src/routes/test-kit.ts` applies what `fire` decides.
+ */
+
+/** The statuses a fault may answer: those the specification (or this service) gives a body for. */
+export const FAULT_STATUSES = [400, 401, 403, 404, 429, 500, 503] as const
+export type FaultStatus = (typeof FAULT_STATUSES)[number]
+export const FAULT_METHODS = ['GET', 'PUT', 'POST', 'DELETE', 'PATCH', '*'] as const
+
+/** A fault as it is asked for (`POST /admin/companies/{id}/faults`). */
+export interface FaultDefinition {
+  method: string
+  path: string
+  status?: FaultStatus
+  delay_ms?: number
+  delay_max_ms?: number
+  drop?: boolean
+  times?: number
+  probability?: number
+  seed?: number
+  /** 429 only: the `Retry-After` it answers, in seconds (1 by default). */
+  retry_after?: number
+}
+
+/** A fault as it is listed: what it does, and how often it fired. */
+export interface Fault {
+  id: string
+  method: string
+  path: string
+  status: FaultStatus | null
+  delay_ms: number | null
+  delay_max_ms: number | null
+  drop: boolean
+  times: number | null
+  probability: number | null
+  /** The seed of its draws (probability, delay): given, or chosen at random and shown, so that a run can be replayed. */
+  seed: number
+  retry_after: number | null
+  /** How many requests it fired on. */
+  fired: number
+  /** When it was set, by the service's clock. */
+  created_at: string
+}
+
+/** What a fault that fired does to one request. */
+export interface FiredFault {
+  fault: Fault
+  /** How long to wait before anything else (0: no wait). */
+  delayMs: number
+}
+
+/** A fault with its matcher and the state of its draws. */
+interface LiveFault {
+  fault: Fault
+  matches: (method: string, path: string) => boolean
+  draw: () => number
+}
+
+/** mulberry32: a small seeded generator of numbers in [0, 1), so that a fault's draws repeat with its seed. */
+function seededDraws(seed: number): () => number {
+  let state = seed >>> 0
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0
+    let t = state
+    t = Math.imul(t ^ (t >>> 15), t | 1)
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
+    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296
+  }
+}
+
+/** The matcher of a method and a path pattern: `*` stands for one path segment (never empty, never a `/`). */
+function matcherOf(method: string, pattern: string): (method: string, path: string) => boolean {
+  const source = pattern
+    .split('/')
+    .map((segment) => (segment === '*' ? '[^/]+' : segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
+    .join('/')
+  const path = new RegExp(`^${source}$`)
+  return (requestMethod, requestPath) => (method === '*' || method === requestMethod) && path.test(requestPath)
+}
+
+/** The problems of a definition beyond its schema's: what it does, and the paths it may touch. */
+function problemsOf(definition: FaultDefinition): { resource: string; description: string }[] {
+  const problems: { resource: string; description: string }[] = []
+  const method = definition.method.toUpperCase()
+  if (!(FAULT_METHODS as readonly string[]).includes(method)) problems.push({ resource: 'method', description: `expected one of ${FAULT_METHODS.join(', ')}` })
+  const [first, root] = definition.path.split('/')
+  if (first !== '' || !['v1', 'v2', '*'].includes(root ?? '') || /[?#\s]/.test(definition.path)) {
+    problems.push({ resource: 'path', description: 'expected a path of the v1 or v2 interface, such as /v2/reporting/*/statements (`*` for one segment, no query): faults never touch the admin, health or metrics routes' })
+  }
+  const delays = definition.delay_ms !== undefined || definition.delay_max_ms !== undefined
+  if (definition.status === undefined && !definition.drop && !delays) problems.push({ resource: 'status', description: 'a fault answers a status, waits (delay_ms, delay_max_ms), or drops the connection (drop): give at least one' })
+  if (definition.drop && definition.status !== undefined) problems.push({ resource: 'drop', description: 'a dropped connection answers no status: give drop or status, not both' })
+  if (definition.delay_max_ms !== undefined && definition.delay_max_ms < (definition.delay_ms ?? 0)) problems.push({ resource: 'delay_max_ms', description: 'expected at least delay_ms' })
+  if (definition.retry_after !== undefined && definition.status !== 429) problems.push({ resource: 'retry_after', description: 'only a fault answering 429 has a Retry-After' })
+  return problems
+}
+
+/** Every company's faults, in the order they were set: the first that fires on a request is the one applied. */
+export class FaultBoard {
+  readonly #byCompany = new Map<string, LiveFault[]>()
+
+  /** Sets a fault of the company; ValidationError when the definition cannot be applied. */
+  add(companyId: string, definition: FaultDefinition, now: Date): Fault {
+    const problems = problemsOf(definition)
+    if (problems.length > 0) throw new ValidationError(problems)
+    const method = definition.method.toUpperCase()
+    const seed = definition.seed ?? Math.floor(Math.random() * 4_294_967_296)
+    const fault: Fault = {
+      id: newId(),
+      method,
+      path: definition.path,
+      status: definition.status ?? null,
+      delay_ms: definition.delay_ms ?? (definition.delay_max_ms === undefined ? null : 0),
+      delay_max_ms: definition.delay_max_ms ?? null,
+      drop: definition.drop ?? false,
+      times: definition.times ?? null,
+      probability: definition.probability ?? null,
+      seed,
+      retry_after: definition.status === 429 ? (definition.retry_after ?? 1) : null,
+      fired: 0,
+      created_at: now.toISOString(),
+    }
+    const faults = this.#byCompany.get(companyId) ?? []
+    faults.push({ fault, matches: matcherOf(method, fault.path), draw: seededDraws(seed) })
+    this.#byCompany.set(companyId, faults)
+    return { ...fault }
+  }
+
+  list(companyId: string): Fault[] {
+    return (this.#byCompany.get(companyId) ?? []).map((live) => ({ ...live.fault }))
+  }
+
+  /** Removes one fault of the company; false when it has none with this id. */
+  remove(companyId: string, faultId: string): boolean {
+    const faults = this.#byCompany.get(companyId) ?? []
+    const kept = faults.filter((live) => live.fault.id !== faultId.toLowerCase())
+    if (kept.length === faults.length) return false
+    this.#byCompany.set(companyId, kept)
+    return true
+  }
+
+  clear(companyId: string): void {
+    this.#byCompany.delete(companyId)
+  }
+
+  clearAll(): void {
+    this.#byCompany.clear()
+  }
+
+  /**
+   * The fault that fires on a request of the company, if any: the first, in the order they were set, that matches
+   * it, has firings left (`times`) and whose draw falls in its share (`probability`). Counts the firing.
+   */
+  fire(companyId: string, method: string, path: string): FiredFault | null {
+    for (const live of this.#byCompany.get(companyId) ?? []) {
+      const { fault } = live
+      if (!live.matches(method, path)) continue
+      if (fault.times !== null && fault.fired >= fault.times) continue
+      if (fault.probability !== null && live.draw() >= fault.probability) continue
+      fault.fired++
+      const least = fault.delay_ms ?? 0
+      const delayMs = fault.delay_max_ms === null ? least : least + Math.floor(live.draw() * (fault.delay_max_ms - least + 1))
+      return { fault: { ...fault }, delayMs }
+    }
+    return null
+  }
+}

@@ -1,0 +1,98 @@
+/**
+ * The request journal: the last requests of each company, as a test asserts what its client did (WireMock's
+ * verify). A ring of `capacity` entries per company, in the memory of the process that served them; never the
+ * API key. Free of HTTP: `src/routes/test-kit.ts` records each answered request.
+ */
+
+export interface JournalEntry {
+  method: string
+  /** The path as sent (percent-encoded), without the query. */
+  path: string
+  /** The query parameters as sent, a repeated one as an array; a value that is an API key is `[Redacted]`. */
+  query: Record<string, string | string[]>
+  /** The status answered; null when no answer was sent (a fault dropped the connection). */
+  status: number | null
+  duration_ms: number
+  request_id: string
+  /** The import the request created or joined (upserts). */
+  import_id: string | null
+  /** The fault that fired on the request, if one did. */
+  fault_id: string | null
+  /** When the request arrived, by the service's clock. */
+  at: string
+}
+
+export interface JournalFilter {
+  method?: string
+  path_prefix?: string
+  status?: number
+  /** Only entries at or after this instant (ISO 8601, UTC). */
+  since?: string
+}
+
+/** Paths and query values longer than this are cut: an entry stays small whatever a client sends. */
+export const MAX_RECORDED_CHARS = 2048
+
+/** A fixed-size ring of a company's latest entries. */
+class Ring {
+  readonly #entries: JournalEntry[] = []
+  readonly #capacity: number
+  #next = 0
+
+  constructor(capacity: number) {
+    this.#capacity = capacity
+  }
+
+  push(entry: JournalEntry): void {
+    if (this.#entries.length < this.#capacity) this.#entries.push(entry)
+    else this.#entries[this.#next] = entry
+    this.#next = (this.#next + 1) % this.#capacity
+  }
+
+  /** Newest first. */
+  newestFirst(): JournalEntry[] {
+    const older = this.#entries.slice(this.#next)
+    const newer = this.#entries.slice(0, this.#next)
+    return [...older, ...newer].toReversed()
+  }
+}
+
+export class RequestJournal {
+  readonly #capacity: number
+  readonly #byCompany = new Map<string, Ring>()
+
+  /** `capacity`: how many entries each company keeps (0: the journal keeps nothing). */
+  constructor(capacity: number) {
+    this.#capacity = capacity
+  }
+
+  record(companyId: string, entry: JournalEntry): void {
+    if (this.#capacity === 0) return
+    let ring = this.#byCompany.get(companyId)
+    if (!ring) {
+      ring = new Ring(this.#capacity)
+      this.#byCompany.set(companyId, ring)
+    }
+    ring.push({ ...entry, path: entry.path.slice(0, MAX_RECORDED_CHARS) })
+  }
+
+  /** The company's entries, newest first, that pass every filter given. */
+  list(companyId: string, filter: JournalFilter = {}): JournalEntry[] {
+    const method = filter.method?.toUpperCase()
+    return (this.#byCompany.get(companyId)?.newestFirst() ?? []).filter(
+      (entry) =>
+        (method === undefined || entry.method === method) &&
+        (filter.path_prefix === undefined || entry.path.startsWith(filter.path_prefix)) &&
+        (filter.status === undefined || entry.status === filter.status) &&
+        (filter.since === undefined || entry.at >= filter.since),
+    )
+  }
+
+  clear(companyId: string): void {
+    this.#byCompany.delete(companyId)
+  }
+
+  clearAll(): void {
+    this.#byCompany.clear()
+  }
+}
