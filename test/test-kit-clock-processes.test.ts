@@ -1,0 +1,67 @@
+import { rmSync } from 'node:fs'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { KIT_ADMIN_TOKEN, KIT_DEMO_KEY, until } from './helpers/kit-server.ts'
+import { runCliAsync, type ServerProcess, startServerProcess, tempDataDir } from './helpers/process.ts'
+import { call } from './helpers/server.ts'
+
+/**
+ * The controlled clock across processes sharing one store: an API instance (`--role api`), a server whose import
+ * worker runs in its thread, and the CLI. The offset is in the store and every request reads it first, so a move
+ * answered by one process is seen by every request that any process receives after that answer.
+ */
+describe('the controlled clock, across processes', () => {
+  const dataDir = tempDataDir()
+  const env = { DATA_DIR: dataDir, CLOCK: 'controlled', ADMIN_TOKEN: KIT_ADMIN_TOKEN, IMPORT_POLL_MS: '50' }
+  let api: ServerProcess
+  let full: ServerProcess
+  let apiUrl: string
+  let fullUrl: string
+
+  beforeAll(async () => {
+    full = startServerProcess({ ...env, DEMO: 'on', DEMO_API_KEY: KIT_DEMO_KEY, IMPORT_WORKER: 'thread' })
+    fullUrl = (await full.waitFor(/listening on (http:\S+)/))[1]
+    api = startServerProcess({ ...env, DEMO: 'off' }, ['serve', '--role', 'api'])
+    apiUrl = (await api.waitFor(/listening on (http:\S+)/))[1]
+  }, 60_000)
+
+  afterAll(async () => {
+    await api?.stop()
+    await full?.stop()
+    rmSync(dataDir, { recursive: true, force: true })
+  })
+
+  const admin = (url: string, path: string, body?: unknown) =>
+    call(url + path, { method: body === undefined ? 'GET' : 'POST', body, headers: { authorization: `Bearer ${KIT_ADMIN_TOKEN}` } })
+  const now = async (url: string) => Date.parse((await admin(url, '/admin/clock')).body.now)
+
+  it('is moved by one process and seen at once by the others', async () => {
+    expect(Math.abs((await now(apiUrl)) - (await now(fullUrl)))).toBeLessThan(2000)
+    for (let round = 0; round < 5; round++) {
+      const [from, to] = round % 2 === 0 ? [apiUrl, fullUrl] : [fullUrl, apiUrl]
+      const moved = Date.parse((await admin(from, '/admin/clock', { advance_ms: 3_600_000 })).body.now)
+      // The next request, to the other process, already tells the moved time.
+      expect(await now(to)).toBeGreaterThanOrEqual(moved)
+    }
+    const cli = await runCliAsync(['clock', 'advance', '86400000', '--json'], env)
+    expect(cli.code, cli.stderr).toBe(0)
+    const movedByCli = Date.parse(JSON.parse(cli.stdout).now)
+    expect(movedByCli - Date.now()).toBeGreaterThanOrEqual(5 * 3_600_000 + 86_400_000 - 2000)
+    expect(await now(apiUrl)).toBeGreaterThanOrEqual(movedByCli)
+    expect(await now(fullUrl)).toBeGreaterThanOrEqual(movedByCli)
+  })
+
+  it('closes a debounce window received by one process for the worker thread of another', async () => {
+    const before = await now(apiUrl)
+    const upsert = await call(`${apiUrl}/v1/users/bulk?debounce=300`, { method: 'PUT', key: KIT_DEMO_KEY, body: { data: [{ email: 'across@demo.example' }] } })
+    expect(upsert.status).toBe(200)
+    const read = async () => (await call(`${apiUrl}/v1/imports/${upsert.body.import_id}`, { key: KIT_DEMO_KEY })).body.data_import
+    const scheduled = await read()
+    expect(scheduled.status).toBe('scheduled')
+    expect(Date.parse(scheduled.created_at)).toBeGreaterThanOrEqual(before)
+
+    await admin(fullUrl, '/admin/clock', { advance_ms: 300_000 })
+    const done = await until(read, (data) => data.status === 'finished')
+    expect(done).toMatchObject({ status: 'finished', error: false })
+    expect(Date.parse(done.finished_at) - Date.parse(done.created_at)).toBeGreaterThanOrEqual(300_000)
+  })
+})
