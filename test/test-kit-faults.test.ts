@@ -1,0 +1,180 @@
+import { request } from 'undici'
+import { afterEach, describe, expect, it } from 'vitest'
+import { CommissionClient } from '../src/client/index.ts'
+import { smallFixture } from './helpers/fixtures.ts'
+import { type KitServer, startKitServer } from './helpers/kit-server.ts'
+
+/** Fault scenarios (`/admin/companies/{id}/faults`) over HTTP: what each does, when it fires, what it never touches. */
+
+let server: KitServer
+afterEach(() => server?.close())
+
+const faults = () => `/admin/companies/${server.demoId}/faults`
+const setFault = (body: Record<string, unknown>, companyId = server.demoId) =>
+  server.admin(`/admin/companies/${companyId}/faults`, { method: 'POST', body })
+
+describe('faults', () => {
+  it('answers a status on the next N matching requests only, and counts each firing', async () => {
+    server = await startKitServer()
+    const structures = (await server.api('/v2/data-structures')).body.data
+    const statements = structures.find((structure: { type: string }) => structure.type === 'statement_reporting').id
+    const created = await setFault({ method: 'get', path: '/v2/reporting/*/statements', status: 503, times: 2 })
+    expect(created.status).toBe(201)
+    expect(created.body).toMatchObject({ method: 'GET', path: '/v2/reporting/*/statements', status: 503, times: 2, fired: 0, drop: false, delay_ms: null })
+
+    const first = await server.api(`/v2/reporting/${statements}/statements?limit=1`)
+    expect(first.status).toBe(503)
+    expect(first.body).toEqual({ message: expect.stringContaining(created.body.id), type: 'ServiceUnavailableError' })
+    // Another path, another method, and the same path once the fault has fired its two times: not touched.
+    expect((await server.api('/v2/data-structures')).status).toBe(200)
+    expect((await server.api(`/v2/reporting/${statements}/statements?limit=1`)).status).toBe(503)
+    expect((await server.api(`/v2/reporting/${statements}/statements?limit=1`)).status).toBe(200)
+    expect((await server.admin(faults())).body).toEqual({ count: 1, data: [{ ...created.body, fired: 2 }] })
+
+    const metrics = (await server.call('/metrics')).text
+    expect(metrics).toMatch(/commission_api_faults_fired_total\{effect="503"\} 2/)
+  })
+
+  it('answers each status with the body the specification gives it; 429 with Retry-After and the rate-limit headers', async () => {
+    server = await startKitServer()
+    const bodies: Record<number, unknown> = {
+      400: { count: 1, errors: [{ error: 'ValidationError', resource: 'request', description: expect.any(String) }] },
+      401: { message: expect.any(String), type: 'UnauthorizedError' },
+      403: { message: expect.any(String), type: 'ForbiddenError', error: 'ForbiddenError' },
+      404: { message: expect.any(String), resource: 'route', type: 'NotFoundError' },
+      429: { message: expect.any(String), type: 'TooManyRequestsError' },
+      500: { message: 'Internal server error', type: 'InternalServerError' },
+      503: { message: expect.any(String), type: 'ServiceUnavailableError' },
+    }
+    for (const [status, body] of Object.entries(bodies)) {
+      await setFault({ method: 'PUT', path: '/v1/users/bulk', status: Number(status), times: 1, ...(status === '429' ? { retry_after: 7 } : {}) })
+      const answer = await server.api('/v1/users/bulk', { method: 'PUT', body: { data: [{ email: 'faulted@demo.example' }] } })
+      expect(answer.status, status).toBe(Number(status))
+      expect(answer.body, status).toEqual(body)
+      if (status === '429') {
+        expect(answer.headers['retry-after']).toBe('7')
+        expect(answer.headers['ratelimit-limit']).toBe('80')
+        expect(answer.headers['ratelimit-remaining']).toBe('0')
+        expect(answer.headers['ratelimit-reset']).toBe('7')
+      }
+    }
+    // None of the faulted upserts was taken: nothing was stored.
+    expect((await server.admin(`/admin/companies/${server.demoId}/imports`)).body.count).toBe(0)
+    const metrics = (await server.call('/metrics')).text
+    // An injected 429 is the fault's, not the rate limit's.
+    expect(metrics).toMatch(/commission_api_faults_fired_total\{effect="429"\} 1/)
+    expect(metrics).toMatch(/commission_api_rate_limited_total 0/)
+  })
+
+  it('lets a client that waits out Retry-After get through after injected 429s', async () => {
+    server = await startKitServer()
+    await setFault({ method: 'GET', path: '/v2/data-structures', status: 429, times: 2, retry_after: 1 })
+    const client = new CommissionClient({ baseUrl: server.url, apiKey: server.running.app.config.demoApiKey! })
+    const started = Date.now()
+    const { data } = await client.listDataStructures()
+    const waited = Date.now() - started
+    await client.close()
+    expect(data.length).toBeGreaterThan(0)
+    // It waited the second each 429 asked for, twice, before the third request went through.
+    expect(waited).toBeGreaterThanOrEqual(2000)
+    const journal = (await server.admin(`/admin/companies/${server.demoId}/requests?path_prefix=/v2/data-structures`)).body.data
+    expect(journal.map((entry: { status: number }) => entry.status)).toEqual([200, 429, 429])
+    expect(Date.parse(journal[0].at) - Date.parse(journal[1].at)).toBeGreaterThanOrEqual(900)
+  })
+
+  it('waits a fixed delay, or one drawn up to delay_max_ms, before answering as usual', async () => {
+    server = await startKitServer()
+    await setFault({ method: 'GET', path: '/v1/users', delay_ms: 300, times: 1 })
+    let started = Date.now()
+    expect((await server.api('/v1/users?limit=1')).status).toBe(200)
+    expect(Date.now() - started).toBeGreaterThanOrEqual(300)
+
+    await setFault({ method: 'GET', path: '/v1/users', delay_ms: 100, delay_max_ms: 250, times: 3, seed: 7 })
+    for (let index = 0; index < 3; index++) {
+      started = Date.now()
+      expect((await server.api('/v1/users?limit=1')).status).toBe(200)
+      expect(Date.now() - started).toBeGreaterThanOrEqual(100)
+    }
+    const journal = (await server.admin(`/admin/companies/${server.demoId}/requests`)).body.data
+    for (const entry of journal) expect(entry.duration_ms).toBeGreaterThanOrEqual(100)
+    expect((await server.call('/metrics')).text).toMatch(/commission_api_faults_fired_total\{effect="delay"\} 4/)
+  })
+
+  it('drops the connection without an answer', async () => {
+    server = await startKitServer()
+    const fault = await setFault({ method: 'POST', path: '/v1/tables/*/records/bulk', drop: true })
+    await expect(
+      request(`${server.url}/v1/tables/deals/records/bulk`, {
+        method: 'POST',
+        headers: { 'x-api-key': server.running.app.config.demoApiKey!, 'content-type': 'application/json' },
+        body: JSON.stringify([{ id: 'D-DROP' }]),
+      }),
+    ).rejects.toThrow(/other side closed|socket|ECONNRESET/i)
+    const [entry] = (await server.admin(`/admin/companies/${server.demoId}/requests`)).body.data
+    expect(entry).toMatchObject({ method: 'POST', path: '/v1/tables/deals/records/bulk', status: null, fault_id: fault.body.id, import_id: null })
+    expect((await server.admin(`/admin/companies/${server.demoId}/imports`)).body.count).toBe(0)
+  })
+
+  it('fires on a seeded share of the matching requests: the same seed, the same requests', async () => {
+    server = await startKitServer()
+    const other = await server.admin('/admin/companies', { method: 'POST', body: smallFixture('Other') })
+    const pattern = async (companyId: string, key: string) => {
+      await setFault({ method: 'GET', path: '/v1/users', status: 503, probability: 0.5, seed: 42 }, companyId)
+      const statuses: number[] = []
+      for (let index = 0; index < 20; index++) statuses.push((await server.call('/v1/users?limit=0', { key })).status)
+      return statuses
+    }
+    const demo = await pattern(server.demoId, server.running.app.config.demoApiKey!)
+    const again = await pattern(other.body.company_id, other.body.api_key)
+    expect(again).toEqual(demo)
+    const fired = demo.filter((status) => status === 503).length
+    expect(fired).toBeGreaterThan(0)
+    expect(fired).toBeLessThan(20)
+    expect((await server.admin(faults())).body.data[0].fired).toBe(fired)
+  })
+
+  it("touches only its company's v1 and v2 requests: never admin, health, metrics or documentation routes", async () => {
+    server = await startKitServer()
+    const other = await server.admin('/admin/companies', { method: 'POST', body: smallFixture('Other') })
+    expect((await setFault({ method: '*', path: '/*/*', status: 503 })).status).toBe(201)
+    expect((await server.api('/v1/users')).status).toBe(503)
+    expect((await server.call('/v1/users', { key: other.body.api_key })).status).toBe(200)
+    for (const path of ['/health/live', '/health/ready', '/metrics', '/openapi.json']) expect((await server.call(path)).status, path).toBe(200)
+    expect((await server.admin('/admin/clock')).status).toBe(200)
+    expect((await server.admin(faults())).status).toBe(200)
+    for (const path of ['/admin/clock', '/health/live', '/metrics', 'v1/users', '/v1/users?limit=1']) {
+      const refused = await setFault({ method: 'GET', path, status: 503 })
+      expect(refused.status, path).toBe(400)
+      expect(refused.body.errors[0].resource, path).toBe('path')
+    }
+  })
+
+  it('refuses a fault it could not apply, and clears one fault or all of them', async () => {
+    server = await startKitServer()
+    const refusals: [Record<string, unknown>, string][] = [
+      [{ method: 'GET', path: '/v1/users' }, 'status'],
+      [{ method: 'GET', path: '/v1/users', status: 503, drop: true }, 'drop'],
+      [{ method: 'GET', path: '/v1/users', delay_ms: 500, delay_max_ms: 100 }, 'delay_max_ms'],
+      [{ method: 'GET', path: '/v1/users', status: 418 }, 'status'],
+      [{ method: 'GET', path: '/v1/users', status: 503, retry_after: 5 }, 'retry_after'],
+      [{ method: 'FETCH', path: '/v1/users', status: 503 }, 'method'],
+      [{ method: 'GET', path: '/v1/users', status: 503, probability: 0 }, 'probability'],
+      [{ method: 'GET', path: '/v1/users', status: 503, colour: 'red' }, 'colour'],
+    ]
+    for (const [body, resource] of refusals) {
+      const refused = await setFault(body)
+      expect(refused.status, JSON.stringify(body)).toBe(400)
+      expect(refused.body.errors.map((error: { resource: string }) => error.resource), JSON.stringify(body)).toContain(resource)
+    }
+    const one = await setFault({ method: 'GET', path: '/v1/users', status: 503 })
+    const two = await setFault({ method: 'GET', path: '/v2/data-structures', status: 500 })
+    expect((await server.admin(`${faults()}/${one.body.id}`, { method: 'DELETE' })).status).toBe(204)
+    expect((await server.admin(`${faults()}/${one.body.id}`, { method: 'DELETE' })).body).toMatchObject({ resource: 'fault', type: 'NotFoundError' })
+    expect((await server.api('/v1/users?limit=0')).status).toBe(200)
+    expect((await server.admin(faults())).body.data.map((fault: { id: string }) => fault.id)).toEqual([two.body.id])
+    expect((await server.admin(faults(), { method: 'DELETE' })).status).toBe(204)
+    expect((await server.admin(faults())).body).toEqual({ count: 0, data: [] })
+    expect((await server.api('/v2/data-structures')).status).toBe(200)
+    expect((await server.admin('/admin/companies/0123456789abcdef01234567/faults')).status).toBe(404)
+  })
+})

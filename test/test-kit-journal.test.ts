@@ -1,0 +1,91 @@
+import { afterEach, describe, expect, it } from 'vitest'
+import { smallFixture } from './helpers/fixtures.ts'
+import { KIT_DEMO_KEY, type KitServer, startKitServer } from './helpers/kit-server.ts'
+
+/** The request journal (`/admin/companies/{id}/requests`): what a test asserts its client sent, as WireMock's verify. */
+
+let server: KitServer
+afterEach(() => server?.close())
+
+const journal = (query = '') => server.admin(`/admin/companies/${server.demoId}/requests${query}`)
+
+describe('the request journal', () => {
+  it("keeps each request of the company, newest first: method, path, query, status, duration, request id, import, fault, time", async () => {
+    server = await startKitServer()
+    const clock = Date.parse((await server.admin('/admin/clock', { method: 'POST', body: { advance_ms: 86_400_000 } })).body.now)
+    await server.api('/v1/users?limit=2&offset=1', { headers: { 'x-request-id': 'first-call' } })
+    const upsert = await server.api('/v1/users/bulk?debounce=60', { method: 'PUT', body: { data: [{ email: 'journal@demo.example' }] } })
+    const fault = await server.admin(`/admin/companies/${server.demoId}/faults`, { method: 'POST', body: { method: 'GET', path: '/v2/data-structures', status: 503, times: 1 } })
+    await server.api('/v2/data-structures?tag=a&tag=b')
+    await server.api('/v1/tables/unknown/records')
+    // Not the company's: without a key, with another key, and the admin routes.
+    await server.call('/v1/users')
+    const other = await server.admin('/admin/companies', { method: 'POST', body: smallFixture('Other') })
+    await server.call('/v1/users', { key: other.body.api_key })
+
+    const listed = await journal()
+    expect(listed.status).toBe(200)
+    expect(listed.body.count).toBe(4)
+    const [notFound, faulted, upserted, read] = listed.body.data
+    expect(read).toEqual({
+      method: 'GET',
+      path: '/v1/users',
+      query: { limit: '2', offset: '1' },
+      status: 200,
+      duration_ms: expect.any(Number),
+      request_id: 'first-call',
+      import_id: null,
+      fault_id: null,
+      at: expect.any(String),
+    })
+    expect(Date.parse(read.at)).toBeGreaterThanOrEqual(clock - 1000)
+    expect(upserted).toMatchObject({ method: 'PUT', path: '/v1/users/bulk', query: { debounce: '60' }, status: 200, import_id: upsert.body.import_id, fault_id: null })
+    expect(faulted).toMatchObject({ method: 'GET', path: '/v2/data-structures', query: { tag: ['a', 'b'] }, status: 503, fault_id: fault.body.id })
+    expect(notFound).toMatchObject({ path: '/v1/tables/unknown/records', status: 404 })
+    expect((await server.admin(`/admin/companies/${other.body.company_id}/requests`)).body.count).toBe(1)
+  })
+
+  it('filters by method, path prefix, status and time', async () => {
+    server = await startKitServer()
+    await server.api('/v1/users?limit=0')
+    await server.api('/v1/users/bulk', { method: 'PUT', body: { data: [{ email: 'a@demo.example' }] } })
+    const later = (await server.admin('/admin/clock', { method: 'POST', body: { advance_ms: 60_000 } })).body.now
+    await server.api('/v2/data-structures')
+    await server.api('/v1/tables/unknown/records')
+    const paths = async (query: string) => (await journal(query)).body.data.map((entry: { path: string }) => entry.path)
+    expect(await paths('?method=put')).toEqual(['/v1/users/bulk'])
+    expect(await paths('?path_prefix=/v1/')).toEqual(['/v1/tables/unknown/records', '/v1/users/bulk', '/v1/users'])
+    expect(await paths('?status=404')).toEqual(['/v1/tables/unknown/records'])
+    expect(await paths(`?since=${encodeURIComponent(later)}`)).toEqual(['/v1/tables/unknown/records', '/v2/data-structures'])
+    expect(await paths(`?since=${encodeURIComponent(later)}&method=GET&path_prefix=/v2`)).toEqual(['/v2/data-structures'])
+    const bad = await journal('?since=yesterday')
+    expect(bad.status).toBe(400)
+    expect(bad.body.errors[0].resource).toBe('since')
+  })
+
+  it('never keeps an API key, wherever the client put it', async () => {
+    server = await startKitServer()
+    await server.api(`/v1/users?api_key=${KIT_DEMO_KEY}&key=${encodeURIComponent(`x${KIT_DEMO_KEY}y`)}&other=cak_abcdefghijklmnopqrstuvwxyz&plain=kept`)
+    const text = (await journal()).text
+    expect(text).not.toContain(KIT_DEMO_KEY)
+    expect(text).not.toContain('cak_abcdefghijklmnop')
+    expect((await journal()).body.data[0].query).toEqual({ api_key: '[Redacted]', key: '[Redacted]', other: '[Redacted]', plain: 'kept' })
+  })
+
+  it('keeps the last REQUEST_JOURNAL_SIZE requests of each company, and is cleared on demand', async () => {
+    server = await startKitServer({ REQUEST_JOURNAL_SIZE: '3' })
+    for (let offset = 0; offset < 5; offset++) await server.api(`/v1/users?limit=1&offset=${offset}`)
+    expect((await journal()).body.data.map((entry: { query: { offset: string } }) => entry.query.offset)).toEqual(['4', '3', '2'])
+    expect((await server.admin(`/admin/companies/${server.demoId}/requests`, { method: 'DELETE' })).status).toBe(204)
+    expect((await journal()).body).toEqual({ count: 0, data: [] })
+    await server.api('/v1/users?limit=0')
+    expect((await journal()).body.count).toBe(1)
+    expect((await server.admin('/admin/companies/0123456789abcdef01234567/requests')).status).toBe(404)
+  })
+
+  it('keeps nothing with REQUEST_JOURNAL_SIZE=0', async () => {
+    server = await startKitServer({ REQUEST_JOURNAL_SIZE: '0' })
+    await server.api('/v1/users?limit=0')
+    expect((await journal()).body).toEqual({ count: 0, data: [] })
+  })
+})
