@@ -1,0 +1,145 @@
+import { rmSync } from 'node:fs'
+import { afterEach, describe, expect, it } from 'vitest'
+import { smallFixture } from './helpers/fixtures.ts'
+import { KIT_DEMO_KEY, type KitServer, startKitServer } from './helpers/kit-server.ts'
+import { hashApiKey } from '../src/auth/api-keys.ts'
+import { runCliAsync, tempDataDir } from './helpers/process.ts'
+import { openRunStore } from './helpers/test-store.ts'
+import { aCompany } from './store/builders.ts'
+
+/** Reset (`POST /admin/companies/{id}/reset`, `POST /admin/reset`, the CLI's `reset`): back to the fixture, same ids and keys. */
+
+let server: KitServer
+afterEach(() => server?.close())
+
+/** Everything a client can read of a company, ids included, through v1, v2 and the admin inventory. */
+async function everything(key: string, companyId: string) {
+  const read = async (path: string) => {
+    const answer = await server.call(path, { key })
+    expect(answer.status, path).toBe(200)
+    return answer.body
+  }
+  const structures = (await read('/v2/data-structures')).data as { id: string; type: string; links: { fields: string; records: string } }[]
+  const rows: Record<string, unknown> = {}
+  for (const structure of structures) {
+    const path = new URL(structure.links.records).pathname
+    rows[structure.id] = { fields: await read(new URL(structure.links.fields).pathname), rows: (await read(`${path}?limit=2000`)).data }
+  }
+  const tables = (await server.admin(`/admin/companies/${companyId}`)).body.structures.filter((item: { type: string; environment: string }) => item.type === 'data_table' && item.environment === 'live')
+  const records: Record<string, unknown> = {}
+  for (const table of tables) records[table.key] = (await read(`/v1/tables/${table.key}/records`)).data
+  return {
+    structures,
+    rows,
+    records,
+    users: (await read('/v1/users')).data,
+    reporting: (await read('/v1/reporting?limit=2000')).data,
+    inventory: (await server.admin(`/admin/companies/${companyId}`)).body,
+    plans: (await server.admin(`/admin/companies/${companyId}/plans`)).body,
+  }
+}
+
+/** Changes a little of everything a company holds, the way a connector's test would. */
+async function change(key: string, companyId: string, table: string, record: Record<string, unknown>) {
+  const write = (path: string, method: 'PUT' | 'POST' | 'DELETE', body: unknown) => server.call(path, { key, method, body })
+  expect((await write('/v1/users/bulk', 'PUT', { data: [{ email: 'newcomer@reset.example', name: 'Newcomer' }] })).status).toBe(200)
+  expect((await write(`/v1/tables/${table}/records/bulk`, 'POST', [record])).status).toBe(200)
+  expect((await server.admin(`/admin/companies/${companyId}/imports/drain`, { method: 'POST' })).body.data.every((data: { error: boolean }) => !data.error)).toBe(true)
+  const statements = (await server.call('/v1/reporting?limit=1', { key })).body.data
+  if (statements.length > 0) {
+    expect((await server.admin(`/admin/companies/${companyId}/statements/${statements[0].id}`, { method: 'PATCH', body: { payment: 1, status: 'paid' } })).status).toBe(200)
+  }
+  const newKey = await server.admin(`/admin/companies/${companyId}/api-keys`, { method: 'POST', body: {} })
+  expect(newKey.status).toBe(201)
+  return newKey.body.api_key as string
+}
+
+describe('reset', () => {
+  it('puts the demo company back to its fixture: the same ids, rows and keys, nothing written since', async () => {
+    server = await startKitServer()
+    const original = await everything(KIT_DEMO_KEY, server.demoId)
+    const [deal] = (await server.api('/v1/tables/deals/records?limit=1')).body.data
+    const later = await change(KIT_DEMO_KEY, server.demoId, 'deals', { ...deal, amount: 123_456 })
+    await server.api('/v1/users/archive/bulk', { method: 'DELETE', body: { data: [{ user: original.users[1].email }] } })
+    await server.admin('/admin/clock', { method: 'POST', body: { advance_ms: 30 * 86_400_000 } })
+    expect(await everything(KIT_DEMO_KEY, server.demoId)).not.toEqual(original)
+
+    // How long it takes: `npm run bench:reset` (docs/performance.md).
+    const reset = await server.admin(`/admin/companies/${server.demoId}/reset`, { method: 'POST' })
+    expect(reset.status).toBe(200)
+    expect(reset.body).toEqual({ id: server.demoId, name: original.inventory.company.name, reset: true })
+
+    expect(await everything(KIT_DEMO_KEY, server.demoId)).toEqual(original)
+    // The key made after the load is gone with everything else written since; the fixture's key still works.
+    expect((await server.call('/v1/users?limit=0', { key: later })).status).toBe(401)
+    expect((await server.admin(`/admin/companies/${server.demoId}/imports`)).body.count).toBe(0)
+    // Rows keep the load's modification times: nothing is newer than the load.
+    const statements = original.structures.find((structure) => structure.type === 'statement_reporting')!
+    const since = new Date(Date.now() - 60_000).toISOString()
+    expect((await server.api(`/v2/reporting/${statements.id}/statements?last_modified_after=${since}`)).body.data).toEqual([])
+
+    // Reset twice gives the same company again.
+    expect((await server.admin(`/admin/companies/${server.demoId}/reset`, { method: 'POST' })).status).toBe(200)
+    expect(await everything(KIT_DEMO_KEY, server.demoId)).toEqual(original)
+  })
+
+  it('resets every company at once, and clears every journal and fault', async () => {
+    server = await startKitServer()
+    const other = await server.admin('/admin/companies', { method: 'POST', body: smallFixture('Other') })
+    const { company_id: otherId, api_key: otherKey } = other.body as { company_id: string; api_key: string }
+    // A company created before companies kept their fixture: left as it is.
+    const older = aCompany({ name: 'Older' })
+    await server.running.store.companies.insert(older)
+    const originals = [await everything(KIT_DEMO_KEY, server.demoId), await everything(otherKey, otherId)]
+
+    await change(KIT_DEMO_KEY, server.demoId, 'deals', { id: 'D-NEW', name: 'New deal' })
+    await change(otherKey, otherId, 'deals', { deal_id: 'D-NEW', deal_name: 'New deal' })
+    await server.admin(`/admin/companies/${server.demoId}/faults`, { method: 'POST', body: { method: 'GET', path: '/v1/users', status: 503 } })
+    await server.admin(`/admin/companies/${otherId}/faults`, { method: 'POST', body: { method: 'GET', path: '/v1/users', status: 503 } })
+    expect((await server.admin(`/admin/companies/${otherId}/requests`)).body.count).toBeGreaterThan(0)
+
+    const reset = await server.admin('/admin/reset', { method: 'POST' })
+    expect(reset.status).toBe(200)
+    expect(reset.body.data).toEqual(
+      expect.arrayContaining([
+        { id: server.demoId, name: expect.any(String), reset: true },
+        { id: otherId, name: 'Other', reset: true },
+        { id: older.id, name: 'Older', reset: false },
+      ]),
+    )
+    expect((await server.admin(`/admin/companies/${otherId}/faults`)).body.count).toBe(0)
+    expect((await server.admin(`/admin/companies/${otherId}/requests`)).body.count).toBe(0)
+    expect([await everything(KIT_DEMO_KEY, server.demoId), await everything(otherKey, otherId)]).toEqual(originals)
+
+    const refused = await server.admin(`/admin/companies/${older.id}/reset`, { method: 'POST' })
+    expect(refused.status).toBe(400)
+    expect(refused.body.errors).toEqual([expect.objectContaining({ error: 'ConflictError', resource: 'company' })])
+    expect((await server.admin('/admin/companies/0123456789abcdef01234567/reset', { method: 'POST' })).body).toMatchObject({ resource: 'company', type: 'NotFoundError' })
+    expect((await server.call('/admin/reset', { method: 'POST' })).status).toBe(401)
+  })
+})
+
+describe('reset in the CLI', () => {
+  it('puts a company, or every company, back to its fixture', async () => {
+    const dataDir = tempDataDir()
+    const env = { DATA_DIR: dataDir }
+    const demo = JSON.parse((await runCliAsync(['demo', '--users', '5', '--months', '2', '--deals', '10', '--json'], env)).stdout)
+    const keys = await runCliAsync(['keys', 'create', '--company', demo.company_id, '--json'], env)
+    const later = JSON.parse(keys.stdout).api_key as string
+
+    const one = await runCliAsync(['reset', '--company', demo.company_id, '--json'], env)
+    expect(one.code, one.stderr).toBe(0)
+    expect(JSON.parse(one.stdout)).toEqual([{ id: demo.company_id, name: expect.any(String), reset: true }])
+    const all = await runCliAsync(['reset'], env)
+    expect(all.code, all.stderr).toBe(0)
+    expect(all.stdout).toContain(`${demo.company_id}`)
+    expect(all.stdout).toContain(': reset')
+
+    // The key created after the load is gone; the demo's is kept.
+    const store = await openRunStore(dataDir)
+    expect(await store.apiKeys.findByHash(hashApiKey(later))).toBeNull()
+    expect(await store.apiKeys.findByHash(hashApiKey(demo.api_key))).not.toBeNull()
+    await store.close()
+    rmSync(dataDir, { recursive: true, force: true })
+  })
+})
