@@ -41,6 +41,9 @@ describe('admin routes', () => {
     const listed = await server.call('/v2/data-structures', { key: reply.body.api_key })
     expect(listed.status).toBe(200)
     expect(listed.body.data).toHaveLength(5)
+    const companies = await server.call('/admin/companies', { headers: admin })
+    expect(companies.body.data).toContainEqual({ id: reply.body.company_id, name: 'Initech', public_api_enabled: true })
+    expect((await server.call('/admin/companies')).status).toBe(401)
   })
 
   it('reports every fixture error with its JSON path', async () => {

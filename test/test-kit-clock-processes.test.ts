@@ -4,6 +4,10 @@ import { KIT_ADMIN_TOKEN, KIT_DEMO_KEY, until } from './helpers/kit-server.ts'
 import { runCliAsync, type ServerProcess, startServerProcess, tempDataDir } from './helpers/process.ts'
 import { call } from './helpers/server.ts'
 
+const admin = (url: string, path: string, body?: unknown) =>
+  call(url + path, { method: body === undefined ? 'GET' : 'POST', body, headers: { authorization: `Bearer ${KIT_ADMIN_TOKEN}` } })
+const now = async (url: string) => Date.parse((await admin(url, '/admin/clock')).body.now)
+
 /**
  * The controlled clock across processes sharing one store: an API instance (`--role api`), a server whose import
  * worker runs in its thread, and the CLI. The offset is in the store and every request reads it first, so a move
@@ -30,9 +34,6 @@ describe('the controlled clock, across processes', () => {
     rmSync(dataDir, { recursive: true, force: true })
   })
 
-  const admin = (url: string, path: string, body?: unknown) =>
-    call(url + path, { method: body === undefined ? 'GET' : 'POST', body, headers: { authorization: `Bearer ${KIT_ADMIN_TOKEN}` } })
-  const now = async (url: string) => Date.parse((await admin(url, '/admin/clock')).body.now)
 
   it('is moved by one process and seen at once by the others', async () => {
     expect(Math.abs((await now(apiUrl)) - (await now(fullUrl)))).toBeLessThan(2000)

@@ -45,10 +45,8 @@ async function change(key: string, companyId: string, table: string, record: Rec
   expect((await write('/v1/users/bulk', 'PUT', { data: [{ email: 'newcomer@reset.example', name: 'Newcomer' }] })).status).toBe(200)
   expect((await write(`/v1/tables/${table}/records/bulk`, 'POST', [record])).status).toBe(200)
   expect((await server.admin(`/admin/companies/${companyId}/imports/drain`, { method: 'POST' })).body.data.every((data: { error: boolean }) => !data.error)).toBe(true)
-  const statements = (await server.call('/v1/reporting?limit=1', { key })).body.data
-  if (statements.length > 0) {
-    expect((await server.admin(`/admin/companies/${companyId}/statements/${statements[0].id}`, { method: 'PATCH', body: { payment: 1, status: 'paid' } })).status).toBe(200)
-  }
+  const [statement] = (await server.call('/v1/reporting?limit=1', { key })).body.data
+  expect((await server.admin(`/admin/companies/${companyId}/statements/${statement.id}`, { method: 'PATCH', body: { payment: 1, status: 'paid' } })).status).toBe(200)
   const newKey = await server.admin(`/admin/companies/${companyId}/api-keys`, { method: 'POST', body: {} })
   expect(newKey.status).toBe(201)
   return newKey.body.api_key as string

@@ -19,6 +19,7 @@ const digest = (text: string) => createHash('sha256').update(text).digest()
 const CompanyParamsSchema = Type.Object({ id: ObjectIdSchema })
 const CreatedCompanySchema = Type.Object({ company_id: Type.String(), api_key: Type.String() })
 const CreatedKeySchema = Type.Object({ api_key: Type.String() })
+const CompanySummarySchema = Type.Object({ id: Type.String(), name: Type.String(), public_api_enabled: Type.Boolean() })
 const AdminErrors = { 400: ValidationErrorBodySchema, 401: UnauthorizedBodySchema, 404: NotFoundBodySchema }
 
 /**
@@ -42,6 +43,19 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{ worker?: WorkerProbe }> = 
       const loaded = await loadFixture(app.store, app.clock, request.body)
       return reply.code(201).send({ company_id: loaded.company_id, api_key: loaded.api_keys[0] })
     },
+  )
+
+  app.get(
+    '/companies',
+    {
+      schema: {
+        summary: 'The companies of the store',
+        operationId: 'adminListCompanies',
+        description: 'Each company with its id, as the CLI\'s `companies` lists them: how a test finds the demo company\'s id.',
+        response: { 200: Type.Object({ data: Type.Array(CompanySummarySchema) }), 401: UnauthorizedBodySchema },
+      },
+    },
+    async () => ({ data: (await app.store.companies.list()).map(({ id, name, public_api_enabled }) => ({ id, name, public_api_enabled })) }),
   )
 
   app.get(
