@@ -401,8 +401,10 @@ function diffCell(context: Context, plan: Plan, cell: CellWrite, writes: Writes)
   for (const calculated of result.lines) {
     const previous = byRecord.get(calculated.record_id)
     const record = cell.records.get(calculated.record_id)
-    const line = lineOf(company.id, plan, cell.key, calculated, record ? effectiveValues(record) : (previous?.record_values ?? {}))
     if (previous) keptLineIds.add(previous.id)
+    // An unchanged record's line (most lines of a cell) is compared on what a calculation can change, first.
+    if (previous && !record && sameFigures(previous, calculated, plan)) continue
+    const line = lineOf(company.id, plan, cell.key, calculated, record ? effectiveValues(record) : (previous?.record_values ?? {}))
     if (previous && sameLine(previous, line)) continue
     const stamp = options.loading ? (record?.modified_at ?? options.now) : options.now
     savedLines.push({ ...line, id: previous?.id ?? newId(), modified_at: stamp })
@@ -490,6 +492,17 @@ function inputsStamp(cell: CellWrite, lines: readonly CommissionLine[], fallback
 function sameLine(stored: CommissionLine, calculated: Omit<CommissionLine, 'id' | 'modified_at'>): boolean {
   const { id: _id, modified_at: _modified, ...fields } = stored
   return isDeepStrictEqual(fields, calculated)
+}
+
+/** Whether a stored line states what was calculated for its record, which has not changed (so its values did not). */
+function sameFigures(stored: CommissionLine, calculated: CalculatedLine, plan: Plan): boolean {
+  return (
+    stored.commission === calculated.commission &&
+    stored.currency === calculated.currency &&
+    stored.date === calculated.date &&
+    stored.plan === plan.name &&
+    isDeepStrictEqual(stored.metrics, calculated.metrics)
+  )
 }
 
 function sameStatement(stored: Statement, calculated: Omit<Statement, 'modified_at'>): boolean {
