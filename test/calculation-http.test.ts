@@ -252,6 +252,12 @@ describe('plans and exchange rates through the admin routes', () => {
   })
 
 
+  it('shows the plans in the company inventory, with the statements each calculated', async () => {
+    const inventory = await h.admin(`/admin/companies/${h.companyId}`)
+    expect(inventory.status).toBe(200)
+    expect(inventory.body.plans).toEqual([{ id: expect.any(String), name: 'Sales plan', environment: 'live', data_table: 'deals', frequency: 'monthly', statements: 3 }])
+  })
+
   it('lists plans as defined, replaces one and recalculates, deletes one and its pending results', async () => {
     const listed = await h.admin(`/admin/companies/${h.companyId}/plans`)
     expect(listed.status).toBe(200)

@@ -32,6 +32,17 @@ export const CompanyInventorySchema = Type.Object({
   users: Type.Integer(),
   api_keys: Type.Array(Type.Object({ id: Type.String(), prefix: Type.String(), user_id: Type.String(), created_at: Type.String() })),
   structures: Type.Array(InventoryItemSchema),
+  /** The plans, with the statements each calculated. */
+  plans: Type.Array(
+    Type.Object({
+      id: Type.String(),
+      name: Type.String(),
+      environment: Type.Enum(['live', 'sandbox']),
+      data_table: Type.String({ description: 'the key of the data table it reads' }),
+      frequency: Type.String(),
+      statements: Type.Integer(),
+    }),
+  ),
 })
 export type CompanyInventory = Static<typeof CompanyInventorySchema>
 
@@ -39,12 +50,13 @@ export type CompanyInventory = Static<typeof CompanyInventorySchema>
 export async function companyInventory(store: Store, companyId: string): Promise<CompanyInventory> {
   const company = await store.companies.get(companyId)
   if (!company) throw new NotFoundError('company')
-  const [structures, quotas, tables, keys, users] = await Promise.all([
+  const [structures, quotas, tables, keys, users, plans] = await Promise.all([
     store.structures.list(companyId),
     store.quotas.list(companyId),
     store.dataTables.list(companyId),
     store.apiKeys.list(companyId),
     store.users.count(companyId),
+    store.plans.list(companyId),
   ])
   const items: InventoryItem[] = []
   for (const structure of structures) {
@@ -65,6 +77,16 @@ export async function companyInventory(store: Store, companyId: string): Promise
     users,
     api_keys: keys.map((key) => ({ id: key.id, prefix: key.prefix, user_id: key.user_id, created_at: key.created_at })),
     structures: items,
+    plans: await Promise.all(
+      plans.map(async (plan) => ({
+        id: plan.id,
+        name: plan.name,
+        environment: plan.environment,
+        data_table: tables.find((table) => table.id === plan.table_id)?.key ?? '',
+        frequency: plan.frequency,
+        statements: (await store.statements.findOfPlan(companyId, plan.id)).length,
+      })),
+    ),
   }
 }
 

@@ -1,6 +1,6 @@
 import { roundToCents, sumCents } from '../domain/money.ts'
 import { firstMonthOfPeriod, monthOfDate, monthText, periodOfMonth } from '../domain/periods.ts'
-import type { DataTableRecord, ExchangeRates, Money, Plan, PlanFilter, PlanTier, Quota, User } from '../store/model.ts'
+import type { DataTableRecord, ExchangeRates, Money, Plan, PlanFilter, PlanTier, Quota, Statement, User } from '../store/model.ts'
 import { convert } from './exchange-rates.ts'
 
 /**
@@ -157,22 +157,14 @@ export interface CalculatedLine {
   metrics: Record<string, unknown>
 }
 
-/** A statement as calculated: the result of one cell. */
-export interface CalculatedStatement {
-  user_id: string
-  period: string
-  /** YYYY-MM-DD: the first day of the period. */
-  date: string
-  plan: string
-  currency: string
-  /** The sum of the lines' commissions; null when a record of the cell could not be converted. */
-  payment: number | null
-  target: number | null
-  target_achievement: number | null
-  on_target_earning: number | null
-  achievement: number | null
-  metrics: Record<string, unknown>
-}
+/**
+ * A statement as calculated: the result of one cell, dated on the first day of its period. Its `payment` is the
+ * sum of the lines' commissions, null when a record of the cell could not be converted.
+ */
+export type CalculatedStatement = Pick<
+  Statement,
+  'user_id' | 'date' | 'plan' | 'currency' | 'payment' | 'target' | 'target_achievement' | 'on_target_earning' | 'achievement' | 'metrics'
+> & { period: string }
 
 export interface CellResult {
   /** Null when the cell holds neither a record nor a target: there is nothing to state. */

@@ -1,7 +1,7 @@
 import { isDeepStrictEqual } from 'node:util'
 import { newId } from '../ids.ts'
 import type { CommissionLine, Company, DataTableRecord, Money, Plan, Quota, Statement, StatementStatus } from '../store/model.ts'
-import type { CalculationCell, Store } from '../store/port.ts'
+import type { CalculationCell, LineFigures, LineRepricing, Store } from '../store/port.ts'
 import { renderStatementRows } from '../v2/statement-texts.ts'
 import {
   type CalculatedLine,
@@ -125,9 +125,11 @@ export async function recalculate(tx: Store, companyId: string, changes: Calcula
     options,
     summary,
     written: [],
+    linesOfChangedRecords: [],
   }
   const changedRecordIds = [...(changes.records?.values() ?? [])].flatMap((ids) => [...ids])
-  const linesOfChangedRecords = changedRecordIds.length > 0 ? await tx.commissionLines.findByRecords(companyId, changedRecordIds) : []
+  if (changedRecordIds.length > 0) context.linesOfChangedRecords = await tx.commissionLines.findByRecords(companyId, changedRecordIds)
+  const { linesOfChangedRecords } = context
 
   for (const plan of plans) {
     if (changes.everything || changes.plans?.has(plan.id) || changes.tables?.has(plan.table_id)) {
@@ -162,6 +164,8 @@ interface Context {
   summary: RecalculationSummary
   /** Statements written, to render their v2 rows again. */
   written: Statement[]
+  /** The calculated lines of the records the change wrote or deleted, as stored before. */
+  linesOfChangedRecords: readonly CommissionLine[]
 }
 
 async function allUsers(tx: Store, companyId: string): Promise<UserDirectory> {
@@ -232,11 +236,14 @@ async function recalculateCells(context: Context, plan: Plan, scope: Scope, chan
   const table = await tx.dataTables.get(company.id, plan.table_id)
   if (!table) return
   const cells = new Map(scope.cells)
-  const stored = { statements: new Map<string, Statement[]>(), lines: new Map<string, CommissionLine[]>() }
+  const stored = { statements: new Map<string, Statement[]>(), lines: new Map<string, LineFigures[]>() }
   const placements = new Map<string, Placement[]>()
   const placedIds = new Set<string>()
   const quota = plan.quota_id ? await tx.quotas.get(company.id, plan.quota_id) : null
   const changed = changes.records?.get(plan.table_id) ?? new Set<string>()
+  const fields = { amount: plan.amount_field, externalId: table.id_field }
+  // The whole lines of the records read again: their values are compared with what the records hold now.
+  const wholeLines = new Map(context.linesOfChangedRecords.filter((line) => line.plan_id === plan.id).map((line) => [line.id, line]))
 
   const place = (placement: Placement): CalculationCell | null => {
     placedIds.add(placement.recordId)
@@ -252,9 +259,9 @@ async function recalculateCells(context: Context, plan: Plan, scope: Scope, chan
   let pending = [...cells.values()]
   while (pending.length > 0) {
     const statements = await tx.statements.findOfPlan(company.id, plan.id, { cells: pending })
-    const lines = await tx.commissionLines.findOfPlan(company.id, plan.id, { cells: pending })
+    const lines = await tx.commissionLines.figuresOfPlan(company.id, plan.id, pending, fields)
     for (const statement of statements) push(stored.statements, cellKey(statement.user_id, statement.period ?? ''), statement)
-    for (const line of lines) push(stored.lines, cellKey(line.user_id, line.period ?? ''), line)
+    for (const line of lines) push(stored.lines, cellKey(line.user_id, line.period), line)
     const frozen = new Set(statements.filter((statement) => FROZEN.has(statement.status)).map((statement) => cellKey(statement.user_id, statement.period ?? '')))
     const unconverted = new Set(
       statements.filter((statement) => statement.payment === null && !FROZEN.has(statement.status)).map((statement) => cellKey(statement.user_id, statement.period ?? '')),
@@ -264,11 +271,14 @@ async function recalculateCells(context: Context, plan: Plan, scope: Scope, chan
     const unread: string[] = []
     for (const line of lines) {
       // A changed record is placed from what it is now (nothing, when it was deleted), never from its former line.
-      if (frozen.has(cellKey(line.user_id, line.period ?? '')) || placedIds.has(line.record_id) || changed.has(line.record_id)) continue
+      if (frozen.has(cellKey(line.user_id, line.period)) || placedIds.has(line.record_id) || changed.has(line.record_id)) continue
       if (changes.users?.has(line.user_id)) unread.push(line.record_id)
-      else place(entryOf(line, table.id_field, plan))
+      else place(entryOf(line))
     }
-    for (const record of (await tx.records.getMany(company.id, plan.table_id, unread)).values()) scope.records.set(record.id, record)
+    if (unread.length > 0) {
+      for (const record of (await tx.records.getMany(company.id, plan.table_id, unread)).values()) scope.records.set(record.id, record)
+      for (const line of await tx.commissionLines.findByRecords(company.id, unread)) if (line.plan_id === plan.id) wholeLines.set(line.id, line)
+    }
     if (unconverted.size > 0) {
       await eachRecord(tx, company.id, plan.table_id, (record) => {
         const outcome = placeRecord(plan, record, context.users, context.settings)
@@ -297,20 +307,21 @@ async function recalculateCells(context: Context, plan: Plan, scope: Scope, chan
       user && (placements.has(key) || (target && isActiveIn(plan, user, cell.period, context.settings)))
         ? calculateCell({ plan, user, period: cell.period, entries: placements.get(key) ?? [], quota, quotaValue: target?.value ?? null }, context.settings)
         : { statement: null, lines: [], problems: [] }
-    diffCell(context, plan, { key, result, statements: cellStatements, lines: stored.lines.get(key) ?? [], records: scope.records, target }, writes)
+    const cellWrite = { key, result, statements: cellStatements, lines: stored.lines.get(key) ?? [], wholeLines, records: scope.records, target }
+    diffCell(context, plan, cellWrite, writes)
   }
-  await flush(context, writes)
+  await flush(context, plan, writes)
 }
 
 /** An unchanged record's place in its cell, from its line: the values the line was calculated from are the record's. */
-function entryOf(line: CommissionLine, idField: string, plan: Plan): Placement {
+function entryOf(line: LineFigures): Placement {
   return {
     recordId: line.record_id,
-    externalId: String(line.record_values[idField] ?? ''),
+    externalId: String(line.external_id ?? ''),
     date: line.date,
-    amount: line.record_values[plan.amount_field] as Money,
+    amount: line.amount as Money,
     userId: line.user_id,
-    period: line.period ?? '',
+    period: line.period,
   }
 }
 
@@ -349,9 +360,10 @@ async function recalculatePlan(context: Context, plan: Plan): Promise<void> {
       user && cells.has(key)
         ? calculateCell({ plan, user, period: key.slice(separator + 1), entries: cells.get(key) ?? [], quota, quotaValue: target?.value ?? null }, context.settings)
         : { statement: null, lines: [], problems: [] }
-    diffCell(context, plan, { key, result, statements: cellStatements, lines: stored.lines.get(key) ?? [], records, target }, writes)
+    const lines = stored.lines.get(key) ?? []
+    diffCell(context, plan, { key, result, statements: cellStatements, lines, wholeLines: new Map(lines.map((line) => [line.id, line])), records, target }, writes)
   }
-  await flush(context, writes)
+  await flush(context, plan, writes)
 }
 
 /** The quota's values, by cell key: of some cells, or all of them. */
@@ -375,20 +387,28 @@ interface CellWrite {
   result: CellResult
   /** What the cell held: its statement (one, unless something went wrong before) and its lines. */
   statements: readonly Statement[]
-  lines: readonly CommissionLine[]
+  lines: readonly StoredFigures[]
+  /** The whole stored lines of the records in `records`, by line id. */
+  wholeLines: ReadonlyMap<string, CommissionLine>
+  /** The records placed as they are now (changed, or read again): the others are as their lines say. */
   records: ReadonlyMap<string, DataTableRecord>
   target: { value: number; modified_at: string } | null
 }
 
-/** What the cells of a plan change: written once for the whole plan, in four store calls. */
+/** What diffing a line needs of what is stored: its figures (`LineFigures`) or the whole line. */
+type StoredFigures = Pick<CommissionLine, 'id' | 'record_id' | 'date' | 'plan' | 'commission' | 'currency' | 'metrics'>
+
+/** What the cells of a plan change: written once for the whole plan, in five store calls. */
 interface Writes {
   savedLines: CommissionLine[]
+  /** New figures of lines whose records did not change: written without the records' values. */
+  repricedLines: LineRepricing[]
   goneLines: string[]
   savedStatements: Statement[]
   goneStatements: string[]
 }
 
-const noWrites = (): Writes => ({ savedLines: [], goneLines: [], savedStatements: [], goneStatements: [] })
+const noWrites = (): Writes => ({ savedLines: [], repricedLines: [], goneLines: [], savedStatements: [], goneStatements: [] })
 
 /** Adds a cell's results to the writes: the rows that changed, new ones, and what the cell no longer produces. */
 function diffCell(context: Context, plan: Plan, cell: CellWrite, writes: Writes): void {
@@ -403,9 +423,17 @@ function diffCell(context: Context, plan: Plan, cell: CellWrite, writes: Writes)
   for (const calculated of result.lines) {
     const previous = byRecord.get(calculated.record_id)
     const record = cell.records.get(calculated.record_id)
-    const line = lineOf(company.id, plan, cell.key, calculated, record ? effectiveValues(record) : (previous?.record_values ?? {}))
     if (previous) keptLineIds.add(previous.id)
-    if (previous && sameLine(previous, line)) continue
+    // An unchanged record's line (most lines of a cell): only its figures can change.
+    if (previous && !record) {
+      if (sameFigures(previous, calculated, plan)) continue
+      const { commission, currency, metrics } = calculated
+      writes.repricedLines.push({ id: previous.id, commission, currency, metrics, modified_at: options.now })
+      continue
+    }
+    const whole = previous ? cell.wholeLines.get(previous.id) : undefined
+    const line = lineOf(company.id, plan, cell.key, calculated, record ? effectiveValues(record) : (whole?.record_values ?? {}))
+    if (whole && sameLine(whole, line)) continue
     const stamp = options.loading ? (record?.modified_at ?? options.now) : options.now
     savedLines.push({ ...line, id: previous?.id ?? (options.ids ?? newId)(), modified_at: stamp })
   }
@@ -423,14 +451,15 @@ function diffCell(context: Context, plan: Plan, cell: CellWrite, writes: Writes)
   writes.savedStatements.push({ ...statement, modified_at: options.loading ? inputsStamp(cell, savedLines, options.now) : options.now })
 }
 
-async function flush(context: Context, writes: Writes): Promise<void> {
+async function flush(context: Context, plan: Plan, writes: Writes): Promise<void> {
   const { tx, company, summary } = context
   if (writes.goneLines.length > 0) await tx.commissionLines.deleteMany(company.id, writes.goneLines)
   if (writes.savedLines.length > 0) await tx.commissionLines.save(writes.savedLines)
+  if (writes.repricedLines.length > 0) await tx.commissionLines.reprice(company.id, plan.table_id, writes.repricedLines)
   if (writes.goneStatements.length > 0) await tx.statements.deleteMany(company.id, writes.goneStatements)
   if (writes.savedStatements.length > 0) await tx.statements.save(writes.savedStatements)
   for (const statement of writes.savedStatements) context.written.push(statement)
-  summary.lines_written += writes.savedLines.length
+  summary.lines_written += writes.savedLines.length + writes.repricedLines.length
   summary.lines_deleted += writes.goneLines.length
   summary.statements_written += writes.savedStatements.length
   summary.statements_deleted += writes.goneStatements.length
@@ -492,6 +521,17 @@ function inputsStamp(cell: CellWrite, lines: readonly CommissionLine[], fallback
 function sameLine(stored: CommissionLine, calculated: Omit<CommissionLine, 'id' | 'modified_at'>): boolean {
   const { id: _id, modified_at: _modified, ...fields } = stored
   return isDeepStrictEqual(fields, calculated)
+}
+
+/** Whether a stored line states what was calculated for its record, which has not changed (so its values did not). */
+function sameFigures(stored: StoredFigures, calculated: CalculatedLine, plan: Plan): boolean {
+  return (
+    stored.commission === calculated.commission &&
+    stored.currency === calculated.currency &&
+    stored.date === calculated.date &&
+    stored.plan === plan.name &&
+    isDeepStrictEqual(stored.metrics, calculated.metrics)
+  )
 }
 
 function sameStatement(stored: Statement, calculated: Omit<Statement, 'modified_at'>): boolean {

@@ -338,7 +338,31 @@ export interface CommissionLineRepository {
   findOfPlan(companyId: string, planId: string, only?: CalculationScope): Promise<CommissionLine[]>
   /** The calculated lines (of any plan) of these records (store ids). */
   findByRecords(companyId: string, recordIds: readonly string[]): Promise<CommissionLine[]>
+  /**
+   * The figures of the lines a plan calculated for some cells: what a recalculation reads of the lines of records
+   * that did not change, without the rest of their records' values (most of a line's size).
+   */
+  figuresOfPlan(companyId: string, planId: string, cells: readonly CalculationCell[], fields: LineFigureFields): Promise<LineFigures[]>
+  /** Sets new figures on calculated lines of one data table, with their modification time; unknown ids are ignored. */
+  reprice(companyId: string, tableId: string, changes: readonly LineRepricing[]): Promise<void>
 }
+
+/** The record fields whose values `figuresOfPlan` returns: the plan's amount field and the table's id field. */
+export interface LineFigureFields {
+  amount: string
+  externalId: string
+}
+
+/** A calculated line as a recalculation reads it (`figuresOfPlan`). */
+export type LineFigures = Pick<CommissionLine, 'id' | 'record_id' | 'user_id' | 'date' | 'plan' | 'commission' | 'currency' | 'metrics'> & {
+  period: string
+  /** The values of the record's amount field and id field the line was calculated from (null when absent). */
+  amount: unknown
+  external_id: unknown
+}
+
+/** New figures of a line whose record did not change. */
+export type LineRepricing = Pick<CommissionLine, 'id' | 'commission' | 'currency' | 'metrics' | 'modified_at'>
 
 export interface QuotaRepository {
   insert(quota: Quota): Promise<void>

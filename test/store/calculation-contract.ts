@@ -162,6 +162,50 @@ export function calculationContract(name: string, factory: StoreFactory): void {
       expect(await store.commissionLines.count(companyId, table.id)).toBe(2)
     })
 
+    it('reads the figures of a plan\'s lines by cell, and sets new figures on lines of a table', async () => {
+      const table = aDataTable(companyId)
+      await store.dataTables.insert(table)
+      const planId = newId()
+      const ann = newId()
+      const line = aCommissionLine(companyId, table.id, {
+        user_id: ann,
+        plan_id: planId,
+        period: '2026-03',
+        date: '2026-03-04',
+        commission: 12.5,
+        metrics: { bonus: { value: 1, currency: 'EUR' } },
+        record_values: { deal_id: 'D-7', amount: { value: 250, currency: 'USD' }, name: 'long text the figures leave out' },
+      })
+      const elsewhere = aCommissionLine(companyId, table.id, { user_id: ann, plan_id: planId, period: '2026-04' })
+      await store.commissionLines.insertMany([line, elsewhere])
+      const fields = { amount: 'amount', externalId: 'deal_id' }
+      const figures = await store.commissionLines.figuresOfPlan(companyId, planId, [{ user_id: ann, period: '2026-03' }], fields)
+      expect(figures).toStrictEqual([
+        {
+          id: line.id,
+          record_id: line.record_id,
+          user_id: ann,
+          period: '2026-03',
+          date: '2026-03-04',
+          plan: line.plan,
+          commission: 12.5,
+          currency: line.currency,
+          metrics: { bonus: { value: 1, currency: 'EUR' } },
+          amount: { value: 250, currency: 'USD' },
+          external_id: 'D-7',
+        },
+      ])
+      expect(await store.commissionLines.figuresOfPlan(companyId, planId, [{ user_id: ann, period: '2026-03' }], { amount: 'nothing', externalId: 'deal_id' })).toMatchObject([{ amount: null }])
+      expect(await store.commissionLines.figuresOfPlan(strangerId, planId, [{ user_id: ann, period: '2026-03' }], fields)).toStrictEqual([])
+
+      const figuresAfter = { commission: 20, currency: 'USD', metrics: { bonus: { value: 3, currency: 'USD' } }, modified_at: minute(30) }
+      await store.commissionLines.reprice(companyId, table.id, [{ id: line.id, ...figuresAfter }])
+      await store.commissionLines.reprice(strangerId, table.id, [{ id: elsewhere.id, commission: 99, currency: 'EUR', metrics: {}, modified_at: minute(30) }])
+      const repriced = { ...line, ...figuresAfter }
+      expect(await store.commissionLines.page(companyId, table.id, { limit: 10, modifiedAfter: { at: minute(29), inclusive: false } })).toStrictEqual([repriced])
+      expect(await store.commissionLines.findOfPlan(companyId, planId, { cells: [{ user_id: ann, period: '2026-04' }] })).toStrictEqual([elsewhere])
+    })
+
     it('finds the quota values of some cells', async () => {
       const quota = aQuota(companyId, { frequency: 'monthly' })
       await store.quotas.insert(quota)

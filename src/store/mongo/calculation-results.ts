@@ -1,6 +1,6 @@
 import type { Document } from 'bson'
 import type { CommissionLine, Plan, Statement } from '../model.ts'
-import type { CalculationScope, CommissionLineRepository, PlanRepository, StatementRepository } from '../port.ts'
+import type { CalculationScope, CommissionLineRepository, LineFigures, PlanRepository, StatementRepository } from '../port.ts'
 import { type Codec, lookupId, lookupIds } from './codec.ts'
 import { COMMISSION_LINES, PLANS, STATEMENTS } from './collections.ts'
 import { byId, inCompany } from './filters.ts'
@@ -14,7 +14,7 @@ import { atomically, call, collectionOf, findAll, findOne, inSession, type Scope
  */
 
 type StatementResults = Pick<StatementRepository, 'save' | 'deleteMany' | 'findOfPlan'>
-type LineResults = Pick<CommissionLineRepository, 'save' | 'deleteMany' | 'findOfPlan' | 'findByRecords'>
+type LineResults = Pick<CommissionLineRepository, 'save' | 'deleteMany' | 'findOfPlan' | 'findByRecords' | 'figuresOfPlan' | 'reprice'>
 
 /** The filter of a plan's results within a scope: whole cells, or every period of some users. */
 function ofPlan(companyId: string, planId: string, only: CalculationScope | undefined): Document {
@@ -48,6 +48,26 @@ export function mongoLineResults(scope: Scope): LineResults {
       lines.length === 0 ? Promise.resolve() : writeAll(scope, COMMISSION_LINES, replaceById(COMMISSION_LINES, lines[0].company_id, lines)),
     deleteMany: (companyId, ids) => deleteById(scope, COMMISSION_LINES, companyId, ids),
     findOfPlan: (companyId, planId, only) => findAll<CommissionLine>(scope, COMMISSION_LINES, ofPlan(companyId, planId, only)),
+    async figuresOfPlan(companyId, planId, cells, fields) {
+      if (cells.length === 0) return []
+      const amount = `record_values.${fields.amount}`
+      const externalId = `record_values.${fields.externalId}`
+      const projection = { record_id: 1, user_id: 1, period: 1, date: 1, plan: 1, commission: 1, currency: 1, metrics: 1, [amount]: 1, [externalId]: 1 }
+      const lines = await findAll<CommissionLine>(scope, COMMISSION_LINES, ofPlan(companyId, planId, { cells }), undefined, projection)
+      return lines.map(({ record_values: values, ...line }) => ({
+        ...(line as Omit<LineFigures, 'amount' | 'external_id'>),
+        amount: values?.[fields.amount] ?? null,
+        external_id: values?.[fields.externalId] ?? null,
+      }))
+    },
+    reprice: (companyId, tableId, changes) =>
+      writeAll(
+        scope,
+        COMMISSION_LINES,
+        changes.map(({ id, commission, currency, metrics, modified_at }) => ({
+          updateOne: { filter: byId(companyId, id, { table_id: lookupId(tableId) }), update: { $set: { commission, currency, metrics, modified_at } } },
+        })),
+      ),
     findByRecords: (companyId, recordIds) =>
       recordIds.length === 0
         ? Promise.resolve([])

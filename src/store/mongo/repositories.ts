@@ -308,7 +308,7 @@ export function statements(scope: Scope): Omit<StatementRepository, 'save' | 'de
   }
 }
 
-export function commissionLines(scope: Scope): Omit<CommissionLineRepository, 'save' | 'deleteMany' | 'findOfPlan' | 'findByRecords'> {
+export function commissionLines(scope: Scope): Omit<CommissionLineRepository, 'save' | 'deleteMany' | 'findOfPlan' | 'findByRecords' | 'figuresOfPlan' | 'reprice'> {
   return {
     insertMany: (rows: CommissionLine[]) => insertAll(scope, COMMISSION_LINES, rows),
     page: (companyId, tableId, window) =>

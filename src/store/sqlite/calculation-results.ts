@@ -1,5 +1,5 @@
 import type { CommissionLine, Plan, Statement } from '../model.ts'
-import { type CalculationScope, type CommissionLineRepository, type PlanRepository, type StatementRepository, StoreConflictError } from '../port.ts'
+import { type CalculationScope, type CommissionLineRepository, type LineFigures, type PlanRepository, type StatementRepository, StoreConflictError } from '../port.ts'
 import type { Params, Sql, SqlWriter } from './connection.ts'
 import { placeholders, slices } from './record-writes.ts'
 import { REPLACE_STATEMENT, STATEMENT_COLUMNS, statementFromValues, statementParams } from './statement-rows.ts'
@@ -10,7 +10,7 @@ import { REPLACE_STATEMENT, STATEMENT_COLUMNS, statementFromValues, statementPar
  */
 
 type StatementResults = Pick<StatementRepository, 'save' | 'deleteMany' | 'findOfPlan'>
-type LineResults = Pick<CommissionLineRepository, 'save' | 'deleteMany' | 'findOfPlan' | 'findByRecords'>
+type LineResults = Pick<CommissionLineRepository, 'save' | 'deleteMany' | 'findOfPlan' | 'findByRecords' | 'figuresOfPlan' | 'reprice'>
 
 /** Statements are keyed by (company, environment, id): naming both environments keeps a lookup by id a seek. */
 const STATEMENT_BY_ID = "company_id = ? AND environment IN ('live', 'sandbox') AND id"
@@ -110,6 +110,58 @@ export function sqliteLineResults(sql: Sql): LineResults {
         for (const line of parseLines(rows)) found.push(line)
       }
       return found
+    },
+    async figuresOfPlan(companyId, planId, cells, fields) {
+      const found: LineFigures[] = []
+      // SQLite reads the few fields from each document, so that JavaScript never parses the rest (the record's values).
+      for (const condition of scopeConditions({ cells })) {
+        const rows = await sql.values(
+          `SELECT id, record_id, user_id, period, doc ->> '$.date', doc ->> '$.plan', doc ->> '$.commission', doc ->> '$.currency',
+                  doc -> '$.metrics', doc -> ?, doc -> ?
+           FROM commission_lines INDEXED BY commission_lines_plan_cell
+           WHERE company_id = ? AND plan_id = ?${condition.sql} ORDER BY id`,
+          `$.record_values.${fields.amount}`,
+          `$.record_values.${fields.externalId}`,
+          companyId,
+          planId,
+          ...condition.params,
+        )
+        for (const row of rows) {
+          found.push({
+            id: row[0] as string,
+            record_id: row[1] as string,
+            user_id: row[2] as string,
+            period: row[3] as string,
+            date: row[4] as string,
+            plan: row[5] as string,
+            commission: row[6] as number,
+            currency: row[7] as string,
+            metrics: JSON.parse(row[8] as string) as Record<string, unknown>,
+            amount: row[9] === null ? null : JSON.parse(row[9] as string),
+            external_id: row[10] === null ? null : JSON.parse(row[10] as string),
+          })
+        }
+      }
+      return found
+    },
+    async reprice(companyId, tableId, changes) {
+      await sql.write((db) => {
+        for (const change of changes) {
+          db.run(
+            `UPDATE commission_lines SET modified_at = ?,
+               doc = json_set(doc, '$.commission', ?, '$.currency', ?, '$.metrics', json(?), '$.modified_at', ?)
+             WHERE company_id = ? AND table_id = ? AND id = ?`,
+            change.modified_at,
+            change.commission,
+            change.currency,
+            JSON.stringify(change.metrics),
+            change.modified_at,
+            companyId,
+            tableId,
+            change.id,
+          )
+        }
+      })
     },
     async findByRecords(companyId, recordIds) {
       const found: CommissionLine[] = []
