@@ -13,7 +13,7 @@ import { type Clock, clockFor } from './clock.ts'
 import { type Config, ConfigError, IN_MEMORY, loadConfig, TEST_MODE_DEFAULTS, withTestModeDefaults } from './config.ts'
 import { formatReport, runConformance } from './conformance/conformance.ts'
 import { WRITE_WARNING } from './conformance/write-checks.ts'
-import { NotFoundError, ValidationError } from './errors.ts'
+import { NotFoundError, TimedOutError, ValidationError } from './errors.ts'
 import { demoFixture } from './fixtures/demo.ts'
 import { loadFixture } from './fixtures/load-fixture.ts'
 import { describePlan } from './fixtures/plan-definitions.ts'
@@ -413,6 +413,7 @@ function report(error: unknown): number {
     console.error(`Invalid input (${error.issues.length} problem${error.issues.length === 1 ? '' : 's'}):`)
     for (const issue of error.issues) console.error(`  ${issue.resource}: ${issue.description}`)
   } else if (error instanceof NotFoundError) console.error(`Not found: ${error.message}`)
+  else if (error instanceof TimedOutError) console.error(`commission-api: ${error.message}`)
   else if (error instanceof ApiError || error instanceof ConnectionError || error instanceof SyncDirectoryError) {
     // A client command stopped: what it saved stays saved, and a sync run again resumes.
     console.error(`commission-api: ${error.message}`)

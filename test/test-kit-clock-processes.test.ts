@@ -49,6 +49,21 @@ describe('the controlled clock, across processes', () => {
     expect(movedByCli - Date.now()).toBeGreaterThanOrEqual(5 * 3_600_000 + 86_400_000 - 2000)
     expect(await now(apiUrl)).toBeGreaterThanOrEqual(movedByCli)
     expect(await now(fullUrl)).toBeGreaterThanOrEqual(movedByCli)
+
+    const target = new Date(movedByCli + 86_400_000).toISOString()
+    const set = await runCliAsync(['clock', 'set', target], env)
+    expect(set.code, set.stderr).toBe(0)
+    expect(set.stdout).toMatch(/\(controlled\)/)
+    expect(await now(apiUrl)).toBeGreaterThanOrEqual(Date.parse(target))
+    const back = await runCliAsync(['clock', 'set', new Date(movedByCli).toISOString()], env)
+    expect(back.code).toBe(1)
+    expect(back.stderr).toContain('never goes back')
+    const shown = await runCliAsync(['clock', '--json'], env)
+    expect(Date.parse(JSON.parse(shown.stdout).now)).toBeGreaterThanOrEqual(Date.parse(target))
+    // The system clock is not moved by anyone.
+    const system = await runCliAsync(['clock', 'advance', '1000'], { ...env, CLOCK: 'system' })
+    expect(system.code).toBe(1)
+    expect(system.stderr).toContain('CLOCK=controlled')
   })
 
   it('closes a debounce window received by one process for the worker thread of another', async () => {

@@ -60,7 +60,7 @@ export function applyTestKit(api: FastifyInstance): void {
     api.metrics.faultsFired.inc({ effect: fault.drop ? 'drop' : fault.status === null ? 'delay' : String(fault.status) })
     if (delayMs > 0) await sleep(delayMs)
     if (fault.drop) {
-      record(kit, request, reply, null)
+      await record(kit, request, reply, null)
       // Nothing is answered: the client sees the connection close, as after a network failure.
       reply.hijack()
       request.raw.socket.destroy()

@@ -1,6 +1,7 @@
 import type { Document } from 'bson'
 import type { IndexDescription } from 'mongodb'
 import type { ClockOffsetRepository } from '../clock-offset.ts'
+import { isDuplicateKey } from './connection.ts'
 import type { Scope } from './scope.ts'
 
 /** One document, `{_id: 'controlled', offset_ms}`. Not company data: never in a transaction. */
@@ -21,7 +22,15 @@ export function mongoClockOffset(scope: Scope): ClockOffsetRepository {
     return scope.connection.db.collection(SERVICE_CLOCK)
   }
   const move = async (update: Document): Promise<number> => {
-    const document = await clock().findOneAndUpdate(CONTROLLED, update, { upsert: true, returnDocument: 'after' })
+    const upsert = () => clock().findOneAndUpdate(CONTROLLED, update, { upsert: true, returnDocument: 'after' })
+    let document: Document | null
+    try {
+      document = await upsert()
+    } catch (error) {
+      // Two first moves may both try to insert the document; the loser's retry finds the winner's and updates it.
+      if (!isDuplicateKey(error)) throw error
+      document = await upsert()
+    }
     return Number(document?.offset_ms ?? 0)
   }
   return {
