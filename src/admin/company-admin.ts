@@ -46,6 +46,13 @@ export const CompanyInventorySchema = Type.Object({
 })
 export type CompanyInventory = Static<typeof CompanyInventorySchema>
 
+/** The id of a company that exists (ids are compared in lower case); NotFoundError otherwise. */
+export async function existingCompany(store: Store, id: string): Promise<string> {
+  const companyId = id.toLowerCase()
+  if (!(await store.companies.get(companyId))) throw new NotFoundError('company')
+  return companyId
+}
+
 /** Every structure, quota and data table of a company, sandbox included. */
 export async function companyInventory(store: Store, companyId: string): Promise<CompanyInventory> {
   const company = await store.companies.get(companyId)

@@ -1,10 +1,11 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Clock } from '../clock.ts'
-import { NotFoundError, TimedOutError } from '../errors.ts'
+import { TimedOutError } from '../errors.ts'
 import { importView } from '../imports/import-view.ts'
 import type { ImportWorker } from '../imports/worker.ts'
 import type { DataImport, ImportStatus } from '../store/model.ts'
 import type { Store } from '../store/port.ts'
+import { existingCompany } from './company-admin.ts'
 
 /**
  * The imports of a company for tests (the admin routes and the CLI): list them with their details, and drain
@@ -40,13 +41,9 @@ function adminView(data: DataImport): AdminImportView {
   return { ...importView(data), target: data.target, window_ends_at: data.window_ends_at, attempts: data.attempts }
 }
 
-async function requireCompany(store: Store, companyId: string): Promise<void> {
-  if (!(await store.companies.get(companyId))) throw new NotFoundError('company')
-}
-
 /** The company's imports, newest first: at most `limit`, and only those in `status` when it is given. */
 export async function listImports(store: Store, companyId: string, filter: { status?: ImportStatus; limit?: number }): Promise<AdminImportList> {
-  await requireCompany(store, companyId)
+  await existingCompany(store, companyId)
   const imports = await store.imports.list(companyId, { status: filter.status, limit: filter.limit ?? MAX_LISTED_IMPORTS })
   return { count: imports.length, data: imports.map(adminView) }
 }
@@ -59,7 +56,7 @@ export async function listImports(store: Store, companyId: string, filter: { sta
  * the imports go on.
  */
 export async function drainImports(store: Store, clock: Clock, worker: ImportWorker, companyId: string, timeoutMs: number): Promise<AdminImportList> {
-  await requireCompany(store, companyId)
+  await existingCompany(store, companyId)
   const deadline = Date.now() + timeoutMs
   const seen = new Set<string>()
   for (;;) {

@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
+import { existingCompany } from '../admin/company-admin.ts'
 import { NotFoundError } from '../errors.ts'
 import { FAULT_STATUSES } from '../test-kit/faults.ts'
 import type { TestKit } from './test-kit.ts'
@@ -47,11 +48,7 @@ const AdminErrors = { 400: ValidationErrorBodySchema, 401: UnauthorizedBodySchem
  * toxic proxy's, on the company's v1 and v2 requests to this process. Never on admin, health or metrics routes.
  */
 export const adminFaultRoutes: FastifyPluginAsyncTypebox<{ kit: TestKit }> = async (app, { kit }) => {
-  const company = async (id: string): Promise<string> => {
-    const companyId = id.toLowerCase()
-    if (!(await app.store.companies.get(companyId))) throw new NotFoundError('company')
-    return companyId
-  }
+  const company = (id: string) => existingCompany(app.store, id)
 
   app.post(
     '/companies/:id/faults',

@@ -1,7 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
+import { existingCompany } from '../admin/company-admin.ts'
 import { parseInstant } from '../domain/formats.ts'
-import { NotFoundError, ValidationError } from '../errors.ts'
+import { ValidationError } from '../errors.ts'
 import type { TestKit } from './test-kit.ts'
 import { NotFoundBodySchema, ObjectIdSchema, UnauthorizedBodySchema, ValidationErrorBodySchema } from './schemas.ts'
 
@@ -24,11 +25,7 @@ const AdminErrors = { 400: ValidationErrorBodySchema, 401: UnauthorizedBodySchem
  * this process, newest first, as a test asserts what its client sent (WireMock's verify). Never the API key.
  */
 export const adminRequestRoutes: FastifyPluginAsyncTypebox<{ kit: TestKit }> = async (app, { kit }) => {
-  const company = async (id: string): Promise<string> => {
-    const companyId = id.toLowerCase()
-    if (!(await app.store.companies.get(companyId))) throw new NotFoundError('company')
-    return companyId
-  }
+  const company = (id: string) => existingCompany(app.store, id)
 
   app.get(
     '/companies/:id/requests',
