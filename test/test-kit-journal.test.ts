@@ -43,6 +43,9 @@ describe('the request journal', () => {
     expect(faulted).toMatchObject({ method: 'GET', path: '/v2/data-structures', query: { tag: ['a', 'b'] }, status: 503, fault_id: fault.body.id })
     expect(notFound).toMatchObject({ path: '/v1/tables/unknown/records', status: 404 })
     expect((await server.admin(`/admin/companies/${other.body.company_id}/requests`)).body.count).toBe(1)
+    // A company deleted takes its journal with it.
+    expect((await server.admin(`/admin/companies/${other.body.company_id}`, { method: 'DELETE' })).status).toBe(204)
+    expect(server.running.app.testKit?.journal.list(other.body.company_id)).toEqual([])
   })
 
   it('filters by method, path prefix, status and time', async () => {

@@ -68,7 +68,11 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{ worker?: WorkerProbe }> = 
     '/companies/:id',
     { schema: { summary: 'Delete a company and all its data', operationId: 'adminDeleteCompany', description: 'Deletes the company and everything it owns.', params: CompanyParamsSchema, response: { 204: Type.Null(), ...AdminErrors } } },
     async (request, reply) => {
-      if (!(await app.store.companies.delete(request.params.id.toLowerCase()))) throw new NotFoundError('company')
+      const companyId = request.params.id.toLowerCase()
+      if (!(await app.store.companies.delete(companyId))) throw new NotFoundError('company')
+      // Its faults and journal go with it: they are kept in memory per company.
+      app.testKit?.faults.clear(companyId)
+      app.testKit?.journal.clear(companyId)
       return reply.code(204).send(null)
     },
   )
