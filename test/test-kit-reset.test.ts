@@ -76,6 +76,11 @@ describe('reset', () => {
     const since = new Date(Date.now() - 60_000).toISOString()
     expect((await server.api(`/v2/reporting/${statements.id}/statements?last_modified_after=${since}`)).body.data).toEqual([])
 
+    // The fixture is kept without the secret its key was given: only the key's hash is stored.
+    const origin = await server.running.store.companyOrigins.get(server.demoId)
+    expect(origin?.api_keys).toHaveLength(1)
+    expect(JSON.stringify(origin)).not.toContain(KIT_DEMO_KEY)
+
     // Reset twice gives the same company again.
     expect((await server.admin(`/admin/companies/${server.demoId}/reset`, { method: 'POST' })).status).toBe(200)
     expect(await everything(KIT_DEMO_KEY, server.demoId)).toEqual(original)
