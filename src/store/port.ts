@@ -87,6 +87,14 @@ export interface Store {
    */
   transaction<T>(work: (tx: Store) => Promise<T>, options?: TransactionOptions): Promise<T>
 
+  /**
+   * A count that moves once this store object has committed a write to companies, users or API keys (an
+   * adapter may count more writes than those). What authenticates a request is cached for a moment
+   * (`src/auth/principal-cache.ts`): a change made through this store object is seen at the next request; one
+   * made by another process or thread, which this count does not see, when the cached entry expires.
+   */
+  committedWrites(): number
+
   /** Answers when the store can be reached; throws otherwise. */
   ping(): Promise<void>
 

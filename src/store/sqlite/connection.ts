@@ -93,6 +93,7 @@ export class SqliteConnection {
   readonly #writer: Handle
   readonly #reader: Handle
   readonly #writes = new Mutex()
+  #commits = 0
   #closed = false
 
   constructor(path: string) {
@@ -144,12 +145,18 @@ export class SqliteConnection {
       try {
         const result = await work(inside)
         writer.db.exec('COMMIT')
+        this.#commits++
         return result
       } catch (error) {
         if (writer.db.isTransaction) writer.db.exec('ROLLBACK')
         throw error
       }
     })
+  }
+
+  /** How many write transactions this connection has committed. */
+  get commits(): number {
+    return this.#commits
   }
 
   close(): void {
@@ -217,6 +224,7 @@ export class SqliteConnection {
     try {
       const result = work(this.#writerApi())
       db.exec('COMMIT')
+      this.#commits++
       return result
     } catch (error) {
       if (db.isTransaction) db.exec('ROLLBACK')

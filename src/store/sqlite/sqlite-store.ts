@@ -546,6 +546,9 @@ function sqliteStore(connection: SqliteConnection, sql: Sql, rateLimits: SqliteR
       return connection.transaction((inside) => work(sqliteStore(connection, inside, rateLimits)))
     },
 
+    // Every commit of the connection counts.
+    committedWrites: () => connection.commits,
+
     async ping() {
       await sql.get('SELECT 1 AS n')
     },
