@@ -151,7 +151,7 @@ async function pageOfDocuments<T>(sql: Sql, { table, scope }: ScopedTable, compa
 }
 
 async function countInScope(sql: Sql, { table, scope }: ScopedTable, companyId: string, scopeId: string): Promise<number> {
-  return countOf(await sql.get(`SELECT count(*) AS n FROM ${table} WHERE company_id = ? AND ${scope} = ?`, companyId, scopeId))
+  return countOf(await sql.remembering.get(`SELECT count(*) AS n FROM ${table} WHERE company_id = ? AND ${scope} = ?`, companyId, scopeId))
 }
 
 function sqliteStore(connection: SqliteConnection, sql: Sql, rateLimits: SqliteRateLimits): Store {
@@ -246,7 +246,7 @@ function sqliteStore(connection: SqliteConnection, sql: Sql, rateLimits: SqliteR
         return parseAll<User>(rows)
       },
       async count(companyId) {
-        return countOf(await sql.get('SELECT count(*) AS n FROM users WHERE company_id = ?', companyId))
+        return countOf(await sql.remembering.get('SELECT count(*) AS n FROM users WHERE company_id = ?', companyId))
       },
     },
 
@@ -263,7 +263,7 @@ function sqliteStore(connection: SqliteConnection, sql: Sql, rateLimits: SqliteR
         )
       },
       async list(companyId) {
-        return parseAll(await sql.all('SELECT doc FROM user_attributes WHERE company_id = ? ORDER BY id', companyId))
+        return parseAll(await sql.remembering.all('SELECT doc FROM user_attributes WHERE company_id = ? ORDER BY id', companyId))
       },
     },
 
@@ -295,7 +295,7 @@ function sqliteStore(connection: SqliteConnection, sql: Sql, rateLimits: SqliteR
         )
       },
       async list(companyId) {
-        return parseAll(await sql.all('SELECT doc FROM custom_metrics WHERE company_id = ? ORDER BY id', companyId))
+        return parseAll(await sql.remembering.all('SELECT doc FROM custom_metrics WHERE company_id = ? ORDER BY id', companyId))
       },
     },
 
@@ -313,15 +313,15 @@ function sqliteStore(connection: SqliteConnection, sql: Sql, rateLimits: SqliteR
         )
       },
       async get(companyId, id) {
-        return parse<DataTable>(await sql.get('SELECT doc FROM data_tables WHERE company_id = ? AND id = ?', companyId, id))
+        return parse<DataTable>(await sql.remembering.get('SELECT doc FROM data_tables WHERE company_id = ? AND id = ?', companyId, id))
       },
       async getByKey(companyId, environment, key) {
         return parse<DataTable>(
-          await sql.get('SELECT doc FROM data_tables WHERE company_id = ? AND environment = ? AND key = ?', companyId, environment, key),
+          await sql.remembering.get('SELECT doc FROM data_tables WHERE company_id = ? AND environment = ? AND key = ?', companyId, environment, key),
         )
       },
       async list(companyId) {
-        return parseAll(await sql.all('SELECT doc FROM data_tables WHERE company_id = ? ORDER BY id', companyId))
+        return parseAll(await sql.remembering.all('SELECT doc FROM data_tables WHERE company_id = ? ORDER BY id', companyId))
       },
     },
 
@@ -361,7 +361,7 @@ function sqliteStore(connection: SqliteConnection, sql: Sql, rateLimits: SqliteR
       },
       async count(companyId, tableId) {
         return countOf(
-          await sql.get('SELECT count(*) AS n FROM data_table_records WHERE company_id = ? AND table_id = ?', companyId, tableId),
+          await sql.remembering.get('SELECT count(*) AS n FROM data_table_records WHERE company_id = ? AND table_id = ?', companyId, tableId),
         )
       },
       ...sqliteRecordWrites(sql),
@@ -403,11 +403,11 @@ function sqliteStore(connection: SqliteConnection, sql: Sql, rateLimits: SqliteR
       },
       async get(companyId, id) {
         return parse<ReportingStructure>(
-          await sql.get('SELECT doc FROM reporting_structures WHERE company_id = ? AND id = ?', companyId, id),
+          await sql.remembering.get('SELECT doc FROM reporting_structures WHERE company_id = ? AND id = ?', companyId, id),
         )
       },
       async list(companyId) {
-        return parseAll(await sql.all('SELECT doc FROM reporting_structures WHERE company_id = ? ORDER BY id', companyId))
+        return parseAll(await sql.remembering.all('SELECT doc FROM reporting_structures WHERE company_id = ? ORDER BY id', companyId))
       },
     },
 
@@ -456,10 +456,10 @@ function sqliteStore(connection: SqliteConnection, sql: Sql, rateLimits: SqliteR
       list: (companyId, environment, window) => listStatements(sql, companyId, environment, window),
       async count(companyId, environment) {
         return countOf(
-          await sql.get('SELECT count(*) AS n FROM statements WHERE company_id = ? AND environment = ?', companyId, environment),
+          await sql.remembering.get('SELECT count(*) AS n FROM statements WHERE company_id = ? AND environment = ?', companyId, environment),
         )
       },
-      currenciesInUse: (companyId, environment) => statementCurrencies(sql, companyId, environment),
+      currenciesInUse: (companyId, environment) => statementCurrencies(sql.remembering, companyId, environment),
       ...sqliteStatementResults(sql),
     },
 
@@ -470,7 +470,7 @@ function sqliteStore(connection: SqliteConnection, sql: Sql, rateLimits: SqliteR
       page: (companyId, tableId, window) => pageOfDocuments<CommissionLine>(sql, LINES_OF_TABLE, companyId, tableId, window),
       list: (companyId, tableId, window) => listCommissionLines(sql, companyId, tableId, window),
       count: (companyId, tableId) => countInScope(sql, LINES_OF_TABLE, companyId, tableId),
-      currenciesInUse: (companyId, tableId) => lineCurrencies(sql, companyId, tableId),
+      currenciesInUse: (companyId, tableId) => lineCurrencies(sql.remembering, companyId, tableId),
       ...sqliteLineResults(sql),
     },
 
@@ -481,10 +481,10 @@ function sqliteStore(connection: SqliteConnection, sql: Sql, rateLimits: SqliteR
         )
       },
       async get(companyId, id) {
-        return parse<Quota>(await sql.get('SELECT doc FROM quotas WHERE company_id = ? AND id = ?', companyId, id))
+        return parse<Quota>(await sql.remembering.get('SELECT doc FROM quotas WHERE company_id = ? AND id = ?', companyId, id))
       },
       async list(companyId) {
-        return parseAll(await sql.all('SELECT doc FROM quotas WHERE company_id = ? ORDER BY id', companyId))
+        return parseAll(await sql.remembering.all('SELECT doc FROM quotas WHERE company_id = ? ORDER BY id', companyId))
       },
       async setType(companyId, id, type, modifiedAt) {
         return write(sql, (db) => {
