@@ -6,6 +6,7 @@ import type { Config } from './config.ts'
 import { logDestination, loggerOptions, OneLinePerRequest } from './logger.ts'
 import { limitRequestRate } from './rate-limit/rate-limit.ts'
 import { adminRoutes } from './routes/admin.ts'
+import { registerCompression } from './routes/compression.ts'
 import { registerCors } from './routes/cors.ts'
 import { drainRefusedBodies } from './routes/refused-bodies.ts'
 import { registerErrorHandling } from './routes/errors.ts'
@@ -74,6 +75,7 @@ export async function buildApp({ config, store, clock, logStream, worker }: AppO
   if (config.corsOrigins.length > 0) await registerCors(app, config.corsOrigins)
   refuseDeepJson(app)
   refuseInvalidHost(app)
+  await registerCompression(app)
   // The OpenAPI generator first: it sees only the routes registered after it.
   await registerOpenApi(app)
   registerMetrics(app)
