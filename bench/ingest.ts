@@ -31,6 +31,7 @@ import { systemClock } from '../src/clock.ts'
 import { loadFixture } from '../src/fixtures/load-fixture.ts'
 import { sqliteFile } from '../src/store/open-store.ts'
 import { openSqliteStore } from '../src/store/sqlite/sqlite-store.ts'
+import { SERVER_NODE_FLAGS } from './server-flags.ts'
 
 const RECORDS = Number(process.env.BENCH_RECORDS ?? 100_000)
 const BATCH = Number(process.env.BENCH_BATCH ?? 5000)
@@ -98,7 +99,7 @@ async function seedCompanies(dataDir: string): Promise<void> {
 }
 
 async function startServer(dataDir: string): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, [CLI, 'serve'], {
+  const child = spawn(process.execPath, [...SERVER_NODE_FLAGS, CLI, 'serve'], {
     env: { ...process.env, DATA_DIR: dataDir, PORT: '0', DEMO: 'off', LOG_LEVEL: 'warn', IMPORT_POLL_MS: '10', RATE_LIMIT_PER_SECOND: '100000' },
     stdio: ['ignore', 'pipe', 'inherit'],
   })

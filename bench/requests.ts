@@ -33,6 +33,7 @@ import { demoFixture } from '../src/fixtures/demo.ts'
 import { loadFixture } from '../src/fixtures/load-fixture.ts'
 import { sqliteFile } from '../src/store/open-store.ts'
 import { openSqliteStore } from '../src/store/sqlite/sqlite-store.ts'
+import { SERVER_NODE_FLAGS } from './server-flags.ts'
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 4)
@@ -107,7 +108,7 @@ async function main(): Promise<void> {
     ]
     console.log(`load average at the start: ${loadAverage()}`)
     if (SCENARIOS.includes(1)) {
-      const ours = await startChild([CLI, 'serve'], { DATA_DIR: dataDir, RATE_LIMIT_PER_SECOND: '1000000' })
+      const ours = await startChild([...SERVER_NODE_FLAGS, CLI, 'serve'], { DATA_DIR: dataDir, RATE_LIMIT_PER_SECOND: '1000000' })
       children.push(ours.child)
       const captured = await capture(ours.url, routes)
       const capturedFile = join(dataDir, 'captured.json')
@@ -120,7 +121,7 @@ async function main(): Promise<void> {
       await stop(baseline.child)
     }
     if (SCENARIOS.includes(2)) {
-      const ours = await startChild([CLI, 'serve'], { DATA_DIR: dataDir, RATE_LIMIT_PER_SECOND: String(RATE) })
+      const ours = await startChild([...SERVER_NODE_FLAGS, CLI, 'serve'], { DATA_DIR: dataDir, RATE_LIMIT_PER_SECOND: String(RATE) })
       children.push(ours.child)
       await manyCompanies(ours.url)
     }

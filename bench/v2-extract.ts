@@ -31,6 +31,7 @@ import type { Statement, StatementStatus } from '../src/store/model.ts'
 import { sqliteFile } from '../src/store/open-store.ts'
 import { openSqliteStore } from '../src/store/sqlite/sqlite-store.ts'
 import { renderStatements } from '../src/v2/statement-texts.ts'
+import { SERVER_NODE_FLAGS } from './server-flags.ts'
 
 const STATEMENTS = Number(process.env.BENCH_STATEMENTS ?? 200_000)
 const USERS = Number(process.env.BENCH_USERS ?? 50)
@@ -172,7 +173,7 @@ async function seed(dataDir: string): Promise<string> {
 
 /** Starts a child Node process and waits for the line that gives its URL. */
 async function startChild(args: string[], env: Record<string, string>, ready: RegExp, isScript = false) {
-  const child = spawn(process.execPath, isScript ? args : [CLI, ...args], {
+  const child = spawn(process.execPath, isScript ? args : [...SERVER_NODE_FLAGS, CLI, ...args], {
     env: { ...process.env, PORT: '0', DEMO: 'off', LOG_LEVEL: 'warn', RATE_LIMIT_PER_SECOND: '1000000', ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   })
