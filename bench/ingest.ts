@@ -179,8 +179,8 @@ function summary(latencies: number[]): { p50: number; p99: number; max: number; 
 }
 
 /** Records per second of inserting the bodies' records straight into a fresh SQLite table, in one transaction. */
-function straightInserts(dataDir: string, bodies: string[], round: number): number {
-  const file = join(dataDir, `baseline-${round}.sqlite`)
+function straightInserts(dataDir: string, bodies: string[], attempt: number): number {
+  const file = join(dataDir, `baseline-${attempt}.sqlite`)
   const db = new DatabaseSync(file)
   try {
     db.exec('PRAGMA journal_mode = WAL')

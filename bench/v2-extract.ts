@@ -276,9 +276,8 @@ async function measure(origin: string, path: string, reference: Walk, label: str
  */
 async function compressedWalks(origin: string, path: string, reference: Walk, plain: Round[]): Promise<void> {
   const plainSeconds = median(plain.map((round) => round.ours.seconds))
-  const megabytes = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(1)} MiB`
   console.log(`  compressed walks (Accept-Encoding; the client decompresses every page), ${COMPRESSED_ROUNDS} walks each after a warm-up:`)
-  console.log(`    plain: ${Math.round(reference.rows / plainSeconds).toLocaleString('en')} rows/s, ${megabytes(reference.wireBytes)}`)
+  console.log(`    plain: ${Math.round(reference.rows / plainSeconds).toLocaleString('en')} rows/s, ${inMiB(reference.wireBytes)}`)
   for (const encoding of ['gzip', 'br'] as const) {
     await measure(origin, path, reference, `the ${encoding} warm-up walk`, encoding)
     const walks: Timing[] = []
@@ -286,7 +285,7 @@ async function compressedWalks(origin: string, path: string, reference: Walk, pl
     const seconds = median(walks.map((walk) => walk.seconds))
     console.log(
       `    ${encoding.padEnd(5)}: ${Math.round(reference.rows / seconds).toLocaleString('en')} rows/s (${(seconds / plainSeconds).toFixed(2)} x the plain walk's time), ` +
-        `${megabytes(walks[0].wireBytes)} (${((100 * walks[0].wireBytes) / reference.wireBytes).toFixed(1)} % of the plain bytes)`,
+        `${inMiB(walks[0].wireBytes)} (${((100 * walks[0].wireBytes) / reference.wireBytes).toFixed(1)} % of the plain bytes)`,
     )
   }
 }
@@ -297,6 +296,10 @@ function expectSame(reference: Walk, walk: Walk, label: string): void {
   if (walk.bodies.length !== reference.bodies.length) throw new Error(`${label} returned ${walk.bodies.length} pages, the warm-up walk ${reference.bodies.length}`)
   const page = walk.bodies.findIndex((body, index) => walk.paths[index] !== reference.paths[index] || !body.equals(reference.bodies[index]))
   if (page !== -1) throw new Error(`${label} differs from the warm-up walk at page ${page + 1} (${walk.paths[page]})`)
+}
+
+function inMiB(bytes: number): string {
+  return `${(bytes / 1024 / 1024).toFixed(1)} MiB`
 }
 
 /**
