@@ -26,11 +26,9 @@ COPY src ./src
 RUN mkdir -p /data && chown node:node /data
 USER node
 
-# NODE_OPTIONS: the flags `npm start` gives Node (package.json): a small young generation (docs/performance.md).
 ENV HOST=0.0.0.0 \
     PORT=3000 \
-    DATA_DIR=/data \
-    NODE_OPTIONS=--max-semi-space-size=2
+    DATA_DIR=/data
 EXPOSE 3000
 
 # Ready = the store answers (and, with role all, the worker runs). A worker-only container (`--role worker`)
