@@ -12,7 +12,9 @@
  * Options (environment): BENCH_STATEMENTS (default 200000), BENCH_USERS (default 50), BENCH_ROUNDS (default 10),
  * BENCH_RENDER (default yes; `no` leaves the statements without renderings, so every page renders its rows as it
  * reads them: the path of a structure other than the company's first, or of a page read while a configuration
- * change is being rendered).
+ * change is being rendered), BENCH_COMPRESSED_ROUNDS (default 3: the walks asking for gzip, then br, printed beside
+ * the plain one), BENCH_SOAK_S (default 0; else, last, walks the server again and again for that many seconds and
+ * prints its resident memory at the start and the end: a leak shows as growth).
  */
 import { type ChildProcess, spawn } from 'node:child_process'
 import { once } from 'node:events'
@@ -21,6 +23,7 @@ import { createServer } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { request } from 'undici'
+import { brotliDecompressSync, gunzipSync } from 'node:zlib'
 import { systemClock } from '../src/clock.ts'
 import { loadFixture } from '../src/fixtures/load-fixture.ts'
 import { newId } from '../src/ids.ts'
@@ -28,11 +31,14 @@ import type { Statement, StatementStatus } from '../src/store/model.ts'
 import { sqliteFile } from '../src/store/open-store.ts'
 import { openSqliteStore } from '../src/store/sqlite/sqlite-store.ts'
 import { renderStatements } from '../src/v2/statement-texts.ts'
+import { SERVER_NODE_FLAGS } from './server-flags.ts'
 
 const STATEMENTS = Number(process.env.BENCH_STATEMENTS ?? 200_000)
 const USERS = Number(process.env.BENCH_USERS ?? 50)
 const RENDER = process.env.BENCH_RENDER !== 'no'
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 10)
+const COMPRESSED_ROUNDS = Number(process.env.BENCH_COMPRESSED_ROUNDS ?? 3)
+const SOAK_S = Number(process.env.BENCH_SOAK_S ?? 0)
 const LIMIT = 2000
 const API_KEY = 'cak_benchmark-key-not-secret-at-all'
 const CLI = resolve(import.meta.dirname, '../src/cli.ts')
@@ -96,6 +102,8 @@ async function main(): Promise<void> {
 
     const rounds = await measureRounds(ours.url, baseline.url, firstPath, warmUp)
     report(warmUp, rounds, peakRss(ours.child.pid))
+    await compressedWalks(ours.url, firstPath, warmUp, rounds)
+    if (SOAK_S > 0) await soak(ours.url, firstPath, warmUp, ours.child.pid!)
   } finally {
     for (const child of children) child.kill('SIGTERM')
     await Promise.all(children.map((child) => (child.exitCode === null ? once(child, 'exit') : undefined)))
@@ -165,7 +173,7 @@ async function seed(dataDir: string): Promise<string> {
 
 /** Starts a child Node process and waits for the line that gives its URL. */
 async function startChild(args: string[], env: Record<string, string>, ready: RegExp, isScript = false) {
-  const child = spawn(process.execPath, isScript ? args : [CLI, ...args], {
+  const child = spawn(process.execPath, isScript ? args : [...SERVER_NODE_FLAGS, CLI, ...args], {
     env: { ...process.env, PORT: '0', DEMO: 'off', LOG_LEVEL: 'warn', RATE_LIMIT_PER_SECOND: '1000000', ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   })
@@ -179,24 +187,38 @@ async function startChild(args: string[], env: Record<string, string>, ready: Re
   }
 }
 
+type Encoding = 'gzip' | 'br'
+
+function decompress(encoding: Encoding, bytes: Buffer): Buffer {
+  return encoding === 'gzip' ? gunzipSync(bytes) : brotliDecompressSync(bytes)
+}
+
 interface Walk {
   rows: number
   seconds: number
+  /** Bytes received: the compressed ones when the walk asked for an encoding. */
+  wireBytes: number
   /** Milliseconds from sending a page's request to holding its whole body. */
   latencies: number[]
   paths: string[]
   bodies: Buffer[]
 }
 
-/** Follows next_url from `path` on `origin` (its path and query: the baseline answers the same ones). */
-async function walkAll(origin: string, path: string): Promise<Walk> {
-  const walk: Walk = { rows: 0, seconds: 0, latencies: [], paths: [], bodies: [] }
+/**
+ * Follows next_url from `path` on `origin` (its path and query: the baseline answers the same ones). With an
+ * `encoding`, asks for it and decompresses each page (the time counts); `wireBytes` is then what was sent.
+ */
+async function walkAll(origin: string, path: string, encoding?: Encoding): Promise<Walk> {
+  const walk: Walk = { rows: 0, seconds: 0, latencies: [], paths: [], bodies: [], wireBytes: 0 }
   const started = performance.now()
   let next: string | null = path
   while (next) {
     const sent = performance.now()
-    const response = await request(origin + next, { headers: { 'x-api-key': API_KEY } })
-    const body = Buffer.from(await response.body.arrayBuffer())
+    const response = await request(origin + next, { headers: { 'x-api-key': API_KEY, ...(encoding ? { 'accept-encoding': encoding } : {}) } })
+    const wire = Buffer.from(await response.body.arrayBuffer())
+    walk.wireBytes += wire.length
+    if (encoding && response.headers['content-encoding'] !== encoding) throw new Error(`${next} was not answered in ${encoding}`)
+    const body = encoding ? decompress(encoding, wire) : wire
     walk.latencies.push(performance.now() - sent)
     if (response.statusCode !== 200) throw new Error(`${next} answered ${response.statusCode}: ${body.toString().slice(0, 300)}`)
     const page = JSON.parse(body.toString()) as { data: unknown[]; meta: { has_more: boolean; next_url: string | null } }
@@ -210,7 +232,7 @@ async function walkAll(origin: string, path: string): Promise<Walk> {
 }
 
 /** What a measured walk keeps once its bodies have been checked and dropped. */
-type Timing = Pick<Walk, 'rows' | 'seconds' | 'latencies'>
+type Timing = Pick<Walk, 'rows' | 'seconds' | 'latencies' | 'wireBytes'>
 
 interface Round {
   ours: Timing
@@ -241,10 +263,31 @@ async function measureRounds(oursUrl: string, baselineUrl: string, path: string,
 }
 
 /** One measured walk, checked against the warm-up walk; returns only its timings so its bodies can be collected. */
-async function measure(origin: string, path: string, reference: Walk, label: string): Promise<Timing> {
-  const walk = await walkAll(origin, path)
+async function measure(origin: string, path: string, reference: Walk, label: string, encoding?: Encoding): Promise<Timing> {
+  const walk = await walkAll(origin, path, encoding)
   expectSame(reference, walk, label)
-  return { rows: walk.rows, seconds: walk.seconds, latencies: walk.latencies }
+  return { rows: walk.rows, seconds: walk.seconds, latencies: walk.latencies, wireBytes: walk.wireBytes }
+}
+
+/**
+ * The walk asking for each encoding, COMPRESSED_ROUNDS times (after one warm-up walk), next to the plain walks
+ * of the measured rounds: rows per second of the median walk, and the bytes sent. Every page decompresses to
+ * the bytes of the plain walk.
+ */
+async function compressedWalks(origin: string, path: string, reference: Walk, plain: Round[]): Promise<void> {
+  const plainSeconds = median(plain.map((round) => round.ours.seconds))
+  console.log(`  compressed walks (Accept-Encoding; the client decompresses every page), ${COMPRESSED_ROUNDS} walks each after a warm-up:`)
+  console.log(`    plain: ${Math.round(reference.rows / plainSeconds).toLocaleString('en')} rows/s, ${inMiB(reference.wireBytes)}`)
+  for (const encoding of ['gzip', 'br'] as const) {
+    await measure(origin, path, reference, `the ${encoding} warm-up walk`, encoding)
+    const walks: Timing[] = []
+    for (let round = 0; round < COMPRESSED_ROUNDS; round++) walks.push(await measure(origin, path, reference, `${encoding} walk ${round + 1}`, encoding))
+    const seconds = median(walks.map((walk) => walk.seconds))
+    console.log(
+      `    ${encoding.padEnd(5)}: ${Math.round(reference.rows / seconds).toLocaleString('en')} rows/s (${(seconds / plainSeconds).toFixed(2)} x the plain walk's time), ` +
+        `${inMiB(walks[0].wireBytes)} (${((100 * walks[0].wireBytes) / reference.wireBytes).toFixed(1)} % of the plain bytes)`,
+    )
+  }
 }
 
 /** Throws unless `walk` returned the same rows and, page by page, the same paths and bytes as `reference`. */
@@ -253,6 +296,37 @@ function expectSame(reference: Walk, walk: Walk, label: string): void {
   if (walk.bodies.length !== reference.bodies.length) throw new Error(`${label} returned ${walk.bodies.length} pages, the warm-up walk ${reference.bodies.length}`)
   const page = walk.bodies.findIndex((body, index) => walk.paths[index] !== reference.paths[index] || !body.equals(reference.bodies[index]))
   if (page !== -1) throw new Error(`${label} differs from the warm-up walk at page ${page + 1} (${walk.paths[page]})`)
+}
+
+function inMiB(bytes: number): string {
+  return `${(bytes / 1024 / 1024).toFixed(1)} MiB`
+}
+
+/**
+ * Walks the server again and again for SOAK_S seconds, plain and compressed in turn, and prints its resident
+ * memory at the start and the end of the soak (each the median of five samples a second apart, so that one
+ * collection of garbage does not decide it), and its peak.
+ */
+async function soak(origin: string, path: string, reference: Walk, pid: number): Promise<void> {
+  const rss = async () => {
+    const samples: number[] = []
+    for (let sample = 0; sample < 5; sample++) {
+      samples.push(Number(readFileSync(`/proc/${pid}/status`, 'utf8').match(/VmRSS:\s+(\d+) kB/)?.[1]) / 1024)
+      await new Promise((done) => setTimeout(done, 1000))
+    }
+    return median(samples)
+  }
+  const atStart = await rss()
+  const started = performance.now()
+  let walks = 0
+  const encodings = [undefined, 'gzip', undefined, 'br'] as const
+  while (performance.now() - started < SOAK_S * 1000) await measure(origin, path, reference, `soak walk ${walks + 1}`, encodings[walks++ % encodings.length])
+  const atEnd = await rss()
+  const growth = (100 * (atEnd - atStart)) / atStart
+  console.log(
+    `  soak: ${walks} walks in ${((performance.now() - started) / 1000).toFixed(0)} s; server memory ${atStart.toFixed(0)} MiB at the start, ${atEnd.toFixed(0)} MiB at the end ` +
+      `(${growth >= 0 ? '+' : ''}${growth.toFixed(1)} %, target under 10 %: ${verdict(growth < 10)}), peak ${peakRss(pid)?.toFixed(0) ?? 'n/a'} MiB`,
+  )
 }
 
 /** The peak resident memory of a process (Linux: VmHWM), in MiB; null where /proc is not there. */
@@ -302,8 +376,8 @@ v2 extraction: ${warmUp.rows.toLocaleString('en')} statements, ${warmUp.bodies.l
   first 10 pages: p50 ${ms(percentile(first, 0.5))}, p99 ${ms(percentile(first, 0.99))}   (pooled over ${rounds.length} rounds)
   last 10 pages:  p50 ${ms(percentile(last, 0.5))}, p99 ${ms(percentile(last, 0.99))}   (pooled over ${rounds.length} rounds)
   last/first p50: ${depthRatio.toFixed(2)}                          target <= 1.3: ${verdict(depthRatio <= 1.3)}
-  server peak memory (VmHWM): ${peakMemory === null ? 'n/a' : `${peakMemory.toFixed(0)} MiB`}
+  server peak memory (VmHWM): ${peakMemory === null ? 'n/a' : `${peakMemory.toFixed(0)} MiB`}                   target <= 150 MiB: ${peakMemory === null ? 'n/a' : verdict(peakMemory <= 150)}
   baseline (pre-serialized bytes): ${baselineSeconds.toFixed(2)} s (median), ${Math.round(warmUp.rows / baselineSeconds).toLocaleString('en')} rows/s
-  ours/baseline: ${baselineRatio.toFixed(2)} (median of ${rounds.length} rounds, ${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)})   target <= 2: ${verdict(baselineRatio <= 2)}
+  ours/baseline: ${baselineRatio.toFixed(2)} (median of ${rounds.length} rounds, ${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)})   target <= 1.5: ${verdict(baselineRatio <= 1.5)}
   rounds: ${ratios.map((ratio) => ratio.toFixed(2)).join(' ')}`)
 }

@@ -7,6 +7,7 @@ import { logDestination, loggerOptions, OneLinePerRequest } from './logger.ts'
 import { limitRequestRate } from './rate-limit/rate-limit.ts'
 import { adminRoutes } from './routes/admin.ts'
 import { followClockOfStore } from './routes/clock-sync.ts'
+import { registerCompression } from './routes/compression.ts'
 import { registerCors } from './routes/cors.ts'
 import { drainRefusedBodies } from './routes/refused-bodies.ts'
 import { registerErrorHandling } from './routes/errors.ts'
@@ -77,6 +78,7 @@ export async function buildApp({ config, store, clock, logStream, worker }: AppO
   if (config.corsOrigins.length > 0) await registerCors(app, config.corsOrigins)
   refuseDeepJson(app)
   refuseInvalidHost(app)
+  await registerCompression(app)
   // The OpenAPI generator first: it sees only the routes registered after it.
   await registerOpenApi(app)
   registerMetrics(app)

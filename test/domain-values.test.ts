@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest'
+import { isDateString } from '../src/domain/formats.ts'
 import { roundToCents, sumCents } from '../src/domain/money.ts'
 import { firstMonthOfPeriod, monthText, periodOfMonth } from '../src/domain/periods.ts'
 import { QUOTA_FREQUENCIES } from '../src/store/model.ts'
@@ -45,5 +46,28 @@ describe('money', () => {
   it('sums cents without binary noise', () => {
     expect(sumCents([0.1, 0.2])).toBe(0.3)
     expect(sumCents(Array.from({ length: 1000 }, () => 0.01))).toBe(10)
+  })
+})
+
+describe('isDateString: a real calendar date, checked by arithmetic', () => {
+  it.each([
+    ['2024-02-29', true],
+    ['2023-02-29', false],
+    ['1900-02-29', false],
+    ['2000-02-29', true],
+    ['0000-02-29', true],
+    ['2026-04-30', true],
+    ['2026-04-31', false],
+    ['2026-12-31', true],
+    ['9999-12-31', true],
+    ['2026-13-01', false],
+    ['2026-00-10', false],
+    ['2026-01-00', false],
+    ['2026-1-01', false],
+    ['2026-01-01T00:00:00Z', false],
+  ])('%s → %s, as Date reads the calendar', (value, expected) => {
+    expect(isDateString(value)).toBe(expected)
+    const date = new Date(`${value}T00:00:00Z`)
+    expect(!Number.isNaN(date.getTime()) && date.toISOString().startsWith(value)).toBe(expected)
   })
 })

@@ -5,6 +5,7 @@ import { createServer } from 'node:net'
 import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { batchSize } from '../src/rate-limit/batched-counts.ts'
 import { smallFixture } from './helpers/fixtures.ts'
 import { finishedImport } from './helpers/operations.ts'
 import { type ServerProcess, startServerProcess, tempDataDir } from './helpers/process.ts'
@@ -252,10 +253,13 @@ describe.skipIf(NGINX === null)(
         if (performance.now() - started >= 900) continue
 
         const statuses = replies.map((reply) => reply.status)
-        expect(statuses.filter((status) => status === 200)).toHaveLength(RATE_LIMIT)
-        expect(statuses.filter((status) => status === 429)).toHaveLength(20)
+        // Never fewer than the limit; over it by at most one batch of the other instance (docs/decisions.md).
+        const passed = statuses.filter((status) => status === 200).length
+        expect(passed).toBeGreaterThanOrEqual(RATE_LIMIT)
+        expect(passed).toBeLessThanOrEqual(RATE_LIMIT + batchSize(RATE_LIMIT))
+        expect(statuses.filter((status) => status === 429)).toHaveLength(replies.length - passed)
         expect(replies.find((reply) => reply.status === 429)?.body).toEqual({ message: expect.any(String), type: 'TooManyRequestsError' })
-        // Both instances answered: each alone would have let 80 through.
+        // Both instances answered: each alone would have let all 100 through.
         const [one, two] = await servedBy(ids)
         expect(one.length).toBeGreaterThan(0)
         expect(two.length).toBeGreaterThan(0)

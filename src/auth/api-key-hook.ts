@@ -1,5 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify'
-import { authenticate, type Principal } from './api-keys.ts'
+import type { Store } from '../store/port.ts'
+import type { Principal } from './api-keys.ts'
+import { PrincipalCache } from './principal-cache.ts'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -9,16 +11,27 @@ declare module 'fastify' {
 }
 
 const outcomes = new WeakMap<FastifyRequest, Promise<Principal | Error>>()
+const caches = new WeakMap<Store, PrincipalCache>()
+
+function cacheOf(store: Store): PrincipalCache {
+  let cache = caches.get(store)
+  if (!cache) {
+    cache = new PrincipalCache(store)
+    caches.set(store, cache)
+  }
+  return cache
+}
 
 /**
  * The outcome of the request's `X-API-Key`: its principal, or the error that refuses it. Resolved once per
- * request, because the rate limiter (which counts per company) needs it before the auth hook rejects.
+ * request, because the rate limiter (which counts per company) needs it before the auth hook rejects, and
+ * reused across requests for a moment (`PrincipalCache`).
  */
 export function authenticationOf(request: FastifyRequest): Promise<Principal | Error> {
   let outcome = outcomes.get(request)
   if (!outcome) {
     const header = request.headers['x-api-key']
-    outcome = authenticate(request.server.store, Array.isArray(header) ? header[0] : header).catch((error: unknown) =>
+    outcome = cacheOf(request.server.store).authenticate(Array.isArray(header) ? header[0] : header).catch((error: unknown) =>
       error instanceof Error ? error : new Error(String(error)),
     )
     outcomes.set(request, outcome)

@@ -44,16 +44,35 @@ export interface Principal {
   key: ApiKey
 }
 
+/** Why a key the store knows does not authenticate: its owner is archived or gone, or its company has the API off. */
+export type KeyRefusal = 'invalid' | 'forbidden'
+
+/** What the key with this hash authenticates as: its principal, why it is refused, or null for no such key. */
+export async function lookUpKey(store: Store, hash: string): Promise<Principal | KeyRefusal | null> {
+  const key = await store.apiKeys.findByHash(hash)
+  if (!key) return null
+  const [company, user] = await Promise.all([store.companies.get(key.company_id), store.users.get(key.company_id, key.user_id)])
+  if (!company || !user || user.status === 'archived') return 'invalid'
+  if (!company.public_api_enabled) return 'forbidden'
+  return { company, user, key }
+}
+
+/** The principal of an outcome of `lookUpKey`; a refusal is thrown as its error, made afresh. */
+export function principalOf(outcome: Principal | KeyRefusal | null): Principal {
+  if (outcome === null || outcome === 'invalid') throw new UnauthorizedError('Invalid API key')
+  if (outcome === 'forbidden') throw new ForbiddenError('The public API is not enabled for this company')
+  return outcome
+}
+
 /**
  * The principal of a presented key. An unknown key, or one whose owner is archived or gone, is
  * UnauthorizedError; a company without the public API is ForbiddenError.
  */
 export async function authenticate(store: Store, secret: string | undefined): Promise<Principal> {
-  if (!secret) throw new UnauthorizedError('Missing API key: send it in the X-API-Key header')
-  const key = await store.apiKeys.findByHash(hashApiKey(secret))
-  if (!key) throw new UnauthorizedError('Invalid API key')
-  const [company, user] = await Promise.all([store.companies.get(key.company_id), store.users.get(key.company_id, key.user_id)])
-  if (!company || !user || user.status === 'archived') throw new UnauthorizedError('Invalid API key')
-  if (!company.public_api_enabled) throw new ForbiddenError('The public API is not enabled for this company')
-  return { company, user, key }
+  if (!secret) throw missingKey()
+  return principalOf(await lookUpKey(store, hashApiKey(secret)))
+}
+
+export function missingKey(): UnauthorizedError {
+  return new UnauthorizedError('Missing API key: send it in the X-API-Key header')
 }

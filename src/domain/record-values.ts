@@ -21,8 +21,20 @@ export interface ParsedRecord {
   unknownKeys: string[]
 }
 
+/** Each table's fields by API key, built once per table object rather than once per record. */
+const fieldMaps = new WeakMap<DataTable, Map<string, DataTableField>>()
+
+function fieldsOf(table: DataTable): Map<string, DataTableField> {
+  let fields = fieldMaps.get(table)
+  if (!fields) {
+    fields = new Map(table.fields.map((field) => [field.api_key, field]))
+    fieldMaps.set(table, fields)
+  }
+  return fields
+}
+
 export function parseRecord(table: DataTable, input: Record<string, unknown>): ParsedRecord {
-  const fields = new Map(table.fields.map((field) => [field.api_key, field]))
+  const fields = fieldsOf(table)
   const values: Record<string, unknown> = {}
   const problems: string[] = []
   const unknownKeys: string[] = []

@@ -1,5 +1,6 @@
 import type { Clock } from '../clock.ts'
 import type { RateSubject, Store } from '../store/port.ts'
+import { BatchedRateCounts } from './batched-counts.ts'
 
 /** How a limiter key names its subject: `company:<id>` or `address:<ip>`. */
 export function rateKey(subject: RateSubject): string {
@@ -16,20 +17,26 @@ type Counted = (error: Error | null, result?: { current: number; ttl: number }) 
 
 /**
  * A store for `@fastify/rate-limit` backed by the store port, so that every instance sharing the store
- * shares the budget, and windows follow the injected clock. The plugin instantiates the class it is given.
+ * shares the budget, and windows follow the injected clock. Requests are counted in this process and written
+ * in batches (`BatchedRateCounts`). The plugin instantiates the class it is given.
  */
 export function portRateLimitStore(store: Store, clock: Clock) {
+  const counts = new BatchedRateCounts((key, windowMs, now, count) => store.rateLimits.hit(subjectOfKey(key), windowMs, now, count))
   return class PortRateLimitStore {
-    incr(key: string, counted: Counted, timeWindow: number): void {
-      const now = clock.now()
-      store.rateLimits.hit(subjectOfKey(key), timeWindow, now).then(
-        (window) => counted(null, { current: window.hits, ttl: Math.max(0, Date.parse(window.resetsAt) - now.getTime()) }),
+    incr(key: string, counted: Counted, timeWindow: number, max: number): void {
+      counts.count(key, timeWindow, max, clock.now()).then(
+        (result) => counted(null, result),
         (error: unknown) => counted(error instanceof Error ? error : new Error(String(error))),
       )
     }
 
     read(key: string, counted: Counted): void {
       const now = clock.now()
+      const known = counts.known(key, now)
+      if (known) {
+        counted(null, known)
+        return
+      }
       store.rateLimits.peek(subjectOfKey(key), now).then(
         (window) => counted(null, window ? { current: window.hits, ttl: Date.parse(window.resetsAt) - now.getTime() } : { current: 0, ttl: 0 }),
         (error: unknown) => counted(error instanceof Error ? error : new Error(String(error))),

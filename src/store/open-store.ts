@@ -1,7 +1,6 @@
 import { join } from 'node:path'
 import { type Config, IN_MEMORY } from '../config.ts'
-import { DEFAULT_DATABASE, databaseInUrl } from './mongo/connection.ts'
-import { openMongoStore } from './mongo/mongo-store.ts'
+import { DEFAULT_DATABASE, databaseInUrl } from './mongo/url.ts'
 import type { Store } from './port.ts'
 import { openSqliteStore } from './sqlite/sqlite-store.ts'
 
@@ -10,9 +9,16 @@ export function sqliteFile(config: Pick<Config, 'dataDir'>): string {
   return config.dataDir === IN_MEMORY ? IN_MEMORY : join(config.dataDir, 'commission-api.sqlite')
 }
 
-/** Opens the store the configuration selects: MongoDB when MONGODB_URL is set, the embedded SQLite file otherwise. */
+/**
+ * Opens the store the configuration selects: MongoDB when MONGODB_URL is set, the embedded SQLite file otherwise.
+ * The MongoDB driver is loaded only then: it costs a process on the embedded store (and its worker thread) about
+ * 12 MiB of memory each.
+ */
 export async function openStore(config: Pick<Config, 'dataDir' | 'mongodbUrl'>): Promise<Store> {
-  if (config.mongodbUrl) return openMongoStore(config.mongodbUrl)
+  if (config.mongodbUrl) {
+    const { openMongoStore } = await import('./mongo/mongo-store.ts')
+    return openMongoStore(config.mongodbUrl)
+  }
   return openSqliteStore(sqliteFile(config))
 }
 

@@ -94,6 +94,14 @@ export interface Store {
    */
   transaction<T>(work: (tx: Store) => Promise<T>, options?: TransactionOptions): Promise<T>
 
+  /**
+   * A count that moves once this store object has committed a write to companies, users or API keys (an
+   * adapter may count more writes than those). What authenticates a request is cached for a moment
+   * (`src/auth/principal-cache.ts`): a change made through this store object is seen at the next request; one
+   * made by another process or thread, which this count does not see, when the cached entry expires.
+   */
+  committedWrites(): number
+
   /** Answers when the store can be reached; throws otherwise. */
   ping(): Promise<void>
 
@@ -413,11 +421,12 @@ export interface RateWindow {
  */
 export interface RateLimitRepository {
   /**
-   * Counts one request of `subject` at `now` and returns its window, opening a new one of `windowMs` when none
-   * is open. Atomic across processes: n concurrent hits on one open window return the counts k+1 to k+n,
-   * each exactly once.
+   * Counts `count` requests (1 when absent) of `subject` at `now` and returns its window, opening a new one of
+   * `windowMs` when none is open. Atomic across processes: n concurrent hits of one request on an open window
+   * return the counts k+1 to k+n, each exactly once. An instance that counts in batches
+   * (`src/rate-limit/batched-counts.ts`) writes several requests in one hit.
    */
-  hit(subject: RateSubject, windowMs: number, now: Date): Promise<RateWindow>
+  hit(subject: RateSubject, windowMs: number, now: Date, count?: number): Promise<RateWindow>
   /** The subject's window open at `now`, without counting; null when none is. Never writes. */
   peek(subject: RateSubject, now: Date): Promise<RateWindow | null>
 }

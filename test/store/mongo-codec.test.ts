@@ -353,6 +353,8 @@ describe('mongo imports and rate windows: the update documents', () => {
     expect(stage.$set.resets_at).toStrictEqual({ $cond: [{ $gt: ['$resets_at', now] }, '$resets_at', new Date('2026-06-01T10:00:01.000Z')] })
     // The TTL field is computed from the server's clock, which the TTL monitor reads.
     expect(stage.$set.purge_at.$add[0]).toBe('$$NOW')
+    const [batch] = hitPipeline(1000, now, 4)
+    expect(batch.$set.hits).toStrictEqual({ $cond: [{ $gt: ['$resets_at', now] }, { $add: ['$hits', 4] }, 4] })
   })
 
   it('keys a rate window by company or by address, never mixing the two', () => {

@@ -56,6 +56,13 @@ export function rateLimitContract(name: string, factory: StoreFactory): void {
       })
     })
 
+    it('counts several requests in one hit, in the open window or in a new one', async () => {
+      expect(await store.rateLimits.hit(company, 1000, at(T0), 4)).toEqual({ hits: 4, resetsAt: '2026-06-01T10:00:01.000Z' })
+      expect(await store.rateLimits.hit(company, 1000, at('2026-06-01T10:00:00.300Z'))).toEqual({ hits: 5, resetsAt: '2026-06-01T10:00:01.000Z' })
+      expect(await store.rateLimits.hit(company, 1000, at('2026-06-01T10:00:00.600Z'), 3)).toEqual({ hits: 8, resetsAt: '2026-06-01T10:00:01.000Z' })
+      expect(await store.rateLimits.hit(company, 1000, at('2026-06-01T10:00:01.200Z'), 7)).toEqual({ hits: 7, resetsAt: '2026-06-01T10:00:02.200Z' })
+    })
+
     it('counts every subject on its own: companies and addresses', async () => {
       for (let index = 0; index < 3; index++) await store.rateLimits.hit(company, 1000, at(T0))
       expect((await store.rateLimits.hit(other, 1000, at(T0))).hits).toBe(1)

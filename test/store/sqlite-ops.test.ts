@@ -2,9 +2,14 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { expect, it } from 'vitest'
+import { ManualClock } from '../../src/clock.ts'
+import { loadFixture } from '../../src/fixtures/load-fixture.ts'
+import { newId } from '../../src/ids.ts'
+import type { DataTableRecord } from '../../src/store/model.ts'
 import type { Store } from '../../src/store/port.ts'
 import { rateLimitFile } from '../../src/store/sqlite/rate-limits.ts'
 import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.ts'
+import { smallFixture } from '../helpers/fixtures.ts'
 import { importStatisticsContract } from './import-statistics-contract.ts'
 import { sharedImportQueueContract } from './imports-contract.ts'
 import { rateLimitContract, sharedRateLimitContract } from './rate-limits-contract.ts'
@@ -46,3 +51,52 @@ it('keeps the counters in a file of their own beside the main file', async () =>
 
 importStatisticsContract('sqlite (file)', fileStores)
 importStatisticsContract('sqlite (:memory:)', { create: async () => openSqliteStore(':memory:') })
+
+it('answers remembered reads (counts, configuration) afresh once another connection or its own has committed', async () => {
+  const directory = mkdtempSync(join(tmpdir(), 'store-'))
+  const file = join(directory, 'commission-api.sqlite')
+  const here = openSqliteStore(file)
+  const elsewhere = openSqliteStore(file)
+  try {
+    const loaded = await loadFixture(here, new ManualClock(), smallFixture())
+    const companyId = loaded.company_id
+    const [deals] = await here.dataTables.list(companyId)
+    const before = await here.records.count(companyId, deals.id)
+    expect(await here.metrics.list(companyId)).toHaveLength(3)
+    // Another process writes: this one's next reads see it.
+    await elsewhere.records.upsert(companyId, [recordOf(companyId, deals.id, 'NEW-1')])
+    await elsewhere.metrics.insert({ ...(await elsewhere.metrics.list(companyId))[0], id: newId(), api_key: 'added' })
+    expect(await here.records.count(companyId, deals.id)).toBe(before + 1)
+    expect((await here.metrics.list(companyId)).map((metric) => metric.api_key)).toContain('added')
+    // This one writes: so do the other's.
+    await here.records.upsert(companyId, [recordOf(companyId, deals.id, 'NEW-2')])
+    expect(await elsewhere.records.count(companyId, deals.id)).toBe(before + 2)
+    expect(await here.records.count(companyId, deals.id)).toBe(before + 2)
+    // What a read returns is the caller's own: changing it changes nothing remembered.
+    const metrics = await here.metrics.list(companyId)
+    metrics[0].api_key = 'changed by the caller'
+    expect((await here.metrics.list(companyId))[0].api_key).not.toBe('changed by the caller')
+  } finally {
+    await here.close()
+    await elsewhere.close()
+    rmSync(directory, { recursive: true, force: true })
+  }
+})
+
+it('answers remembered reads afresh after its own commits in memory, where one connection reads and writes', async () => {
+  const store = openSqliteStore(':memory:')
+  try {
+    const { company_id: companyId } = await loadFixture(store, new ManualClock(), smallFixture())
+    const [deals] = await store.dataTables.list(companyId)
+    const before = await store.records.count(companyId, deals.id)
+    await store.records.upsert(companyId, [recordOf(companyId, deals.id, 'NEW-1')])
+    expect(await store.records.count(companyId, deals.id)).toBe(before + 1)
+  } finally {
+    await store.close()
+  }
+})
+
+function recordOf(companyId: string, tableId: string, externalId: string): DataTableRecord {
+  const at = '2026-06-01T00:00:00.000Z'
+  return { id: newId(), company_id: companyId, table_id: tableId, external_id: externalId, values: {}, overrides: {}, created_at: at, modified_at: at }
+}

@@ -1,17 +1,8 @@
 import { type ClientSession, type Db, MongoClient, MongoServerError, type TransactionOptions } from 'mongodb'
 import { StoreConflictError } from '../port.ts'
+import { DEFAULT_DATABASE, databaseInUrl } from './url.ts'
 
-/** The database used when MONGODB_URL names none. */
-export const DEFAULT_DATABASE = 'commission-api'
-
-/**
- * The database a connection string names (`mongodb://host:27017/<name>?...`), or null when it names none.
- * Read from the text because a multi-host or `mongodb+srv` string is not a WHATWG URL.
- */
-export function databaseInUrl(url: string): string | null {
-  const match = /^mongodb(?:\+srv)?:\/\/[^/?]*\/([^?]+)/.exec(url)
-  return match ? decodeURIComponent(match[1]) : null
-}
+export { DEFAULT_DATABASE, databaseInUrl }
 
 /**
  * Every write waits for a majority of the replica set and the journal, so an acknowledged write survives the

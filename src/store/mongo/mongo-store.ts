@@ -25,7 +25,7 @@ import {
   users,
 } from './repositories.ts'
 import { mongoRevisions } from './revisions.ts'
-import { call, Queue, type Scope } from './scope.ts'
+import { call, counted, Queue, type Scope } from './scope.ts'
 
 export interface MongoStoreOptions {
   /** The database to use; by default the one MONGODB_URL names, else `commission-api`. */
@@ -55,7 +55,7 @@ export async function openMongoStore(url: string, options: MongoStoreOptions = {
     await connection.client.close()
     throw error
   }
-  const state = { closed: false }
+  const state = { closed: false, writes: 0 }
   return mongoStore({ connection, transaction: null, state }, new Queue(), new MongoRateLimits(connection.db, () => state.closed))
 }
 
@@ -100,7 +100,8 @@ function mongoStore(scope: Scope, transactions: Queue, rateLimits: MongoRateLimi
       if (scope.state.closed) throw new Error('the MongoDB store is closed')
       try {
         if (company) await ensureLock(scope, company, COMPANY_LOCK)
-        return await transactions.run(() =>
+        // Counted once it commits (or fails): what it wrote becomes visible then, not at its writes' count.
+        return await counted(scope, transactions.run(() =>
           inTransaction(scope.connection.client, async (session) => {
             const transaction = { session, queue: new Queue(), failure: undefined as unknown }
             const inside: Scope = { ...scope, transaction }
@@ -112,11 +113,13 @@ function mongoStore(scope: Scope, transactions: Queue, rateLimits: MongoRateLimi
             if (transaction.failure !== undefined) throw transaction.failure
             return result
           }),
-        )
+        ))
       } catch (error) {
         throw toPortError(error)
       }
     },
+
+    committedWrites: () => scope.state.writes,
 
     async ping() {
       if (scope.state.closed) throw new Error('the MongoDB store is closed')

@@ -26,15 +26,15 @@ export function subjectKey(subject: RateSubject): string {
 /**
  * The update of one hit, as an aggregation pipeline so that it can read the stored window: every `$set`
  * expression of one stage sees the document as it was, so `hits` and `resets_at` test the same old
- * `resets_at`. A window still open at `now` counts one more hit; a closed or missing one (an upsert: the field
- * is missing, and missing compares below any date) restarts at 1 for `windowMs`.
+ * `resets_at`. A window still open at `now` counts `count` more hits; a closed or missing one (an upsert: the field
+ * is missing, and missing compares below any date) restarts at `count` for `windowMs`.
  */
-export function hitPipeline(windowMs: number, now: Date): Document[] {
+export function hitPipeline(windowMs: number, now: Date, count = 1): Document[] {
   const open = { $gt: ['$resets_at', now] }
   return [
     {
       $set: {
-        hits: { $cond: [open, { $add: ['$hits', 1] }, 1] },
+        hits: { $cond: [open, { $add: ['$hits', count] }, count] },
         resets_at: { $cond: [open, '$resets_at', new Date(now.getTime() + windowMs)] },
         purge_at: { $add: ['$$NOW', Math.max(windowMs, 0) + PURGE_AFTER_MS] },
       },
@@ -59,11 +59,11 @@ export class MongoRateLimits implements RateLimitRepository {
     this.#isClosed = isClosed
   }
 
-  async hit(subject: RateSubject, windowMs: number, now: Date): Promise<RateWindow> {
+  async hit(subject: RateSubject, windowMs: number, now: Date, count = 1): Promise<RateWindow> {
     this.#open()
     const windows = this.#db.collection(RATE_WINDOWS)
     const upsert = () =>
-      windows.findOneAndUpdate({ _id: subjectKey(subject) } as Document, hitPipeline(windowMs, now), { upsert: true, returnDocument: 'after' })
+      windows.findOneAndUpdate({ _id: subjectKey(subject) } as Document, hitPipeline(windowMs, now, count), { upsert: true, returnDocument: 'after' })
     let document: Document | null
     try {
       document = await upsert()

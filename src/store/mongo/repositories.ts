@@ -56,7 +56,7 @@ import { lineCurrencies, statementCurrencies } from './currencies.ts'
 import { byId, cursorId, inCompany, inTable, pageFilter } from './filters.ts'
 import { inTransaction } from './connection.ts'
 import { COMPANY_LOCK, ensureLock, writeLock } from './locks.ts'
-import { atomically, call, collectionOf, countAll, findAll, findFirst, findOne, inSession, insertAll, insertOne, type Scope, writeAll } from './scope.ts'
+import { atomically, call, collectionOf, counted, countAll, findAll, findFirst, findOne, inSession, insertAll, insertOne, type Scope, writeAll } from './scope.ts'
 
 /**
  * The repositories of the port that hold the company's configuration and reporting data. Each method is one
@@ -114,21 +114,24 @@ function deleteCompany(scope: Scope, id: string): Promise<boolean> {
 
 export function companies(scope: Scope): CompanyRepository {
   return {
-    insert: (company: Company) => insertOne(scope, COMPANIES, company),
+    insert: (company: Company) => counted(scope, insertOne(scope, COMPANIES, company)),
     get: (id) => findOne<Company>(scope, COMPANIES, { _id: lookupId(id) }),
     setExchangeRates: (id, rates) =>
-      call(scope, async (session) => {
-        const result = await collectionOf(scope, COMPANIES).updateOne({ _id: lookupId(id) } as Document, { $set: { exchange_rates: { ...rates } } }, inSession(session))
-        return result.matchedCount > 0
-      }),
+      counted(
+        scope,
+        call(scope, async (session) => {
+          const result = await collectionOf(scope, COMPANIES).updateOne({ _id: lookupId(id) } as Document, { $set: { exchange_rates: { ...rates } } }, inSession(session))
+          return result.matchedCount > 0
+        }),
+      ),
     list: () => findAll<Company>(scope, COMPANIES, {}),
-    delete: (id) => deleteCompany(scope, id),
+    delete: (id) => counted(scope, deleteCompany(scope, id)),
   }
 }
 
 export function apiKeys(scope: Scope): ApiKeyRepository {
   return {
-    insert: (key: ApiKey) => insertOne(scope, API_KEYS, key),
+    insert: (key: ApiKey) => counted(scope, insertOne(scope, API_KEYS, key)),
     // The one lookup not scoped by company: the key is how the company is found (a unique index on the hash).
     findByHash: (hash) => findOne<ApiKey>(scope, API_KEYS, { hash }),
     list: (companyId) => findAll<ApiKey>(scope, API_KEYS, inCompany(companyId)),
@@ -137,7 +140,7 @@ export function apiKeys(scope: Scope): ApiKeyRepository {
 
 export function users(scope: Scope): UserRepository {
   return {
-    save: (companyId, saved: User[]) => writeAll(scope, USERS, replaceById(USERS, companyId, saved)),
+    save: (companyId, saved: User[]) => counted(scope, writeAll(scope, USERS, replaceById(USERS, companyId, saved))),
     get: (companyId, id) => findOne<User>(scope, USERS, byId(companyId, id)),
     async getMany(companyId, ids) {
       if (ids.length === 0) return new Map()

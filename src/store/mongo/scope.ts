@@ -31,8 +31,20 @@ export interface OpenTransaction {
 export interface Scope {
   connection: MongoConnection
   transaction: OpenTransaction | null
-  /** Shared by a store and every transaction store made from it. */
-  state: { closed: boolean }
+  /** Shared by a store and every transaction store made from it. `writes`: see `Store.committedWrites`. */
+  state: { closed: boolean; writes: number }
+}
+
+/**
+ * Counts a write of companies, users or API keys (`Store.committedWrites`) once it is over, whatever its
+ * outcome. Inside a transaction it is counted again when the transaction is over.
+ */
+export async function counted<T>(scope: Scope, write: Promise<T>): Promise<T> {
+  try {
+    return await write
+  } finally {
+    scope.state.writes++
+  }
 }
 
 export function collectionOf(scope: Scope, codec: Codec): Collection<Document> {

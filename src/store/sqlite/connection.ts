@@ -73,6 +73,12 @@ export interface Sql {
   write<T>(work: (db: SqlWriter) => T): Promise<T>
   /** Runs several reads that must see the same data: one read transaction, or the open transaction. */
   snapshot<T>(read: (db: SqlReader) => T): Promise<T>
+  /**
+   * The same reads, whose answers are kept until the database changes (a commit of any connection: this
+   * process's, the import worker's thread, another process): for small answers read often and changed
+   * seldom, such as a company's configuration and the counts of its rows. Inside a transaction, plain reads.
+   */
+  readonly remembering: Pick<Sql, 'all' | 'get' | 'values'>
 }
 
 export interface SqlReader {
@@ -85,6 +91,11 @@ export interface SqlWriter {
   values(sql: string, ...params: Params): Values[]
 }
 
+/** The most answers `Sql.remembering` keeps; the oldest goes first. */
+const REMEMBERED_ANSWERS = 2000
+/** An answer of more rows is not kept: what is remembered must stay small. */
+const REMEMBERED_ROWS = 1000
+
 /**
  * A SQLite database opened twice: a reader that sees only committed data, and one writer that every write
  * and transaction goes through, one at a time. An in-memory database has one connection for both.
@@ -93,6 +104,8 @@ export class SqliteConnection {
   readonly #writer: Handle
   readonly #reader: Handle
   readonly #writes = new Mutex()
+  #commits = 0
+  readonly #remembered = new Map<string, { version: string; answer: unknown }>()
   #closed = false
 
   constructor(path: string) {
@@ -115,6 +128,12 @@ export class SqliteConnection {
       return this.#atomically(work)
     }),
     snapshot: (read) => this.#committed(() => this.#readTransaction(read)),
+    remembering: {
+      all: (sql, ...params) => this.#committed(() => this.#remember('all', sql, params, () => this.#reader.prepare(sql).all(...params) as Row[])),
+      get: (sql, ...params) => this.#committed(() => this.#remember('get', sql, params, () => this.#reader.prepare(sql).get(...params) as Row | undefined)),
+      values: (sql, ...params) =>
+        this.#committed(() => this.#remember('values', sql, params, () => this.#reader.prepareArrays(sql).all(...params) as unknown as Values[])),
+    },
   }
 
   /** Runs `work` with an Sql whose reads and writes all belong to one transaction on the writer. */
@@ -126,6 +145,9 @@ export class SqliteConnection {
         get: async (sql, ...params) => writer.prepare(sql).get(...params) as Row | undefined,
         values: async (sql, ...params) => writer.prepareArrays(sql).all(...params) as unknown as Values[],
         snapshot: async (read) => read(this.#writerApi()),
+        get remembering() {
+          return inside
+        },
         // A savepoint keeps each call atomic inside the transaction: a refused write leaves none of its rows.
         write: async (step) => {
           writer.db.exec('SAVEPOINT write')
@@ -144,12 +166,18 @@ export class SqliteConnection {
       try {
         const result = await work(inside)
         writer.db.exec('COMMIT')
+        this.#commits++
         return result
       } catch (error) {
         if (writer.db.isTransaction) writer.db.exec('ROLLBACK')
         throw error
       }
     })
+  }
+
+  /** How many write transactions this connection has committed. */
+  get commits(): number {
+    return this.#commits
   }
 
   close(): void {
@@ -166,6 +194,24 @@ export class SqliteConnection {
   async #committed<T>(read: () => T): Promise<T> {
     if (this.#reader === this.#writer && this.#writer.db.isTransaction) return this.#writes.run(async () => read())
     return read()
+  }
+
+  /**
+   * The answer of `read`, kept (frozen, since callers share it) while the database's version is the one it was
+   * read at: the reader's `data_version`, which moves when another connection commits, and this connection's
+   * own commits (an in-memory database reads on its writer).
+   */
+  #remember<T>(kind: string, sql: string, params: Params, read: () => T): T {
+    const key = `${kind}\u0000${sql}\u0000${JSON.stringify(params)}`
+    const version = `${(this.#reader.prepare('PRAGMA data_version').get() as { data_version: number }).data_version}:${this.#commits}`
+    const kept = this.#remembered.get(key)
+    if (kept?.version === version) return kept.answer as T
+    const answer = read()
+    if (Array.isArray(answer) && answer.length > REMEMBERED_ROWS) return answer
+    this.#remembered.delete(key)
+    if (this.#remembered.size >= REMEMBERED_ANSWERS) this.#remembered.delete(this.#remembered.keys().next().value as string)
+    this.#remembered.set(key, { version, answer: freezeRows(answer) })
+    return answer
   }
 
   /**
@@ -217,12 +263,18 @@ export class SqliteConnection {
     try {
       const result = work(this.#writerApi())
       db.exec('COMMIT')
+      this.#commits++
       return result
     } catch (error) {
       if (db.isTransaction) db.exec('ROLLBACK')
       throw error
     }
   }
+}
+
+function freezeRows<T>(answer: T): T {
+  if (Array.isArray(answer)) for (const row of answer) Object.freeze(row)
+  return Object.freeze(answer)
 }
 
 /** SQLITE_BUSY (or one of its extended codes): another connection holds the lock. */

@@ -5,7 +5,8 @@ import type { Sql, Values } from './connection.ts'
 /**
  * The currencies in use among rows (`statements.currenciesInUse`, `commissionLines.currenciesInUse`): DISTINCT
  * over the rows of one scope, and over the entries of their JSON maps with `json_each`. Each query reads every
- * row of the scope once; the v2 fields endpoint, the only caller, is read once per sync, not per page.
+ * row of the scope once; the v2 fields endpoint, the only caller, is read once per sync, not per page, and the
+ * adapter remembers the answers until the database changes (`Sql.remembering`).
  */
 
 const NUMBER = `('integer', 'real')`
@@ -40,7 +41,7 @@ function byKey(rows: Values[]): Record<string, string[]> {
 
 const sorted = (rows: Values[]) => rows.map((row) => row[0] as string).toSorted()
 
-export async function statementCurrencies(sql: Sql, companyId: string, environment: Environment): Promise<CurrenciesInUse> {
+export async function statementCurrencies(sql: Pick<Sql, 'values'>, companyId: string, environment: Environment): Promise<CurrenciesInUse> {
   const scope = 'statements.company_id = ? AND statements.environment = ?'
   const metrics = entryCurrencies('statements.metrics', 'statements.currency', true)
   const [rows, entries] = await Promise.all([
@@ -50,7 +51,7 @@ export async function statementCurrencies(sql: Sql, companyId: string, environme
   return { rows: sorted(rows), metrics: byKey(entries) }
 }
 
-export async function lineCurrencies(sql: Sql, companyId: string, tableId: string): Promise<LineCurrenciesInUse> {
+export async function lineCurrencies(sql: Pick<Sql, 'values'>, companyId: string, tableId: string): Promise<LineCurrenciesInUse> {
   const scope = 'lines.company_id = ? AND lines.table_id = ?'
   const currency = `lines.doc ->> '$.currency'`
   const metrics = entryCurrencies(`lines.doc, '$.metrics'`, currency, true)

@@ -41,9 +41,9 @@ export class SqliteRateLimits implements RateLimitRepository {
     )
     // SET expressions all read the row as it was, so both columns test the same (old) resets_at.
     this.#hit = this.#db.prepare(
-      `INSERT INTO rate_windows (subject, hits, resets_at) VALUES (:subject, 1, :now + :window)
+      `INSERT INTO rate_windows (subject, hits, resets_at) VALUES (:subject, :count, :now + :window)
        ON CONFLICT (subject) DO UPDATE SET
-         hits = CASE WHEN resets_at <= :now THEN 1 ELSE hits + 1 END,
+         hits = CASE WHEN resets_at <= :now THEN :count ELSE hits + :count END,
          resets_at = CASE WHEN resets_at <= :now THEN :now + :window ELSE resets_at END
        RETURNING hits, resets_at`,
     )
@@ -51,10 +51,10 @@ export class SqliteRateLimits implements RateLimitRepository {
     this.#purge = this.#db.prepare('DELETE FROM rate_windows WHERE resets_at <= ?')
   }
 
-  async hit(subject: RateSubject, windowMs: number, now: Date): Promise<RateWindow> {
+  async hit(subject: RateSubject, windowMs: number, now: Date, count = 1): Promise<RateWindow> {
     const at = now.getTime()
     this.#purgeClosed(at)
-    const row = this.#hit.get({ subject: keyOf(subject), now: at, window: windowMs }) as { hits: number; resets_at: number }
+    const row = this.#hit.get({ subject: keyOf(subject), now: at, window: windowMs, count }) as { hits: number; resets_at: number }
     return { hits: row.hits, resetsAt: new Date(row.resets_at).toISOString() }
   }
 

@@ -153,7 +153,7 @@ async function pageOfDocuments<T>(sql: Sql, { table, scope }: ScopedTable, compa
 }
 
 async function countInScope(sql: Sql, { table, scope }: ScopedTable, companyId: string, scopeId: string): Promise<number> {
-  return countOf(await sql.get(`SELECT count(*) AS n FROM ${table} WHERE company_id = ? AND ${scope} = ?`, companyId, scopeId))
+  return countOf(await sql.remembering.get(`SELECT count(*) AS n FROM ${table} WHERE company_id = ? AND ${scope} = ?`, companyId, scopeId))
 }
 
 function sqliteStore(connection: SqliteConnection, sql: Sql, rateLimits: SqliteRateLimits): Store {
@@ -248,7 +248,7 @@ function sqliteStore(connection: SqliteConnection, sql: Sql, rateLimits: SqliteR
         return parseAll<User>(rows)
       },
       async count(companyId) {
-        return countOf(await sql.get('SELECT count(*) AS n FROM users WHERE company_id = ?', companyId))
+        return countOf(await sql.remembering.get('SELECT count(*) AS n FROM users WHERE company_id = ?', companyId))
       },
     },
 
@@ -265,7 +265,7 @@ function sqliteStore(connection: SqliteConnection, sql: Sql, rateLimits: SqliteR
         )
       },
       async list(companyId) {
-        return parseAll(await sql.all('SELECT doc FROM user_attributes WHERE company_id = ? ORDER BY id', companyId))
+        return parseAll(await sql.remembering.all('SELECT doc FROM user_attributes WHERE company_id = ? ORDER BY id', companyId))
       },
     },
 
@@ -297,7 +297,7 @@ function sqliteStore(connection: SqliteConnection, sql: Sql, rateLimits: SqliteR
         )
       },
       async list(companyId) {
-        return parseAll(await sql.all('SELECT doc FROM custom_metrics WHERE company_id = ? ORDER BY id', companyId))
+        return parseAll(await sql.remembering.all('SELECT doc FROM custom_metrics WHERE company_id = ? ORDER BY id', companyId))
       },
     },
 
@@ -315,15 +315,15 @@ function sqliteStore(connection: SqliteConnection, sql: Sql, rateLimits: SqliteR
         )
       },
       async get(companyId, id) {
-        return parse<DataTable>(await sql.get('SELECT doc FROM data_tables WHERE company_id = ? AND id = ?', companyId, id))
+        return parse<DataTable>(await sql.remembering.get('SELECT doc FROM data_tables WHERE company_id = ? AND id = ?', companyId, id))
       },
       async getByKey(companyId, environment, key) {
         return parse<DataTable>(
-          await sql.get('SELECT doc FROM data_tables WHERE company_id = ? AND environment = ? AND key = ?', companyId, environment, key),
+          await sql.remembering.get('SELECT doc FROM data_tables WHERE company_id = ? AND environment = ? AND key = ?', companyId, environment, key),
         )
       },
       async list(companyId) {
-        return parseAll(await sql.all('SELECT doc FROM data_tables WHERE company_id = ? ORDER BY id', companyId))
+        return parseAll(await sql.remembering.all('SELECT doc FROM data_tables WHERE company_id = ? ORDER BY id', companyId))
       },
     },
 
@@ -363,7 +363,7 @@ function sqliteStore(connection: SqliteConnection, sql: Sql, rateLimits: SqliteR
       },
       async count(companyId, tableId) {
         return countOf(
-          await sql.get('SELECT count(*) AS n FROM data_table_records WHERE company_id = ? AND table_id = ?', companyId, tableId),
+          await sql.remembering.get('SELECT count(*) AS n FROM data_table_records WHERE company_id = ? AND table_id = ?', companyId, tableId),
         )
       },
       ...sqliteRecordWrites(sql),
@@ -405,11 +405,11 @@ function sqliteStore(connection: SqliteConnection, sql: Sql, rateLimits: SqliteR
       },
       async get(companyId, id) {
         return parse<ReportingStructure>(
-          await sql.get('SELECT doc FROM reporting_structures WHERE company_id = ? AND id = ?', companyId, id),
+          await sql.remembering.get('SELECT doc FROM reporting_structures WHERE company_id = ? AND id = ?', companyId, id),
         )
       },
       async list(companyId) {
-        return parseAll(await sql.all('SELECT doc FROM reporting_structures WHERE company_id = ? ORDER BY id', companyId))
+        return parseAll(await sql.remembering.all('SELECT doc FROM reporting_structures WHERE company_id = ? ORDER BY id', companyId))
       },
     },
 
@@ -458,10 +458,10 @@ function sqliteStore(connection: SqliteConnection, sql: Sql, rateLimits: SqliteR
       list: (companyId, environment, window) => listStatements(sql, companyId, environment, window),
       async count(companyId, environment) {
         return countOf(
-          await sql.get('SELECT count(*) AS n FROM statements WHERE company_id = ? AND environment = ?', companyId, environment),
+          await sql.remembering.get('SELECT count(*) AS n FROM statements WHERE company_id = ? AND environment = ?', companyId, environment),
         )
       },
-      currenciesInUse: (companyId, environment) => statementCurrencies(sql, companyId, environment),
+      currenciesInUse: (companyId, environment) => statementCurrencies(sql.remembering, companyId, environment),
       ...sqliteStatementResults(sql),
     },
 
@@ -472,7 +472,7 @@ function sqliteStore(connection: SqliteConnection, sql: Sql, rateLimits: SqliteR
       page: (companyId, tableId, window) => pageOfDocuments<CommissionLine>(sql, LINES_OF_TABLE, companyId, tableId, window),
       list: (companyId, tableId, window) => listCommissionLines(sql, companyId, tableId, window),
       count: (companyId, tableId) => countInScope(sql, LINES_OF_TABLE, companyId, tableId),
-      currenciesInUse: (companyId, tableId) => lineCurrencies(sql, companyId, tableId),
+      currenciesInUse: (companyId, tableId) => lineCurrencies(sql.remembering, companyId, tableId),
       ...sqliteLineResults(sql),
     },
 
@@ -483,10 +483,10 @@ function sqliteStore(connection: SqliteConnection, sql: Sql, rateLimits: SqliteR
         )
       },
       async get(companyId, id) {
-        return parse<Quota>(await sql.get('SELECT doc FROM quotas WHERE company_id = ? AND id = ?', companyId, id))
+        return parse<Quota>(await sql.remembering.get('SELECT doc FROM quotas WHERE company_id = ? AND id = ?', companyId, id))
       },
       async list(companyId) {
-        return parseAll(await sql.all('SELECT doc FROM quotas WHERE company_id = ? ORDER BY id', companyId))
+        return parseAll(await sql.remembering.all('SELECT doc FROM quotas WHERE company_id = ? ORDER BY id', companyId))
       },
       async setType(companyId, id, type, modifiedAt) {
         return write(sql, (db) => {
@@ -549,6 +549,9 @@ function sqliteStore(connection: SqliteConnection, sql: Sql, rateLimits: SqliteR
       if (sql !== connection.sql) return work(store)
       return connection.transaction((inside) => work(sqliteStore(connection, inside, rateLimits)))
     },
+
+    // Every commit of the connection counts.
+    committedWrites: () => connection.commits,
 
     async ping() {
       await sql.get('SELECT 1 AS n')

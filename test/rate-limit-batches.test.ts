@@ -1,0 +1,111 @@
+import * as fc from 'fast-check'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { batchSize, BatchedRateCounts } from '../src/rate-limit/batched-counts.ts'
+import { subjectOfKey } from '../src/rate-limit/port-store.ts'
+import type { Store } from '../src/store/port.ts'
+import { openSqliteStore } from '../src/store/sqlite/sqlite-store.ts'
+
+const KEY = 'company:0123456789abcdef01234567'
+const T0 = Date.parse('2026-06-01T10:00:00.000Z')
+
+/** N instances of the counter sharing one store, as N processes sharing a database would. */
+function instances(store: Store, count: number): BatchedRateCounts[] {
+  return Array.from({ length: count }, () => new BatchedRateCounts((key, windowMs, now, hits) => store.rateLimits.hit(subjectOfKey(key), windowMs, now, hits)))
+}
+
+describe('rate limit: requests counted in batches', () => {
+  let store: Store
+
+  beforeEach(() => {
+    store = openSqliteStore(':memory:')
+  })
+  afterEach(async () => {
+    await store.close()
+  })
+
+  it('writes one request in twenty of the limit: 4 for 80, and every request for a limit under 40', () => {
+    expect(batchSize(80)).toBe(4)
+    expect(batchSize(1_000_000)).toBe(50_000)
+    expect(batchSize(39)).toBe(1)
+    expect(batchSize(1)).toBe(1)
+  })
+
+  it('is exact with one instance: 80 of 100 requests pass, each told its count, and the 81st is refused', async () => {
+    const [counter] = instances(store, 1)
+    const results = []
+    for (let index = 0; index < 100; index++) results.push(await counter.count(KEY, 1000, 80, new Date(T0 + index)))
+    expect(results.slice(0, 80).map((result) => result.current)).toEqual(Array.from({ length: 80 }, (_, index) => index + 1))
+    expect(results.slice(80).every((result) => result.current > 80)).toBe(true)
+    expect(results[0].ttl).toBe(1000)
+    expect(results[79].ttl).toBe(921)
+  })
+
+  it('is exact with one instance under concurrency: of 90 counted at once, 80 pass', async () => {
+    const [counter] = instances(store, 1)
+    const results = await Promise.all(Array.from({ length: 90 }, () => counter.count(KEY, 1000, 80, new Date(T0))))
+    expect(results.filter((result) => result.current <= 80)).toHaveLength(80)
+  })
+
+  it('writes far fewer times than it counts', async () => {
+    let writes = 0
+    const counter = new BatchedRateCounts((key, windowMs, now, hits) => {
+      writes++
+      return store.rateLimits.hit(subjectOfKey(key), windowMs, now, hits)
+    })
+    for (let index = 0; index < 80; index++) await counter.count(KEY, 1000, 80, new Date(T0))
+    // The window's first request, then one write every 4.
+    expect(writes).toBe(1 + Math.floor(79 / 4))
+  })
+
+  it('opens a new window once the known one closed, dropping what it had not written', async () => {
+    const [counter] = instances(store, 1)
+    for (let index = 0; index < 80; index++) await counter.count(KEY, 1000, 80, new Date(T0))
+    expect((await counter.count(KEY, 1000, 80, new Date(T0 + 999))).current).toBe(81)
+    const next = await counter.count(KEY, 1000, 80, new Date(T0 + 1000))
+    expect(next).toEqual({ current: 1, ttl: 1000 })
+    expect(await store.rateLimits.peek(subjectOfKey(KEY), new Date(T0 + 1000))).toEqual({ hits: 1, resetsAt: new Date(T0 + 2000).toISOString() })
+  })
+
+  it('across N instances, never refuses below the limit and lets through at most (N - 1) x batch over it', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 2, max: 4 }),
+        // Limits of batches of 2 to 6 (and of 1, exact), and more requests than the limit.
+        fc.integer({ min: 20, max: 120 }),
+        // Which instance each request reaches, and whether it is sent with the next ones at once.
+        fc.array(fc.tuple(fc.nat(), fc.boolean()), { minLength: 130, maxLength: 300 }),
+        async (count, max, requests) => {
+          const shared = openSqliteStore(':memory:')
+          try {
+            const counters = instances(shared, count)
+            let admitted = 0
+            let refusedBelowLimit = false
+            let group: Promise<void>[] = []
+            for (const [target, together] of requests) {
+              const counter = counters[target % count]
+              const admittedBefore = admitted
+              group.push(
+                counter.count(KEY, 1000, max, new Date(T0)).then((result) => {
+                  if (result.current <= max) admitted++
+                  // A refusal is right only when the window really holds `max` requests (counted when sent, or since).
+                  else if (Math.max(admittedBefore, admitted) < max) refusedBelowLimit = true
+                }),
+              )
+              if (!together) {
+                await Promise.all(group)
+                group = []
+              }
+            }
+            await Promise.all(group)
+            expect(refusedBelowLimit).toBe(false)
+            expect(admitted).toBeLessThanOrEqual(max + (count - 1) * batchSize(max))
+            expect(admitted).toBeGreaterThanOrEqual(Math.min(max, requests.length))
+          } finally {
+            await shared.close()
+          }
+        },
+      ),
+      { numRuns: 150 },
+    )
+  })
+})
