@@ -25,7 +25,7 @@ import type {
 import type { ClockOffsetRepository } from './clock-offset.ts'
 import type { CompanyOriginRepository } from './company-origins.ts'
 import type { ImportStatisticsRepository } from './import-statistics.ts'
-import type { RevisionRepository } from './revisions.ts'
+import type { AdminEditRepository } from './admin-edits.ts'
 
 /**
  * The store port: every operation the service needs, stated by what it means, not how it is queried.
@@ -72,7 +72,7 @@ export interface Store {
   /** Import counts across companies, for the metrics. */
   readonly importStatistics: ImportStatisticsRepository
   /** Changes to stored records made by administration (admin routes, CLI). */
-  readonly revisions: RevisionRepository
+  readonly adminEdits: AdminEditRepository
   /** The controlled clock's offset, shared by every process of the store: not company data, moved outside transactions. */
   readonly clockOffset: ClockOffsetRepository
   /** The fixture each company was created from, to put it back as it was (reset). */

@@ -14,7 +14,7 @@ import { PART_BYTES, payloadFrom, storedPayload } from '../../src/store/mongo/pa
 import { upsertRecordsOperations } from '../../src/store/mongo/repositories.ts'
 import { hitPipeline, subjectKey } from '../../src/store/mongo/rate-limits.ts'
 import { EXTRA_INDEXES } from '../../src/store/mongo/mongo-store.ts'
-import { setFields } from '../../src/store/mongo/revisions.ts'
+import { setFields } from '../../src/store/mongo/admin-edits.ts'
 import { countsFrom } from '../../src/store/mongo/import-statistics.ts'
 import { withDatabase } from '../helpers/test-store.ts'
 import { StoreConflictError } from '../../src/store/port.ts'

@@ -10,7 +10,7 @@ import { importStatisticsContract } from './import-statistics-contract.ts'
 import { importsContract, sharedImportQueueContract } from './imports-contract.ts'
 import { offsetListsContract } from './offset-lists-contract.ts'
 import { rateLimitContract, sharedRateLimitContract } from './rate-limits-contract.ts'
-import { revisionsContract } from './revisions-contract.ts'
+import { adminEditsContract } from './admin-edits-contract.ts'
 import { statementExtractionContract } from './statement-extraction-contract.ts'
 import { testKitContract } from './test-kit-contract.ts'
 
@@ -67,7 +67,7 @@ function mongoSuites(serverUrl: string): void {
 
   storeContract('mongodb', factory)
   offsetListsContract('mongodb', factory)
-  revisionsContract('mongodb', factory)
+  adminEditsContract('mongodb', factory)
   statementExtractionContract('mongodb', factory)
   calculationContract('mongodb', factory)
   rateLimitContract('mongodb', factory)

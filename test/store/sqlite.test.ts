@@ -10,7 +10,7 @@ import { companyTransactionsContract } from './company-transactions-contract.ts'
 import { type StoreFactory, storeContract } from './contract.ts'
 import { importsContract } from './imports-contract.ts'
 import { offsetListsContract } from './offset-lists-contract.ts'
-import { revisionsContract } from './revisions-contract.ts'
+import { adminEditsContract } from './admin-edits-contract.ts'
 import { statementExtractionContract } from './statement-extraction-contract.ts'
 import { testKitContract } from './test-kit-contract.ts'
 
@@ -37,7 +37,7 @@ storeContract('sqlite (:memory:)', {
 })
 importsContract('sqlite (:memory:)', { create: async () => openSqliteStore(':memory:') })
 offsetListsContract('sqlite (:memory:)', { create: async () => openSqliteStore(':memory:') })
-revisionsContract('sqlite (:memory:)', { create: async () => openSqliteStore(':memory:') })
+adminEditsContract('sqlite (:memory:)', { create: async () => openSqliteStore(':memory:') })
 statementExtractionContract('sqlite (file)', fileStore)
 statementExtractionContract('sqlite (:memory:)', { create: async () => openSqliteStore(':memory:') })
 calculationContract('sqlite (file)', fileStore)

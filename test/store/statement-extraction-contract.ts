@@ -159,7 +159,7 @@ export function statementExtractionContract(name: string, factory: StoreFactory)
 
       it('are dropped when the statement is changed', async () => {
         await render(rows)
-        const changed = await store.revisions.updateStatement(companyId, rows[2].id, { modified_at: minute(9), status: 'paid', payment: 42 })
+        const changed = await store.adminEdits.updateStatement(companyId, rows[2].id, { modified_at: minute(9), status: 'paid', payment: 42 })
         expect(changed).toStrictEqual({ ...rows[2], modified_at: minute(9), status: 'paid', payment: 42 })
         const found = await extract({ limit: 10 })
         expect(found).toStrictEqual([rendered(rows[0], text(rows[0])), rendered(rows[1], text(rows[1])), extracted(changed!), rendered(rows[3], text(rows[3]))])

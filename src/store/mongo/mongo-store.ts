@@ -24,7 +24,7 @@ import {
   userAttributes,
   users,
 } from './repositories.ts'
-import { mongoRevisions } from './revisions.ts'
+import { mongoAdminEdits } from './admin-edits.ts'
 import { call, counted, Queue, type Scope } from './scope.ts'
 
 export interface MongoStoreOptions {
@@ -86,7 +86,7 @@ function mongoStore(scope: Scope, transactions: Queue, rateLimits: MongoRateLimi
     imports: mongoImports(scope),
     itemsPerTransaction: ITEMS_PER_TRANSACTION,
     importStatistics: mongoImportStatistics(scope),
-    revisions: mongoRevisions(scope),
+    adminEdits: mongoAdminEdits(scope),
     clockOffset: mongoClockOffset(scope),
     companyOrigins: mongoCompanyOrigins(scope),
 

@@ -27,7 +27,7 @@ import { sqliteOpenError } from './open-errors.ts'
 import { rateLimitFile, SqliteRateLimits } from './rate-limits.ts'
 import { placeholders, slices, sqliteRecordWrites } from './record-writes.ts'
 import { insertLines, sqliteLineResults, sqlitePlans, sqliteStatementResults } from './calculation-results.ts'
-import { sqliteRevisions } from './revisions.ts'
+import { sqliteAdminEdits } from './admin-edits.ts'
 import {
   EXTRACTED_STATEMENT_COLUMNS,
   extractedStatementFromValues,
@@ -539,7 +539,7 @@ function sqliteStore(connection: SqliteConnection, sql: Sql, rateLimits: SqliteR
     imports: sqliteImports(sql),
     // One file, one writer, no time limit on a transaction: an import of any size is applied in one.
     itemsPerTransaction: Number.POSITIVE_INFINITY,
-    revisions: sqliteRevisions(sql),
+    adminEdits: sqliteAdminEdits(sql),
     rateLimits,
     importStatistics: sqliteImportStatistics(sql),
     clockOffset: sqliteClockOffset(sql),

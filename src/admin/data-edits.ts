@@ -14,7 +14,7 @@ import type {
   Statement,
 } from '../store/model.ts'
 import type { Store } from '../store/port.ts'
-import type { CommissionLineChanges, QuotaValueChanges, StatementChanges } from '../store/revisions.ts'
+import type { CommissionLineChanges, QuotaValueChanges, StatementChanges } from '../store/admin-edits.ts'
 import { renderStatementRows, renderStatements } from '../v2/statement-texts.ts'
 
 /**
@@ -54,7 +54,7 @@ export async function changeQuotaType(store: Store, clock: Clock, companyId: str
 /** An edit of a row: the fields to set, and its modification time (now when not given). */
 type RowEdit<Changes> = Omit<Changes, 'modified_at'> & { modified_at?: string }
 
-/** Applies a row edit through one of the store's revision methods, stamping the modification time. */
+/** Applies a row edit through one of the store's admin edits, stamping the modification time. */
 async function reviseRow<Changes extends { modified_at: string }, Row>(
   store: Store,
   clock: Clock,
@@ -79,7 +79,7 @@ export type QuotaValueEdit = RowEdit<QuotaValueChanges>
  */
 export async function reviseStatement(store: Store, clock: Clock, companyId: string, id: string, edit: StatementEdit): Promise<Statement> {
   return store.transaction(async (tx) => {
-    const revised = await reviseRow(tx, clock, companyId, id, edit, (company, row, changes) => tx.revisions.updateStatement(company, row, changes), 'statement')
+    const revised = await reviseRow(tx, clock, companyId, id, edit, (company, row, changes) => tx.adminEdits.updateStatement(company, row, changes), 'statement')
     await renderStatementRows(tx, companyId, [revised])
     if (edit.status !== 'pending' || !revised.plan_id || !revised.period) return revised
     const cell = { user_id: revised.user_id, period: revised.period }
@@ -90,13 +90,13 @@ export async function reviseStatement(store: Store, clock: Clock, companyId: str
 }
 
 export function reviseCommissionLine(store: Store, clock: Clock, companyId: string, id: string, edit: CommissionLineEdit): Promise<CommissionLine> {
-  return reviseRow(store, clock, companyId, id, edit, (company, row, changes) => store.revisions.updateCommissionLine(company, row, changes), 'commission_line')
+  return reviseRow(store, clock, companyId, id, edit, (company, row, changes) => store.adminEdits.updateCommissionLine(company, row, changes), 'commission_line')
 }
 
 /** Changes a quota value, and recalculates the plans' cells that take it as their target. */
 export async function reviseQuotaValue(store: Store, clock: Clock, companyId: string, id: string, edit: QuotaValueEdit): Promise<QuotaValue> {
   return store.transaction(async (tx) => {
-    const value = await reviseRow(tx, clock, companyId, id, edit, (company, row, changes) => tx.revisions.updateQuotaValue(company, row, changes), 'quota_value')
+    const value = await reviseRow(tx, clock, companyId, id, edit, (company, row, changes) => tx.adminEdits.updateQuotaValue(company, row, changes), 'quota_value')
     const quotaValues = new Map([[value.quota_id, [{ user_id: value.user_id, period: value.period }]]])
     await recalculate(tx, companyId, { quotaValues }, { now: clock.now().toISOString() })
     return value
@@ -139,7 +139,7 @@ export async function reviseStructure(store: Store, clock: Clock, companyId: str
     ...(edit.metrics === undefined ? {} : { metric_keys: edit.metrics }),
     ...(edit.fields === undefined ? {} : { field_keys: edit.fields }),
   }
-  const changed = found(await store.revisions.updateStructure(companyId, structure.id, changes), 'reporting_structure', id)
+  const changed = found(await store.adminEdits.updateStructure(companyId, structure.id, changes), 'reporting_structure', id)
   await renderStatements(store, companyId)
   return changed
 }
@@ -163,7 +163,7 @@ export async function reviseMetric(store: Store, clock: Clock, companyId: string
   if (kind === 'enum' && (!enumValues || enumValues.length === 0)) {
     throw new ValidationError({ resource: 'enum_values', description: 'an enum metric needs enum_values' })
   }
-  const changed = found(await store.revisions.updateMetric(companyId, metric.id, { ...edit, modified_at: clock.now().toISOString() }), 'custom_metric', apiKey)
+  const changed = found(await store.adminEdits.updateMetric(companyId, metric.id, { ...edit, modified_at: clock.now().toISOString() }), 'custom_metric', apiKey)
   await renderStatements(store, companyId)
   return changed
 }

@@ -7,7 +7,7 @@ import {
   reviseQuotaValue,
   reviseStatement,
   reviseStructure,
-} from '../admin/revisions.ts'
+} from '../admin/data-edits.ts'
 import { METRIC_KINDS, QUOTA_TYPES, STATEMENT_STATUSES } from '../store/model.ts'
 import { NotFoundBodySchema, Nullable, ObjectIdSchema, UnauthorizedBodySchema, ValidationErrorBodySchema } from './schemas.ts'
 
@@ -26,7 +26,7 @@ const ApiName = Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$' })
 /** Company ids are stored in lower case. */
 const company = (id: string) => id.toLowerCase()
 
-export const adminRevisionRoutes: FastifyPluginAsyncTypebox = async (app) => {
+export const adminEditRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   app.patch(
     '/companies/:id/quotas/:quota_id',

@@ -41,7 +41,7 @@ export type MetricChanges = { modified_at: string } & Partial<Pick<CustomMetric,
  * exactly the given fields (the rest stay as they were), and returns the record as changed, or null when the
  * company has no such record. Applying the same changes twice gives the same record (idempotent).
  */
-export interface RevisionRepository {
+export interface AdminEditRepository {
   updateStatement(companyId: string, id: string, changes: StatementChanges): Promise<Statement | null>
   updateCommissionLine(companyId: string, id: string, changes: CommissionLineChanges): Promise<CommissionLine | null>
   updateQuotaValue(companyId: string, id: string, changes: QuotaValueChanges): Promise<QuotaValue | null>

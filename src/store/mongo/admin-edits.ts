@@ -1,5 +1,5 @@
 import type { Document } from 'bson'
-import type { RevisionRepository } from '../revisions.ts'
+import type { AdminEditRepository } from '../admin-edits.ts'
 import { type Codec, decode } from './codec.ts'
 import { COMMISSION_LINES, CUSTOM_METRICS, QUOTA_VALUES, REPORTING_STRUCTURES, STATEMENTS } from './collections.ts'
 import { byId } from './filters.ts'
@@ -27,7 +27,7 @@ function update<T>(scope: Scope, codec: Codec, companyId: string, id: string, ch
   })
 }
 
-export function mongoRevisions(scope: Scope): RevisionRepository {
+export function mongoAdminEdits(scope: Scope): AdminEditRepository {
   return {
     // A changed statement's rendering no longer shows it (src/v2/statement-texts.ts).
     updateStatement: (companyId, id, changes) => update(scope, STATEMENTS, companyId, id, changes, { rendering: '' }),

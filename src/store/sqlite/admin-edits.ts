@@ -1,6 +1,6 @@
 import type { Params, Sql } from './connection.ts'
 import type { Statement } from '../model.ts'
-import type { RevisionRepository, StatementChanges } from '../revisions.ts'
+import type { AdminEditRepository, StatementChanges } from '../admin-edits.ts'
 import { REPLACE_STATEMENT, STATEMENT_COLUMNS, statementFromValues, statementParams } from './statement-rows.ts'
 
 /** Where one record of a company is, with the parameters of that condition before its id. */
@@ -64,7 +64,7 @@ function update<T>(sql: Sql, location: Location, companyId: string, id: string, 
   })
 }
 
-export function sqliteRevisions(sql: Sql): RevisionRepository {
+export function sqliteAdminEdits(sql: Sql): AdminEditRepository {
   return {
     updateStatement: (companyId, id, changes) => updateStatement(sql, companyId, id, changes),
     updateCommissionLine: (companyId, id, changes) => update(sql, COMMISSION_LINES, companyId, id, changes),
