@@ -405,6 +405,16 @@ export interface PlanRepository {
  */
 export type RateSubject = { companyId: string } | { address: string }
 
+/**
+ * The text that names a subject's window, in the store and in the rate limiter's own counts: `company:<id>` or
+ * `address:<ip>`. Made once, from the subject, by `rateSubjectKey`; an adapter stores it as it is.
+ */
+export type RateSubjectKey = string
+
+export function rateSubjectKey(subject: RateSubject): RateSubjectKey {
+  return 'companyId' in subject ? `company:${subject.companyId}` : `address:${subject.address}`
+}
+
 /** A subject's open rate window. */
 export interface RateWindow {
   /** Requests counted in the window, the last one included. */
@@ -426,9 +436,9 @@ export interface RateLimitRepository {
    * return the counts k+1 to k+n, each exactly once. An instance that counts in batches
    * (`src/rate-limit/batched-counts.ts`) writes several requests in one hit.
    */
-  hit(subject: RateSubject, windowMs: number, now: Date, count?: number): Promise<RateWindow>
+  hit(subject: RateSubjectKey, windowMs: number, now: Date, count?: number): Promise<RateWindow>
   /** The subject's window open at `now`, without counting; null when none is. Never writes. */
-  peek(subject: RateSubject, now: Date): Promise<RateWindow | null>
+  peek(subject: RateSubjectKey, now: Date): Promise<RateWindow | null>
 }
 
 /** A write broke a uniqueness rule of the store (an email, a key, a (quota, user, period)). */

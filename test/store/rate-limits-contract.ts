@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { newId } from '../../src/ids.ts'
-import type { RateSubject, Store } from '../../src/store/port.ts'
+import { rateSubjectKey, type RateSubjectKey, type Store } from '../../src/store/port.ts'
 import type { StoreFactory } from './contract.ts'
 
 export interface SharedStoreFactory extends StoreFactory {
@@ -16,15 +16,15 @@ export function rateLimitContract(name: string, factory: StoreFactory): void {
   describe(`store contract, rate limits: ${name}`, () => {
     let store: Store
     // Fresh subjects per test, so that a shared server's earlier counts never matter.
-    let company: RateSubject
-    let other: RateSubject
-    let address: RateSubject
+    let company: RateSubjectKey
+    let other: RateSubjectKey
+    let address: RateSubjectKey
 
     beforeEach(async () => {
       store = await factory.create()
-      company = { companyId: newId() }
-      other = { companyId: newId() }
-      address = { address: `198.51.100.${Math.floor(Math.random() * 250)}-${newId()}` }
+      company = rateSubjectKey({ companyId: newId() })
+      other = rateSubjectKey({ companyId: newId() })
+      address = rateSubjectKey({ address: `198.51.100.${Math.floor(Math.random() * 250)}-${newId()}` })
     })
 
     afterEach(async () => {
@@ -93,7 +93,7 @@ export function sharedRateLimitContract(name: string, factory: SharedStoreFactor
   describe(`store contract, rate limits shared between stores: ${name}`, () => {
     let store: Store
     let twin: Store
-    const company: RateSubject = { companyId: newId() }
+    const company = rateSubjectKey({ companyId: newId() })
 
     beforeEach(async () => {
       store = await factory.create()

@@ -6,7 +6,7 @@ import { ManualClock } from '../../src/clock.ts'
 import { loadFixture } from '../../src/fixtures/load-fixture.ts'
 import { newId } from '../../src/ids.ts'
 import type { DataTableRecord } from '../../src/store/model.ts'
-import type { Store } from '../../src/store/port.ts'
+import { rateSubjectKey, type Store } from '../../src/store/port.ts'
 import { rateLimitFile } from '../../src/store/sqlite/rate-limits.ts'
 import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.ts'
 import { smallFixture } from '../helpers/fixtures.ts'
@@ -40,7 +40,7 @@ it('keeps the counters in a file of their own beside the main file', async () =>
   const directory = mkdtempSync(join(tmpdir(), 'store-'))
   const store = openSqliteStore(join(directory, 'commission-api.sqlite'))
   try {
-    await store.rateLimits.hit({ companyId: 'c' }, 1000, new Date())
+    await store.rateLimits.hit(rateSubjectKey({ companyId: 'c' }), 1000, new Date())
     expect(rateLimitFile(join(directory, 'commission-api.sqlite'))).toBe(join(directory, 'commission-api.rate-limits.sqlite'))
     expect(existsSync(join(directory, 'commission-api.rate-limits.sqlite'))).toBe(true)
   } finally {

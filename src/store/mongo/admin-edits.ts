@@ -1,14 +1,10 @@
 import type { Document } from 'bson'
 import type { AdminEditRepository } from '../admin-edits.ts'
+import { definedChanges } from '../shared/defined-changes.ts'
 import { type Codec, decode } from './codec.ts'
 import { COMMISSION_LINES, CUSTOM_METRICS, QUOTA_VALUES, REPORTING_STRUCTURES, STATEMENTS } from './collections.ts'
 import { byId } from './filters.ts'
 import { call, collectionOf, inSession, type Scope } from './scope.ts'
-
-/** The fields a change sets: an optional field left undefined is not a change. */
-export function setFields(changes: object): Document {
-  return Object.fromEntries(Object.entries(changes).filter(([, value]) => value !== undefined))
-}
 
 /**
  * Sets the given fields of one record of the company (and removes the `unset` ones) with one
@@ -20,7 +16,7 @@ function update<T>(scope: Scope, codec: Codec, companyId: string, id: string, ch
   return call(scope, async (session) => {
     const document = await collectionOf(scope, codec).findOneAndUpdate(
       byId(companyId, id),
-      { $set: setFields(changes), ...(Object.keys(unset).length > 0 ? { $unset: unset } : {}) },
+      { $set: definedChanges(changes), ...(Object.keys(unset).length > 0 ? { $unset: unset } : {}) },
       { ...inSession(session), returnDocument: 'after' },
     )
     return document ? decode<T>(codec, document) : null

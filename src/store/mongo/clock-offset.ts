@@ -1,7 +1,7 @@
 import type { Document } from 'bson'
 import type { IndexDescription } from 'mongodb'
 import type { ClockOffsetRepository } from '../clock-offset.ts'
-import { isDuplicateKey } from './connection.ts'
+import { upsertOnce } from './connection.ts'
 import type { Scope } from './scope.ts'
 
 /** One document, `{_id: 'controlled', offset_ms}`. Not company data: never in a transaction. */
@@ -22,15 +22,7 @@ export function mongoClockOffset(scope: Scope): ClockOffsetRepository {
     return scope.connection.db.collection(SERVICE_CLOCK)
   }
   const move = async (update: Document): Promise<number> => {
-    const upsert = () => clock().findOneAndUpdate(CONTROLLED, update, { upsert: true, returnDocument: 'after' })
-    let document: Document | null
-    try {
-      document = await upsert()
-    } catch (error) {
-      // Two first moves may both try to insert the document; the loser's retry finds the winner's and updates it.
-      if (!isDuplicateKey(error)) throw error
-      document = await upsert()
-    }
+    const document = await upsertOnce(() => clock().findOneAndUpdate(CONTROLLED, update, { upsert: true, returnDocument: 'after' }))
     return Number(document?.offset_ms ?? 0)
   }
   return {

@@ -25,7 +25,8 @@ import {
   users,
 } from './repositories.ts'
 import { mongoAdminEdits } from './admin-edits.ts'
-import { call, counted, Queue, type Scope } from './scope.ts'
+import { SerialQueue } from '../shared/serial-queue.ts'
+import { call, counted, type Scope } from './scope.ts'
 
 export interface MongoStoreOptions {
   /** The database to use; by default the one MONGODB_URL names, else `commission-api`. */
@@ -56,7 +57,7 @@ export async function openMongoStore(url: string, options: MongoStoreOptions = {
     throw error
   }
   const state = { closed: false, writes: 0 }
-  return mongoStore({ connection, transaction: null, state }, new Queue(), new MongoRateLimits(connection.db, () => state.closed))
+  return mongoStore({ connection, transaction: null, state }, new SerialQueue(), new MongoRateLimits(connection.db, () => state.closed))
 }
 
 /**
@@ -65,7 +66,7 @@ export async function openMongoStore(url: string, options: MongoStoreOptions = {
  * different ones both commit. Across processes, transactions that write the same documents conflict and are
  * run again by `withTransaction`; those that name a company all write its lock document, so they conflict.
  */
-function mongoStore(scope: Scope, transactions: Queue, rateLimits: MongoRateLimits): Store {
+function mongoStore(scope: Scope, transactions: SerialQueue, rateLimits: MongoRateLimits): Store {
   const store: Store = {
     kind: 'mongodb',
     companies: companies(scope),
@@ -103,7 +104,7 @@ function mongoStore(scope: Scope, transactions: Queue, rateLimits: MongoRateLimi
         // Counted once it commits (or fails): what it wrote becomes visible then, not at its writes' count.
         return await counted(scope, transactions.run(() =>
           inTransaction(scope.connection.client, async (session) => {
-            const transaction = { session, queue: new Queue(), failure: undefined as unknown }
+            const transaction = { session, queue: new SerialQueue(), failure: undefined as unknown }
             const inside: Scope = { ...scope, transaction }
             // First, so that of two overlapping transactions of the company, the later one conflicts at once.
             if (company) await call(inside, (active) => writeLock(inside, active, company, COMPANY_LOCK))

@@ -1,19 +1,9 @@
 import type { Document } from 'bson'
 import type { AnyBulkWriteOperation, ClientSession, Collection } from 'mongodb'
 import type { OffsetWindow } from '../port.ts'
+import type { SerialQueue } from '../shared/serial-queue.ts'
 import { type Codec, decode, encode } from './codec.ts'
 import { inTransaction, type MongoConnection, toPortError } from './connection.ts'
-
-/** Runs async work one at a time, in call order. */
-export class Queue {
-  #tail: Promise<unknown> = Promise.resolve()
-
-  run<T>(work: () => Promise<T>): Promise<T> {
-    const result = this.#tail.then(work)
-    this.#tail = result.catch(() => undefined)
-    return result
-  }
-}
 
 /** An open transaction of `Store.transaction`. */
 export interface OpenTransaction {
@@ -24,7 +14,7 @@ export interface OpenTransaction {
    */
   failure?: unknown
   /** A session runs one operation at a time: calls made without awaiting each other wait their turn. */
-  queue: Queue
+  queue: SerialQueue
 }
 
 /** What every repository of one store works with: the connection, and the transaction it belongs to, if any. */

@@ -1,6 +1,7 @@
 import type { Params, Sql } from './connection.ts'
 import type { Statement } from '../model.ts'
 import type { AdminEditRepository, StatementChanges } from '../admin-edits.ts'
+import { definedChanges } from '../shared/defined-changes.ts'
 import { REPLACE_STATEMENT, STATEMENT_COLUMNS, statementFromValues, statementParams } from './statement-rows.ts'
 
 /** Where one record of a company is, with the parameters of that condition before its id. */
@@ -24,11 +25,6 @@ const QUOTA_VALUES: Location = {
 }
 const STRUCTURES: Location = { table: 'reporting_structures', where: (companyId) => ({ sql: 'company_id = ?', params: [companyId] }), modifiedColumn: false }
 const METRICS: Location = { table: 'custom_metrics', where: (companyId) => ({ sql: 'company_id = ?', params: [companyId] }), modifiedColumn: false }
-
-/** An optional field left undefined is not a change (null is: it empties the field). */
-function definedChanges(changes: object): Record<string, unknown> {
-  return Object.fromEntries(Object.entries(changes).filter(([, value]) => value !== undefined))
-}
 
 /** Statements are kept column by column (statement-rows.ts): read, change and replace the row, in one write. */
 function updateStatement(sql: Sql, companyId: string, id: string, changes: StatementChanges): Promise<Statement | null> {

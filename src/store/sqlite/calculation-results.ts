@@ -1,5 +1,5 @@
 import type { CommissionLine, Plan, Statement } from '../model.ts'
-import { type CalculationScope, type CommissionLineRepository, type LineFigures, type PlanRepository, type StatementRepository, StoreConflictError } from '../port.ts'
+import type { CalculationScope, CommissionLineRepository, LineFigures, PlanRepository, StatementRepository } from '../port.ts'
 import type { Params, Sql, SqlWriter } from './connection.ts'
 import { placeholders, slices } from './record-writes.ts'
 import { REPLACE_STATEMENT, STATEMENT_COLUMNS, statementFromValues, statementParams } from './statement-rows.ts'
@@ -182,24 +182,19 @@ export function sqliteLineResults(sql: Sql): LineResults {
 export function sqlitePlans(sql: Sql): PlanRepository {
   return {
     async save(plans) {
-      try {
-        await sql.write((db) => {
-          for (const plan of plans) {
-            db.run(
-              `INSERT INTO plans (company_id, id, environment, name, doc) VALUES (?, ?, ?, ?, ?)
-               ON CONFLICT (company_id, id) DO UPDATE SET environment = excluded.environment, name = excluded.name, doc = excluded.doc`,
-              plan.company_id,
-              plan.id,
-              plan.environment,
-              plan.name,
-              JSON.stringify(plan),
-            )
-          }
-        })
-      } catch (error) {
-        if (error instanceof Error && /UNIQUE constraint failed/.test(error.message)) throw new StoreConflictError(error.message)
-        throw error
-      }
+      await sql.write((db) => {
+        for (const plan of plans) {
+          db.run(
+            `INSERT INTO plans (company_id, id, environment, name, doc) VALUES (?, ?, ?, ?, ?)
+             ON CONFLICT (company_id, id) DO UPDATE SET environment = excluded.environment, name = excluded.name, doc = excluded.doc`,
+            plan.company_id,
+            plan.id,
+            plan.environment,
+            plan.name,
+            JSON.stringify(plan),
+          )
+        }
+      })
     },
     get: async (companyId, id) => parsePlan(await sql.get('SELECT doc FROM plans WHERE company_id = ? AND id = ?', companyId, id)),
     list: async (companyId) => (await sql.all('SELECT doc FROM plans WHERE company_id = ? ORDER BY id', companyId)).map((row) => parsePlan(row) as Plan),

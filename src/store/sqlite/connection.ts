@@ -2,6 +2,8 @@ import { mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { DatabaseSync, type SQLInputValue, type SQLOutputValue, type StatementSync } from 'node:sqlite'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { asStoreError } from '../shared/conflicts.ts'
+import { SerialQueue } from '../shared/serial-queue.ts'
 import { MIGRATIONS } from './migrations.ts'
 import { ForeignDatabaseError } from './open-errors.ts'
 
@@ -9,17 +11,6 @@ import { ForeignDatabaseError } from './open-errors.ts'
 const WRITE_LOCK_TIMEOUT_MS = 10_000
 /** The longest pause between two attempts to take the write lock. */
 const WRITE_LOCK_MAX_PAUSE_MS = 20
-
-/** Runs async work one at a time, in call order. */
-class Mutex {
-  #tail: Promise<unknown> = Promise.resolve()
-
-  run<T>(work: () => Promise<T>): Promise<T> {
-    const result = this.#tail.then(work)
-    this.#tail = result.catch(() => undefined)
-    return result
-  }
-}
 
 /** One opened SQLite database with its prepared-statement cache. */
 class Handle {
@@ -69,7 +60,10 @@ export interface Sql {
   get(sql: string, ...params: Params): Promise<Row | undefined>
   /** Like `all`, with each row as its column values. */
   values(sql: string, ...params: Params): Promise<Values[]>
-  /** Runs `work` on the writer, atomically: inside a transaction it joins it as a savepoint, outside it is one. */
+  /**
+   * Runs `work` on the writer, atomically: inside a transaction it joins it as a savepoint, outside it is one.
+   * A broken uniqueness rule rejects with the port's StoreConflictError.
+   */
   write<T>(work: (db: SqlWriter) => T): Promise<T>
   /** Runs several reads that must see the same data: one read transaction, or the open transaction. */
   snapshot<T>(read: (db: SqlReader) => T): Promise<T>
@@ -103,7 +97,7 @@ const REMEMBERED_ROWS = 1000
 export class SqliteConnection {
   readonly #writer: Handle
   readonly #reader: Handle
-  readonly #writes = new Mutex()
+  readonly #writes = new SerialQueue()
   #commits = 0
   readonly #remembered = new Map<string, { version: string; answer: unknown }>()
   #closed = false
@@ -158,7 +152,7 @@ export class SqliteConnection {
           } catch (error) {
             writer.db.exec('ROLLBACK TO write')
             writer.db.exec('RELEASE write')
-            throw error
+            throw asStoreError(error, isUniqueViolation)
           }
         },
       }
@@ -267,7 +261,7 @@ export class SqliteConnection {
       return result
     } catch (error) {
       if (db.isTransaction) db.exec('ROLLBACK')
-      throw error
+      throw asStoreError(error, isUniqueViolation)
     }
   }
 }
@@ -275,6 +269,11 @@ export class SqliteConnection {
 function freezeRows<T>(answer: T): T {
   if (Array.isArray(answer)) for (const row of answer) Object.freeze(row)
   return Object.freeze(answer)
+}
+
+/** A unique index or primary key refused a write. */
+function isUniqueViolation(error: unknown): boolean {
+  return error instanceof Error && /UNIQUE constraint failed/.test(error.message)
 }
 
 /** SQLITE_BUSY (or one of its extended codes): another connection holds the lock. */

@@ -1,5 +1,5 @@
 import type { DataTableRecord } from '../model.ts'
-import { type DataTableRecordRepository, StoreConflictError } from '../port.ts'
+import type { DataTableRecordRepository } from '../port.ts'
 import type { Sql } from './connection.ts'
 
 type RecordWrites = Pick<
@@ -26,24 +26,19 @@ export const placeholders = (values: readonly unknown[]) => values.map(() => '?'
 export function sqliteRecordWrites(sql: Sql): RecordWrites {
   return {
     async saveMany(companyId, records) {
-      try {
-        await sql.write((db) => {
-          for (const record of records) {
-            db.run(
-              `INSERT INTO data_table_records (company_id, table_id, id, external_id, doc) VALUES (?, ?, ?, ?, ?)
-               ON CONFLICT (company_id, table_id, id) DO UPDATE SET external_id = excluded.external_id, doc = excluded.doc`,
-              companyId,
-              record.table_id,
-              record.id,
-              record.external_id,
-              JSON.stringify(record.company_id === companyId ? record : { ...record, company_id: companyId }),
-            )
-          }
-        })
-      } catch (error) {
-        if (error instanceof Error && /UNIQUE constraint failed/.test(error.message)) throw new StoreConflictError(error.message)
-        throw error
-      }
+      await sql.write((db) => {
+        for (const record of records) {
+          db.run(
+            `INSERT INTO data_table_records (company_id, table_id, id, external_id, doc) VALUES (?, ?, ?, ?, ?)
+             ON CONFLICT (company_id, table_id, id) DO UPDATE SET external_id = excluded.external_id, doc = excluded.doc`,
+            companyId,
+            record.table_id,
+            record.id,
+            record.external_id,
+            JSON.stringify(record.company_id === companyId ? record : { ...record, company_id: companyId }),
+          )
+        }
+      })
     },
 
     async findByExternalIds(companyId, tableId, externalIds) {

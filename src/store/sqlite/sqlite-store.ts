@@ -15,8 +15,8 @@ import type {
   User,
   UserAttributeDefinition,
 } from '../model.ts'
-import { type RowWindow, type StatementForExtraction, type Store, StoreConflictError } from '../port.ts'
-import { type Params, type Row, type Sql, SqliteConnection, type SqlWriter, type Values } from './connection.ts'
+import type { RowWindow, StatementForExtraction, Store } from '../port.ts'
+import { type Params, type Row, type Sql, SqliteConnection, type Values } from './connection.ts'
 import { sqliteClockOffset } from './clock-offset.ts'
 import { sqliteCompanyOrigins } from './company-origins.ts'
 import { lineCurrencies, statementCurrencies } from './currencies.ts'
@@ -61,18 +61,6 @@ function parseAll<T>(rows: Row[]): T[] {
 
 function countOf(row: Row | undefined): number {
   return Number(row?.n ?? 0)
-}
-
-/** Runs writes, turning a broken uniqueness rule into the port's StoreConflictError. */
-async function write<T>(sql: Sql, work: (db: SqlWriter) => T): Promise<T> {
-  try {
-    return await sql.write(work)
-  } catch (error) {
-    if (error instanceof Error && /UNIQUE constraint failed/.test(error.message)) {
-      throw new StoreConflictError(error.message)
-    }
-    throw error
-  }
 }
 
 function inClause(values: readonly unknown[]): string {
@@ -161,13 +149,13 @@ function sqliteStore(connection: SqliteConnection, sql: Sql, rateLimits: SqliteR
     kind: 'sqlite',
     companies: {
       async insert(company: Company) {
-        await write(sql, (db) => db.run('INSERT INTO companies (id, doc) VALUES (?, ?)', company.id, JSON.stringify(company)))
+        await sql.write((db) => db.run('INSERT INTO companies (id, doc) VALUES (?, ?)', company.id, JSON.stringify(company)))
       },
       async get(id) {
         return parse<Company>(await sql.get('SELECT doc FROM companies WHERE id = ?', id))
       },
       async setExchangeRates(id, rates) {
-        return write(sql, (db) => {
+        return sql.write((db) => {
           const company = parse<Company>(db.all('SELECT doc FROM companies WHERE id = ?', id)[0])
           if (!company) return false
           db.run('UPDATE companies SET doc = ? WHERE id = ?', JSON.stringify({ ...company, exchange_rates: { ...rates } }), id)
@@ -178,7 +166,7 @@ function sqliteStore(connection: SqliteConnection, sql: Sql, rateLimits: SqliteR
         return parseAll<Company>(await sql.all('SELECT doc FROM companies ORDER BY id'))
       },
       async delete(id) {
-        return write(sql, (db) => {
+        return sql.write((db) => {
           for (const table of COMPANY_TABLES) db.run(`DELETE FROM ${table} WHERE company_id = ?`, id)
           return Number(db.run('DELETE FROM companies WHERE id = ?', id).changes) > 0
         })
@@ -187,7 +175,7 @@ function sqliteStore(connection: SqliteConnection, sql: Sql, rateLimits: SqliteR
 
     apiKeys: {
       async insert(key: ApiKey) {
-        await write(sql, (db) =>
+        await sql.write((db) =>
           db.run(
             'INSERT INTO api_keys (id, company_id, hash, doc) VALUES (?, ?, ?, ?)',
             key.id,
@@ -207,7 +195,7 @@ function sqliteStore(connection: SqliteConnection, sql: Sql, rateLimits: SqliteR
 
     users: {
       async save(companyId, users: User[]) {
-        await write(sql, (db) => {
+        await sql.write((db) => {
           for (const user of users) {
             db.run(
               `INSERT INTO users (company_id, id, email_lower, doc) VALUES (?, ?, ?, ?)
@@ -254,7 +242,7 @@ function sqliteStore(connection: SqliteConnection, sql: Sql, rateLimits: SqliteR
 
     userAttributes: {
       async insert(definition: UserAttributeDefinition) {
-        await write(sql, (db) =>
+        await sql.write((db) =>
           db.run(
             'INSERT INTO user_attributes (company_id, id, api_key, doc) VALUES (?, ?, ?, ?)',
             definition.company_id,
@@ -286,7 +274,7 @@ function sqliteStore(connection: SqliteConnection, sql: Sql, rateLimits: SqliteR
 
     metrics: {
       async insert(metric: CustomMetric) {
-        await write(sql, (db) =>
+        await sql.write((db) =>
           db.run(
             'INSERT INTO custom_metrics (company_id, id, api_key, doc) VALUES (?, ?, ?, ?)',
             metric.company_id,
@@ -303,7 +291,7 @@ function sqliteStore(connection: SqliteConnection, sql: Sql, rateLimits: SqliteR
 
     dataTables: {
       async insert(table: DataTable) {
-        await write(sql, (db) =>
+        await sql.write((db) =>
           db.run(
             'INSERT INTO data_tables (company_id, id, environment, key, doc) VALUES (?, ?, ?, ?, ?)',
             table.company_id,
@@ -329,7 +317,7 @@ function sqliteStore(connection: SqliteConnection, sql: Sql, rateLimits: SqliteR
 
     records: {
       async upsert(companyId, records: DataTableRecord[]) {
-        await write(sql, (db) => {
+        await sql.write((db) => {
           for (const record of records) {
             const stored = db.all(
               'SELECT doc FROM data_table_records WHERE company_id = ? AND table_id = ? AND external_id = ?',
@@ -394,7 +382,7 @@ function sqliteStore(connection: SqliteConnection, sql: Sql, rateLimits: SqliteR
 
     structures: {
       async insert(structure: ReportingStructure) {
-        await write(sql, (db) =>
+        await sql.write((db) =>
           db.run(
             'INSERT INTO reporting_structures (company_id, id, doc) VALUES (?, ?, ?)',
             structure.company_id,
@@ -415,7 +403,7 @@ function sqliteStore(connection: SqliteConnection, sql: Sql, rateLimits: SqliteR
 
     statements: {
       async insertMany(statements: Statement[]) {
-        await write(sql, (db) => {
+        await sql.write((db) => {
           for (const statement of statements) db.run(INSERT_STATEMENT, ...statementParams(statement))
         })
       },
@@ -436,7 +424,7 @@ function sqliteStore(connection: SqliteConnection, sql: Sql, rateLimits: SqliteR
         return rows.map(extractedStatementFromValues)
       },
       async dropRenderingsOfUsers(companyId, userIds) {
-        await write(sql, (db) => {
+        await sql.write((db) => {
           // A rare change, and no index on the statements' user: one pass over the company's statements.
           for (const slice of slices([...new Set(userIds)])) {
             db.run(
@@ -449,7 +437,7 @@ function sqliteStore(connection: SqliteConnection, sql: Sql, rateLimits: SqliteR
         })
       },
       async saveRenderings(companyId, environment, renderings) {
-        await write(sql, (db) => {
+        await sql.write((db) => {
           for (const { id, key, text } of renderings) {
             db.run('UPDATE statements SET rendering_key = ?, rendering = ? WHERE company_id = ? AND environment = ? AND id = ?', key, text, companyId, environment, id)
           }
@@ -467,7 +455,7 @@ function sqliteStore(connection: SqliteConnection, sql: Sql, rateLimits: SqliteR
 
     commissionLines: {
       async insertMany(lines: CommissionLine[]) {
-        await write(sql, (db) => insertLines(db, lines))
+        await sql.write((db) => insertLines(db, lines))
       },
       page: (companyId, tableId, window) => pageOfDocuments<CommissionLine>(sql, LINES_OF_TABLE, companyId, tableId, window),
       list: (companyId, tableId, window) => listCommissionLines(sql, companyId, tableId, window),
@@ -478,7 +466,7 @@ function sqliteStore(connection: SqliteConnection, sql: Sql, rateLimits: SqliteR
 
     quotas: {
       async insert(quota: Quota) {
-        await write(sql, (db) =>
+        await sql.write((db) =>
           db.run('INSERT INTO quotas (company_id, id, doc) VALUES (?, ?, ?)', quota.company_id, quota.id, JSON.stringify(quota)),
         )
       },
@@ -489,7 +477,7 @@ function sqliteStore(connection: SqliteConnection, sql: Sql, rateLimits: SqliteR
         return parseAll(await sql.remembering.all('SELECT doc FROM quotas WHERE company_id = ? ORDER BY id', companyId))
       },
       async setType(companyId, id, type, modifiedAt) {
-        return write(sql, (db) => {
+        return sql.write((db) => {
           const quota = parse<Quota>(db.all('SELECT doc FROM quotas WHERE company_id = ? AND id = ?', companyId, id)[0])
           if (!quota) return false
           const changed: Quota = { ...quota, type, modified_at: modifiedAt }
@@ -501,7 +489,7 @@ function sqliteStore(connection: SqliteConnection, sql: Sql, rateLimits: SqliteR
 
     quotaValues: {
       async insertMany(values: QuotaValue[]) {
-        await write(sql, (db) => {
+        await sql.write((db) => {
           for (const value of values) {
             db.run(
               `INSERT INTO quota_values (company_id, quota_id, id, user_id, period, modified_at, doc)
@@ -572,7 +560,7 @@ async function replaceAttributions(
   userIds: readonly string[],
   attributions: ReadonlyArray<ManagerAttribution | GroupAttribution>,
 ): Promise<void> {
-  await write(sql, (db) => {
+  await sql.write((db) => {
     if (userIds.length > 0) {
       db.run(`DELETE FROM ${table} WHERE company_id = ? AND user_id IN (${inClause(userIds)})`, companyId, ...userIds)
     }
