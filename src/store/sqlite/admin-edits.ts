@@ -2,7 +2,7 @@ import type { Params, Sql } from './connection.ts'
 import type { Statement } from '../model.ts'
 import type { AdminEditRepository, StatementChanges } from '../admin-edits.ts'
 import { definedChanges } from '../shared/defined-changes.ts'
-import { REPLACE_STATEMENT, STATEMENT_COLUMNS, statementFromValues, statementParams } from './statement-rows.ts'
+import { REPLACE_STATEMENT, STATEMENT_BY_ID, STATEMENT_COLUMNS, statementFromValues, statementParams } from './statement-rows.ts'
 
 /** Where one record of a company is, with the parameters of that condition before its id. */
 interface Location {
@@ -29,12 +29,7 @@ const METRICS: Location = { table: 'custom_metrics', where: (companyId) => ({ sq
 /** Statements are kept column by column (statement-rows.ts): read, change and replace the row, in one write. */
 function updateStatement(sql: Sql, companyId: string, id: string, changes: StatementChanges): Promise<Statement | null> {
   return sql.write((db) => {
-    // Naming the company's two environments keeps the lookup a seek on the primary key (company, environment, id).
-    const [values] = db.values(
-      `SELECT ${STATEMENT_COLUMNS} FROM statements WHERE company_id = ? AND environment IN ('live', 'sandbox') AND id = ?`,
-      companyId,
-      id,
-    )
+    const [values] = db.values(`SELECT ${STATEMENT_COLUMNS} FROM statements WHERE ${STATEMENT_BY_ID} = ?`, companyId, id)
     if (!values) return null
     const changed: Statement = { ...statementFromValues(values), ...definedChanges(changes) }
     db.run(REPLACE_STATEMENT, ...statementParams(changed))

@@ -6,6 +6,7 @@ import { asStoreError } from '../shared/conflicts.ts'
 import { SerialQueue } from '../shared/serial-queue.ts'
 import { MIGRATIONS } from './migrations.ts'
 import { ForeignDatabaseError } from './open-errors.ts'
+import { RememberedAnswers } from './remembered-answers.ts'
 
 /** How long a write waits for another connection's write lock before it fails, as `busy_timeout` did. */
 const WRITE_LOCK_TIMEOUT_MS = 10_000
@@ -85,11 +86,6 @@ export interface SqlWriter {
   values(sql: string, ...params: Params): Values[]
 }
 
-/** The most answers `Sql.remembering` keeps; the oldest goes first. */
-const REMEMBERED_ANSWERS = 2000
-/** An answer of more rows is not kept: what is remembered must stay small. */
-const REMEMBERED_ROWS = 1000
-
 /**
  * A SQLite database opened twice: a reader that sees only committed data, and one writer that every write
  * and transaction goes through, one at a time. An in-memory database has one connection for both.
@@ -99,7 +95,7 @@ export class SqliteConnection {
   readonly #reader: Handle
   readonly #writes = new SerialQueue()
   #commits = 0
-  readonly #remembered = new Map<string, { version: string; answer: unknown }>()
+  readonly #remembered = new RememberedAnswers()
   #closed = false
 
   constructor(path: string) {
@@ -191,21 +187,14 @@ export class SqliteConnection {
   }
 
   /**
-   * The answer of `read`, kept (frozen, since callers share it) while the database's version is the one it was
-   * read at: the reader's `data_version`, which moves when another connection commits, and this connection's
-   * own commits (an in-memory database reads on its writer).
+   * The answer of `read`, kept while the database's version is the one it was read at: the reader's
+   * `data_version`, which moves when another connection commits, and this connection's own commits (an
+   * in-memory database reads on its writer).
    */
   #remember<T>(kind: string, sql: string, params: Params, read: () => T): T {
     const key = `${kind}\u0000${sql}\u0000${JSON.stringify(params)}`
     const version = `${(this.#reader.prepare('PRAGMA data_version').get() as { data_version: number }).data_version}:${this.#commits}`
-    const kept = this.#remembered.get(key)
-    if (kept?.version === version) return kept.answer as T
-    const answer = read()
-    if (Array.isArray(answer) && answer.length > REMEMBERED_ROWS) return answer
-    this.#remembered.delete(key)
-    if (this.#remembered.size >= REMEMBERED_ANSWERS) this.#remembered.delete(this.#remembered.keys().next().value as string)
-    this.#remembered.set(key, { version, answer: freezeRows(answer) })
-    return answer
+    return this.#remembered.answer(key, version, read)
   }
 
   /**
@@ -264,11 +253,6 @@ export class SqliteConnection {
       throw asStoreError(error, isUniqueViolation)
     }
   }
-}
-
-function freezeRows<T>(answer: T): T {
-  if (Array.isArray(answer)) for (const row of answer) Object.freeze(row)
-  return Object.freeze(answer)
 }
 
 /** A unique index or primary key refused a write. */

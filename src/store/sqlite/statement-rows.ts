@@ -10,6 +10,9 @@ import type { Params, Values } from './connection.ts'
 export const STATEMENT_COLUMNS =
   'company_id, environment, id, modified_at, user_id, date, plan, status, currency, payment, target, target_achievement, on_target_earning, achievement, metrics, dimensions, plan_id, period'
 
+/** Statements are keyed by (company, environment, id): naming both environments keeps a lookup by id a seek. */
+export const STATEMENT_BY_ID = "company_id = ? AND environment IN ('live', 'sandbox') AND id"
+
 export const INSERT_STATEMENT = `INSERT INTO statements (${STATEMENT_COLUMNS}) VALUES (${STATEMENT_COLUMNS.split(',').map(() => '?').join(', ')})`
 
 /** Replaces the statement with the same (company, environment, id). */
