@@ -244,8 +244,8 @@ export interface ReportingStructureRepository {
  * of reads (`pageToRender`) or as it is read (`pageForExtraction`, for a statement without a rendering). Reading
  * only these costs about half of reading whole statements, a page of 2,000 at a time.
  */
-export const EXTRACTED_STATEMENT_FIELDS = ['id', 'user_id', 'date', 'status', 'currency', 'payment', 'metrics'] as const
-export type ExtractedStatement = Pick<Statement, (typeof EXTRACTED_STATEMENT_FIELDS)[number]>
+export const STATEMENT_ROW_FIELDS = ['id', 'user_id', 'date', 'status', 'currency', 'payment', 'metrics'] as const
+export type StatementRowFields = Pick<Statement, (typeof STATEMENT_ROW_FIELDS)[number]>
 
 /**
  * The JSON text of a statement's v2 row, rendered ahead of any read (`src/v2/statement-texts.ts`), and the key of
@@ -259,10 +259,10 @@ export interface StatementRendering {
 }
 
 /**
- * A statement as the v2 extraction reads it: the stored text of its row when that text was rendered for the
- * key asked, else null and the fields to render the row from.
+ * What the v2 extraction makes a statement's row from: the stored text of the row when it was rendered for the
+ * key asked, else null and the statement's row fields to render it from.
  */
-export type StatementForExtraction = { id: string; rendering: string } | (ExtractedStatement & { rendering: null })
+export type StatementRowSource = { id: string; rendering: string } | (StatementRowFields & { rendering: null })
 
 /**
  * The currencies the amounts of a set of rows are in, for the `currencies` of the v2 field descriptors. Each list
@@ -287,10 +287,10 @@ export interface StatementRepository {
   insertMany(statements: Statement[]): Promise<void>
   /** Statements of one environment in id order, within the window. */
   page(companyId: string, environment: Environment, window: RowWindow): Promise<Statement[]>
-  /** The same statements as `page` with the same window, each as its rendering for `renderingKey` or its extracted fields. */
-  pageForExtraction(companyId: string, environment: Environment, window: RowWindow, renderingKey: string): Promise<StatementForExtraction[]>
+  /** The same statements as `page` with the same window, each as its rendering for `renderingKey` or its row fields. */
+  pageForExtraction(companyId: string, environment: Environment, window: RowWindow, renderingKey: string): Promise<StatementRowSource[]>
   /** Up to `limit` statements after `afterId` (from the first when null), in id order, that hold no rendering for `renderingKey`. */
-  pageToRender(companyId: string, environment: Environment, renderingKey: string, afterId: string | null, limit: number): Promise<ExtractedStatement[]>
+  pageToRender(companyId: string, environment: Environment, renderingKey: string, afterId: string | null, limit: number): Promise<StatementRowFields[]>
   /** Stores the renderings of statements of the environment (replacing any they held); an unknown id is ignored. */
   saveRenderings(companyId: string, environment: Environment, renderings: StatementRendering[]): Promise<void>
   /** Drops the renderings of these users' statements (they showed a former email). */
@@ -311,11 +311,11 @@ export interface StatementRepository {
   /** Deletes the company's statements with these ids, atomically; unknown ids are ignored. */
   deleteMany(companyId: string, ids: readonly string[]): Promise<void>
   /** The statements a plan calculated (`plan_id`), limited to some cells or users when asked. */
-  findOfPlan(companyId: string, planId: string, only?: CalculationScope): Promise<Statement[]>
+  findOfPlan(companyId: string, planId: string, only?: PlanResultSelection): Promise<Statement[]>
 }
 
-/** Where a plan's results are looked up: one (user, period) cell of the plan each, or every period of some users. */
-export interface CalculationScope {
+/** Which of a plan's results (statements, lines) are looked up: some (user, period) cells, or every period of some users. */
+export interface PlanResultSelection {
   cells?: readonly CalculationCell[]
   userIds?: readonly string[]
 }
@@ -343,7 +343,7 @@ export interface CommissionLineRepository {
   /** Deletes the company's lines with these ids, atomically; unknown ids are ignored. */
   deleteMany(companyId: string, ids: readonly string[]): Promise<void>
   /** The lines a plan calculated (`plan_id`), limited to some cells or users when asked. */
-  findOfPlan(companyId: string, planId: string, only?: CalculationScope): Promise<CommissionLine[]>
+  findOfPlan(companyId: string, planId: string, only?: PlanResultSelection): Promise<CommissionLine[]>
   /** The calculated lines (of any plan) of these records (store ids). */
   findByRecords(companyId: string, recordIds: readonly string[]): Promise<CommissionLine[]>
   /**

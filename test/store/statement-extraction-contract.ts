@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { newId } from '../../src/ids.ts'
 import type { Environment, Statement } from '../../src/store/model.ts'
-import type { ExtractedStatement, RowWindow, StatementForExtraction, Store } from '../../src/store/port.ts'
+import type { StatementRowFields, RowWindow, StatementRowSource, Store } from '../../src/store/port.ts'
 import { aCompany, aStatement, aUser, byId, minute } from './builders.ts'
 import type { StoreFactory } from './contract.ts'
 
@@ -13,17 +13,17 @@ import type { StoreFactory } from './contract.ts'
  */
 
 /** The fields a rendering is made from: these seven, and no other. */
-function fieldsOf({ id, user_id, date, status, currency, payment, metrics }: Statement): ExtractedStatement {
+function fieldsOf({ id, user_id, date, status, currency, payment, metrics }: Statement): StatementRowFields {
   return { id, user_id, date, status, currency, payment, metrics }
 }
 
 /** What the extraction must return for a statement that holds no rendering for the key asked. */
-function extracted(statement: Statement): StatementForExtraction {
+function extracted(statement: Statement): StatementRowSource {
   return { ...fieldsOf(statement), rendering: null }
 }
 
 /** What the extraction must return for a statement whose rendering for the key asked is `text`. */
-function rendered(statement: Statement, text: string): StatementForExtraction {
+function rendered(statement: Statement, text: string): StatementRowSource {
   return { id: statement.id, rendering: text }
 }
 

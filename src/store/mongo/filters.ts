@@ -1,5 +1,5 @@
 import { type Document, ObjectId } from 'bson'
-import type { CalculationScope, RowWindow } from '../port.ts'
+import type { PlanResultSelection, RowWindow } from '../port.ts'
 import { lookupId, lookupIds } from './codec.ts'
 
 /**
@@ -49,7 +49,7 @@ export function pageFilter(companyId: string, sequence: Document, window: RowWin
 }
 
 /** The filter of a plan's results (statements or lines), limited to some cells or to every period of some users when asked. */
-export function ofPlan(companyId: string, planId: string, only: CalculationScope | undefined): Document {
+export function ofPlan(companyId: string, planId: string, only: PlanResultSelection | undefined): Document {
   const filter = inCompany(companyId, { plan_id: lookupId(planId) })
   if (!only) return filter
   const any: Document[] = []

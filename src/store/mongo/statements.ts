@@ -1,6 +1,6 @@
 import type { Document } from 'bson'
 import type { Statement } from '../model.ts'
-import { EXTRACTED_STATEMENT_FIELDS, type ExtractedStatement, type StatementForExtraction, type StatementRepository } from '../port.ts'
+import { STATEMENT_ROW_FIELDS, type StatementRowFields, type StatementRowSource, type StatementRepository } from '../port.ts'
 import { lookupIds } from './codec.ts'
 import { STATEMENTS } from './collections.ts'
 import { atomically, collectionOf, inSession, type MongoContext } from './context.ts'
@@ -9,9 +9,9 @@ import { byId, cursorId, inCompany, ofPlan, pageFilter } from './filters.ts'
 import { COMPANY_LOCK, ensureLock, writeLock } from './locks.ts'
 import { countAll, deleteByIds, findAll, findFirst, insertAll, replaceById, writeAll } from './operations.ts'
 
-/** The fields of an extracted statement as a find projection: `id` is `_id`, which a projection includes anyway. */
-const EXTRACTED_STATEMENT_PROJECTION: Document = Object.fromEntries(
-  EXTRACTED_STATEMENT_FIELDS.filter((field) => field !== 'id').map((field) => [field, 1]),
+/** A statement's row fields as a find projection: `id` is `_id`, which a projection includes anyway. */
+const ROW_FIELDS_PROJECTION: Document = Object.fromEntries(
+  STATEMENT_ROW_FIELDS.filter((field) => field !== 'id').map((field) => [field, 1]),
 )
 
 /**
@@ -20,9 +20,9 @@ const EXTRACTED_STATEMENT_PROJECTION: Document = Object.fromEntries(
  */
 const WITHOUT_RENDERING: Document = { rendering: 0 }
 
-type StoredExtraction = ExtractedStatement & { rendering?: { key: string; text: string } }
+type StoredRowSource = StatementRowFields & { rendering?: { key: string; text: string } }
 
-function forExtraction({ rendering, ...statement }: StoredExtraction, renderingKey: string): StatementForExtraction {
+function rowSourceOf({ rendering, ...statement }: StoredRowSource, renderingKey: string): StatementRowSource {
   if (rendering?.key === renderingKey) return { id: statement.id, rendering: rendering.text }
   return { ...statement, rendering: null }
 }
@@ -34,15 +34,15 @@ export function mongoStatements(context: MongoContext): StatementRepository {
     page: (companyId, environment, window) =>
       findFirst<Statement>(context, STATEMENTS, pageFilter(companyId, { environment }, window), window.limit, WITHOUT_RENDERING),
     async pageForExtraction(companyId, environment, window, renderingKey) {
-      const projection = { ...EXTRACTED_STATEMENT_PROJECTION, rendering: 1 }
-      const found = await findFirst<StoredExtraction>(context, STATEMENTS, pageFilter(companyId, { environment }, window), window.limit, projection)
-      return found.map((statement) => forExtraction(statement, renderingKey))
+      const projection = { ...ROW_FIELDS_PROJECTION, rendering: 1 }
+      const found = await findFirst<StoredRowSource>(context, STATEMENTS, pageFilter(companyId, { environment }, window), window.limit, projection)
+      return found.map((statement) => rowSourceOf(statement, renderingKey))
     },
     pageToRender(companyId, environment, renderingKey, afterId, limit) {
       // `$ne` also matches a statement that holds no rendering at all.
       const filter = inCompany(companyId, { environment, 'rendering.key': { $ne: renderingKey } })
       if (afterId !== null) filter._id = { $gt: cursorId(afterId) }
-      return findFirst<ExtractedStatement>(context, STATEMENTS, filter, limit, EXTRACTED_STATEMENT_PROJECTION)
+      return findFirst<StatementRowFields>(context, STATEMENTS, filter, limit, ROW_FIELDS_PROJECTION)
     },
     async dropRenderingsOfUsers(companyId, userIds) {
       if (userIds.length === 0) return

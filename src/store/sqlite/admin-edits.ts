@@ -2,7 +2,7 @@ import type { Params, Sql } from './connection.ts'
 import type { Statement } from '../model.ts'
 import type { AdminEditRepository, StatementChanges } from '../admin-edits.ts'
 import { definedChanges } from '../shared/defined-changes.ts'
-import { REPLACE_STATEMENT, STATEMENT_BY_ID, STATEMENT_COLUMNS, statementFromValues, statementParams } from './statement-rows.ts'
+import { REPLACE_STATEMENT, STATEMENT_BY_ID, STATEMENT_COLUMNS, statementFromValues, statementParams } from './statement-columns.ts'
 
 /** Where one record of a company is, with the parameters of that condition before its id. */
 interface Location {
@@ -12,7 +12,7 @@ interface Location {
   modifiedColumn: boolean
 }
 
-// Row tables are keyed by (company, scope, id): naming the company's scopes keeps the lookup an index seek.
+// Row tables are keyed by (company, table or quota, id): naming the company's tables or quotas keeps the lookup a seek.
 const COMMISSION_LINES: Location = {
   table: 'commission_lines',
   where: (companyId) => ({ sql: 'company_id = ? AND table_id IN (SELECT id FROM data_tables WHERE company_id = ?)', params: [companyId, companyId] }),
@@ -26,7 +26,7 @@ const QUOTA_VALUES: Location = {
 const STRUCTURES: Location = { table: 'reporting_structures', where: (companyId) => ({ sql: 'company_id = ?', params: [companyId] }), modifiedColumn: false }
 const METRICS: Location = { table: 'custom_metrics', where: (companyId) => ({ sql: 'company_id = ?', params: [companyId] }), modifiedColumn: false }
 
-/** Statements are kept column by column (statement-rows.ts): read, change and replace the row, in one write. */
+/** Statements are kept column by column (statement-columns.ts): read, change and replace the row, in one write. */
 function updateStatement(sql: Sql, companyId: string, id: string, changes: StatementChanges): Promise<Statement | null> {
   return sql.write((db) => {
     const [values] = db.values(`SELECT ${STATEMENT_COLUMNS} FROM statements WHERE ${STATEMENT_BY_ID} = ?`, companyId, id)

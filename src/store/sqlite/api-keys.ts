@@ -10,7 +10,7 @@ export function sqliteApiKeys(sql: Sql): ApiKeyRepository {
         db.run('INSERT INTO api_keys (id, company_id, hash, doc) VALUES (?, ?, ?, ?)', key.id, key.company_id, key.hash, JSON.stringify(key)),
       )
     },
-    // The one lookup not scoped by company: the key is how the company is found (a unique index on the hash).
+    // The one lookup not limited to a company: the key is how the company is found (a unique index on the hash).
     async findByHash(hash) {
       return parseDocument<ApiKey>(await sql.get('SELECT doc FROM api_keys WHERE hash = ?', hash))
     },

@@ -1,4 +1,4 @@
-import type { CalculationScope, RowWindow } from '../port.ts'
+import type { PlanResultSelection, RowWindow } from '../port.ts'
 import type { Params, Row, Sql } from './connection.ts'
 
 /**
@@ -56,7 +56,7 @@ export function pageClause(window: RowWindow): { sql: string; params: Params } {
 /**
  * A table of rows kept as documents, each row in one sequence of the company that the v2 pages walk: a data
  * table's commission lines, a quota's values. (Statements, whose sequence is an environment, are kept column by
- * column: `statement-rows.ts`.)
+ * column: `statement-columns.ts`.)
  */
 export interface SequenceTable {
   table: 'commission_lines' | 'quota_values'
@@ -76,7 +76,7 @@ export async function countOfSequence(sql: Sql, { table, sequence }: SequenceTab
 }
 
 /** The condition and parameters that limit a plan's results (statements or lines) to some cells or users, in slices of the IN lists. */
-export function planResultConditions(only: CalculationScope | undefined): Array<{ sql: string; params: Params }> {
+export function planResultConditions(only: PlanResultSelection | undefined): Array<{ sql: string; params: Params }> {
   if (!only) return [{ sql: '', params: [] }]
   const conditions: Array<{ sql: string; params: Params }> = []
   for (const slice of slices(only.cells ?? [])) {

@@ -1,11 +1,11 @@
 import type { Environment, Statement } from '../model.ts'
-import type { RowWindow, StatementForExtraction, StatementRepository } from '../port.ts'
+import type { RowWindow, StatementRowSource, StatementRepository } from '../port.ts'
 import type { Params, Sql, Values } from './connection.ts'
 import { statementCurrencies } from './currencies.ts'
 import { countOf, pageClause, placeholders, planResultConditions, slices } from './queries.ts'
 import {
-  EXTRACTED_STATEMENT_COLUMNS,
-  extractedStatementFromValues,
+  ROW_FIELD_COLUMNS,
+  rowFieldsFromValues,
   INSERT_STATEMENT,
   RENDERED_STATEMENT_COLUMNS,
   REPLACE_STATEMENT,
@@ -13,10 +13,10 @@ import {
   STATEMENT_COLUMNS,
   statementFromValues,
   statementParams,
-} from './statement-rows.ts'
+} from './statement-columns.ts'
 
 /**
- * Statements, kept column by column (`statement-rows.ts`), each with the rendering of its v2 row when it holds
+ * Statements, kept column by column (`statement-columns.ts`), each with the rendering of its v2 row when it holds
  * one. The plans' results are found by cell (plan, user, period) through the partial index of migration 5.
  */
 export function sqliteStatements(sql: Sql): StatementRepository {
@@ -33,7 +33,7 @@ export function sqliteStatements(sql: Sql): StatementRepository {
     pageForExtraction: (companyId, environment, window, renderingKey) => statementsForExtraction(sql, companyId, environment, window, renderingKey),
     async pageToRender(companyId, environment, renderingKey, afterId, limit) {
       const rows = await sql.values(
-        `SELECT ${EXTRACTED_STATEMENT_COLUMNS} FROM statements
+        `SELECT ${ROW_FIELD_COLUMNS} FROM statements
          WHERE company_id = ? AND environment = ? AND id > ? AND rendering_key IS NOT ? ORDER BY id LIMIT ?`,
         companyId,
         environment,
@@ -41,7 +41,7 @@ export function sqliteStatements(sql: Sql): StatementRepository {
         renderingKey,
         limit,
       )
-      return rows.map(extractedStatementFromValues)
+      return rows.map(rowFieldsFromValues)
     },
     async dropRenderingsOfUsers(companyId, userIds) {
       await sql.write((db) => {
@@ -126,14 +126,14 @@ function statementQuery(columns: string, companyId: string, environment: Environ
  * that is all rendered.
  */
 function statementsForExtraction(sql: Sql, companyId: string, environment: Environment, window: RowWindow, renderingKey: string) {
-  return sql.snapshot((db): StatementForExtraction[] => {
+  return sql.snapshot((db): StatementRowSource[] => {
     const rendered = statementQuery(RENDERED_STATEMENT_COLUMNS, companyId, environment, window, [renderingKey])
     const rows = db.values(rendered.sql, ...rendered.params)
     if (rows.every((row) => row[1] !== null)) return rows.map(renderedRow)
-    const unrendered = statementQuery(EXTRACTED_STATEMENT_COLUMNS, companyId, environment, window)
+    const unrendered = statementQuery(ROW_FIELD_COLUMNS, companyId, environment, window)
     const fields = db.values(unrendered.sql, ...unrendered.params)
-    return rows.map((row, index) => (row[1] === null ? { ...extractedStatementFromValues(fields[index]), rendering: null } : renderedRow(row)))
+    return rows.map((row, index) => (row[1] === null ? { ...rowFieldsFromValues(fields[index]), rendering: null } : renderedRow(row)))
   })
 }
 
-const renderedRow = (row: Values): StatementForExtraction => ({ id: row[0] as string, rendering: row[1] as string })
+const renderedRow = (row: Values): StatementRowSource => ({ id: row[0] as string, rendering: row[1] as string })

@@ -1,5 +1,5 @@
 import type { Statement, StatementStatus } from '../model.ts'
-import type { ExtractedStatement } from '../port.ts'
+import type { StatementRowFields } from '../port.ts'
 import type { Params, Values } from './connection.ts'
 
 /**
@@ -66,13 +66,13 @@ export function statementFromValues(values: Values): Statement {
 }
 
 /**
- * The columns of the fields of `ExtractedStatement`, what a v2 row is rendered from (`statements.pageToRender`,
- * and `pageForExtraction` for statements without a rendering): 7 columns instead of 16, one JSON column to parse.
+ * The columns of `StatementRowFields`, what a v2 row is rendered from (`statements.pageToRender`, and
+ * `pageForExtraction` for statements without a rendering): 7 columns instead of 16, one JSON column to parse.
  */
-export const EXTRACTED_STATEMENT_COLUMNS = 'id, user_id, date, status, currency, payment, metrics'
+export const ROW_FIELD_COLUMNS = 'id, user_id, date, status, currency, payment, metrics'
 
-/** An extracted statement from the values of `SELECT ${EXTRACTED_STATEMENT_COLUMNS}`. */
-export function extractedStatementFromValues(values: Values): ExtractedStatement {
+/** A statement's row fields from the values of `SELECT ${ROW_FIELD_COLUMNS}`. */
+export function rowFieldsFromValues(values: Values): StatementRowFields {
   return {
     id: values[0] as string,
     user_id: values[1] as string,
