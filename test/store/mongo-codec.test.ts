@@ -269,7 +269,7 @@ describe('mongo indexes', () => {
     expect(unique('api_keys')).toContainEqual(['hash'])
   })
 
-  it('serve each v2 page with (company, scope, _id) and expire rate windows by TTL', () => {
+  it('serve each v2 page with (company, sequence, _id) and expire rate windows by TTL', () => {
     expect(keysOf('statements')).toContainEqual(['company_id', 'environment', '_id'])
     expect(keysOf('commission_lines')).toContainEqual(['company_id', 'table_id', '_id'])
     expect(keysOf('quota_values')).toContainEqual(['company_id', 'quota_id', '_id'])

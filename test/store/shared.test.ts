@@ -4,7 +4,7 @@ import { rateSubjectKey, StoreConflictError } from '../../src/store/port.ts'
 import { asStoreError } from '../../src/store/shared/conflicts.ts'
 import { definedChanges } from '../../src/store/shared/defined-changes.ts'
 import { SerialQueue } from '../../src/store/shared/serial-queue.ts'
-import { gate } from './contract.ts'
+import { gate } from './contract/support.ts'
 import { minute } from './builders.ts'
 
 describe('what both adapters share', () => {

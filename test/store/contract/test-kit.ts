@@ -1,8 +1,8 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import type { CompanyOrigin } from '../../src/store/company-origins.ts'
-import type { Store } from '../../src/store/port.ts'
-import { aCompany, anApiKey, aUser, minute } from './builders.ts'
-import type { SharedStoreFactory } from './rate-limits-contract.ts'
+import { describe, expect, it } from 'vitest'
+import type { CompanyOrigin } from '../../../src/store/company-origins.ts'
+import type { Store } from '../../../src/store/port.ts'
+import { aCompany, anApiKey, aUser, minute } from '../builders.ts'
+import { storePerTest, type StoreAdapter } from './support.ts'
 
 /** An origin of `companyId` whose fixture's JSON text takes about `bytes`. */
 function anOrigin(companyId: string, bytes = 100): CompanyOrigin {
@@ -19,18 +19,12 @@ function anOrigin(companyId: string, bytes = 100): CompanyOrigin {
  * What the test kit keeps in the store, for every adapter: the controlled clock's offset (one value for the whole
  * store, so the tests compare before and after, as the store may be shared) and the origin of each company.
  */
-export function testKitContract(name: string, factory: SharedStoreFactory): void {
-  describe(`store contract, test kit: ${name}`, () => {
+export function testKitContract(adapter: StoreAdapter): void {
+  describe('test kit', () => {
     let store: Store
+    storePerTest(adapter, (opened) => (store = opened), { isolated: true })
 
-    beforeEach(async () => {
-      store = await factory.create()
-    })
 
-    afterEach(async () => {
-      await store.close()
-      await factory.cleanup?.(store)
-    })
 
     describe('clockOffset', () => {
       it('advances by what it is given, every concurrent advance counted once', async () => {
@@ -51,7 +45,7 @@ export function testKitContract(name: string, factory: SharedStoreFactory): void
       })
 
       it('is shared with another store on the same data, as another process would see it', async () => {
-        const twin = await factory.openTwin(store)
+        const twin = await adapter.openTwin(store)
         try {
           const moved = await store.clockOffset.advance(2000)
           expect(await twin.clockOffset.read()).toBe(moved)

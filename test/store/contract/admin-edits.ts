@@ -1,28 +1,24 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { newId } from '../../src/ids.ts'
-import type { Store } from '../../src/store/port.ts'
-import { aCommissionLine, aCompany, aDataTable, aMetric, aQuota, aQuotaValue, aStatement, aStructure, minute } from './builders.ts'
-import type { StoreFactory } from './contract.ts'
+import { beforeEach, describe, expect, it } from 'vitest'
+import { newId } from '../../../src/ids.ts'
+import type { Store } from '../../../src/store/port.ts'
+import { aCommissionLine, aCompany, aDataTable, aMetric, aQuota, aQuotaValue, aStatement, aStructure, minute } from '../builders.ts'
+import { storePerTest, type StoreAdapter } from './support.ts'
 
 /** `store.adminEdits`: edits of stored records, for every adapter. */
-export function adminEditsContract(name: string, factory: StoreFactory): void {
-  describe(`store contract, admin edits: ${name}`, () => {
+export function adminEditsContract(adapter: StoreAdapter): void {
+  describe('admin edits', () => {
     let store: Store
+    storePerTest(adapter, (opened) => (store = opened))
     let companyId: string
     let strangerId: string
 
     beforeEach(async () => {
-      store = await factory.create()
       companyId = newId()
       strangerId = newId()
       await store.companies.insert(aCompany({ id: companyId }))
       await store.companies.insert(aCompany({ id: strangerId }))
     })
 
-    afterEach(async () => {
-      await store.close()
-      await factory.cleanup?.(store)
-    })
 
     it('changes the given fields of a statement and its modification time, which the pages then filter on', async () => {
       const statement = aStatement(companyId, { modified_at: minute(1) })

@@ -1,36 +1,27 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { newId } from '../../src/ids.ts'
-import { rateSubjectKey, type RateSubjectKey, type Store } from '../../src/store/port.ts'
-import type { StoreFactory } from './contract.ts'
-
-export interface SharedStoreFactory extends StoreFactory {
-  /** A second store on the same data, as another process would open it. */
-  openTwin(store: Store): Promise<Store>
-}
+import { newId } from '../../../src/ids.ts'
+import { rateSubjectKey, type RateSubjectKey, type Store } from '../../../src/store/port.ts'
+import { storePerTest, type StoreAdapter } from './support.ts'
 
 const at = (iso: string) => new Date(iso)
 const T0 = '2026-06-01T10:00:00.000Z'
 
 /** The rate-limit counters (`store.rateLimits`), for every adapter. */
-export function rateLimitContract(name: string, factory: StoreFactory): void {
-  describe(`store contract, rate limits: ${name}`, () => {
+export function rateLimitContract(adapter: StoreAdapter): void {
+  describe('rate limits', () => {
     let store: Store
+    storePerTest(adapter, (opened) => (store = opened))
     // Fresh subjects per test, so that a shared server's earlier counts never matter.
     let company: RateSubjectKey
     let other: RateSubjectKey
     let address: RateSubjectKey
 
     beforeEach(async () => {
-      store = await factory.create()
       company = rateSubjectKey({ companyId: newId() })
       other = rateSubjectKey({ companyId: newId() })
       address = rateSubjectKey({ address: `198.51.100.${Math.floor(Math.random() * 250)}-${newId()}` })
     })
 
-    afterEach(async () => {
-      await store.close()
-      await factory.cleanup?.(store)
-    })
 
     it('opens a window with the first hit and counts the next ones in it', async () => {
       expect(await store.rateLimits.hit(company, 1000, at(T0))).toEqual({ hits: 1, resetsAt: '2026-06-01T10:00:01.000Z' })
@@ -88,22 +79,20 @@ export function rateLimitContract(name: string, factory: StoreFactory): void {
   })
 }
 
-/** The rate-limit counters seen by two stores on the same data: for adapters that can open a second one. */
-export function sharedRateLimitContract(name: string, factory: SharedStoreFactory): void {
-  describe(`store contract, rate limits shared between stores: ${name}`, () => {
+/** The rate-limit counters seen by two stores on the same data, as two instances would see them. */
+export function sharedRateLimitContract(adapter: StoreAdapter): void {
+  describe('rate limits shared between stores', () => {
     let store: Store
+    storePerTest(adapter, (opened) => (store = opened))
     let twin: Store
     const company = rateSubjectKey({ companyId: newId() })
 
     beforeEach(async () => {
-      store = await factory.create()
-      twin = await factory.openTwin(store)
+      twin = await adapter.openTwin(store)
     })
 
     afterEach(async () => {
       await twin.close()
-      await store.close()
-      await factory.cleanup?.(store)
     })
 
     it('shares the counts with another store on the same data, as another process would', async () => {

@@ -1,28 +1,25 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { newId } from '../../src/ids.ts'
-import type { Store } from '../../src/store/port.ts'
-import { aCompany, aQuota, aQuotaValue } from './builders.ts'
-import { gate } from './contract.ts'
-import type { SharedStoreFactory } from './rate-limits-contract.ts'
+import { newId } from '../../../src/ids.ts'
+import type { Store } from '../../../src/store/port.ts'
+import { aCompany, aQuota, aQuotaValue } from '../builders.ts'
+import { storePerTest, gate, type StoreAdapter } from './support.ts'
 
 /**
  * Transactions that name a company (`Store.transaction`), on two stores over the same data, as two instances
  * of the service open them: they never overlap, so none commits on a reading the other changed.
  */
-export function companyTransactionsContract(name: string, factory: SharedStoreFactory): void {
-  describe(`store contract, transactions naming a company across instances: ${name}`, () => {
+export function companyTransactionsContract(adapter: StoreAdapter): void {
+  describe('transactions naming a company across instances', () => {
     let store: Store
+    storePerTest(adapter, (opened) => (store = opened))
     let twin: Store
 
     beforeEach(async () => {
-      store = await factory.create()
-      twin = await factory.openTwin(store)
+      twin = await adapter.openTwin(store)
     })
     afterEach(async () => {
       if (twin !== store) await twin.close()
-      await store.close()
-      await factory.cleanup?.(store)
     })
 
     it('runs the later of two overlapping ones after the earlier one, on what it wrote', async () => {

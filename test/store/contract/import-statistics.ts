@@ -1,10 +1,10 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { ManualClock } from '../../src/clock.ts'
-import { enqueueImport } from '../../src/imports/enqueue.ts'
-import type { Company } from '../../src/store/model.ts'
-import type { Store } from '../../src/store/port.ts'
-import { aCompany } from './builders.ts'
-import type { StoreFactory } from './contract.ts'
+import { describe, expect, it } from 'vitest'
+import { ManualClock } from '../../../src/clock.ts'
+import { enqueueImport } from '../../../src/imports/enqueue.ts'
+import type { Company } from '../../../src/store/model.ts'
+import type { Store } from '../../../src/store/port.ts'
+import { aCompany } from '../builders.ts'
+import { storePerTest, type StoreAdapter } from './support.ts'
 
 const NOW = '2026-06-01T10:00:00.000Z'
 const LATER = '2026-06-01T10:10:00.000Z'
@@ -15,18 +15,12 @@ async function enqueue(store: Store, company: Company, target: 'users' | 'manage
 }
 
 /** `store.importStatistics`, for every adapter. Counts are compared before and after, as the store may be shared. */
-export function importStatisticsContract(name: string, factory: StoreFactory): void {
-  describe(`store contract, import statistics: ${name}`, () => {
+export function importStatisticsContract(adapter: StoreAdapter): void {
+  describe('import statistics', () => {
     let store: Store
+    storePerTest(adapter, (opened) => (store = opened), { isolated: true })
 
-    beforeEach(async () => {
-      store = await factory.create()
-    })
 
-    afterEach(async () => {
-      await store.close()
-      await factory.cleanup?.(store)
-    })
 
     it('counts the imports of every company by status, every status present', async () => {
       const before = await store.importStatistics.countByStatus()

@@ -1,11 +1,10 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { newId } from '../../src/ids.ts'
-import type { ImportPayload } from '../../src/store/model.ts'
-import { ImportQueueFullError, type Store, StoreConflictError } from '../../src/store/port.ts'
-import { aCompany, aDataTable, anImport, aRecord, heavyItems, LARGEST_BODY_BYTES, minute } from './builders.ts'
-import { gate, type StoreFactory } from './contract.ts'
-import type { SharedStoreFactory } from './rate-limits-contract.ts'
+import { newId } from '../../../src/ids.ts'
+import type { ImportPayload } from '../../../src/store/model.ts'
+import { ImportQueueFullError, type Store, StoreConflictError } from '../../../src/store/port.ts'
+import { aCompany, aDataTable, anImport, aRecord, heavyItems, LARGEST_BODY_BYTES, minute } from '../builders.ts'
+import { storePerTest, gate, type StoreAdapter } from './support.ts'
 
 function aPayload(companyId: string, items: unknown[] = [{ email: 'a@example.com' }], bytes = 100): Omit<ImportPayload, 'import_id'> {
   return { id: newId(), company_id: companyId, items, options: { all: false, keep_overrides: false }, received_at: minute(0), bytes }
@@ -14,20 +13,16 @@ function aPayload(companyId: string, items: unknown[] = [{ email: 'a@example.com
 const ids = (imports: { id: string }[]) => imports.map((item) => item.id)
 
 /** The imports repository and the record operations of the import engine, for every adapter. */
-export function importsContract(name: string, factory: StoreFactory): void {
-  describe(`store contract, imports: ${name}`, () => {
+export function importsContract(adapter: StoreAdapter): void {
+  describe('imports', () => {
     let store: Store
+    storePerTest(adapter, (opened) => (store = opened), { isolated: true })
     let companyId: string
     let otherCompanyId: string
 
     beforeEach(async () => {
-      store = await factory.create()
       companyId = aCompany().id
       otherCompanyId = aCompany().id
-    })
-    afterEach(async () => {
-      await store.close()
-      await factory.cleanup?.(store)
     })
 
     /** Enqueues one payload at minute `at`, with a window of `window` minutes if it creates the import. */
@@ -415,21 +410,19 @@ export function importsContract(name: string, factory: StoreFactory): void {
   })
 }
 
-/** The queue bound seen by two stores on the same data, as two API instances would: for adapters that can open a second one. */
-export function sharedImportQueueContract(name: string, factory: SharedStoreFactory): void {
-  describe(`store contract, the import queue bound shared between stores: ${name}`, () => {
+/** The queue bound seen by two stores on the same data, as two API instances would see it. */
+export function sharedImportQueueContract(adapter: StoreAdapter): void {
+  describe('the import queue bound shared between stores', () => {
     let store: Store
+    storePerTest(adapter, (opened) => (store = opened), { isolated: true })
     let twin: Store
 
     beforeEach(async () => {
-      store = await factory.create()
-      twin = await factory.openTwin(store)
+      twin = await adapter.openTwin(store)
     })
 
     afterEach(async () => {
       await twin.close()
-      await store.close()
-      await factory.cleanup?.(store)
     })
 
     it('counts the queue in the store, so that two instances together stay within the bound', async () => {

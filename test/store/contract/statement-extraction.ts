@@ -1,9 +1,9 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { newId } from '../../src/ids.ts'
-import type { Environment, Statement } from '../../src/store/model.ts'
-import type { StatementRowFields, RowWindow, StatementRowSource, Store } from '../../src/store/port.ts'
-import { aCompany, aStatement, aUser, byId, minute } from './builders.ts'
-import type { StoreFactory } from './contract.ts'
+import { beforeEach, describe, expect, it } from 'vitest'
+import { newId } from '../../../src/ids.ts'
+import type { Environment, Statement } from '../../../src/store/model.ts'
+import type { StatementRowFields, RowWindow, StatementRowSource, Store } from '../../../src/store/port.ts'
+import { aCompany, aStatement, aUser, byId, minute } from '../builders.ts'
+import { storePerTest, type StoreAdapter } from './support.ts'
 
 /**
  * The statements the v2 extraction reads, for every adapter. `pageForExtraction`: the statements `page` selects,
@@ -32,22 +32,18 @@ const KEY = 'key-of-this-test'
 /** A rendering that names its statement and key, so a test sees which one it got. */
 const text = (statement: Statement, key = KEY) => `,"rendering of":"${statement.id} for ${key}"}`
 
-export function statementExtractionContract(name: string, factory: StoreFactory): void {
-  describe(`store contract, statements.pageForExtraction: ${name}`, () => {
+export function statementExtractionContract(adapter: StoreAdapter): void {
+  describe('statements.pageForExtraction', () => {
     let store: Store
+    storePerTest(adapter, (opened) => (store = opened))
     let companyId: string
 
     beforeEach(async () => {
-      store = await factory.create()
       const company = aCompany()
       await store.companies.insert(company)
       companyId = company.id
     })
 
-    afterEach(async () => {
-      await store.close()
-      await factory.cleanup?.(store)
-    })
 
     const extract = (window: RowWindow, environment: Environment = 'live', key = KEY) => store.statements.pageForExtraction(companyId, environment, window, key)
     const render = (statements: Statement[], key = KEY, environment: Environment = 'live') =>
@@ -69,7 +65,7 @@ export function statementExtractionContract(name: string, factory: StoreFactory)
       }
     })
 
-    describe('over a scope with rows around it', () => {
+    describe('over an environment with rows around it', () => {
       /** Six live rows in id order, whose times are not in id order and where two times are equal. */
       let rows: Statement[]
 

@@ -1,29 +1,25 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { newId } from '../../src/ids.ts'
-import type { Plan } from '../../src/store/model.ts'
-import { type Store, StoreConflictError } from '../../src/store/port.ts'
-import { aCommissionLine, aCompany, aDataTable, aQuota, aQuotaValue, aRecord, aStatement, byId, minute } from './builders.ts'
-import type { StoreFactory } from './contract.ts'
+import { beforeEach, describe, expect, it } from 'vitest'
+import { newId } from '../../../src/ids.ts'
+import type { Plan } from '../../../src/store/model.ts'
+import { type Store, StoreConflictError } from '../../../src/store/port.ts'
+import { aCommissionLine, aCompany, aDataTable, aQuota, aQuotaValue, aRecord, aStatement, byId, minute } from '../builders.ts'
+import { storePerTest, type StoreAdapter } from './support.ts'
 
 /** What the calculation engine reads and writes: plans, rates, records by id, results by cell and by record. */
-export function calculationContract(name: string, factory: StoreFactory): void {
-  describe(`store contract, calculation: ${name}`, () => {
+export function calculationContract(adapter: StoreAdapter): void {
+  describe('calculation', () => {
     let store: Store
+    storePerTest(adapter, (opened) => (store = opened))
     let companyId: string
     let strangerId: string
 
     beforeEach(async () => {
-      store = await factory.create()
       companyId = newId()
       strangerId = newId()
       await store.companies.insert(aCompany({ id: companyId }))
       await store.companies.insert(aCompany({ id: strangerId }))
     })
 
-    afterEach(async () => {
-      await store.close()
-      await factory.cleanup?.(store)
-    })
 
     function aPlan(overrides: Partial<Plan> = {}): Plan {
       return {
