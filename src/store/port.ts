@@ -495,7 +495,11 @@ export interface ImportRepository {
    * `withTransaction` would run the whole transaction again, and again, while renewals go on.)
    */
   hold(companyId: string, id: string, owner: string): Promise<boolean>
-  /** Hands a started import back to `scheduled` (nothing of it applied) while `owner` holds it. False otherwise. */
+  /**
+   * Hands a started import back to `scheduled` while `owner` holds it (its worker stops); false otherwise. What the
+   * run committed stays (`payloads_applied`): the next claim goes on after it. Its window is closed already, so
+   * that claim may be at once.
+   */
   release(companyId: string, id: string, owner: string): Promise<boolean>
   /**
    * Records that the import's first `payloads_applied` calls (in payload order) are applied, with their

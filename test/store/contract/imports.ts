@@ -212,6 +212,18 @@ export function importsContract(adapter: StoreAdapter): void {
         expect((await store.imports.claimNext('x', minute(2), minute(12)))?.id).toBe(queued.id)
       })
 
+      it('keeps what a run committed when its import is released: the next claim goes on from there', async () => {
+        const queued = await enqueue(0, 1)
+        expect((await enqueue(0)).id).toBe(queued.id)
+        const claimed = (await store.imports.claimNext('w', minute(1), minute(11)))!
+        expect(claimed.details).toHaveLength(2)
+        const progress = { payloads_applied: 1, details: claimed.details.map((detail, index) => (index === 0 ? { ...detail, number_of_records: 1 } : detail)) }
+        expect(await store.imports.advance(companyId, queued.id, 'w', progress)).toBe(true)
+        expect(await store.imports.release(companyId, queued.id, 'w')).toBe(true)
+        expect(await store.imports.get(companyId, queued.id)).toMatchObject({ status: 'scheduled', lease_owner: null, ...progress })
+        expect(await store.imports.claimNext('x', minute(2), minute(12))).toMatchObject({ id: queued.id, lease_owner: 'x', attempts: 2, ...progress })
+      })
+
       it('finishes once, for the worker that holds the import', async () => {
         const queued = await enqueue(0)
         await store.imports.claimNext('w', minute(1), minute(11))
