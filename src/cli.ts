@@ -7,7 +7,7 @@ import { companyInventory, createCompanyKey } from './admin/company-admin.ts'
 import { DEFAULT_DRAIN_TIMEOUT_MS, drainImports, IMPORT_STATUSES, listImports } from './admin/imports.ts'
 import { resetCompany, resetEveryCompany } from './admin/reset.ts'
 import { calculationProblems, deletePlan, listPlans, savePlan, setExchangeRates } from './admin/plans.ts'
-import { changeQuotaType } from './admin/revisions.ts'
+import { changeQuotaType } from './admin/data-edits.ts'
 import { ApiError, CommissionClient, ConnectionError, instantParam } from './client/index.ts'
 import { type Clock, clockFor } from './clock.ts'
 import { type Config, ConfigError, IN_MEMORY, loadConfig, TEST_MODE_DEFAULTS, withTestModeDefaults } from './config.ts'
@@ -20,11 +20,8 @@ import { describePlan } from './fixtures/plan-definitions.ts'
 import { type FixturePlan, FixturePlanSchema } from './fixtures/schema.ts'
 import { startServer } from './server.ts'
 import { composeImportWorker } from './imports/compose-worker.ts'
-import { closeWorkerOnSignals, startWorkerProcess } from './imports/worker-process.ts'
-import { serveWorkerHealth } from './routes/worker-health.ts'
 import { startupFailure } from './startup-errors.ts'
 import { surviveClosedOutput } from './logger.ts'
-import { closeGracefullyOnSignals } from './shutdown.ts'
 import { openStore, storeDescription } from './store/open-store.ts'
 import { type ImportStatus, type Plan, QUOTA_TYPES, type QuotaType } from './store/model.ts'
 import type { Store } from './store/port.ts'
@@ -320,18 +317,8 @@ async function serve(role: unknown = 'all', testMode = false): Promise<void> {
   if (config.dataDir === IN_MEMORY && !config.mongodbUrl && role !== 'all') {
     throw new UsageError(`DATA_DIR=${IN_MEMORY} keeps the data in this one process: --role ${role} needs a store other processes open`)
   }
-  if (role === 'worker') {
-    const running = await startWorkerProcess(config)
-    if (config.workerHealthPort === null) return closeWorkerOnSignals(running, config.shutdownTimeoutMs)
-    const { served, url } = await serveWorkerHealth(running, config, running.clock)
-    closeWorkerOnSignals(served, config.shutdownTimeoutMs)
-    // Announced once a SIGTERM would close it gracefully.
-    process.stdout.write(`commission-api import worker health and metrics on ${url}\n`)
-    return
-  }
-  // Printed only when it is the test mode's own token: a token set in the environment stays out of the output.
-  const server = await startServer(config, { role, testMode: testMode && config.adminToken === TEST_MODE_DEFAULTS.ADMIN_TOKEN })
-  closeGracefullyOnSignals(server, config.shutdownTimeoutMs)
+  // The token is printed only when it is the test mode's own: a token set in the environment stays out of the output.
+  await startServer(config, { role, testMode: testMode && config.adminToken === TEST_MODE_DEFAULTS.ADMIN_TOKEN, closeOnSignals: true })
 }
 
 async function main(argv: string[]): Promise<number> {

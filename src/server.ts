@@ -1,91 +1,180 @@
 import { mkdirSync } from 'node:fs'
 import type { FastifyInstance } from 'fastify'
-import { buildApp } from './app.ts'
+import pino from 'pino'
 import { type Clock, clockFor } from './clock.ts'
 import { type Config, IN_MEMORY } from './config.ts'
-import { listeningUrl } from './routes/base-url.ts'
-import { type DemoOutcome, ensureDemoCompany } from './fixtures/demo-company.ts'
+import type { DemoOutcome } from './fixtures/demo-company.ts'
 import { composeImportWorker } from './imports/compose-worker.ts'
 import { storeEnqueuingThrough, ThreadedImportWorker } from './imports/threaded-worker.ts'
-import type { ImportWorker } from './imports/worker.ts'
+import type { ImportWorker, WorkerLogger } from './imports/worker.ts'
+import { listeningUrl } from './routes/base-url.ts'
+import { closeGracefullyOnSignals } from './shutdown.ts'
 import { openStore, storeDescription } from './store/open-store.ts'
 import type { Store } from './store/port.ts'
 
-export interface RunningServer {
-  app: FastifyInstance
+/** What `serve` runs: HTTP and the import worker (`all`), HTTP alone (`api`), the import worker alone (`worker`). */
+export type Role = 'all' | 'api' | 'worker'
+
+/** What every role runs, and how it stops. */
+export interface Running {
+  role: Role
   store: Store
-  /** The address it listens on, e.g. http://127.0.0.1:3000. */
-  url: string
-  /** The import worker of this process: in a thread of its own, or inline (`IMPORT_WORKER`); null with role `api`. */
+  clock: Clock
+  /** The HTTP listener: the API (roles all and api), or the worker's health port (role worker with WORKER_HEALTH_PORT). */
+  app: FastifyInstance | null
+  /** The address it listens on, e.g. http://127.0.0.1:3000; null without a listener. */
+  url: string | null
+  /** The import worker of this process: in a thread of its own, or inline (`IMPORT_WORKER`), or alone; null with role api. */
   worker: ImportWorker | ThreadedImportWorker | null
-  /** Stops accepting connections, lets requests in flight finish, then closes the store. */
+  /** Where the process logs: the API's logger, or the worker's. */
+  log: WorkerLogger
+  /**
+   * Stops what was started, in the reverse order: the listener (readiness turns 503, no connection is accepted,
+   * the requests in flight finish), then the worker (it hands its import back, or finishes it when it is in its
+   * last transaction), then the store. Idempotent.
+   */
   close(): Promise<void>
 }
 
-export interface ServerOptions {
-  /** The HTTP application's clock, and the inline worker's; by default the one `CLOCK` names (a worker thread's too). */
-  clock?: Clock
-  logStream?: NodeJS.WritableStream
-  /** Where the start-up banner (demo key, curl line) is written. */
-  out?: NodeJS.WritableStream
-  /** `all` (default): HTTP and the import worker; `api`: HTTP only. A worker alone is `startWorkerProcess`. */
-  role?: 'all' | 'api'
-  /** `serve --test-mode`: the banner also prints the admin token, which is a fixed one then. */
-  testMode?: boolean
+/** Roles all and api: the API listens. */
+export interface RunningServer extends Running {
+  role: 'all' | 'api'
+  app: FastifyInstance
+  url: string
 }
 
-/** Opens the store, creates the demo company on a first start, and serves HTTP. */
-export async function startServer(config: Config, options: ServerOptions = {}): Promise<RunningServer> {
-  const out = options.out ?? process.stdout
+/** Role worker: the import worker, and its health listener when WORKER_HEALTH_PORT is set. */
+export interface RunningWorker extends Running {
+  role: 'worker'
+  worker: ImportWorker
+}
+
+export interface ServerOptions {
+  /** `all` by default. */
+  role?: Role
+  /** The clock of the HTTP application and of the inline worker; by default the one `CLOCK` names (a worker thread's too). */
+  clock?: Clock
+  /** A pino destination for the logs (tests capture them); stdout when absent. */
+  logStream?: NodeJS.WritableStream
+  /** The worker's logger with role worker, instead of one on `logStream` (the worker thread posts its lines). */
+  logger?: WorkerLogger
+  /** Where the start-up banner (demo key, curl line) is written: stdout by default, nowhere when null. */
+  out?: NodeJS.WritableStream | null
+  /** `serve --test-mode`: the banner also prints the admin token, which is a fixed one then. */
+  testMode?: boolean
+  /**
+   * `serve`: SIGTERM, SIGINT or an uncaught error close the process gracefully (`shutdown.ts`), from before the
+   * banner says it started.
+   */
+  closeOnSignals?: boolean
+}
+
+/** What a role started, closed in the reverse order. */
+interface Started {
+  app: FastifyInstance | null
+  worker: ImportWorker | ThreadedImportWorker | null
+}
+
+/**
+ * The composition root: every role of `serve`, and the import worker's thread (which starts as role worker),
+ * starts here in tiers (the store, the clock, the demo company, the import worker and HTTP) and stops through one
+ * `close()`. The HTTP tier is loaded only by the roles that serve HTTP: the worker thread of role all loads none of
+ * it, as it loads no MongoDB driver on the embedded store (`open-store.ts`), each costing every thread its memory.
+ */
+export async function startServer(config: Config, options: ServerOptions & { role: 'worker' }): Promise<RunningWorker>
+export async function startServer(config: Config, options?: ServerOptions & { role?: 'all' | 'api' }): Promise<RunningServer>
+export async function startServer(config: Config, options?: ServerOptions): Promise<RunningServer | RunningWorker>
+export async function startServer(config: Config, options: ServerOptions = {}): Promise<Running> {
+  const role = options.role ?? 'all'
   if (config.dataDir !== IN_MEMORY) mkdirSync(config.dataDir, { recursive: true })
   const store = await openStore(config)
+  const started: Started = { app: null, worker: null }
+  let closing: Promise<void> | null = null
+  const close = () => (closing ??= closeInOrder(started, store))
   try {
     const clock = options.clock ?? (await clockFor(config.clock, store.clockOffset))
-    const demo = config.demo ? await ensureDemoCompany(store, clock, config.dataDir, config.demoApiKey) : null
-    let worker: ImportWorker | ThreadedImportWorker | null = null
-    const probe = options.role === 'api' ? undefined : { isRunning: () => worker?.isRunning() ?? false, wake: () => worker?.wake() }
-    // With the worker in a thread, that thread stores the upserts' payloads too: the HTTP thread never waits for the disk.
-    const threaded = () => (worker instanceof ThreadedImportWorker ? worker : null)
-    const appStore = probe && config.importWorker === 'thread' ? storeEnqueuingThrough(store, threaded) : store
-    const app = await buildApp({ config, store: appStore, clock, logStream: options.logStream, worker: probe })
-    await app.listen({ port: config.port, host: config.host })
-    if (probe) {
-      worker =
-        config.importWorker === 'thread'
-          ? new ThreadedImportWorker({ config, logger: app.log })
-          : composeImportWorker({ store, clock, config, logger: app.log })
-      app.metrics.watchWorker(worker)
-      try {
-        await worker.start()
-      } catch (error) {
-        await app.close()
-        throw error
-      }
-    }
-    const url = listeningUrl(app, config.host)
-    out.write(banner(url, config.publicUrl ?? url, demo, storeDescription(config)))
-    if (config.clock === 'controlled') out.write(`Clock: controlled, now ${clock.now().toISOString()}: POST /admin/clock moves it (README, "Using it in your tests")\n`)
-    if (options.testMode) out.write(`Test mode: admin token ${config.adminToken} (Authorization: Bearer ${config.adminToken})\n`)
-    return {
-      app,
-      store,
-      url,
-      worker,
-      async close() {
-        // Readiness turns 503 and no connection is accepted; the requests in flight finish.
-        await app.close()
-        // The running import finishes (it is one transaction) before the store closes.
-        await worker?.stop()
-        await store.close()
-      },
-    }
+    const { log, banner } = role === 'worker' ? await startWorker(config, options, store, clock, started) : await startApi(config, options, role, store, clock, started)
+    const running: Running = { role, store, clock, app: started.app, url: started.app && listeningUrl(started.app, config.host), worker: started.worker, log, close }
+    if (options.closeOnSignals) closeGracefullyOnSignals(running, config.shutdownTimeoutMs)
+    if (options.out !== null) (options.out ?? process.stdout).write(banner(running.url))
+    return running
   } catch (error) {
-    await store.close()
+    await close()
     throw error
   }
 }
 
-function banner(url: string, publicUrl: string, demo: DemoOutcome | null, store: string): string {
+async function closeInOrder(started: Started, store: Store): Promise<void> {
+  await started.app?.close()
+  await started.worker?.stop()
+  await store.close()
+}
+
+/** What a role's start gives the root: its logger, and its banner once the listener's address is known. */
+interface RoleStart {
+  log: WorkerLogger
+  banner(url: string | null): string
+}
+
+/** Roles all and api: the demo company, the HTTP application, and with role all the import worker (a thread by default). */
+async function startApi(config: Config, options: ServerOptions, role: Role, store: Store, clock: Clock, started: Started): Promise<RoleStart> {
+  const [{ buildApp }, { ensureDemoCompany }] = await Promise.all([import('./app.ts'), import('./fixtures/demo-company.ts')])
+  const demo = config.demo ? await ensureDemoCompany(store, clock, config.dataDir, config.demoApiKey) : null
+  const probe = role === 'api' ? undefined : { isRunning: () => started.worker?.isRunning() ?? false, wake: () => started.worker?.wake() }
+  // With the worker in a thread, that thread stores the upserts' payloads too: the HTTP thread never waits for the disk.
+  const threaded = () => (started.worker instanceof ThreadedImportWorker ? started.worker : null)
+  const appStore = probe && config.importWorker === 'thread' ? storeEnqueuingThrough(store, threaded) : store
+  const app = await buildApp({ config, store: appStore, clock, logStream: options.logStream, worker: probe })
+  started.app = app
+  await app.listen({ port: config.port, host: config.host })
+  if (probe) {
+    const worker =
+      config.importWorker === 'thread'
+        ? new ThreadedImportWorker({ config, logger: app.log })
+        : composeImportWorker({ store, clock, config, logger: app.log })
+    started.worker = worker
+    app.metrics.watchWorker(worker)
+    await worker.start()
+  }
+  return {
+    log: app.log,
+    banner: (url) => {
+      const listening = url ?? ''
+      let text = apiBanner(listening, config.publicUrl ?? listening, demo, storeDescription(config))
+      if (config.clock === 'controlled') text += `Clock: controlled, now ${clock.now().toISOString()}: POST /admin/clock moves it (README, "Using it in your tests")\n`
+      if (options.testMode) text += `Test mode: admin token ${config.adminToken} (Authorization: Bearer ${config.adminToken})\n`
+      return text
+    },
+  }
+}
+
+/** Role worker: the import worker alone, and with WORKER_HEALTH_PORT its probes and metrics on a listener of their own. */
+async function startWorker(config: Config, options: ServerOptions, store: Store, clock: Clock, started: Started): Promise<RoleStart> {
+  const log = options.logger ?? (await workerLogger(config, options.logStream))
+  const worker = composeImportWorker({ store, clock, config, logger: log })
+  started.worker = worker
+  worker.start()
+  if (config.workerHealthPort !== null) {
+    const { buildWorkerHealth } = await import('./routes/worker-health.ts')
+    const app = buildWorkerHealth({ config, store, clock, worker })
+    started.app = app
+    await app.listen({ port: config.workerHealthPort, host: config.host })
+  }
+  return {
+    log,
+    banner: (url) =>
+      `commission-api import worker ${worker.owner} started\nStore: ${storeDescription(config)}\n` +
+      (url ? `commission-api import worker health and metrics on ${url}\n` : ''),
+  }
+}
+
+/** The worker role's own logger: a pino one, as the API's is, on `logStream` or stdout. */
+async function workerLogger(config: Config, logStream: NodeJS.WritableStream | undefined): Promise<WorkerLogger> {
+  const { logDestination, loggerOptions } = await import('./logger.ts')
+  return pino(loggerOptions(config.logLevel), logStream ?? logDestination())
+}
+
+function apiBanner(url: string, publicUrl: string, demo: DemoOutcome | null, store: string): string {
   const lines = [`commission-api listening on ${url}`, `Store: ${store}`]
   if (demo?.kind === 'created') {
     lines.push(

@@ -1,18 +1,18 @@
 import closeWithGrace from 'close-with-grace'
-import type { RunningServer } from './server.ts'
+import type { Running } from './server.ts'
 
 /**
- * Shuts the server down gracefully on SIGTERM or SIGINT (and on an uncaught error): readiness turns 503,
- * no new connection is accepted, requests in flight finish, the worker finishes or hands back its import,
- * and the store closes (all in `server.close()`). The process exits 0 when that is done, or 1 when it takes
- * more than `timeoutMs`, on an uncaught error, or on a second signal.
+ * The one shutdown path of every role, on SIGTERM or SIGINT (and on an uncaught error): `server.close()`, in which
+ * readiness turns 503, no new connection is accepted, requests in flight finish, the worker hands its import back
+ * (or finishes it), and the store closes. The process exits 0 when that is done, or 1 when it takes more than
+ * `timeoutMs`, on an uncaught error, or on a second signal.
  */
-export function closeGracefullyOnSignals(server: Pick<RunningServer, 'app' | 'close'>, timeoutMs: number): void {
-  const log = server.app.log
+export function closeGracefullyOnSignals(server: Pick<Running, 'log' | 'close'>, timeoutMs: number): void {
+  const log = server.log
   closeWithGrace(
     {
       delay: timeoutMs,
-      logger: { error: (message: unknown) => log.error(message) },
+      logger: { error: (message: unknown) => log.error({ message }, 'shutdown') },
       onTimeout: (delay) => log.error({ timeout_ms: delay }, 'shutdown took too long: exiting with requests still in flight'),
       onSecondSignal: (signal) => log.error({ signal }, 'second signal: exiting at once'),
     },
@@ -20,7 +20,7 @@ export function closeGracefullyOnSignals(server: Pick<RunningServer, 'app' | 'cl
       if (err) log.error({ err }, 'uncaught error: shutting down')
       else log.info({ signal: signal ?? 'exit' }, 'shutting down')
       await server.close()
-      log.info('shut down')
+      log.info({}, 'shut down')
     },
   )
 }

@@ -3,7 +3,9 @@ import { runClaimedImport } from '../src/imports/run-import.ts'
 import { ImportWorker } from '../src/imports/worker.ts'
 import type { DataTable, DataTableRecord } from '../src/store/model.ts'
 import type { Store } from '../src/store/port.ts'
+import { pausingBeforeFinish } from './helpers/store-wrappers.ts'
 import { aRecord } from './store/builders.ts'
+import { gate } from './store/contract/support.ts'
 import { type ImportHarness, startImportHarness } from './imports-support.ts'
 
 // An import larger than one transaction of the store takes (`Store.itemsPerTransaction`: MongoDB ends a
@@ -106,18 +108,50 @@ describe('an import larger than one transaction', () => {
     expect((await h.store.imports.get(h.companyId, id))?.attempts).toBe(2)
   })
 
+  it('is handed back between two steps when its worker stops, and another worker goes on after the committed step at once', async () => {
+    const id = await putUsers([{ email: 'a@acme.example' }, { email: 'b@acme.example' }])
+    await putUsers([{ email: 'c@acme.example' }, { email: 'd@acme.example' }])
+    h.server.clock.advance(10_000)
+    // Two steps of one call each; the worker is stopped once the first has committed.
+    const small = withBudget(2)
+    const committed = gate()
+    const goOn = gate()
+    const pausing: Store = {
+      ...small.store,
+      async transaction(work, options) {
+        const result = await small.store.transaction(work, options)
+        committed.open()
+        await goOn.promise
+        return result
+      },
+    }
+    const leaving = new ImportWorker({ store: pausing, clock: h.server.clock, owner: 'leaving', pollMs: 10 })
+    leaving.start()
+    await committed.promise
+    const stopping = leaving.stop()
+    goOn.open()
+    await stopping
+    expect(small.transactions()).toBe(1)
+    expect(await h.store.imports.get(h.companyId, id)).toMatchObject({ status: 'scheduled', lease_owner: null, payloads_applied: 1, attempts: 1 })
+
+    // Without waiting for the lease, another worker applies the second call only.
+    expect(await h.drain()).toBe(1)
+    const result = await h.importOf(id)
+    expect(result).toMatchObject({ status: 'finished', error: false })
+    expect(result.data_tables_details.map((detail: any) => detail.number_of_records)).toStrictEqual([2, 2])
+    for (const email of ['a', 'b', 'c', 'd']) expect(await h.user(`${email}@acme.example`)).toBeDefined()
+    expect((await h.store.imports.get(h.companyId, id))?.attempts).toBe(2)
+  })
+
   it('keeps the outcome of the calls its steps applied when a later step fails on a fault of ours', async () => {
     const id = await putUsers([{ email: 'a@acme.example' }])
     await putUsers([{ email: 'b@acme.example' }])
     h.server.clock.advance(10_000)
     const failing = new ImportWorker({
-      store: withBudget(1).store,
+      store: pausingBeforeFinish(withBudget(1).store, async () => {
+        throw new Error('disk on fire')
+      }),
       clock: h.server.clock,
-      hooks: {
-        async beforeFinish() {
-          throw new Error('disk on fire')
-        },
-      },
     })
     expect(await failing.drain()).toBe(1)
     const result = await h.importOf(id)

@@ -8,10 +8,12 @@ import { ImportWorker } from '../src/imports/worker.ts'
 import { loadConfig } from '../src/config.ts'
 import { startServer } from '../src/server.ts'
 import { smallFixture } from './helpers/fixtures.ts'
+import { pausingBeforeFinish, pausingBeforePayloads } from './helpers/store-wrappers.ts'
 import { tempDataDir } from './helpers/process.ts'
 import { runEnvironment } from './helpers/test-store.ts'
 import { type ImportHarness, startImportHarness } from './imports-support.ts'
 import { anImport } from './store/builders.ts'
+import { gate } from './store/contract/support.ts'
 
 let h: ImportHarness
 beforeEach(async () => {
@@ -96,16 +98,13 @@ describe('the import worker', () => {
   it('commits a run during which its lease was renewed, in one go', async () => {
     let runs = 0
     const renewing = new ImportWorker({
-      store: h.store,
+      store: pausingBeforeFinish(h.store, async () => {
+        runs++
+        await sleep(100)
+      }),
       clock: h.server.clock,
       // A renewal every 10 ms: several are made while the run's transaction is open.
       leaseMs: 30,
-      hooks: {
-        async beforeFinish() {
-          runs++
-          await sleep(100)
-        },
-      },
     })
     const id = await putUsers([{ email: 'a@acme.example', name: 'A' }])
     expect(await renewing.drain()).toBe(1)
@@ -116,13 +115,10 @@ describe('the import worker', () => {
 
   it('commits nothing of a run that fails before its end, and finishes the import as refused', async () => {
     const failing = new ImportWorker({
-      store: h.store,
+      store: pausingBeforeFinish(h.store, async () => {
+        throw new Error('disk on fire')
+      }),
       clock: h.server.clock,
-      hooks: {
-        async beforeFinish() {
-          throw new Error('disk on fire')
-        },
-      },
     })
     const id = await putUsers([{ email: 'a@acme.example' }])
     expect(await failing.drain()).toBe(1)
@@ -142,15 +138,12 @@ describe('the import worker', () => {
       entered = resolve
     })
     const worker = new ImportWorker({
-      store: h.store,
+      store: pausingBeforeFinish(h.store, async () => {
+        entered()
+        await released
+      }),
       clock: h.server.clock,
       pollMs: 10,
-      hooks: {
-        async beforeFinish() {
-          entered()
-          await released
-        },
-      },
     })
     expect(worker.isRunning()).toBe(false)
     worker.start()
@@ -175,6 +168,39 @@ describe('the import worker', () => {
     expect((await h.importOf(id)).status).toBe('finished')
     await worker.stop()
     expect(worker.isRunning()).toBe(false)
+  })
+
+  it('hands the import it runs back when stopped, and another worker takes it at once, without waiting for the lease', async () => {
+    const id = await putUsers([{ email: 'a@acme.example', name: 'A' }])
+    const reading = gate()
+    const release = gate()
+    const leaving = new ImportWorker({
+      store: pausingBeforePayloads(h.store, async () => {
+        reading.open()
+        await release.promise
+      }),
+      clock: h.server.clock,
+      owner: 'leaving',
+      pollMs: 10,
+    })
+    const handedBack = once(leaving, 'handedBack')
+    leaving.start()
+    // Mid-import: claimed, its payloads being read.
+    await reading.promise
+    expect(await h.store.imports.get(h.companyId, id)).toMatchObject({ status: 'started', lease_owner: 'leaving' })
+    const stopping = leaving.stop()
+    release.open()
+    await stopping
+    const [returned] = await handedBack
+    expect(returned).toMatchObject({ id })
+    expect(await h.store.imports.get(h.companyId, id)).toMatchObject({ status: 'scheduled', lease_owner: null, lease_expires_at: null, attempts: 1 })
+    expect(await h.user('a@acme.example')).toBeUndefined()
+
+    // The clock has not moved: the lease the stopped worker took (60 s) would still hold it.
+    expect(await h.drain()).toBe(1)
+    expect(await h.importOf(id)).toMatchObject({ status: 'finished', error: false })
+    expect((await h.store.imports.get(h.companyId, id))?.attempts).toBe(2)
+    expect((await h.user('a@acme.example'))?.name).toBe('A')
   })
 
   it('release() hands a claimed import back to scheduled for another worker', async () => {

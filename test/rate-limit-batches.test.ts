@@ -1,7 +1,6 @@
 import * as fc from 'fast-check'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { batchSize, BatchedRateCounts } from '../src/rate-limit/batched-counts.ts'
-import { subjectOfKey } from '../src/rate-limit/port-store.ts'
 import type { Store } from '../src/store/port.ts'
 import { openSqliteStore } from '../src/store/sqlite/sqlite-store.ts'
 
@@ -10,7 +9,7 @@ const T0 = Date.parse('2026-06-01T10:00:00.000Z')
 
 /** N instances of the counter sharing one store, as N processes sharing a database would. */
 function instances(store: Store, count: number): BatchedRateCounts[] {
-  return Array.from({ length: count }, () => new BatchedRateCounts((key, windowMs, now, hits) => store.rateLimits.hit(subjectOfKey(key), windowMs, now, hits)))
+  return Array.from({ length: count }, () => new BatchedRateCounts((key, windowMs, now, hits) => store.rateLimits.hit(key, windowMs, now, hits)))
 }
 
 describe('rate limit: requests counted in batches', () => {
@@ -50,7 +49,7 @@ describe('rate limit: requests counted in batches', () => {
     let writes = 0
     const counter = new BatchedRateCounts((key, windowMs, now, hits) => {
       writes++
-      return store.rateLimits.hit(subjectOfKey(key), windowMs, now, hits)
+      return store.rateLimits.hit(key, windowMs, now, hits)
     })
     for (let index = 0; index < 80; index++) await counter.count(KEY, 1000, 80, new Date(T0))
     // The window's first request, then one write every 4.
@@ -63,7 +62,7 @@ describe('rate limit: requests counted in batches', () => {
     expect((await counter.count(KEY, 1000, 80, new Date(T0 + 999))).current).toBe(81)
     const next = await counter.count(KEY, 1000, 80, new Date(T0 + 1000))
     expect(next).toEqual({ current: 1, ttl: 1000 })
-    expect(await store.rateLimits.peek(subjectOfKey(KEY), new Date(T0 + 1000))).toEqual({ hits: 1, resetsAt: new Date(T0 + 2000).toISOString() })
+    expect(await store.rateLimits.peek(KEY, new Date(T0 + 1000))).toEqual({ hits: 1, resetsAt: new Date(T0 + 2000).toISOString() })
   })
 
   it('across N instances, never refuses below the limit and lets through at most (N - 1) x batch over it', async () => {

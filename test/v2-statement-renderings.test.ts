@@ -412,7 +412,7 @@ describe('v2 statement rows rendered ahead of reads', () => {
       // Statements written again straight in the store lose their renderings and are not rendered again.
       const unrendered = [0, 3, 4]
       for (const index of unrendered) {
-        const written = await store.revisions.updateStatement(company.companyId, company.statementIds[index], { modified_at: '2026-05-01T00:00:00.000Z', payment: 100 + index })
+        const written = await store.adminEdits.updateStatement(company.companyId, company.statementIds[index], { modified_at: '2026-05-01T00:00:00.000Z', payment: 100 + index })
         expect(written?.payment).toBe(100 + index)
         expected[index].total = { value: 100 + index, currency: expected[index].total?.currency ?? 'EUR' }
       }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import type { CustomMetric, MetricKind } from '../src/store/model.ts'
-import type { ExtractedStatement } from '../src/store/port.ts'
+import type { StatementRowFields } from '../src/store/port.ts'
 import { type Emails, metricValue, type Row, statementRenderer } from '../src/v2/rows.ts'
 import { pageBytes, statementTexts } from '../src/v2/statement-texts.ts'
 
@@ -51,7 +51,7 @@ const EMAILS: Emails = new Map([
 ])
 
 let statementSequence = 0
-function statement(overrides: Partial<ExtractedStatement>): ExtractedStatement {
+function statement(overrides: Partial<StatementRowFields>): StatementRowFields {
   statementSequence += 1
   return {
     id: `67000000000000000000${String(statementSequence).padStart(4, '0')}`,
@@ -66,7 +66,7 @@ function statement(overrides: Partial<ExtractedStatement>): ExtractedStatement {
 }
 
 /** Statements covering every kind, missing and mistyped values, null payments, mixed currencies and awkward text. */
-const STATEMENTS: ExtractedStatement[] = [
+const STATEMENTS: StatementRowFields[] = [
   statement({
     metrics: {
       bonus: { value: 200, currency: 'USD' },
@@ -105,13 +105,13 @@ const STATEMENTS: ExtractedStatement[] = [
 ]
 
 /** The row objects of src/v2/rows.ts for these statements: what a page held before rows were rendered as text. */
-function rowObjects(metrics: readonly CustomMetric[], statements: readonly ExtractedStatement[]): Row[] {
+function rowObjects(metrics: readonly CustomMetric[], statements: readonly StatementRowFields[]): Row[] {
   const render = statementRenderer(metrics)
   return statements.map((item) => render(item, EMAILS.get(item.user_id) ?? null))
 }
 
 /** The row texts the extraction hands to `pageBytes`. */
-function rowTexts(metrics: readonly CustomMetric[], statements: readonly ExtractedStatement[]): string[] {
+function rowTexts(metrics: readonly CustomMetric[], statements: readonly StatementRowFields[]): string[] {
   const texts = statementTexts(metrics)
   return statements.map((item) => texts.row(item, EMAILS.get(item.user_id) ?? null))
 }
@@ -123,10 +123,10 @@ type Meta = { next_start_id: string | null; has_more: boolean; next_url: string 
 const END: Meta = { next_start_id: null, has_more: false, next_url: null }
 
 /** The page as the extraction writes it, from row texts. */
-const written = (metrics: readonly CustomMetric[], statements: readonly ExtractedStatement[], meta: Meta) =>
+const written = (metrics: readonly CustomMetric[], statements: readonly StatementRowFields[], meta: Meta) =>
   pageBytes(rowTexts(metrics, statements), JSON.stringify(meta))
 /** The page as JSON.stringify writes the row objects. */
-const stringified = (metrics: readonly CustomMetric[], statements: readonly ExtractedStatement[], meta: Meta) =>
+const stringified = (metrics: readonly CustomMetric[], statements: readonly StatementRowFields[], meta: Meta) =>
   Buffer.from(JSON.stringify({ data: rowObjects(metrics, statements), meta }))
 
 const TABLE_URL = 'http://127.0.0.1:3000/v2/reporting/650000000000000000000099/statements'

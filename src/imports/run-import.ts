@@ -7,17 +7,17 @@ import { boundedDetails, type PayloadOutcome, refusedWhole } from './outcome.ts'
 import { applyRecordCalls, NO_RESYNC, type PreparedRecordCall, prepareRecordCalls, type Resync, resyncOf } from './records.ts'
 import { applyUsers } from './users.ts'
 
-/** Test seams of a run. Production passes none. */
-export interface RunHooks {
-  /** Called inside the run's transaction once every payload is applied, before the import is marked finished. */
-  beforeFinish?(claimed: DataImport): Promise<void>
-}
-
-/** How a run of a claimed import ended; a finished one says what its recalculation did. */
-export type RunResult = { kind: 'finished'; import: DataImport; calculation: RecalculationSummary } | { kind: 'lost' }
+/**
+ * How a run of a claimed import ended: finished (with what its recalculation did), lost to another worker, or
+ * handed back to `scheduled` because its worker stops.
+ */
+export type RunResult = { kind: 'finished'; import: DataImport; calculation: RecalculationSummary } | { kind: 'lost' } | { kind: 'handed back' }
 
 /** The claim was taken over by another worker (our lease expired): this run must leave no trace. */
 class LostClaim extends Error {}
+
+/** The worker stops: the run goes no further than the transactions it committed. */
+class Stopping extends Error {}
 
 /** The calls `start` to `end` (exclusive, in payload order) of an import, applied in one transaction. */
 interface Step {
@@ -34,8 +34,12 @@ interface Step {
  * finished, and a run that starts again goes on after the last step committed. Every transaction first holds
  * the import (`imports.hold`): if another worker took it over meanwhile, it is rolled back and the run stops.
  * Either way each call takes effect exactly once.
+ *
+ * Once `stopping` is aborted (the worker stops), the run starts no further transaction: it hands the import back
+ * (`imports.release`), so that another worker takes it at once and goes on after the last step committed. A
+ * transaction already under way is let finish.
  */
-export async function runClaimedImport(store: Store, clock: Clock, claimed: DataImport, owner: string, hooks: RunHooks = {}): Promise<RunResult> {
+export async function runClaimedImport(store: Store, clock: Clock, claimed: DataImport, owner: string, stopping?: AbortSignal): Promise<RunResult> {
   // The payloads of a claimed import no longer change (only a scheduled import is joined): they are read, and
   // records parsed, before the transactions, which then hold the store's write lock only to write.
   const payloads = await store.imports.payloads(claimed.company_id, claimed.id)
@@ -47,10 +51,11 @@ export async function runClaimedImport(store: Store, clock: Clock, claimed: Data
   const keepsOverrides = [...resync.values()].some((table) => table.keepsOverrides)
   const steps = stepsOf(payloads, done, keepsOverrides ? Number.POSITIVE_INFINITY : store.itemsPerTransaction)
   try {
-    if (done === 0) for (const tableId of resync.keys()) await emptyLargeTable(store, claimed, owner, tableId)
+    if (done === 0) for (const tableId of resync.keys()) await emptyLargeTable(store, claimed, owner, tableId, stopping)
     let details = claimed.details.slice(0, done)
     let calculation = noCalculation()
     for (const [index, step] of steps.entries()) {
+      if (stopping?.aborted) throw new Stopping()
       const last = index === steps.length - 1
       const ran = await store.transaction(
         async (tx) => {
@@ -71,7 +76,6 @@ export async function runClaimedImport(store: Store, clock: Clock, claimed: Data
             if (!(await tx.imports.advance(company.id, claimed.id, owner, { payloads_applied: step.end, details: applied }))) throw new LostClaim()
             return { applied, stepCalculation, finished: null }
           }
-          await hooks.beforeFinish?.(claimed)
           const outcome = { finished_at: now, error: applied.some((detail) => detail.error !== null), details: applied }
           if (!(await tx.imports.finish(company.id, claimed.id, owner, outcome))) throw new LostClaim()
           const { payloads_applied: _progress, ...before } = claimed
@@ -87,6 +91,7 @@ export async function runClaimedImport(store: Store, clock: Clock, claimed: Data
     throw new Error('an import run ended without its last step')
   } catch (error) {
     if (error instanceof LostClaim) return { kind: 'lost' }
+    if (error instanceof Stopping) return (await store.imports.release(claimed.company_id, claimed.id, owner)) ? { kind: 'handed back' } : { kind: 'lost' }
     throw error
   }
 }
@@ -136,10 +141,11 @@ function addedCalculation(total: RecalculationSummary, step: RecalculationSummar
  * that starts again before its first step committed empties what is left (no other import of the company
  * runs meanwhile, so the table holds nothing new); once a step committed, the table is not emptied again.
  */
-async function emptyLargeTable(store: Store, claimed: DataImport, owner: string, tableId: string): Promise<void> {
+async function emptyLargeTable(store: Store, claimed: DataImport, owner: string, tableId: string, stopping: AbortSignal | undefined): Promise<void> {
   const batch = store.itemsPerTransaction
   if ((await store.records.count(claimed.company_id, tableId)) <= batch) return
   for (;;) {
+    if (stopping?.aborted) throw new Stopping()
     const deleted = await store.transaction(
       async (tx) => {
         if (!(await tx.imports.hold(claimed.company_id, claimed.id, owner))) throw new LostClaim()

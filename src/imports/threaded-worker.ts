@@ -45,10 +45,11 @@ const WORKER_THREAD = new URL('./worker-thread.ts', import.meta.url)
 
 /**
  * The import worker of `serve`, run in a worker thread of its own (the default, `IMPORT_WORKER=thread`): the
- * thread opens the store the configuration names and runs the worker `composeImportWorker` builds, so that
- * reading, parsing and writing an import never stops the event loop that answers HTTP. It has the inline
- * worker's surface (`start`, `stop`, `isRunning`, the `finished` event). A thread that dies unexpectedly is
- * started again after `restartDelayMs`; its import is taken over once its lease expires, as after a crash.
+ * thread starts as role worker (`src/server.ts`: the store the configuration names, the worker
+ * `composeImportWorker` builds), so that reading, parsing and writing an import never stops the event loop that
+ * answers HTTP. It has the inline worker's surface (`start`, `stop`, `isRunning`, the `finished` event). A thread
+ * that dies unexpectedly is started again after `restartDelayMs`; its import is taken over once its lease
+ * expires, as after a crash.
  */
 export class ThreadedImportWorker extends EventEmitter<{ finished: [DataImport] }> {
   readonly #config: Config
@@ -85,7 +86,10 @@ export class ThreadedImportWorker extends EventEmitter<{ finished: [DataImport] 
     }
   }
 
-  /** Asks the thread to stop (its running import finishes) and resolves once it has exited. Idempotent. */
+  /**
+   * Asks the thread to stop (its worker hands its running import back, or finishes it when it is in its last
+   * transaction) and resolves once it has exited. Idempotent.
+   */
   async stop(): Promise<void> {
     this.#stopping = true
     if (this.#restart) clearTimeout(this.#restart)

@@ -1,18 +1,17 @@
 /**
- * The import worker's thread (started by `ThreadedImportWorker`): it opens the store the configuration names,
- * runs the worker `composeImportWorker` builds, stores the payloads of the upserts the HTTP thread hands it, and
- * reports to the HTTP thread by messages: its log lines (the server's logger writes them), the imports it
- * finishes (for the metrics), the payloads it stored, and that it started. On `stop` it lets the running import
- * finish, closes its store and exits.
+ * The import worker's thread (started by `ThreadedImportWorker`): it starts as role worker through the
+ * composition root (`src/server.ts`: the store the configuration names, the worker `composeImportWorker` builds),
+ * without HTTP or banner; it stores the payloads of the upserts the HTTP thread hands it, and reports to the HTTP
+ * thread by messages: its log lines (the server's logger writes them), the imports it finishes (for the metrics),
+ * the payloads it stored, and that it started. On `stop` it closes as every role does (the worker hands its
+ * import back, or finishes it; the store closes) and exits.
  */
 import { readlinkSync } from 'node:fs'
 import { getPriority, setPriority } from 'node:os'
 import { parentPort, workerData } from 'node:worker_threads'
 import pino from 'pino'
-import { clockFor } from '../clock.ts'
-import { openStore } from '../store/open-store.ts'
-import { composeImportWorker } from './compose-worker.ts'
-import { ImportQueueFullError } from '../store/port.ts'
+import { startServer } from '../server.ts'
+import { ImportQueueFullError, type Store } from '../store/port.ts'
 import type { EnqueueCall, EnqueueOutcome, FromWorkerThread, ToWorkerThread, WorkerThreadData } from './threaded-worker.ts'
 import type { WorkerLogger } from './worker.ts'
 
@@ -45,22 +44,19 @@ try {
 }
 
 const { config } = workerData as WorkerThreadData
-const store = await openStore(config)
-const worker = composeImportWorker({ store, clock: await clockFor(config.clock, store.clockOffset), config, logger })
+// The worker of role all: the HTTP thread serves the health probes, so the thread listens on no port of its own.
+const running = await startServer({ ...config, workerHealthPort: null }, { role: 'worker', logger, out: null })
+const worker = running.worker
 worker.on('finished', (finished) => send({ type: 'finished', import: finished }))
 port.on('message', (message: ToWorkerThread) => {
-  if (message.type === 'enqueue') return void enqueue(message.call, message.enqueue)
+  if (message.type === 'enqueue') return void enqueue(running.store, message.call, message.enqueue)
   if (message.type === 'wake') return worker.wake()
-  void worker
-    .stop()
-    .then(() => store.close())
-    .finally(() => port.close())
+  void running.close().finally(() => port.close())
 })
-worker.start()
 send({ type: 'started', owner: worker.owner })
 
 /** Stores an upsert's payload for the HTTP thread (`ThreadedImportWorker.enqueue`) and answers how it went. */
-async function enqueue(call: number, { fresh, payload, now, maxQueuedBytes }: EnqueueCall): Promise<void> {
+async function enqueue(store: Store, call: number, { fresh, payload, now, maxQueuedBytes }: EnqueueCall): Promise<void> {
   let outcome: EnqueueOutcome
   try {
     outcome = { import: await store.imports.enqueue(fresh, payload, now, maxQueuedBytes) }

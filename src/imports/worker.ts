@@ -4,7 +4,7 @@ import { hostname } from 'node:os'
 import type { Clock } from '../clock.ts'
 import type { DataImport } from '../store/model.ts'
 import type { Store } from '../store/port.ts'
-import { failClaimedImport, type RunHooks, runClaimedImport } from './run-import.ts'
+import { failClaimedImport, runClaimedImport } from './run-import.ts'
 
 /** The little of a pino logger the worker uses. */
 export interface WorkerLogger {
@@ -23,7 +23,6 @@ export interface ImportWorkerOptions {
   leaseMs?: number
   /** Who claims: unique per worker (the default names the host and process). */
   owner?: string
-  hooks?: RunHooks
 }
 
 export interface ImportWorkerEvents {
@@ -31,6 +30,8 @@ export interface ImportWorkerEvents {
   finished: [DataImport]
   /** This worker's run was rolled back because another worker took the import over. */
   lost: [DataImport]
+  /** The worker stopped during a run: it handed the import back to `scheduled`, for another worker to take at once. */
+  handedBack: [DataImport]
   /** A round of polling failed (the store was unreachable...); the worker keeps polling. */
   failed: [unknown]
 }
@@ -43,7 +44,8 @@ const silent: WorkerLogger = { info() {}, warn() {}, error() {} }
 /**
  * The background worker that drains imports: it claims the oldest runnable import (one per company at a
  * time, see `ImportRepository.claimNext`), applies it, and looks again; when there is nothing to run it
- * polls every `pollMs`. `start()` and `stop()` are idempotent; `stop()` lets a running import finish.
+ * polls every `pollMs`. `start()` and `stop()` are idempotent; `stop()` hands a running import back, or lets
+ * it finish when it is in its last transaction.
  */
 export class ImportWorker extends EventEmitter<ImportWorkerEvents> {
   readonly owner: string
@@ -52,9 +54,10 @@ export class ImportWorker extends EventEmitter<ImportWorkerEvents> {
   readonly #logger: WorkerLogger
   readonly #pollMs: number
   readonly #leaseMs: number
-  readonly #hooks: RunHooks
   #loop: Promise<void> | null = null
   #stopping = false
+  /** Aborted by `stop()`: the running import is handed back at its next step (`runClaimedImport`). */
+  #stopped = new AbortController()
   #wake: (() => void) | null = null
   /** A `wake()` came while the worker was not waiting: it looks again before it waits. */
   #woken = false
@@ -66,7 +69,6 @@ export class ImportWorker extends EventEmitter<ImportWorkerEvents> {
     this.#logger = options.logger ?? silent
     this.#pollMs = options.pollMs ?? DEFAULT_POLL_MS
     this.#leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS
-    this.#hooks = options.hooks ?? {}
     this.owner = options.owner ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`
   }
 
@@ -74,12 +76,18 @@ export class ImportWorker extends EventEmitter<ImportWorkerEvents> {
   start(): void {
     if (this.#loop) return
     this.#stopping = false
+    if (this.#stopped.signal.aborted) this.#stopped = new AbortController()
     this.#loop = this.#poll()
   }
 
-  /** Stops polling and resolves once the running import, if any, is finished. Idempotent. */
+  /**
+   * Stops polling and resolves once the running import, if any, is handed back to `scheduled` (`imports.release`:
+   * another worker takes it at once, after the steps this run committed) or, when it was in its last
+   * transaction, finished. Idempotent.
+   */
   async stop(): Promise<void> {
     this.#stopping = true
+    this.#stopped.abort()
     this.#wake?.()
     await this.#loop
     this.#loop = null
@@ -117,10 +125,13 @@ export class ImportWorker extends EventEmitter<ImportWorkerEvents> {
     const renewal = setInterval(() => void this.#renew(claimed), Math.max(1, Math.floor(this.#leaseMs / 3)))
     renewal.unref()
     try {
-      const result = await runClaimedImport(this.#store, this.#clock, claimed, this.owner, this.#hooks)
+      const result = await runClaimedImport(this.#store, this.#clock, claimed, this.owner, this.#stopped.signal)
       if (result.kind === 'lost') {
         this.#logger.warn(log, 'import taken over by another worker: this run was rolled back')
         this.emit('lost', claimed)
+      } else if (result.kind === 'handed back') {
+        this.#logger.info(log, 'import handed back: the worker stops, another one takes it over')
+        this.emit('handedBack', claimed)
       } else {
         const { cells, statements_written, lines_written, problems } = result.calculation
         const calculation = { cells, statements_written, lines_written, problems: problems.length }

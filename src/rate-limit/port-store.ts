@@ -1,17 +1,6 @@
 import type { Clock } from '../clock.ts'
-import type { RateSubject, Store } from '../store/port.ts'
+import type { Store } from '../store/port.ts'
 import { BatchedRateCounts } from './batched-counts.ts'
-
-/** How a limiter key names its subject: `company:<id>` or `address:<ip>`. */
-export function rateKey(subject: RateSubject): string {
-  return 'companyId' in subject ? `company:${subject.companyId}` : `address:${subject.address}`
-}
-
-export function subjectOfKey(key: string): RateSubject {
-  if (key.startsWith('company:')) return { companyId: key.slice('company:'.length) }
-  if (key.startsWith('address:')) return { address: key.slice('address:'.length) }
-  throw new Error(`not a rate-limit key: ${key}`)
-}
 
 type Counted = (error: Error | null, result?: { current: number; ttl: number }) => void
 
@@ -21,7 +10,7 @@ type Counted = (error: Error | null, result?: { current: number; ttl: number }) 
  * in batches (`BatchedRateCounts`). The plugin instantiates the class it is given.
  */
 export function portRateLimitStore(store: Store, clock: Clock) {
-  const counts = new BatchedRateCounts((key, windowMs, now, count) => store.rateLimits.hit(subjectOfKey(key), windowMs, now, count))
+  const counts = new BatchedRateCounts((key, windowMs, now, count) => store.rateLimits.hit(key, windowMs, now, count))
   return class PortRateLimitStore {
     incr(key: string, counted: Counted, timeWindow: number, max: number): void {
       counts.count(key, timeWindow, max, clock.now()).then(
@@ -37,7 +26,7 @@ export function portRateLimitStore(store: Store, clock: Clock) {
         counted(null, known)
         return
       }
-      store.rateLimits.peek(subjectOfKey(key), now).then(
+      store.rateLimits.peek(key, now).then(
         (window) => counted(null, window ? { current: window.hits, ttl: Date.parse(window.resetsAt) - now.getTime() } : { current: 0, ttl: 0 }),
         (error: unknown) => counted(error instanceof Error ? error : new Error(String(error))),
       )

@@ -1,7 +1,8 @@
 import fastifyRateLimit from '@fastify/rate-limit'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { authenticationOf } from '../auth/api-key-hook.ts'
-import { portRateLimitStore, rateKey } from './port-store.ts'
+import { rateSubjectKey } from '../store/port.ts'
+import { portRateLimitStore } from './port-store.ts'
 
 const WINDOW_MS = 1000
 
@@ -32,7 +33,7 @@ export async function limitRequestRate(api: FastifyInstance): Promise<void> {
  */
 async function subjectKey(request: FastifyRequest): Promise<string> {
   const outcome = await authenticationOf(request)
-  if (!(outcome instanceof Error)) return rateKey({ companyId: outcome.company.id })
+  if (!(outcome instanceof Error)) return rateSubjectKey({ companyId: outcome.company.id })
   // A request whose connection is already gone has no address left to read.
-  return rateKey({ address: fastifyRateLimit.normalizeIP(request.ip ?? '') })
+  return rateSubjectKey({ address: fastifyRateLimit.normalizeIP(request.ip ?? '') })
 }

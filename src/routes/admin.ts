@@ -10,7 +10,7 @@ import { adminImportRoutes } from './admin-imports.ts'
 import { adminPlanRoutes } from './admin-plans.ts'
 import { adminRequestRoutes } from './admin-requests.ts'
 import { adminResetRoutes } from './admin-reset.ts'
-import { adminRevisionRoutes } from './admin-revisions.ts'
+import { adminEditRoutes } from './admin-edits.ts'
 import type { WorkerProbe } from './health.ts'
 import { NotFoundBodySchema, ObjectIdSchema, UnauthorizedBodySchema, ValidationErrorBodySchema } from './schemas.ts'
 
@@ -96,7 +96,7 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{ worker?: WorkerProbe }> = 
   )
 
   // Registered after the token hook, so that it guards these routes too.
-  await app.register(adminRevisionRoutes)
+  await app.register(adminEditRoutes)
   await app.register(adminPlanRoutes)
   // The test kit: the clock, imports, faults, the request journal, reset (README, "Using it in your tests").
   const kit = app.testKit

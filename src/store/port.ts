@@ -25,7 +25,7 @@ import type {
 import type { ClockOffsetRepository } from './clock-offset.ts'
 import type { CompanyOriginRepository } from './company-origins.ts'
 import type { ImportStatisticsRepository } from './import-statistics.ts'
-import type { RevisionRepository } from './revisions.ts'
+import type { AdminEditRepository } from './admin-edits.ts'
 
 /**
  * The store port: every operation the service needs, stated by what it means, not how it is queried.
@@ -72,7 +72,7 @@ export interface Store {
   /** Import counts across companies, for the metrics. */
   readonly importStatistics: ImportStatisticsRepository
   /** Changes to stored records made by administration (admin routes, CLI). */
-  readonly revisions: RevisionRepository
+  readonly adminEdits: AdminEditRepository
   /** The controlled clock's offset, shared by every process of the store: not company data, moved outside transactions. */
   readonly clockOffset: ClockOffsetRepository
   /** The fixture each company was created from, to put it back as it was (reset). */
@@ -244,8 +244,8 @@ export interface ReportingStructureRepository {
  * of reads (`pageToRender`) or as it is read (`pageForExtraction`, for a statement without a rendering). Reading
  * only these costs about half of reading whole statements, a page of 2,000 at a time.
  */
-export const EXTRACTED_STATEMENT_FIELDS = ['id', 'user_id', 'date', 'status', 'currency', 'payment', 'metrics'] as const
-export type ExtractedStatement = Pick<Statement, (typeof EXTRACTED_STATEMENT_FIELDS)[number]>
+export const STATEMENT_ROW_FIELDS = ['id', 'user_id', 'date', 'status', 'currency', 'payment', 'metrics'] as const
+export type StatementRowFields = Pick<Statement, (typeof STATEMENT_ROW_FIELDS)[number]>
 
 /**
  * The JSON text of a statement's v2 row, rendered ahead of any read (`src/v2/statement-texts.ts`), and the key of
@@ -259,10 +259,10 @@ export interface StatementRendering {
 }
 
 /**
- * A statement as the v2 extraction reads it: the stored text of its row when that text was rendered for the
- * key asked, else null and the fields to render the row from.
+ * What the v2 extraction makes a statement's row from: the stored text of the row when it was rendered for the
+ * key asked, else null and the statement's row fields to render it from.
  */
-export type StatementForExtraction = { id: string; rendering: string } | (ExtractedStatement & { rendering: null })
+export type StatementRowSource = { id: string; rendering: string } | (StatementRowFields & { rendering: null })
 
 /**
  * The currencies the amounts of a set of rows are in, for the `currencies` of the v2 field descriptors. Each list
@@ -287,10 +287,10 @@ export interface StatementRepository {
   insertMany(statements: Statement[]): Promise<void>
   /** Statements of one environment in id order, within the window. */
   page(companyId: string, environment: Environment, window: RowWindow): Promise<Statement[]>
-  /** The same statements as `page` with the same window, each as its rendering for `renderingKey` or its extracted fields. */
-  pageForExtraction(companyId: string, environment: Environment, window: RowWindow, renderingKey: string): Promise<StatementForExtraction[]>
+  /** The same statements as `page` with the same window, each as its rendering for `renderingKey` or its row fields. */
+  pageForExtraction(companyId: string, environment: Environment, window: RowWindow, renderingKey: string): Promise<StatementRowSource[]>
   /** Up to `limit` statements after `afterId` (from the first when null), in id order, that hold no rendering for `renderingKey`. */
-  pageToRender(companyId: string, environment: Environment, renderingKey: string, afterId: string | null, limit: number): Promise<ExtractedStatement[]>
+  pageToRender(companyId: string, environment: Environment, renderingKey: string, afterId: string | null, limit: number): Promise<StatementRowFields[]>
   /** Stores the renderings of statements of the environment (replacing any they held); an unknown id is ignored. */
   saveRenderings(companyId: string, environment: Environment, renderings: StatementRendering[]): Promise<void>
   /** Drops the renderings of these users' statements (they showed a former email). */
@@ -311,11 +311,11 @@ export interface StatementRepository {
   /** Deletes the company's statements with these ids, atomically; unknown ids are ignored. */
   deleteMany(companyId: string, ids: readonly string[]): Promise<void>
   /** The statements a plan calculated (`plan_id`), limited to some cells or users when asked. */
-  findOfPlan(companyId: string, planId: string, only?: CalculationScope): Promise<Statement[]>
+  findOfPlan(companyId: string, planId: string, only?: PlanResultSelection): Promise<Statement[]>
 }
 
-/** Where a plan's results are looked up: one (user, period) cell of the plan each, or every period of some users. */
-export interface CalculationScope {
+/** Which of a plan's results (statements, lines) are looked up: some (user, period) cells, or every period of some users. */
+export interface PlanResultSelection {
   cells?: readonly CalculationCell[]
   userIds?: readonly string[]
 }
@@ -343,7 +343,7 @@ export interface CommissionLineRepository {
   /** Deletes the company's lines with these ids, atomically; unknown ids are ignored. */
   deleteMany(companyId: string, ids: readonly string[]): Promise<void>
   /** The lines a plan calculated (`plan_id`), limited to some cells or users when asked. */
-  findOfPlan(companyId: string, planId: string, only?: CalculationScope): Promise<CommissionLine[]>
+  findOfPlan(companyId: string, planId: string, only?: PlanResultSelection): Promise<CommissionLine[]>
   /** The calculated lines (of any plan) of these records (store ids). */
   findByRecords(companyId: string, recordIds: readonly string[]): Promise<CommissionLine[]>
   /**
@@ -405,6 +405,16 @@ export interface PlanRepository {
  */
 export type RateSubject = { companyId: string } | { address: string }
 
+/**
+ * The text that names a subject's window, in the store and in the rate limiter's own counts: `company:<id>` or
+ * `address:<ip>`. Made once, from the subject, by `rateSubjectKey`; an adapter stores it as it is.
+ */
+export type RateSubjectKey = string
+
+export function rateSubjectKey(subject: RateSubject): RateSubjectKey {
+  return 'companyId' in subject ? `company:${subject.companyId}` : `address:${subject.address}`
+}
+
 /** A subject's open rate window. */
 export interface RateWindow {
   /** Requests counted in the window, the last one included. */
@@ -426,9 +436,9 @@ export interface RateLimitRepository {
    * return the counts k+1 to k+n, each exactly once. An instance that counts in batches
    * (`src/rate-limit/batched-counts.ts`) writes several requests in one hit.
    */
-  hit(subject: RateSubject, windowMs: number, now: Date, count?: number): Promise<RateWindow>
+  hit(subject: RateSubjectKey, windowMs: number, now: Date, count?: number): Promise<RateWindow>
   /** The subject's window open at `now`, without counting; null when none is. Never writes. */
-  peek(subject: RateSubject, now: Date): Promise<RateWindow | null>
+  peek(subject: RateSubjectKey, now: Date): Promise<RateWindow | null>
 }
 
 /** A write broke a uniqueness rule of the store (an email, a key, a (quota, user, period)). */
@@ -485,7 +495,11 @@ export interface ImportRepository {
    * `withTransaction` would run the whole transaction again, and again, while renewals go on.)
    */
   hold(companyId: string, id: string, owner: string): Promise<boolean>
-  /** Hands a started import back to `scheduled` (nothing of it applied) while `owner` holds it. False otherwise. */
+  /**
+   * Hands a started import back to `scheduled` while `owner` holds it (its worker stops); false otherwise. What the
+   * run committed stays (`payloads_applied`): the next claim goes on after it. Its window is closed already, so
+   * that claim may be at once.
+   */
   release(companyId: string, id: string, owner: string): Promise<boolean>
   /**
    * Records that the import's first `payloads_applied` calls (in payload order) are applied, with their

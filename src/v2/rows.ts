@@ -9,7 +9,7 @@ import type {
   Quota,
   QuotaValue,
 } from '../store/model.ts'
-import type { ExtractedStatement } from '../store/port.ts'
+import type { StatementRowFields } from '../store/port.ts'
 
 /**
  * The v2 rows: flat objects whose keys are exactly the `api_key`s of the structure's field schema
@@ -111,7 +111,7 @@ function addMetrics(row: Row, columns: readonly MetricColumn[], values: Record<s
  * Renders statements (statement-texts.ts stores them as text): `standard.total_commission` is the payment in the
  * statement's currency; `email` is the user's, null for a user that does not exist.
  */
-export function statementRenderer(metrics: readonly CustomMetric[]): (statement: ExtractedStatement, email: string | null) => Row {
+export function statementRenderer(metrics: readonly CustomMetric[]): (statement: StatementRowFields, email: string | null) => Row {
   const columns = metricColumns(metrics)
   return (statement, email) =>
     addMetrics(

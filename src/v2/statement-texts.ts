@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto'
 import type { CustomMetric, Statement } from '../store/model.ts'
-import type { ExtractedStatement, Store } from '../store/port.ts'
+import type { StatementRowFields, Store } from '../store/port.ts'
 import { structureColumns } from './fields.ts'
 import { statementRenderer } from './rows.ts'
 
@@ -29,7 +29,7 @@ export interface StatementTexts {
   /** The key of renderings made for these metric columns. */
   key: string
   /** A statement's row as JSON text, its user's email being `email` (null for a user that does not exist). */
-  row(statement: ExtractedStatement, email: string | null): string
+  row(statement: StatementRowFields, email: string | null): string
 }
 
 /** How rows of a statement structure showing these metrics are rendered, and the key of those renderings. */

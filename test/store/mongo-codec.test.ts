@@ -9,12 +9,11 @@ import { byId, cursorId, inCompany, inTable, pageFilter } from '../../src/store/
 import { claimUpdate, runnable } from '../../src/store/mongo/imports.ts'
 import { INDEXES } from '../../src/store/mongo/indexes.ts'
 import { lockFilter } from '../../src/store/mongo/locks.ts'
-import { saveRecordsOperations } from '../../src/store/mongo/record-writes.ts'
-import { PART_BYTES, payloadFrom, storedPayload } from '../../src/store/mongo/payload-parts.ts'
-import { upsertRecordsOperations } from '../../src/store/mongo/repositories.ts'
-import { hitPipeline, subjectKey } from '../../src/store/mongo/rate-limits.ts'
+import { saveRecordsOperations, upsertRecordsOperations } from '../../src/store/mongo/records.ts'
+import { PART_BYTES } from '../../src/store/mongo/json-parts.ts'
+import { payloadFrom, storedPayload } from '../../src/store/mongo/payload-parts.ts'
+import { hitPipeline } from '../../src/store/mongo/rate-limits.ts'
 import { EXTRA_INDEXES } from '../../src/store/mongo/mongo-store.ts'
-import { setFields } from '../../src/store/mongo/revisions.ts'
 import { countsFrom } from '../../src/store/mongo/import-statistics.ts'
 import { withDatabase } from '../helpers/test-store.ts'
 import { StoreConflictError } from '../../src/store/port.ts'
@@ -270,7 +269,7 @@ describe('mongo indexes', () => {
     expect(unique('api_keys')).toContainEqual(['hash'])
   })
 
-  it('serve each v2 page with (company, scope, _id) and expire rate windows by TTL', () => {
+  it('serve each v2 page with (company, sequence, _id) and expire rate windows by TTL', () => {
     expect(keysOf('statements')).toContainEqual(['company_id', 'environment', '_id'])
     expect(keysOf('commission_lines')).toContainEqual(['company_id', 'table_id', '_id'])
     expect(keysOf('quota_values')).toContainEqual(['company_id', 'quota_id', '_id'])
@@ -357,17 +356,8 @@ describe('mongo imports and rate windows: the update documents', () => {
     expect(batch.$set.hits).toStrictEqual({ $cond: [{ $gt: ['$resets_at', now] }, { $add: ['$hits', 4] }, 4] })
   })
 
-  it('keys a rate window by company or by address, never mixing the two', () => {
-    expect(subjectKey({ companyId })).toBe(`company:${companyId}`)
-    expect(subjectKey({ address: '127.0.0.1' })).toBe('address:127.0.0.1')
-  })
-
   it('counts imports in every status, 0 for a status with none', () => {
     expect(countsFrom([{ _id: 'finished', n: 3 }, { _id: 'scheduled', n: 1 }])).toStrictEqual({ scheduled: 1, started: 0, finished: 3 })
-  })
-
-  it('sets only the fields a revision gives', () => {
-    expect(setFields({ modified_at: minute(1), payment: null, status: undefined })).toStrictEqual({ modified_at: minute(1), payment: null })
   })
 })
 

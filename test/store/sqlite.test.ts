@@ -5,50 +5,36 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import type { Store } from '../../src/store/port.ts'
 import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.ts'
 import { aCompany, aUser } from './builders.ts'
-import { calculationContract } from './calculation-contract.ts'
-import { companyTransactionsContract } from './company-transactions-contract.ts'
-import { type StoreFactory, storeContract } from './contract.ts'
-import { importsContract } from './imports-contract.ts'
-import { offsetListsContract } from './offset-lists-contract.ts'
-import { revisionsContract } from './revisions-contract.ts'
-import { statementExtractionContract } from './statement-extraction-contract.ts'
-import { testKitContract } from './test-kit-contract.ts'
+import { type StoreAdapter, storeContract } from './contract.ts'
 
 const directories = new Map<Store, string>()
 
-/** A store on a file of its own, removed after the test: reads go through the reader connection. */
-const fileStore: StoreFactory = {
+/**
+ * Stores on a file of their own, removed after the test: reads go through the reader connection, and a twin is a
+ * second connection to the file, as another process opens it.
+ */
+const fileStores: StoreAdapter = {
   async create() {
     const directory = mkdtempSync(join(tmpdir(), 'store-'))
     const store = openSqliteStore(join(directory, 'db.sqlite'))
     directories.set(store, directory)
     return store
   },
+  openTwin: async (store) => openSqliteStore(join(directories.get(store) ?? '', 'db.sqlite')),
   async cleanup(store) {
     rmSync(directories.get(store) ?? '', { recursive: true, force: true })
     directories.delete(store)
   },
 }
 
-storeContract('sqlite (file)', fileStore)
-
-storeContract('sqlite (:memory:)', {
+/** In-memory stores: the database lives in its one connection, so a store is its own twin. */
+const memoryStores: StoreAdapter = {
   create: async () => openSqliteStore(':memory:'),
-})
-importsContract('sqlite (:memory:)', { create: async () => openSqliteStore(':memory:') })
-offsetListsContract('sqlite (:memory:)', { create: async () => openSqliteStore(':memory:') })
-revisionsContract('sqlite (:memory:)', { create: async () => openSqliteStore(':memory:') })
-statementExtractionContract('sqlite (file)', fileStore)
-statementExtractionContract('sqlite (:memory:)', { create: async () => openSqliteStore(':memory:') })
-calculationContract('sqlite (file)', fileStore)
-// One SQLite file has one writer, so every transaction is serialized in every process. The "other instance" is
-// the same store: a second connection to the file in this one process would block the whole thread (SQLite
-// waits for the write lock synchronously) instead of waiting its turn. The adapter-only tests below show that
-// two stores on one file see each other's commits and not each other's open transactions.
-companyTransactionsContract('sqlite (file)', { ...fileStore, openTwin: async (store) => store })
-// A second store on the file is a second connection, as another process has: moves of the clock are single writes.
-testKitContract('sqlite (file)', { ...fileStore, openTwin: async (store) => openSqliteStore(join(directories.get(store) ?? '', 'db.sqlite')) })
-testKitContract('sqlite (:memory:)', { create: async () => openSqliteStore(':memory:'), openTwin: async (store) => store })
+  openTwin: async (store) => store,
+}
+
+storeContract('sqlite (file)', fileStores)
+storeContract('sqlite (:memory:)', memoryStores)
 
 describe('sqlite (file), adapter only', () => {
   let directory: string

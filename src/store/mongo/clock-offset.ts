@@ -1,8 +1,8 @@
 import type { Document } from 'bson'
 import type { IndexDescription } from 'mongodb'
 import type { ClockOffsetRepository } from '../clock-offset.ts'
-import { isDuplicateKey } from './connection.ts'
-import type { Scope } from './scope.ts'
+import { upsertOnce } from './connection.ts'
+import type { MongoContext } from './context.ts'
 
 /** One document, `{_id: 'controlled', offset_ms}`. Not company data: never in a transaction. */
 export const SERVICE_CLOCK = 'service_clock'
@@ -16,21 +16,13 @@ const CONTROLLED = { _id: 'controlled' } as Document
  * The controlled clock's offset, shared by every instance: each move is one upserting `findOneAndUpdate`
  * (`$inc`, `$max`), atomic on the one document. A read is outside any transaction, so it sees the last commit.
  */
-export function mongoClockOffset(scope: Scope): ClockOffsetRepository {
+export function mongoClockOffset(context: MongoContext): ClockOffsetRepository {
   const clock = () => {
-    if (scope.state.closed) throw new Error('the MongoDB store is closed')
-    return scope.connection.db.collection(SERVICE_CLOCK)
+    if (context.state.closed) throw new Error('the MongoDB store is closed')
+    return context.connection.db.collection(SERVICE_CLOCK)
   }
   const move = async (update: Document): Promise<number> => {
-    const upsert = () => clock().findOneAndUpdate(CONTROLLED, update, { upsert: true, returnDocument: 'after' })
-    let document: Document | null
-    try {
-      document = await upsert()
-    } catch (error) {
-      // Two first moves may both try to insert the document; the loser's retry finds the winner's and updates it.
-      if (!isDuplicateKey(error)) throw error
-      document = await upsert()
-    }
+    const document = await upsertOnce(() => clock().findOneAndUpdate(CONTROLLED, update, { upsert: true, returnDocument: 'after' }))
     return Number(document?.offset_ms ?? 0)
   }
   return {

@@ -4,8 +4,8 @@ import type { CompanyOrigin, CompanyOriginRepository } from '../company-origins.
 import { lookupId, toObjectId } from './codec.ts'
 import { COMPANY_ORIGIN_PARTS, COMPANY_ORIGINS } from './collections.ts'
 import { inCompany } from './filters.ts'
-import { fromJsonParts, jsonParts } from './payload-parts.ts'
-import { atomically, call, collectionOf, inSession, type Scope } from './scope.ts'
+import { fromJsonParts, jsonParts } from './json-parts.ts'
+import { atomically, call, collectionOf, inSession, type MongoContext } from './context.ts'
 
 export const ORIGIN_INDEXES: ReadonlyMap<string, readonly IndexDescription[]> = new Map<string, readonly IndexDescription[]>([
   [COMPANY_ORIGINS.collection, [{ key: { company_id: 1 }, name: 'company_id' }]],
@@ -14,35 +14,35 @@ export const ORIGIN_INDEXES: ReadonlyMap<string, readonly IndexDescription[]> = 
 
 /**
  * Company origins: a fixture may be far larger than a document holds (16 MiB), so an origin is stored as its
- * JSON text in parts, as a call's payload is (`payload-parts.ts`): the first in the origin's document (`_id`:
+ * JSON text in parts, as a call's payload is (`json-parts.ts`): the first in the origin's document (`_id`:
  * the company's id), the others in `company_origin_parts`. A company has one origin: saving replaces it.
  */
-export function mongoCompanyOrigins(scope: Scope): CompanyOriginRepository {
+export function mongoCompanyOrigins(context: MongoContext): CompanyOriginRepository {
   return {
     save(origin) {
       const companyId = toObjectId(origin.company_id)
       const [first, ...others] = jsonParts(origin)
-      return atomically(scope, async (session) => {
-        await collectionOf(scope, COMPANY_ORIGIN_PARTS).deleteMany({ company_id: companyId }, inSession(session))
-        await collectionOf(scope, COMPANY_ORIGINS).replaceOne(
+      return atomically(context, async (session) => {
+        await collectionOf(context, COMPANY_ORIGIN_PARTS).deleteMany({ company_id: companyId }, inSession(session))
+        await collectionOf(context, COMPANY_ORIGINS).replaceOne(
           { _id: companyId, company_id: companyId } as Document,
           { company_id: companyId, json: first, parts: others.length + 1 },
           { ...inSession(session), upsert: true },
         )
         if (others.length > 0) {
           const parts = others.map((bytes, index) => ({ _id: new ObjectId(), company_id: companyId, index: index + 1, bytes }))
-          await collectionOf(scope, COMPANY_ORIGIN_PARTS).insertMany(parts, { ...inSession(session), ordered: true })
+          await collectionOf(context, COMPANY_ORIGIN_PARTS).insertMany(parts, { ...inSession(session), ordered: true })
         }
       })
     },
     get: (companyId) =>
-      call(scope, async (session) => {
+      call(context, async (session) => {
         const id = lookupId(companyId)
-        const document = await collectionOf(scope, COMPANY_ORIGINS).findOne({ _id: id, company_id: id } as Document, inSession(session))
+        const document = await collectionOf(context, COMPANY_ORIGINS).findOne({ _id: id, company_id: id } as Document, inSession(session))
         if (!document) return null
         const others =
           Number(document.parts) > 1
-            ? await collectionOf(scope, COMPANY_ORIGIN_PARTS).find(inCompany(companyId), { ...inSession(session), sort: { index: 1 } }).toArray()
+            ? await collectionOf(context, COMPANY_ORIGIN_PARTS).find(inCompany(companyId), { ...inSession(session), sort: { index: 1 } }).toArray()
             : []
         if (others.length !== Number(document.parts) - 1) throw new Error(`company origin ${companyId}: ${others.length + 1} of its ${String(document.parts)} parts are stored`)
         return fromJsonParts([document.json as Binary, ...others.map((part) => part.bytes as Binary)]) as CompanyOrigin

@@ -1,5 +1,5 @@
 import { type ClientSession, type Db, MongoClient, MongoServerError, type TransactionOptions } from 'mongodb'
-import { StoreConflictError } from '../port.ts'
+import { asStoreError } from '../shared/conflicts.ts'
 import { DEFAULT_DATABASE, databaseInUrl } from './url.ts'
 
 export { DEFAULT_DATABASE, databaseInUrl }
@@ -67,7 +67,20 @@ export function isDuplicateKey(error: unknown): boolean {
 
 /** A driver error as the port states it: a broken uniqueness rule becomes StoreConflictError; anything else is kept. */
 export function toPortError(error: unknown): unknown {
-  return isDuplicateKey(error) ? new StoreConflictError((error as Error).message, { cause: error }) : error
+  return asStoreError(error, isDuplicateKey)
+}
+
+/**
+ * Runs an upsert of one document outside any transaction. The first two upserts of a document may both try to
+ * insert it; the loser fails with a duplicate key, and its second try finds the winner's document and updates it.
+ */
+export async function upsertOnce<T>(upsert: () => Promise<T>): Promise<T> {
+  try {
+    return await upsert()
+  } catch (error) {
+    if (!isDuplicateKey(error)) throw error
+    return upsert()
+  }
 }
 
 /**

@@ -1,12 +1,12 @@
 import type { Document } from 'bson'
 import type { CurrenciesInUse, LineCurrenciesInUse } from '../port.ts'
 import type { Codec } from './codec.ts'
-import { call, collectionOf, inSession, type Scope } from './scope.ts'
+import { call, collectionOf, inSession, type MongoContext } from './context.ts'
 
 /**
  * The currencies in use among rows (`statements.currenciesInUse`, `commissionLines.currenciesInUse`): `distinct`
  * over the rows' own currency, and an aggregation over the entries of one of their maps. Each reads every row of
- * the scope once; the v2 fields endpoint, the only caller, is read once per sync, not per page.
+ * the environment or table once; the v2 fields endpoint, the only caller, is read once per sync, not per page.
  */
 
 const NUMBER_TYPES = ['double', 'int', 'long', 'decimal']
@@ -27,7 +27,7 @@ function entryCurrency(numbersInRowCurrency: boolean): Document {
 }
 
 /** By key of the map `field`, the sorted currencies of its entries. */
-async function mapCurrencies(scope: Scope, codec: Codec, filter: Document, field: string, numbersInRowCurrency: boolean): Promise<Record<string, string[]>> {
+async function mapCurrencies(context: MongoContext, codec: Codec, filter: Document, field: string, numbersInRowCurrency: boolean): Promise<Record<string, string[]>> {
   const pipeline: Document[] = [
     { $match: filter },
     { $project: { currency: 1, entry: { $objectToArray: { $ifNull: [`$${field}`, {}] } } } },
@@ -36,33 +36,33 @@ async function mapCurrencies(scope: Scope, codec: Codec, filter: Document, field
     { $match: { currency: { $type: 'string' } } },
     { $group: { _id: { key: '$key', currency: '$currency' } } },
   ]
-  const groups = await call(scope, (session) => collectionOf(scope, codec).aggregate(pipeline, inSession(session)).toArray())
+  const groups = await call(context, (session) => collectionOf(context, codec).aggregate(pipeline, inSession(session)).toArray())
   const lists: Record<string, string[]> = {}
   for (const { _id } of groups) (lists[_id.key as string] ??= []).push(_id.currency as string)
   for (const list of Object.values(lists)) list.sort()
   return lists
 }
 
-async function rowCurrencies(scope: Scope, codec: Codec, filter: Document): Promise<string[]> {
-  const values = await call(scope, (session) => collectionOf(scope, codec).distinct('currency', filter, inSession(session)))
+async function rowCurrencies(context: MongoContext, codec: Codec, filter: Document): Promise<string[]> {
+  const values = await call(context, (session) => collectionOf(context, codec).distinct('currency', filter, inSession(session)))
   return values.filter((value): value is string => typeof value === 'string').toSorted()
 }
 
 /** Statements: the currencies of those with a payment, and of their metrics. */
-export async function statementCurrencies(scope: Scope, codec: Codec, filter: Document): Promise<CurrenciesInUse> {
+export async function statementCurrencies(context: MongoContext, codec: Codec, filter: Document): Promise<CurrenciesInUse> {
   const [rows, metrics] = await Promise.all([
-    rowCurrencies(scope, codec, { ...filter, payment: { $ne: null } }),
-    mapCurrencies(scope, codec, filter, 'metrics', true),
+    rowCurrencies(context, codec, { ...filter, payment: { $ne: null } }),
+    mapCurrencies(context, codec, filter, 'metrics', true),
   ])
   return { rows, metrics }
 }
 
 /** Commission lines: the currencies of the lines, of their metrics and of the amounts of their record values. */
-export async function lineCurrencies(scope: Scope, codec: Codec, filter: Document): Promise<LineCurrenciesInUse> {
+export async function lineCurrencies(context: MongoContext, codec: Codec, filter: Document): Promise<LineCurrenciesInUse> {
   const [rows, metrics, recordValues] = await Promise.all([
-    rowCurrencies(scope, codec, filter),
-    mapCurrencies(scope, codec, filter, 'metrics', true),
-    mapCurrencies(scope, codec, filter, 'record_values', false),
+    rowCurrencies(context, codec, filter),
+    mapCurrencies(context, codec, filter, 'metrics', true),
+    mapCurrencies(context, codec, filter, 'record_values', false),
   ])
   return { rows, metrics, recordValues }
 }

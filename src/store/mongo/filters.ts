@@ -1,6 +1,6 @@
 import { type Document, ObjectId } from 'bson'
-import type { RowWindow } from '../port.ts'
-import { lookupId } from './codec.ts'
+import type { PlanResultSelection, RowWindow } from '../port.ts'
+import { lookupId, lookupIds } from './codec.ts'
 
 /**
  * The filters of the MongoDB adapter. Every filter on company data is built by `inCompany`, so each one names
@@ -33,16 +33,31 @@ export function cursorId(afterId: string): ObjectId {
 }
 
 /**
- * The rows of one company's scope (an environment, a data table, a quota) inside a v2 window: after the
- * cursor, within the modification-time bounds. Times are ISO strings with milliseconds, so comparing their
- * text compares the instants, as in the SQLite adapter. Sort by `_id` and limit to `window.limit` with it.
+ * The rows of one sequence of the company (an environment's statements, a table's lines, a quota's values)
+ * inside a v2 window: after the cursor, within the modification-time bounds. Times are ISO strings with
+ * milliseconds, so comparing their text compares the instants, as in the SQLite adapter. Sort by `_id` and
+ * limit to `window.limit` with it.
  */
-export function pageFilter(companyId: string, scope: Document, window: RowWindow): Document {
-  const filter = inCompany(companyId, scope)
+export function pageFilter(companyId: string, sequence: Document, window: RowWindow): Document {
+  const filter = inCompany(companyId, sequence)
   if (window.afterId !== undefined) filter._id = { $gt: cursorId(window.afterId) }
   const modified: Document = {}
   if (window.modifiedAfter) modified[window.modifiedAfter.inclusive ? '$gte' : '$gt'] = window.modifiedAfter.at
   if (window.modifiedBefore) modified[window.modifiedBefore.inclusive ? '$lte' : '$lt'] = window.modifiedBefore.at
   if (Object.keys(modified).length > 0) filter.modified_at = modified
+  return filter
+}
+
+/** The filter of a plan's results (statements or lines), limited to some cells or to every period of some users when asked. */
+export function ofPlan(companyId: string, planId: string, only: PlanResultSelection | undefined): Document {
+  const filter = inCompany(companyId, { plan_id: lookupId(planId) })
+  if (!only) return filter
+  const any: Document[] = []
+  if (only.cells && only.cells.length > 0) {
+    any.push(...only.cells.map((cell) => ({ user_id: lookupId(cell.user_id), period: cell.period })))
+  }
+  if (only.userIds && only.userIds.length > 0) any.push({ user_id: { $in: lookupIds(only.userIds) } })
+  // Asked for no cell and no user: it must match nothing, not everything.
+  filter.$or = any.length > 0 ? any : [{ _id: { $exists: false } }]
   return filter
 }

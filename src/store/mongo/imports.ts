@@ -7,7 +7,8 @@ import { IMPORT_LOCKS, IMPORT_PAYLOAD_PARTS, IMPORT_PAYLOADS, IMPORTS } from './
 import { ensureLock, writeLock } from './locks.ts'
 import { partCount, payloadFrom, storedPayload } from './payload-parts.ts'
 import { byId, inCompany } from './filters.ts'
-import { atomically, call, collectionOf, findOne, inSession, type Scope } from './scope.ts'
+import { atomically, call, collectionOf, inSession, type MongoContext } from './context.ts'
+import { findOne } from './operations.ts'
 
 export const IMPORT_INDEXES: ReadonlyMap<string, readonly IndexDescription[]> = new Map<string, readonly IndexDescription[]>([
   [
@@ -56,19 +57,19 @@ function held(companyId: string, id: string, owner: string): Document {
   return { ...byId(companyId, id), status: 'started', lease_owner: owner }
 }
 
-export function mongoImports(scope: Scope): ImportRepository {
-  const imports = () => collectionOf(scope, IMPORTS)
+export function mongoImports(context: MongoContext): ImportRepository {
+  const imports = () => collectionOf(context, IMPORTS)
 
   /** Claims `candidate` unless another import of its company runs: 'busy' then, null when it was taken meanwhile. */
   function claim(candidate: Document, owner: string, now: string, leaseExpiresAt: string): Promise<DataImport | 'busy' | null> {
     const companyId = String(candidate.company_id)
-    return atomically(scope, async (session) => {
+    return atomically(context, async (session) => {
       const running = await imports().findOne(
         inCompany(companyId, { status: 'started', lease_expires_at: { $gt: now }, _id: { $ne: candidate._id } }),
         inSession(session),
       )
       if (running) return 'busy'
-      await writeLock(scope, session, companyId, 'claim')
+      await writeLock(context, session, companyId, 'claim')
       // The claim itself: one conditional findOneAndUpdate whose predicate an expired lease also satisfies.
       const claimed = await imports().findOneAndUpdate(
         { _id: candidate._id, company_id: candidate.company_id, ...runnable(now) },
@@ -92,18 +93,18 @@ export function mongoImports(scope: Scope): ImportRepository {
 
   return {
     async enqueue(fresh, payload, now, maxQueuedBytes) {
-      await ensureLock(scope, fresh.company_id, `join:${fresh.join_key}`)
-      if (maxQueuedBytes !== undefined) await ensureLock(scope, fresh.company_id, 'queue')
+      await ensureLock(context, fresh.company_id, `join:${fresh.join_key}`)
+      if (maxQueuedBytes !== undefined) await ensureLock(context, fresh.company_id, 'queue')
       // The parts of a large payload are written first, outside the transaction, which then stays small: until
       // the payload's document commits, nothing refers to them (an enqueue that fails leaves them unread).
       const { payload: document, parts } = storedPayload({ ...payload, import_id: fresh.id })
-      if (parts.length > 0) await call(scope, (session) => collectionOf(scope, IMPORT_PAYLOAD_PARTS).insertMany(parts, { ...inSession(session), ordered: true }))
-      return atomically(scope, async (session) => {
-        await writeLock(scope, session, fresh.company_id, `join:${fresh.join_key}`)
+      if (parts.length > 0) await call(context, (session) => collectionOf(context, IMPORT_PAYLOAD_PARTS).insertMany(parts, { ...inSession(session), ordered: true }))
+      return atomically(context, async (session) => {
+        await writeLock(context, session, fresh.company_id, `join:${fresh.join_key}`)
         if (maxQueuedBytes !== undefined) {
           // Every bounded enqueue of the company writes this lock: two of them, for different join keys, that
           // both read the sum below conflict, and the one run again sees the other's payload.
-          await writeLock(scope, session, fresh.company_id, 'queue')
+          await writeLock(context, session, fresh.company_id, 'queue')
           const bytes = await queued(session, fresh.company_id)
           if (bytes > 0 && bytes + payload.bytes > maxQueuedBytes) throw new ImportQueueFullError(bytes)
         }
@@ -117,17 +118,17 @@ export function mongoImports(scope: Scope): ImportRepository {
           joined = encode(IMPORTS, { ...fresh, details: [detail], payload_bytes: fresh.payload_bytes + payload.bytes })
           await imports().insertOne(joined, inSession(session))
         }
-        await collectionOf(scope, IMPORT_PAYLOADS).insertOne({ ...document, import_id: joined._id }, inSession(session))
+        await collectionOf(context, IMPORT_PAYLOADS).insertOne({ ...document, import_id: joined._id }, inSession(session))
         return decode<DataImport>(IMPORTS, joined)
       })
     },
 
-    queuedBytes: (companyId) => call(scope, (session) => queued(session, companyId)),
+    queuedBytes: (companyId) => call(context, (session) => queued(session, companyId)),
 
-    get: (companyId, id) => findOne<DataImport>(scope, IMPORTS, byId(companyId, id)),
+    get: (companyId, id) => findOne<DataImport>(context, IMPORTS, byId(companyId, id)),
 
     list: (companyId, { status, limit }) =>
-      call(scope, async (session) => {
+      call(context, async (session) => {
         // A limit of 0 means "no limit" to MongoDB.
         if (limit <= 0) return []
         const documents = await imports()
@@ -138,7 +139,7 @@ export function mongoImports(scope: Scope): ImportRepository {
 
     // An updateMany runs in a transaction (atomically), or it would be atomic per document only.
     closeWindows: (companyId, now) =>
-      atomically(scope, async (session) => {
+      atomically(context, async (session) => {
         const result = await imports().updateMany(
           inCompany(companyId, { status: 'scheduled', window_ends_at: { $gt: now } }),
           { $set: { window_ends_at: now } },
@@ -148,15 +149,15 @@ export function mongoImports(scope: Scope): ImportRepository {
       }),
 
     payloads: (companyId, importId) =>
-      call(scope, async (session) => {
-        const documents = await collectionOf(scope, IMPORT_PAYLOADS)
+      call(context, async (session) => {
+        const documents = await collectionOf(context, IMPORT_PAYLOADS)
           .find(inCompany(companyId, { import_id: lookupId(importId) }), { ...inSession(session), sort: { _id: 1 } })
           .toArray()
         const split = documents.filter((document) => partCount(document) > 1).map((document) => document._id)
         const parts =
           split.length === 0
             ? []
-            : await collectionOf(scope, IMPORT_PAYLOAD_PARTS)
+            : await collectionOf(context, IMPORT_PAYLOAD_PARTS)
                 .find(inCompany(companyId, { payload_id: { $in: split } }), inSession(session))
                 .toArray()
         return documents.map((document) => payloadFrom(document, parts.filter((part) => String(part.payload_id) === String(document._id))))
@@ -166,19 +167,19 @@ export function mongoImports(scope: Scope): ImportRepository {
       // The scan reads outside any transaction; each claim re-checks its candidate inside one. The companies
       // with an import running under a live lease are left out of the scan itself, so that however many
       // imports they have queued, the oldest runnable import of any other company is found.
-      const busy: unknown[] = await call(scope, (session) =>
+      const busy: unknown[] = await call(context, (session) =>
         imports().distinct('company_id', { status: 'started', lease_expires_at: { $gt: now } }, inSession(session)),
       )
       const tried: ObjectId[] = []
       for (;;) {
-        const candidate = await call(scope, (session) =>
+        const candidate = await call(context, (session) =>
           imports().findOne(
             { ...runnable(now), company_id: companyId ? { $eq: lookupId(companyId), $nin: busy } : { $nin: busy }, _id: { $nin: tried } },
             { ...inSession(session), sort: { _id: 1 }, projection: { _id: 1, company_id: 1 } },
           ),
         )
         if (!candidate) return null
-        await ensureLock(scope, String(candidate.company_id), 'claim')
+        await ensureLock(context, String(candidate.company_id), 'claim')
         const claimed = await claim(candidate, owner, now, leaseExpiresAt)
         if (claimed !== null && claimed !== 'busy') return claimed
         // Its company started another import since the scan ('busy'), or another worker took it (null).
@@ -188,13 +189,13 @@ export function mongoImports(scope: Scope): ImportRepository {
     },
 
     renewLease: (companyId, id, owner, leaseExpiresAt) =>
-      call(scope, async (session) => {
+      call(context, async (session) => {
         const result = await imports().updateOne(held(companyId, id, owner), { $set: { lease_expires_at: leaseExpiresAt } }, inSession(session))
         return result.matchedCount > 0
       }),
 
     hold: (companyId, id, owner) =>
-      call(scope, async (session) => {
+      call(context, async (session) => {
         // A write that always changes the import (a no-op update would lock nothing): from here on the
         // transaction is the import's writer. `advance` and `finish` remove the counter in the same transaction.
         const result = await imports().updateOne(held(companyId, id, owner), { $inc: { holds: 1 } }, inSession(session))
@@ -202,7 +203,7 @@ export function mongoImports(scope: Scope): ImportRepository {
       }),
 
     release: (companyId, id, owner) =>
-      call(scope, async (session) => {
+      call(context, async (session) => {
         const result = await imports().updateOne(
           held(companyId, id, owner),
           { $set: { status: 'scheduled', lease_owner: null, lease_expires_at: null } },
@@ -212,7 +213,7 @@ export function mongoImports(scope: Scope): ImportRepository {
       }),
 
     advance: (companyId, id, owner, progress: ImportProgress) =>
-      call(scope, async (session) => {
+      call(context, async (session) => {
         const result = await imports().updateOne(
           held(companyId, id, owner),
           { $set: { payloads_applied: progress.payloads_applied, details: progress.details }, $unset: { holds: '' } },
@@ -222,7 +223,7 @@ export function mongoImports(scope: Scope): ImportRepository {
       }),
 
     finish: (companyId, id, owner, outcome: ImportOutcome) =>
-      call(scope, async (session) => {
+      call(context, async (session) => {
         const result = await imports().updateOne(
           held(companyId, id, owner),
           {

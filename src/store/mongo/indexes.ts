@@ -66,7 +66,7 @@ export const INDEXES: ReadonlyMap<string, readonly IndexDescription[]> = new Map
     ],
   ],
   [REPORTING_STRUCTURES.collection, [byCompany]],
-  // A v2 page: equality on (company, scope), then a range on _id in order; the modification-time bounds
+  // A v2 page: equality on (company, context), then a range on _id in order; the modification-time bounds
   // filter the rows the index walk reaches, as the SQLite adapter does with its primary key.
   // `byCompany` is also what `shardCollection` needs for their shard key, (company_id, _id).
   [STATEMENTS.collection, [{ key: { company_id: 1, environment: 1, _id: 1 }, name: 'company_environment_id' }, PLAN_CELLS, byCompany]],

@@ -2,7 +2,7 @@ import type { Document } from 'bson'
 import type { ClientSession } from 'mongodb'
 import { lookupId } from './codec.ts'
 import { IMPORT_LOCKS } from './collections.ts'
-import { call, collectionOf, inSession, type Scope } from './scope.ts'
+import { call, collectionOf, inSession, type MongoContext } from './context.ts'
 
 /**
  * The lock documents of `import_locks` (see IMPORT_LOCKS): one per (company, purpose). The filter names the
@@ -22,8 +22,8 @@ export const COMPANY_LOCK = 'transaction'
  * `$inc` always changes the document: a `$set` of an equal value would be a no-op, and a no-op conflicts with
  * nothing. Create the document first with `ensureLock`.
  */
-export async function writeLock(scope: Scope, session: ClientSession | undefined, companyId: string, purpose: string): Promise<void> {
-  await collectionOf(scope, IMPORT_LOCKS).updateOne(lockFilter(companyId, purpose), { $inc: { version: 1 } }, { ...inSession(session), upsert: true })
+export async function writeLock(context: MongoContext, session: ClientSession | undefined, companyId: string, purpose: string): Promise<void> {
+  await collectionOf(context, IMPORT_LOCKS).updateOne(lockFilter(companyId, purpose), { $inc: { version: 1 } }, { ...inSession(session), upsert: true })
 }
 
 /**
@@ -31,7 +31,7 @@ export async function writeLock(scope: Scope, session: ClientSession | undefined
  * could fail with a duplicate key. Inside a transaction it does nothing (the document exists once any
  * transaction of the same purpose ran; if not, `writeLock`'s upsert creates it).
  */
-export async function ensureLock(scope: Scope, companyId: string, purpose: string): Promise<void> {
-  if (scope.transaction) return
-  await call(scope, () => collectionOf(scope, IMPORT_LOCKS).updateOne(lockFilter(companyId, purpose), { $setOnInsert: { version: 0 } }, { upsert: true }))
+export async function ensureLock(context: MongoContext, companyId: string, purpose: string): Promise<void> {
+  if (context.transaction) return
+  await call(context, () => collectionOf(context, IMPORT_LOCKS).updateOne(lockFilter(companyId, purpose), { $setOnInsert: { version: 0 } }, { upsert: true }))
 }

@@ -1,31 +1,15 @@
 import type { Store } from '../port.ts'
-import { CLOCK_INDEXES, mongoClockOffset } from './clock-offset.ts'
-import { mongoCompanyOrigins, ORIGIN_INDEXES } from './company-origins.ts'
+import { repositoriesOver } from '../shared/repositories.ts'
+import { SerialQueue } from '../shared/serial-queue.ts'
+import { CLOCK_INDEXES } from './clock-offset.ts'
+import { ORIGIN_INDEXES } from './company-origins.ts'
 import { connectMongo, inTransaction, toPortError } from './connection.ts'
-import { mongoLineResults, mongoPlans, mongoStatementResults } from './calculation-results.ts'
-import { mongoImportStatistics } from './import-statistics.ts'
-import { IMPORT_INDEXES, mongoImports } from './imports.ts'
+import { call, counted, type MongoContext } from './context.ts'
+import { IMPORT_INDEXES } from './imports.ts'
 import { ensureIndexes } from './indexes.ts'
 import { COMPANY_LOCK, ensureLock, writeLock } from './locks.ts'
 import { MongoRateLimits, RATE_WINDOW_INDEXES } from './rate-limits.ts'
-import { mongoRecordWrites } from './record-writes.ts'
-import {
-  apiKeys,
-  attributions,
-  commissionLines,
-  companies,
-  dataTables,
-  metrics,
-  quotaValues,
-  quotas,
-  records,
-  statements,
-  structures,
-  userAttributes,
-  users,
-} from './repositories.ts'
-import { mongoRevisions } from './revisions.ts'
-import { call, counted, Queue, type Scope } from './scope.ts'
+import * as repositories from './repositories.ts'
 
 export interface MongoStoreOptions {
   /** The database to use; by default the one MONGODB_URL names, else `commission-api`. */
@@ -56,55 +40,38 @@ export async function openMongoStore(url: string, options: MongoStoreOptions = {
     throw error
   }
   const state = { closed: false, writes: 0 }
-  return mongoStore({ connection, transaction: null, state }, new Queue(), new MongoRateLimits(connection.db, () => state.closed))
+  return mongoStore({ connection, transaction: null, state }, new SerialQueue(), new MongoRateLimits(connection.db, () => state.closed))
 }
 
 /**
- * The store over one scope. `transactions` runs this process's transactions one at a time, as the port
- * requires: MongoDB's snapshot isolation alone would let two transactions that read the same rows and write
- * different ones both commit. Across processes, transactions that write the same documents conflict and are
- * run again by `withTransaction`; those that name a company all write its lock document, so they conflict.
+ * The store over `context`: the connection's, or inside a transaction the transaction's.
+ * `transactions` runs this process's transactions one at a time, as the port requires: MongoDB's snapshot
+ * isolation alone would let two transactions that read the same rows and write different ones both commit.
+ * Across processes, transactions that write the same documents conflict and are run again by
+ * `withTransaction`; those that name a company all write its lock document, so they conflict.
  */
-function mongoStore(scope: Scope, transactions: Queue, rateLimits: MongoRateLimits): Store {
+function mongoStore(context: MongoContext, transactions: SerialQueue, rateLimits: MongoRateLimits): Store {
   const store: Store = {
     kind: 'mongodb',
-    companies: companies(scope),
-    apiKeys: apiKeys(scope),
-    users: users(scope),
-    userAttributes: userAttributes(scope),
-    attributions: attributions(scope),
-    metrics: metrics(scope),
-    dataTables: dataTables(scope),
-    records: { ...records(scope), ...mongoRecordWrites(scope) },
-    structures: structures(scope),
-    statements: { ...statements(scope), ...mongoStatementResults(scope) },
-    commissionLines: { ...commissionLines(scope), ...mongoLineResults(scope) },
-    plans: mongoPlans(scope),
-    quotas: quotas(scope),
-    quotaValues: quotaValues(scope),
-    rateLimits,
-    imports: mongoImports(scope),
+    ...repositoriesOver(repositories, context),
     itemsPerTransaction: ITEMS_PER_TRANSACTION,
-    importStatistics: mongoImportStatistics(scope),
-    revisions: mongoRevisions(scope),
-    clockOffset: mongoClockOffset(scope),
-    companyOrigins: mongoCompanyOrigins(scope),
+    rateLimits,
 
     async transaction(work, options = {}) {
       const { company } = options
       // Inside a transaction, a nested one is part of it.
-      if (scope.transaction) {
-        if (company) await call(scope, (session) => writeLock(scope, session, company, COMPANY_LOCK))
+      if (context.transaction) {
+        if (company) await call(context, (session) => writeLock(context, session, company, COMPANY_LOCK))
         return work(store)
       }
-      if (scope.state.closed) throw new Error('the MongoDB store is closed')
+      if (context.state.closed) throw new Error('the MongoDB store is closed')
       try {
-        if (company) await ensureLock(scope, company, COMPANY_LOCK)
+        if (company) await ensureLock(context, company, COMPANY_LOCK)
         // Counted once it commits (or fails): what it wrote becomes visible then, not at its writes' count.
-        return await counted(scope, transactions.run(() =>
-          inTransaction(scope.connection.client, async (session) => {
-            const transaction = { session, queue: new Queue(), failure: undefined as unknown }
-            const inside: Scope = { ...scope, transaction }
+        return await counted(context, transactions.run(() =>
+          inTransaction(context.connection.client, async (session) => {
+            const transaction = { session, queue: new SerialQueue(), failure: undefined as unknown }
+            const inside: MongoContext = { ...context, transaction }
             // First, so that of two overlapping transactions of the company, the later one conflicts at once.
             if (company) await call(inside, (active) => writeLock(inside, active, company, COMPANY_LOCK))
             const result = await work(mongoStore(inside, transactions, rateLimits))
@@ -119,17 +86,17 @@ function mongoStore(scope: Scope, transactions: Queue, rateLimits: MongoRateLimi
       }
     },
 
-    committedWrites: () => scope.state.writes,
+    committedWrites: () => context.state.writes,
 
     async ping() {
-      if (scope.state.closed) throw new Error('the MongoDB store is closed')
-      await scope.connection.db.command({ ping: 1 })
+      if (context.state.closed) throw new Error('the MongoDB store is closed')
+      await context.connection.db.command({ ping: 1 })
     },
 
     async close() {
-      if (scope.state.closed) return
-      scope.state.closed = true
-      await scope.connection.client.close()
+      if (context.state.closed) return
+      context.state.closed = true
+      await context.connection.client.close()
     },
   }
   return store

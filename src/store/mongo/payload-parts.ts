@@ -1,19 +1,17 @@
-import { Binary, type Document, ObjectId } from 'bson'
+import { type Binary, type Document, ObjectId } from 'bson'
 import type { ImportPayload } from '../model.ts'
 import { decode, encode } from './codec.ts'
 import { IMPORT_PAYLOADS } from './collections.ts'
+import { fromJsonParts, jsonParts } from './json-parts.ts'
 
 /**
  * How a call's payload is stored. Its items would not always fit one MongoDB document (16 MiB at most) as an
  * array: a body within the request limit can take about five times its JSON size in BSON (an array of small
  * numbers costs a type byte, its index as a key and the number). So the items are stored as their JSON text, in
  * parts of PART_BYTES: the first in the payload's document (the only one for any call of usual size), the
- * others each in a document of `import_payload_parts`. JSON text is also what the SQLite adapter stores, so a
- * payload reads back the same from both.
+ * others each in a document of `import_payload_parts` (`json-parts.ts`). JSON text is also what the SQLite
+ * adapter stores, so a payload reads back the same from both.
  */
-
-/** Bytes of JSON per part: half the document limit, so that a part and the fields beside it always fit. */
-export const PART_BYTES = 8 * 1024 * 1024
 
 /** The document of a payload, holding the first part of its items, and the documents of the other parts. */
 export interface StoredPayload {
@@ -44,17 +42,4 @@ export function payloadFrom(document: Document, parts: readonly Document[]): Imp
   const others = parts.toSorted((a, b) => Number(a.index) - Number(b.index)).map((part) => part.bytes as Binary)
   if (others.length !== partCount(document) - 1) throw new Error(`payload ${String(document._id)}: ${others.length + 1} of its ${partCount(document)} parts are stored`)
   return { ...fields, items: fromJsonParts([first as Binary, ...others]) as unknown[] } as unknown as ImportPayload
-}
-
-/** A value as its JSON text, in parts of at most PART_BYTES. JSON text is never empty: there is always a first part. */
-export function jsonParts(value: unknown): Binary[] {
-  const json = Buffer.from(JSON.stringify(value))
-  const chunks: Binary[] = []
-  for (let start = 0; start < json.length; start += PART_BYTES) chunks.push(new Binary(json.subarray(start, start + PART_BYTES)))
-  return chunks
-}
-
-/** The value whose JSON text `jsonParts` split, from its parts in order. */
-export function fromJsonParts(parts: readonly Binary[]): unknown {
-  return JSON.parse(Buffer.concat(parts.map((part) => part.value())).toString('utf8'))
 }

@@ -1,7 +1,7 @@
 import type { Document } from 'bson'
 import type { Db, IndexDescription } from 'mongodb'
-import type { RateLimitRepository, RateSubject, RateWindow } from '../port.ts'
-import { isDuplicateKey } from './connection.ts'
+import type { RateLimitRepository, RateSubjectKey, RateWindow } from '../port.ts'
+import { upsertOnce } from './connection.ts'
 
 /** One document per subject: `{_id: subject, hits, resets_at, purge_at}`. Not company data: no transaction. */
 export const RATE_WINDOWS = 'rate_windows'
@@ -18,10 +18,6 @@ const PURGE_AFTER_MS = 60_000
 export const RATE_WINDOW_INDEXES: ReadonlyMap<string, readonly IndexDescription[]> = new Map<string, readonly IndexDescription[]>([
   [RATE_WINDOWS, [{ key: { purge_at: 1 }, name: 'purge_at_ttl', expireAfterSeconds: 0 }]],
 ])
-
-export function subjectKey(subject: RateSubject): string {
-  return 'companyId' in subject ? `company:${subject.companyId}` : `address:${subject.address}`
-}
 
 /**
  * The update of one hit, as an aggregation pipeline so that it can read the stored window: every `$set`
@@ -59,26 +55,19 @@ export class MongoRateLimits implements RateLimitRepository {
     this.#isClosed = isClosed
   }
 
-  async hit(subject: RateSubject, windowMs: number, now: Date, count = 1): Promise<RateWindow> {
+  async hit(subject: RateSubjectKey, windowMs: number, now: Date, count = 1): Promise<RateWindow> {
     this.#open()
     const windows = this.#db.collection(RATE_WINDOWS)
-    const upsert = () =>
-      windows.findOneAndUpdate({ _id: subjectKey(subject) } as Document, hitPipeline(windowMs, now, count), { upsert: true, returnDocument: 'after' })
-    let document: Document | null
-    try {
-      document = await upsert()
-    } catch (error) {
-      // Two first hits of one subject may both try to insert; the loser's retry finds the winner's document.
-      if (!isDuplicateKey(error)) throw error
-      document = await upsert()
-    }
+    const document = await upsertOnce(() =>
+      windows.findOneAndUpdate({ _id: subject } as Document, hitPipeline(windowMs, now, count), { upsert: true, returnDocument: 'after' }),
+    )
     if (!document) throw new Error('the rate window upsert returned no document')
     return toWindow(document)
   }
 
-  async peek(subject: RateSubject, now: Date): Promise<RateWindow | null> {
+  async peek(subject: RateSubjectKey, now: Date): Promise<RateWindow | null> {
     this.#open()
-    const document = await this.#db.collection(RATE_WINDOWS).findOne({ _id: subjectKey(subject), resets_at: { $gt: now } } as Document)
+    const document = await this.#db.collection(RATE_WINDOWS).findOne({ _id: subject, resets_at: { $gt: now } } as Document)
     return document ? toWindow(document) : null
   }
 

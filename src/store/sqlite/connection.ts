@@ -2,24 +2,16 @@ import { mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { DatabaseSync, type SQLInputValue, type SQLOutputValue, type StatementSync } from 'node:sqlite'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { asStoreError } from '../shared/conflicts.ts'
+import { SerialQueue } from '../shared/serial-queue.ts'
 import { MIGRATIONS } from './migrations.ts'
 import { ForeignDatabaseError } from './open-errors.ts'
+import { RememberedAnswers } from './remembered-answers.ts'
 
 /** How long a write waits for another connection's write lock before it fails, as `busy_timeout` did. */
 const WRITE_LOCK_TIMEOUT_MS = 10_000
 /** The longest pause between two attempts to take the write lock. */
 const WRITE_LOCK_MAX_PAUSE_MS = 20
-
-/** Runs async work one at a time, in call order. */
-class Mutex {
-  #tail: Promise<unknown> = Promise.resolve()
-
-  run<T>(work: () => Promise<T>): Promise<T> {
-    const result = this.#tail.then(work)
-    this.#tail = result.catch(() => undefined)
-    return result
-  }
-}
 
 /** One opened SQLite database with its prepared-statement cache. */
 class Handle {
@@ -69,7 +61,10 @@ export interface Sql {
   get(sql: string, ...params: Params): Promise<Row | undefined>
   /** Like `all`, with each row as its column values. */
   values(sql: string, ...params: Params): Promise<Values[]>
-  /** Runs `work` on the writer, atomically: inside a transaction it joins it as a savepoint, outside it is one. */
+  /**
+   * Runs `work` on the writer, atomically: inside a transaction it joins it as a savepoint, outside it is one.
+   * A broken uniqueness rule rejects with the port's StoreConflictError.
+   */
   write<T>(work: (db: SqlWriter) => T): Promise<T>
   /** Runs several reads that must see the same data: one read transaction, or the open transaction. */
   snapshot<T>(read: (db: SqlReader) => T): Promise<T>
@@ -91,11 +86,6 @@ export interface SqlWriter {
   values(sql: string, ...params: Params): Values[]
 }
 
-/** The most answers `Sql.remembering` keeps; the oldest goes first. */
-const REMEMBERED_ANSWERS = 2000
-/** An answer of more rows is not kept: what is remembered must stay small. */
-const REMEMBERED_ROWS = 1000
-
 /**
  * A SQLite database opened twice: a reader that sees only committed data, and one writer that every write
  * and transaction goes through, one at a time. An in-memory database has one connection for both.
@@ -103,9 +93,9 @@ const REMEMBERED_ROWS = 1000
 export class SqliteConnection {
   readonly #writer: Handle
   readonly #reader: Handle
-  readonly #writes = new Mutex()
+  readonly #writes = new SerialQueue()
   #commits = 0
-  readonly #remembered = new Map<string, { version: string; answer: unknown }>()
+  readonly #remembered = new RememberedAnswers()
   #closed = false
 
   constructor(path: string) {
@@ -158,7 +148,7 @@ export class SqliteConnection {
           } catch (error) {
             writer.db.exec('ROLLBACK TO write')
             writer.db.exec('RELEASE write')
-            throw error
+            throw asStoreError(error, isUniqueViolation)
           }
         },
       }
@@ -197,21 +187,14 @@ export class SqliteConnection {
   }
 
   /**
-   * The answer of `read`, kept (frozen, since callers share it) while the database's version is the one it was
-   * read at: the reader's `data_version`, which moves when another connection commits, and this connection's
-   * own commits (an in-memory database reads on its writer).
+   * The answer of `read`, kept while the database's version is the one it was read at: the reader's
+   * `data_version`, which moves when another connection commits, and this connection's own commits (an
+   * in-memory database reads on its writer).
    */
   #remember<T>(kind: string, sql: string, params: Params, read: () => T): T {
     const key = `${kind}\u0000${sql}\u0000${JSON.stringify(params)}`
     const version = `${(this.#reader.prepare('PRAGMA data_version').get() as { data_version: number }).data_version}:${this.#commits}`
-    const kept = this.#remembered.get(key)
-    if (kept?.version === version) return kept.answer as T
-    const answer = read()
-    if (Array.isArray(answer) && answer.length > REMEMBERED_ROWS) return answer
-    this.#remembered.delete(key)
-    if (this.#remembered.size >= REMEMBERED_ANSWERS) this.#remembered.delete(this.#remembered.keys().next().value as string)
-    this.#remembered.set(key, { version, answer: freezeRows(answer) })
-    return answer
+    return this.#remembered.answer(key, version, read)
   }
 
   /**
@@ -267,14 +250,14 @@ export class SqliteConnection {
       return result
     } catch (error) {
       if (db.isTransaction) db.exec('ROLLBACK')
-      throw error
+      throw asStoreError(error, isUniqueViolation)
     }
   }
 }
 
-function freezeRows<T>(answer: T): T {
-  if (Array.isArray(answer)) for (const row of answer) Object.freeze(row)
-  return Object.freeze(answer)
+/** A unique index or primary key refused a write. */
+function isUniqueViolation(error: unknown): boolean {
+  return error instanceof Error && /UNIQUE constraint failed/.test(error.message)
 }
 
 /** SQLITE_BUSY (or one of its extended codes): another connection holds the lock. */

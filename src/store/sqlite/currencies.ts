@@ -4,8 +4,8 @@ import type { Sql, Values } from './connection.ts'
 
 /**
  * The currencies in use among rows (`statements.currenciesInUse`, `commissionLines.currenciesInUse`): DISTINCT
- * over the rows of one scope, and over the entries of their JSON maps with `json_each`. Each query reads every
- * row of the scope once; the v2 fields endpoint, the only caller, is read once per sync, not per page, and the
+ * over the rows of an environment or a table, and over the entries of their JSON maps with `json_each`. Each
+ * query reads every one of those rows once; the v2 fields endpoint, the only caller, is read once per sync, not per page, and the
  * adapter remembers the answers until the database changes (`Sql.remembering`).
  */
 
@@ -42,24 +42,24 @@ function byKey(rows: Values[]): Record<string, string[]> {
 const sorted = (rows: Values[]) => rows.map((row) => row[0] as string).toSorted()
 
 export async function statementCurrencies(sql: Pick<Sql, 'values'>, companyId: string, environment: Environment): Promise<CurrenciesInUse> {
-  const scope = 'statements.company_id = ? AND statements.environment = ?'
+  const ofEnvironment = 'statements.company_id = ? AND statements.environment = ?'
   const metrics = entryCurrencies('statements.metrics', 'statements.currency', true)
   const [rows, entries] = await Promise.all([
-    sql.values(`SELECT DISTINCT currency FROM statements WHERE ${scope} AND payment IS NOT NULL`, companyId, environment),
-    sql.values(`SELECT DISTINCT ${metrics.select} FROM statements, ${metrics.where} AND ${scope}`, companyId, environment),
+    sql.values(`SELECT DISTINCT currency FROM statements WHERE ${ofEnvironment} AND payment IS NOT NULL`, companyId, environment),
+    sql.values(`SELECT DISTINCT ${metrics.select} FROM statements, ${metrics.where} AND ${ofEnvironment}`, companyId, environment),
   ])
   return { rows: sorted(rows), metrics: byKey(entries) }
 }
 
 export async function lineCurrencies(sql: Pick<Sql, 'values'>, companyId: string, tableId: string): Promise<LineCurrenciesInUse> {
-  const scope = 'lines.company_id = ? AND lines.table_id = ?'
+  const ofTable = 'lines.company_id = ? AND lines.table_id = ?'
   const currency = `lines.doc ->> '$.currency'`
   const metrics = entryCurrencies(`lines.doc, '$.metrics'`, currency, true)
   const values = entryCurrencies(`lines.doc, '$.record_values'`, currency, false)
   const [rows, metricEntries, valueEntries] = await Promise.all([
-    sql.values(`SELECT DISTINCT ${currency} FROM commission_lines AS lines WHERE ${scope}`, companyId, tableId),
-    sql.values(`SELECT DISTINCT ${metrics.select} FROM commission_lines AS lines, ${metrics.where} AND ${scope}`, companyId, tableId),
-    sql.values(`SELECT DISTINCT ${values.select} FROM commission_lines AS lines, ${values.where} AND ${scope}`, companyId, tableId),
+    sql.values(`SELECT DISTINCT ${currency} FROM commission_lines AS lines WHERE ${ofTable}`, companyId, tableId),
+    sql.values(`SELECT DISTINCT ${metrics.select} FROM commission_lines AS lines, ${metrics.where} AND ${ofTable}`, companyId, tableId),
+    sql.values(`SELECT DISTINCT ${values.select} FROM commission_lines AS lines, ${values.where} AND ${ofTable}`, companyId, tableId),
   ])
   return { rows: sorted(rows), metrics: byKey(metricEntries), recordValues: byKey(valueEntries) }
 }

@@ -3,8 +3,9 @@
  * Append a migration to change the schema; never edit one that has shipped.
  *
  * Each table keeps the whole record as JSON in `doc`, plus the columns its queries filter and order on.
- * Row tables read by id-ordered pages are WITHOUT ROWID with (company, scope, id) as primary key, so a page
- * is one seek and a sequential read of the rows it returns.
+ * Row tables read by id-ordered pages are WITHOUT ROWID with (company, sequence, id) as primary key (a sequence:
+ * an environment's statements, a table's lines, a quota's values), so a page is one seek and a sequential read
+ * of the rows it returns.
  */
 export const MIGRATIONS: readonly string[] = [
   `
@@ -96,7 +97,7 @@ export const MIGRATIONS: readonly string[] = [
     PRIMARY KEY (company_id, import_id, id)
   ) WITHOUT ROWID;
   `,
-  // Statements column by column (src/store/sqlite/statement-rows.ts): the v2 extraction's hot path.
+  // Statements column by column (src/store/sqlite/statement-columns.ts): the v2 extraction's hot path.
   `
   CREATE TABLE statements_by_column (
     company_id TEXT NOT NULL, environment TEXT NOT NULL, id TEXT NOT NULL, modified_at TEXT NOT NULL,

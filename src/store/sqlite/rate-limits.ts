@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { DatabaseSync, type StatementSync } from 'node:sqlite'
-import type { RateLimitRepository, RateSubject, RateWindow } from '../port.ts'
+import type { RateLimitRepository, RateSubjectKey, RateWindow } from '../port.ts'
 
 /** Closed windows are deleted at most this often (store time), so that the table stays small. */
 const PURGE_EVERY_MS = 60_000
@@ -14,8 +14,6 @@ export function rateLimitFile(mainFile: string): string {
   if (mainFile === ':memory:') return mainFile
   return mainFile.endsWith('.sqlite') ? `${mainFile.slice(0, -'.sqlite'.length)}.rate-limits.sqlite` : `${mainFile}.rate-limits`
 }
-
-const keyOf = (subject: RateSubject): string => ('companyId' in subject ? `company:${subject.companyId}` : `address:${subject.address}`)
 
 /**
  * Rate windows in SQLite: one row per subject, counted by a single UPSERT, which SQLite applies atomically
@@ -51,15 +49,15 @@ export class SqliteRateLimits implements RateLimitRepository {
     this.#purge = this.#db.prepare('DELETE FROM rate_windows WHERE resets_at <= ?')
   }
 
-  async hit(subject: RateSubject, windowMs: number, now: Date, count = 1): Promise<RateWindow> {
+  async hit(subject: RateSubjectKey, windowMs: number, now: Date, count = 1): Promise<RateWindow> {
     const at = now.getTime()
     this.#purgeClosed(at)
-    const row = this.#hit.get({ subject: keyOf(subject), now: at, window: windowMs, count }) as { hits: number; resets_at: number }
+    const row = this.#hit.get({ subject, now: at, window: windowMs, count }) as { hits: number; resets_at: number }
     return { hits: row.hits, resetsAt: new Date(row.resets_at).toISOString() }
   }
 
-  async peek(subject: RateSubject, now: Date): Promise<RateWindow | null> {
-    const row = this.#peek.get(keyOf(subject), now.getTime()) as { hits: number; resets_at: number } | undefined
+  async peek(subject: RateSubjectKey, now: Date): Promise<RateWindow | null> {
+    const row = this.#peek.get(subject, now.getTime()) as { hits: number; resets_at: number } | undefined
     return row ? { hits: row.hits, resetsAt: new Date(row.resets_at).toISOString() } : null
   }
 

@@ -1,0 +1,57 @@
+import type { Document, ObjectId } from 'bson'
+import type { ClientSession } from 'mongodb'
+import type { Company } from '../model.ts'
+import type { CompanyRepository } from '../port.ts'
+import { lookupId } from './codec.ts'
+import { API_KEYS, COMPANIES, COMPANY_COLLECTIONS } from './collections.ts'
+import { inTransaction } from './connection.ts'
+import { call, collectionOf, counted, inSession, type MongoContext } from './context.ts'
+import { findAll, findOne, insertOne } from './operations.ts'
+
+export function mongoCompanies(context: MongoContext): CompanyRepository {
+  return {
+    insert: (company) => counted(context, insertOne(context, COMPANIES, company)),
+    get: (id) => findOne<Company>(context, COMPANIES, { _id: lookupId(id) }),
+    setExchangeRates: (id, rates) =>
+      counted(
+        context,
+        call(context, async (session) => {
+          const result = await collectionOf(context, COMPANIES).updateOne({ _id: lookupId(id) } as Document, { $set: { exchange_rates: { ...rates } } }, inSession(session))
+          return result.matchedCount > 0
+        }),
+      ),
+    list: () => findAll<Company>(context, COMPANIES, {}),
+    delete: (id) => counted(context, deleteCompany(context, id)),
+  }
+}
+
+/** Deletes every document of the company, in the session's transaction when there is one. */
+async function deleteDocumentsOf(context: MongoContext, session: ClientSession | undefined, companyId: ObjectId | string): Promise<void> {
+  for (const codec of COMPANY_COLLECTIONS) await collectionOf(context, codec).deleteMany({ company_id: companyId }, inSession(session))
+}
+
+/**
+ * Deletes a company. Inside a caller's transaction, everything goes in it. Outside one, a large company could
+ * not be deleted in one transaction (MongoDB ends one after 60 s): the company and its keys go first, in one
+ * small transaction, so that from then on nothing reaches its data (every request finds its company through
+ * them); then its documents, collection by collection, outside any transaction. If that is interrupted (a
+ * failover), deleting the company again (it answers false then) removes what was left.
+ */
+function deleteCompany(context: MongoContext, id: string): Promise<boolean> {
+  const companyId = lookupId(id)
+  const deleteCompanyItself = async (session: ClientSession | undefined) => {
+    await collectionOf(context, API_KEYS).deleteMany({ company_id: companyId }, inSession(session))
+    return (await collectionOf(context, COMPANIES).deleteOne({ _id: companyId } as Document, inSession(session))).deletedCount > 0
+  }
+  if (context.transaction) {
+    return call(context, async (session) => {
+      await deleteDocumentsOf(context, session, companyId)
+      return deleteCompanyItself(session)
+    })
+  }
+  return call(context, async () => {
+    const existed = await inTransaction(context.connection.client, deleteCompanyItself)
+    await deleteDocumentsOf(context, undefined, companyId)
+    return existed
+  })
+}

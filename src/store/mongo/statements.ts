@@ -1,0 +1,77 @@
+import type { Document } from 'bson'
+import type { Statement } from '../model.ts'
+import { STATEMENT_ROW_FIELDS, type StatementRowFields, type StatementRowSource, type StatementRepository } from '../port.ts'
+import { lookupIds } from './codec.ts'
+import { STATEMENTS } from './collections.ts'
+import { atomically, collectionOf, inSession, type MongoContext } from './context.ts'
+import { statementCurrencies } from './currencies.ts'
+import { byId, cursorId, inCompany, ofPlan, pageFilter } from './filters.ts'
+import { COMPANY_LOCK, ensureLock, writeLock } from './locks.ts'
+import { countAll, deleteByIds, findAll, findFirst, insertAll, replaceById, writeAll } from './operations.ts'
+
+/** A statement's row fields as a find projection: `id` is `_id`, which a projection includes anyway. */
+const ROW_FIELDS_PROJECTION: Document = Object.fromEntries(
+  STATEMENT_ROW_FIELDS.filter((field) => field !== 'id').map((field) => [field, 1]),
+)
+
+/**
+ * A statement's rendering is kept beside it, as `{key, text}`: not part of the statement record. Replacing the
+ * document drops it, as the port says.
+ */
+const WITHOUT_RENDERING: Document = { rendering: 0 }
+
+type StoredRowSource = StatementRowFields & { rendering?: { key: string; text: string } }
+
+function rowSourceOf({ rendering, ...statement }: StoredRowSource, renderingKey: string): StatementRowSource {
+  if (rendering?.key === renderingKey) return { id: statement.id, rendering: rendering.text }
+  return { ...statement, rendering: null }
+}
+
+/** Statements, each with the rendering of its v2 row when it holds one; a plan's are found through `company_plan_cell`. */
+export function mongoStatements(context: MongoContext): StatementRepository {
+  return {
+    insertMany: (rows) => insertAll(context, STATEMENTS, rows),
+    page: (companyId, environment, window) =>
+      findFirst<Statement>(context, STATEMENTS, pageFilter(companyId, { environment }, window), window.limit, WITHOUT_RENDERING),
+    async pageForExtraction(companyId, environment, window, renderingKey) {
+      const projection = { ...ROW_FIELDS_PROJECTION, rendering: 1 }
+      const found = await findFirst<StoredRowSource>(context, STATEMENTS, pageFilter(companyId, { environment }, window), window.limit, projection)
+      return found.map((statement) => rowSourceOf(statement, renderingKey))
+    },
+    pageToRender(companyId, environment, renderingKey, afterId, limit) {
+      // `$ne` also matches a statement that holds no rendering at all.
+      const filter = inCompany(companyId, { environment, 'rendering.key': { $ne: renderingKey } })
+      if (afterId !== null) filter._id = { $gt: cursorId(afterId) }
+      return findFirst<StatementRowFields>(context, STATEMENTS, filter, limit, ROW_FIELDS_PROJECTION)
+    },
+    async dropRenderingsOfUsers(companyId, userIds) {
+      if (userIds.length === 0) return
+      // It drops what it found rendered: it takes the company's lock, as a rendering transaction does, so that a
+      // rendering made from the former email on another instance meanwhile cannot commit beside it.
+      await ensureLock(context, companyId, COMPANY_LOCK)
+      await atomically(context, async (session) => {
+        await writeLock(context, session, companyId, COMPANY_LOCK)
+        await collectionOf(context, STATEMENTS).updateMany(
+          inCompany(companyId, { user_id: { $in: lookupIds(userIds) }, rendering: { $exists: true } }),
+          { $unset: { rendering: '' } },
+          inSession(session),
+        )
+      })
+    },
+    saveRenderings: (companyId, environment, renderings) =>
+      writeAll(
+        context,
+        STATEMENTS,
+        renderings.map(({ id, key, text }) => ({
+          updateOne: { filter: byId(companyId, id, { environment }), update: { $set: { rendering: { key, text } } } },
+        })),
+      ),
+    list: (companyId, environment, window) => findAll<Statement>(context, STATEMENTS, inCompany(companyId, { environment }), window, WITHOUT_RENDERING),
+    count: (companyId, environment) => countAll(context, STATEMENTS, inCompany(companyId, { environment })),
+    currenciesInUse: (companyId, environment) => statementCurrencies(context, STATEMENTS, inCompany(companyId, { environment })),
+    save: (statements) =>
+      statements.length === 0 ? Promise.resolve() : writeAll(context, STATEMENTS, replaceById(STATEMENTS, statements[0].company_id, statements)),
+    deleteMany: (companyId, ids) => deleteByIds(context, STATEMENTS, companyId, ids),
+    findOfPlan: (companyId, planId, only) => findAll<Statement>(context, STATEMENTS, ofPlan(companyId, planId, only), undefined, WITHOUT_RENDERING),
+  }
+}

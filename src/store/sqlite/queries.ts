@@ -1,0 +1,90 @@
+import type { PlanResultSelection, RowWindow } from '../port.ts'
+import type { Params, Row, Sql } from './connection.ts'
+
+/**
+ * What the repositories of the SQLite adapter share: reading the JSON documents rows keep, IN lists, and the
+ * id-ordered windows of the v2 pages.
+ */
+
+/** The record a row keeps in its `doc` column; null when there is no row. */
+export function parseDocument<T>(row: Row | undefined): T | null {
+  return row ? (JSON.parse(row.doc as string) as T) : null
+}
+
+export function parseDocuments<T>(rows: Row[]): T[] {
+  return rows.map((row) => JSON.parse(row.doc as string) as T)
+}
+
+/** The `n` of a `SELECT count(*) AS n`. */
+export function countOf(row: Row | undefined): number {
+  return Number(row?.n ?? 0)
+}
+
+/** SQLite's IN lists are bounded by the number of bound parameters: work in slices well below it. */
+const SLICE = 500
+
+export function slices<T>(values: readonly T[]): T[][] {
+  const result: T[][] = []
+  for (let start = 0; start < values.length; start += SLICE) result.push(values.slice(start, start + SLICE))
+  return result
+}
+
+/** The `?, ?, ...` of an IN list of `values`. */
+export const placeholders = (values: readonly unknown[]) => values.map(() => '?').join(', ')
+
+/** The WHERE conditions and ORDER/LIMIT of an id-ordered page. */
+export function pageClause(window: RowWindow): { sql: string; params: Params } {
+  const conditions: string[] = []
+  const params: Params = []
+  if (window.afterId !== undefined) {
+    conditions.push('id > ?')
+    params.push(window.afterId)
+  }
+  if (window.modifiedAfter) {
+    conditions.push(`modified_at ${window.modifiedAfter.inclusive ? '>=' : '>'} ?`)
+    params.push(window.modifiedAfter.at)
+  }
+  if (window.modifiedBefore) {
+    conditions.push(`modified_at ${window.modifiedBefore.inclusive ? '<=' : '<'} ?`)
+    params.push(window.modifiedBefore.at)
+  }
+  const where = conditions.map((condition) => ` AND ${condition}`).join('')
+  params.push(window.limit)
+  return { sql: `${where} ORDER BY id LIMIT ?`, params }
+}
+
+/**
+ * A table of rows kept as documents, each row in one sequence of the company that the v2 pages walk: a data
+ * table's commission lines, a quota's values. (Statements, whose sequence is an environment, are kept column by
+ * column: `statement-columns.ts`.)
+ */
+export interface SequenceTable {
+  table: 'commission_lines' | 'quota_values'
+  /** The column that names the row's sequence. */
+  sequence: 'table_id' | 'quota_id'
+}
+
+/** An id-ordered page of one sequence's rows: a seek on the primary key (company, sequence, id). */
+export async function pageOfSequence<T>(sql: Sql, { table, sequence }: SequenceTable, companyId: string, sequenceId: string, window: RowWindow): Promise<T[]> {
+  const clause = pageClause(window)
+  const rows = await sql.all(`SELECT doc FROM ${table} WHERE company_id = ? AND ${sequence} = ?${clause.sql}`, companyId, sequenceId, ...clause.params)
+  return parseDocuments<T>(rows)
+}
+
+export async function countOfSequence(sql: Sql, { table, sequence }: SequenceTable, companyId: string, sequenceId: string): Promise<number> {
+  return countOf(await sql.remembering.get(`SELECT count(*) AS n FROM ${table} WHERE company_id = ? AND ${sequence} = ?`, companyId, sequenceId))
+}
+
+/** The condition and parameters that limit a plan's results (statements or lines) to some cells or users, in slices of the IN lists. */
+export function planResultConditions(only: PlanResultSelection | undefined): Array<{ sql: string; params: Params }> {
+  if (!only) return [{ sql: '', params: [] }]
+  const conditions: Array<{ sql: string; params: Params }> = []
+  for (const slice of slices(only.cells ?? [])) {
+    conditions.push({
+      sql: ` AND (user_id, period) IN (VALUES ${slice.map(() => '(?, ?)').join(', ')})`,
+      params: slice.flatMap((cell) => [cell.user_id, cell.period]),
+    })
+  }
+  for (const slice of slices(only.userIds ?? [])) conditions.push({ sql: ` AND user_id IN (${placeholders(slice)})`, params: [...slice] })
+  return conditions
+}

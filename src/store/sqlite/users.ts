@@ -1,0 +1,49 @@
+import type { User } from '../model.ts'
+import type { UserRepository } from '../port.ts'
+import type { Sql } from './connection.ts'
+import { countOf, parseDocument, parseDocuments, placeholders } from './queries.ts'
+
+/** Users, with their lower-case email in a column of its own: a unique index keeps emails unique per company. */
+export function sqliteUsers(sql: Sql): UserRepository {
+  return {
+    async save(companyId, users) {
+      await sql.write((db) => {
+        for (const user of users) {
+          db.run(
+            `INSERT INTO users (company_id, id, email_lower, doc) VALUES (?, ?, ?, ?)
+             ON CONFLICT (company_id, id) DO UPDATE SET email_lower = excluded.email_lower, doc = excluded.doc`,
+            companyId,
+            user.id,
+            user.email.toLowerCase(),
+            JSON.stringify({ ...user, company_id: companyId }),
+          )
+        }
+      })
+    },
+    async get(companyId, id) {
+      return parseDocument<User>(await sql.get('SELECT doc FROM users WHERE company_id = ? AND id = ?', companyId, id))
+    },
+    async getMany(companyId, ids) {
+      const found = new Map<string, User>()
+      if (ids.length === 0) return found
+      const unique = [...new Set(ids)]
+      const rows = await sql.all(`SELECT doc FROM users WHERE company_id = ? AND id IN (${placeholders(unique)})`, companyId, ...unique)
+      for (const user of parseDocuments<User>(rows)) found.set(user.id, user)
+      return found
+    },
+    async findByEmails(companyId, emails) {
+      const found = new Map<string, User>()
+      if (emails.length === 0) return found
+      const lower = [...new Set(emails.map((email) => email.toLowerCase()))]
+      const rows = await sql.all(`SELECT doc FROM users WHERE company_id = ? AND email_lower IN (${placeholders(lower)})`, companyId, ...lower)
+      for (const user of parseDocuments<User>(rows)) found.set(user.email.toLowerCase(), user)
+      return found
+    },
+    async list(companyId, { offset, limit }) {
+      return parseDocuments<User>(await sql.all('SELECT doc FROM users WHERE company_id = ? ORDER BY id LIMIT ? OFFSET ?', companyId, limit, offset))
+    },
+    async count(companyId) {
+      return countOf(await sql.remembering.get('SELECT count(*) AS n FROM users WHERE company_id = ?', companyId))
+    },
+  }
+}

@@ -1,0 +1,60 @@
+import { describe, expect, it } from 'vitest'
+import { newId } from '../../../src/ids.ts'
+import type { Store } from '../../../src/store/port.ts'
+import { aCompany, byId } from '../builders.ts'
+import { storePerTest, type StoreAdapter } from './support.ts'
+import { populateTwo, readAll, readsOf, nothingOf } from './world.ts'
+
+export function companiesContract(adapter: StoreAdapter): void {
+  describe('companies', () => {
+    let store: Store
+    storePerTest(adapter, (opened) => (store = opened))
+
+    it('lists companies in id order', async () => {
+      const companies = [aCompany(), aCompany(), aCompany()]
+      for (const company of companies.toReversed()) await store.companies.insert(company)
+      const mine = new Set(companies.map((company) => company.id))
+      const listed = (await store.companies.list()).filter((company) => mine.has(company.id))
+      expect(listed).toStrictEqual(byId(companies))
+    })
+
+    it('deletes a company with everything it holds, and nothing of another company', async () => {
+      const [doomed, kept] = await populateTwo(store)
+      expect(await store.companies.delete(doomed.company.id)).toBe(true)
+
+      expect(await store.companies.get(doomed.company.id)).toBeNull()
+      expect((await store.companies.list()).map((company) => company.id)).not.toContain(doomed.company.id)
+      expect(await store.apiKeys.findByHash(doomed.apiKey.hash)).toBeNull()
+      expect(await readAll(store, doomed.company.id, doomed)).toStrictEqual(nothingOf())
+
+      expect(await store.companies.get(kept.company.id)).toStrictEqual(kept.company)
+      expect(await store.apiKeys.findByHash(kept.apiKey.hash)).toStrictEqual(kept.apiKey)
+      expect(await readAll(store, kept.company.id, kept)).toStrictEqual(readsOf(kept))
+    })
+
+    it('answers false when deleting an unknown company', async () => {
+      expect(await store.companies.delete(newId())).toBe(false)
+    })
+
+    it('removes what an interrupted deletion left of a company when it is deleted again', async () => {
+      const [doomed, kept] = await populateTwo(store)
+      expect(await store.companies.delete(doomed.company.id)).toBe(true)
+      // What a deletion stopped after the company itself went would have left behind.
+      await store.users.save(doomed.company.id, doomed.users)
+      await store.statements.insertMany(doomed.statements)
+      expect(await store.companies.delete(doomed.company.id)).toBe(false)
+      expect(await readAll(store, doomed.company.id, doomed)).toStrictEqual(nothingOf())
+      expect(await readAll(store, kept.company.id, kept)).toStrictEqual(readsOf(kept))
+    })
+
+    it('lets a deleted company be written again from scratch', async () => {
+      const [world] = await populateTwo(store)
+      await store.companies.delete(world.company.id)
+      await store.companies.insert(world.company)
+      await store.users.save(world.company.id, world.users)
+      await store.quotaValues.insertMany([world.value])
+      expect(await store.users.count(world.company.id)).toBe(2)
+      expect(await store.quotaValues.count(world.company.id, world.quota.id)).toBe(1)
+    })
+  })
+}
