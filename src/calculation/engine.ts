@@ -1,4 +1,4 @@
-import { roundToCents, sumCents } from '../domain/money.ts'
+import { isMoney, roundToCents, sumCents } from '../domain/money.ts'
 import { firstMonthOfPeriod, monthOfDate, monthText, periodOfMonth } from '../domain/periods.ts'
 import type { DataTableRecord, ExchangeRates, Money, Plan, PlanFilter, PlanTier, Quota, Statement, User } from '../store/model.ts'
 import { convert } from './exchange-rates.ts'
@@ -111,10 +111,6 @@ function filterHolds(filter: PlanFilter, value: unknown): boolean {
 
 function dateOf(value: unknown): string | null {
   return typeof value === 'string' && /^\d{4}-\d{2}-\d{2}/.test(value) ? value.slice(0, 10) : null
-}
-
-function isMoney(value: unknown): value is Money {
-  return typeof value === 'object' && value !== null && typeof (value as Money).value === 'number' && typeof (value as Money).currency === 'string'
 }
 
 /** An archived user earns nothing after their last month of activity (`archived_until`; all of it when unknown). */

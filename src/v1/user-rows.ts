@@ -1,3 +1,4 @@
+import { currencyKey } from '../domain/money.ts'
 import type { User, UserAttributeDefinition, UserStatus } from '../store/model.ts'
 import type { Store } from '../store/port.ts'
 import { checkOffsetQuery, type OffsetPage, type OffsetQuery, pageUrl, readOffsetPage } from './offset-page.ts'
@@ -38,7 +39,7 @@ export function addCustomAttributes(
   attributes: Record<string, unknown>,
 ): void {
   for (const { api_key: key, type } of definitions) {
-    const keys = type === 'amount' ? [key, `${key}_currency`] : [key]
+    const keys = type === 'amount' ? [key, currencyKey(key)] : [key]
     for (const name of keys) if (!(name in row)) row[name] = attributes[name] ?? null
   }
 }
