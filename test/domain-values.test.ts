@@ -2,11 +2,13 @@ import { describe, expect, it } from 'vitest'
 import { isDateString } from '../src/domain/formats.ts'
 import { isObjectId, storedId } from '../src/domain/ids.ts'
 import { amountKeyOf, currencyKey, flatAmount, isMoney, moneyOf, numberOf, roundToCents, sumCents } from '../src/domain/money.ts'
-import { firstMonthOfPeriod, monthText, periodOfMonth } from '../src/domain/periods.ts'
+import { addMonths, firstMonthOfPeriod, monthRangeWithout, monthText, periodOfMonth, shiftMonth } from '../src/domain/periods.ts'
 import { joinMulti, splitMulti } from '../src/domain/record-values.ts'
 import { metricValue, multiText } from '../src/domain/stored-values.ts'
 import { newId } from '../src/ids.ts'
 import { QUOTA_FREQUENCIES } from '../src/store/model.ts'
+
+const range = (start_month: string | null, end_month: string | null) => ({ start_month, end_month })
 
 describe('periods', () => {
   it('finds the first month of every period of every frequency and fiscal year start, the inverse of periodOfMonth', () => {
@@ -32,6 +34,20 @@ describe('periods', () => {
     expect(firstMonthOfPeriod('annually', '2026', 1)).toEqual({ year: 2026, month: 1 })
     expect(firstMonthOfPeriod('monthly', '2026-13', 1)).toBeNull()
     expect(firstMonthOfPeriod('quarterly', '2026-03', 1)).toBeNull()
+  })
+
+  it('moves months across years, in both directions', () => {
+    expect(addMonths({ year: 2026, month: 1 }, -1)).toEqual({ year: 2025, month: 12 })
+    expect(addMonths({ year: 2025, month: 11 }, 14)).toEqual({ year: 2027, month: 1 })
+    expect(shiftMonth('2026-01', -13)).toBe('2024-12')
+    expect(shiftMonth('0001-01', -1)).toBe('0000-12')
+  })
+
+  it('takes months out of a range: the parts before and after remain, open ends included', () => {
+    expect(monthRangeWithout(range('2026-01', '2026-12'), range('2026-04', '2026-06'))).toEqual([range('2026-01', '2026-03'), range('2026-07', '2026-12')])
+    expect(monthRangeWithout(range(null, null), range('2026-04', null))).toEqual([range(null, '2026-03')])
+    expect(monthRangeWithout(range('2026-01', '2026-03'), range('2026-04', null))).toEqual([range('2026-01', '2026-03')])
+    expect(monthRangeWithout(range('2026-05', '2026-06'), range(null, null))).toEqual([])
   })
 })
 

@@ -1,5 +1,5 @@
 import { isMoney, roundToCents, sumCents } from '../domain/money.ts'
-import { firstMonthOfPeriod, monthOfDate, monthText, periodOfMonth } from '../domain/periods.ts'
+import { firstDayOf, firstMonthOfPeriod, monthOfDate, monthText, periodOfMonth } from '../domain/periods.ts'
 import type { DataTableRecord, ExchangeRates, Money, Plan, PlanFilter, PlanTier, Quota, Statement, User } from '../store/model.ts'
 import { convert } from './exchange-rates.ts'
 
@@ -273,7 +273,7 @@ function targetOf(inputs: CellInputs, toUserCurrency: (money: Money) => number |
 function periodStartDate(plan: Plan, period: string, company: CompanySettings): string {
   const first = firstMonthOfPeriod(plan.frequency, period, company.fiscalYearStartMonth)
   if (!first) throw new RangeError(`${period} is not a ${plan.frequency} period`)
-  return `${monthText(first)}-01`
+  return firstDayOf(first)
 }
 
 /**

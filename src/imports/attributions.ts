@@ -1,5 +1,5 @@
 import { isEmail, isMonthString } from '../domain/formats.ts'
-import { type MonthRange, monthRangesOverlap, nextMonth, previousMonth } from '../domain/periods.ts'
+import { type MonthRange, monthRangesOverlap, monthRangeWithout } from '../domain/periods.ts'
 import { newId } from '../ids.ts'
 import type { Company, GroupAttribution, ImportItemIssue, ManagerAttribution, User } from '../store/model.ts'
 import type { Store } from '../store/port.ts'
@@ -117,24 +117,11 @@ function cut<T extends MonthRange>(stored: T, scoped: { user_id: string; scope: 
   let pieces: MonthRange[] = [{ start_month: stored.start_month, end_month: stored.end_month }]
   for (const placement of placements) {
     if (placement.userId !== scoped.user_id || placement.scope !== scoped.scope) continue
-    pieces = pieces.flatMap((piece) => subtract(piece, placement))
+    pieces = pieces.flatMap((piece) => monthRangeWithout(piece, placement))
   }
   const untouched = pieces.length === 1 && pieces[0].start_month === stored.start_month && pieces[0].end_month === stored.end_month
   if (untouched) return [stored]
   return pieces.map((piece) => ({ ...stored, id: newId(), start_month: piece.start_month, end_month: piece.end_month }))
-}
-
-/** The months of `range` outside `taken`: none, one or two ranges. */
-function subtract(range: MonthRange, taken: MonthRange): MonthRange[] {
-  if (!monthRangesOverlap(range, taken)) return [range]
-  const pieces: MonthRange[] = []
-  if (taken.start_month !== null && (range.start_month === null || range.start_month < taken.start_month)) {
-    pieces.push({ start_month: range.start_month, end_month: previousMonth(taken.start_month) })
-  }
-  if (taken.end_month !== null && (range.end_month === null || range.end_month > taken.end_month)) {
-    pieces.push({ start_month: nextMonth(taken.end_month), end_month: range.end_month })
-  }
-  return pieces
 }
 
 function managerOf(company: Company, placement: Placement, managerId: string): ManagerAttribution {
