@@ -22,6 +22,15 @@ export function dateOf(raw: unknown): string | null {
   return parseInstant(raw)?.toISOString().slice(0, 10) ?? null
 }
 
+/**
+ * YYYY-MM-DD: the date of a data-table date or date-time field's value, which the store holds checked (a date,
+ * or a date-time in ISO 8601 UTC, `parseRecord`): its first ten characters, without parsing it again, since the
+ * calculation reads it for every record it places.
+ */
+export function recordDateOf(raw: unknown): string | null {
+  return typeof raw === 'string' && /^\d{4}-\d{2}-\d{2}/.test(raw) ? raw.slice(0, 10) : null
+}
+
 /** A multi-valued field as one string, its values joined as the v1 upsert takes them; any other value as text. */
 export function multiText(raw: unknown): string | null {
   return Array.isArray(raw) ? joinMulti(raw) : textOf(raw)
