@@ -21,25 +21,18 @@ export type Emails = ReadonlyMap<string, string>
 const userReference = (userId: string, emails: Emails): UserReference => ({ id: userId, email: emails.get(userId) ?? null })
 
 /**
- * A data-table value in its v2 form, from its stored form (amounts as objects, multi-valued fields as arrays,
- * date-times as ISO UTC): a date-time as its UTC date, a boolean as `"true"`/`"false"`, a multi-valued field as
- * one string.
+ * Each data-table type's value in its v2 form, from its stored form (amounts as objects, multi-valued fields as
+ * arrays, date-times as ISO UTC): a date-time as its UTC date, a boolean as `"true"`/`"false"`, a multi-valued
+ * field as one string.
  */
-export function dataTableValue(type: DataTableFieldType, raw: unknown): unknown {
-  switch (type) {
-    case 'string':
-    case 'multi':
-      return multiText(raw)
-    case 'number':
-      return numberOf(raw)
-    case 'amount':
-      return moneyOf(raw, null)
-    case 'date':
-    case 'datetime':
-      return dateOf(raw)
-    case 'boolean':
-      return typeof raw === 'boolean' ? String(raw) : raw === 'true' || raw === 'false' ? raw : null
-  }
+const DATA_TABLE_VALUES: Record<DataTableFieldType, (raw: unknown) => unknown> = {
+  string: multiText,
+  multi: multiText,
+  number: numberOf,
+  amount: (raw) => moneyOf(raw, null),
+  date: dateOf,
+  datetime: dateOf,
+  boolean: (raw) => (typeof raw === 'boolean' ? String(raw) : raw === 'true' || raw === 'false' ? raw : null),
 }
 
 interface MetricColumn {
@@ -93,7 +86,7 @@ export function recordRenderer(fields: readonly DataTableField[], metrics: reado
       'standard.commission_impact': { value: line.commission, currency: line.currency },
       'standard.date': line.date,
     }
-    for (const column of fieldColumns) row[column.key] = dataTableValue(column.type, line.record_values[column.source])
+    for (const column of fieldColumns) row[column.key] = DATA_TABLE_VALUES[column.type](line.record_values[column.source])
     return addMetrics(row, columns, line.metrics, line.currency)
   }
 }
