@@ -80,7 +80,7 @@ Options:
   --json    print one JSON document on stdout
   --help    this text
 
-Configuration comes from the environment (DATA_DIR, MONGODB_URL, ...): see the README.`
+Configuration comes from the environment (DATA_DIR, MONGODB_URL, ...): see docs/configuration.md.`
 
 class UsageError extends Error {}
 

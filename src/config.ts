@@ -1,6 +1,6 @@
 import { resolve } from 'node:path'
 
-/** The service's configuration, read once from the environment at start-up. The README lists every variable. */
+/** The service's configuration, read once from the environment at start-up. docs/configuration.md lists every variable. */
 export interface Config {
   port: number
   host: string

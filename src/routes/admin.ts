@@ -134,7 +134,7 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{ worker?: WorkerProbe }> = 
   // Registered after the token hook, so that it guards these routes too.
   await app.register(adminRevisionRoutes)
   await app.register(adminPlanRoutes)
-  // The test kit: the clock, imports, faults, the request journal, reset (README, "Using it in your tests").
+  // The test kit: the clock, imports, faults, the request journal, reset (docs/testing.md).
   const kit = app.testKit
   if (!kit) throw new Error('the admin routes need the test kit: registerTestKit comes first')
   await app.register(adminClockRoutes, { worker })
