@@ -51,15 +51,20 @@ describe('the README', () => {
 
 describe('the documentation', () => {
   it('links only to files and headings of the repository, which exist', () => {
+    const broken: string[] = []
+    let links = 0
     for (const page of PAGES) {
       for (const link of linksOf(read(page))) {
+        links++
         const [path, anchor] = link.split('#')
         const target = path === '' ? resolve(ROOT, page) : resolve(ROOT, dirname(page), path)
-        expect(relative(ROOT, target).startsWith('..'), `${page} → ${link}: outside the repository`).toBe(false)
-        expect(existsSync(target), `${page} → ${link}`).toBe(true)
-        if (anchor && target.endsWith('.md')) expect(anchorsOf(readFileSync(target, 'utf8')).has(anchor), `${page} → ${link}: no such heading`).toBe(true)
+        if (relative(ROOT, target).startsWith('..')) broken.push(`${page} → ${link}: outside the repository`)
+        else if (!existsSync(target)) broken.push(`${page} → ${link}: no such file`)
+        else if (anchor && target.endsWith('.md') && !anchorsOf(readFileSync(target, 'utf8')).has(anchor)) broken.push(`${page} → ${link}: no such heading`)
       }
     }
+    expect(links).toBeGreaterThan(50)
+    expect(broken).toEqual([])
   })
 
   it('names no file outside the repository as the specification', () => {

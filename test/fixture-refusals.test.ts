@@ -138,8 +138,8 @@ describe('an API-key secret another company uses', () => {
 describe('the fixtures the documentation shows', () => {
   const root = resolve(import.meta.dirname, '..')
   const pages = ['README.md', ...readdirSync(resolve(root, 'docs')).filter((name) => name.endsWith('.md')).map((name) => `docs/${name}`)]
-  const text = pages.map((page) => readFileSync(resolve(root, page), 'utf8')).join('\n')
-  const fixtures = [...text.matchAll(/```json\n([\s\S]*?)```/g)].map((match) => match[1]).filter((block) => /^\s*\{\s*"company"/.test(block))
+  const documentation = pages.map((page) => readFileSync(resolve(root, page), 'utf8')).join('\n')
+  const fixtures = [...documentation.matchAll(/```json\n([\s\S]*?)```/g)].map((match) => match[1]).filter((block) => /^\s*\{\s*"company"/.test(block))
 
   it('there is at least one', () => {
     expect(fixtures.length).toBeGreaterThan(0)
