@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
 import { Value } from 'typebox/value'
 import { clockState, moveClock } from './admin/clock.ts'
-import { companyInventory, createCompanyKey } from './admin/company-admin.ts'
+import { companyInventory, createCompanyKey, existingCompany } from './admin/company-admin.ts'
 import { DEFAULT_DRAIN_TIMEOUT_MS, drainImports, IMPORT_STATUSES, listImports } from './admin/imports.ts'
 import { resetCompany, resetEveryCompany } from './admin/reset.ts'
 import { calculationProblems, deletePlan, listPlans, savePlan, setExchangeRates } from './admin/plans.ts'
@@ -16,14 +16,13 @@ import { WRITE_WARNING } from './conformance/write-checks.ts'
 import { NotFoundError, TimedOutError, ValidationError } from './errors.ts'
 import { demoFixture } from './fixtures/demo.ts'
 import { loadFixture } from './fixtures/load-fixture.ts'
-import { describePlan } from './fixtures/plan-definitions.ts'
 import { type FixturePlan, FixturePlanSchema } from './fixtures/schema.ts'
 import { startServer } from './server.ts'
 import { composeImportWorker } from './imports/compose-worker.ts'
 import { startupFailure } from './startup-errors.ts'
 import { surviveClosedOutput } from './logger.ts'
 import { openStore, storeDescription } from './store/open-store.ts'
-import { type ImportStatus, type Plan, QUOTA_TYPES, type QuotaType } from './store/model.ts'
+import { type ImportStatus, QUOTA_TYPES, type QuotaType } from './store/model.ts'
 import type { Store } from './store/port.ts'
 import { terminalProgress } from './sync/progress.ts'
 import { SyncDirectoryError } from './sync/state.ts'
@@ -78,7 +77,7 @@ Options:
   --json    print one JSON document on stdout
   --help    this text
 
-Configuration comes from the environment (DATA_DIR, MONGODB_URL, ...): see the README.`
+Configuration comes from the environment (DATA_DIR, MONGODB_URL, ...): see docs/configuration.md.`
 
 class UsageError extends Error {}
 
@@ -173,12 +172,8 @@ const COMMANDS: Record<string, Command> = {
   async plans(store, positionals, options, { clock }) {
     const companyId = requiredOption(options, 'company')
     const [subcommand, file] = positionals
-    const describe = async (plans: readonly Plan[]) => {
-      const [tables, quotas] = await Promise.all([store.dataTables.list(companyId), store.quotas.list(companyId)])
-      return plans.map((plan) => describePlan(plan, { tables, quotas }))
-    }
     if (subcommand === undefined) {
-      const plans = await describe(await listPlans(store, companyId))
+      const plans = await listPlans(store, companyId)
       return { json: plans, text: plans.map((plan) => `${plan.id}  ${plan.environment}  ${plan.name} (${plan.frequency}, ${plan.data_table})`).join('\n') || '(no plan)' }
     }
     if (subcommand === 'delete') {
@@ -192,7 +187,7 @@ const COMMANDS: Record<string, Command> = {
     if (errors.length > 0) throw new ValidationError(errors)
     const plan = typeof options.plan === 'string' ? options.plan : undefined
     const change = await savePlan(store, clock, companyId, definition as FixturePlan, plan)
-    const [described] = await describe([change.plan])
+    const described = change.plan
     const { cells, statements_written: statements, lines_written: lines, problems } = change.calculation
     return {
       json: { plan: described, calculation: change.calculation },
@@ -203,9 +198,7 @@ const COMMANDS: Record<string, Command> = {
   async 'exchange-rates'(store, positionals, options, { clock }) {
     const companyId = requiredOption(options, 'company')
     if (positionals.length === 0) {
-      const company = await store.companies.get(companyId)
-      if (!company) throw new NotFoundError('company')
-      const rates = company.exchange_rates ?? {}
+      const rates = (await existingCompany(store, companyId)).exchange_rates ?? {}
       return { json: rates, text: Object.entries(rates).map(([currency, rate]) => `${currency}=${rate}`).join('\n') || '(no rate)' }
     }
     const rates: Record<string, number> = {}
@@ -239,7 +232,7 @@ const COMMANDS: Record<string, Command> = {
   },
 
   async imports(store, positionals, options, { config, clock }) {
-    const companyId = requiredOption(options, 'company').toLowerCase()
+    const companyId = requiredOption(options, 'company')
     const [subcommand] = positionals
     let listed
     if (subcommand === 'drain') {
@@ -256,14 +249,14 @@ const COMMANDS: Record<string, Command> = {
   },
 
   async reset(store, _positionals, options) {
-    const outcomes = typeof options.company === 'string' ? [await resetCompany(store, options.company.toLowerCase())] : await resetEveryCompany(store)
+    const outcomes = typeof options.company === 'string' ? [await resetCompany(store, options.company)] : await resetEveryCompany(store)
     const text = outcomes.map((outcome) => `${outcome.id}  ${outcome.name}: ${outcome.reset ? 'reset' : 'left as it is (created before fixtures were kept)'}`)
     return { json: outcomes, text: text.join('\n') || '(no company)' }
   },
 
   async structures(store, _positionals, options) {
     const inventory = await companyInventory(store, requiredOption(options, 'company'))
-    const items = inventory.structures.map(({ id, name, type, environment, key }) => ({ id, name, type, environment, ...(key ? { key } : {}) }))
+    const items = inventory.structures.map(({ id, name, type, environment, ...item }) => ({ id, name, type, environment, ...('key' in item ? { key: item.key } : {}) }))
     const text = items.map((item) => `${item.id}  ${item.type.padEnd(19)} ${item.environment.padEnd(7)} ${item.name}${item.key ? ` (key ${item.key})` : ''}`)
     return { json: items, text: text.join('\n') }
   },

@@ -1,6 +1,6 @@
 import { resolve } from 'node:path'
 
-/** The service's configuration, read once from the environment at start-up. The README lists every variable. */
+/** The service's configuration, read once from the environment at start-up. docs/configuration.md lists every variable. */
 export interface Config {
   port: number
   host: string
@@ -49,15 +49,17 @@ export interface Config {
   demoApiKey: string | null
 }
 
-export type ClockMode = 'system' | 'controlled'
+const CLOCK_MODES = ['system', 'controlled'] as const
+export type ClockMode = (typeof CLOCK_MODES)[number]
 
 /** The `DATA_DIR` that keeps the embedded store in memory: nothing is written to disk, and nothing outlives the process. */
 export const IN_MEMORY = ':memory:'
 
-export type ImportWorkerMode = 'thread' | 'inline'
+const IMPORT_WORKER_MODES = ['thread', 'inline'] as const
+export type ImportWorkerMode = (typeof IMPORT_WORKER_MODES)[number]
 
-export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
-const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
+export type LogLevel = (typeof LOG_LEVELS)[number]
 
 /**
  * `serve --test-mode`: what a connector's test suite needs of a stand-in, in one flag. These become the defaults
@@ -86,47 +88,55 @@ type Env = Record<string, string | undefined>
 
 const MIB = 1024 * 1024
 
+/** What a parser makes of a variable's text: the value, or what is wrong with it. */
+type Parsed<T> = { value: T } | { problem: string }
+
+const problem = (text: string): { problem: string } => ({ problem: text })
+
+/** Variables whose value is a secret: a refusal names them without showing the value. */
+const SECRET_VARIABLES = new Set(['ADMIN_TOKEN', 'DEMO_API_KEY'])
+
+/** A refused value as the error shows it: a secret not at all, a URL without the credentials it may carry. */
+function shownValue(name: string, raw: string): string {
+  if (SECRET_VARIABLES.has(name)) return '(secret, not shown)'
+  return JSON.stringify(raw.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^@/?#]*@/i, '$1…@'))
+}
+
 /** Reads and validates the configuration; throws one ConfigError that names every bad variable. */
 export function loadConfig(env: Env = process.env): Config {
   const problems: string[] = []
-  const read = <T>(name: string, fallback: T, parse: (raw: string) => T | string): T => {
+  const read = <T>(name: string, fallback: T, parse: (raw: string) => Parsed<T>): T => {
     const raw = env[name]
     if (raw === undefined || raw.trim() === '') return fallback
     const parsed = parse(raw.trim())
-    if (typeof parsed === 'string' && parsed.startsWith('!')) {
-      problems.push(`${name}=${JSON.stringify(raw)}: ${parsed.slice(1)}`)
-      return fallback
-    }
-    return parsed as T
+    if ('value' in parsed) return parsed.value
+    problems.push(`${name}=${shownValue(name, raw)}: ${parsed.problem}`)
+    return fallback
   }
 
   const config: Config = {
     port: read('PORT', 3000, parsePort),
-    host: read('HOST', '127.0.0.1', (raw) => raw),
-    dataDir: read('DATA_DIR', resolve('./data'), (raw) => (raw === IN_MEMORY ? raw : resolve(raw))),
+    host: read('HOST', '127.0.0.1', (raw) => ({ value: raw })),
+    dataDir: read('DATA_DIR', resolve('./data'), (raw) => ({ value: raw === IN_MEMORY ? raw : resolve(raw) })),
     mongodbUrl: read<string | null>('MONGODB_URL', null, parseMongoUrl),
     publicUrl: read<string | null>('PUBLIC_URL', null, parsePublicUrl),
-    adminToken: read<string | null>('ADMIN_TOKEN', null, parseAdminToken),
-    logLevel: read<LogLevel>('LOG_LEVEL', 'info', (raw) =>
-      (LOG_LEVELS as readonly string[]).includes(raw) ? (raw as LogLevel) : `!expected one of ${LOG_LEVELS.join(', ')}`,
-    ),
+    adminToken: read<string | null>('ADMIN_TOKEN', null, parseSecret),
+    logLevel: read('LOG_LEVEL', 'info', (raw) => oneOf(LOG_LEVELS, raw)),
     demo: read('DEMO', true, parseSwitch),
     trustProxy: read<boolean | number | string[]>('TRUST_PROXY', false, parseTrustProxy),
     rateLimitPerSecond: read('RATE_LIMIT_PER_SECOND', 80, (raw) => parseWholeNumber(raw, 1, 1_000_000)),
     shutdownTimeoutMs: read('SHUTDOWN_TIMEOUT_MS', 10_000, (raw) => parseWholeNumber(raw, 1, 3_600_000)),
     importPollMs: read('IMPORT_POLL_MS', 250, (raw) => parseWholeNumber(raw, 10, 60_000)),
     importLeaseMs: read('IMPORT_LEASE_MS', 60_000, (raw) => parseWholeNumber(raw, 1_000, 3_600_000)),
-    // 32 MiB: 5,000 records of 4 KiB (the top of the recommended batch) are about 20 MiB with their JSON.
+    // The default holds the top of the recommended batch, 5,000 records of 4 KiB, with its JSON (docs/decisions.md).
     bodyLimitMb: read('BODY_LIMIT_MB', 32, (raw) => parseWholeNumber(raw, 1, 512)),
     corsOrigins: read<string[]>('CORS_ORIGINS', [], parseOrigins),
     workerHealthPort: read<number | null>('WORKER_HEALTH_PORT', null, parsePort),
-    importWorker: read<ImportWorkerMode>('IMPORT_WORKER', 'thread', (raw) =>
-      raw === 'thread' || raw === 'inline' ? raw : '!expected thread or inline',
-    ),
+    importWorker: read('IMPORT_WORKER', 'thread', (raw) => oneOf(IMPORT_WORKER_MODES, raw)),
     importQueueLimitBytes: read('IMPORT_QUEUE_LIMIT_MB', 64, (raw) => parseWholeNumber(raw, 1, 1_000_000)) * MIB,
-    clock: read<ClockMode>('CLOCK', 'system', (raw) => (raw === 'system' || raw === 'controlled' ? raw : '!expected system or controlled')),
+    clock: read('CLOCK', 'system', (raw) => oneOf(CLOCK_MODES, raw)),
     requestJournalSize: read('REQUEST_JOURNAL_SIZE', 1000, (raw) => parseWholeNumber(raw, 0, 100_000)),
-    demoApiKey: read<string | null>('DEMO_API_KEY', null, (raw) => (raw.length >= 16 ? raw : '!expected at least 16 characters')),
+    demoApiKey: read<string | null>('DEMO_API_KEY', null, parseSecret),
   }
   // A worker thread opens the store on a connection of its own: an in-memory database has no second connection.
   if (config.dataDir === IN_MEMORY && !config.mongodbUrl) {
@@ -138,53 +148,61 @@ export function loadConfig(env: Env = process.env): Config {
   return config
 }
 
-function parsePort(raw: string): number | string {
+function oneOf<T extends string>(choices: readonly T[], raw: string): Parsed<T> {
+  const choice = choices.find((item) => item === raw)
+  if (choice !== undefined) return { value: choice }
+  return problem(choices.length === 2 ? `expected ${choices[0]} or ${choices[1]}` : `expected one of ${choices.join(', ')}`)
+}
+
+function parsePort(raw: string): Parsed<number> {
   const port = Number(raw)
-  return /^\d+$/.test(raw) && port <= 65535 ? port : '!expected a port number from 0 to 65535'
+  return /^\d+$/.test(raw) && port <= 65535 ? { value: port } : problem('expected a port number from 0 to 65535')
 }
 
-function parseWholeNumber(raw: string, min: number, max: number): number | string {
+function parseWholeNumber(raw: string, min: number, max: number): Parsed<number> {
   const value = Number(raw)
-  return /^\d+$/.test(raw) && value >= min && value <= max ? value : `!expected a whole number from ${min} to ${max}`
+  return /^\d+$/.test(raw) && value >= min && value <= max ? { value } : problem(`expected a whole number from ${min} to ${max}`)
 }
 
-function parseSwitch(raw: string): boolean | string {
+function parseSwitch(raw: string): Parsed<boolean> {
   const value = raw.toLowerCase()
-  if (['on', 'true', '1', 'yes'].includes(value)) return true
-  if (['off', 'false', '0', 'no'].includes(value)) return false
-  return '!expected on or off'
+  if (['on', 'true', '1', 'yes'].includes(value)) return { value: true }
+  if (['off', 'false', '0', 'no'].includes(value)) return { value: false }
+  return problem('expected on or off')
 }
 
-function parseMongoUrl(raw: string): string {
-  return /^mongodb(\+srv)?:\/\//.test(raw) ? raw : '!expected a mongodb:// or mongodb+srv:// connection string'
+function parseMongoUrl(raw: string): Parsed<string> {
+  return /^mongodb(\+srv)?:\/\//.test(raw) ? { value: raw } : problem('expected a mongodb:// or mongodb+srv:// connection string')
 }
 
-function parsePublicUrl(raw: string): string {
+function parsePublicUrl(raw: string): Parsed<string> {
+  let url: URL
   try {
-    const url = new URL(raw)
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') return '!expected an http or https URL'
-    if (url.search || url.hash) return '!expected a URL without query or fragment'
-    return url.href.replace(/\/+$/, '')
+    url = new URL(raw)
   } catch {
-    return '!expected an absolute URL such as https://api.example.com'
+    return problem('expected an absolute URL such as https://api.example.com')
   }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return problem('expected an http or https URL')
+  if (url.search || url.hash) return problem('expected a URL without query or fragment')
+  return { value: url.href.replace(/\/+$/, '') }
 }
 
-function parseAdminToken(raw: string): string {
-  return raw.length >= 16 ? raw : '!expected at least 16 characters'
+/** The admin token and the demo key's secret: long enough not to be guessed. */
+function parseSecret(raw: string): Parsed<string> {
+  return raw.length >= 16 ? { value: raw } : problem('expected at least 16 characters')
 }
 
-function parseTrustProxy(raw: string): boolean | number | string[] | string {
+function parseTrustProxy(raw: string): Parsed<boolean | number | string[]> {
   const asSwitch = parseSwitch(raw)
-  if (typeof asSwitch === 'boolean') return asSwitch
-  if (/^\d+$/.test(raw)) return Number(raw)
+  if ('value' in asSwitch) return asSwitch
+  if (/^\d+$/.test(raw)) return { value: Number(raw) }
   const addresses = raw.split(',').map((part) => part.trim())
-  if (addresses.every((address) => /^[0-9a-fA-F.:]+(\/\d{1,3})?$/.test(address))) return addresses
-  return '!expected on, off, a hop count, or a comma-separated list of addresses or CIDR ranges'
+  if (addresses.every((address) => /^[0-9a-fA-F.:]+(\/\d{1,3})?$/.test(address))) return { value: addresses }
+  return problem('expected on, off, a hop count, or a comma-separated list of addresses or CIDR ranges')
 }
 
 /** A comma-separated list of origins (`scheme://host[:port]`, as a browser sends them), or `*`. */
-function parseOrigins(raw: string): string[] | string {
+function parseOrigins(raw: string): Parsed<string[]> {
   const origins: string[] = []
   for (const part of raw.split(',').map((item) => item.trim()).filter((item) => item !== '')) {
     if (part === '*') {
@@ -195,12 +213,12 @@ function parseOrigins(raw: string): string[] | string {
     try {
       url = new URL(part)
     } catch {
-      return `!${JSON.stringify(part)} is not an origin such as http://localhost:5173`
+      return problem(`${JSON.stringify(part)} is not an origin such as http://localhost:5173`)
     }
     if ((url.protocol !== 'http:' && url.protocol !== 'https:') || `${url.origin}/` !== url.href.replace(/\/?$/, '/')) {
-      return `!${JSON.stringify(part)} is not an origin (scheme://host[:port], without path, query or fragment)`
+      return problem(`${JSON.stringify(part)} is not an origin (scheme://host[:port], without path, query or fragment)`)
     }
     origins.push(url.origin)
   }
-  return origins
+  return { value: origins }
 }

@@ -1,15 +1,8 @@
 import { ObjectId } from 'bson'
 
-/** A new ObjectId as a 24-character hex string: ids sort by creation time, in text and in MongoDB. */
+/** A new ObjectId in its stored text form (src/domain/ids.ts): ids sort by creation time, in text and in MongoDB. */
 export function newId(): string {
   return new ObjectId().toHexString()
-}
-
-const OBJECT_ID = /^[0-9a-f]{24}$/
-
-/** True for the canonical (lower-case hex) text form of an ObjectId. */
-export function isObjectId(value: string): boolean {
-  return OBJECT_ID.test(value)
 }
 
 /** Makes new ids and remembers them, in order: what a fixture's load made, so that a reload makes the same. */

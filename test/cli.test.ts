@@ -30,6 +30,13 @@ describe('the CLI', () => {
     const key = runCli(['keys', 'create', '--company', loaded.company_id, '--user', 'rep@loaded.example', '--json'], env)
     expect(key.code, key.stderr).toBe(0)
     expect(JSON.parse(key.stdout).api_key).not.toBe(loaded.api_key)
+    // A company id is read in any letter case, by every command that takes one.
+    const upper = loaded.company_id.toUpperCase()
+    expect(runCli(['keys', 'create', '--company', upper, '--json'], env).code).toBe(0)
+    expect(JSON.parse(runCli(['structures', '--company', upper, '--json'], env).stdout).length).toBeGreaterThan(0)
+    const plans = runCli(['plans', '--company', upper, '--json'], env)
+    expect(plans.code, plans.stderr).toBe(0)
+    expect(JSON.parse(plans.stdout)).toEqual(expect.any(Array))
   })
 
   it('reports every fixture problem with its JSON path and exits 1', () => {

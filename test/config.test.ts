@@ -2,6 +2,16 @@ import { resolve } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { ConfigError, loadConfig, TEST_MODE_DEFAULTS, withTestModeDefaults } from '../src/config.ts'
 
+/** The message of the ConfigError a configuration is refused with. */
+function refusal(env: Record<string, string>): string {
+  try {
+    loadConfig(env)
+  } catch (error) {
+    return (error as Error).message
+  }
+  throw new Error('accepted')
+}
+
 describe('configuration', () => {
   it('has defaults for a newcomer', () => {
     expect(loadConfig({})).toEqual({
@@ -128,6 +138,23 @@ describe('configuration', () => {
     })
     const mine = loadConfig(withTestModeDefaults({ PORT: '4000', ADMIN_TOKEN: 'my-own-admin-token-42', DATA_DIR: '', CLOCK: undefined }))
     expect(mine).toMatchObject({ port: 4000, adminToken: 'my-own-admin-token-42', dataDir: ':memory:', clock: 'controlled' })
+  })
+
+  it('takes any value its variable accepts, one that starts with ! included', () => {
+    expect(loadConfig({ ADMIN_TOKEN: '!an-admin-token-that-is-long' }).adminToken).toBe('!an-admin-token-that-is-long')
+    expect(loadConfig({ DEMO_API_KEY: '!a-demo-key-secret-long' }).demoApiKey).toBe('!a-demo-key-secret-long')
+    expect(loadConfig({ DATA_DIR: '!data' }).dataDir).toBe(resolve('!data'))
+    expect(loadConfig({ HOST: '!host' }).host).toBe('!host')
+  })
+
+  it('never shows a secret it refuses, nor the credentials of a URL', () => {
+    const token = refusal({ ADMIN_TOKEN: 'hunter2-short' })
+    expect(token).toMatch(/ADMIN_TOKEN=.*expected at least 16 characters/)
+    expect(token).not.toContain('hunter2')
+    expect(refusal({ DEMO_API_KEY: 'cak_tiny' })).not.toContain('cak_tiny')
+    const url = refusal({ MONGODB_URL: 'postgres://admin:s3cret@db:5432/x' })
+    expect(url).toContain('MONGODB_URL="postgres://…@db:5432/x": expected a mongodb://')
+    expect(url).not.toContain('s3cret')
   })
 
   it('names every bad variable at once', () => {

@@ -1,8 +1,14 @@
 import { describe, expect, it } from 'vitest'
 import { isDateString } from '../src/domain/formats.ts'
-import { roundToCents, sumCents } from '../src/domain/money.ts'
-import { firstMonthOfPeriod, monthText, periodOfMonth } from '../src/domain/periods.ts'
+import { isObjectId, storedId } from '../src/domain/ids.ts'
+import { amountKeyOf, currencyKey, flatAmount, isMoney, moneyOf, numberOf, roundToCents, sumCents } from '../src/domain/money.ts'
+import { addMonths, firstMonthOfPeriod, monthRangeWithout, monthText, periodOfMonth, shiftMonth } from '../src/domain/periods.ts'
+import { joinMulti, splitMulti } from '../src/domain/record-values.ts'
+import { metricValue, multiText } from '../src/domain/stored-values.ts'
+import { newId } from '../src/ids.ts'
 import { QUOTA_FREQUENCIES } from '../src/store/model.ts'
+
+const range = (start_month: string | null, end_month: string | null) => ({ start_month, end_month })
 
 describe('periods', () => {
   it('finds the first month of every period of every frequency and fiscal year start, the inverse of periodOfMonth', () => {
@@ -28,6 +34,20 @@ describe('periods', () => {
     expect(firstMonthOfPeriod('annually', '2026', 1)).toEqual({ year: 2026, month: 1 })
     expect(firstMonthOfPeriod('monthly', '2026-13', 1)).toBeNull()
     expect(firstMonthOfPeriod('quarterly', '2026-03', 1)).toBeNull()
+  })
+
+  it('moves months across years, in both directions', () => {
+    expect(addMonths({ year: 2026, month: 1 }, -1)).toEqual({ year: 2025, month: 12 })
+    expect(addMonths({ year: 2025, month: 11 }, 14)).toEqual({ year: 2027, month: 1 })
+    expect(shiftMonth('2026-01', -13)).toBe('2024-12')
+    expect(shiftMonth('0001-01', -1)).toBe('0000-12')
+  })
+
+  it('takes months out of a range: the parts before and after remain, open ends included', () => {
+    expect(monthRangeWithout(range('2026-01', '2026-12'), range('2026-04', '2026-06'))).toEqual([range('2026-01', '2026-03'), range('2026-07', '2026-12')])
+    expect(monthRangeWithout(range(null, null), range('2026-04', null))).toEqual([range(null, '2026-03')])
+    expect(monthRangeWithout(range('2026-01', '2026-03'), range('2026-04', null))).toEqual([range('2026-01', '2026-03')])
+    expect(monthRangeWithout(range('2026-05', '2026-06'), range(null, null))).toEqual([])
   })
 })
 
@@ -69,5 +89,96 @@ describe('isDateString: a real calendar date, checked by arithmetic', () => {
     expect(isDateString(value)).toBe(expected)
     const date = new Date(`${value}T00:00:00Z`)
     expect(!Number.isNaN(date.getTime()) && date.toISOString().startsWith(value)).toBe(expected)
+  })
+})
+
+describe('metricValue of a date metric', () => {
+  it('reads a date-time without an offset as UTC, whatever the process’s time zone (renderings made in one process are read in another)', () => {
+    const zone = process.env.TZ
+    try {
+      for (const timeZone of ['UTC', 'America/New_York', 'Asia/Tokyo']) {
+        process.env.TZ = timeZone
+        expect(metricValue('date', '2026-01-10T23:30:00', 'EUR'), timeZone).toBe('2026-01-10')
+        expect(metricValue('date', '2026-01-10T23:30:00-05:00', 'EUR'), timeZone).toBe('2026-01-11')
+      }
+    } finally {
+      if (zone === undefined) delete process.env.TZ
+      else process.env.TZ = zone
+    }
+  })
+})
+
+describe('ids', () => {
+  it('reads an id as a client sends it in its stored form, lower case; anything but 24 hex digits names nothing', () => {
+    const id = newId()
+    expect(isObjectId(id)).toBe(true)
+    expect(storedId(id.toUpperCase())).toBe(id)
+    expect(storedId(id)).toBe(id)
+    expect(isObjectId(id.toUpperCase())).toBe(false)
+    for (const malformed of ['', 'deals', `${id}0`, id.slice(1), `${id.slice(1)}g`]) expect(storedId(malformed), malformed).toBeNull()
+  })
+})
+
+describe('amounts', () => {
+  it('are a number with a currency code as text', () => {
+    expect(isMoney({ value: 10, currency: 'EUR' })).toBe(true)
+    expect(isMoney({ value: 10 })).toBe(false)
+    expect(isMoney({ value: 10, currency: null })).toBe(false)
+    expect(isMoney({ value: '10', currency: 'EUR' })).toBe(false)
+    expect(isMoney(10)).toBe(false)
+  })
+
+  it('read from a stored value: a number or an amount without a currency takes the row\'s, none without one', () => {
+    expect(moneyOf({ value: 10, currency: 'USD' }, 'EUR')).toEqual({ value: 10, currency: 'USD' })
+    expect(moneyOf(10, 'EUR')).toEqual({ value: 10, currency: 'EUR' })
+    expect(moneyOf({ value: 10, currency: 5 }, 'EUR')).toEqual({ value: 10, currency: 'EUR' })
+    expect(moneyOf({ value: 10, currency: 'USD' }, null)).toEqual({ value: 10, currency: 'USD' })
+    expect(moneyOf({ value: 10 }, null)).toBeNull()
+    expect(moneyOf(10, null)).toBeNull()
+    expect(moneyOf('10', 'EUR')).toBeNull()
+    expect(numberOf({ value: 10, currency: 'USD' })).toBe(10)
+    expect(numberOf('10')).toBeNull()
+  })
+
+  it('in v1\'s flat form: the number under the key, its currency beside it; anything else with a null currency', () => {
+    expect(currencyKey('amount')).toBe('amount_currency')
+    expect(amountKeyOf('amount_currency')).toBe('amount')
+    expect(amountKeyOf('amount')).toBeNull()
+    expect(flatAmount('bonus', { value: 5, currency: 'EUR' })).toEqual([['bonus', 5], ['bonus_currency', 'EUR']])
+    expect(flatAmount('bonus', 0.5)).toEqual([['bonus', 0.5], ['bonus_currency', null]])
+    expect(flatAmount('bonus', null)).toEqual([['bonus', null], ['bonus_currency', null]])
+    expect(flatAmount('bonus', undefined)).toEqual([['bonus', null], ['bonus_currency', null]])
+  })
+})
+
+describe('multi-valued fields', () => {
+  it('are one string with their values separated by ;, read and written the same way', () => {
+    expect(splitMulti('new; upsell;;renewal ')).toEqual(['new', 'upsell', 'renewal'])
+    expect(joinMulti(['new', 'upsell'])).toBe('new;upsell')
+    expect(splitMulti(joinMulti(['a', 'b']))).toEqual(['a', 'b'])
+    expect(multiText(['new', 'upsell'])).toBe('new;upsell')
+    expect(multiText('new')).toBe('new')
+    expect(multiText(3)).toBe('3')
+    expect(multiText({ value: 1 })).toBeNull()
+  })
+})
+
+describe('metricValue: a stored value by the kind of its metric now', () => {
+  it.each([
+    ['amount', { value: 5, currency: 'USD' }, { value: 5, currency: 'USD' }],
+    ['amount', 5, { value: 5, currency: 'EUR' }],
+    ['amount', 'five', null],
+    ['percentage', 0.85, 0.85],
+    ['float', { value: 5, currency: 'USD' }, 5],
+    ['float', '5', null],
+    ['enum', 'gold', 'gold'],
+    ['text', 12, '12'],
+    ['text', true, 'true'],
+    ['text', { value: 5 }, null],
+    ['date', '2026-01-10', '2026-01-10'],
+    ['date', 'January', null],
+    ['date', null, null],
+  ] as const)('%s of %j is %j', (kind, raw, shown) => {
+    expect(metricValue(kind, raw, 'EUR')).toEqual(shown)
   })
 })

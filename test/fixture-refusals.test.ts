@@ -1,4 +1,4 @@
-import { readFileSync, writeFileSync } from 'node:fs'
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { resolve } from 'node:path'
 import * as fc from 'fast-check'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -135,9 +135,11 @@ describe('an API-key secret another company uses', () => {
   })
 })
 
-describe('the fixtures the README shows', () => {
-  const readme = readFileSync(resolve(import.meta.dirname, '../README.md'), 'utf8')
-  const fixtures = [...readme.matchAll(/```json\n([\s\S]*?)```/g)].map((match) => match[1]).filter((block) => /^\s*\{\s*"company"/.test(block))
+describe('the fixtures the documentation shows', () => {
+  const root = resolve(import.meta.dirname, '..')
+  const pages = ['README.md', ...readdirSync(resolve(root, 'docs')).filter((name) => name.endsWith('.md')).map((name) => `docs/${name}`)]
+  const documentation = pages.map((page) => readFileSync(resolve(root, page), 'utf8')).join('\n')
+  const fixtures = [...documentation.matchAll(/```json\n([\s\S]*?)```/g)].map((match) => match[1]).filter((block) => /^\s*\{\s*"company"/.test(block))
 
   it('there is at least one', () => {
     expect(fixtures.length).toBeGreaterThan(0)

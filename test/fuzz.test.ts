@@ -16,7 +16,7 @@ const ADMIN_TOKEN = 'fuzz-test-admin-token-0123456789'
 
 const text = fc.string({ maxLength: 12 })
 
-/** The body each status family documents (README, "Errors"); null when the status has none. */
+/** The body each status family documents (docs/interface.md, "Errors"); null when the status has none. */
 function documentedShapeProblem(reply: Reply): string | null {
   const body = reply.body
   const isObject = typeof body === 'object' && body !== null && !Array.isArray(body)

@@ -1,4 +1,4 @@
-// A connector's test suite against the stand-in: the README's example ("Using it in your tests"), run by npm test.
+// A connector's test suite against the stand-in: the example of docs/testing.md ("Using it in your tests"), run by npm test.
 import { type ChildProcess, spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { setTimeout as sleep } from 'node:timers/promises'

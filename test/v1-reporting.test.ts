@@ -245,6 +245,16 @@ describe('deprecated v1 reporting reads', () => {
       expect(byStructure.headers.link).toBe(`<${server.url}/v2/reporting/${structureId('Deal commissions')}/records>; rel="successor-version"`)
     })
 
+    it('reads a table id or a structure id sent in upper case, as v2 reads its ids', async () => {
+      const byTable = await get(`/v1/reporting/${tableId('deals')}/records?limit=2`)
+      for (const id of [tableId('deals'), structureId('Deal commissions')]) {
+        const reply = await get(`/v1/reporting/${id.toUpperCase()}/records?limit=2`)
+        expect(reply.status, id).toBe(200)
+        expect(reply.body.data, id).toEqual(byTable.body.data)
+      }
+      expect((await get(`/v2/reporting/${structureId('Deal commissions').toUpperCase()}/records?limit=2`)).status).toBe(200)
+    })
+
     it('answers 404 with the documented body for an unknown id, a malformed one, a sandbox table or structure, and a statement structure', async () => {
       const ids = [newId(), 'not-an-id', tableId('deals', 'sandbox'), tableId('leads', 'sandbox'), structureId('Sandbox deals'), structureId('Statements')]
       for (const id of ids) {

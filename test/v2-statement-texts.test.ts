@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import type { CustomMetric, MetricKind } from '../src/store/model.ts'
 import type { StatementRowFields } from '../src/store/port.ts'
-import { type Emails, metricValue, type Row, statementRenderer } from '../src/v2/rows.ts'
+import { type Emails, type Row, statementRenderer } from '../src/v2/rows.ts'
 import { pageBytes, statementTexts } from '../src/v2/statement-texts.ts'
 
 /**
@@ -256,21 +256,5 @@ describe('statementTexts', () => {
       expect(statementTexts([metric('bonus', 'float')]).row(item, 'a@b.c')).toBe(`${head}${standard},"custom.bonus":200}`)
       expect(statementTexts([metric('bonus', 'text')]).row(item, 'a@b.c')).toBe(`${head}${standard},"custom.bonus":null}`)
     })
-  })
-})
-
-describe('metricValue of a date metric', () => {
-  it('reads a date-time without an offset as UTC, whatever the process’s time zone (renderings made in one process are read in another)', () => {
-    const zone = process.env.TZ
-    try {
-      for (const timeZone of ['UTC', 'America/New_York', 'Asia/Tokyo']) {
-        process.env.TZ = timeZone
-        expect(metricValue('date', '2026-01-10T23:30:00', 'EUR'), timeZone).toBe('2026-01-10')
-        expect(metricValue('date', '2026-01-10T23:30:00-05:00', 'EUR'), timeZone).toBe('2026-01-11')
-      }
-    } finally {
-      if (zone === undefined) delete process.env.TZ
-      else process.env.TZ = zone
-    }
   })
 })

@@ -1,29 +1,27 @@
-import { type Static, Type } from 'typebox'
 import { type Clock, ControlledClock } from '../clock.ts'
+import type { ClockMode } from '../config.ts'
 import { parseInstant } from '../domain/formats.ts'
 import { ValidationError } from '../errors.ts'
 
-/** The service's clock as `GET /admin/clock` and the CLI's `clock` show it. */
-export const ClockStateSchema = Type.Object({
-  mode: Type.Enum(['controlled', 'system'], { description: '`controlled` (CLOCK=controlled): moved by POST /admin/clock; `system`: the system clock' }),
-  now: Type.String({ description: "The service's time now, ISO 8601 in UTC" }),
-})
-export type ClockState = Static<typeof ClockStateSchema>
 
 /** A move of the controlled clock: ahead by some milliseconds, or to an instant that is not in its past. */
 export type ClockMove = { advance_ms: number } | { set: string }
 
-/** The clock's mode and time; a controlled clock is read from the store first, so every process answers the same. */
-export async function clockState(clock: Clock): Promise<ClockState> {
+/**
+ * The clock as `GET /admin/clock` and the CLI's `clock` show it: its mode, and its time now (ISO 8601, UTC). A
+ * controlled clock is read from the store first, so every process answers the same.
+ */
+export async function clockState(clock: Clock) {
   await clock.sync?.()
-  return { mode: clock instanceof ControlledClock ? 'controlled' : 'system', now: clock.now().toISOString() }
+  const mode: ClockMode = clock instanceof ControlledClock ? 'controlled' : 'system'
+  return { mode, now: clock.now().toISOString() }
 }
 
 /**
  * Moves the controlled clock, for every process sharing the store, and answers its new state. Time never goes
  * back: a `set` before the clock's time now is refused, and so is any move of the system clock.
  */
-export async function moveClock(clock: Clock, move: ClockMove): Promise<ClockState> {
+export async function moveClock(clock: Clock, move: ClockMove): ReturnType<typeof clockState> {
   if (!(clock instanceof ControlledClock)) {
     throw new ValidationError({
       error: 'ConflictError',

@@ -1,8 +1,8 @@
 import { recalculate } from '../calculation/recalculation.ts'
 import type { Clock } from '../clock.ts'
 import { parseInstant } from '../domain/formats.ts'
+import { storedId } from '../domain/ids.ts'
 import { type Issue, NotFoundError, ValidationError } from '../errors.ts'
-import { isObjectId } from '../ids.ts'
 import type {
   CommissionLine,
   CustomMetric,
@@ -16,6 +16,7 @@ import type {
 import type { Store } from '../store/port.ts'
 import type { CommissionLineChanges, QuotaValueChanges, StatementChanges } from '../store/admin-edits.ts'
 import { renderStatementRows, renderStatements } from '../v2/statement-texts.ts'
+import { existingCompany } from './company-admin.ts'
 
 /**
  * Edits of a company's stored data, shared by the CLI and the /admin routes: what a company changes in the
@@ -31,24 +32,20 @@ function modificationTime(clock: Clock, given: string | undefined): string {
   return instant.toISOString()
 }
 
-async function requireCompany(store: Store, companyId: string): Promise<void> {
-  if (!(await store.companies.get(companyId))) throw new NotFoundError('company')
-}
-
 function found<T>(record: T | null, resource: string, id: string): T {
   if (!record) throw new NotFoundError(resource, `No ${resource.replaceAll('_', ' ')} with id ${id} in this company`)
   return record
 }
 
-/** Ids as stored (lower case); a malformed id names nothing, so it is not found. */
-const storedId = (id: string) => (isObjectId(id.toLowerCase()) ? id.toLowerCase() : '')
+/** The stored form of a row's id; a malformed id names no row. */
+const rowId = (id: string, resource: string): string => found(storedId(id), resource, id)
 
 /** Changes a quota's type: every value is then rendered by the new type, no value or its modification time changes. */
 export async function changeQuotaType(store: Store, clock: Clock, companyId: string, quotaId: string, type: QuotaType): Promise<Quota> {
-  await requireCompany(store, companyId)
-  const id = storedId(quotaId)
-  found(await store.quotas.setType(companyId, id, type, clock.now().toISOString()), 'quota', quotaId)
-  return found(await store.quotas.get(companyId, id), 'quota', quotaId)
+  const company = (await existingCompany(store, companyId)).id
+  const id = rowId(quotaId, 'quota')
+  found(await store.quotas.setType(company, id, type, clock.now().toISOString()), 'quota', quotaId)
+  return found(await store.quotas.get(company, id), 'quota', quotaId)
 }
 
 /** An edit of a row: the fields to set, and its modification time (now when not given). */
@@ -56,17 +53,14 @@ type RowEdit<Changes> = Omit<Changes, 'modified_at'> & { modified_at?: string }
 
 /** Applies a row edit through one of the store's admin edits, stamping the modification time. */
 async function reviseRow<Changes extends { modified_at: string }, Row>(
-  store: Store,
   clock: Clock,
-  companyId: string,
   id: string,
   edit: RowEdit<Changes>,
-  update: (companyId: string, id: string, changes: Changes) => Promise<Row | null>,
+  update: (id: string, changes: Changes) => Promise<Row | null>,
   resource: string,
 ): Promise<Row> {
-  await requireCompany(store, companyId)
   const changes = { ...edit, modified_at: modificationTime(clock, edit.modified_at) } as Changes
-  return found(await update(companyId, storedId(id), changes), resource, id)
+  return found(await update(rowId(id, resource), changes), resource, id)
 }
 
 export type StatementEdit = RowEdit<StatementChanges>
@@ -78,29 +72,32 @@ export type QuotaValueEdit = RowEdit<QuotaValueChanges>
  * moved back to `pending` is recalculated at once: only validated and paid statements keep what they state.
  */
 export async function reviseStatement(store: Store, clock: Clock, companyId: string, id: string, edit: StatementEdit): Promise<Statement> {
+  const company = (await existingCompany(store, companyId)).id
   return store.transaction(async (tx) => {
-    const revised = await reviseRow(tx, clock, companyId, id, edit, (company, row, changes) => tx.adminEdits.updateStatement(company, row, changes), 'statement')
-    await renderStatementRows(tx, companyId, [revised])
+    const revised = await reviseRow(clock, id, edit, (row, changes) => tx.adminEdits.updateStatement(company, row, changes), 'statement')
+    await renderStatementRows(tx, company, [revised])
     if (edit.status !== 'pending' || !revised.plan_id || !revised.period) return revised
     const cell = { user_id: revised.user_id, period: revised.period }
-    await recalculate(tx, companyId, { cells: new Map([[revised.plan_id, [cell]]]) }, { now: clock.now().toISOString() })
+    await recalculate(tx, company, { cells: new Map([[revised.plan_id, [cell]]]) }, { now: clock.now().toISOString() })
     // The cell may state nothing any more (its records are gone): the statement as edited is what there was.
-    return (await tx.statements.findOfPlan(companyId, revised.plan_id, { cells: [cell] }))[0] ?? revised
-  }, { company: companyId })
+    return (await tx.statements.findOfPlan(company, revised.plan_id, { cells: [cell] }))[0] ?? revised
+  }, { company })
 }
 
-export function reviseCommissionLine(store: Store, clock: Clock, companyId: string, id: string, edit: CommissionLineEdit): Promise<CommissionLine> {
-  return reviseRow(store, clock, companyId, id, edit, (company, row, changes) => store.adminEdits.updateCommissionLine(company, row, changes), 'commission_line')
+export async function reviseCommissionLine(store: Store, clock: Clock, companyId: string, id: string, edit: CommissionLineEdit): Promise<CommissionLine> {
+  const company = (await existingCompany(store, companyId)).id
+  return reviseRow(clock, id, edit, (row, changes) => store.adminEdits.updateCommissionLine(company, row, changes), 'commission_line')
 }
 
 /** Changes a quota value, and recalculates the plans' cells that take it as their target. */
 export async function reviseQuotaValue(store: Store, clock: Clock, companyId: string, id: string, edit: QuotaValueEdit): Promise<QuotaValue> {
+  const company = (await existingCompany(store, companyId)).id
   return store.transaction(async (tx) => {
-    const value = await reviseRow(tx, clock, companyId, id, edit, (company, row, changes) => tx.adminEdits.updateQuotaValue(company, row, changes), 'quota_value')
+    const value = await reviseRow(clock, id, edit, (row, changes) => tx.adminEdits.updateQuotaValue(company, row, changes), 'quota_value')
     const quotaValues = new Map([[value.quota_id, [{ user_id: value.user_id, period: value.period }]]])
-    await recalculate(tx, companyId, { quotaValues }, { now: clock.now().toISOString() })
+    await recalculate(tx, company, { quotaValues }, { now: clock.now().toISOString() })
     return value
-  }, { company: companyId })
+  }, { company })
 }
 
 export interface StructureEdit {
@@ -117,16 +114,16 @@ function duplicatesOf(keys: readonly string[]): string[] {
 
 /** Adds, removes or reorders the metrics and fields a reporting structure shows, or renames it; then renders statement rows for it. */
 export async function reviseStructure(store: Store, clock: Clock, companyId: string, id: string, edit: StructureEdit): Promise<ReportingStructure> {
-  await requireCompany(store, companyId)
-  const structure = found(await store.structures.get(companyId, storedId(id)), 'reporting_structure', id)
+  const company = (await existingCompany(store, companyId)).id
+  const structure = found(await store.structures.get(company, rowId(id, 'reporting_structure')), 'reporting_structure', id)
   const issues: Issue[] = []
   if (edit.metrics) {
-    const known = new Set((await store.metrics.list(companyId)).map((metric) => metric.api_key))
+    const known = new Set((await store.metrics.list(company)).map((metric) => metric.api_key))
     for (const key of edit.metrics.filter((item) => !known.has(item))) issues.push({ resource: 'metrics', description: `no custom metric ${key}` })
     for (const key of duplicatesOf(edit.metrics)) issues.push({ resource: 'metrics', description: `${key} is listed twice` })
   }
   if (edit.fields) {
-    const table = structure.data_table_id ? await store.dataTables.get(companyId, structure.data_table_id) : null
+    const table = structure.data_table_id ? await store.dataTables.get(company, structure.data_table_id) : null
     if (!table) issues.push({ resource: 'fields', description: 'only a record_reporting structure shows data-table fields' })
     const known = new Set(table?.fields.map((field) => field.api_key) ?? [])
     for (const key of edit.fields.filter((item) => table && !known.has(item))) issues.push({ resource: 'fields', description: `no field ${key} in ${table?.key}` })
@@ -139,8 +136,8 @@ export async function reviseStructure(store: Store, clock: Clock, companyId: str
     ...(edit.metrics === undefined ? {} : { metric_keys: edit.metrics }),
     ...(edit.fields === undefined ? {} : { field_keys: edit.fields }),
   }
-  const changed = found(await store.adminEdits.updateStructure(companyId, structure.id, changes), 'reporting_structure', id)
-  await renderStatements(store, companyId)
+  const changed = found(await store.adminEdits.updateStructure(company, structure.id, changes), 'reporting_structure', id)
+  await renderStatements(store, company)
   return changed
 }
 
@@ -156,14 +153,14 @@ export interface MetricEdit {
  * kind, and statement rows are rendered again for it.
  */
 export async function reviseMetric(store: Store, clock: Clock, companyId: string, apiKey: string, edit: MetricEdit): Promise<CustomMetric> {
-  await requireCompany(store, companyId)
-  const metric = found((await store.metrics.list(companyId)).find((item) => item.api_key === apiKey) ?? null, 'custom_metric', apiKey)
+  const company = (await existingCompany(store, companyId)).id
+  const metric = found((await store.metrics.list(company)).find((item) => item.api_key === apiKey) ?? null, 'custom_metric', apiKey)
   const kind = edit.kind ?? metric.kind
   const enumValues = edit.enum_values === undefined ? metric.enum_values : edit.enum_values
   if (kind === 'enum' && (!enumValues || enumValues.length === 0)) {
     throw new ValidationError({ resource: 'enum_values', description: 'an enum metric needs enum_values' })
   }
-  const changed = found(await store.adminEdits.updateMetric(companyId, metric.id, { ...edit, modified_at: clock.now().toISOString() }), 'custom_metric', apiKey)
-  await renderStatements(store, companyId)
+  const changed = found(await store.adminEdits.updateMetric(company, metric.id, { ...edit, modified_at: clock.now().toISOString() }), 'custom_metric', apiKey)
+  await renderStatements(store, company)
   return changed
 }

@@ -43,8 +43,8 @@ function adminView(data: DataImport): AdminImportView {
 
 /** The company's imports, newest first: at most `limit`, and only those in `status` when it is given. */
 export async function listImports(store: Store, companyId: string, filter: { status?: ImportStatus; limit?: number }): Promise<AdminImportList> {
-  await existingCompany(store, companyId)
-  const imports = await store.imports.list(companyId, { status: filter.status, limit: filter.limit ?? MAX_LISTED_IMPORTS })
+  const company = (await existingCompany(store, companyId)).id
+  const imports = await store.imports.list(company, { status: filter.status, limit: filter.limit ?? MAX_LISTED_IMPORTS })
   return { count: imports.length, data: imports.map(adminView) }
 }
 
@@ -56,13 +56,13 @@ export async function listImports(store: Store, companyId: string, filter: { sta
  * the imports go on.
  */
 export async function drainImports(store: Store, clock: Clock, worker: ImportWorker, companyId: string, timeoutMs: number): Promise<AdminImportList> {
-  await existingCompany(store, companyId)
+  const company = (await existingCompany(store, companyId)).id
   const deadline = Date.now() + timeoutMs
   const seen = new Set<string>()
   for (;;) {
     await clock.sync?.()
-    await store.imports.closeWindows(companyId, clock.now().toISOString())
-    const unfinished = [...(await unfinishedOf(store, companyId, 'scheduled')), ...(await unfinishedOf(store, companyId, 'started'))]
+    await store.imports.closeWindows(company, clock.now().toISOString())
+    const unfinished = [...(await unfinishedOf(store, company, 'scheduled')), ...(await unfinishedOf(store, company, 'started'))]
     for (const data of unfinished) seen.add(data.id)
     if (unfinished.length === 0) break
     if (Date.now() >= deadline) {
@@ -72,11 +72,11 @@ export async function drainImports(store: Store, clock: Clock, worker: ImportWor
       })
     }
     // Another worker running an import of the company: this one waits for it.
-    if (!(await worker.runOnce(companyId))) await sleep(DRAIN_POLL_MS)
+    if (!(await worker.runOnce(company))) await sleep(DRAIN_POLL_MS)
   }
   const drained: AdminImportView[] = []
   for (const id of [...seen].toSorted()) {
-    const data = await store.imports.get(companyId, id)
+    const data = await store.imports.get(company, id)
     if (data) drained.push(adminView(data))
   }
   return { count: drained.length, data: drained }

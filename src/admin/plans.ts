@@ -2,53 +2,61 @@ import { calculatePlan, type CalculationProblem, userDirectory } from '../calcul
 import { companySettings, type RecalculationSummary, recalculate } from '../calculation/recalculation.ts'
 import type { Clock } from '../clock.ts'
 import { isCurrencyCode } from '../domain/formats.ts'
+import { storedId } from '../domain/ids.ts'
 import { type Issue, NotFoundError, ValidationError } from '../errors.ts'
-import { resolvePlan } from '../fixtures/plan-definitions.ts'
+import { describePlan, resolvePlan } from '../fixtures/plan-definitions.ts'
 import type { FixturePlan } from '../fixtures/schema.ts'
-import { isObjectId, newId } from '../ids.ts'
-import type { Company, ExchangeRates, Plan } from '../store/model.ts'
+import { newId } from '../ids.ts'
+import type { ExchangeRates, Plan } from '../store/model.ts'
 import { type Store, StoreConflictError } from '../store/port.ts'
+import { existingCompany } from './company-admin.ts'
 
 /**
  * Plans and exchange rates of a company, shared by the CLI and the /admin routes: each change is saved and the
- * results it touches recalculated in one transaction, and answers with what the recalculation did.
+ * results it touches recalculated in one transaction, and answers with what the recalculation did. Plans are
+ * answered in their definition form, the fixture's, with their ids.
  */
 
+/** A plan as it is defined (the fixture's form: tables and quotas by name), with its id. */
+export type PlanDefinition = FixturePlan & { id: string }
+
 export interface PlanChange {
-  plan: Plan
+  plan: PlanDefinition
   calculation: RecalculationSummary
 }
 
-async function requireCompany(store: Store, companyId: string): Promise<Company> {
-  const company = await store.companies.get(companyId)
-  if (!company) throw new NotFoundError('company')
-  return company
+/** Plans in their definition form. */
+async function described(store: Store, companyId: string, plans: readonly Plan[]): Promise<PlanDefinition[]> {
+  const [tables, quotas] = await Promise.all([store.dataTables.list(companyId), store.quotas.list(companyId)])
+  return plans.map((plan) => describePlan(plan, { tables, quotas }))
 }
 
-/** Ids as stored (lower case); a malformed id names nothing. */
-const storedId = (id: string) => (isObjectId(id.toLowerCase()) ? id.toLowerCase() : '')
+const planNotFound = (planId: string) => new NotFoundError('plan', `No plan with id ${planId} in this company`)
 
 /**
  * Creates a plan, or replaces the plan with id `planId` (keeping its id and creation time), and recalculates
  * every cell of it. A plan's name is unique in its environment.
  */
 export async function savePlan(store: Store, clock: Clock, companyId: string, input: FixturePlan, planId?: string): Promise<PlanChange> {
-  await requireCompany(store, companyId)
+  const company = await existingCompany(store, companyId)
   const now = clock.now().toISOString()
   try {
-    return await store.transaction(async (tx) => {
-      const existing = planId === undefined ? null : await tx.plans.get(companyId, storedId(planId))
-      if (planId !== undefined && !existing) throw new NotFoundError('plan', `No plan with id ${planId} in this company`)
-      const [tables, quotas, metrics] = await Promise.all([tx.dataTables.list(companyId), tx.quotas.list(companyId), tx.metrics.list(companyId)])
+    const change = await store.transaction(async (tx) => {
+      const id = planId === undefined ? null : storedId(planId)
+      const existing = id ? await tx.plans.get(company.id, id) : null
+      if (planId !== undefined && !existing) throw planNotFound(planId)
+      const [tables, quotas, metrics] = await Promise.all([tx.dataTables.list(company.id), tx.quotas.list(company.id), tx.metrics.list(company.id)])
       const issues: Issue[] = []
       const identity = { id: existing?.id ?? newId(), created_at: existing?.created_at ?? now, modified_at: now }
-      const plan = resolvePlan(input, { companyId, tables, quotas, metrics }, identity, '', (resource, description) =>
+      const plan = resolvePlan(input, { companyId: company.id, tables, quotas, metrics }, identity, '', (resource, description) =>
         issues.push({ resource: resource.replace(/^\//, '') || 'body', description }),
       )
       if (issues.length > 0) throw new ValidationError(issues)
       await tx.plans.save([plan])
-      return { plan, calculation: await recalculate(tx, companyId, { plans: new Set([plan.id]) }, { now }) }
-    }, { company: companyId })
+      return { plan, calculation: await recalculate(tx, company.id, { plans: new Set([plan.id]) }, { now }) }
+    }, { company: company.id })
+    const [definition] = await described(store, company.id, [change.plan])
+    return { plan: definition, calculation: change.calculation }
   } catch (error) {
     if (error instanceof StoreConflictError) throw new ValidationError({ resource: 'name', description: `a plan named ${input.name} exists already` })
     throw error
@@ -57,27 +65,27 @@ export async function savePlan(store: Store, clock: Clock, companyId: string, in
 
 /** Deletes a plan with its pending results; its validated and paid statements (and their lines) stay. */
 export async function deletePlan(store: Store, companyId: string, planId: string): Promise<void> {
-  await requireCompany(store, companyId)
+  const company = await existingCompany(store, companyId)
   await store.transaction(async (tx) => {
     const id = storedId(planId)
-    if (!(await tx.plans.get(companyId, id))) throw new NotFoundError('plan', `No plan with id ${planId} in this company`)
-    const statements = await tx.statements.findOfPlan(companyId, id)
+    if (!id || !(await tx.plans.get(company.id, id))) throw planNotFound(planId)
+    const statements = await tx.statements.findOfPlan(company.id, id)
     const kept = new Set(statements.filter((statement) => statement.status !== 'pending').map((statement) => `${statement.user_id}|${statement.period}`))
-    const lines = await tx.commissionLines.findOfPlan(companyId, id)
-    await tx.commissionLines.deleteMany(companyId, lines.filter((line) => !kept.has(`${line.user_id}|${line.period}`)).map((line) => line.id))
-    await tx.statements.deleteMany(companyId, statements.filter((statement) => statement.status === 'pending').map((statement) => statement.id))
-    await tx.plans.delete(companyId, id)
-  }, { company: companyId })
+    const lines = await tx.commissionLines.findOfPlan(company.id, id)
+    await tx.commissionLines.deleteMany(company.id, lines.filter((line) => !kept.has(`${line.user_id}|${line.period}`)).map((line) => line.id))
+    await tx.statements.deleteMany(company.id, statements.filter((statement) => statement.status === 'pending').map((statement) => statement.id))
+    await tx.plans.delete(company.id, id)
+  }, { company: company.id })
 }
 
-export async function listPlans(store: Store, companyId: string): Promise<Plan[]> {
-  await requireCompany(store, companyId)
-  return store.plans.list(companyId)
+export async function listPlans(store: Store, companyId: string): Promise<PlanDefinition[]> {
+  const company = await existingCompany(store, companyId)
+  return described(store, company.id, await store.plans.list(company.id))
 }
 
 /** Replaces the company's exchange rates and recalculates every plan with them. */
 export async function setExchangeRates(store: Store, clock: Clock, companyId: string, rates: ExchangeRates): Promise<{ exchange_rates: ExchangeRates; calculation: RecalculationSummary }> {
-  const company = await requireCompany(store, companyId)
+  const company = await existingCompany(store, companyId)
   const issues: Issue[] = []
   for (const [currency, rate] of Object.entries(rates)) {
     if (!isCurrencyCode(currency)) issues.push({ resource: 'exchange_rates', description: `${currency} is not a currency code such as USD` })
@@ -87,20 +95,20 @@ export async function setExchangeRates(store: Store, clock: Clock, companyId: st
   if (issues.length > 0) throw new ValidationError(issues)
   const now = clock.now().toISOString()
   return store.transaction(async (tx) => {
-    await tx.companies.setExchangeRates(companyId, rates)
-    return { exchange_rates: rates, calculation: await recalculate(tx, companyId, { everything: true }, { now }) }
-  }, { company: companyId })
+    await tx.companies.setExchangeRates(company.id, rates)
+    return { exchange_rates: rates, calculation: await recalculate(tx, company.id, { everything: true }, { now }) }
+  }, { company: company.id })
 }
 
 /** What keeps records or cells of each plan from being calculated now: a dry run of every plan, nothing written. */
 export async function calculationProblems(store: Store, companyId: string): Promise<Array<{ plan_id: string; plan: string; problems: CalculationProblem[] }>> {
-  const company = await requireCompany(store, companyId)
-  const users = userDirectory(await store.users.list(companyId, { offset: 0, limit: Number.MAX_SAFE_INTEGER }))
+  const company = await existingCompany(store, companyId)
+  const users = userDirectory(await store.users.list(company.id, { offset: 0, limit: Number.MAX_SAFE_INTEGER }))
   const report = []
-  for (const plan of await store.plans.list(companyId)) {
-    const records = await store.records.list(companyId, plan.table_id, { offset: 0, limit: Number.MAX_SAFE_INTEGER })
-    const quota = plan.quota_id ? await store.quotas.get(companyId, plan.quota_id) : null
-    const values = quota ? await store.quotaValues.page(companyId, quota.id, { limit: Number.MAX_SAFE_INTEGER }) : []
+  for (const plan of await store.plans.list(company.id)) {
+    const records = await store.records.list(company.id, plan.table_id, { offset: 0, limit: Number.MAX_SAFE_INTEGER })
+    const quota = plan.quota_id ? await store.quotas.get(company.id, plan.quota_id) : null
+    const values = quota ? await store.quotaValues.page(company.id, quota.id, { limit: Number.MAX_SAFE_INTEGER }) : []
     const quotaValues = new Map(values.map((value) => [`${value.user_id}|${value.period}`, value.value]))
     const { problems } = calculatePlan({ plan, records, users, quota, quotaValues }, companySettings(company))
     report.push({ plan_id: plan.id, plan: plan.name, problems })

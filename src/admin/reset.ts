@@ -1,6 +1,7 @@
-import { NotFoundError, ValidationError } from '../errors.ts'
+import { ValidationError } from '../errors.ts'
 import { reloadFixture } from '../fixtures/load-fixture.ts'
 import type { Store } from '../store/port.ts'
+import { existingCompany } from './company-admin.ts'
 
 /** A company put back to its fixture, or left as it is (created before fixtures were kept with companies). */
 export interface ResetOutcome {
@@ -15,8 +16,8 @@ export interface ResetOutcome {
  * what was written since (imports included). Shared by the CLI and the /admin routes; nothing here knows about HTTP.
  */
 export async function resetCompany(store: Store, companyId: string): Promise<ResetOutcome> {
-  const [company, origin] = await Promise.all([store.companies.get(companyId), store.companyOrigins.get(companyId)])
-  if (!company) throw new NotFoundError('company')
+  const company = await existingCompany(store, companyId)
+  const origin = await store.companyOrigins.get(company.id)
   if (!origin) {
     throw new ValidationError({
       error: 'ConflictError',

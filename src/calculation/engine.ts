@@ -1,5 +1,6 @@
-import { roundToCents, sumCents } from '../domain/money.ts'
-import { firstMonthOfPeriod, monthOfDate, monthText, periodOfMonth } from '../domain/periods.ts'
+import { isMoney, roundToCents, sumCents } from '../domain/money.ts'
+import { firstDayOf, firstMonthOfPeriod, monthOfDate, monthText, periodOfMonth } from '../domain/periods.ts'
+import { recordDateOf } from '../domain/stored-values.ts'
 import type { DataTableRecord, ExchangeRates, Money, Plan, PlanFilter, PlanTier, Quota, Statement, User } from '../store/model.ts'
 import { convert } from './exchange-rates.ts'
 
@@ -88,7 +89,7 @@ export function placeRecord(plan: Plan, record: DataTableRecord, users: UserDire
   for (const filter of plan.filters) if (!filterHolds(filter, fieldValue(record, filter.field))) return { kind: 'excluded' }
   const problem = (message: string): PlacementOutcome => ({ kind: 'problem', problem: { plan: plan.name, record: record.external_id, message } })
 
-  const date = dateOf(fieldValue(record, plan.date_field))
+  const date = recordDateOf(fieldValue(record, plan.date_field))
   if (!date) return problem(`${plan.date_field}: no date`)
   const amount = fieldValue(record, plan.amount_field)
   if (!isMoney(amount)) return problem(`${plan.amount_field}: no amount`)
@@ -107,14 +108,6 @@ function filterHolds(filter: PlanFilter, value: unknown): boolean {
   if ('contains' in filter) return Array.isArray(value) && value.includes(filter.contains)
   if (Array.isArray(value)) return value.some((item) => filter.in.includes(String(item)))
   return value !== null && value !== undefined && filter.in.includes(String(value))
-}
-
-function dateOf(value: unknown): string | null {
-  return typeof value === 'string' && /^\d{4}-\d{2}-\d{2}/.test(value) ? value.slice(0, 10) : null
-}
-
-function isMoney(value: unknown): value is Money {
-  return typeof value === 'object' && value !== null && typeof (value as Money).value === 'number' && typeof (value as Money).currency === 'string'
 }
 
 /** An archived user earns nothing after their last month of activity (`archived_until`; all of it when unknown). */
@@ -277,7 +270,7 @@ function targetOf(inputs: CellInputs, toUserCurrency: (money: Money) => number |
 function periodStartDate(plan: Plan, period: string, company: CompanySettings): string {
   const first = firstMonthOfPeriod(plan.frequency, period, company.fiscalYearStartMonth)
   if (!first) throw new RangeError(`${period} is not a ${plan.frequency} period`)
-  return `${monthText(first)}-01`
+  return firstDayOf(first)
 }
 
 /**

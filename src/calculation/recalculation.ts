@@ -136,8 +136,8 @@ export async function recalculate(tx: Store, companyId: string, changes: Calcula
       await recalculatePlan(context, plan)
       continue
     }
-    const scope = await scopeOf(context, plan, changes, linesOfChangedRecords)
-    if (scope.cells.size > 0) await recalculateCells(context, plan, scope, changes)
+    const touched = await touchedCells(context, plan, changes, linesOfChangedRecords)
+    if (touched.cells.size > 0) await recalculateCells(context, plan, touched, changes)
   }
   await renderStatementRows(tx, companyId, context.written)
   return summary
@@ -173,18 +173,18 @@ async function allUsers(tx: Store, companyId: string): Promise<UserDirectory> {
 }
 
 /** The cells of a plan a change touches, and the changed records already placed. */
-interface Scope {
+interface TouchedCells {
   cells: Map<string, CalculationCell>
   /** Records read while finding the cells, by id: they are not read again. */
   records: Map<string, DataTableRecord>
 }
 
-async function scopeOf(context: Context, plan: Plan, changes: CalculationChanges, linesOfChangedRecords: readonly CommissionLine[]): Promise<Scope> {
+async function touchedCells(context: Context, plan: Plan, changes: CalculationChanges, linesOfChangedRecords: readonly CommissionLine[]): Promise<TouchedCells> {
   const { tx, company } = context
-  const scope: Scope = { cells: new Map(), records: new Map() }
-  const addCell = (cell: CalculationCell) => scope.cells.set(cellKey(cell.user_id, cell.period), cell)
+  const touched: TouchedCells = { cells: new Map(), records: new Map() }
+  const addCell = (cell: CalculationCell) => touched.cells.set(cellKey(cell.user_id, cell.period), cell)
   const place = (record: DataTableRecord) => {
-    scope.records.set(record.id, record)
+    touched.records.set(record.id, record)
     const outcome = placeRecord(plan, record, context.users, context.settings)
     if (outcome.kind === 'placed') addCell({ user_id: outcome.placement.userId, period: outcome.placement.period })
   }
@@ -212,7 +212,7 @@ async function scopeOf(context: Context, plan: Plan, changes: CalculationChanges
   }
   if (plan.quota_id) for (const cell of changes.quotaValues?.get(plan.quota_id) ?? []) addCell(cell)
   for (const cell of changes.cells?.get(plan.id) ?? []) addCell(cell)
-  return scope
+  return touched
 }
 
 /** Calls `visit` with every record of a table, a page at a time. */
@@ -231,11 +231,11 @@ async function eachRecord(tx: Store, companyId: string, tableId: string, visit: 
  * holds), unless their user changed. A cell whose last calculation could not convert an amount has no lines to take
  * them from: its records are found by reading the plan's table.
  */
-async function recalculateCells(context: Context, plan: Plan, scope: Scope, changes: CalculationChanges): Promise<void> {
+async function recalculateCells(context: Context, plan: Plan, touched: TouchedCells, changes: CalculationChanges): Promise<void> {
   const { tx, company } = context
   const table = await tx.dataTables.get(company.id, plan.table_id)
   if (!table) return
-  const cells = new Map(scope.cells)
+  const cells = new Map(touched.cells)
   const stored = { statements: new Map<string, Statement[]>(), lines: new Map<string, LineFigures[]>() }
   const placements = new Map<string, Placement[]>()
   const placedIds = new Set<string>()
@@ -255,7 +255,7 @@ async function recalculateCells(context: Context, plan: Plan, scope: Scope, chan
     return cell
   }
 
-  // A record may now be placed in a cell outside the scope (its user was archived, say): that cell joins, until none does.
+  // A record may now be placed in a cell not touched yet (its user was archived, say): that cell joins, until none does.
   let pending = [...cells.values()]
   while (pending.length > 0) {
     const statements = await tx.statements.findOfPlan(company.id, plan.id, { cells: pending })
@@ -276,16 +276,16 @@ async function recalculateCells(context: Context, plan: Plan, scope: Scope, chan
       else place(entryOf(line))
     }
     if (unread.length > 0) {
-      for (const record of (await tx.records.getMany(company.id, plan.table_id, unread)).values()) scope.records.set(record.id, record)
+      for (const record of (await tx.records.getMany(company.id, plan.table_id, unread)).values()) touched.records.set(record.id, record)
       for (const line of await tx.commissionLines.findByRecords(company.id, unread)) if (line.plan_id === plan.id) wholeLines.set(line.id, line)
     }
     if (unconverted.size > 0) {
       await eachRecord(tx, company.id, plan.table_id, (record) => {
         const outcome = placeRecord(plan, record, context.users, context.settings)
-        if (outcome.kind === 'placed' && unconverted.has(cellKey(outcome.placement.userId, outcome.placement.period))) scope.records.set(record.id, record)
+        if (outcome.kind === 'placed' && unconverted.has(cellKey(outcome.placement.userId, outcome.placement.period))) touched.records.set(record.id, record)
       })
     }
-    for (const record of scope.records.values()) {
+    for (const record of touched.records.values()) {
       if (placedIds.has(record.id)) continue
       const outcome = placeRecord(plan, record, context.users, context.settings)
       if (outcome.kind === 'problem') keepProblem(context.summary, outcome.problem)
@@ -307,7 +307,7 @@ async function recalculateCells(context: Context, plan: Plan, scope: Scope, chan
       user && (placements.has(key) || (target && isActiveIn(plan, user, cell.period, context.settings)))
         ? calculateCell({ plan, user, period: cell.period, entries: placements.get(key) ?? [], quota, quotaValue: target?.value ?? null }, context.settings)
         : { statement: null, lines: [], problems: [] }
-    const cellWrite = { key, result, statements: cellStatements, lines: stored.lines.get(key) ?? [], wholeLines, records: scope.records, target }
+    const cellWrite = { key, result, statements: cellStatements, lines: stored.lines.get(key) ?? [], wholeLines, records: touched.records, target }
     diffCell(context, plan, cellWrite, writes)
   }
   await flush(context, plan, writes)

@@ -1,12 +1,10 @@
 import type { Static } from 'typebox'
 import type {
-  AmountSchema,
   ForbiddenBodySchema,
   NotFoundBodySchema,
   PageMetaSchema,
   TooManyRequestsBodySchema,
   UnauthorizedBodySchema,
-  UserReferenceSchema,
   ValidationErrorBodySchema,
 } from '../routes/schemas.ts'
 import type { ImportReceiptSchema, ImportViewSchema } from '../routes/v1/import-schemas.ts'
@@ -23,8 +21,6 @@ import type { RowSchema } from '../routes/v2/page-schemas.ts'
  * only: they vanish at run time, so the client loads none of the server's code (a test holds it to that).
  */
 
-export type Amount = Static<typeof AmountSchema>
-export type UserReference = Static<typeof UserReferenceSchema>
 export type PageMeta = Static<typeof PageMetaSchema>
 
 export type ValidationErrorBody = Static<typeof ValidationErrorBodySchema>
@@ -44,6 +40,20 @@ export type FieldSchema = Static<typeof FieldSchemaSchema>
 
 /** A v2 row: keys are the `api_key`s of the structure's fields. */
 export type Row = Static<typeof RowSchema>
+
+/**
+ * The values of a row's standard fields. A row's schema is open (its keys are the company's), so no route schema
+ * declares them: their shapes are the ones the fields endpoint describes (`format: currency`, `user_reference`).
+ */
+export interface Amount {
+  value: number
+  currency: string
+}
+export interface UserReference {
+  id: string
+  /** Null for a user that no longer exists. */
+  email: string | null
+}
 
 /** A statement row: the standard keys the specification names, then `custom.*` per the schema. */
 export type StatementRow = Row & {

@@ -1,6 +1,6 @@
 /**
  * The shapes of the specification, as predicates that say what is wrong (an empty list: nothing). They read
- * the specification (../shared/spec/interface.md), not this service's schemas: the conformance check must
+ * the specification (as docs/interface.md describes it), not this service's schemas: the conformance check must
  * hold any service to the same text.
  */
 

@@ -1,3 +1,5 @@
+import type { Money } from '../store/model.ts'
+
 /**
  * Rounds an amount to the cent, halves away from zero. The small nudge keeps a value such as 1.005, stored as
  * 1.00499999…, on the side a person computing by hand would expect; `-0` becomes `0`.
@@ -12,4 +14,41 @@ export function sumCents(values: readonly number[]): number {
   let cents = 0
   for (const value of values) cents += Math.round(value * 100)
   return cents / 100
+}
+
+/** A stored amount: a number with its currency. */
+export function isMoney(value: unknown): value is Money {
+  return typeof value === 'object' && value !== null && typeof (value as Money).value === 'number' && typeof (value as Money).currency === 'string'
+}
+
+/**
+ * A stored value read as an amount. An amount without a currency of its own, or a bare number (stored before its
+ * metric became an amount), takes `currency`, the row's; with no such currency, or for any other value, null.
+ */
+export function moneyOf(raw: unknown, currency: string | null): Money | null {
+  if (isMoney(raw)) return { value: raw.value, currency: raw.currency }
+  const value = numberOf(raw)
+  return value === null || currency === null ? null : { value, currency }
+}
+
+/** A stored value read as a number: a number as it is, an amount as its value (with or without its currency). */
+export function numberOf(raw: unknown): number | null {
+  if (typeof raw === 'number') return raw
+  return typeof raw === 'object' && raw !== null && typeof (raw as Money).value === 'number' ? (raw as Money).value : null
+}
+
+/**
+ * v1's flat form of an amount: its number under `key`, its currency under `<key>_currency` (records, user
+ * attributes, reporting metrics). v2 shows the amount as one `{value, currency}` object.
+ */
+export const currencyKey = (key: string): string => `${key}_currency`
+
+/** The key whose currency a key of v1's flat form holds (`amount_currency` → `amount`); null for any other key. */
+export function amountKeyOf(key: string): string | null {
+  return key.endsWith('_currency') ? key.slice(0, -'_currency'.length) : null
+}
+
+/** A value in v1's flat form: an amount as its number and its currency; anything else as it is, with a null currency. */
+export function flatAmount(key: string, value: unknown): [string, unknown][] {
+  return isMoney(value) ? [[key, value.value], [currencyKey(key), value.currency]] : [[key, value ?? null], [currencyKey(key), null]]
 }

@@ -1,10 +1,11 @@
 import type { QuotaFrequency } from '../store/model.ts'
+import { isMonthString } from './formats.ts'
 
-const PERIOD_FORMATS: Record<QuotaFrequency, RegExp> = {
-  monthly: /^\d{4}-(0[1-9]|1[0-2])$/,
-  quarterly: /^\d{4}-Q[1-4]$/,
-  semesterly: /^\d{4}-S[12]$/,
-  annually: /^\d{4}$/,
+const PERIOD_FORMATS: Record<QuotaFrequency, (period: string) => boolean> = {
+  monthly: isMonthString,
+  quarterly: (period) => /^\d{4}-Q[1-4]$/.test(period),
+  semesterly: (period) => /^\d{4}-S[12]$/.test(period),
+  annually: (period) => /^\d{4}$/.test(period),
 }
 
 /** The period format of each frequency, as the documentation writes it. */
@@ -17,7 +18,7 @@ export const PERIOD_FORMAT_NAMES: Record<QuotaFrequency, string> = {
 
 /** True when `period` is written in the format of `frequency`. */
 export function isPeriodOf(frequency: QuotaFrequency, period: string): boolean {
-  return PERIOD_FORMATS[frequency].test(period)
+  return PERIOD_FORMATS[frequency](period)
 }
 
 /**
@@ -51,8 +52,7 @@ export function firstMonthOfPeriod(frequency: QuotaFrequency, period: string, fi
   const monthsIn = frequency === 'quarterly' ? (index - 1) * 3 : frequency === 'semesterly' ? (index - 1) * 6 : 0
   // Fiscal year N ends in calendar year N, so a year that does not start in January starts in N - 1.
   const startYear = fiscalStartMonth === 1 ? fiscalYear : fiscalYear - 1
-  const monthIndex = startYear * 12 + (fiscalStartMonth - 1) + monthsIn
-  return { year: Math.floor(monthIndex / 12), month: (monthIndex % 12) + 1 }
+  return addMonths({ year: startYear, month: fiscalStartMonth }, monthsIn)
 }
 
 /** YYYY-MM: the last calendar month of a period of `frequency`; null when `period` is not of that format. */
@@ -70,11 +70,22 @@ export function monthOfDate(date: string): CalendarMonth {
 /** A calendar month written YYYY-MM. */
 export const monthText = ({ year, month }: CalendarMonth): string => `${year}-${String(month).padStart(2, '0')}`
 
+/**
+ * YYYY-MM-DD: the first day of a calendar month. Statements are dated on the first day of their period, as the
+ * documented examples are.
+ */
+export const firstDayOf = (month: CalendarMonth): string => `${monthText(month)}-01`
+
+/** The calendar month `by` months after (or before, when negative) `month`. */
+export function addMonths({ year, month }: CalendarMonth, by: number): CalendarMonth {
+  const index = year * 12 + (month - 1) + by
+  return { year: Math.floor(index / 12), month: (index % 12) + 1 }
+}
+
 /** The month `by` months after (or before, when negative) a YYYY-MM month. */
 export function shiftMonth(month: string, by: number): string {
-  const [year, number] = month.split('-').map(Number)
-  const index = year * 12 + (number - 1) + by
-  return `${String(Math.floor(index / 12)).padStart(4, '0')}-${String((index % 12) + 1).padStart(2, '0')}`
+  const { year, month: number } = addMonths(monthOfDate(month), by)
+  return `${String(year).padStart(4, '0')}-${String(number).padStart(2, '0')}`
 }
 
 export const previousMonth = (month: string) => shiftMonth(month, -1)
@@ -94,4 +105,17 @@ export function monthRangesOverlap(a: MonthRange, b: MonthRange): boolean {
 /** True when `range` starts at or before `month` (null: never ends, which every range starts before). */
 function startsBy(range: MonthRange, month: string | null): boolean {
   return month === null || range.start_month === null || range.start_month <= month
+}
+
+/** The months of `range` outside `taken`: none, one or two ranges. */
+export function monthRangeWithout(range: MonthRange, taken: MonthRange): MonthRange[] {
+  if (!monthRangesOverlap(range, taken)) return [range]
+  const pieces: MonthRange[] = []
+  if (taken.start_month !== null && (range.start_month === null || range.start_month < taken.start_month)) {
+    pieces.push({ start_month: range.start_month, end_month: previousMonth(taken.start_month) })
+  }
+  if (taken.end_month !== null && (range.end_month === null || range.end_month > taken.end_month)) {
+    pieces.push({ start_month: nextMonth(taken.end_month), end_month: range.end_month })
+  }
+  return pieces
 }

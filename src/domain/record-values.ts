@@ -1,5 +1,6 @@
 import type { DataTable, DataTableField, Money } from '../store/model.ts'
 import { isCurrencyCode, isDateString, parseInstant } from './formats.ts'
+import { amountKeyOf, currencyKey } from './money.ts'
 
 /**
  * Reads a data-table record in its v1 form (keys are the table's field API keys; an amount field `f` has
@@ -48,13 +49,13 @@ export function parseRecord(table: DataTable, input: Record<string, unknown>): P
     }
     const field = fields.get(key)
     if (field) {
-      const parsed = parseValue(field, raw, input[`${key}_currency`])
+      const parsed = parseValue(field, raw, input[currencyKey(key)])
       if ('problem' in parsed) problems.push(`${key}: ${parsed.problem}`)
       else values[key] = parsed.value
       continue
     }
-    const amountOf = key.endsWith('_currency') ? fields.get(key.slice(0, -'_currency'.length)) : undefined
-    if (amountOf?.type !== 'amount') unknownKeys.push(key)
+    const amountKey = amountKeyOf(key)
+    if ((amountKey === null ? undefined : fields.get(amountKey))?.type !== 'amount') unknownKeys.push(key)
   }
 
   const rawId = input[table.id_field]
@@ -77,7 +78,7 @@ function parseValue(field: DataTableField, raw: unknown, currency: unknown): Par
     case 'amount': {
       const number = toNumber(raw)
       if (number === null) return { problem: `expected a number, got ${JSON.stringify(raw)}` }
-      if (!isCurrencyCode(currency)) return { problem: `expected ${field.api_key}_currency, a currency code such as EUR` }
+      if (!isCurrencyCode(currency)) return { problem: `expected ${currencyKey(field.api_key)}, a currency code such as EUR` }
       const amount: Money = { value: number, currency }
       return { value: amount }
     }
@@ -104,10 +105,18 @@ function toNumber(raw: unknown): number | null {
   return null
 }
 
+/** What separates the values of a multi-valued field in its text form, the one the v1 upsert takes. */
+const MULTI_SEPARATOR = ';'
+
 /** "a; b;;c" → ["a", "b", "c"] */
 export function splitMulti(raw: string): string[] {
   return raw
-    .split(';')
+    .split(MULTI_SEPARATOR)
     .map((part) => part.trim())
     .filter((part) => part !== '')
+}
+
+/** ["a", "b"] → "a;b": a fetched record can be sent back as it is. */
+export function joinMulti(values: readonly unknown[]): string {
+  return values.join(MULTI_SEPARATOR)
 }

@@ -1,5 +1,5 @@
 import { isEmail, isMonthString } from '../domain/formats.ts'
-import { type MonthRange, monthRangesOverlap, nextMonth, previousMonth } from '../domain/periods.ts'
+import { type MonthRange, monthRangesOverlap, monthRangeWithout } from '../domain/periods.ts'
 import { newId } from '../ids.ts'
 import type { Company, GroupAttribution, ImportItemIssue, ManagerAttribution, User } from '../store/model.ts'
 import type { Store } from '../store/port.ts'
@@ -7,13 +7,13 @@ import { allApplied, isObject, type PayloadOutcome, refused } from './outcome.ts
 
 /**
  * One item of `PUT /v1/users/managers/bulk` or `PUT /v1/users/groups/bulk`, read: who it is about, the
- * scope in which a user holds one value per month (`''` for managers, the group dimension for groups), the
- * months, and the value (the manager's user id or the group name; null: none in those months).
+ * dimension in which a user holds one value per month (the group dimension for groups; managers have one,
+ * `''`), the months, and the value (the manager's user id or the group name; null: none in those months).
  */
 interface Placement extends MonthRange {
   line: number
   userId: string
-  scope: string
+  dimension: string
   value: string | null
 }
 
@@ -48,12 +48,12 @@ export async function applyAttributions(tx: Store, company: Company, kind: Kind,
   const userIds = [...new Set(placements.map((placement) => placement.userId))]
   if (kind === 'managers') {
     const stored = (await tx.attributions.listManagers(company.id)).filter((item) => userIds.includes(item.user_id))
-    const kept = stored.flatMap((item) => cut(item, { ...item, scope: '' }, placements))
+    const kept = stored.flatMap((item) => cut(item, { ...item, dimension: '' }, placements))
     const added = placements.flatMap((placement) => (placement.value === null ? [] : [managerOf(company, placement, placement.value)]))
     await tx.attributions.replaceManagers(company.id, userIds, [...kept, ...added])
   } else {
     const stored = (await tx.attributions.listGroups(company.id)).filter((item) => userIds.includes(item.user_id))
-    const kept = stored.flatMap((item) => cut(item, { ...item, scope: item.group_dimension }, placements))
+    const kept = stored.flatMap((item) => cut(item, { ...item, dimension: item.group_dimension }, placements))
     const added = placements.flatMap((placement) => (placement.value === null ? [] : [groupOf(company, placement, placement.value)]))
     await tx.attributions.replaceGroups(company.id, userIds, [...kept, ...added])
   }
@@ -68,7 +68,7 @@ function readPlacement(
 ): { placement: Placement; problems: [] } | { problems: string[] } {
   const problems: string[] = []
   const user = lookUp(item.user, 'user', users, problems)
-  let scope = ''
+  let dimension = ''
   let value: string | null = null
   if (kind === 'managers') {
     const manager = item.manager === null ? null : lookUp(item.manager, 'manager', users, problems)
@@ -78,7 +78,7 @@ function readPlacement(
     if (typeof item.group_dimension !== 'string' || item.group_dimension === '') problems.push('group_dimension: expected a non-empty string')
     if (typeof item.group !== 'string' || item.group === '') problems.push('group: expected a non-empty string')
     // Only read as text when they are text: String() of an object whose toString is not a function throws.
-    scope = typeof item.group_dimension === 'string' ? item.group_dimension : ''
+    dimension = typeof item.group_dimension === 'string' ? item.group_dimension : ''
     value = typeof item.group === 'string' ? item.group : ''
   }
   const start = item.start_date ?? null
@@ -88,7 +88,7 @@ function readPlacement(
   else if (end !== null && isMonthString(start) && end < start) problems.push('end_date: before start_date')
   for (const key of Object.keys(item)) if (!FIELDS[kind].includes(key)) problems.push(`${key}: unknown field`)
   if (problems.length > 0 || !user) return { problems }
-  return { placement: { line, userId: user.id, scope, value, start_month: start as string | null, end_month: end as string | null }, problems: [] }
+  return { placement: { line, userId: user.id, dimension, value, start_month: start as string | null, end_month: end as string | null }, problems: [] }
 }
 
 function lookUp(email: unknown, field: string, users: Map<string, User>, problems: string[]): User | null {
@@ -104,7 +104,7 @@ function lookUp(email: unknown, field: string, users: Map<string, User>, problem
 /** Two items of one call that cannot both hold: the same user twice (managers), or overlapping months of one group dimension. */
 function clashes(kind: Kind, a: Placement, b: Placement): boolean {
   if (a.userId !== b.userId) return false
-  return kind === 'managers' || (a.scope === b.scope && monthRangesOverlap(a, b))
+  return kind === 'managers' || (a.dimension === b.dimension && monthRangesOverlap(a, b))
 }
 
 function clashProblem(kind: Kind, clash: Placement): string {
@@ -112,29 +112,16 @@ function clashProblem(kind: Kind, clash: Placement): string {
   return `overlaps line ${clash.line}: a user has one group per dimension per month`
 }
 
-/** What remains of a stored attribution once the new placements of its user and scope take their months. */
-function cut<T extends MonthRange>(stored: T, scoped: { user_id: string; scope: string }, placements: readonly Placement[]): T[] {
+/** What remains of a stored attribution once the new placements of its user and dimension take their months. */
+function cut<T extends MonthRange>(stored: T, held: { user_id: string; dimension: string }, placements: readonly Placement[]): T[] {
   let pieces: MonthRange[] = [{ start_month: stored.start_month, end_month: stored.end_month }]
   for (const placement of placements) {
-    if (placement.userId !== scoped.user_id || placement.scope !== scoped.scope) continue
-    pieces = pieces.flatMap((piece) => subtract(piece, placement))
+    if (placement.userId !== held.user_id || placement.dimension !== held.dimension) continue
+    pieces = pieces.flatMap((piece) => monthRangeWithout(piece, placement))
   }
   const untouched = pieces.length === 1 && pieces[0].start_month === stored.start_month && pieces[0].end_month === stored.end_month
   if (untouched) return [stored]
   return pieces.map((piece) => ({ ...stored, id: newId(), start_month: piece.start_month, end_month: piece.end_month }))
-}
-
-/** The months of `range` outside `taken`: none, one or two ranges. */
-function subtract(range: MonthRange, taken: MonthRange): MonthRange[] {
-  if (!monthRangesOverlap(range, taken)) return [range]
-  const pieces: MonthRange[] = []
-  if (taken.start_month !== null && (range.start_month === null || range.start_month < taken.start_month)) {
-    pieces.push({ start_month: range.start_month, end_month: previousMonth(taken.start_month) })
-  }
-  if (taken.end_month !== null && (range.end_month === null || range.end_month > taken.end_month)) {
-    pieces.push({ start_month: nextMonth(taken.end_month), end_month: range.end_month })
-  }
-  return pieces
 }
 
 function managerOf(company: Company, placement: Placement, managerId: string): ManagerAttribution {
@@ -144,5 +131,5 @@ function managerOf(company: Company, placement: Placement, managerId: string): M
 
 function groupOf(company: Company, placement: Placement, group: string): GroupAttribution {
   const { start_month, end_month } = placement
-  return { id: newId(), company_id: company.id, user_id: placement.userId, group_dimension: placement.scope, group, start_month, end_month }
+  return { id: newId(), company_id: company.id, user_id: placement.userId, group_dimension: placement.dimension, group, start_month, end_month }
 }

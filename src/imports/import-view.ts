@@ -1,5 +1,5 @@
 import { NotFoundError } from '../errors.ts'
-import { isObjectId } from '../ids.ts'
+import { storedId } from '../domain/ids.ts'
 import type { DataImport, ImportError, ImportStatus } from '../store/model.ts'
 import type { Store } from '../store/port.ts'
 
@@ -29,8 +29,8 @@ export interface ImportView {
 
 /** An import of the company as the v1 interface shows it; an unknown id, or another company's, is NotFoundError. */
 export async function getImportView(store: Store, companyId: string, importId: string): Promise<ImportView> {
-  const id = importId.toLowerCase()
-  const found = isObjectId(id) ? await store.imports.get(companyId, id) : null
+  const id = storedId(importId)
+  const found = id ? await store.imports.get(companyId, id) : null
   if (!found) throw new NotFoundError('import', `No import ${importId}`)
   return importView(found)
 }

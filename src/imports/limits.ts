@@ -1,4 +1,4 @@
-/** The limits of the upsert calls. The README and docs/decisions.md give the reasons. */
+/** The limits of the upsert calls. docs/v1.md states them, and docs/decisions.md gives the reasons. */
 
 /** Users per `PUT /v1/users/bulk` call (the specification's limit), and attributions per call. */
 export const MAX_USERS_PER_CALL = 200

@@ -1,4 +1,5 @@
 import { isCurrencyCode, isDateString, isEmail } from '../domain/formats.ts'
+import { amountKeyOf, currencyKey } from '../domain/money.ts'
 import { newId } from '../ids.ts'
 import type { Company, ImportItemIssue, User, UserAttributeType } from '../store/model.ts'
 import type { CalculationChangeLog } from '../calculation/recalculation.ts'
@@ -93,7 +94,7 @@ function userProblems(item: Record<string, unknown>, attributeTypes: Map<string,
 function attributeCheck(key: string, attributeTypes: Map<string, UserAttributeType>): Check | null {
   const type = attributeTypes.get(key)
   if (type) return ATTRIBUTE_CHECKS[type]
-  const amountKey = key.endsWith('_currency') ? key.slice(0, -'_currency'.length) : null
+  const amountKey = amountKeyOf(key)
   return amountKey && attributeTypes.get(amountKey) === 'amount' ? currency : null
 }
 
@@ -101,11 +102,11 @@ function attributeCheck(key: string, attributeTypes: Map<string, UserAttributeTy
 function amountProblems(user: User, item: Record<string, unknown>, attributeTypes: Map<string, UserAttributeType>): string[] {
   const problems: string[] = []
   for (const [key, type] of attributeTypes) {
-    if (type !== 'amount' || !(Object.hasOwn(item, key) || Object.hasOwn(item, `${key}_currency`))) continue
+    if (type !== 'amount' || !(Object.hasOwn(item, key) || Object.hasOwn(item, currencyKey(key)))) continue
     const value = user.attributes[key]
-    const amountCurrency = user.attributes[`${key}_currency`]
+    const amountCurrency = user.attributes[currencyKey(key)]
     if (typeof value === 'number' && (amountCurrency === null || amountCurrency === undefined)) {
-      problems.push(`${key}_currency: required with a value of ${key}`)
+      problems.push(`${currencyKey(key)}: required with a value of ${key}`)
     }
   }
   return problems

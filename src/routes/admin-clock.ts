@@ -1,8 +1,13 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
-import { ClockStateSchema, clockState, moveClock } from '../admin/clock.ts'
+import { clockState, moveClock } from '../admin/clock.ts'
 import type { WorkerProbe } from './health.ts'
 import { UnauthorizedBodySchema, ValidationErrorBodySchema } from './schemas.ts'
+
+const ClockStateSchema = Type.Object({
+  mode: Type.Enum(['controlled', 'system'], { description: '`controlled` (CLOCK=controlled): moved by POST /admin/clock; `system`: the system clock' }),
+  now: Type.String({ description: "The service's time now, ISO 8601 in UTC" }),
+})
 
 const ClockMoveSchema = Type.Union(
   [

@@ -23,9 +23,6 @@ const ModifiedAt = Type.Optional(Type.String({ description: 'ISO 8601 date-time;
 const edit = <T extends Parameters<typeof Type.Object>[0]>(properties: T) => Type.Object(properties, { additionalProperties: false })
 const ApiName = Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$' })
 
-/** Company ids are stored in lower case. */
-const company = (id: string) => id.toLowerCase()
-
 export const adminEditRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
   app.patch(
@@ -40,7 +37,7 @@ export const adminEditRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: Changed, ...AdminErrors },
       },
     },
-    async (request) => changeQuotaType(app.store, app.clock, company(request.params.id), request.params.quota_id, request.body.type),
+    async (request) => changeQuotaType(app.store, app.clock, request.params.id, request.params.quota_id, request.body.type),
   )
 
   app.patch(
@@ -59,7 +56,7 @@ export const adminEditRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: Changed, ...AdminErrors },
       },
     },
-    async (request) => reviseStatement(app.store, app.clock, company(request.params.id), request.params.statement_id, request.body),
+    async (request) => reviseStatement(app.store, app.clock, request.params.id, request.params.statement_id, request.body),
   )
 
   app.patch(
@@ -74,7 +71,7 @@ export const adminEditRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: Changed, ...AdminErrors },
       },
     },
-    async (request) => reviseCommissionLine(app.store, app.clock, company(request.params.id), request.params.line_id, request.body),
+    async (request) => reviseCommissionLine(app.store, app.clock, request.params.id, request.params.line_id, request.body),
   )
 
   app.patch(
@@ -93,7 +90,7 @@ export const adminEditRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: Changed, ...AdminErrors },
       },
     },
-    async (request) => reviseQuotaValue(app.store, app.clock, company(request.params.id), request.params.value_id, request.body),
+    async (request) => reviseQuotaValue(app.store, app.clock, request.params.id, request.params.value_id, request.body),
   )
 
   app.patch(
@@ -112,7 +109,7 @@ export const adminEditRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: Changed, ...AdminErrors },
       },
     },
-    async (request) => reviseStructure(app.store, app.clock, company(request.params.id), request.params.structure_id, request.body),
+    async (request) => reviseStructure(app.store, app.clock, request.params.id, request.params.structure_id, request.body),
   )
 
   app.patch(
@@ -132,6 +129,6 @@ export const adminEditRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: Changed, ...AdminErrors },
       },
     },
-    async (request) => reviseMetric(app.store, app.clock, company(request.params.id), request.params.api_key, request.body),
+    async (request) => reviseMetric(app.store, app.clock, request.params.id, request.params.api_key, request.body),
   )
 }

@@ -48,7 +48,7 @@ const AdminErrors = { 400: ValidationErrorBodySchema, 401: UnauthorizedBodySchem
  * toxic proxy's, on the company's v1 and v2 requests to this process. Never on admin, health or metrics routes.
  */
 export const adminFaultRoutes: FastifyPluginAsyncTypebox<{ kit: TestKit }> = async (app, { kit }) => {
-  const company = (id: string) => existingCompany(app.store, id)
+  const company = async (id: string) => (await existingCompany(app.store, id)).id
 
   app.post(
     '/companies/:id/faults',

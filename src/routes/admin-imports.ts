@@ -35,7 +35,7 @@ export const adminImportRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: AdminImportListSchema, 400: ValidationErrorBodySchema, 401: UnauthorizedBodySchema, 404: NotFoundBodySchema },
       },
     },
-    async (request) => listImports(app.store, request.params.id.toLowerCase(), request.query),
+    async (request) => listImports(app.store, request.params.id, request.query),
   )
 
   app.post(
@@ -57,7 +57,7 @@ export const adminImportRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const worker = composeImportWorker({ store: app.store, clock: app.clock, config: app.config, logger: app.log })
-      return drainImports(app.store, app.clock, worker, request.params.id.toLowerCase(), request.query.timeout_ms ?? DEFAULT_DRAIN_TIMEOUT_MS)
+      return drainImports(app.store, app.clock, worker, request.params.id, request.query.timeout_ms ?? DEFAULT_DRAIN_TIMEOUT_MS)
     },
   )
 }

@@ -1,10 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { calculationProblems, deletePlan, listPlans, savePlan, setExchangeRates } from '../admin/plans.ts'
-import { describePlan } from '../fixtures/plan-definitions.ts'
 import { FixturePlanSchema } from '../fixtures/schema.ts'
-import type { Plan } from '../store/model.ts'
-import type { Store } from '../store/port.ts'
 import { NotFoundBodySchema, ObjectIdSchema, UnauthorizedBodySchema, ValidationErrorBodySchema } from './schemas.ts'
 
 /**
@@ -37,21 +34,11 @@ const ExchangeRatesSchema = Type.Record(Type.String({ pattern: '^[A-Z]{3}$' }), 
   description: 'what one unit of each currency is worth in the default currency',
 })
 
-const company = (id: string) => id.toLowerCase()
-
-async function described(store: Store, companyId: string, plans: readonly Plan[]) {
-  const [tables, quotas] = await Promise.all([store.dataTables.list(companyId), store.quotas.list(companyId)])
-  return plans.map((plan) => describePlan(plan, { tables, quotas }))
-}
-
 export const adminPlanRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/companies/:id/plans',
     { schema: { summary: "The company's plans, as defined", operationId: 'adminListPlans', description: 'Every plan of the company in its definition form (the fixture\'s), with its id.', params: CompanyParams, response: { 200: Type.Object({ data: Type.Array(PlanDefinitionSchema) }), ...AdminErrors } } },
-    async (request) => {
-      const companyId = company(request.params.id)
-      return { data: await described(app.store, companyId, await listPlans(app.store, companyId)) }
-    },
+    async (request) => ({ data: await listPlans(app.store, request.params.id) }),
   )
 
   app.post(
@@ -66,12 +53,7 @@ export const adminPlanRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 201: PlanChangeSchema, ...AdminErrors },
       },
     },
-    async (request, reply) => {
-      const companyId = company(request.params.id)
-      const change = await savePlan(app.store, app.clock, companyId, request.body)
-      const [plan] = await described(app.store, companyId, [change.plan])
-      return reply.code(201).send({ plan, calculation: change.calculation })
-    },
+    async (request, reply) => reply.code(201).send(await savePlan(app.store, app.clock, request.params.id, request.body)),
   )
 
   app.put(
@@ -86,12 +68,7 @@ export const adminPlanRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: PlanChangeSchema, ...AdminErrors },
       },
     },
-    async (request) => {
-      const companyId = company(request.params.id)
-      const change = await savePlan(app.store, app.clock, companyId, request.body, request.params.plan_id)
-      const [plan] = await described(app.store, companyId, [change.plan])
-      return { plan, calculation: change.calculation }
-    },
+    async (request) => savePlan(app.store, app.clock, request.params.id, request.body, request.params.plan_id),
   )
 
   app.delete(
@@ -106,7 +83,7 @@ export const adminPlanRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) => {
-      await deletePlan(app.store, company(request.params.id), request.params.plan_id)
+      await deletePlan(app.store, request.params.id, request.params.plan_id)
       return reply.code(204).send(null)
     },
   )
@@ -123,7 +100,7 @@ export const adminPlanRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: Type.Object({ exchange_rates: ExchangeRatesSchema, calculation: CalculationSummarySchema }), ...AdminErrors },
       },
     },
-    async (request) => setExchangeRates(app.store, app.clock, company(request.params.id), request.body),
+    async (request) => setExchangeRates(app.store, app.clock, request.params.id, request.body),
   )
 
   app.get(
@@ -137,6 +114,6 @@ export const adminPlanRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: Type.Object({ data: Type.Array(Type.Object({ plan_id: Type.String(), plan: Type.String(), problems: Type.Array(ProblemSchema) })) }), ...AdminErrors },
       },
     },
-    async (request) => ({ data: await calculationProblems(app.store, company(request.params.id)) }),
+    async (request) => ({ data: await calculationProblems(app.store, request.params.id) }),
   )
 }

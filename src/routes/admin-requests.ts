@@ -25,7 +25,7 @@ const AdminErrors = { 400: ValidationErrorBodySchema, 401: UnauthorizedBodySchem
  * this process, newest first, as a test asserts what its client sent (WireMock's verify). Never the API key.
  */
 export const adminRequestRoutes: FastifyPluginAsyncTypebox<{ kit: TestKit }> = async (app, { kit }) => {
-  const company = (id: string) => existingCompany(app.store, id)
+  const company = async (id: string) => (await existingCompany(app.store, id)).id
 
   app.get(
     '/companies/:id/requests',

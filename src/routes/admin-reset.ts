@@ -27,7 +27,7 @@ export const adminResetRoutes: FastifyPluginAsyncTypebox<{ kit: TestKit }> = asy
         response: { 200: ResetOutcomeSchema, 400: ValidationErrorBodySchema, 401: UnauthorizedBodySchema, 404: NotFoundBodySchema },
       },
     },
-    async (request) => resetCompany(app.store, request.params.id.toLowerCase()),
+    async (request) => resetCompany(app.store, request.params.id),
   )
 
   app.post(

@@ -1,9 +1,9 @@
 import { createHash, timingSafeEqual } from 'node:crypto'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
-import { CompanyInventorySchema, companyInventory, createCompanyKey } from '../admin/company-admin.ts'
+import { companyInventory, createCompanyKey, deleteCompany } from '../admin/company-admin.ts'
+import { UnauthorizedError } from '../errors.ts'
 import { loadFixture } from '../fixtures/load-fixture.ts'
-import { NotFoundError, UnauthorizedError } from '../errors.ts'
 import { adminClockRoutes } from './admin-clock.ts'
 import { adminFaultRoutes } from './admin-faults.ts'
 import { adminImportRoutes } from './admin-imports.ts'
@@ -21,6 +21,43 @@ const CreatedCompanySchema = Type.Object({ company_id: Type.String(), api_key: T
 const CreatedKeySchema = Type.Object({ api_key: Type.String() })
 const CompanySummarySchema = Type.Object({ id: Type.String(), name: Type.String(), public_api_enabled: Type.Boolean() })
 const AdminErrors = { 400: ValidationErrorBodySchema, 401: UnauthorizedBodySchema, 404: NotFoundBodySchema }
+
+const Environment = Type.Enum(['live', 'sandbox'])
+const InventoryItemSchema = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  type: Type.Enum(['statement_reporting', 'record_reporting', 'quota', 'data_table']),
+  environment: Environment,
+  /** Data tables only: the table API name (`data_table_key`). */
+  key: Type.Optional(Type.String()),
+  /** Quotas only. */
+  status: Type.Optional(Type.String()),
+  /** Statements, commission lines, quota values or records behind the item. */
+  total_records: Type.Integer(),
+})
+const CompanyInventorySchema = Type.Object({
+  company: Type.Object({
+    id: Type.String(),
+    name: Type.String(),
+    public_api_enabled: Type.Boolean(),
+    default_currency: Type.String(),
+    fiscal_year_start_month: Type.Integer(),
+  }),
+  users: Type.Integer(),
+  api_keys: Type.Array(Type.Object({ id: Type.String(), prefix: Type.String(), user_id: Type.String(), created_at: Type.String() })),
+  structures: Type.Array(InventoryItemSchema),
+  /** The plans, with the statements each calculated. */
+  plans: Type.Array(
+    Type.Object({
+      id: Type.String(),
+      name: Type.String(),
+      environment: Environment,
+      data_table: Type.String({ description: 'the key of the data table it reads' }),
+      frequency: Type.String(),
+      statements: Type.Integer(),
+    }),
+  ),
+})
 
 /**
  * The administration surface, registered only when ADMIN_TOKEN is set: every route expects
@@ -61,15 +98,14 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{ worker?: WorkerProbe }> = 
   app.get(
     '/companies/:id',
     { schema: { summary: 'The inventory of a company, sandbox included', operationId: 'adminGetCompany', description: 'Settings, user count, keys (prefix only), every structure, quota and data table with its environment and row count.', params: CompanyParamsSchema, response: { 200: CompanyInventorySchema, ...AdminErrors } } },
-    async (request) => companyInventory(app.store, request.params.id.toLowerCase()),
+    async (request) => companyInventory(app.store, request.params.id),
   )
 
   app.delete(
     '/companies/:id',
     { schema: { summary: 'Delete a company and all its data', operationId: 'adminDeleteCompany', description: 'Deletes the company and everything it owns.', params: CompanyParamsSchema, response: { 204: Type.Null(), ...AdminErrors } } },
     async (request, reply) => {
-      const companyId = request.params.id.toLowerCase()
-      if (!(await app.store.companies.delete(companyId))) throw new NotFoundError('company')
+      const companyId = await deleteCompany(app.store, request.params.id)
       // Its faults and journal go with it: they are kept in memory per company.
       app.testKit?.faults.clear(companyId)
       app.testKit?.journal.clear(companyId)
@@ -90,7 +126,7 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{ worker?: WorkerProbe }> = 
       },
     },
     async (request, reply) => {
-      const secret = await createCompanyKey(app.store, app.clock, request.params.id.toLowerCase(), request.body?.user)
+      const secret = await createCompanyKey(app.store, app.clock, request.params.id, request.body?.user)
       return reply.code(201).send({ api_key: secret })
     },
   )
@@ -98,7 +134,7 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{ worker?: WorkerProbe }> = 
   // Registered after the token hook, so that it guards these routes too.
   await app.register(adminEditRoutes)
   await app.register(adminPlanRoutes)
-  // The test kit: the clock, imports, faults, the request journal, reset (README, "Using it in your tests").
+  // The test kit: the clock, imports, faults, the request journal, reset (docs/testing.md).
   const kit = app.testKit
   if (!kit) throw new Error('the admin routes need the test kit: registerTestKit comes first')
   await app.register(adminClockRoutes, { worker })

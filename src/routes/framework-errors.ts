@@ -6,7 +6,7 @@ import { validationBody } from './errors.ts'
 
 /**
  * The errors Fastify and Node's HTTP parser answer on their own, before any route or error handler runs,
- * given the specification's bodies instead of the framework's. The README lists their statuses.
+ * given the specification's bodies instead of the framework's. docs/interface.md lists their statuses.
  */
 
 /** The longest path parameter the router reads (Fastify's default); a longer one is a 414. */

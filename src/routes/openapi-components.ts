@@ -2,14 +2,12 @@ import type { FastifyInstance } from 'fastify'
 import type { TSchema } from 'typebox'
 import { FixtureSchema } from '../fixtures/schema.ts'
 import {
-  AmountSchema,
   ForbiddenBodySchema,
   NotFoundBodySchema,
   PageMetaSchema,
   ServerErrorBodySchema,
   TooManyRequestsBodySchema,
   UnauthorizedBodySchema,
-  UserReferenceSchema,
   ValidationErrorBodySchema,
 } from './schemas.ts'
 import { ImportErrorSchema, ImportReceiptSchema, ImportViewSchema } from './v1/import-schemas.ts'
@@ -34,8 +32,6 @@ const COMPONENTS: Record<string, TSchema> = {
   NotFoundBody: NotFoundBodySchema,
   TooManyRequestsBody: TooManyRequestsBodySchema,
   ServerErrorBody: ServerErrorBodySchema,
-  Amount: AmountSchema,
-  UserReference: UserReferenceSchema,
   PageMeta: PageMetaSchema,
   Row: RowSchema,
   Page: PageSchema,

@@ -13,11 +13,6 @@ export function Nullable<Schema extends TSchema & { type: string }>(schema: Sche
 
 export const ObjectIdSchema = Type.String({ pattern: '^[0-9a-fA-F]{24}$', description: 'ObjectId string' })
 
-export const AmountSchema = Type.Object({ value: Type.Number(), currency: Type.String() })
-export type Amount = Static<typeof AmountSchema>
-
-export const UserReferenceSchema = Type.Object({ id: Type.String(), email: Type.Union([Type.String(), Type.Null()]) })
-
 export const PageMetaSchema = Type.Object({
   next_start_id: Type.Union([Type.String(), Type.Null()]),
   has_more: Type.Boolean(),

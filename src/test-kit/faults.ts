@@ -1,3 +1,4 @@
+import { storedId } from '../domain/ids.ts'
 import { ValidationError } from '../errors.ts'
 import { newId } from '../ids.ts'
 
@@ -140,7 +141,8 @@ export class FaultBoard {
   /** Removes one fault of the company; false when it has none with this id. */
   remove(companyId: string, faultId: string): boolean {
     const faults = this.#byCompany.get(companyId) ?? []
-    const kept = faults.filter((live) => live.fault.id !== faultId.toLowerCase())
+    const id = storedId(faultId)
+    const kept = faults.filter((live) => live.fault.id !== id)
     if (kept.length === faults.length) return false
     this.#byCompany.set(companyId, kept)
     return true

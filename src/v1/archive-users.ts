@@ -23,9 +23,9 @@ interface ArchiveRequest {
 /**
  * Archives users synchronously, all or nothing: every item is checked (its email, its `end_date`, that the
  * user exists, that the user manages nobody in the archive period) and any problem refuses the whole call
- * with every problem listed, each with its own family (`ValidationError`, `NotFoundError`, `ConflictError`):
- * the refusal is always a 400, so that a 404 keeps the one body of the error table. The archive period starts the month after `end_date`, or the current month
- * without one. A person managed in that period who is archived already, or archived by the same call, is
+ * with every problem listed, each with its own family (`ValidationError`, `NotFoundError`, `ConflictError`), as
+ * one 400 (docs/decisions.md, "Archive"). The archive period starts the month after `end_date`, or the current
+ * month without one. A person managed in that period who is archived already, or archived by the same call, is
  * no conflict. The transaction names the company: a manager attribution imported meanwhile on another
  * instance cannot commit beside an archive that checked the attributions before it.
  */

@@ -1,4 +1,8 @@
+import { storedId } from '../domain/ids.ts'
+import { flatAmount } from '../domain/money.ts'
+import { metricValue } from '../domain/stored-values.ts'
 import { NotFoundError } from '../errors.ts'
+import { findLiveStructure, rowsPath } from '../reporting/structures.ts'
 import type {
   CommissionLine,
   CustomMetric,
@@ -10,12 +14,8 @@ import type {
   UserAttributeDefinition,
 } from '../store/model.ts'
 import type { Store } from '../store/port.ts'
-import { rowsPath } from '../v2/data-structures.ts'
-import { findLiveStructure } from '../v2/lookup.ts'
-import { metricValue } from '../v2/rows.ts'
 import { checkOffsetQuery, type OffsetPage, type OffsetQuery, pageUrl, readOffsetPage } from './offset-page.ts'
 import { type V1ReportingUser, v1ReportingUser } from './user-rows.ts'
-import { isMoney } from './values.ts'
 
 /**
  * The two deprecated v1 reporting reads. They render the same stored statements and commission lines as the
@@ -65,13 +65,11 @@ function addMissing(row: { [key: string]: unknown }, key: string, value: unknown
 /**
  * Every custom metric of the company as `<key>` and `<key>_currency`: an amount's number and currency; the
  * value of any other kind, with a null currency. A metric the statement has no value for is null. Values are
- * read by v2's `metricValue`, so that both versions show the same figure for the same stored value.
+ * read as v2 reads them, so that both versions show the same figure for the same stored value.
  */
 function addMetrics(row: V1StatementRow, metrics: readonly CustomMetric[], statement: Statement): void {
   for (const { api_key: key, kind } of metrics) {
-    const value = metricValue(kind, statement.metrics[key], statement.currency)
-    addMissing(row, key, isMoney(value) ? value.value : value)
-    addMissing(row, `${key}_currency`, isMoney(value) ? value.currency : null)
+    for (const [name, value] of flatAmount(key, metricValue(kind, statement.metrics[key], statement.currency))) addMissing(row, name, value)
   }
 }
 
@@ -180,7 +178,8 @@ export async function listStatementRows(
  */
 async function liveTableOfPath(store: Store, companyId: string, id: string): Promise<{ table: DataTable; structure: ReportingStructure | null }> {
   const structure = await findLiveStructure(store, companyId, id, 'record_reporting')
-  const table = await store.dataTables.get(companyId, structure?.data_table_id ?? id)
+  const tableId = structure?.data_table_id ?? storedId(id)
+  const table = tableId ? await store.dataTables.get(companyId, tableId) : null
   if (!table || table.environment !== 'live') throw new NotFoundError('data_table_id', `No data table with id ${id}`)
   return { table, structure }
 }

@@ -1,8 +1,9 @@
+import { flatAmount, moneyOf } from '../domain/money.ts'
+import { multiText } from '../domain/stored-values.ts'
 import { NotFoundError } from '../errors.ts'
 import type { DataTable, DataTableField, DataTableRecord } from '../store/model.ts'
 import type { Store } from '../store/port.ts'
 import { checkOffsetQuery, type OffsetPage, type OffsetQuery, pageUrl, readOffsetPage } from './offset-page.ts'
-import { isMoney } from './values.ts'
 
 /** A data-table record as `GET /v1/tables/{data_table_key}/records` shows it: keys are the table's field API keys. */
 export type V1Record = Record<string, unknown>
@@ -12,12 +13,11 @@ function addField(row: V1Record, field: DataTableField, value: unknown): void {
   const key = field.api_key
   switch (field.type) {
     case 'amount':
-      row[key] = isMoney(value) ? value.value : (value ?? null)
-      row[`${key}_currency`] = isMoney(value) ? value.currency : null
+      for (const [name, item] of flatAmount(key, moneyOf(value, null))) row[name] = item
       return
     case 'multi':
-      // One string with the values separated by `;`, as the upsert takes it: a fetched record can be sent back as is.
-      row[key] = Array.isArray(value) ? value.join(';') : (value ?? null)
+      // One string, as the upsert takes it: a fetched record can be sent back as is.
+      row[key] = multiText(value)
       return
     default:
       // Dates are stored YYYY-MM-DD and date-times as ISO 8601 in UTC: both are served as stored.

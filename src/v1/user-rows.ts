@@ -1,18 +1,10 @@
-import type { User, UserAttributeDefinition, UserStatus } from '../store/model.ts'
+import { currencyKey } from '../domain/money.ts'
+import type { User, UserAttributeDefinition } from '../store/model.ts'
 import type { Store } from '../store/port.ts'
 import { checkOffsetQuery, type OffsetPage, type OffsetQuery, pageUrl, readOffsetPage } from './offset-page.ts'
 
 /** A user as `GET /v1/users` shows it: the standard fields, then every custom attribute of the company. */
-export interface V1User {
-  id: string
-  email: string
-  name: string | null
-  status: UserStatus
-  role: string | null
-  currency: string | null
-  calculation_currency: string | null
-  [attribute: string]: unknown
-}
+export type V1User = Pick<User, 'id' | 'email' | 'name' | 'status' | 'role' | 'currency' | 'calculation_currency'> & { [attribute: string]: unknown }
 
 /** The user inside a deprecated reporting row: for a user that no longer exists, only `id` is set. */
 export interface V1ReportingUser {
@@ -38,7 +30,7 @@ export function addCustomAttributes(
   attributes: Record<string, unknown>,
 ): void {
   for (const { api_key: key, type } of definitions) {
-    const keys = type === 'amount' ? [key, `${key}_currency`] : [key]
+    const keys = type === 'amount' ? [key, currencyKey(key)] : [key]
     for (const name of keys) if (!(name in row)) row[name] = attributes[name] ?? null
   }
 }

@@ -1,7 +1,6 @@
-import type { Company, ReportingStructure } from '../store/model.ts'
+import { type DataStructureType, rowsPath, structureRowCount } from '../reporting/structures.ts'
+import type { Company } from '../store/model.ts'
 import type { Store } from '../store/port.ts'
-
-export type DataStructureType = 'statement_reporting' | 'record_reporting' | 'quota'
 
 export interface DataStructureEntry {
   id: string
@@ -10,19 +9,6 @@ export interface DataStructureEntry {
   total_records: number
   links: { fields: string; records: string }
   status?: 'active' | 'archived'
-}
-
-/** Where the rows of a structure are read, relative to the service's base URL. */
-export function rowsPath(type: DataStructureType, id: string): string {
-  if (type === 'quota') return `/v2/quotas/${id}/values`
-  return `/v2/reporting/${id}/${type === 'statement_reporting' ? 'statements' : 'records'}`
-}
-
-/** How many rows a reporting structure shows: its environment's statements, or its data table's commission lines. */
-export function structureRowCount(store: Store, structure: ReportingStructure): Promise<number> {
-  return structure.type === 'statement_reporting'
-    ? store.statements.count(structure.company_id, structure.environment)
-    : store.commissionLines.count(structure.company_id, structure.data_table_id ?? '')
 }
 
 /** The discovery list: every live reporting structure and quota of the company, sandbox never. */

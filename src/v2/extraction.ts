@@ -1,5 +1,5 @@
+import { rowsPath } from '../reporting/structures.ts'
 import type { Store } from '../store/port.ts'
-import { rowsPath } from './data-structures.ts'
 import { structureColumns } from './fields.ts'
 import { liveQuota, liveStructure } from './lookup.ts'
 import { cutPage, DEFAULT_QUOTA_PAGE_LIMIT, DEFAULT_ROW_PAGE_LIMIT, type Page, type PageQuery, type PageRequest, pageRequest } from './pages.ts'

@@ -1,8 +1,8 @@
 import { NotFoundError } from '../errors.ts'
+import { findLiveQuota, findLiveStructure } from '../reporting/structures.ts'
 import type { CustomMetric, DataTableField, ReportingStructure } from '../store/model.ts'
 import type { Store } from '../store/port.ts'
 import { type FieldSchema, fieldSchema, quotaFields, recordFields, shownFields, shownMetrics, statementFields } from './field-schema.ts'
-import { findLiveQuota, findLiveStructure } from './lookup.ts'
 
 /** What a reporting structure shows beyond its standard fields, as currently configured. */
 export interface StructureColumns {

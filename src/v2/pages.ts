@@ -1,4 +1,5 @@
 import { parseInstant } from '../domain/formats.ts'
+import { storedId } from '../domain/ids.ts'
 import { type Issue, ValidationError } from '../errors.ts'
 import type { RowWindow } from '../store/port.ts'
 
@@ -60,12 +61,14 @@ function instantOf(name: string, value: string | undefined, issues: Issue[]): st
 
 /**
  * Checks the date filters and turns the query into a store window, with `defaultLimit` rows when the query
- * names no `limit`. Bad dates, equal or inverted bounds: ValidationError.
+ * names no `limit`. Bad dates, equal or inverted bounds, a `start_id` that is no id: ValidationError.
  */
 export function pageRequest(query: PageQuery, rule: BoundRule, defaultLimit: number): PageRequest {
   const issues: Issue[] = []
   const after = instantOf('last_modified_after', query.last_modified_after, issues)
   const before = instantOf('last_modified_before', query.last_modified_before, issues)
+  const afterId = query.start_id === undefined ? undefined : storedId(query.start_id)
+  if (afterId === null) issues.push({ resource: 'start_id', description: 'expected an ObjectId (24 hex digits)' })
   if (after !== undefined && before !== undefined && after >= before) {
     issues.push({
       resource: 'last_modified_after',
@@ -77,7 +80,7 @@ export function pageRequest(query: PageQuery, rule: BoundRule, defaultLimit: num
   const limit = query.limit ?? defaultLimit
   const inclusive = rule === 'inclusive'
   const window: RowWindow = { limit: limit + 1 }
-  if (query.start_id !== undefined) window.afterId = query.start_id.toLowerCase()
+  if (afterId) window.afterId = afterId
   if (after !== undefined) window.modifiedAfter = { at: after, inclusive }
   if (before !== undefined) window.modifiedBefore = { at: before, inclusive }
 

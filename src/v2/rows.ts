@@ -1,20 +1,13 @@
-import { parseInstant } from '../domain/formats.ts'
-import type {
-  CommissionLine,
-  CustomMetric,
-  DataTableField,
-  DataTableFieldType,
-  MetricKind,
-  Money,
-  Quota,
-  QuotaValue,
-} from '../store/model.ts'
+import { moneyOf, numberOf } from '../domain/money.ts'
+import { dateOf, metricValue, multiText } from '../domain/stored-values.ts'
+import type { CommissionLine, CustomMetric, DataTableField, DataTableFieldType, MetricKind, Quota, QuotaValue } from '../store/model.ts'
 import type { StatementRowFields } from '../store/port.ts'
 
 /**
  * The v2 rows: flat objects whose keys are exactly the `api_key`s of the structure's field schema
  * (`field-schema.ts`), built from the same columns. A value the row does not hold is null, never absent.
- * Values written before a metric's kind or a field's type changed are converted when they can be, else null.
+ * Values written before a metric's kind or a field's type changed are converted when they can be, else null
+ * (src/domain/stored-values.ts).
  */
 
 export type Row = Record<string, unknown>
@@ -27,65 +20,19 @@ export type Emails = ReadonlyMap<string, string>
 
 const userReference = (userId: string, emails: Emails): UserReference => ({ id: userId, email: emails.get(userId) ?? null })
 
-function amountOf(raw: unknown, currency: string): Money | null {
-  if (typeof raw === 'number') return { value: raw, currency }
-  if (raw !== null && typeof raw === 'object' && typeof (raw as Money).value === 'number') {
-    const amount = raw as Money
-    return { value: amount.value, currency: typeof amount.currency === 'string' ? amount.currency : currency }
-  }
-  return null
-}
-
-function numberOf(raw: unknown): number | null {
-  if (typeof raw === 'number') return raw
-  return amountOf(raw, '')?.value ?? null
-}
-
-function textOf(raw: unknown): string | null {
-  if (typeof raw === 'string') return raw
-  return typeof raw === 'number' || typeof raw === 'boolean' ? String(raw) : null
-}
-
-/** YYYY-MM-DD: a date as is, a date-time as its UTC date (one without an offset is UTC, whatever the process's time zone). */
-function dateOf(raw: unknown): string | null {
-  if (typeof raw !== 'string' || !/^\d{4}-\d{2}-\d{2}/.test(raw)) return null
-  if (raw.length === 10) return raw
-  return parseInstant(raw)?.toISOString().slice(0, 10) ?? null
-}
-
-/** A custom metric's value; an amount without its own currency takes the row's. */
-export function metricValue(kind: MetricKind, raw: unknown, rowCurrency: string): unknown {
-  switch (kind) {
-    case 'amount':
-      return amountOf(raw, rowCurrency)
-    case 'percentage':
-    case 'float':
-      return numberOf(raw)
-    case 'enum':
-    case 'text':
-      return textOf(raw)
-    case 'date':
-      return dateOf(raw)
-  }
-}
-
-/** A data-table value as stored (amounts as objects, multi-valued fields as arrays, date-times as ISO UTC). */
-export function dataTableValue(type: DataTableFieldType, raw: unknown): unknown {
-  switch (type) {
-    case 'string':
-      return Array.isArray(raw) ? raw.join(';') : textOf(raw)
-    case 'number':
-      return numberOf(raw)
-    case 'amount':
-      return raw !== null && typeof raw === 'object' ? amountOf(raw, '') : null
-    case 'date':
-    case 'datetime':
-      return dateOf(raw)
-    case 'boolean':
-      return typeof raw === 'boolean' ? String(raw) : raw === 'true' || raw === 'false' ? raw : null
-    case 'multi':
-      return Array.isArray(raw) ? raw.join(';') : textOf(raw)
-  }
+/**
+ * Each data-table type's value in its v2 form, from its stored form (amounts as objects, multi-valued fields as
+ * arrays, date-times as ISO UTC): a date-time as its UTC date, a boolean as `"true"`/`"false"`, a multi-valued
+ * field as one string.
+ */
+const DATA_TABLE_VALUES: Record<DataTableFieldType, (raw: unknown) => unknown> = {
+  string: multiText,
+  multi: multiText,
+  number: numberOf,
+  amount: (raw) => moneyOf(raw, null),
+  date: dateOf,
+  datetime: dateOf,
+  boolean: (raw) => (typeof raw === 'boolean' ? String(raw) : raw === 'true' || raw === 'false' ? raw : null),
 }
 
 interface MetricColumn {
@@ -139,7 +86,7 @@ export function recordRenderer(fields: readonly DataTableField[], metrics: reado
       'standard.commission_impact': { value: line.commission, currency: line.currency },
       'standard.date': line.date,
     }
-    for (const column of fieldColumns) row[column.key] = dataTableValue(column.type, line.record_values[column.source])
+    for (const column of fieldColumns) row[column.key] = DATA_TABLE_VALUES[column.type](line.record_values[column.source])
     return addMetrics(row, columns, line.metrics, line.currency)
   }
 }

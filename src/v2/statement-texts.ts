@@ -5,12 +5,11 @@ import { structureColumns } from './fields.ts'
 import { statementRenderer } from './rows.ts'
 
 /**
- * v2 statement rows as JSON text, rendered ahead of reads. Rendering is most of what a statement page costs
- * (docs/performance.md), and a row depends only on the statement, on the custom metrics its structure shows
- * (their keys and kinds, in order) and on its user's email. So the row is rendered when statements are written
- * or the configuration changes (`renderStatements`), and stored with the statement under a key that names the
- * metrics it was rendered for; the store drops it when the statement is written again or its user's email
- * changes.
+ * v2 statement rows as JSON text, rendered ahead of reads (why: docs/decisions.md, "Statement rows are rendered
+ * ahead of reads"). A row depends only on the statement, on the custom metrics its structure shows (their keys
+ * and kinds, in order) and on its user's email. So the row is rendered when statements are written or the
+ * configuration changes (`renderStatements`), and stored with the statement under a key that names the metrics
+ * it was rendered for; the store drops it when the statement is written again or its user's email changes.
  *
  * A page uses the stored row only when its key is the structure's, and renders every other row as it reads it,
  * with the same function: a rendering made for another configuration, for the statement before it was written
@@ -45,7 +44,7 @@ export function statementTexts(metrics: readonly CustomMetric[]): StatementTexts
 /**
  * A page of rows already JSON text, as UTF-8 JSON: exactly what `JSON.stringify({data, meta})` gives for the
  * row objects. Each row is written straight into one buffer: joining the rows into a string first, then
- * encoding it, costs two to three times as much (docs/performance.md).
+ * encoding it, costs more (the figures: docs/performance.md).
  */
 export function pageBytes(rows: readonly string[], meta: string): Buffer {
   const head = '{"data":['

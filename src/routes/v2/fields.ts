@@ -3,13 +3,11 @@ import { Type } from 'typebox'
 import { fieldSchemaOf } from '../../v2/fields.ts'
 import { AuthenticatedErrorResponses } from '../schemas.ts'
 
-const Nullable = <T extends ReturnType<typeof Type.String>>(schema: T) => Type.Union([schema, Type.Null()])
-
 export const FieldDescriptorSchema = Type.Object({
   api_key: Type.String({ description: 'standard.*, custom.* or datatable.*: the key of the field in the rows' }),
   name: Type.String(),
   type: Type.Enum(['string', 'number', 'object', 'date']),
-  format: Nullable(Type.String({ description: 'enum, period, percentage, float, currency, user_reference, date, or null' })),
+  format: Type.Union([Type.String({ description: 'enum, period, percentage, float, currency, user_reference, date, or null' }), Type.Null()]),
   origin: Type.Enum(['standard', 'custom', 'datatable']),
   created_at: Type.String(),
   currencies: Type.Union([Type.Array(Type.String()), Type.Null()]),

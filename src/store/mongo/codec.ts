@@ -1,5 +1,5 @@
 import { type Document, ObjectId } from 'bson'
-import { isObjectId } from '../../ids.ts'
+import { isObjectId } from '../../domain/ids.ts'
 
 /**
  * Records ⇄ MongoDB documents, at the adapter's edge. Above the port an id is a 24-hex string; in MongoDB it

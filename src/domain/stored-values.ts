@@ -1,0 +1,53 @@
+import type { MetricKind } from '../store/model.ts'
+import { parseInstant } from './formats.ts'
+import { moneyOf, numberOf } from './money.ts'
+import { joinMulti } from './record-values.ts'
+
+/**
+ * Stored values read as what shows them now. A custom metric's kind can change after its values were written
+ * (docs/decisions.md): a value is converted when it can be, else it is null. Both API versions read values
+ * through these functions, so that they show the same figure for the same stored value.
+ */
+
+/** A string; a number or a boolean as its text. */
+export function textOf(raw: unknown): string | null {
+  if (typeof raw === 'string') return raw
+  return typeof raw === 'number' || typeof raw === 'boolean' ? String(raw) : null
+}
+
+/** YYYY-MM-DD: a date as is, a date-time as its UTC date (one without an offset is UTC, whatever the process's time zone). */
+export function dateOf(raw: unknown): string | null {
+  if (typeof raw !== 'string' || !/^\d{4}-\d{2}-\d{2}/.test(raw)) return null
+  if (raw.length === 10) return raw
+  return parseInstant(raw)?.toISOString().slice(0, 10) ?? null
+}
+
+/**
+ * YYYY-MM-DD: the date of a data-table date or date-time field's value, which the store holds checked (a date,
+ * or a date-time in ISO 8601 UTC, `parseRecord`): its first ten characters, without parsing it again, since the
+ * calculation reads it for every record it places.
+ */
+export function recordDateOf(raw: unknown): string | null {
+  return typeof raw === 'string' && /^\d{4}-\d{2}-\d{2}/.test(raw) ? raw.slice(0, 10) : null
+}
+
+/** A multi-valued field as one string, its values joined as the v1 upsert takes them; any other value as text. */
+export function multiText(raw: unknown): string | null {
+  return Array.isArray(raw) ? joinMulti(raw) : textOf(raw)
+}
+
+/** A custom metric's value by its kind; an amount without its own currency takes the row's. */
+export function metricValue(kind: MetricKind, raw: unknown, rowCurrency: string): unknown {
+  switch (kind) {
+    case 'amount':
+      return moneyOf(raw, rowCurrency)
+    case 'percentage':
+    case 'float':
+      return numberOf(raw)
+    case 'enum':
+    case 'text':
+      return textOf(raw)
+    case 'date':
+      return dateOf(raw)
+  }
+}

@@ -1,0 +1,117 @@
+import { existsSync, readdirSync, readFileSync } from 'node:fs'
+import { dirname, relative, resolve } from 'node:path'
+import { describe, expect, it } from 'vitest'
+import { buildApp } from '../src/app.ts'
+import { ManualClock } from '../src/clock.ts'
+import { loadConfig } from '../src/config.ts'
+import { openTestStore } from './helpers/test-store.ts'
+
+/**
+ * What the documentation promises and a test can hold it to: the README is a front page with the two commands,
+ * every configuration variable, CLI command and admin route has its entry in docs/, the example of "Using it in
+ * your tests" is the test file that runs, and every link works from a fresh clone.
+ */
+
+const ROOT = resolve(import.meta.dirname, '..')
+const read = (path: string) => readFileSync(resolve(ROOT, path), 'utf8')
+const PAGES = ['README.md', ...readdirSync(resolve(ROOT, 'docs')).filter((name) => name.endsWith('.md')).map((name) => `docs/${name}`)]
+
+/** GitHub's anchor of a heading: lower case, punctuation dropped, spaces as hyphens. */
+const slug = (heading: string) =>
+  heading
+    .trim()
+    .toLowerCase()
+    .replace(/[^\p{Letter}\p{Number}\- ]/gu, '')
+    .replaceAll(' ', '-')
+
+/** The anchors of a Markdown page: one per heading, outside code blocks. */
+function anchorsOf(text: string): Set<string> {
+  const withoutCode = text.replace(/```[\s\S]*?```/g, '')
+  return new Set([...withoutCode.matchAll(/^#{1,6} (.+)$/gm)].map((match) => slug(match[1])))
+}
+
+/** The links of a Markdown page outside code blocks, except those to other sites. */
+function linksOf(text: string): string[] {
+  const withoutCode = text.replace(/```[\s\S]*?```/g, '').replace(/`[^`\n]*`/g, '')
+  return [...withoutCode.matchAll(/\]\(([^)\s]+)\)/g)].map((match) => match[1]).filter((target) => !/^[a-z]+:/.test(target))
+}
+
+describe('the README', () => {
+  const readme = read('README.md')
+
+  it('is a front page: what it is, the two commands, a first call, links to the rest', () => {
+    expect(readme).toContain('npm install && npm start')
+    expect(readme).toContain('npm test')
+    expect(readme).toContain('## A first call with curl')
+    expect(readme).toContain('curl -H "X-API-Key: $KEY" http://127.0.0.1:3000/v2/data-structures')
+    for (const page of PAGES.filter((path) => path.startsWith('docs/'))) expect(readme, page).toContain(`](${page}`)
+    expect(readme.split('\n').length).toBeLessThan(150)
+  })
+})
+
+describe('the documentation', () => {
+  it('links only to files and headings of the repository, which exist', () => {
+    const broken: string[] = []
+    let links = 0
+    for (const page of PAGES) {
+      for (const link of linksOf(read(page))) {
+        links++
+        const [path, anchor] = link.split('#')
+        const target = path === '' ? resolve(ROOT, page) : resolve(ROOT, dirname(page), path)
+        if (relative(ROOT, target).startsWith('..')) broken.push(`${page} → ${link}: outside the repository`)
+        else if (!existsSync(target)) broken.push(`${page} → ${link}: no such file`)
+        else if (anchor && target.endsWith('.md') && !anchorsOf(readFileSync(target, 'utf8')).has(anchor)) broken.push(`${page} → ${link}: no such heading`)
+      }
+    }
+    expect(links).toBeGreaterThan(50)
+    expect(broken).toEqual([])
+  })
+
+  it('names no file outside the repository as the specification', () => {
+    for (const page of PAGES) expect(read(page), page).not.toContain('../shared/')
+  })
+
+  it('shows the example of "Using it in your tests" exactly as test/using-it-in-your-tests.test.ts runs it', () => {
+    const example = read('test/using-it-in-your-tests.test.ts')
+    expect(read('docs/testing.md')).toContain(`\`\`\`ts\n${example}\`\`\``)
+  })
+
+  it('documents every configuration variable the service reads', () => {
+    const variables = [...read('src/config.ts').matchAll(/read(?:<[^>]+>)?\('([A-Z_]+)'/g)].map((match) => match[1])
+    expect(variables).toContain('CLOCK')
+    const configuration = read('docs/configuration.md')
+    for (const variable of variables) expect(configuration, variable).toContain(`| \`${variable}\` |`)
+  })
+
+  it('documents every CLI command', () => {
+    const cli = read('src/cli.ts')
+    const commands = ['serve']
+    for (const table of ['COMMANDS', 'CLIENT_COMMANDS']) {
+      const start = cli.indexOf(`const ${table}: Record<string,`)
+      const block = cli.slice(start, cli.indexOf('\n}\n', start))
+      commands.push(...[...block.matchAll(/^ {2}async '?([\w-]+)'?\(/gm)].map((match) => match[1]))
+    }
+    commands.push(...[...cli.matchAll(/^CLIENT_COMMANDS\.(\w+) =/gm)].map((match) => match[1]))
+    expect(commands).toEqual(expect.arrayContaining(['serve', 'demo', 'plans', 'exchange-rates', 'sync', 'conformance']))
+    const documented = read('docs/cli.md')
+    for (const command of commands) expect(documented, command).toMatch(new RegExp(`^\\| \`${command}[ \`]`, 'm'))
+  })
+
+  it('documents every admin route', async () => {
+    const { store, dispose } = await openTestStore()
+    const app = await buildApp({ config: loadConfig({ DEMO: 'off', LOG_LEVEL: 'silent', ADMIN_TOKEN: 'docs-test-admin-token' }), store, clock: new ManualClock() })
+    try {
+      await app.ready()
+      const paths = (app.swagger() as { paths: Record<string, Record<string, unknown>> }).paths
+      const routes = Object.entries(paths)
+        .filter(([path]) => path.startsWith('/admin/'))
+        .flatMap(([path, operations]) => Object.keys(operations).map((method) => `${method.toUpperCase()} ${path}`))
+      expect(routes).toContain('POST /admin/companies/{id}/imports/drain')
+      const documented = read('docs/admin.md')
+      for (const route of routes) expect(documented, route).toMatch(new RegExp(`\`${route.replace(/[{}?]/g, '\\$&')}[\`?]`))
+    } finally {
+      await app.close()
+      await dispose()
+    }
+  })
+})
