@@ -9,12 +9,12 @@ describe('admin routes', () => {
   let server: TestServer
 
   beforeAll(async () => {
-    server = await startTestServer({ ADMIN_TOKEN: TOKEN })
+    server = await startTestServer({ ADMIN_TOKEN: TOKEN }, {}, { transport: 'inject' })
   })
   afterAll(() => server.close())
 
   it('exist only when ADMIN_TOKEN is set', async () => {
-    const without = await startTestServer()
+    const without = await startTestServer({}, {}, { transport: 'inject' })
     try {
       const reply = await without.call('/admin/companies', { method: 'POST', headers: admin, body: smallFixture() })
       expect(reply.status).toBe(404)

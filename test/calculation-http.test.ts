@@ -100,7 +100,7 @@ interface Harness {
 }
 
 async function startHarness(): Promise<Harness> {
-  const server = await startTestServer({ RATE_LIMIT_PER_SECOND: '1000000', ADMIN_TOKEN })
+  const server = await startTestServer({ RATE_LIMIT_PER_SECOND: '1000000', ADMIN_TOKEN }, {}, { transport: 'inject' })
   const { companyId, apiKey } = await server.load(plannedCompany())
   const worker = new ImportWorker({ store: server.store, clock: server.clock, owner: 'calculation-test' })
   const call = (path: string, options: CallOptions = {}) => server.call(path, { key: apiKey, ...options })

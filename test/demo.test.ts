@@ -286,7 +286,7 @@ describe('demoFixture options', () => {
 
 describe('the demo over HTTP', () => {
   it('serves records of the documented shape and statements dated on the first day of their period', async () => {
-    const server = await startTestServer()
+    const server = await startTestServer({}, {}, { transport: 'inject' })
     try {
       const { apiKey } = await server.load(demoFixture({ users: 6, months: 3, deals: 5 }))
       const records = await server.call('/v1/tables/deals/records?limit=5', { key: apiKey })

@@ -104,7 +104,7 @@ function fixtureWithSecret(name: string) {
 describe('an API-key secret another company uses', () => {
   let server: TestServer
   beforeAll(async () => {
-    server = await startTestServer({ ADMIN_TOKEN: 'fixture-refusals-admin-token' })
+    server = await startTestServer({ ADMIN_TOKEN: 'fixture-refusals-admin-token' }, {}, { transport: 'inject' })
   })
   afterAll(() => server.close())
 

@@ -8,7 +8,7 @@ describe('GET /v1/users', () => {
   let globex: { companyId: string; apiKey: string }
 
   beforeAll(async () => {
-    server = await startTestServer()
+    server = await startTestServer({}, {}, { transport: 'inject' })
     acme = await server.load(smallFixture('Acme'))
     globex = await server.load(smallFixture('Globex'))
   })

@@ -9,7 +9,7 @@ describe('admin routes that edit a company’s data (for schema changes and incr
   let id: (name: string) => string
 
   beforeAll(async () => {
-    server = await startTestServer(V2_TEST_ENV)
+    server = await startTestServer(V2_TEST_ENV, {}, { transport: 'inject' })
     ;({ companyId } = await server.load(smallFixture()))
     id = await idsByName(server, companyId)
   })

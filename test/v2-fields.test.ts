@@ -28,7 +28,7 @@ describe('GET /v2/data-structures/{table_id}/fields', () => {
   let id: (name: string) => string
 
   beforeAll(async () => {
-    server = await startTestServer(V2_TEST_ENV)
+    server = await startTestServer(V2_TEST_ENV, {}, { transport: 'inject' })
     ;({ apiKey: key, companyId } = await server.load(smallFixture()))
     id = await idsByName(server, companyId)
   })

@@ -13,7 +13,7 @@ describe('v2 rows: statements, records and quota values', () => {
   let users: Map<string, string>
 
   beforeAll(async () => {
-    server = await startTestServer(V2_TEST_ENV)
+    server = await startTestServer(V2_TEST_ENV, {}, { transport: 'inject' })
     ;({ apiKey: key, companyId } = await server.load(smallFixture()))
     id = await idsByName(server, companyId)
     const found = await server.store.users.findByEmails(companyId, ['owner@acme.example', 'rep@acme.example'])

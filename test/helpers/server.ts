@@ -1,4 +1,5 @@
 import { Writable } from 'node:stream'
+import type { FastifyInstance } from 'fastify'
 import { request as httpRequest } from 'undici'
 import { buildApp } from '../../src/app.ts'
 import { ManualClock } from '../../src/clock.ts'
@@ -8,6 +9,7 @@ import type { Store } from '../../src/store/port.ts'
 import { openTestStore } from './test-store.ts'
 
 export interface TestServer {
+  /** Where it listens; with `transport: 'inject'`, nothing listens and this is only the origin requests name. */
   url: string
   store: Store
   clock: ManualClock
@@ -56,14 +58,25 @@ export class RunningClock extends ManualClock {
   }
 }
 
+export interface TestServerOptions {
+  /** A clock that follows real time instead of a manual one. */
+  runningClock?: boolean
+  /**
+   * `socket` (the default) listens on an ephemeral port and calls go through undici: for the tests that prove
+   * HTTP behaviour. `inject` opens no socket and calls go through Fastify's inject: for tests of what a route
+   * answers, which need no real connection.
+   */
+  transport?: 'socket' | 'inject'
+}
+
 /**
- * Starts the real application on an ephemeral port, on a fresh in-memory store and a manual clock (or, with
- * `runningClock`, a clock that follows real time).
+ * Starts the real application on an ephemeral port (or, with `transport: 'inject'`, without one), on a fresh
+ * in-memory store and a manual clock (or, with `runningClock`, a clock that follows real time).
  */
 export async function startTestServer(
   env: Record<string, string> = {},
   configOverrides: Partial<Config> = {},
-  { runningClock = false }: { runningClock?: boolean } = {},
+  { runningClock = false, transport = 'socket' }: TestServerOptions = {},
 ): Promise<TestServer> {
   const config = { ...loadConfig({ LOG_LEVEL: 'info', DEMO: 'off', ...env }), ...configOverrides }
   // In-memory SQLite; a database of its own on MONGODB_URL when that is set (see test-store.ts).
@@ -77,9 +90,12 @@ export async function startTestServer(
     },
   })
   const app = await buildApp({ config, store, clock, logStream })
-  await app.listen({ port: 0, host: '127.0.0.1' })
-  const address = app.server.address()
-  const url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`
+  let url = INJECTED_ORIGIN
+  if (transport === 'socket') {
+    await app.listen({ port: 0, host: '127.0.0.1' })
+    const address = app.server.address()
+    url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`
+  }
 
   return {
     url,
@@ -96,7 +112,7 @@ export async function startTestServer(
       const loaded = await loadFixture(store, clock, fixture)
       return { companyId: loaded.company_id, apiKey: loaded.api_keys[0] }
     },
-    call: (path, options = {}) => call(url + path, options),
+    call: (path, options = {}) => (transport === 'socket' ? call(url + path, options) : injectCall(app, path, options)),
     async close() {
       await app.close()
       await dispose()
@@ -104,8 +120,26 @@ export async function startTestServer(
   }
 }
 
+/** The origin Fastify's inject gives its requests (`Host: localhost:80`). */
+const INJECTED_ORIGIN = 'http://localhost:80'
+
 /** One HTTP request with undici; the body is parsed when it is JSON. */
-export async function call(url: string, { method = 'GET', key, headers = {}, body }: CallOptions = {}): Promise<Reply> {
+export async function call(url: string, options: CallOptions = {}): Promise<Reply> {
+  const { method, headers, payload } = requestOf(options)
+  const response = await httpRequest(url, { method, headers, body: payload })
+  return replyOf(response.statusCode, response.headers, await response.body.text())
+}
+
+/** The same request through Fastify's inject, without a socket. */
+async function injectCall(app: FastifyInstance, path: string, options: CallOptions): Promise<Reply> {
+  const { method, headers: sent, payload } = requestOf(options)
+  const response = await app.inject({ method, url: path, headers: sent, payload })
+  // Inject's headers may be numbers (content-length); undici's are always text.
+  const headers = Object.fromEntries(Object.entries(response.headers).map(([name, value]) => [name, typeof value === 'number' ? String(value) : value]))
+  return replyOf(response.statusCode, headers, response.body)
+}
+
+function requestOf({ method = 'GET', key, headers = {}, body }: CallOptions) {
   const allHeaders: Record<string, string> = { ...headers }
   if (key !== undefined) allHeaders['x-api-key'] = key
   let payload: string | undefined
@@ -113,13 +147,11 @@ export async function call(url: string, { method = 'GET', key, headers = {}, bod
     payload = typeof body === 'string' ? body : JSON.stringify(body)
     allHeaders['content-type'] ??= 'application/json'
   }
-  const response = await httpRequest(url, { method, headers: allHeaders, body: payload })
-  const text = await response.body.text()
-  const type = String(response.headers['content-type'] ?? '')
-  return {
-    status: response.statusCode,
-    headers: response.headers,
-    body: type.includes('json') && text !== '' ? JSON.parse(text) : text,
-    text,
-  }
+  return { method, headers: allHeaders, payload }
+}
+
+/** A reply whose body is parsed when it is JSON. */
+function replyOf(status: number, headers: Reply['headers'], text: string): Reply {
+  const type = String(headers['content-type'] ?? '')
+  return { status, headers, body: type.includes('json') && text !== '' ? JSON.parse(text) : text, text }
 }
