@@ -84,7 +84,14 @@ function companyFixture(deals: number, withPlan: boolean) {
         name: 'Deals',
         id_field: 'id',
         name_field: 'name',
-        fields: [field('id', 'string'), field('name', 'string'), field('owner_id', 'string'), field('close_date', 'datetime'), field('amount', 'amount'), field('deal_types', 'multi')],
+        fields: [
+          field('id', 'string'),
+          field('name', 'string'),
+          field('owner_id', 'string'),
+          field('close_date', 'datetime'),
+          field('amount', 'amount'),
+          field('deal_types', 'multi'),
+        ],
         records: Array.from({ length: deals }, (_, index) => deal(index)),
       },
     ],
@@ -98,7 +105,11 @@ function companyFixture(deals: number, withPlan: boolean) {
         type: 'amount',
         frequency: 'monthly',
         currency: 'EUR',
-        values: Array.from({ length: USERS * MONTHS }, (_, index) => ({ user: email(index % USERS), period: month(Math.floor(index / USERS)), value: 250_000 })),
+        values: Array.from({ length: USERS * MONTHS }, (_, index) => ({
+          user: email(index % USERS),
+          period: month(Math.floor(index / USERS)),
+          value: 250_000,
+        })),
       },
     ],
     ...(withPlan ? { plans: [PLAN] } : {}),
@@ -107,7 +118,7 @@ function companyFixture(deals: number, withPlan: boolean) {
 
 async function allRecords(store: Store, companyId: string, tableId: string): Promise<DataTableRecord[]> {
   const records: DataTableRecord[] = []
-  for (let afterId: string | null = null; ; ) {
+  for (let afterId: string | null = null; ;) {
     const page = await store.records.page(companyId, tableId, afterId, 10_000)
     records.push(...page)
     if (page.length < 10_000) return records
@@ -162,9 +173,15 @@ async function fullRecalculation(store: Store, clock: ManualClock): Promise<void
   const unchanged = performance.now() - started
 
   console.log(`full recalculation of ${DEALS.toLocaleString('en')} deals, ${USERS} users, ${MONTHS} months (${first.cells} cells)`)
-  console.log(`  pure engine            ${rate(DEALS, median(pure)).padStart(10)} deals/s   (median of 5, ${median(pure).toFixed(0)} ms; target ≥ 500,000)`)
-  console.log(`  with the store, first  ${rate(DEALS, withStore).padStart(10)} deals/s   (${withStore.toFixed(0)} ms: ${first.lines_written} lines, ${first.statements_written} statements written; target ≥ 100,000)`)
-  console.log(`  with the store, again  ${rate(DEALS, unchanged).padStart(10)} deals/s   (${unchanged.toFixed(0)} ms: ${again.lines_written} lines written)`)
+  console.log(
+    `  pure engine            ${rate(DEALS, median(pure)).padStart(10)} deals/s   (median of 5, ${median(pure).toFixed(0)} ms; target ≥ 500,000)`,
+  )
+  console.log(
+    `  with the store, first  ${rate(DEALS, withStore).padStart(10)} deals/s   (${withStore.toFixed(0)} ms: ${first.lines_written} lines, ${first.statements_written} statements written; target ≥ 100,000)`,
+  )
+  console.log(
+    `  with the store, again  ${rate(DEALS, unchanged).padStart(10)} deals/s   (${unchanged.toFixed(0)} ms: ${again.lines_written} lines written)`,
+  )
 }
 
 /** Runs a BENCH_IMPORT-deal import of new deals in the latest month into the company; its duration in ms. */
@@ -172,7 +189,14 @@ async function timedImport(store: Store, clock: ManualClock, companyId: string, 
   const company = (await store.companies.get(companyId))!
   const [table] = await store.dataTables.list(companyId)
   const items = Array.from({ length: IMPORTED }, (_, index) => deal(DEALS + round * IMPORTED + index, month(MONTHS - 1 - (round % MONTHS))))
-  await enqueueImport(store, clock, { company, target: 'records', table, items, bytes: JSON.stringify(items).length, queueLimitBytes: Number.MAX_SAFE_INTEGER })
+  await enqueueImport(store, clock, {
+    company,
+    target: 'records',
+    table,
+    items,
+    bytes: JSON.stringify(items).length,
+    queueLimitBytes: Number.MAX_SAFE_INTEGER,
+  })
   const now = clock.now().toISOString()
   const claimed = await store.imports.claimNext('bench', now, new Date(Date.parse(now) + 600_000).toISOString())
   if (!claimed) throw new Error('no import to claim')
@@ -196,7 +220,9 @@ async function importOverhead(store: Store, clock: ManualClock, existing: number
   }
   const apply = median(without)
   const extra = median(withPlans) - apply
-  console.log(`a ${IMPORTED.toLocaleString('en')}-deal import into ${existing.toLocaleString('en')} deals (a month of its own each round, every user), median of ${ROUNDS}`)
+  console.log(
+    `a ${IMPORTED.toLocaleString('en')}-deal import into ${existing.toLocaleString('en')} deals (a month of its own each round, every user), median of ${ROUNDS}`,
+  )
   console.log(`  apply without plans    ${apply.toFixed(0).padStart(7)} ms`)
   console.log(`  with the plan          ${median(withPlans).toFixed(0).padStart(7)} ms`)
   console.log(`  recalculation / apply  ${(extra / apply).toFixed(2).padStart(7)}      (target ≤ 1.5)`)

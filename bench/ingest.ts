@@ -100,7 +100,15 @@ async function seedCompanies(dataDir: string): Promise<void> {
 
 async function startServer(dataDir: string): Promise<{ child: ChildProcess; url: string }> {
   const child = spawn(process.execPath, [...SERVER_NODE_FLAGS, CLI, 'serve'], {
-    env: { ...process.env, DATA_DIR: dataDir, PORT: '0', DEMO: 'off', LOG_LEVEL: 'warn', IMPORT_POLL_MS: '10', RATE_LIMIT_PER_SECOND: '100000' },
+    env: {
+      ...process.env,
+      DATA_DIR: dataDir,
+      PORT: '0',
+      DEMO: 'off',
+      LOG_LEVEL: 'warn',
+      IMPORT_POLL_MS: '10',
+      RATE_LIMIT_PER_SECOND: '100000',
+    },
     stdio: ['ignore', 'pipe', 'inherit'],
   })
   let output = ''
@@ -122,7 +130,10 @@ interface Reply {
 }
 
 async function json(url: string, options: Parameters<typeof request>[1] = {}): Promise<Reply> {
-  const response = await request(url, { ...options, headers: { 'x-api-key': API_KEY, 'content-type': 'application/json', ...options.headers } })
+  const response = await request(url, {
+    ...options,
+    headers: { 'x-api-key': API_KEY, 'content-type': 'application/json', ...options.headers },
+  })
   return { status: response.statusCode, headers: response.headers, body: await response.body.json() }
 }
 
@@ -175,7 +186,12 @@ function startReader(url: string): { stop(): Promise<Read[]> } {
 
 function summary(latencies: number[]): { p50: number; p99: number; max: number; count: number } {
   const sorted = latencies.toSorted((a, b) => a - b)
-  return { p50: round(percentile(sorted, 50)), p99: round(percentile(sorted, 99)), max: round(sorted.at(-1) ?? Number.NaN), count: sorted.length }
+  return {
+    p50: round(percentile(sorted, 50)),
+    p99: round(percentile(sorted, 99)),
+    max: round(sorted.at(-1) ?? Number.NaN),
+    count: sorted.length,
+  }
 }
 
 /** Records per second of inserting the bodies' records straight into a fresh SQLite table, in one transaction. */
@@ -295,12 +311,18 @@ async function main(): Promise<void> {
       server_rss_before_mib: Math.round(memoryBefore.rss),
       server_rss_peak_mib: Math.round(memoryPeak),
     }
-    console.log(`ingested ${RECORDS} records (${result.megabytes_posted} MB) in ${batches.length} calls of ${BATCH}, ${CONCURRENCY} at a time`)
-    console.log(`  applied: ${result.records_applied_per_second} records/s (${result.seconds_until_all_applied} s from the first POST to the last import finished); target >= 100000`)
+    console.log(
+      `ingested ${RECORDS} records (${result.megabytes_posted} MB) in ${batches.length} calls of ${BATCH}, ${CONCURRENCY} at a time`,
+    )
+    console.log(
+      `  applied: ${result.records_applied_per_second} records/s (${result.seconds_until_all_applied} s from the first POST to the last import finished); target >= 100000`,
+    )
     console.log(
       `  baseline (the same records inserted straight into a fresh SQLite table, one transaction): ${result.baseline_records_per_second} records/s; ours/baseline ${result.ours_over_baseline}`,
     )
-    console.log(`  POST latency: p50 ${post.p50} ms, p99 ${post.p99} ms, max ${post.max} ms; ${refused} answered 429 and were sent again; target p99 < 50 ms`)
+    console.log(
+      `  POST latency: p50 ${post.p50} ms, p99 ${post.p99} ms, max ${post.max} ms; ${refused} answered 429 and were sent again; target p99 < 50 ms`,
+    )
     console.log(
       `  other requests while importing (health and another company, one every ${READ_MS} ms): p50 ${others.p50} ms, p99 ${others.p99} ms, max ${others.max} ms` +
         ` (${others.count} requests, ${failures} not 200); target p99 < 100 ms`,

@@ -54,7 +54,9 @@ const companyKey = (index: number) => `cak_requests-benchmark-company-${index}-n
 if (process.argv[2] === '--baseline') {
   const { default: Fastify } = await import('fastify')
   const captured = JSON.parse(readFileSync(process.argv[3], 'utf8')) as Captured[]
-  const answers = new Map(captured.map((answer) => [`${answer.keyed ? 'k' : '-'} ${answer.path}`, { ...answer, bytes: Buffer.from(answer.body, 'base64') }]))
+  const answers = new Map(
+    captured.map((answer) => [`${answer.keyed ? 'k' : '-'} ${answer.path}`, { ...answer, bytes: Buffer.from(answer.body, 'base64') }]),
+  )
   const app = Fastify()
   app.get('/*', (req, reply) => {
     const answer = answers.get(`${req.headers['x-api-key'] ? 'k' : '-'} ${req.url}`)
@@ -155,7 +157,10 @@ async function seed(dataDir: string): Promise<string> {
 }
 
 async function startChild(args: string[], env: Record<string, string>): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, args, { env: { ...process.env, PORT: '0', DEMO: 'off', ...env }, stdio: ['ignore', 'pipe', 'inherit'] })
+  const child = spawn(process.execPath, args, {
+    env: { ...process.env, PORT: '0', DEMO: 'off', ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  })
   let output = ''
   for (;;) {
     const match = output.match(/listening on (http:\/\/\S+)/)
@@ -193,7 +198,8 @@ async function expectSameAnswers(url: string, captured: Captured[]): Promise<voi
   for (const answer of captured) {
     const response = await request(url + answer.path, { headers: answer.keyed ? { 'x-api-key': DEMO_KEY } : {} })
     const body = Buffer.from(await response.body.arrayBuffer()).toString('base64')
-    if (response.statusCode !== answer.status || body !== answer.body) throw new Error(`the baseline's answer to ${answer.path} differs from ours`)
+    if (response.statusCode !== answer.status || body !== answer.body)
+      throw new Error(`the baseline's answer to ${answer.path} differs from ours`)
   }
 }
 
@@ -205,8 +211,17 @@ async function load(url: string, route: Route, status: number): Promise<Run> {
     duration: SECONDS,
     headers: route.keyed ? { 'x-api-key': DEMO_KEY } : {},
   })
-  const answered = Object.entries(result.statusCodeStats ?? {}).reduce((sum, [code, stats]) => sum + (Number(code) === status ? 0 : (stats?.count ?? 0)), 0)
-  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, wrong: answered, errors: result.errors + result.timeouts }
+  const answered = Object.entries(result.statusCodeStats ?? {}).reduce(
+    (sum, [code, stats]) => sum + (Number(code) === status ? 0 : (stats?.count ?? 0)),
+    0,
+  )
+  return {
+    rps: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    wrong: answered,
+    errors: result.errors + result.timeouts,
+  }
 }
 
 // Declarations, not constants: main() runs from the top-level await above, before constants below it exist.
@@ -257,7 +272,9 @@ async function compareRoutes(routes: Route[], oursUrl: string, baselineUrl: stri
 
 /** COMPANIES companies at RATE requests per second each, evenly spaced, for LOAD_SECONDS. */
 async function manyCompanies(url: string): Promise<void> {
-  console.log(`\n2. ${COMPANIES} companies at ${RATE} requests/s each (rate limit ${RATE}/s) for ${LOAD_SECONDS} s, discovery and users in turn`)
+  console.log(
+    `\n2. ${COMPANIES} companies at ${RATE} requests/s each (rate limit ${RATE}/s) for ${LOAD_SECONDS} s, discovery and users in turn`,
+  )
   const interval = 1000 / RATE
   const latencies: number[] = []
   let errors = 0
@@ -313,5 +330,7 @@ async function manyCompanies(url: string): Promise<void> {
     `  ${latencies.length.toLocaleString('en')} requests (${Math.round(latencies.length / seconds).toLocaleString('en')}/s): p50 ${at(0.5)} ms, p99 ${at(0.99)} ms, max ${at(1)} ms; ` +
       `${errors} errors, ${refused} answered 429 of which ${unexpected} unexpected; the generator sent up to ${lateMs.toFixed(1)} ms late`,
   )
-  console.log(`  targets: 0 errors (${errors === 0 ? 'ok' : 'MISSED'}), 0 unexpected 429s (${unexpected === 0 ? 'ok' : 'MISSED'}), p99 < 10 ms (${Number(at(0.99)) < 10 ? 'ok' : 'MISSED'})`)
+  console.log(
+    `  targets: 0 errors (${errors === 0 ? 'ok' : 'MISSED'}), 0 unexpected 429s (${unexpected === 0 ? 'ok' : 'MISSED'}), p99 < 10 ms (${Number(at(0.99)) < 10 ? 'ok' : 'MISSED'})`,
+  )
 }

@@ -42,7 +42,11 @@ async function measure(label: string, dataDir: string): Promise<void> {
     for (let round = 0; round < ROUNDS; round++) resets.push((await timed(server.url, `/admin/companies/${companyId}/reset`)).ms)
     const middle = median(resets)
     console.log(
-      `${label.padEnd(14)} load ${load.ms.toFixed(0).padStart(5)} ms   reset median ${middle.toFixed(0).padStart(5)} ms, slowest ${Math.max(...resets).toFixed(0).padStart(5)} ms   (reset / load: ${(middle / load.ms).toFixed(2)})`,
+      `${label.padEnd(14)} load ${load.ms.toFixed(0).padStart(5)} ms   reset median ${middle.toFixed(0).padStart(5)} ms, slowest ${Math.max(
+        ...resets,
+      )
+        .toFixed(0)
+        .padStart(5)} ms   (reset / load: ${(middle / load.ms).toFixed(2)})`,
     )
   } finally {
     await server.close()

@@ -115,7 +115,11 @@ async function main(): Promise<void> {
 async function seed(dataDir: string): Promise<string> {
   const store = openSqliteStore(sqliteFile({ dataDir }))
   try {
-    const users = Array.from({ length: USERS }, (_, index) => ({ email: `rep${index}@bench.example`, name: `Rep ${index}`, currency: index % 3 ? 'EUR' : 'USD' }))
+    const users = Array.from({ length: USERS }, (_, index) => ({
+      email: `rep${index}@bench.example`,
+      name: `Rep ${index}`,
+      currency: index % 3 ? 'EUR' : 'USD',
+    }))
     const loaded = await loadFixture(store, systemClock, {
       company: { name: 'Bench', default_currency: 'EUR' },
       users,
@@ -128,7 +132,14 @@ async function seed(dataDir: string): Promise<string> {
       api_keys: [{ user: users[0].email, secret: API_KEY }],
     })
     const companyId = loaded.company_id
-    const userIds = [...(await store.users.findByEmails(companyId, users.map((user) => user.email))).values()].map((user) => user.id)
+    const userIds = [
+      ...(
+        await store.users.findByEmails(
+          companyId,
+          users.map((user) => user.email),
+        )
+      ).values(),
+    ].map((user) => user.id)
     const base = Date.parse('2024-01-01T00:00:00Z')
     const batch = 10_000
     for (let start = 0; start < STATEMENTS; start += batch) {
@@ -163,7 +174,9 @@ async function seed(dataDir: string): Promise<string> {
       // As loading a fixture does: the statements' v2 rows are rendered ahead of reads (src/v2/statement-texts.ts).
       const renderStarted = performance.now()
       const rendered = await renderStatements(store, companyId)
-      console.log(`  rendered ${rendered.toLocaleString('en')} statement rows ahead of reads in ${((performance.now() - renderStarted) / 1000).toFixed(1)} s`)
+      console.log(
+        `  rendered ${rendered.toLocaleString('en')} statement rows ahead of reads in ${((performance.now() - renderStarted) / 1000).toFixed(1)} s`,
+      )
     }
     return (await store.structures.list(companyId))[0].id
   } finally {
@@ -214,7 +227,9 @@ async function walkAll(origin: string, path: string, encoding?: Encoding): Promi
   let next: string | null = path
   while (next) {
     const sent = performance.now()
-    const response = await request(origin + next, { headers: { 'x-api-key': API_KEY, ...(encoding ? { 'accept-encoding': encoding } : {}) } })
+    const response = await request(origin + next, {
+      headers: { 'x-api-key': API_KEY, ...(encoding ? { 'accept-encoding': encoding } : {}) },
+    })
     const wire = Buffer.from(await response.body.arrayBuffer())
     walk.wireBytes += wire.length
     if (encoding && response.headers['content-encoding'] !== encoding) throw new Error(`${next} was not answered in ${encoding}`)
@@ -257,7 +272,9 @@ async function measureRounds(oursUrl: string, baselineUrl: string, path: string,
       ours = await walkOurs()
     }
     rounds.push({ ours, baseline, ratio: ours.seconds / baseline.seconds })
-    console.log(`  round ${round + 1}/${ROUNDS} (${round % 2 === 0 ? 'ours' : 'baseline'} first): ours ${ours.seconds.toFixed(2)} s, baseline ${baseline.seconds.toFixed(2)} s, ratio ${rounds[round].ratio.toFixed(2)}`)
+    console.log(
+      `  round ${round + 1}/${ROUNDS} (${round % 2 === 0 ? 'ours' : 'baseline'} first): ours ${ours.seconds.toFixed(2)} s, baseline ${baseline.seconds.toFixed(2)} s, ratio ${rounds[round].ratio.toFixed(2)}`,
+    )
   }
   return rounds
 }
@@ -281,7 +298,8 @@ async function compressedWalks(origin: string, path: string, reference: Walk, pl
   for (const encoding of ['gzip', 'br'] as const) {
     await measure(origin, path, reference, `the ${encoding} warm-up walk`, encoding)
     const walks: Timing[] = []
-    for (let round = 0; round < COMPRESSED_ROUNDS; round++) walks.push(await measure(origin, path, reference, `${encoding} walk ${round + 1}`, encoding))
+    for (let round = 0; round < COMPRESSED_ROUNDS; round++)
+      walks.push(await measure(origin, path, reference, `${encoding} walk ${round + 1}`, encoding))
     const seconds = median(walks.map((walk) => walk.seconds))
     console.log(
       `    ${encoding.padEnd(5)}: ${Math.round(reference.rows / seconds).toLocaleString('en')} rows/s (${(seconds / plainSeconds).toFixed(2)} x the plain walk's time), ` +
@@ -293,7 +311,8 @@ async function compressedWalks(origin: string, path: string, reference: Walk, pl
 /** Throws unless `walk` returned the same rows and, page by page, the same paths and bytes as `reference`. */
 function expectSame(reference: Walk, walk: Walk, label: string): void {
   if (walk.rows !== reference.rows) throw new Error(`${label} returned ${walk.rows} rows, the warm-up walk ${reference.rows}`)
-  if (walk.bodies.length !== reference.bodies.length) throw new Error(`${label} returned ${walk.bodies.length} pages, the warm-up walk ${reference.bodies.length}`)
+  if (walk.bodies.length !== reference.bodies.length)
+    throw new Error(`${label} returned ${walk.bodies.length} pages, the warm-up walk ${reference.bodies.length}`)
   const page = walk.bodies.findIndex((body, index) => walk.paths[index] !== reference.paths[index] || !body.equals(reference.bodies[index]))
   if (page !== -1) throw new Error(`${label} differs from the warm-up walk at page ${page + 1} (${walk.paths[page]})`)
 }
@@ -320,7 +339,8 @@ async function soak(origin: string, path: string, reference: Walk, pid: number):
   const started = performance.now()
   let walks = 0
   const encodings = [undefined, 'gzip', undefined, 'br'] as const
-  while (performance.now() - started < SOAK_S * 1000) await measure(origin, path, reference, `soak walk ${walks + 1}`, encodings[walks++ % encodings.length])
+  while (performance.now() - started < SOAK_S * 1000)
+    await measure(origin, path, reference, `soak walk ${walks + 1}`, encodings[walks++ % encodings.length])
   const atEnd = await rss()
   const growth = (100 * (atEnd - atStart)) / atStart
   console.log(

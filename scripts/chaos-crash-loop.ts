@@ -177,13 +177,22 @@ async function seed(store: Store): Promise<Company[]> {
 }
 
 /** Runs one cycle: serve, post, kill during an import. Returns whether the kill came while one ran. */
-async function cycle(env: Record<string, string>, store: Store, companies: Company[], calls: Call[], index: number, durationMs: number): Promise<boolean> {
+async function cycle(
+  env: Record<string, string>,
+  store: Store,
+  companies: Company[],
+  calls: Call[],
+  index: number,
+  durationMs: number,
+): Promise<boolean> {
   const { child, url } = await startServer(env)
   const exited = once(child, 'exit')
   let killed = false
   const dispatcher = new Agent({ connections: 8 })
   const clients = companies.flatMap((company) =>
-    Array.from({ length: CLIENTS_PER_COMPANY }, (_, number) => client(url, company, `c${index}-${company.id.slice(-6)}-${number}`, calls, () => killed, dispatcher)),
+    Array.from({ length: CLIENTS_PER_COMPANY }, (_, number) =>
+      client(url, company, `c${index}-${company.id.slice(-6)}-${number}`, calls, () => killed, dispatcher),
+    ),
   )
   const clientsDone = Promise.all(clients)
   const started = Date.now()
@@ -221,14 +230,20 @@ async function drain(env: Record<string, string>, store: Store): Promise<void> {
 }
 
 /** The checks of the module comment; returns every violation, and counts. */
-async function verify(store: Store, companies: Company[], calls: Call[]): Promise<Pick<CrashLoopReport, 'problems' | 'unknownApplied' | 'imports' | 'importsTakenOver'>> {
+async function verify(
+  store: Store,
+  companies: Company[],
+  calls: Call[],
+): Promise<Pick<CrashLoopReport, 'problems' | 'unknownApplied' | 'imports' | 'importsTakenOver'>> {
   const problems: string[] = []
   const imports = new Map<string, DataImport>()
   const payloadsByImport = new Map<string, ImportPayload[]>()
   let unknownApplied = 0
   for (const company of companies) {
     const table = (await store.dataTables.getByKey(company.id, 'live', 'deals'))!
-    const records = new Map((await store.records.list(company.id, table.id, { offset: 0, limit: 10_000_000 })).map((record) => [record.external_id, record]))
+    const records = new Map(
+      (await store.records.list(company.id, table.id, { offset: 0, limit: 10_000_000 })).map((record) => [record.external_id, record]),
+    )
     const users = new Map((await store.users.list(company.id, { offset: 0, limit: 10_000_000 })).map((user) => [user.email, user]))
     const itemOf = (call: Call, key: string) => (call.kind === 'records' ? records.get(key) : users.get(key))
     const ours = calls.filter((call) => call.company === company.id)
@@ -239,7 +254,8 @@ async function verify(store: Store, companies: Company[], calls: Call[]): Promis
     const payloadsOf = async (companyId: string, found: DataImport) => {
       if (!payloadsByImport.has(found.id)) {
         const payloads = await store.imports.payloads(companyId, found.id)
-        if (payloads.length !== found.details.length) problems.push(`import ${found.id}: ${found.details.length} details for ${payloads.length} payloads`)
+        if (payloads.length !== found.details.length)
+          problems.push(`import ${found.id}: ${found.details.length} details for ${payloads.length} payloads`)
         payloadsByImport.set(found.id, payloads)
       }
       return payloadsByImport.get(found.id)!
@@ -249,25 +265,35 @@ async function verify(store: Store, companies: Company[], calls: Call[]): Promis
       const present = call.keys.filter((key) => itemOf(call, key) !== undefined).length
       if (call.outcome === 'refused' && present > 0) problems.push(`${call.id}: refused with 429, yet ${present} of its items are stored`)
       if (call.outcome === 'unknown') {
-        if (present !== 0 && present !== call.keys.length) problems.push(`${call.id}: cut by the kill, and half applied (${present} of ${call.keys.length})`)
+        if (present !== 0 && present !== call.keys.length)
+          problems.push(`${call.id}: cut by the kill, and half applied (${present} of ${call.keys.length})`)
         if (present === call.keys.length) unknownApplied++
       }
       if (call.outcome !== 'acknowledged') continue
       const found = await importOf(call.importId!)
       if (found?.status !== 'finished' || found.error) {
-        problems.push(`${call.id}: acknowledged in import ${call.importId}, which is ${found ? `${found.status}, error ${found.error}` : 'missing'}`)
+        problems.push(
+          `${call.id}: acknowledged in import ${call.importId}, which is ${found ? `${found.status}, error ${found.error}` : 'missing'}`,
+        )
         continue
       }
       const payloads = await payloadsOf(company.id, found)
       const stored = payloads.filter((payload) => firstKeyOf(payload.items) === call.keys[0]).length
       if (stored !== 1) problems.push(`${call.id}: acknowledged, and stored ${stored} times in import ${found.id}`)
-      if (present !== call.keys.length) problems.push(`${call.id}: acknowledged, ${call.keys.length - present} of its ${call.keys.length} items are missing`)
+      if (present !== call.keys.length)
+        problems.push(`${call.id}: acknowledged, ${call.keys.length - present} of its ${call.keys.length} items are missing`)
       for (const key of call.keys) {
         const item = itemOf(call, key)
         if (!item) continue
-        const named = call.kind === 'records' ? String((item as { values: Record<string, unknown> }).values.deal_name).startsWith(`${call.id} item`) : (item as { name: string }).name === call.id
+        const named =
+          call.kind === 'records'
+            ? String((item as { values: Record<string, unknown> }).values.deal_name).startsWith(`${call.id} item`)
+            : (item as { name: string }).name === call.id
         if (!named) problems.push(`${call.id}: ${key} holds another call's values`)
-        if (item.modified_at !== found.finished_at) problems.push(`${call.id}: ${key} was written at ${item.modified_at}, not by the run that finished its import (${found.finished_at})`)
+        if (item.modified_at !== found.finished_at)
+          problems.push(
+            `${call.id}: ${key} was written at ${item.modified_at}, not by the run that finished its import (${found.finished_at})`,
+          )
       }
     }
 
@@ -308,7 +334,9 @@ export async function runCrashLoop({ cycles, durationMs, log = console.log }: Cr
       if (during) killsDuringImport++
       const made = calls.slice(before)
       const count = (outcome: Call['outcome']) => made.filter((call) => call.outcome === outcome).length
-      log(`cycle ${index}/${cycles}: SIGKILL ${during ? 'during an import' : 'with no import running'}; ${count('acknowledged')} calls acknowledged, ${count('refused')} refused (429), ${count('unknown')} cut`)
+      log(
+        `cycle ${index}/${cycles}: SIGKILL ${during ? 'during an import' : 'with no import running'}; ${count('acknowledged')} calls acknowledged, ${count('refused')} refused (429), ${count('unknown')} cut`,
+      )
     }
     await drain(env, store)
     const checked = await verify(store, companies, calls)
@@ -348,5 +376,7 @@ if (import.meta.main) {
     console.error(`\n${report.problems.length} violations:\n  ${report.problems.slice(0, 50).join('\n  ')}`)
     process.exit(1)
   }
-  console.log('Every acknowledged call was applied exactly once; nothing cut was half applied; nothing refused was stored; no import is left waiting.')
+  console.log(
+    'Every acknowledged call was applied exactly once; nothing cut was half applied; nothing refused was stored; no import is left waiting.',
+  )
 }

@@ -19,7 +19,10 @@ const ROWS = 2
 const store = openSqliteStore(':memory:')
 const clock = new ManualClock('2026-01-15T09:00:00.000Z')
 const app = await buildApp({ config: loadConfig({ DEMO: 'off', LOG_LEVEL: 'silent', PUBLIC_URL: 'http://127.0.0.1:3000' }), store, clock })
-const { api_keys: [key], company_id: companyId } = await loadFixture(store, clock, demoFixture({ users: 6, months: 2, deals: 10, seed: 'openapi' }))
+const {
+  api_keys: [key],
+  company_id: companyId,
+} = await loadFixture(store, clock, demoFixture({ users: 6, months: 2, deals: 10, seed: 'openapi' }))
 
 async function call<T = unknown>(method: 'GET' | 'PUT' | 'POST', url: string, body?: unknown): Promise<T> {
   const reply = await app.inject({ method, url, headers: { 'x-api-key': key }, ...(body === undefined ? {} : { payload: body as object }) })

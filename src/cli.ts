@@ -165,7 +165,13 @@ const COMMANDS: Record<string, Command> = {
   async 'quota-type'(store, _positionals, options, { clock }) {
     const type = requiredOption(options, 'type')
     if (!(QUOTA_TYPES as readonly string[]).includes(type)) throw new UsageError(`--type expects one of ${QUOTA_TYPES.join(', ')}`)
-    const quota = await changeQuotaType(store, clock, requiredOption(options, 'company'), requiredOption(options, 'quota'), type as QuotaType)
+    const quota = await changeQuotaType(
+      store,
+      clock,
+      requiredOption(options, 'company'),
+      requiredOption(options, 'quota'),
+      type as QuotaType,
+    )
     return { json: { id: quota.id, name: quota.name, type: quota.type }, text: `${quota.id}  ${quota.name}: type ${quota.type}` }
   },
 
@@ -174,7 +180,12 @@ const COMMANDS: Record<string, Command> = {
     const [subcommand, file] = positionals
     if (subcommand === undefined) {
       const plans = await listPlans(store, companyId)
-      return { json: plans, text: plans.map((plan) => `${plan.id}  ${plan.environment}  ${plan.name} (${plan.frequency}, ${plan.data_table})`).join('\n') || '(no plan)' }
+      return {
+        json: plans,
+        text:
+          plans.map((plan) => `${plan.id}  ${plan.environment}  ${plan.name} (${plan.frequency}, ${plan.data_table})`).join('\n') ||
+          '(no plan)',
+      }
     }
     if (subcommand === 'delete') {
       await deletePlan(store, companyId, requiredOption(options, 'plan'))
@@ -183,7 +194,10 @@ const COMMANDS: Record<string, Command> = {
     if (subcommand !== 'put') throw new UsageError('plans expects no subcommand, put or delete')
     if (!file) throw new UsageError('plans put expects a plan file, or - for standard input')
     const definition = readJson(file)
-    const errors = [...Value.Errors(FixturePlanSchema, definition)].map((error) => ({ resource: error.instancePath || '/', description: error.message }))
+    const errors = [...Value.Errors(FixturePlanSchema, definition)].map((error) => ({
+      resource: error.instancePath || '/',
+      description: error.message,
+    }))
     if (errors.length > 0) throw new ValidationError(errors)
     const plan = typeof options.plan === 'string' ? options.plan : undefined
     const change = await savePlan(store, clock, companyId, definition as FixturePlan, plan)
@@ -199,7 +213,13 @@ const COMMANDS: Record<string, Command> = {
     const companyId = requiredOption(options, 'company')
     if (positionals.length === 0) {
       const rates = (await existingCompany(store, companyId)).exchange_rates ?? {}
-      return { json: rates, text: Object.entries(rates).map(([currency, rate]) => `${currency}=${rate}`).join('\n') || '(no rate)' }
+      return {
+        json: rates,
+        text:
+          Object.entries(rates)
+            .map(([currency, rate]) => `${currency}=${rate}`)
+            .join('\n') || '(no rate)',
+      }
     }
     const rates: Record<string, number> = {}
     for (const pair of positionals) {
@@ -213,7 +233,9 @@ const COMMANDS: Record<string, Command> = {
 
   async 'calculation-problems'(store, _positionals, options) {
     const byPlan = await calculationProblems(store, requiredOption(options, 'company'))
-    const text = byPlan.flatMap(({ plan, problems }) => problems.map((problem) => `${plan}: ${problem.record ? `record ${problem.record}: ` : ''}${problem.message}`))
+    const text = byPlan.flatMap(({ plan, problems }) =>
+      problems.map((problem) => `${plan}: ${problem.record ? `record ${problem.record}: ` : ''}${problem.message}`),
+    )
     return { json: byPlan, text: text.join('\n') || '(no problem)' }
   },
 
@@ -241,23 +263,36 @@ const COMMANDS: Record<string, Command> = {
       listed = await drainImports(store, clock, worker, companyId, integerOption(options, 'timeout') ?? DEFAULT_DRAIN_TIMEOUT_MS)
     } else if (subcommand === undefined) {
       const status = options.status
-      if (status !== undefined && !(IMPORT_STATUSES as readonly unknown[]).includes(status)) throw new UsageError(`--status expects one of ${IMPORT_STATUSES.join(', ')}`)
+      if (status !== undefined && !(IMPORT_STATUSES as readonly unknown[]).includes(status))
+        throw new UsageError(`--status expects one of ${IMPORT_STATUSES.join(', ')}`)
       listed = await listImports(store, companyId, { status: status as ImportStatus | undefined, limit: integerOption(options, 'limit') })
     } else throw new UsageError('imports expects no subcommand, or drain')
-    const text = listed.data.map((data) => `${data.id}  ${data.target.padEnd(8)} ${data.status.padEnd(9)} ${data.error ? 'error' : 'ok'}  created ${data.created_at}`)
+    const text = listed.data.map(
+      (data) => `${data.id}  ${data.target.padEnd(8)} ${data.status.padEnd(9)} ${data.error ? 'error' : 'ok'}  created ${data.created_at}`,
+    )
     return { json: listed, text: text.join('\n') || '(no import)' }
   },
 
   async reset(store, _positionals, options) {
     const outcomes = typeof options.company === 'string' ? [await resetCompany(store, options.company)] : await resetEveryCompany(store)
-    const text = outcomes.map((outcome) => `${outcome.id}  ${outcome.name}: ${outcome.reset ? 'reset' : 'left as it is (created before fixtures were kept)'}`)
+    const text = outcomes.map(
+      (outcome) => `${outcome.id}  ${outcome.name}: ${outcome.reset ? 'reset' : 'left as it is (created before fixtures were kept)'}`,
+    )
     return { json: outcomes, text: text.join('\n') || '(no company)' }
   },
 
   async structures(store, _positionals, options) {
     const inventory = await companyInventory(store, requiredOption(options, 'company'))
-    const items = inventory.structures.map(({ id, name, type, environment, ...item }) => ({ id, name, type, environment, ...('key' in item ? { key: item.key } : {}) }))
-    const text = items.map((item) => `${item.id}  ${item.type.padEnd(19)} ${item.environment.padEnd(7)} ${item.name}${item.key ? ` (key ${item.key})` : ''}`)
+    const items = inventory.structures.map(({ id, name, type, environment, ...item }) => ({
+      id,
+      name,
+      type,
+      environment,
+      ...('key' in item ? { key: item.key } : {}),
+    }))
+    const text = items.map(
+      (item) => `${item.id}  ${item.type.padEnd(19)} ${item.environment.padEnd(7)} ${item.name}${item.key ? ` (key ${item.key})` : ''}`,
+    )
     return { json: items, text: text.join('\n') }
   },
 }
@@ -284,7 +319,10 @@ const CLIENT_COMMANDS: Record<string, ClientCommand> = {
 
 CLIENT_COMMANDS.conformance = async (client, options) => {
   if (options.write) console.error(`commission-api: ${WRITE_WARNING}`)
-  const checked = await runConformance(client, { write: options.write === true, table: typeof options.table === 'string' ? options.table : undefined })
+  const checked = await runConformance(client, {
+    write: options.write === true,
+    table: typeof options.table === 'string' ? options.table : undefined,
+  })
   return { json: checked, text: formatReport(checked), exitCode: checked.failed > 0 ? 1 : 0 }
 }
 
@@ -408,7 +446,8 @@ function unexpected(error: unknown): string {
   if (known) return known
   // The stack is for whoever debugs the service, not for the one line an operator reads.
   const debugging = config.logLevel === 'debug' || config.logLevel === 'trace'
-  if (error instanceof Error) return debugging && error.stack ? error.stack : `${error.name}: ${error.message} (LOG_LEVEL=debug prints the stack)`
+  if (error instanceof Error)
+    return debugging && error.stack ? error.stack : `${error.name}: ${error.message} (LOG_LEVEL=debug prints the stack)`
   return String(error)
 }
 

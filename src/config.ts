@@ -141,7 +141,10 @@ export function loadConfig(env: Env = process.env): Config {
   // A worker thread opens the store on a connection of its own: an in-memory database has no second connection.
   if (config.dataDir === IN_MEMORY && !config.mongodbUrl) {
     const explicit = env.IMPORT_WORKER?.trim()
-    if (explicit === 'thread') problems.push('IMPORT_WORKER="thread": a worker thread cannot open an in-memory store (DATA_DIR=:memory:): use inline, its default there')
+    if (explicit === 'thread')
+      problems.push(
+        'IMPORT_WORKER="thread": a worker thread cannot open an in-memory store (DATA_DIR=:memory:): use inline, its default there',
+      )
     config.importWorker = 'inline'
   }
   if (problems.length > 0) throw new ConfigError(`Invalid configuration:\n  ${problems.join('\n  ')}`)
@@ -204,7 +207,10 @@ function parseTrustProxy(raw: string): Parsed<boolean | number | string[]> {
 /** A comma-separated list of origins (`scheme://host[:port]`, as a browser sends them), or `*`. */
 function parseOrigins(raw: string): Parsed<string[]> {
   const origins: string[] = []
-  for (const part of raw.split(',').map((item) => item.trim()).filter((item) => item !== '')) {
+  for (const part of raw
+    .split(',')
+    .map((item) => item.trim())
+    .filter((item) => item !== '')) {
     if (part === '*') {
       origins.push(part)
       continue

@@ -7,7 +7,16 @@ import type { LogLevel } from './config.ts'
  * client may put a secret under any name (`?password=`, `?auth=`, `?k=`), and a list of secret-looking names
  * always misses one.
  */
-const LOGGED_QUERY_PARAMETERS = new Set(['start_id', 'limit', 'offset', 'last_modified_after', 'last_modified_before', 'debounce', 'all', 'keep_overrides'])
+const LOGGED_QUERY_PARAMETERS = new Set([
+  'start_id',
+  'limit',
+  'offset',
+  'last_modified_after',
+  'last_modified_before',
+  'debounce',
+  'all',
+  'keep_overrides',
+])
 
 /** The path and query of a URL with the values of unknown query parameters replaced. */
 export function redactUrl(url: string): string {

@@ -93,8 +93,20 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
   const close = () => (closing ??= closeInOrder(started, store))
   try {
     const clock = options.clock ?? (await clockFor(config.clock, store.clockOffset))
-    const { log, banner } = role === 'worker' ? await startWorker(config, options, store, clock, started) : await startApi(config, options, role, store, clock, started)
-    const running: Running = { role, store, clock, app: started.app, url: started.app && listeningUrl(started.app, config.host), worker: started.worker, log, close }
+    const { log, banner } =
+      role === 'worker'
+        ? await startWorker(config, options, store, clock, started)
+        : await startApi(config, options, role, store, clock, started)
+    const running: Running = {
+      role,
+      store,
+      clock,
+      app: started.app,
+      url: started.app && listeningUrl(started.app, config.host),
+      worker: started.worker,
+      log,
+      close,
+    }
     if (options.closeOnSignals) closeGracefullyOnSignals(running, config.shutdownTimeoutMs)
     if (options.out !== null) (options.out ?? process.stdout).write(banner(running.url))
     return running
@@ -117,7 +129,14 @@ interface RoleStart {
 }
 
 /** Roles all and api: the demo company, the HTTP application, and with role all the import worker (a thread by default). */
-async function startApi(config: Config, options: ServerOptions, role: Role, store: Store, clock: Clock, started: Started): Promise<RoleStart> {
+async function startApi(
+  config: Config,
+  options: ServerOptions,
+  role: Role,
+  store: Store,
+  clock: Clock,
+  started: Started,
+): Promise<RoleStart> {
   const [{ buildApp }, { ensureDemoCompany }] = await Promise.all([import('./app.ts'), import('./fixtures/demo-company.ts')])
   const demo = config.demo ? await ensureDemoCompany(store, clock, config.dataDir, config.demoApiKey) : null
   const probe = role === 'api' ? undefined : { isRunning: () => started.worker?.isRunning() ?? false, wake: () => started.worker?.wake() }
@@ -141,7 +160,8 @@ async function startApi(config: Config, options: ServerOptions, role: Role, stor
     banner: (url) => {
       const listening = url ?? ''
       let text = apiBanner(listening, config.publicUrl ?? listening, demo, storeDescription(config))
-      if (config.clock === 'controlled') text += `Clock: controlled, now ${clock.now().toISOString()}: POST /admin/clock moves it (README, "Using it in your tests")\n`
+      if (config.clock === 'controlled')
+        text += `Clock: controlled, now ${clock.now().toISOString()}: POST /admin/clock moves it (README, "Using it in your tests")\n`
       if (options.testMode) text += `Test mode: admin token ${config.adminToken} (Authorization: Bearer ${config.adminToken})\n`
       return text
     },
@@ -179,7 +199,9 @@ function apiBanner(url: string, publicUrl: string, demo: DemoOutcome | null, sto
   if (demo?.kind === 'created') {
     lines.push(
       '',
-      demo.keyFile ? `Demo company created. Its API key (shown once; also written to ${demo.keyFile}):` : 'Demo company created. Its API key:',
+      demo.keyFile
+        ? `Demo company created. Its API key (shown once; also written to ${demo.keyFile}):`
+        : 'Demo company created. Its API key:',
       `  ${demo.apiKey}`,
       'Try it:',
       `  curl -H "X-API-Key: ${demo.apiKey}" ${publicUrl}/v2/data-structures`,

@@ -16,11 +16,17 @@ export function startupFailure(error: unknown, config: Config): string | null {
   if (syscall === 'listen' || syscall === 'getaddrinfo' || code === 'EADDRINUSE') {
     if (code === 'EADDRINUSE') return `cannot listen on ${address}: the port is in use (another process holds it; set PORT to another port)`
     if (code === 'EADDRNOTAVAIL') return `cannot listen on ${address}: HOST=${config.host} is not an address of this machine`
-    if (code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'EAI_NONAME') return `cannot listen on ${address}: HOST=${config.host} does not resolve to an address`
+    if (code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'EAI_NONAME')
+      return `cannot listen on ${address}: HOST=${config.host} does not resolve to an address`
     if (code === 'EACCES') return `cannot listen on ${address}: not allowed (ports below 1024 need privileges; set PORT)`
   }
   if (syscall === 'mkdir' || syscall === 'open' || syscall === 'access') {
-    const reason = code === 'EEXIST' || code === 'ENOTDIR' ? 'a file stands where the directory should be' : code === 'ENOENT' ? 'a parent directory is missing' : 'it is not writable'
+    const reason =
+      code === 'EEXIST' || code === 'ENOTDIR'
+        ? 'a file stands where the directory should be'
+        : code === 'ENOENT'
+          ? 'a parent directory is missing'
+          : 'it is not writable'
     return `cannot use DATA_DIR=${config.dataDir}: ${reason}`
   }
   if (error.name === 'MongoServerSelectionError' || error.name === 'MongoNetworkError' || error.name === 'MongoNetworkTimeoutError') {

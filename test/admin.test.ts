@@ -65,7 +65,10 @@ describe('admin routes', () => {
     const second = await server.call('/admin/companies', { method: 'POST', headers: admin, body: fixture })
     expect(second.status).toBe(400)
     expect(second.body.count).toBe(2)
-    expect(second.body.errors.map((error: { resource: string }) => error.resource)).toEqual(['/statements/0/user', '/quotas/0/values/0/period'])
+    expect(second.body.errors.map((error: { resource: string }) => error.resource)).toEqual([
+      '/statements/0/user',
+      '/quotas/0/values/0/period',
+    ])
     expect((await server.store.companies.list()).some((company) => company.name === 'Broken')).toBe(false)
   })
 
@@ -100,14 +103,26 @@ describe('admin routes', () => {
     const first = await server.call(`/admin/companies/${id}/api-keys`, { method: 'POST', headers: admin, body: {} })
     expect(first.status).toBe(201)
     expect((await server.call('/v2/data-structures', { key: first.body.api_key })).status).toBe(200)
-    const named = await server.call(`/admin/companies/${id}/api-keys`, { method: 'POST', headers: admin, body: { user: 'REP@umbrella.example' } })
+    const named = await server.call(`/admin/companies/${id}/api-keys`, {
+      method: 'POST',
+      headers: admin,
+      body: { user: 'REP@umbrella.example' },
+    })
     expect(named.status).toBe(201)
     const keys = await server.store.apiKeys.list(id)
     const rep = (await server.store.users.findByEmails(id, ['rep@umbrella.example'])).get('rep@umbrella.example')!
     expect(keys.at(-1)!.user_id).toBe(rep.id)
-    const archived = await server.call(`/admin/companies/${id}/api-keys`, { method: 'POST', headers: admin, body: { user: 'gone@umbrella.example' } })
+    const archived = await server.call(`/admin/companies/${id}/api-keys`, {
+      method: 'POST',
+      headers: admin,
+      body: { user: 'gone@umbrella.example' },
+    })
     expect(archived.status).toBe(400)
-    const unknown = await server.call(`/admin/companies/${id}/api-keys`, { method: 'POST', headers: admin, body: { user: 'who@umbrella.example' } })
+    const unknown = await server.call(`/admin/companies/${id}/api-keys`, {
+      method: 'POST',
+      headers: admin,
+      body: { user: 'who@umbrella.example' },
+    })
     expect(unknown.status).toBe(404)
     expect(unknown.body).toEqual({ message: expect.any(String), resource: 'user', type: 'NotFoundError' })
   })
@@ -137,11 +152,19 @@ describe('admin routes', () => {
     const badJson = await server.call('/admin/companies', { method: 'POST', headers: admin, body: '{"company": ' })
     expect(badJson.status).toBe(400)
     expect(badJson.body).toEqual({ count: 1, errors: [{ error: 'ValidationError', resource: 'body', description: expect.any(String) }] })
-    const wrongType = await server.call('/admin/companies', { method: 'POST', headers: { ...admin, 'content-type': 'text/csv' }, body: 'a,b' })
+    const wrongType = await server.call('/admin/companies', {
+      method: 'POST',
+      headers: { ...admin, 'content-type': 'text/csv' },
+      body: 'a,b',
+    })
     expect(wrongType.status).toBe(400)
     expect(wrongType.body.errors[0].resource).toBe('Content-Type')
     const created = await server.call('/admin/companies', { method: 'POST', headers: admin, body: smallFixture('Strict') })
-    const extra = await server.call(`/admin/companies/${created.body.company_id}/api-keys`, { method: 'POST', headers: admin, body: { owner: 'x' } })
+    const extra = await server.call(`/admin/companies/${created.body.company_id}/api-keys`, {
+      method: 'POST',
+      headers: admin,
+      body: { owner: 'x' },
+    })
     expect(extra.status).toBe(400)
     expect(extra.body.errors[0]).toMatchObject({ error: 'ValidationError', resource: 'owner' })
   })

@@ -147,7 +147,13 @@ describe('the calculation engine', () => {
     const deals = [aDeal(bob.email, '2026-03-05', 900, 'EUR'), aDeal(bob.email, '2026-03-06', 10_000, 'USD')]
     const result = run(aPlan(), deals, { [`${bob.id}|2026-03`]: 9_000 })
     const outcome = cell(result, bob, '2026-03')
-    expect(outcome?.statement).toMatchObject({ currency: 'USD', target: 10_000, achievement: 11_000, target_achievement: 1.1, payment: 1_100 })
+    expect(outcome?.statement).toMatchObject({
+      currency: 'USD',
+      target: 10_000,
+      achievement: 11_000,
+      target_achievement: 1.1,
+      payment: 1_100,
+    })
     expect(outcome?.lines.map((line) => [line.commission, line.currency])).toEqual([
       [100, 'USD'],
       [1_000, 'USD'],
@@ -172,7 +178,9 @@ describe('the calculation engine', () => {
     expect(cell(before, ann, '2026-03')?.statement?.payment).toBe(50)
     expect(cell(after, ann, '2026-03')).toBeUndefined()
     // 1,000 EUR is 1,111.11 USD for Bob: 5 % is 55.56 USD.
-    expect(cell(after, bob, '2026-03')?.lines).toEqual([expect.objectContaining({ record_id: deal.id, commission: 55.56, currency: 'USD' })])
+    expect(cell(after, bob, '2026-03')?.lines).toEqual([
+      expect.objectContaining({ record_id: deal.id, commission: 55.56, currency: 'USD' }),
+    ])
   })
 
   it('drops a deleted deal: its line is gone and the total goes back', () => {
@@ -259,7 +267,9 @@ describe('the calculation engine', () => {
   })
 
   it('gives the same result whatever the order of its inputs, and a payment that is the sum of its lines', () => {
-    const deals = Array.from({ length: 40 }, (_, index) => aDeal(index % 2 ? ann.email : bob.email, `2026-03-${String((index % 28) + 1).padStart(2, '0')}`, 333.33 + index))
+    const deals = Array.from({ length: 40 }, (_, index) =>
+      aDeal(index % 2 ? ann.email : bob.email, `2026-03-${String((index % 28) + 1).padStart(2, '0')}`, 333.33 + index),
+    )
     const values = { [`${ann.id}|2026-03`]: 5_000, [`${bob.id}|2026-03`]: 4_000 }
     const plan = aPlan({ tier_mode: 'marginal' })
     const forward = run(plan, deals, values)

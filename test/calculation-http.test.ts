@@ -48,7 +48,10 @@ function plannedCompany() {
           { api_key: 'amount', name: 'Amount', type: 'amount' },
           { api_key: 'deal_types', name: 'Types', type: 'multi' },
         ],
-        records: [deal('D-0', 'ann@planned.example', '2026-04-10T10:00:00Z', 5_000), deal('D-1', 'ann@planned.example', '2026-05-10T10:00:00Z', 6_000)],
+        records: [
+          deal('D-0', 'ann@planned.example', '2026-04-10T10:00:00Z', 5_000),
+          deal('D-1', 'ann@planned.example', '2026-05-10T10:00:00Z', 6_000),
+        ],
       },
     ],
     reporting_structures: [
@@ -105,13 +108,15 @@ async function startHarness(): Promise<Harness> {
   const worker = new ImportWorker({ store: server.store, clock: server.clock, owner: 'calculation-test' })
   const call = (path: string, options: CallOptions = {}) => server.call(path, { key: apiKey, ...options })
   const discovery = await call('/v2/data-structures')
-  const linkOf = (type: string) => new URL(discovery.body.data.find((entry: { type: string }) => entry.type === type).links.records).pathname
+  const linkOf = (type: string) =>
+    new URL(discovery.body.data.find((entry: { type: string }) => entry.type === type).links.records).pathname
   return {
     server,
     worker,
     companyId,
     call,
-    admin: (path, options = {}) => server.call(path, { ...options, headers: { authorization: `Bearer ${ADMIN_TOKEN}`, ...options.headers } }),
+    admin: (path, options = {}) =>
+      server.call(path, { ...options, headers: { authorization: `Bearer ${ADMIN_TOKEN}`, ...options.headers } }),
     async upsertDeals(records) {
       const posted = await call('/v1/tables/deals/records/bulk', { method: 'POST', body: records })
       expect(posted.status).toBe(200)
@@ -154,18 +159,38 @@ describe('plans over HTTP', () => {
     const before = await h.walk(h.statementsPath)
     const [may] = byDateOf(before, '2026-05-01')
     // 6,000 of a 10,000 target: 60 %, under silver: 5 % = 300.
-    expect(may).toMatchObject({ 'standard.total_commission': { value: 300, currency: 'EUR' }, 'standard.status': 'pending', 'custom.attainment': 0.6, 'custom.tier': null })
+    expect(may).toMatchObject({
+      'standard.total_commission': { value: 300, currency: 'EUR' },
+      'standard.status': 'pending',
+      'custom.attainment': 0.6,
+      'custom.tier': null,
+    })
     const linesBefore = await h.walk(h.recordsPath)
     expect(linesBefore.map(dealOf).toSorted()).toEqual(['Deal D-0', 'Deal D-1'])
 
     h.server.clock.advance(60_000)
     const sinceUpsert = h.server.clock.now().toISOString()
     h.server.clock.advance(1_000)
-    await h.upsertDeals([{ id: 'D-2', name: 'Deal D-2', owner_id: 'ann@planned.example', close_date: '2026-05-20', amount: 4_000, amount_currency: 'EUR', deal_types: 'new' }])
+    await h.upsertDeals([
+      {
+        id: 'D-2',
+        name: 'Deal D-2',
+        owner_id: 'ann@planned.example',
+        close_date: '2026-05-20',
+        amount: 4_000,
+        amount_currency: 'EUR',
+        deal_types: 'new',
+      },
+    ])
 
     // 10,000 of 10,000: 100 %, silver at 6 % for the whole month: D-1 360, D-2 240.
     const [mayAfter] = byDateOf(await h.walk(h.statementsPath), '2026-05-01')
-    expect(mayAfter).toMatchObject({ 'standard.id': may['standard.id'], 'standard.total_commission': { value: 600, currency: 'EUR' }, 'custom.attainment': 1, 'custom.tier': 'silver' })
+    expect(mayAfter).toMatchObject({
+      'standard.id': may['standard.id'],
+      'standard.total_commission': { value: 600, currency: 'EUR' },
+      'custom.attainment': 1,
+      'custom.tier': 'silver',
+    })
     expect(mayAfter['custom.bonus']).toEqual({ value: 100, currency: 'EUR' })
     const lines = await h.walk(h.recordsPath)
     expect(lines.map((line) => [dealOf(line), line['standard.commission_impact'].value]).toSorted()).toEqual([
@@ -173,7 +198,9 @@ describe('plans over HTTP', () => {
       ['Deal D-1', 360],
       ['Deal D-2', 240],
     ])
-    const total = lines.filter((line) => line['standard.date'].startsWith('2026-05')).reduce((sum, line) => sum + line['standard.commission_impact'].value, 0)
+    const total = lines
+      .filter((line) => line['standard.date'].startsWith('2026-05'))
+      .reduce((sum, line) => sum + line['standard.commission_impact'].value, 0)
     expect(total).toBe(mayAfter['standard.total_commission'].value)
 
     // An incremental sync sees exactly the rows whose values changed: the statement, the re-priced line, the new one.
@@ -193,7 +220,11 @@ describe('plans over HTTP', () => {
     h.server.clock.advance(1_000)
     await h.upsertDeals([{ id: 'D-2', deleted: true }])
     const [mayBack] = byDateOf(await h.walk(h.statementsPath), '2026-05-01')
-    expect(mayBack).toMatchObject({ 'standard.total_commission': { value: 300, currency: 'EUR' }, 'custom.attainment': 0.6, 'custom.tier': null })
+    expect(mayBack).toMatchObject({
+      'standard.total_commission': { value: 300, currency: 'EUR' },
+      'custom.attainment': 0.6,
+      'custom.tier': null,
+    })
     expect((await h.walk(h.recordsPath)).map(dealOf).toSorted()).toEqual(['Deal D-0', 'Deal D-1'])
     expect((await h.walk(`${h.recordsPath}?last_modified_after=${sinceDeletion}`)).map(dealOf)).toEqual(['Deal D-1'])
   })
@@ -204,8 +235,24 @@ describe('plans over HTTP', () => {
     const stored = await h.server.store.statements.findOfPlan(h.companyId, (await h.server.store.plans.list(h.companyId))[0].id)
     h.server.clock.advance(60_000)
     await h.upsertDeals([
-      { id: 'D-3', name: 'Deal D-3', owner_id: 'ann@planned.example', close_date: '2026-04-15', amount: 50_000, amount_currency: 'EUR', deal_types: 'new' },
-      { id: 'D-0', name: 'Deal D-0', owner_id: 'ann@planned.example', close_date: '2026-04-10', amount: 1, amount_currency: 'EUR', deal_types: 'new' },
+      {
+        id: 'D-3',
+        name: 'Deal D-3',
+        owner_id: 'ann@planned.example',
+        close_date: '2026-04-15',
+        amount: 50_000,
+        amount_currency: 'EUR',
+        deal_types: 'new',
+      },
+      {
+        id: 'D-0',
+        name: 'Deal D-0',
+        owner_id: 'ann@planned.example',
+        close_date: '2026-04-10',
+        amount: 1,
+        amount_currency: 'EUR',
+        deal_types: 'new',
+      },
     ])
     const [aprilAfter] = byDateOf(await h.walk(h.statementsPath), '2026-04-01')
     expect(aprilAfter).toEqual(april)
@@ -217,22 +264,50 @@ describe('plans over HTTP', () => {
   })
 
   it('calculates a deal of a user created later, once the users import brings them', async () => {
-    await h.upsertDeals([{ id: 'D-9', name: 'Deal D-9', owner_id: 'cat@planned.example', close_date: '2026-05-05', amount: 2_000, amount_currency: 'EUR', deal_types: 'new' }])
+    await h.upsertDeals([
+      {
+        id: 'D-9',
+        name: 'Deal D-9',
+        owner_id: 'cat@planned.example',
+        close_date: '2026-05-05',
+        amount: 2_000,
+        amount_currency: 'EUR',
+        deal_types: 'new',
+      },
+    ])
     expect((await h.walk(h.recordsPath)).map(dealOf)).not.toContain('Deal D-9')
     const problems = await h.admin(`/admin/companies/${h.companyId}/calculation-problems`)
-    expect(problems.body.data[0].problems).toEqual([expect.objectContaining({ record: 'D-9', message: 'owner_id: no user cat@planned.example' })])
+    expect(problems.body.data[0].problems).toEqual([
+      expect.objectContaining({ record: 'D-9', message: 'owner_id: no user cat@planned.example' }),
+    ])
 
     const users = await h.call('/v1/users/bulk', { method: 'PUT', body: { data: [{ email: 'Cat@planned.example', currency: 'EUR' }] } })
     expect(users.status).toBe(200)
     await h.worker.drain()
     const line = (await h.walk(h.recordsPath)).find((row) => dealOf(row) === 'Deal D-9')
-    expect(line).toMatchObject({ 'standard.commission_impact': { value: 100, currency: 'EUR' }, 'standard.user': { email: 'Cat@planned.example' } })
+    expect(line).toMatchObject({
+      'standard.commission_impact': { value: 100, currency: 'EUR' },
+      'standard.user': { email: 'Cat@planned.example' },
+    })
   })
 
   it('stops paying an archived user after their last month of activity', async () => {
-    await h.upsertDeals([{ id: 'D-6', name: 'Deal D-6', owner_id: 'ann@planned.example', close_date: '2026-06-02', amount: 1_000, amount_currency: 'EUR', deal_types: 'new' }])
+    await h.upsertDeals([
+      {
+        id: 'D-6',
+        name: 'Deal D-6',
+        owner_id: 'ann@planned.example',
+        close_date: '2026-06-02',
+        amount: 1_000,
+        amount_currency: 'EUR',
+        deal_types: 'new',
+      },
+    ])
     expect(byDateOf(await h.walk(h.statementsPath), '2026-06-01')).toHaveLength(1)
-    const archived = await h.call('/v1/users/archive/bulk', { method: 'DELETE', body: { data: [{ user: 'ann@planned.example', end_date: '2026-05' }] } })
+    const archived = await h.call('/v1/users/archive/bulk', {
+      method: 'DELETE',
+      body: { data: [{ user: 'ann@planned.example', end_date: '2026-05' }] },
+    })
     expect(archived.status).toBe(200)
     expect(byDateOf(await h.walk(h.statementsPath), '2026-06-01')).toEqual([])
     expect(byDateOf(await h.walk(h.statementsPath), '2026-05-01')).toHaveLength(1)
@@ -251,11 +326,12 @@ describe('plans and exchange rates through the admin routes', () => {
     await h.server.close()
   })
 
-
   it('shows the plans in the company inventory, with the statements each calculated', async () => {
     const inventory = await h.admin(`/admin/companies/${h.companyId}`)
     expect(inventory.status).toBe(200)
-    expect(inventory.body.plans).toEqual([{ id: expect.any(String), name: 'Sales plan', environment: 'live', data_table: 'deals', frequency: 'monthly', statements: 3 }])
+    expect(inventory.body.plans).toEqual([
+      { id: expect.any(String), name: 'Sales plan', environment: 'live', data_table: 'deals', frequency: 'monthly', statements: 3 },
+    ])
   })
 
   it('lists plans as defined, replaces one and recalculates, deletes one and its pending results', async () => {
@@ -264,7 +340,10 @@ describe('plans and exchange rates through the admin routes', () => {
     expect(listed.body.data).toEqual([{ ...salesPlan(), id: expect.any(String), environment: 'live', filters: [], tier_mode: 'whole' }])
     const planId = listed.body.data[0].id
 
-    const replaced = await h.admin(`/admin/companies/${h.companyId}/plans/${planId}`, { method: 'PUT', body: { ...salesPlan(), rate: 0.07 } })
+    const replaced = await h.admin(`/admin/companies/${h.companyId}/plans/${planId}`, {
+      method: 'PUT',
+      body: { ...salesPlan(), rate: 0.07 },
+    })
     expect(replaced.status).toBe(200)
     expect(replaced.body.plan).toMatchObject({ id: planId, rate: 0.07 })
     // The pending cells are recalculated (May: 6,000 × 7 %; June, a target without deals, states the same), the paid
@@ -282,31 +361,85 @@ describe('plans and exchange rates through the admin routes', () => {
   })
 
   it('creates a plan with a filter and calculates it at once; refuses one that names what does not exist', async () => {
-    const plan = { ...salesPlan(), name: 'New business', frequency: 'quarterly', quota: undefined, tiers: [], metrics: {}, rate: 0.01, filters: [{ field: 'deal_types', contains: 'new' }] }
-    await h.upsertDeals([{ id: 'D-7', name: 'Deal D-7', owner_id: 'ann@planned.example', close_date: '2026-05-05', amount: 3_000, amount_currency: 'EUR', deal_types: 'new;upsell' }])
+    const plan = {
+      ...salesPlan(),
+      name: 'New business',
+      frequency: 'quarterly',
+      quota: undefined,
+      tiers: [],
+      metrics: {},
+      rate: 0.01,
+      filters: [{ field: 'deal_types', contains: 'new' }],
+    }
+    await h.upsertDeals([
+      {
+        id: 'D-7',
+        name: 'Deal D-7',
+        owner_id: 'ann@planned.example',
+        close_date: '2026-05-05',
+        amount: 3_000,
+        amount_currency: 'EUR',
+        deal_types: 'new;upsell',
+      },
+    ])
     const created = await h.admin(`/admin/companies/${h.companyId}/plans`, { method: 'POST', body: plan })
     expect(created.status).toBe(201)
     expect(created.body.calculation).toMatchObject({ cells: 1, statements_written: 1, lines_written: 1 })
-    const quarter = (await h.walk(h.statementsPath)).filter((row) => row['standard.date'] === '2026-04-01' && row['standard.total_commission'].value === 30)
+    const quarter = (await h.walk(h.statementsPath)).filter(
+      (row) => row['standard.date'] === '2026-04-01' && row['standard.total_commission'].value === 30,
+    )
     expect(quarter).toHaveLength(1)
 
-    const wrong = { ...plan, name: 'Wrong', data_table: 'deals', amount_field: 'name', quota: 'Nope', filters: [{ field: 'name', contains: 'x' }] }
+    const wrong = {
+      ...plan,
+      name: 'Wrong',
+      data_table: 'deals',
+      amount_field: 'name',
+      quota: 'Nope',
+      filters: [{ field: 'name', contains: 'x' }],
+    }
     const refused = await h.admin(`/admin/companies/${h.companyId}/plans`, { method: 'POST', body: wrong })
     expect(refused.status).toBe(400)
-    expect(refused.body.errors.map((error: { resource: string }) => error.resource).toSorted()).toEqual(['amount_field', 'filters/0/contains', 'quota'])
+    expect(refused.body.errors.map((error: { resource: string }) => error.resource).toSorted()).toEqual([
+      'amount_field',
+      'filters/0/contains',
+      'quota',
+    ])
     const taken = await h.admin(`/admin/companies/${h.companyId}/plans`, { method: 'POST', body: plan })
     expect(taken.status).toBe(400)
     expect(taken.body.errors[0]).toMatchObject({ resource: 'name' })
   })
 
   it('reports a currency without a rate, and calculates it once the rate is set', async () => {
-    await h.upsertDeals([{ id: 'D-8', name: 'Deal D-8', owner_id: 'ann@planned.example', close_date: '2026-06-03', amount: 1_000, amount_currency: 'USD', deal_types: 'new' }])
+    await h.upsertDeals([
+      {
+        id: 'D-8',
+        name: 'Deal D-8',
+        owner_id: 'ann@planned.example',
+        close_date: '2026-06-03',
+        amount: 1_000,
+        amount_currency: 'USD',
+        deal_types: 'new',
+      },
+    ])
     const [june] = byDateOf(await h.walk(h.statementsPath), '2026-06-01')
     expect(june['standard.total_commission']).toBeNull()
     const problems = await h.admin(`/admin/companies/${h.companyId}/calculation-problems`)
-    expect(problems.body.data[0].problems).toEqual([expect.objectContaining({ period: '2026-06', message: expect.stringContaining('USD') })])
+    expect(problems.body.data[0].problems).toEqual([
+      expect.objectContaining({ period: '2026-06', message: expect.stringContaining('USD') }),
+    ])
     // Another deal in the same month does not hide the one that cannot be converted.
-    await h.upsertDeals([{ id: 'D-10', name: 'Deal D-10', owner_id: 'ann@planned.example', close_date: '2026-06-04', amount: 1_100, amount_currency: 'EUR', deal_types: 'new' }])
+    await h.upsertDeals([
+      {
+        id: 'D-10',
+        name: 'Deal D-10',
+        owner_id: 'ann@planned.example',
+        close_date: '2026-06-04',
+        amount: 1_100,
+        amount_currency: 'EUR',
+        deal_types: 'new',
+      },
+    ])
     expect(byDateOf(await h.walk(h.statementsPath), '2026-06-01')[0]['standard.total_commission']).toBeNull()
 
     const set = await h.admin(`/admin/companies/${h.companyId}/exchange-rates`, { method: 'PUT', body: { USD: 0.9 } })
@@ -330,7 +463,10 @@ describe('plans and exchange rates through the admin routes', () => {
     expect(may).toMatchObject({ 'standard.total_commission': { value: 600, currency: 'EUR' }, 'custom.tier': 'gold' })
 
     const [april] = byDateOf(await h.walk(h.statementsPath), '2026-04-01')
-    const reopened = await h.admin(`/admin/companies/${h.companyId}/statements/${april['standard.id']}`, { method: 'PATCH', body: { status: 'pending', payment: 1 } })
+    const reopened = await h.admin(`/admin/companies/${h.companyId}/statements/${april['standard.id']}`, {
+      method: 'PATCH',
+      body: { status: 'pending', payment: 1 },
+    })
     expect(reopened.status).toBe(200)
     // Back to pending, the cell is calculated again: the edited payment does not stay.
     expect(reopened.body).toMatchObject({ status: 'pending', payment: 250 })

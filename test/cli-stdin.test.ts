@@ -7,7 +7,10 @@ describe('load - (a fixture on standard input)', () => {
     const dataDir = tempDataDir()
     const loaded = runCli(['load', '-', '--json'], { DATA_DIR: dataDir }, JSON.stringify(smallFixture('Piped')))
     expect(loaded.code, loaded.stderr).toBe(0)
-    expect(JSON.parse(loaded.stdout)).toEqual({ company_id: expect.stringMatching(/^[0-9a-f]{24}$/), api_key: expect.stringMatching(/^cak_/) })
+    expect(JSON.parse(loaded.stdout)).toEqual({
+      company_id: expect.stringMatching(/^[0-9a-f]{24}$/),
+      api_key: expect.stringMatching(/^cak_/),
+    })
     const companies = JSON.parse(runCli(['companies', '--json'], { DATA_DIR: dataDir }).stdout) as Array<{ name: string }>
     expect(companies.map((company) => company.name)).toEqual(['Piped'])
   })

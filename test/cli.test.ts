@@ -17,7 +17,10 @@ describe('the CLI', () => {
     expect(deals).toEqual({ id: expect.any(String), name: expect.any(String), type: 'data_table', environment: 'live', key: 'deals' })
     const environments = new Set(structures.map((item: any) => item.environment))
     expect(environments).toEqual(new Set(['live', 'sandbox']))
-    for (const item of structures) expect(Object.keys(item).toSorted()).toEqual(item.key ? ['environment', 'id', 'key', 'name', 'type'] : ['environment', 'id', 'name', 'type'])
+    for (const item of structures)
+      expect(Object.keys(item).toSorted()).toEqual(
+        item.key ? ['environment', 'id', 'key', 'name', 'type'] : ['environment', 'id', 'name', 'type'],
+      )
   })
 
   it('load creates a company from a fixture file; companies lists it; keys create adds a key', () => {
@@ -26,7 +29,9 @@ describe('the CLI', () => {
     writeFileSync(file, JSON.stringify(smallFixture('Loaded')))
     const loaded = JSON.parse(runCli(['load', file, '--json'], env).stdout)
     expect(loaded.company_id).toMatch(/^[0-9a-f]{24}$/)
-    expect(JSON.parse(runCli(['companies', '--json'], env).stdout)).toEqual([{ id: loaded.company_id, name: 'Loaded', public_api_enabled: true }])
+    expect(JSON.parse(runCli(['companies', '--json'], env).stdout)).toEqual([
+      { id: loaded.company_id, name: 'Loaded', public_api_enabled: true },
+    ])
     const key = runCli(['keys', 'create', '--company', loaded.company_id, '--user', 'rep@loaded.example', '--json'], env)
     expect(key.code, key.stderr).toBe(0)
     expect(JSON.parse(key.stdout).api_key).not.toBe(loaded.api_key)

@@ -39,7 +39,8 @@ describe('the client is a consumer of the interface like any other', () => {
       const loaded = outside(modulesLoadedBy(entry), ['src/client/', own, 'node_modules/'])
       expect(loaded, entry).toEqual([])
       const packages = new Set(modulesLoadedBy(entry).flatMap((url) => /node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(url)?.[1] ?? []))
-      for (const server of ['fastify', 'mongodb', 'typebox', 'pino', 'bson']) expect(packages.has(server), `${entry} loads ${server}`).toBe(false)
+      for (const server of ['fastify', 'mongodb', 'typebox', 'pino', 'bson'])
+        expect(packages.has(server), `${entry} loads ${server}`).toBe(false)
     }
   })
 })

@@ -50,7 +50,11 @@ describe('the client, against our server over HTTP', () => {
   it('walks every v2 page through next_url, the same rows as one large page, for each kind of structure', async () => {
     for (const type of ['statement_reporting', 'record_reporting', 'quota'] as const) {
       const structure = byType(type)
-      const whole = await client.transport.send<any>({ method: 'GET', path: new URL(structure.links.records).pathname, query: { limit: 2000 } })
+      const whole = await client.transport.send<any>({
+        method: 'GET',
+        path: new URL(structure.links.records).pathname,
+        query: { limit: 2000 },
+      })
       expect(whole.body.data.length, type).toBeGreaterThan(4)
       const pages = await collect(client.pages(structure, { limit: 4 }))
       expect(pages.length).toBe(Math.ceil(whole.body.data.length / 4))
@@ -60,7 +64,13 @@ describe('the client, against our server over HTTP', () => {
     const statements = await collect(client.statements(byType('statement_reporting').id, { limit: 5 }))
     expect(statements[0]['standard.total_commission']).toEqual({ value: expect.any(Number), currency: expect.any(String) })
     const values = await collect(client.quotaValues(byType('quota').id, { limit: 3 }))
-    expect(Object.keys(values[0]).toSorted()).toEqual(['standard.id', 'standard.period', 'standard.source', 'standard.user', 'standard.value'])
+    expect(Object.keys(values[0]).toSorted()).toEqual([
+      'standard.id',
+      'standard.period',
+      'standard.source',
+      'standard.user',
+      'standard.value',
+    ])
   })
 
   it('walks every v1 list through offset: users, table records and both deprecated reads', async () => {
@@ -86,7 +96,9 @@ describe('the client, against our server over HTTP', () => {
     const schema = await client.getFields(byType('quota').id)
     expect(schema.count).toBe(schema.fields.length)
     expect(schema.schema_hash).toMatch(/^[0-9a-f]{64}$/)
-    await expect(client.getStatements(byType('statement_reporting').id, { last_modified_after: '2026-01-01T00:00:00' })).rejects.toThrow(RangeError)
+    await expect(client.getStatements(byType('statement_reporting').id, { last_modified_after: '2026-01-01T00:00:00' })).rejects.toThrow(
+      RangeError,
+    )
   })
 
   it('syncSince returns every row, then only the rows changed after the mark, with a new mark', async () => {
@@ -99,7 +111,11 @@ describe('the client, against our server over HTTP', () => {
 
     expect((await client.syncSince(structure, first.highWaterMark)).rows).toEqual([])
     const edited = first.rows[2]['standard.id'] as string
-    const edit = await server.call(`/admin/companies/${companyId}/statements/${edited}`, { method: 'PATCH', headers: admin, body: { payment: 4321 } })
+    const edit = await server.call(`/admin/companies/${companyId}/statements/${edited}`, {
+      method: 'PATCH',
+      headers: admin,
+      body: { payment: 4321 },
+    })
     expect(edit.status, edit.text).toBe(200)
 
     const second = await client.syncSince(structure, first.highWaterMark)
@@ -116,10 +132,14 @@ describe('the client, against our server over HTTP', () => {
     const users = await collect(client.users())
     expect(users.find((user) => user.email === 'new.hire@demo.example')).toMatchObject({ name: 'New Hire', status: 'active' })
 
-    const managers = await client.upsertManagers([{ user: 'new.hire@demo.example', manager: 'admin@demo.example', start_date: '2026-01', end_date: null }])
+    const managers = await client.upsertManagers([
+      { user: 'new.hire@demo.example', manager: 'admin@demo.example', start_date: '2026-01', end_date: null },
+    ])
     expect(managers.import_id).not.toBe(receipt.import_id)
     expect(await client.waitForImport(managers.import_id, { intervalMs: 20 })).toMatchObject({ status: 'finished', error: false })
-    const groups = await client.upsertGroups([{ user: 'new.hire@demo.example', group_dimension: 'team', group: 'North', start_date: '2026-01' }])
+    const groups = await client.upsertGroups([
+      { user: 'new.hire@demo.example', group_dimension: 'team', group: 'North', start_date: '2026-01' },
+    ])
     expect(await client.waitForImport(groups.import_id, { intervalMs: 20 })).toMatchObject({ status: 'finished', error: false })
 
     const [record] = (await client.listTableRecords('deals', { limit: 1 })).data
@@ -151,7 +171,10 @@ describe('the client, against our server over HTTP', () => {
     const tooMany = await client.getStatements(byType('statement_reporting').id, { limit: 2001 }).catch((error: unknown) => error)
     expect(tooMany).toBeInstanceOf(ValidationApiError)
     expect((tooMany as ValidationApiError).resources).toEqual(['limit'])
-    expect((tooMany as ValidationApiError).body).toEqual({ count: 1, errors: [{ error: 'ValidationError', resource: 'limit', description: expect.any(String) }] })
+    expect((tooMany as ValidationApiError).body).toEqual({
+      count: 1,
+      errors: [{ error: 'ValidationError', resource: 'limit', description: expect.any(String) }],
+    })
 
     const stranger = new CommissionClient({ baseUrl: server.url, apiKey: 'cak_not-a-key' })
     const unknownKey = await stranger.listDataStructures().catch((error: unknown) => error)
@@ -180,7 +203,9 @@ describe('the client, against our server over HTTP', () => {
       const walked = await collect(throughProxy.rows(structure, { limit: 3 }))
       expect(proxy.cuts).toBe(1)
       expect(walked).toEqual(direct)
-      const urls = requestLines(server).slice(before).map((line) => line.req?.url ?? line.url)
+      const urls = requestLines(server)
+        .slice(before)
+        .map((line) => line.req?.url ?? line.url)
       // One page was asked twice (the cut one): every other once.
       expect(urls.length).toBe(Math.ceil(direct.length / 3) + 1)
       expect(new Set(urls).size).toBe(Math.ceil(direct.length / 3))
@@ -199,11 +224,16 @@ describe('the client under the rate limit', () => {
   beforeAll(async () => {
     server = await startTestServer({ RATE_LIMIT_PER_SECOND: '10' }, {}, { runningClock: true })
     ;({ apiKey } = await server.load(smallFixture()))
-    tableId = (await server.store.structures.list((await server.store.companies.list())[0].id)).find((item) => item.environment === 'live')!.id
+    tableId = (await server.store.structures.list((await server.store.companies.list())[0].id)).find(
+      (item) => item.environment === 'live',
+    )!.id
   })
   afterAll(() => server.close())
 
-  const statuses = (from: number) => requestLines(server).slice(from).map((line) => line.res.statusCode as number)
+  const statuses = (from: number) =>
+    requestLines(server)
+      .slice(from)
+      .map((line) => line.res.statusCode as number)
 
   it('rides out a 429 storm: 30 concurrent calls at 10 a second all succeed, after waiting Retry-After', async () => {
     const client = new CommissionClient({ baseUrl: server.url, apiKey })
@@ -223,10 +253,16 @@ describe('the client under the rate limit', () => {
     const client = new CommissionClient({ baseUrl: server.url, apiKey, rateLimit: { maxRetries: 0 } })
     try {
       const outcomes = await Promise.allSettled(Array.from({ length: 15 }, () => client.getFields(tableId)))
-      const refused = outcomes.filter((outcome) => outcome.status === 'rejected').map((outcome) => (outcome as PromiseRejectedResult).reason)
+      const refused = outcomes
+        .filter((outcome) => outcome.status === 'rejected')
+        .map((outcome) => (outcome as PromiseRejectedResult).reason)
       expect(refused.length).toBeGreaterThanOrEqual(5)
       expect(refused[0]).toBeInstanceOf(RateLimitedError)
-      expect(refused[0]).toMatchObject({ status: 429, retryAfterSeconds: 1, body: { message: expect.any(String), type: 'TooManyRequestsError' } })
+      expect(refused[0]).toMatchObject({
+        status: 429,
+        retryAfterSeconds: 1,
+        body: { message: expect.any(String), type: 'TooManyRequestsError' },
+      })
       expect(refused[0].requestId).toEqual(expect.any(String))
     } finally {
       await client.close()

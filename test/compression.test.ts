@@ -13,7 +13,10 @@ describe('response compression, when the client asks for it', () => {
     server = await startTestServer()
     const fixture = smallFixture()
     // Enough users for a page over the 1 KiB under which a body is sent as it is.
-    fixture.users = [...fixture.users!, ...Array.from({ length: 30 }, (_, index) => ({ email: `rep${index}@acme.example`, name: `Rep ${index}` }))]
+    fixture.users = [
+      ...fixture.users!,
+      ...Array.from({ length: 30 }, (_, index) => ({ email: `rep${index}@acme.example`, name: `Rep ${index}` })),
+    ]
     ;({ apiKey: key } = await server.load(fixture))
     const discovery = await server.call('/v2/data-structures', { key })
     const structure = discovery.body.data.find((entry: { type: string }) => entry.type === 'statement_reporting')

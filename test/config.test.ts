@@ -121,7 +121,9 @@ describe('configuration', () => {
 
   it('keeps an in-memory store (DATA_DIR=:memory:) in memory, its import worker inline: a thread cannot open it', () => {
     expect(loadConfig({ DATA_DIR: ':memory:' })).toMatchObject({ dataDir: ':memory:', importWorker: 'inline' })
-    expect(() => loadConfig({ DATA_DIR: ':memory:', IMPORT_WORKER: 'thread' })).toThrow(/IMPORT_WORKER="thread": a worker thread cannot open an in-memory store/)
+    expect(() => loadConfig({ DATA_DIR: ':memory:', IMPORT_WORKER: 'thread' })).toThrow(
+      /IMPORT_WORKER="thread": a worker thread cannot open an in-memory store/,
+    )
     // With MongoDB the data is not in DATA_DIR: the thread opens MongoDB.
     expect(loadConfig({ DATA_DIR: ':memory:', MONGODB_URL: 'mongodb://db/x', IMPORT_WORKER: 'thread' }).importWorker).toBe('thread')
     expect(loadConfig({ DATA_DIR: './memory' }).dataDir).toBe(resolve('./memory'))

@@ -51,11 +51,30 @@ describe('the conformance command against our server', () => {
     const results = resultsOf(result.stdout)
     expect(results.filter((row) => row.result === 'pass').length).toBe(Number(lines.at(-1)!.split(' ')[0]))
     expect(results.length).toBeGreaterThan(60)
-    for (const area of ['auth', 'discovery', 'fields', 'rows', 'pagination', 'filters', 'bounds', 'quota values', 'v1 users', 'v1 reporting', 'v1 table deals']) {
-      expect(results.some((row) => row.check.startsWith(area) && row.result === 'pass'), area).toBe(true)
+    for (const area of [
+      'auth',
+      'discovery',
+      'fields',
+      'rows',
+      'pagination',
+      'filters',
+      'bounds',
+      'quota values',
+      'v1 users',
+      'v1 reporting',
+      'v1 table deals',
+    ]) {
+      expect(
+        results.some((row) => row.check.startsWith(area) && row.result === 'pass'),
+        area,
+      ).toBe(true)
     }
     expect(result.stderr).toBe('')
-    const methods = new Set(requestLines(server).slice(before).map((line) => line.req.method))
+    const methods = new Set(
+      requestLines(server)
+        .slice(before)
+        .map((line) => line.req.method),
+    )
     expect(methods).toEqual(new Set(['GET']))
   })
 
@@ -66,8 +85,20 @@ describe('the conformance command against our server', () => {
     const report = JSON.parse(result.stdout)
     expect(report.failed).toBe(0)
     const checks = report.results.map((row: any) => row.check)
-    for (const area of ['users upsert', 'users update', 'users repeated email', 'users all-or-nothing', 'debounce', 'attributions', 'archive', 'table records upsert']) {
-      expect(checks.some((check: string) => check.startsWith(area)), area).toBe(true)
+    for (const area of [
+      'users upsert',
+      'users update',
+      'users repeated email',
+      'users all-or-nothing',
+      'debounce',
+      'attributions',
+      'archive',
+      'table records upsert',
+    ]) {
+      expect(
+        checks.some((check: string) => check.startsWith(area)),
+        area,
+      ).toBe(true)
     }
     expect(report.results.filter((row: any) => row.result === 'pass').length).toBe(report.passed)
   })

@@ -27,7 +27,10 @@ describe('GET /v2/data-structures', () => {
           name: 'Statements',
           type: 'statement_reporting',
           total_records: 3,
-          links: { fields: `${base}/v2/data-structures/${id('Statements')}/fields`, records: `${base}/v2/reporting/${id('Statements')}/statements` },
+          links: {
+            fields: `${base}/v2/data-structures/${id('Statements')}/fields`,
+            records: `${base}/v2/reporting/${id('Statements')}/statements`,
+          },
         },
         {
           id: id('Deal commissions'),
@@ -45,7 +48,10 @@ describe('GET /v2/data-structures', () => {
           type: 'quota',
           total_records: 3,
           status: 'active',
-          links: { fields: `${base}/v2/data-structures/${id('Monthly bookings')}/fields`, records: `${base}/v2/quotas/${id('Monthly bookings')}/values` },
+          links: {
+            fields: `${base}/v2/data-structures/${id('Monthly bookings')}/fields`,
+            records: `${base}/v2/quotas/${id('Monthly bookings')}/values`,
+          },
         },
         {
           id: id('Quarterly attainment'),
@@ -64,7 +70,10 @@ describe('GET /v2/data-structures', () => {
           type: 'quota',
           total_records: 1,
           status: 'archived',
-          links: { fields: `${base}/v2/data-structures/${id('Old target')}/fields`, records: `${base}/v2/quotas/${id('Old target')}/values` },
+          links: {
+            fields: `${base}/v2/data-structures/${id('Old target')}/fields`,
+            records: `${base}/v2/quotas/${id('Old target')}/values`,
+          },
         },
       ],
     })
@@ -91,7 +100,8 @@ describe('GET /v2/data-structures', () => {
     try {
       const { apiKey } = await behindProxy.load(smallFixture())
       const reply = await behindProxy.call('/v2/data-structures', { key: apiKey })
-      for (const entry of reply.body.data) expect(entry.links.fields).toMatch(/^https:\/\/api\.example\.com\/v2\/data-structures\/[0-9a-f]{24}\/fields$/)
+      for (const entry of reply.body.data)
+        expect(entry.links.fields).toMatch(/^https:\/\/api\.example\.com\/v2\/data-structures\/[0-9a-f]{24}\/fields$/)
     } finally {
       await behindProxy.close()
     }

@@ -132,7 +132,8 @@ describe('demoFixture, loaded with the defaults', () => {
     expect(Array.isArray(records[0].values.deal_types)).toBe(true)
     const lines = await store.commissionLines.page(companyId, live.id, ALL)
     const plans = new Map((await store.plans.list(companyId)).map((plan) => [plan.name, plan.id]))
-    const linesOf = (planName: string) => new Map(lines.filter((line) => line.plan_id === plans.get(planName)).map((line) => [line.record_id, line]))
+    const linesOf = (planName: string) =>
+      new Map(lines.filter((line) => line.plan_id === plans.get(planName)).map((line) => [line.record_id, line]))
     const sales = linesOf('Sales plan')
     const newBusiness = linesOf('New business plan')
     const archived = users.find((user) => user.status === 'archived')
@@ -145,10 +146,20 @@ describe('demoFixture, loaded with the defaults', () => {
       expect(newBusiness.has(record.id)).toBe(earns && (record.values.deal_types as string[]).includes('new'))
       const line = sales.get(record.id)
       if (!line) continue
-      expect(line).toMatchObject({ user_id: owner?.id, date: String(record.values.close_date).slice(0, 10), currency: owner?.currency, period: month })
+      expect(line).toMatchObject({
+        user_id: owner?.id,
+        date: String(record.values.close_date).slice(0, 10),
+        currency: owner?.currency,
+        period: month,
+      })
     }
     expect(newBusiness.size).toBeGreaterThan(0)
-    expect(records.some((record) => (record.values.amount as { currency: string }).currency !== users.find((user) => user.email === record.values.owner_id)?.currency)).toBe(true)
+    expect(
+      records.some(
+        (record) =>
+          (record.values.amount as { currency: string }).currency !== users.find((user) => user.email === record.values.owner_id)?.currency,
+      ),
+    ).toBe(true)
   })
 
   it('has live and sandbox reporting structures of both types', async () => {
@@ -180,7 +191,8 @@ describe('demoFixture, loaded with the defaults', () => {
       // Dated on the first day of their period, as the documented examples are.
       expect(statement.date).toMatch(/^\d{4}-\d{2}-01$/)
       const month = statement.date.slice(0, 7)
-      const expected = statement.period === '2025-12' || statement.period === '2025-Q4' ? 'pending' : month === '2025-11' ? 'validated' : 'paid'
+      const expected =
+        statement.period === '2025-12' || statement.period === '2025-Q4' ? 'pending' : month === '2025-11' ? 'validated' : 'paid'
       expect(statement.status).toBe(expected)
     }
     const sales = statements.filter((statement) => statement.plan === 'Sales plan')
@@ -298,7 +310,9 @@ describe('the demo over HTTP', () => {
         expect(record.close_date).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/)
       }
       const discovery = await server.call('/v2/data-structures', { key: apiKey })
-      const statementsUrl = new URL(discovery.body.data.find((entry: { type: string }) => entry.type === 'statement_reporting').links.records)
+      const statementsUrl = new URL(
+        discovery.body.data.find((entry: { type: string }) => entry.type === 'statement_reporting').links.records,
+      )
       const statements = await server.call(statementsUrl.pathname, { key: apiKey })
       expect(statements.body.data.length).toBeGreaterThan(0)
       for (const row of statements.body.data) expect(row['standard.date']).toMatch(/^\d{4}-\d{2}-01$/)

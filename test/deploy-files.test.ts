@@ -33,7 +33,9 @@ function interpolate(value: string, env: Record<string, string>): string {
 
 /** The environment a service's process gets, for the given variables of the shell that runs `docker compose`. */
 const environmentOf = (service: string, shell: Record<string, string> = {}) =>
-  Object.fromEntries(Object.entries(compose.services[service].environment ?? {}).map(([name, value]) => [name, interpolate(String(value), shell)]))
+  Object.fromEntries(
+    Object.entries(compose.services[service].environment ?? {}).map(([name, value]) => [name, interpolate(String(value), shell)]),
+  )
 
 const APP_SERVICES = ['api-1', 'api-2', 'worker']
 
@@ -79,7 +81,11 @@ describe('docker-compose.yml', () => {
     // Safe only because nginx overwrites X-Forwarded-For with the address it saw (test/nginx.test.ts).
     expect(byDefault.trustProxy).toBe(true)
 
-    const shell = { ADMIN_TOKEN: 'an-admin-token-of-the-operator', PUBLIC_URL: 'https://commissions.example.com', CORS_ORIGINS: 'http://localhost:5173' }
+    const shell = {
+      ADMIN_TOKEN: 'an-admin-token-of-the-operator',
+      PUBLIC_URL: 'https://commissions.example.com',
+      CORS_ORIGINS: 'http://localhost:5173',
+    }
     for (const service of ['api-1', 'api-2']) {
       const config = loadConfig(environmentOf(service, shell))
       expect(config.adminToken).toBe(shell.ADMIN_TOKEN)
@@ -113,7 +119,7 @@ describe('docker-compose.yml', () => {
     expect(loadConfig(environmentOf('api-1')).publicUrl).toBe('http://localhost:3000')
   })
 
-  it("balances over exactly the API services, on their PORT", () => {
+  it('balances over exactly the API services, on their PORT', () => {
     const upstream = [...nginxConf.matchAll(/^\s*server ([\w-]+):(\d+) /gm)].map(([, host, port]) => `${host}:${port}`)
     const apis = ['api-1', 'api-2'].map((service) => `${service}:${loadConfig(environmentOf(service)).port}`)
     expect(upstream).toEqual(apis)

@@ -14,7 +14,12 @@ import { openTestStore } from './helpers/test-store.ts'
 
 const ROOT = resolve(import.meta.dirname, '..')
 const read = (path: string) => readFileSync(resolve(ROOT, path), 'utf8')
-const PAGES = ['README.md', ...readdirSync(resolve(ROOT, 'docs')).filter((name) => name.endsWith('.md')).map((name) => `docs/${name}`)]
+const PAGES = [
+  'README.md',
+  ...readdirSync(resolve(ROOT, 'docs'))
+    .filter((name) => name.endsWith('.md'))
+    .map((name) => `docs/${name}`),
+]
 
 /** GitHub's anchor of a heading: lower case, punctuation dropped, spaces as hyphens. */
 const slug = (heading: string) =>
@@ -60,7 +65,8 @@ describe('the documentation', () => {
         const target = path === '' ? resolve(ROOT, page) : resolve(ROOT, dirname(page), path)
         if (relative(ROOT, target).startsWith('..')) broken.push(`${page} → ${link}: outside the repository`)
         else if (!existsSync(target)) broken.push(`${page} → ${link}: no such file`)
-        else if (anchor && target.endsWith('.md') && !anchorsOf(readFileSync(target, 'utf8')).has(anchor)) broken.push(`${page} → ${link}: no such heading`)
+        else if (anchor && target.endsWith('.md') && !anchorsOf(readFileSync(target, 'utf8')).has(anchor))
+          broken.push(`${page} → ${link}: no such heading`)
       }
     }
     expect(links).toBeGreaterThan(50)
@@ -99,7 +105,11 @@ describe('the documentation', () => {
 
   it('documents every admin route', async () => {
     const { store, dispose } = await openTestStore()
-    const app = await buildApp({ config: loadConfig({ DEMO: 'off', LOG_LEVEL: 'silent', ADMIN_TOKEN: 'docs-test-admin-token' }), store, clock: new ManualClock() })
+    const app = await buildApp({
+      config: loadConfig({ DEMO: 'off', LOG_LEVEL: 'silent', ADMIN_TOKEN: 'docs-test-admin-token' }),
+      store,
+      clock: new ManualClock(),
+    })
     try {
       await app.ready()
       const paths = (app.swagger() as { paths: Record<string, Record<string, unknown>> }).paths

@@ -44,7 +44,10 @@ describe('periods', () => {
   })
 
   it('takes months out of a range: the parts before and after remain, open ends included', () => {
-    expect(monthRangeWithout(range('2026-01', '2026-12'), range('2026-04', '2026-06'))).toEqual([range('2026-01', '2026-03'), range('2026-07', '2026-12')])
+    expect(monthRangeWithout(range('2026-01', '2026-12'), range('2026-04', '2026-06'))).toEqual([
+      range('2026-01', '2026-03'),
+      range('2026-07', '2026-12'),
+    ])
     expect(monthRangeWithout(range(null, null), range('2026-04', null))).toEqual([range(null, '2026-03')])
     expect(monthRangeWithout(range('2026-01', '2026-03'), range('2026-04', null))).toEqual([range('2026-01', '2026-03')])
     expect(monthRangeWithout(range('2026-05', '2026-06'), range(null, null))).toEqual([])
@@ -128,7 +131,7 @@ describe('amounts', () => {
     expect(isMoney(10)).toBe(false)
   })
 
-  it('read from a stored value: a number or an amount without a currency takes the row\'s, none without one', () => {
+  it("read from a stored value: a number or an amount without a currency takes the row's, none without one", () => {
     expect(moneyOf({ value: 10, currency: 'USD' }, 'EUR')).toEqual({ value: 10, currency: 'USD' })
     expect(moneyOf(10, 'EUR')).toEqual({ value: 10, currency: 'EUR' })
     expect(moneyOf({ value: 10, currency: 5 }, 'EUR')).toEqual({ value: 10, currency: 'EUR' })
@@ -140,14 +143,26 @@ describe('amounts', () => {
     expect(numberOf('10')).toBeNull()
   })
 
-  it('in v1\'s flat form: the number under the key, its currency beside it; anything else with a null currency', () => {
+  it("in v1's flat form: the number under the key, its currency beside it; anything else with a null currency", () => {
     expect(currencyKey('amount')).toBe('amount_currency')
     expect(amountKeyOf('amount_currency')).toBe('amount')
     expect(amountKeyOf('amount')).toBeNull()
-    expect(flatAmount('bonus', { value: 5, currency: 'EUR' })).toEqual([['bonus', 5], ['bonus_currency', 'EUR']])
-    expect(flatAmount('bonus', 0.5)).toEqual([['bonus', 0.5], ['bonus_currency', null]])
-    expect(flatAmount('bonus', null)).toEqual([['bonus', null], ['bonus_currency', null]])
-    expect(flatAmount('bonus', undefined)).toEqual([['bonus', null], ['bonus_currency', null]])
+    expect(flatAmount('bonus', { value: 5, currency: 'EUR' })).toEqual([
+      ['bonus', 5],
+      ['bonus_currency', 'EUR'],
+    ])
+    expect(flatAmount('bonus', 0.5)).toEqual([
+      ['bonus', 0.5],
+      ['bonus_currency', null],
+    ])
+    expect(flatAmount('bonus', null)).toEqual([
+      ['bonus', null],
+      ['bonus_currency', null],
+    ])
+    expect(flatAmount('bonus', undefined)).toEqual([
+      ['bonus', null],
+      ['bonus_currency', null],
+    ])
   })
 })
 

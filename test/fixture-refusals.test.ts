@@ -14,7 +14,10 @@ import { startTestServer, type TestServer } from './helpers/server.ts'
 async function refusalOf(fixture: unknown): Promise<ValidationError> {
   const store = openSqliteStore(':memory:')
   try {
-    const error: unknown = await loadFixture(store, new ManualClock(), fixture).then(() => null, (thrown: unknown) => thrown)
+    const error: unknown = await loadFixture(store, new ManualClock(), fixture).then(
+      () => null,
+      (thrown: unknown) => thrown,
+    )
     expect(error).toBeInstanceOf(ValidationError)
     expect(await store.companies.list()).toEqual([])
     return error as ValidationError
@@ -50,7 +53,14 @@ describe('bad fixtures are refused cleanly', () => {
     fixture.custom_metrics.push({ api_key: name, name: 'Reserved', kind: 'float' })
     fixture.statements[0].dimensions = JSON.parse(`{${JSON.stringify(name)}: ["x"]}`)
     const found = resources(await refusalOf(fixture))
-    expect(found).toEqual(expect.arrayContaining(['/user_attributes/0/api_key', '/data_tables/0/fields/4/api_key', '/custom_metrics/3/api_key', `/statements/0/dimensions/${name}`]))
+    expect(found).toEqual(
+      expect.arrayContaining([
+        '/user_attributes/0/api_key',
+        '/data_tables/0/fields/4/api_key',
+        '/custom_metrics/3/api_key',
+        `/statements/0/dimensions/${name}`,
+      ]),
+    )
   })
 
   it('refuses a secret given twice in one fixture', async () => {
@@ -69,23 +79,29 @@ describe('bad fixtures are refused cleanly', () => {
     const store = openSqliteStore(':memory:')
     try {
       await fc.assert(
-        fc.asyncProperty(fc.constantFrom(...sections), fc.nat(), fc.jsonValue({ maxDepth: 3 }), fc.boolean(), async (section, at, value, whole) => {
-          const fixture = structuredClone(base)
-          const items = fixture[section]
-          // Replace a whole section, or one item (or one field of one item) of it, with arbitrary JSON.
-          if (whole || !Array.isArray(items)) fixture[section] = value
-          else {
-            const item = items[at % items.length]
-            const fields = Object.keys(item)
-            if (at % 2 === 0) items[at % items.length] = value
-            else item[fields[at % fields.length]] = value
-          }
-          const outcome = await loadFixture(store, new ManualClock(), fixture).then(
-            () => 'loaded',
-            (error: unknown) => error,
-          )
-          return outcome === 'loaded' || outcome instanceof ValidationError
-        }),
+        fc.asyncProperty(
+          fc.constantFrom(...sections),
+          fc.nat(),
+          fc.jsonValue({ maxDepth: 3 }),
+          fc.boolean(),
+          async (section, at, value, whole) => {
+            const fixture = structuredClone(base)
+            const items = fixture[section]
+            // Replace a whole section, or one item (or one field of one item) of it, with arbitrary JSON.
+            if (whole || !Array.isArray(items)) fixture[section] = value
+            else {
+              const item = items[at % items.length]
+              const fields = Object.keys(item)
+              if (at % 2 === 0) items[at % items.length] = value
+              else item[fields[at % fields.length]] = value
+            }
+            const outcome = await loadFixture(store, new ManualClock(), fixture).then(
+              () => 'loaded',
+              (error: unknown) => error,
+            )
+            return outcome === 'loaded' || outcome instanceof ValidationError
+          },
+        ),
         { numRuns: 150 },
       )
       await expect(store.companies.list()).resolves.toBeDefined()
@@ -113,7 +129,10 @@ describe('an API-key secret another company uses', () => {
     expect((await server.call('/admin/companies', { method: 'POST', headers: admin, body: fixtureWithSecret('First') })).status).toBe(201)
     const second = await server.call('/admin/companies', { method: 'POST', headers: admin, body: fixtureWithSecret('Second') })
     expect(second.status).toBe(400)
-    expect(second.body).toEqual({ count: 1, errors: [{ error: 'ConflictError', resource: '/api_keys/0/secret', description: expect.any(String) }] })
+    expect(second.body).toEqual({
+      count: 1,
+      errors: [{ error: 'ConflictError', resource: '/api_keys/0/secret', description: expect.any(String) }],
+    })
     expect((await server.call('/v2/data-structures', { key: 'cak_a-secret-two-companies-want' })).status).toBe(200)
   })
 
@@ -137,9 +156,16 @@ describe('an API-key secret another company uses', () => {
 
 describe('the fixtures the documentation shows', () => {
   const root = resolve(import.meta.dirname, '..')
-  const pages = ['README.md', ...readdirSync(resolve(root, 'docs')).filter((name) => name.endsWith('.md')).map((name) => `docs/${name}`)]
+  const pages = [
+    'README.md',
+    ...readdirSync(resolve(root, 'docs'))
+      .filter((name) => name.endsWith('.md'))
+      .map((name) => `docs/${name}`),
+  ]
   const documentation = pages.map((page) => readFileSync(resolve(root, page), 'utf8')).join('\n')
-  const fixtures = [...documentation.matchAll(/```json\n([\s\S]*?)```/g)].map((match) => match[1]).filter((block) => /^\s*\{\s*"company"/.test(block))
+  const fixtures = [...documentation.matchAll(/```json\n([\s\S]*?)```/g)]
+    .map((match) => match[1])
+    .filter((block) => /^\s*\{\s*"company"/.test(block))
 
   it('there is at least one', () => {
     expect(fixtures.length).toBeGreaterThan(0)

@@ -47,11 +47,17 @@ function documentedShapeProblem(reply: Reply): string | null {
     case 403:
       return keys === 'error,message,type' && body.type === 'ForbiddenError' && body.error === 'ForbiddenError' ? null : 'not the 403 body'
     case 404:
-      return keys === 'message,resource,type' && body.type === 'NotFoundError' && typeof body.resource === 'string' ? null : 'not the 404 body'
+      return keys === 'message,resource,type' && body.type === 'NotFoundError' && typeof body.resource === 'string'
+        ? null
+        : 'not the 404 body'
     case 405:
-      return keys === 'message,resource,type' && body.type === 'MethodNotAllowedError' && typeof reply.headers.allow === 'string' ? null : 'not the 405 body with Allow'
+      return keys === 'message,resource,type' && body.type === 'MethodNotAllowedError' && typeof reply.headers.allow === 'string'
+        ? null
+        : 'not the 405 body with Allow'
     case 429:
-      return keys === 'message,type' && body.type === 'TooManyRequestsError' && reply.headers['retry-after'] !== undefined ? null : 'not the 429 body'
+      return keys === 'message,type' && body.type === 'TooManyRequestsError' && reply.headers['retry-after'] !== undefined
+        ? null
+        : 'not the 429 body'
     default:
       return `a ${reply.status}, which no family documents`
   }
@@ -102,26 +108,66 @@ describe('fuzz: every route, hostile input', () => {
       text.map(encodeURIComponent),
       fc.string({ unit: 'grapheme', maxLength: 8 }).map(encodeURIComponent),
     )
-    const pathValue = fc.oneof({ weight: 3, arbitrary: fc.constantFrom(...ids, ...companyIds, 'deals', 'users') }, { weight: 2, arbitrary: hostileSegment })
+    const pathValue = fc.oneof(
+      { weight: 3, arbitrary: fc.constantFrom(...ids, ...companyIds, 'deals', 'users') },
+      { weight: 2, arbitrary: hostileSegment },
+    )
     const queryName = fc.oneof(
       fc.constantFrom('limit', 'offset', 'start_id', 'last_modified_after', 'last_modified_before', 'debounce', 'all', 'keep_overrides'),
       text,
     )
     const queryValue = fc.oneof(
-      fc.constantFrom('0', '1', '2000', '2001', '-1', '9223372036854775808', '1e3', 'true', 'false', '2026-01-31T10:00:00Z', '2026-13-45', ''),
+      fc.constantFrom(
+        '0',
+        '1',
+        '2000',
+        '2001',
+        '-1',
+        '9223372036854775808',
+        '1e3',
+        'true',
+        'false',
+        '2026-01-31T10:00:00Z',
+        '2026-13-45',
+        '',
+      ),
       ...ids.slice(0, 2).map((id) => fc.constant(id)),
       text,
     )
     const query = fc.array(fc.tuple(queryName, queryValue), { maxLength: 4 })
     const itemKey = fc.oneof(
       fc.constantFrom('email', 'name', 'role', 'currency', 'junior', 'region', 'base_salary', 'base_salary_currency', 'user', 'manager'),
-      fc.constantFrom('group', 'group_dimension', 'start_date', 'end_date', 'deal_id', 'deal_name', 'amount', 'amount_currency', 'deal_types', 'deleted'),
-      fc.constantFrom('toString', 'valueOf', 'constructor', 'hasOwnProperty', '__proto__', 'type', 'value', 'modified_at', 'status', 'payment'),
+      fc.constantFrom(
+        'group',
+        'group_dimension',
+        'start_date',
+        'end_date',
+        'deal_id',
+        'deal_name',
+        'amount',
+        'amount_currency',
+        'deal_types',
+        'deleted',
+      ),
+      fc.constantFrom(
+        'toString',
+        'valueOf',
+        'constructor',
+        'hasOwnProperty',
+        '__proto__',
+        'type',
+        'value',
+        'modified_at',
+        'status',
+        'payment',
+      ),
       text,
     )
     const itemValue = fc.oneof(
       fc.jsonValue({ maxDepth: 2 }),
-      fc.constantFrom('owner@acme.example', 'rep@acme.example', 'gone@acme.example', 'EUR', '2026-01', '2026-01-31', 'a;b', { toString: 1 }),
+      fc.constantFrom('owner@acme.example', 'rep@acme.example', 'gone@acme.example', 'EUR', '2026-01', '2026-01-31', 'a;b', {
+        toString: 1,
+      }),
     )
     const item = fc.dictionary(itemKey, itemValue, { maxKeys: 6 })
     const body = fc.oneof(
@@ -133,7 +179,10 @@ describe('fuzz: every route, hostile input', () => {
     )
     const key = fc.constantFrom(keys.valid, keys.valid, keys.valid, keys.other, keys.disabled, 'cak_not-a-key', '', undefined)
     const contentType = fc.constantFrom('application/json', 'application/json', 'text/plain', 'application/json; charset=utf-8', undefined)
-    const otherMethod = fc.oneof({ weight: 5, arbitrary: fc.constant(null) }, { weight: 1, arbitrary: fc.constantFrom('GET', 'PUT', 'POST', 'DELETE', 'PATCH') })
+    const otherMethod = fc.oneof(
+      { weight: 5, arbitrary: fc.constant(null) },
+      { weight: 1, arbitrary: fc.constantFrom('GET', 'PUT', 'POST', 'DELETE', 'PATCH') },
+    )
 
     const request = fc.record({
       route: fc.constantFrom(...routes),
@@ -184,8 +233,10 @@ describe('fuzz: every route, hostile input', () => {
       // Null when its company was deleted through the admin routes, with its imports.
       const record = (await server.store.imports.get(companyId, importId)) ?? { status: 'finished' as const, details: [] }
       expect(record.status, importId).toBe('finished')
-      expect(record.details.map((detail) => detail.error?.description ?? ''), importId).not.toContainEqual(expect.stringContaining('internal error'))
+      expect(
+        record.details.map((detail) => detail.error?.description ?? ''),
+        importId,
+      ).not.toContainEqual(expect.stringContaining('internal error'))
     }
   }, 600_000)
-
 })

@@ -4,7 +4,10 @@ import { isValidHost } from '../src/routes/host-header.ts'
 import { smallFixture } from './helpers/fixtures.ts'
 import { startTestServer, type TestServer } from './helpers/server.ts'
 
-const validationFamily = (resource: string) => ({ count: 1, errors: [{ error: 'ValidationError', resource, description: expect.any(String) }] })
+const validationFamily = (resource: string) => ({
+  count: 1,
+  errors: [{ error: 'ValidationError', resource, description: expect.any(String) }],
+})
 
 /** Writes raw bytes to the server and reads everything it answers until it closes the connection. */
 function rawExchange(url: string, bytes: string): Promise<{ status: number; headers: string; body: string }> {
@@ -62,7 +65,10 @@ describe('hostile HTTP: every refusal in the documented bodies', () => {
   })
 
   it('oversized headers are a 431 with the 400-family body', async () => {
-    const reply = await rawExchange(server.url, `GET /v2/data-structures HTTP/1.1\r\nHost: localhost\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`)
+    const reply = await rawExchange(
+      server.url,
+      `GET /v2/data-structures HTTP/1.1\r\nHost: localhost\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`,
+    )
     expect(reply.status).toBe(431)
     expect(JSON.parse(reply.body)).toEqual(validationFamily('headers'))
   })
@@ -94,7 +100,10 @@ describe('hostile HTTP: every refusal in the documented bodies', () => {
 
   it('refuses a Host header that is not a valid host[:port], so that no link is built from it', async () => {
     for (const host of ['evil.example/<x>', 'a b', 'example.com:99999', 'user@example.com', '[zz::1]', 'x"y']) {
-      const reply = await rawExchange(server.url, `GET /v2/data-structures HTTP/1.1\r\nHost: ${host}\r\nX-API-Key: ${key}\r\nConnection: close\r\n\r\n`)
+      const reply = await rawExchange(
+        server.url,
+        `GET /v2/data-structures HTTP/1.1\r\nHost: ${host}\r\nX-API-Key: ${key}\r\nConnection: close\r\n\r\n`,
+      )
       expect(reply.status, host).toBe(400)
       expect(JSON.parse(reply.body), host).toEqual(validationFamily('Host'))
     }
@@ -105,7 +114,8 @@ describe('hostile HTTP: every refusal in the documented bodies', () => {
 
   it('logs the values of the interface parameters only, whatever name a secret hides under', async () => {
     const secret = 'cak_hidden-in-a-query-string'
-    for (const name of ['password', 'auth', 'k', 'api_key', 'token']) await server.call(`/v2/data-structures?limit=5&${name}=${secret}`, { key })
+    for (const name of ['password', 'auth', 'k', 'api_key', 'token'])
+      await server.call(`/v2/data-structures?limit=5&${name}=${secret}`, { key })
     const lines = server.logs.filter((line) => String((line.req as { url?: string } | undefined)?.url).startsWith('/v2/data-structures?'))
     expect(lines.length).toBeGreaterThanOrEqual(5)
     expect(server.rawLogs()).not.toContain(secret)
@@ -114,10 +124,16 @@ describe('hostile HTTP: every refusal in the documented bodies', () => {
 })
 
 describe('isValidHost', () => {
-  it.each(['localhost', 'localhost:3000', 'api.example.com', 'api-1', 'api_1:80', '127.0.0.1:8080', '[::1]', '[::1]:3000', 'example.com.'])('accepts %s', (host) => {
-    expect(isValidHost(host)).toBe(true)
-  })
-  it.each(['', 'a/b', 'a b', 'a:b', 'a:123456', '-a.example', '[::1', '::1', 'x@y', 'a..b', `${'a'.repeat(64)}.example`])('refuses %s', (host) => {
-    expect(isValidHost(host)).toBe(false)
-  })
+  it.each(['localhost', 'localhost:3000', 'api.example.com', 'api-1', 'api_1:80', '127.0.0.1:8080', '[::1]', '[::1]:3000', 'example.com.'])(
+    'accepts %s',
+    (host) => {
+      expect(isValidHost(host)).toBe(true)
+    },
+  )
+  it.each(['', 'a/b', 'a b', 'a:b', 'a:123456', '-a.example', '[::1', '::1', 'x@y', 'a..b', `${'a'.repeat(64)}.example`])(
+    'refuses %s',
+    (host) => {
+      expect(isValidHost(host)).toBe(false)
+    },
+  )
 })

@@ -47,7 +47,11 @@ describe('the image, as the Dockerfile builds it', () => {
     for (const stage of stages) expect(stage.from).toMatch(/^node:24(-|$)/)
     expect(of(dependencies, 'RUN').map((run) => run.args)).toEqual(['npm ci --omit=dev --ignore-scripts'])
     expect(of(image, 'USER').map((user) => user.args)).toEqual(['node'])
-    expect(of(image, 'COPY').map((copy) => copy.args)).toEqual([`--from=${dependencies.name} /app/node_modules ./node_modules`, 'package.json ./', 'src ./src'])
+    expect(of(image, 'COPY').map((copy) => copy.args)).toEqual([
+      `--from=${dependencies.name} /app/node_modules ./node_modules`,
+      'package.json ./',
+      'src ./src',
+    ])
     // npm is removed from the image: nothing of it is needed at run time.
     expect(of(image, 'RUN').some((run) => run.args.includes('/usr/local/bin/npm'))).toBe(true)
   })
@@ -60,7 +64,11 @@ describe('the image, as the Dockerfile builds it', () => {
     // The first stage: the lockfile's production dependencies, installed by npm as the RUN line says.
     for (const file of ['package.json', 'package-lock.json']) cpSync(new URL(file, root), join(installed, file))
     const [npmCi] = of(dependencies, 'RUN').map((run) => run.args.split(' '))
-    const install = spawnSync(npmCi[0], [...npmCi.slice(1), '--no-audit', '--no-fund', '--prefer-offline'], { cwd: installed, encoding: 'utf8', timeout: 240_000 })
+    const install = spawnSync(npmCi[0], [...npmCi.slice(1), '--no-audit', '--no-fund', '--prefer-offline'], {
+      cwd: installed,
+      encoding: 'utf8',
+      timeout: 240_000,
+    })
     expect(install.status, install.stderr).toBe(0)
 
     // The last stage: what it copies, where its WORKDIR is.

@@ -44,7 +44,12 @@ async function runAndView(importId: string): Promise<ImportView> {
   return getImportView(store, company.id, importId)
 }
 
-const recordCall = (items: unknown[], options: Partial<ImportRequest> = {}): Call => ({ target: 'records', table: deals, items, ...options })
+const recordCall = (items: unknown[], options: Partial<ImportRequest> = {}): Call => ({
+  target: 'records',
+  table: deals,
+  items,
+  ...options,
+})
 
 async function dealIds(): Promise<string[]> {
   const records = await store.records.list(company.id, deals.id, { offset: 0, limit: 100 })
@@ -55,7 +60,10 @@ describe('user calls', () => {
   it('refuse the whole call for one invalid item: nothing is written', async () => {
     const { import_id } = await enqueue({
       target: 'users',
-      items: [{ email: 'new@acme.example', name: 'New' }, { email: 'bad@acme.example', currency: 'euros' }],
+      items: [
+        { email: 'new@acme.example', name: 'New' },
+        { email: 'bad@acme.example', currency: 'euros' },
+      ],
     })
     const view = await runAndView(import_id)
     expect(view).toMatchObject({ status: 'finished', error: true })
@@ -66,7 +74,11 @@ describe('user calls', () => {
   it('skip a repeated email alone and apply the others', async () => {
     const { import_id } = await enqueue({
       target: 'users',
-      items: [{ email: 'one@acme.example', name: 'One' }, { email: 'ONE@acme.example', name: 'Again' }, { email: 'two@acme.example', name: 'Two' }],
+      items: [
+        { email: 'one@acme.example', name: 'One' },
+        { email: 'ONE@acme.example', name: 'Again' },
+        { email: 'two@acme.example', name: 'Two' },
+      ],
     })
     const view = await runAndView(import_id)
     expect(view.data_tables_details[0].error?.title).toBe('PartialFailure')
@@ -77,10 +89,12 @@ describe('user calls', () => {
 
 describe('record calls', () => {
   it('apply a record with keys the table does not know, naming the ignored keys once, without an error', async () => {
-    const { import_id } = await enqueue(recordCall([
-      { deal_id: 'D-9', deal_name: 'Ninth', crm_stage: 'won' },
-      { deal_id: 'D-10', deal_name: 'Tenth', crm_stage: 'lost', crm_owner: 'x' },
-    ]))
+    const { import_id } = await enqueue(
+      recordCall([
+        { deal_id: 'D-9', deal_name: 'Ninth', crm_stage: 'won' },
+        { deal_id: 'D-10', deal_name: 'Tenth', crm_stage: 'lost', crm_owner: 'x' },
+      ]),
+    )
     const view = await runAndView(import_id)
     expect(view.error).toBe(false)
     expect(view.data_tables_details[0]).toMatchObject({ error: null, number_of_records: 2 })

@@ -9,7 +9,12 @@ const MIB = 1024 * 1024
 
 /** `count` deal records whose JSON is about `count` × 100 bytes. */
 function deals(count: number, prefix = 'B'): Record<string, unknown>[] {
-  return Array.from({ length: count }, (_, index) => ({ deal_id: `${prefix}-${index}`, deal_name: `Deal ${index} ${'x'.repeat(50)}`, amount: index, amount_currency: 'EUR' }))
+  return Array.from({ length: count }, (_, index) => ({
+    deal_id: `${prefix}-${index}`,
+    deal_name: `Deal ${index} ${'x'.repeat(50)}`,
+    amount: index,
+    amount_currency: 'EUR',
+  }))
 }
 
 /** About 0.57 MiB of records (133 bytes each): one fits a 1 MiB queue, two do not. */
@@ -68,11 +73,21 @@ describe("a company's import queue is bounded (IMPORT_QUEUE_LIMIT_MB)", () => {
   it('counts every upsert endpoint of the company against one queue', async () => {
     // About 0.94 MiB.
     expect((await postRecords(deals(7400))).status).toBe(200)
-    const users = await h.call('/v1/users/bulk', { method: 'PUT', body: { data: [{ email: 'new@acme.example', name: 'N'.repeat(200_000) }] } })
+    const users = await h.call('/v1/users/bulk', {
+      method: 'PUT',
+      body: { data: [{ email: 'new@acme.example', name: 'N'.repeat(200_000) }] },
+    })
     expectQueueFull(users)
     const managers = await h.call('/v1/users/managers/bulk', {
       method: 'PUT',
-      body: { data: Array.from({ length: 200 }, () => ({ user: 'rep@acme.example', manager: 'owner@acme.example', start_date: '2026-01', note: 'y'.repeat(1000) })) },
+      body: {
+        data: Array.from({ length: 200 }, () => ({
+          user: 'rep@acme.example',
+          manager: 'owner@acme.example',
+          start_date: '2026-01',
+          note: 'y'.repeat(1000),
+        })),
+      },
     })
     expectQueueFull(managers)
     // A small call still fits.

@@ -58,7 +58,9 @@ describe('debounce', () => {
       [null, 'ValidationError'],
       [1, 'PartialFailure'],
     ])
-    expect(result.data_tables_details[1].error.parsing_error_details).toMatchObject([{ line_number: 2, row: { email: 'bad@acme.example' } }])
+    expect(result.data_tables_details[1].error.parsing_error_details).toMatchObject([
+      { line_number: 2, row: { email: 'bad@acme.example' } },
+    ])
     expect(await h.user('a@acme.example')).toBeDefined()
     expect(await h.user('b@acme.example')).toBeUndefined()
     expect(await h.user('c@acme.example')).toBeDefined()
@@ -81,7 +83,11 @@ describe('debounce', () => {
     expect(await postRecords('other_deals', [{ deal_id: 'O-1' }, { deal_id: 'O-2' }], '?debounce=60')).toBe(deals)
     expect(await putUsers([{ email: 'a@acme.example' }], '?debounce=60')).not.toBe(deals)
     const globex = await h.server.load(smallFixture('Globex'))
-    const theirs = await h.server.call('/v1/tables/deals/records/bulk?debounce=60', { method: 'POST', key: globex.apiKey, body: [{ deal_id: 'G-1' }] })
+    const theirs = await h.server.call('/v1/tables/deals/records/bulk?debounce=60', {
+      method: 'POST',
+      key: globex.apiKey,
+      body: [{ deal_id: 'G-1' }],
+    })
     expect(theirs.body.import_id).not.toBe(deals)
     expect((await h.importOf(deals)).data_tables_details.map((detail: any) => [detail.data_table_key, detail.status])).toStrictEqual([
       ['deals', 'scheduled'],
@@ -95,7 +101,16 @@ describe('debounce', () => {
     const other = { ...table!, id: '0123456789abcdef01234567', key: 'other_deals' }
     await h.store.dataTables.insert(other)
     await h.store.records.upsert(h.companyId, [
-      { id: '0123456789abcdef01234568', company_id: h.companyId, table_id: other.id, external_id: 'O-0', values: { deal_id: 'O-0' }, overrides: {}, created_at: '2026-01-01T00:00:00.000Z', modified_at: '2026-01-01T00:00:00.000Z' },
+      {
+        id: '0123456789abcdef01234568',
+        company_id: h.companyId,
+        table_id: other.id,
+        external_id: 'O-0',
+        values: { deal_id: 'O-0' },
+        overrides: {},
+        created_at: '2026-01-01T00:00:00.000Z',
+        modified_at: '2026-01-01T00:00:00.000Z',
+      },
     ])
     const id = await postRecords('other_deals', [{ deal_id: 'O-1' }], '?all=true&debounce=30')
     await postRecords('deals', [{ deal_id: 'D-9', amount: 'lots' }, { deal_id: 'D-10' }], '?debounce=30')
@@ -109,7 +124,8 @@ describe('debounce', () => {
       ['deals', 'PartialFailure'],
       ['other_deals', null],
     ])
-    const keysOf = async (tableId: string) => (await h.store.records.list(h.companyId, tableId, { offset: 0, limit: 100 })).map((record) => record.external_id)
+    const keysOf = async (tableId: string) =>
+      (await h.store.records.list(h.companyId, tableId, { offset: 0, limit: 100 })).map((record) => record.external_id)
     // all=true emptied other_deals only, once, before its first call; deals kept its records.
     expect(await keysOf(other.id)).toStrictEqual(['O-1', 'O-2'])
     expect(await keysOf(table!.id)).toStrictEqual(['D-1', 'D-2', 'D-10'])

@@ -54,7 +54,9 @@ describe('boundedDetails', () => {
 
   it('drops the reported items of the earliest calls first, oldest first, saying how many', () => {
     const size = 64 * 1024
-    const calls = Array.from({ length: 5 }, (_call, call) => detail(Array.from({ length: KEPT_ITEM_ISSUES }, (_item, index) => issue(call * 1000 + index, size))))
+    const calls = Array.from({ length: 5 }, (_call, call) =>
+      detail(Array.from({ length: KEPT_ITEM_ISSUES }, (_item, index) => issue(call * 1000 + index, size))),
+    )
     expect(bytes(calls)).toBeGreaterThan(DETAILS_BYTES)
     const bounded = boundedDetails(calls)
     expect(bytes(bounded)).toBeLessThanOrEqual(DETAILS_BYTES)

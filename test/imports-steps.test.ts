@@ -84,7 +84,11 @@ describe('an import larger than one transaction', () => {
     await postDeals([deal('N-2'), deal('N-2b')])
     await postDeals([deal('N-3')])
     h.server.clock.advance(10_000)
-    const claimed = (await h.store.imports.claimNext('doomed', h.server.clock.now().toISOString(), new Date(h.server.clock.now().getTime() + LEASE).toISOString()))!
+    const claimed = (await h.store.imports.claimNext(
+      'doomed',
+      h.server.clock.now().toISOString(),
+      new Date(h.server.clock.now().getTime() + LEASE).toISOString(),
+    ))!
     expect(claimed.id).toBe(id)
 
     // One call per step (the table's 2 records fit one, so it is emptied by the first): the first step (the
@@ -132,7 +136,12 @@ describe('an import larger than one transaction', () => {
     goOn.open()
     await stopping
     expect(small.transactions()).toBe(1)
-    expect(await h.store.imports.get(h.companyId, id)).toMatchObject({ status: 'scheduled', lease_owner: null, payloads_applied: 1, attempts: 1 })
+    expect(await h.store.imports.get(h.companyId, id)).toMatchObject({
+      status: 'scheduled',
+      lease_owner: null,
+      payloads_applied: 1,
+      attempts: 1,
+    })
 
     // Without waiting for the lease, another worker applies the second call only.
     expect(await h.drain()).toBe(1)
@@ -157,7 +166,10 @@ describe('an import larger than one transaction', () => {
     const result = await h.importOf(id)
     expect(result).toMatchObject({ status: 'finished', error: true })
     expect(result.data_tables_details[0].error).toBeNull()
-    expect(result.data_tables_details[1].error).toMatchObject({ title: 'ValidationError', description: expect.stringContaining('internal error') })
+    expect(result.data_tables_details[1].error).toMatchObject({
+      title: 'ValidationError',
+      description: expect.stringContaining('internal error'),
+    })
     expect(await h.user('a@acme.example')).toBeDefined()
     expect(await h.user('b@acme.example')).toBeUndefined()
   })
@@ -169,7 +181,11 @@ async function fillDeals(count: number, overridden: Record<string, Record<string
   await h.store.records.deleteAll(h.companyId, table.id)
   const records = Array.from({ length: count }, (_, index) => {
     const externalId = `O-${index}`
-    return aRecord(h.companyId, table.id, { external_id: externalId, values: { deal_id: externalId, deal_name: 'old' }, overrides: overridden[externalId] ?? {} })
+    return aRecord(h.companyId, table.id, {
+      external_id: externalId,
+      values: { deal_id: externalId, deal_name: 'old' },
+      overrides: overridden[externalId] ?? {},
+    })
   })
   await h.store.records.saveMany(h.companyId, records)
   return table

@@ -41,7 +41,15 @@ afterEach(async () => {
 /** A fresh DATA_DIR's configuration and store, with the small fixture's company loaded. */
 async function loadedStore(env: Record<string, string> = {}) {
   const dataDir = tempDataDir()
-  const config = loadConfig({ DATA_DIR: dataDir, PORT: '0', DEMO: 'off', LOG_LEVEL: 'silent', IMPORT_POLL_MS: '10', RATE_LIMIT_PER_SECOND: '10000', ...env })
+  const config = loadConfig({
+    DATA_DIR: dataDir,
+    PORT: '0',
+    DEMO: 'off',
+    LOG_LEVEL: 'silent',
+    IMPORT_POLL_MS: '10',
+    RATE_LIMIT_PER_SECOND: '10000',
+    ...env,
+  })
   const store = await openStore(config)
   const loaded = await loadFixture(store, systemClock, smallFixture())
   const company = (await store.companies.get(loaded.company_id))!
@@ -93,11 +101,20 @@ describe('the import worker of serve runs in a thread of its own (IMPORT_WORKER=
     try {
       await worker.start()
       expect(worker.isRunning()).toBe(true)
-      const receipt = await enqueueImport(store, systemClock, { company, target: 'users', items: [{ email: 'metrics@acme.example' }], bytes: 40, queueLimitBytes: 1024 })
+      const receipt = await enqueueImport(store, systemClock, {
+        company,
+        target: 'users',
+        items: [{ email: 'metrics@acme.example' }],
+        bytes: 40,
+        queueLimitBytes: 1024,
+      })
       await until(() => finished.length > 0)
       expect(finished[0]).toMatchObject({ id: receipt.import_id, status: 'finished', error: false })
       expect(logger.lines.map((line) => line.message)).toEqual(expect.arrayContaining(['import started', 'import finished']))
-      expect(logger.lines.find((line) => line.message === 'import finished')?.details).toMatchObject({ import_id: receipt.import_id, company_id: companyId })
+      expect(logger.lines.find((line) => line.message === 'import finished')?.details).toMatchObject({
+        import_id: receipt.import_id,
+        company_id: companyId,
+      })
     } finally {
       await worker.stop()
       await store.close()
@@ -106,33 +123,51 @@ describe('the import worker of serve runs in a thread of its own (IMPORT_WORKER=
     expect(worker.threadId).toBeNull()
   })
 
-  it.skipIf(process.platform !== 'linux')('gives way to the HTTP thread when the CPU is contended (Linux only: per-thread nice values)', async () => {
-    const { config, store } = await loadedStore()
-    const worker = new ThreadedImportWorker({ config, logger: recordingLogger() })
-    try {
-      await worker.start()
-      const thread = readdirSync('/proc/self/task').find((task) => readFileSync(`/proc/self/task/${task}/comm`, 'utf8').trim() === 'import-worker')
-      expect(thread).toBeDefined()
-      expect(niceOf(thread!)).toBe(Math.min(19, niceOf(String(process.pid)) + 10))
-    } finally {
-      await worker.stop()
-      await store.close()
-    }
-  })
+  it.skipIf(process.platform !== 'linux')(
+    'gives way to the HTTP thread when the CPU is contended (Linux only: per-thread nice values)',
+    async () => {
+      const { config, store } = await loadedStore()
+      const worker = new ThreadedImportWorker({ config, logger: recordingLogger() })
+      try {
+        await worker.start()
+        const thread = readdirSync('/proc/self/task').find(
+          (task) => readFileSync(`/proc/self/task/${task}/comm`, 'utf8').trim() === 'import-worker',
+        )
+        expect(thread).toBeDefined()
+        expect(niceOf(thread!)).toBe(Math.min(19, niceOf(String(process.pid)) + 10))
+      } finally {
+        await worker.stop()
+        await store.close()
+      }
+    },
+  )
 
   it('starts a thread that died again, and its worker goes on', async () => {
     const { config, store, company } = await loadedStore()
     const logger = recordingLogger()
-    const worker = new ThreadedImportWorker({ config, logger, entry: new URL('./helpers/dying-worker-thread.ts', import.meta.url), restartDelayMs: 10 })
+    const worker = new ThreadedImportWorker({
+      config,
+      logger,
+      entry: new URL('./helpers/dying-worker-thread.ts', import.meta.url),
+      restartDelayMs: 10,
+    })
     try {
       await worker.start()
       const first = worker.threadId
       await until(() => logger.lines.some((line) => line.message.includes('stopped unexpectedly')))
-      expect(logger.lines.find((line) => line.message === 'import worker thread failed')?.details).toMatchObject({ err: expect.objectContaining({ message: 'a fault of ours in the worker thread' }) })
+      expect(logger.lines.find((line) => line.message === 'import worker thread failed')?.details).toMatchObject({
+        err: expect.objectContaining({ message: 'a fault of ours in the worker thread' }),
+      })
       await until(() => worker.isRunning())
       expect(worker.threadId).not.toBe(first)
       const finished = once(worker, 'finished')
-      const receipt = await enqueueImport(store, systemClock, { company, target: 'users', items: [{ email: 'again@acme.example' }], bytes: 40, queueLimitBytes: 1024 })
+      const receipt = await enqueueImport(store, systemClock, {
+        company,
+        target: 'users',
+        items: [{ email: 'again@acme.example' }],
+        bytes: 40,
+        queueLimitBytes: 1024,
+      })
       expect((await finished)[0]).toMatchObject({ id: receipt.import_id, status: 'finished' })
     } finally {
       await worker.stop()
@@ -148,17 +183,28 @@ describe("the worker's thread stores the upserts' payloads for the HTTP thread",
     const through = storeEnqueuingThrough(store, () => worker)
     // A minute's window: the thread's worker leaves these imports queued.
     const upsert = (email: string, bytes: number) =>
-      enqueueImport(through, systemClock, { company, target: 'users', items: [{ email }], bytes, queueLimitBytes: 1000, debounceSeconds: 60 })
+      enqueueImport(through, systemClock, {
+        company,
+        target: 'users',
+        items: [{ email }],
+        bytes,
+        queueLimitBytes: 1000,
+        debounceSeconds: 60,
+      })
     try {
       const before = await upsert('before@acme.example', 100)
       await worker.start()
       const joined = await upsert('joined@acme.example', 500)
       expect(joined.import_id).toBe(before.import_id)
       expect(await store.imports.payloads(companyId, joined.import_id)).toHaveLength(2)
-      await expect(upsert('over@acme.example', 401)).rejects.toSatisfy((error) => error instanceof QueueFullError && error.retryAfterSeconds >= 1)
+      await expect(upsert('over@acme.example', 401)).rejects.toSatisfy(
+        (error) => error instanceof QueueFullError && error.retryAfterSeconds >= 1,
+      )
       expect(await store.imports.queuedBytes(companyId)).toBe(600)
       expect(await worker.enqueue(...enqueueArguments(companyId, 400))).toMatchObject({ id: joined.import_id, payload_bytes: 1000 })
-      await expect(worker.enqueue(...enqueueArguments(companyId, 1))).rejects.toSatisfy((error) => error instanceof ImportQueueFullError && error.queuedBytes === 1000)
+      await expect(worker.enqueue(...enqueueArguments(companyId, 1))).rejects.toSatisfy(
+        (error) => error instanceof ImportQueueFullError && error.queuedBytes === 1000,
+      )
     } finally {
       await worker.stop()
     }
@@ -185,11 +231,32 @@ describe("the worker's thread stores the upserts' payloads for the HTTP thread",
 function enqueueArguments(companyId: string, bytes: number): Parameters<Store['imports']['enqueue']> {
   const now = new Date().toISOString()
   const fresh: DataImport = {
-    id: newId(), company_id: companyId, target: 'users', table_id: null, data_table_key: 'users', join_key: 'users', status: 'scheduled',
-    window_ends_at: new Date(Date.now() + 60_000).toISOString(), created_at: now, launched_at: null, finished_at: null, error: false,
-    details: [], lease_owner: null, lease_expires_at: null, attempts: 0, payload_bytes: 0,
+    id: newId(),
+    company_id: companyId,
+    target: 'users',
+    table_id: null,
+    data_table_key: 'users',
+    join_key: 'users',
+    status: 'scheduled',
+    window_ends_at: new Date(Date.now() + 60_000).toISOString(),
+    created_at: now,
+    launched_at: null,
+    finished_at: null,
+    error: false,
+    details: [],
+    lease_owner: null,
+    lease_expires_at: null,
+    attempts: 0,
+    payload_bytes: 0,
   }
-  const payload = { id: newId(), company_id: companyId, items: [{ email: 'direct@acme.example' }], options: { all: false, keep_overrides: false }, received_at: now, bytes }
+  const payload = {
+    id: newId(),
+    company_id: companyId,
+    items: [{ email: 'direct@acme.example' }],
+    options: { all: false, keep_overrides: false },
+    received_at: now,
+    bytes,
+  }
   return [fresh, payload, now, 1000]
 }
 
@@ -200,6 +267,8 @@ describe('the inline import worker (IMPORT_WORKER=inline)', () => {
     expect(server.worker).toBeInstanceOf(ImportWorker)
     const id = await putUser(server.url, key, 'inline@acme.example')
     await until(async () => (await call(`${server.url}/v1/imports/${id}`, { key })).body.data_import.status === 'finished')
-    expect((await call(`${server.url}/v1/users?limit=10`, { key })).body.data.map((user: { email: string }) => user.email)).toContain('inline@acme.example')
+    expect((await call(`${server.url}/v1/users?limit=10`, { key })).body.data.map((user: { email: string }) => user.email)).toContain(
+      'inline@acme.example',
+    )
   })
 })

@@ -39,12 +39,23 @@ describe('the import worker', () => {
     const now = at()
     const legacy = await h.store.imports.enqueue(
       { ...anImport(h.companyId, now, 0, `records:${deals.id}`), target: 'records', table_id: deals.id, data_table_key: 'deals' },
-      { id: newId(), company_id: h.companyId, items: [{ deal_id: 'OLD-1', deal_name: 'Queued before the upgrade' }], options: { all: false, keep_overrides: false }, received_at: now, bytes: 0 },
+      {
+        id: newId(),
+        company_id: h.companyId,
+        items: [{ deal_id: 'OLD-1', deal_name: 'Queued before the upgrade' }],
+        options: { all: false, keep_overrides: false },
+        received_at: now,
+        bytes: 0,
+      },
       now,
     )
     expect(await h.drain()).toBe(1)
     const result = await h.importOf(legacy.id)
-    expect(result).toMatchObject({ status: 'finished', error: false, data_tables_details: [{ data_table_key: 'deals', number_of_records: 1, error: null }] })
+    expect(result).toMatchObject({
+      status: 'finished',
+      error: false,
+      data_tables_details: [{ data_table_key: 'deals', number_of_records: 1, error: null }],
+    })
     expect((await h.store.records.findByExternalIds(h.companyId, deals.id, ['OLD-1'])).get('OLD-1')?.values).toStrictEqual({
       deal_id: 'OLD-1',
       deal_name: 'Queued before the upgrade',
@@ -74,7 +85,12 @@ describe('the import worker', () => {
     h.server.clock.advance(LEASE)
     expect(await h.drain()).toBe(1)
     const result = await h.importOf(id)
-    expect(result).toMatchObject({ status: 'finished', error: false, launched_at: '2026-06-01T00:00:00.000Z', finished_at: '2026-06-01T00:01:00.000Z' })
+    expect(result).toMatchObject({
+      status: 'finished',
+      error: false,
+      launched_at: '2026-06-01T00:00:00.000Z',
+      finished_at: '2026-06-01T00:01:00.000Z',
+    })
     expect((await h.store.imports.get(h.companyId, id))?.attempts).toBe(2)
     expect(await h.store.users.count(h.companyId)).toBe(4)
   })
@@ -125,7 +141,10 @@ describe('the import worker', () => {
     expect(await h.user('a@acme.example')).toBeUndefined()
     const result = await h.importOf(id)
     expect(result).toMatchObject({ status: 'finished', error: true })
-    expect(result.data_tables_details[0].error).toMatchObject({ title: 'ValidationError', description: expect.stringContaining('internal error') })
+    expect(result.data_tables_details[0].error).toMatchObject({
+      title: 'ValidationError',
+      description: expect.stringContaining('internal error'),
+    })
   })
 
   it('polls once started, and stop() lets the running import finish; start and stop are idempotent', async () => {
@@ -193,7 +212,12 @@ describe('the import worker', () => {
     await stopping
     const [returned] = await handedBack
     expect(returned).toMatchObject({ id })
-    expect(await h.store.imports.get(h.companyId, id)).toMatchObject({ status: 'scheduled', lease_owner: null, lease_expires_at: null, attempts: 1 })
+    expect(await h.store.imports.get(h.companyId, id)).toMatchObject({
+      status: 'scheduled',
+      lease_owner: null,
+      lease_expires_at: null,
+      attempts: 1,
+    })
     expect(await h.user('a@acme.example')).toBeUndefined()
 
     // The clock has not moved: the lease the stopped worker took (60 s) would still hold it.
@@ -217,10 +241,14 @@ describe('the import worker', () => {
 const quiet = () => new Writable({ write: (_chunk, _encoding, done) => done() })
 
 describe('roles', () => {
-
   it('runs the worker inside the server by default, and none with role api', async () => {
-    for (const [role, running] of [[undefined, true], ['api', false]] as const) {
-      const config = loadConfig(runEnvironment({ DATA_DIR: tempDataDir(), PORT: '0', DEMO: 'off', LOG_LEVEL: 'silent', IMPORT_POLL_MS: '10' }))
+    for (const [role, running] of [
+      [undefined, true],
+      ['api', false],
+    ] as const) {
+      const config = loadConfig(
+        runEnvironment({ DATA_DIR: tempDataDir(), PORT: '0', DEMO: 'off', LOG_LEVEL: 'silent', IMPORT_POLL_MS: '10' }),
+      )
       const server = await startServer(config, { role, out: quiet(), logStream: quiet() })
       try {
         expect(server.worker?.isRunning() ?? false).toBe(running)

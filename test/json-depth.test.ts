@@ -30,15 +30,18 @@ describe('deeply nested JSON bodies', () => {
   const postRecords = (body: string) => harness.call('/v1/tables/deals/records/bulk', { method: 'POST', body })
 
   // Depths of the issue: 1,000 to 3,000 was accepted and failed the import; 5,000 was a 500.
-  it.each([MAX_JSON_DEPTH, 1_000, 3_000, 5_000, 100_000])('a record nesting %i levels in a value is a 400 naming the item', async (levels) => {
-    const reply = await postRecords(`[{"deal_id":"X","deal_name":"ok"},{"deal_id":"Y","deal_name":${nested(levels)}}]`)
-    expect(reply.status).toBe(400)
-    expect(reply.body).toEqual({
-      count: 1,
-      errors: [{ error: 'ValidationError', resource: 'body', description: expect.stringContaining('at /1/deal_name') }],
-    })
-    expect(await harness.drain()).toBe(0)
-  })
+  it.each([MAX_JSON_DEPTH, 1_000, 3_000, 5_000, 100_000])(
+    'a record nesting %i levels in a value is a 400 naming the item',
+    async (levels) => {
+      const reply = await postRecords(`[{"deal_id":"X","deal_name":"ok"},{"deal_id":"Y","deal_name":${nested(levels)}}]`)
+      expect(reply.status).toBe(400)
+      expect(reply.body).toEqual({
+        count: 1,
+        errors: [{ error: 'ValidationError', resource: 'body', description: expect.stringContaining('at /1/deal_name') }],
+      })
+      expect(await harness.drain()).toBe(0)
+    },
+  )
 
   it('a user or an attribution nested too deeply is a 400 naming data and the item', async () => {
     const deep = nested(MAX_JSON_DEPTH)
@@ -57,13 +60,18 @@ describe('deeply nested JSON bodies', () => {
     await harness.drain()
     const done = await harness.importOf(reply.body.import_id)
     // Its only record is refused, so the call is (nothing of it applied): the import reports it, it does not fail.
-    expect(done.data_tables_details[0].error).toMatchObject({ title: 'ValidationError', parsing_error_details: [{ line_number: 1, details: 'deal_name: expected a string' }] })
+    expect(done.data_tables_details[0].error).toMatchObject({
+      title: 'ValidationError',
+      parsing_error_details: [{ line_number: 1, details: 'deal_name: expected a string' }],
+    })
   })
 
   it('an attribution whose text fields are objects without a usable toString is refused as data, not as an internal error', async () => {
     const reply = await harness.call('/v1/users/groups/bulk', {
       method: 'PUT',
-      body: { data: [{ user: 'owner@acme.example', group_dimension: { toString: 1 }, group: { valueOf: 1, toString: 1 }, start_date: '2026-01' }] },
+      body: {
+        data: [{ user: 'owner@acme.example', group_dimension: { toString: 1 }, group: { valueOf: 1, toString: 1 }, start_date: '2026-01' }],
+      },
     })
     expect(reply.status).toBe(200)
     await harness.drain()

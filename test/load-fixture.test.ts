@@ -36,7 +36,12 @@ describe('loading a fixture', () => {
     expect(sandboxStatement.modified_at).toBe('2026-05-05T05:05:05.000Z')
     const [deals] = (await store.dataTables.list(id)).filter((table) => table.environment === 'live')
     const records = await store.records.list(id, deals.id, { offset: 0, limit: 10 })
-    expect(records[0].values).toEqual({ deal_id: 'D-1', deal_name: 'First deal', amount: { value: 1000, currency: 'EUR' }, deal_types: ['new', 'upsell'] })
+    expect(records[0].values).toEqual({
+      deal_id: 'D-1',
+      deal_name: 'First deal',
+      amount: { value: 1000, currency: 'EUR' },
+      deal_types: ['new', 'upsell'],
+    })
     await dispose()
   })
 

@@ -122,7 +122,11 @@ describe.skipIf(NGINX === null)(
     /** Resolves once each instance has logged everything it answered before now (its lines are in order). */
     async function logsCaughtUp(): Promise<void> {
       const marker = `marker-${performance.now()}`
-      await Promise.all([api1, api2].map((instance) => call(`${instance === api1 ? api1Url : api2Url}/health/live`, { headers: { 'x-request-id': marker } })))
+      await Promise.all(
+        [api1, api2].map((instance) =>
+          call(`${instance === api1 ? api1Url : api2Url}/health/live`, { headers: { 'x-request-id': marker } }),
+        ),
+      )
       await eventually(() => loggedIds(api1).has(marker) && loggedIds(api2).has(marker), 'marker logged by both instances')
     }
 
@@ -143,11 +147,19 @@ describe.skipIf(NGINX === null)(
       api1 = startServerProcess(instance, ['serve', '--role', 'api'])
       api2 = startServerProcess(instance, ['serve', '--role', 'api'])
       worker = startServerProcess({ DATA_DIR: dataDir, WORKER_HEALTH_PORT: '0', IMPORT_POLL_MS: '20' }, ['serve', '--role', 'worker'])
-      const [[, url1], [, url2]] = await Promise.all([api1.waitFor(/listening on (http:\/\/\S+)/), api2.waitFor(/listening on (http:\/\/\S+)/)])
+      const [[, url1], [, url2]] = await Promise.all([
+        api1.waitFor(/listening on (http:\/\/\S+)/),
+        api2.waitFor(/listening on (http:\/\/\S+)/),
+      ])
       await worker.waitFor(/health and metrics on/)
       api1Url = url1
       api2Url = url2
-      const ports = { api1: Number(new URL(url1).port), api2: Number(new URL(url2).port), public: await freePort(), operator: await freePort() }
+      const ports = {
+        api1: Number(new URL(url1).port),
+        api2: Number(new URL(url2).port),
+        public: await freePort(),
+        operator: await freePort(),
+      }
       writeFileSync(join(nginxDir, 'nginx.conf'), nginxConfiguration(nginxDir, ports))
       publicUrl = `http://127.0.0.1:${ports.public}`
       operatorUrl = `http://127.0.0.1:${ports.operator}`
@@ -203,7 +215,10 @@ describe.skipIf(NGINX === null)(
       const ids = ['trace-1.a:b', made.headers['x-request-id'], unusable.headers['x-request-id']] as string[]
       const [one, two] = await servedBy(ids)
       expect(one.length + two.length).toBe(3)
-      await eventually(() => ids.every((id) => nginx.log().includes(`request_id=${id} `) || nginx.log().includes(`request_id=${id}\n`)), 'ids in the access log')
+      await eventually(
+        () => ids.every((id) => nginx.log().includes(`request_id=${id} `) || nginx.log().includes(`request_id=${id}\n`)),
+        'ids in the access log',
+      )
       // nginx's own answers carry one too.
       expect((await call(`${publicUrl}/metrics`)).headers['x-request-id']).toMatch(/^[0-9a-f]{32}$/)
     })
@@ -212,12 +227,25 @@ describe.skipIf(NGINX === null)(
       const key = await newCompanyKey()
       await call(`${publicUrl}/v2/data-structures`, { key, headers: { 'x-request-id': 'forwarded-1', 'x-forwarded-for': '203.0.113.9' } })
       await servedBy(['forwarded-1'])
-      const line = [...api1.output().split('\n'), ...api2.output().split('\n')].find((candidate) => candidate.includes('"request_id":"forwarded-1"'))
+      const line = [...api1.output().split('\n'), ...api2.output().split('\n')].find((candidate) =>
+        candidate.includes('"request_id":"forwarded-1"'),
+      )
       expect(JSON.parse(line!).req.remoteAddress).toBe('127.0.0.1')
     })
 
     it('does not serve /metrics or /admin on the public port, in any spelling; the operator port and the instances do', async () => {
-      const paths = ['/metrics', '/metrics/', '/METRICS', '/%6Detrics', '//metrics', '/v2/../metrics', '/metrics?x=1', '/admin/companies', '/Admin/companies/0', '/%61dmin/companies']
+      const paths = [
+        '/metrics',
+        '/metrics/',
+        '/METRICS',
+        '/%6Detrics',
+        '//metrics',
+        '/v2/../metrics',
+        '/metrics?x=1',
+        '/admin/companies',
+        '/Admin/companies/0',
+        '/%61dmin/companies',
+      ]
       for (const [index, path] of paths.entries()) {
         for (const method of ['GET', 'POST'] as const) {
           const headers = { 'x-request-id': `denied-${index}-${method}`, authorization: `Bearer ${ADMIN_TOKEN}` }
@@ -248,7 +276,9 @@ describe.skipIf(NGINX === null)(
         const replies: Reply[] = []
         for (let wave = 0; wave < ids.length; wave += 20) {
           const batch = ids.slice(wave, wave + 20)
-          replies.push(...(await Promise.all(batch.map((id) => call(`${publicUrl}/v2/data-structures`, { key, headers: { 'x-request-id': id } })))))
+          replies.push(
+            ...(await Promise.all(batch.map((id) => call(`${publicUrl}/v2/data-structures`, { key, headers: { 'x-request-id': id } })))),
+          )
         }
         if (performance.now() - started >= 900) continue
 
@@ -277,7 +307,10 @@ describe.skipIf(NGINX === null)(
       // Several times: the instance must read the rest of the body before its answer, or nginx sees a reset.
       const ids = ['large-body-1', 'large-body-2', 'large-body-3', 'large-body-4']
       const replies: Reply[] = []
-      for (const id of ids) replies.push(await call(`${publicUrl}/v1/tables/deals/records/bulk`, { method: 'POST', key, body, headers: { 'x-request-id': id } }))
+      for (const id of ids)
+        replies.push(
+          await call(`${publicUrl}/v1/tables/deals/records/bulk`, { method: 'POST', key, body, headers: { 'x-request-id': id } }),
+        )
       for (const reply of replies) {
         expect(reply.status).toBe(413)
         expect(reply.body).toEqual({ count: 1, errors: [{ error: 'ValidationError', resource: 'body', description: expect.any(String) }] })
@@ -287,7 +320,12 @@ describe.skipIf(NGINX === null)(
       const served = replies[0]
 
       const tooLarge = `[${'"x",'.repeat(((configured + 1) * 1024 * 1024) / 4)}"x"]`
-      const refused = await call(`${publicUrl}/v1/tables/deals/records/bulk`, { method: 'POST', key, body: tooLarge, headers: { 'x-request-id': 'larger-body' } })
+      const refused = await call(`${publicUrl}/v1/tables/deals/records/bulk`, {
+        method: 'POST',
+        key,
+        body: tooLarge,
+        headers: { 'x-request-id': 'larger-body' },
+      })
       expect(refused.status).toBe(413)
       expect(refused.body).toEqual(served.body)
       await logsCaughtUp()
@@ -296,7 +334,11 @@ describe.skipIf(NGINX === null)(
 
     it('has the worker apply an import posted through the load balancer', async () => {
       const key = await newCompanyKey()
-      const upsert = await call(`${publicUrl}/v1/users/bulk`, { method: 'PUT', key, body: { data: [{ email: 'via-nginx@acme.example', name: 'Via' }] } })
+      const upsert = await call(`${publicUrl}/v1/users/bulk`, {
+        method: 'PUT',
+        key,
+        body: { data: [{ email: 'via-nginx@acme.example', name: 'Via' }] },
+      })
       expect(upsert.status).toBe(200)
       expect((await finishedImport(publicUrl, key, upsert.body.import_id)).error).toBe(false)
       const users = await call(`${publicUrl}/v1/users?limit=2000`, { key })
@@ -314,9 +356,19 @@ describe.skipIf(NGINX === null)(
           const write = index === 2 && round % 2 === 1
           const headers = { 'x-request-id': `stream-${index}-${round}` }
           const reply = write
-            ? await call(`${publicUrl}/v1/users/bulk`, { method: 'PUT', key, headers, body: { data: [{ email: `round-${round}@acme.example` }] } })
+            ? await call(`${publicUrl}/v1/users/bulk`, {
+                method: 'PUT',
+                key,
+                headers,
+                body: { data: [{ email: `round-${round}@acme.example` }] },
+              })
             : await call(`${publicUrl}/v2/data-structures`, { key, headers })
-          replies.push({ status: reply.status, at: performance.now(), path: write ? 'PUT /v1/users/bulk' : 'GET /v2/data-structures', id: headers['x-request-id'] })
+          replies.push({
+            status: reply.status,
+            at: performance.now(),
+            path: write ? 'PUT /v1/users/bulk' : 'GET /v2/data-structures',
+            id: headers['x-request-id'],
+          })
           await new Promise((resolve) => setTimeout(resolve, 20))
         }
       }

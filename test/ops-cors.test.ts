@@ -6,7 +6,10 @@ import { startTestServer, type TestServer } from './helpers/server.ts'
 const TOOL = 'http://localhost:5173'
 
 /** The items of a comma-separated header, lower-cased. */
-const listOf = (header: unknown) => String(header ?? '').split(',').map((item) => item.trim().toLowerCase())
+const listOf = (header: unknown) =>
+  String(header ?? '')
+    .split(',')
+    .map((item) => item.trim().toLowerCase())
 
 const preflight = (server: TestServer, path: string, origin: string) =>
   server.call(path, {
@@ -66,7 +69,9 @@ describe('CORS', () => {
     const reply = await server.call('/v2/data-structures', { key: apiKey, headers: { origin: 'https://elsewhere.example' } })
     expect(reply.status).toBe(200)
     expect(reply.headers['access-control-allow-origin']).toBeUndefined()
-    expect((await preflight(server, '/v2/data-structures', 'https://elsewhere.example')).headers['access-control-allow-origin']).toBeUndefined()
+    expect(
+      (await preflight(server, '/v2/data-structures', 'https://elsewhere.example')).headers['access-control-allow-origin'],
+    ).toBeUndefined()
   })
 
   it('allows any origin with *', async () => {
@@ -79,7 +84,10 @@ describe('CORS', () => {
 describe('CORS_ORIGINS', () => {
   it('is a list of origins, normalized; empty by default', () => {
     expect(loadConfig({}).corsOrigins).toEqual([])
-    expect(loadConfig({ CORS_ORIGINS: 'HTTP://LocalHost:5173/ , https://tool.example' }).corsOrigins).toEqual(['http://localhost:5173', 'https://tool.example'])
+    expect(loadConfig({ CORS_ORIGINS: 'HTTP://LocalHost:5173/ , https://tool.example' }).corsOrigins).toEqual([
+      'http://localhost:5173',
+      'https://tool.example',
+    ])
   })
 
   it('refuses what is not an origin, naming the variable', () => {

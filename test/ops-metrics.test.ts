@@ -27,11 +27,20 @@ describe('GET /metrics', () => {
     expect(sample(text, 'commission_api_http_requests_total{method="GET",route="/v2/data-structures",status_code="200"}')).toBe(2)
     expect(sample(text, 'commission_api_http_requests_total{method="GET",route="/v2/data-structures",status_code="429"}')).toBe(1)
     // Route templates, never raw URLs: an id does not make a series of its own.
-    expect(sample(text, 'commission_api_http_requests_total{method="GET",route="/v2/data-structures/:table_id/fields",status_code="401"}')).toBe(1)
+    expect(
+      sample(text, 'commission_api_http_requests_total{method="GET",route="/v2/data-structures/:table_id/fields",status_code="401"}'),
+    ).toBe(1)
     expect(text).not.toContain('0123456789abcdef01234567')
     expect(sample(text, 'commission_api_http_requests_total{method="GET",route="unmatched",status_code="404"}')).toBe(1)
-    expect(sample(text, 'commission_api_http_request_duration_seconds_count{method="GET",route="/v2/data-structures",status_code="200"}')).toBe(2)
-    expect(sample(text, 'commission_api_http_request_duration_seconds_bucket{le="+Inf",method="GET",route="/v2/data-structures",status_code="200"}')).toBe(2)
+    expect(
+      sample(text, 'commission_api_http_request_duration_seconds_count{method="GET",route="/v2/data-structures",status_code="200"}'),
+    ).toBe(2)
+    expect(
+      sample(
+        text,
+        'commission_api_http_request_duration_seconds_bucket{le="+Inf",method="GET",route="/v2/data-structures",status_code="200"}',
+      ),
+    ).toBe(2)
     expect(sample(text, 'commission_api_rate_limited_total')).toBe(1)
   })
 
@@ -43,7 +52,11 @@ describe('GET /metrics', () => {
     expect(sample(before, 'commission_api_import_queue_depth')).toBe(0)
 
     // The test server runs no worker: the import waits in `scheduled`.
-    const upsert = await server.call('/v1/users/bulk', { method: 'PUT', key: apiKey, body: { data: [{ email: 'new@acme.example', name: 'New' }] } })
+    const upsert = await server.call('/v1/users/bulk', {
+      method: 'PUT',
+      key: apiKey,
+      body: { data: [{ email: 'new@acme.example', name: 'New' }] },
+    })
     expect(upsert.status).toBe(200)
     const after = (await server.call('/metrics')).text
     expect(sample(after, 'commission_api_imports{state="scheduled"}')).toBe(1)

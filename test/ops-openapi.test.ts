@@ -168,19 +168,53 @@ describe('OpenAPI document for client generators and readers', () => {
     }
     const ids = operations.map(({ operation }) => operation.operationId)
     expect(new Set(ids).size).toBe(ids.length)
-    expect(ids).toEqual(expect.arrayContaining(['listDataStructures', 'getFields', 'getStatements', 'getRecords', 'getQuotaValues', 'listUsers', 'upsertUsers', 'upsertManagers', 'upsertGroups', 'archiveUsers', 'listTableRecords', 'upsertTableRecords', 'getImport', 'listReportingStatements', 'listReportingRecords', 'getMetrics']))
+    expect(ids).toEqual(
+      expect.arrayContaining([
+        'listDataStructures',
+        'getFields',
+        'getStatements',
+        'getRecords',
+        'getQuotaValues',
+        'listUsers',
+        'upsertUsers',
+        'upsertManagers',
+        'upsertGroups',
+        'archiveUsers',
+        'listTableRecords',
+        'upsertTableRecords',
+        'getImport',
+        'listReportingStatements',
+        'listReportingRecords',
+        'getMetrics',
+      ]),
+    )
   })
 
   it('refers to component schemas for rows, pages, errors and imports instead of repeating them', () => {
     const schemas = document.components.schemas
-    for (const name of ['Page', 'PageMeta', 'Row', 'DataStructureList', 'FieldSchema', 'UserPage', 'ValidationErrorBody', 'UnauthorizedBody', 'NotFoundBody', 'ImportReceipt', 'ImportView', 'Fixture']) {
+    for (const name of [
+      'Page',
+      'PageMeta',
+      'Row',
+      'DataStructureList',
+      'FieldSchema',
+      'UserPage',
+      'ValidationErrorBody',
+      'UnauthorizedBody',
+      'NotFoundBody',
+      'ImportReceipt',
+      'ImportView',
+      'Fixture',
+    ]) {
       expect(schemas[name], name).toBeDefined()
     }
     expect(schemas.Page.properties.meta).toEqual({ $ref: '#/components/schemas/PageMeta' })
     const responses = document.paths['/v2/quotas/{quota_id}/values'].get.responses
     expect(responses['200'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/Page' })
     expect(responses['400'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/ValidationErrorBody' })
-    expect(document.paths['/v1/imports/{import_id}'].get.responses['200'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/ImportView' })
+    expect(document.paths['/v1/imports/{import_id}'].get.responses['200'].content['application/json'].schema).toEqual({
+      $ref: '#/components/schemas/ImportView',
+    })
     // No copy of the 400 body is left inline anywhere.
     const text = JSON.stringify(document.paths)
     expect(text).not.toContain('"required":["count","errors"]')
@@ -214,9 +248,14 @@ describe('OpenAPI document for client generators and readers', () => {
     for (const [operationId, shape] of Object.entries(shapes)) {
       const example = byId.get(operationId).responses['200'].content['application/json'].example
       expect(example, operationId).toBeDefined()
-      expect(Value.Check(shape as any, example), `${operationId}: ${JSON.stringify([...Value.Errors(shape as any, example)].slice(0, 2))}`).toBe(true)
+      expect(
+        Value.Check(shape as any, example),
+        `${operationId}: ${JSON.stringify([...Value.Errors(shape as any, example)].slice(0, 2))}`,
+      ).toBe(true)
     }
-    expect(byId.get('getStatements').responses['200'].content['application/json'].example.data[0]['standard.user'].email).toMatch(/@demo\.example$/)
+    expect(byId.get('getStatements').responses['200'].content['application/json'].example.data[0]['standard.user'].email).toMatch(
+      /@demo\.example$/,
+    )
     expect(byId.get('upsertUsers').requestBody.content['application/json'].example.data[0].email).toMatch(/@demo\.example$/)
   })
 
@@ -225,7 +264,11 @@ describe('OpenAPI document for client generators and readers', () => {
     expect(readingBodies.length).toBeGreaterThan(5)
     expect(readingBodies.filter(({ operation }) => !operation.responses['413']).map(({ path, method }) => `${method} ${path}`)).toEqual([])
     const deprecated = operationsOf(document).filter(({ operation }) => operation.deprecated)
-    expect(deprecated.map(({ path }) => path).toSorted()).toEqual(['/v1/reporting', '/v1/reporting/statements', '/v1/reporting/{data_table_id}/records'])
+    expect(deprecated.map(({ path }) => path).toSorted()).toEqual([
+      '/v1/reporting',
+      '/v1/reporting/statements',
+      '/v1/reporting/{data_table_id}/records',
+    ])
     for (const { operation } of deprecated) {
       for (const [status, response] of Object.entries(operation.responses) as Array<[string, any]>) {
         expect(response.headers.Deprecation, status).toBeDefined()
@@ -238,7 +281,9 @@ describe('OpenAPI document for client generators and readers', () => {
     expect(Object.keys(document.paths['/metrics'].get.responses['200'].content)).toEqual(['text/plain; version=0.0.4; charset=utf-8'])
     const metrics = await call(`${url}/metrics`)
     expect(metrics.headers['content-type']).toMatch(/^text\/plain/)
-    expect(document.paths['/admin/companies'].post.requestBody.content['application/json'].schema).toEqual({ $ref: '#/components/schemas/Fixture' })
+    expect(document.paths['/admin/companies'].post.requestBody.content['application/json'].schema).toEqual({
+      $ref: '#/components/schemas/Fixture',
+    })
     expect(document.components.schemas.Fixture.properties.company).toBeDefined()
     expect(document.servers).toEqual([{ url: 'https://api.example.com' }])
   })
@@ -253,7 +298,22 @@ describe('OpenAPI document for client generators and readers', () => {
     const { default: openapiTS } = await import('openapi-typescript')
     const dir = mkdtempSync(join(tmpdir(), 'commission-api-openapi-'))
     writeFileSync(join(dir, 'api.ts'), await openapiTS(document))
-    writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions: { strict: true, noEmit: true, target: 'es2024', lib: ['es2024'], module: 'nodenext', moduleResolution: 'nodenext', allowImportingTsExtensions: true, types: [] }, files: ['call.ts'] }))
+    writeFileSync(
+      join(dir, 'tsconfig.json'),
+      JSON.stringify({
+        compilerOptions: {
+          strict: true,
+          noEmit: true,
+          target: 'es2024',
+          lib: ['es2024'],
+          module: 'nodenext',
+          moduleResolution: 'nodenext',
+          allowImportingTsExtensions: true,
+          types: [],
+        },
+        files: ['call.ts'],
+      }),
+    )
     const callFile = `import type { components, operations, paths } from './api.ts'
 type Statements = paths['/v2/reporting/{table_id}/statements']['get']
 type Query = NonNullable<Statements['parameters']['query']>
@@ -273,7 +333,10 @@ export async function rowIds(tableId: Statements['parameters']['path']['table_id
     const checked = spawnSync(process.execPath, [TSC, '-p', join(dir, 'tsconfig.json')], { encoding: 'utf8' })
     expect(checked.status, checked.stdout + checked.stderr).toBe(0)
     // The check has teeth: a call that misuses a generated type fails it.
-    writeFileSync(join(dir, 'call.ts'), callFile.replace("const next: string | null = page.meta.next_url", 'const next: number = page.meta.next_url'))
+    writeFileSync(
+      join(dir, 'call.ts'),
+      callFile.replace('const next: string | null = page.meta.next_url', 'const next: number = page.meta.next_url'),
+    )
     const refused = spawnSync(process.execPath, [TSC, '-p', join(dir, 'tsconfig.json')], { encoding: 'utf8' })
     expect(refused.status).not.toBe(0)
     expect(refused.stdout).toContain('call.ts')

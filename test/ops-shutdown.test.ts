@@ -54,7 +54,8 @@ async function started(env: Record<string, string>): Promise<{ server: ServerPro
   return { server, port: Number(new URL(url).port) }
 }
 
-const exitCode = async (server: ServerProcess) => (server.child.exitCode !== null ? server.child.exitCode : (await once(server.child, 'exit'))[0])
+const exitCode = async (server: ServerProcess) =>
+  server.child.exitCode !== null ? server.child.exitCode : (await once(server.child, 'exit'))[0]
 
 describe('graceful shutdown of a real server process', () => {
   it('on SIGTERM stops accepting, turns not ready, finishes the request in flight, closes the store and exits 0', async () => {
@@ -68,7 +69,10 @@ describe('graceful shutdown of a real server process', () => {
     connection.socket.write(`${FIXTURE}GET /health/ready HTTP/1.1\r\nHost: localhost\r\n\r\n`)
     await once(connection.socket, 'close')
 
-    const responses = connection.received().split(/(?=HTTP\/1\.1 )/).filter((part) => !part.startsWith('HTTP/1.1 100'))
+    const responses = connection
+      .received()
+      .split(/(?=HTTP\/1\.1 )/)
+      .filter((part) => !part.startsWith('HTTP/1.1 100'))
     expect(responses[0]).toMatch(/^HTTP\/1\.1 201 /)
     expect(responses[0]).toContain('"company_id"')
     expect(responses[1]).toMatch(/^HTTP\/1\.1 503 /)

@@ -21,7 +21,10 @@ describe('authentication reused for a moment (PrincipalCache)', () => {
 
   beforeEach(async () => {
     store = openSqliteStore(':memory:')
-    const loaded = await loadFixture(store, new ManualClock('2026-06-01T00:00:00.000Z'), { ...smallFixture(), api_keys: [{ user: 'owner@acme.example', secret: SECRET }] })
+    const loaded = await loadFixture(store, new ManualClock('2026-06-01T00:00:00.000Z'), {
+      ...smallFixture(),
+      api_keys: [{ user: 'owner@acme.example', secret: SECRET }],
+    })
     companyId = loaded.company_id
     lookups = 0
     const findByHash = store.apiKeys.findByHash.bind(store.apiKeys)
@@ -59,7 +62,10 @@ describe('authentication reused for a moment (PrincipalCache)', () => {
     const here = openSqliteStore(file)
     const elsewhere = openSqliteStore(file)
     try {
-      const loaded = await loadFixture(here, new ManualClock(), { ...smallFixture('Shared'), api_keys: [{ user: 'owner@shared.example', secret: 'cak_the-shared-owner-key' }] })
+      const loaded = await loadFixture(here, new ManualClock(), {
+        ...smallFixture('Shared'),
+        api_keys: [{ user: 'owner@shared.example', secret: 'cak_the-shared-owner-key' }],
+      })
       const shared = new PrincipalCache(here, () => now)
       await shared.authenticate('cak_the-shared-owner-key')
       const user = (await elsewhere.users.findByEmails(loaded.company_id, ['owner@shared.example'])).get('owner@shared.example')!
@@ -82,7 +88,10 @@ describe('authentication reused for a moment (PrincipalCache)', () => {
     await expect(cache.authenticate(SECRET)).rejects.toBeInstanceOf(UnauthorizedError)
     expect(lookups).toBe(2)
     // The refusal of a known key is remembered like a principal, and thrown afresh each time.
-    const refusals = await Promise.all([cache.authenticate(SECRET).catch((error) => error), cache.authenticate(SECRET).catch((error) => error)])
+    const refusals = await Promise.all([
+      cache.authenticate(SECRET).catch((error) => error),
+      cache.authenticate(SECRET).catch((error) => error),
+    ])
     expect(lookups).toBe(2)
     expect(refusals[0]).toBeInstanceOf(UnauthorizedError)
     expect(refusals[0]).not.toBe(refusals[1])

@@ -9,7 +9,10 @@ const T0 = Date.parse('2026-06-01T10:00:00.000Z')
 
 /** N instances of the counter sharing one store, as N processes sharing a database would. */
 function instances(store: Store, count: number): BatchedRateCounts[] {
-  return Array.from({ length: count }, () => new BatchedRateCounts((key, windowMs, now, hits) => store.rateLimits.hit(key, windowMs, now, hits)))
+  return Array.from(
+    { length: count },
+    () => new BatchedRateCounts((key, windowMs, now, hits) => store.rateLimits.hit(key, windowMs, now, hits)),
+  )
 }
 
 describe('rate limit: requests counted in batches', () => {

@@ -63,7 +63,9 @@ describe('rate limit across three instances, at 80 requests per second', () => {
   let fixtures = 0
 
   beforeAll(async () => {
-    servers = [0, 1, 2].map(() => startServerProcess({ DATA_DIR: dataDir, DEMO: 'off', RATE_LIMIT_PER_SECOND: '80' }, ['serve', '--role', 'api']))
+    servers = [0, 1, 2].map(() =>
+      startServerProcess({ DATA_DIR: dataDir, DEMO: 'off', RATE_LIMIT_PER_SECOND: '80' }, ['serve', '--role', 'api']),
+    )
     urls = await Promise.all(servers.map(async (server) => (await server.waitFor(/listening on (http:\/\/\S+)/))[1]))
   })
   afterAll(async () => {
@@ -82,7 +84,9 @@ describe('rate limit across three instances, at 80 requests per second', () => {
       const started = performance.now()
       const replies: Reply[] = []
       for (let wave = 0; wave < 150; wave += 30) {
-        replies.push(...(await Promise.all(Array.from({ length: 30 }, (_, index) => call(`${urls[(wave + index) % 3]}/v2/data-structures`, { key })))))
+        replies.push(
+          ...(await Promise.all(Array.from({ length: 30 }, (_, index) => call(`${urls[(wave + index) % 3]}/v2/data-structures`, { key })))),
+        )
       }
       if (performance.now() - started >= 900) continue
 
@@ -105,7 +109,11 @@ describe('rate limit across three instances, at 80 requests per second', () => {
     const key = JSON.parse(loaded.stdout).api_key as string
     // Every instance has just authenticated the key, and keeps it for a moment.
     for (const url of urls) expect((await call(`${url}/v2/data-structures`, { key })).status).toBe(200)
-    const archived = await call(`${urls[0]}/v1/users/archive/bulk`, { method: 'DELETE', key, body: { data: [{ user: 'owner@leaver.example' }] } })
+    const archived = await call(`${urls[0]}/v1/users/archive/bulk`, {
+      method: 'DELETE',
+      key,
+      body: { data: [{ user: 'owner@leaver.example' }] },
+    })
     expect(archived.status).toBe(200)
     // The instance that wrote it knows at once; the others once their entry is PRINCIPAL_FRESH_MS (half a second) old.
     expect((await call(`${urls[0]}/v2/data-structures`, { key })).status).toBe(401)

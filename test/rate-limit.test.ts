@@ -15,7 +15,9 @@ describe('rate limit: 80 requests per second per company', () => {
     const passed: Reply[] = []
     for (let index = 0; index < 80; index++) passed.push(await server.call('/v2/data-structures', { key: apiKey }))
     expect(statuses(passed)).toEqual(Array(80).fill(200))
-    expect(passed.map((reply) => reply.headers['ratelimit-remaining'])).toEqual(Array.from({ length: 80 }, (_, index) => String(79 - index)))
+    expect(passed.map((reply) => reply.headers['ratelimit-remaining'])).toEqual(
+      Array.from({ length: 80 }, (_, index) => String(79 - index)),
+    )
     expect(passed[0].headers['ratelimit-limit']).toBe('80')
     expect(passed[0].headers['ratelimit-reset']).toBe('1')
 

@@ -27,21 +27,29 @@ describe('start-up failures are one line naming the cause', () => {
     await new Promise<void>((done) => holder.listen(0, '127.0.0.1', done))
     const port = (holder.address() as { port: number }).port
     try {
-      expect(failureLine(runCli(['serve'], sqlite({ DATA_DIR: tempDataDir(), PORT: String(port) })))).toMatch(new RegExp(`127\\.0\\.0\\.1:${port}: the port is in use`))
+      expect(failureLine(runCli(['serve'], sqlite({ DATA_DIR: tempDataDir(), PORT: String(port) })))).toMatch(
+        new RegExp(`127\\.0\\.0\\.1:${port}: the port is in use`),
+      )
     } finally {
       holder.close()
     }
   })
 
   it('a HOST that does not resolve, or is not an address of this machine', () => {
-    expect(failureLine(runCli(['serve'], sqlite({ DATA_DIR: tempDataDir(), HOST: 'no-such-host.invalid' })))).toMatch(/HOST=no-such-host\.invalid does not resolve/)
-    expect(failureLine(runCli(['serve'], sqlite({ DATA_DIR: tempDataDir(), HOST: '192.0.2.1' })))).toMatch(/HOST=192\.0\.2\.1 is not an address of this machine/)
+    expect(failureLine(runCli(['serve'], sqlite({ DATA_DIR: tempDataDir(), HOST: 'no-such-host.invalid' })))).toMatch(
+      /HOST=no-such-host\.invalid does not resolve/,
+    )
+    expect(failureLine(runCli(['serve'], sqlite({ DATA_DIR: tempDataDir(), HOST: '192.0.2.1' })))).toMatch(
+      /HOST=192\.0\.2\.1 is not an address of this machine/,
+    )
   })
 
   it('a DATA_DIR that is a file', () => {
     const file = join(tempDataDir(), 'a-file')
     writeFileSync(file, 'not a directory')
-    expect(failureLine(runCli(['serve'], sqlite({ DATA_DIR: file })))).toMatch(new RegExp(`DATA_DIR=${file}: a file stands where the directory should be`))
+    expect(failureLine(runCli(['serve'], sqlite({ DATA_DIR: file })))).toMatch(
+      new RegExp(`DATA_DIR=${file}: a file stands where the directory should be`),
+    )
     expect(failureLine(runCli(['companies'], sqlite({ DATA_DIR: join(file, 'below') })))).toMatch(/a file stands where DATA_DIR/)
   })
 
@@ -58,7 +66,9 @@ describe('start-up failures are one line naming the cause', () => {
   it('a corrupt SQLite file', () => {
     const dataDir = tempDataDir()
     writeFileSync(join(dataDir, 'commission-api.sqlite'), Buffer.alloc(8192, 0x5a))
-    expect(failureLine(runCli(['serve'], sqlite({ DATA_DIR: dataDir })))).toMatch(/commission-api\.sqlite: the file is not a SQLite database/)
+    expect(failureLine(runCli(['serve'], sqlite({ DATA_DIR: dataDir })))).toMatch(
+      /commission-api\.sqlite: the file is not a SQLite database/,
+    )
   })
 
   it("another application's SQLite file, left untouched", () => {
@@ -74,7 +84,11 @@ describe('start-up failures are one line naming the cause', () => {
   })
 
   it('an unreachable MONGODB_URL, named without its credentials', () => {
-    const result = runCli(['serve'], { DATA_DIR: tempDataDir(), PORT: '0', MONGODB_URL: 'mongodb://ann:s3cret@127.0.0.1:1/shop?serverSelectionTimeoutMS=500' })
+    const result = runCli(['serve'], {
+      DATA_DIR: tempDataDir(),
+      PORT: '0',
+      MONGODB_URL: 'mongodb://ann:s3cret@127.0.0.1:1/shop?serverSelectionTimeoutMS=500',
+    })
     expect(failureLine(result)).toMatch(/cannot reach MongoDB 127\.0\.0\.1:1, database shop \(MONGODB_URL\)/)
     expect(result.stderr).not.toContain('s3cret')
   })
@@ -126,7 +140,11 @@ describe.skipIf(!oldNode)('an older Node.js (skipped when the machine has no Nod
     for (const name of ['start', 'cli', 'test']) {
       // The script's own command, run by the older Node instead of the node the npm script would find.
       const command = scripts[name].split(' && ')[0].replace(/^node /, `${oldNode} `)
-      const result = spawnSync('sh', ['-c', command], { cwd: repository, encoding: 'utf8', env: { ...process.env, DATA_DIR: tempDataDir() } })
+      const result = spawnSync('sh', ['-c', command], {
+        cwd: repository,
+        encoding: 'utf8',
+        env: { ...process.env, DATA_DIR: tempDataDir() },
+      })
       expect(result.status, name).toBe(1)
       expect(result.stderr, name).toContain('commission-api needs Node.js 24')
       expect(result.stderr, name).toContain('npm install')

@@ -65,14 +65,23 @@ describe('sync: export every live structure, then only what changed', () => {
 
     const statements = byType('statement_reporting')
     const edited = rows[statements.id][3]['standard.id']
-    expect((await server.call(`/admin/companies/${companyId}/statements/${edited}`, { method: 'PATCH', headers: admin, body: { payment: 777 } })).status).toBe(200)
+    expect(
+      (await server.call(`/admin/companies/${companyId}/statements/${edited}`, { method: 'PATCH', headers: admin, body: { payment: 777 } }))
+        .status,
+    ).toBe(200)
     const quota = byType('quota')
     const value = rows[quota.id][1]['standard.id']
-    expect((await server.call(`/admin/companies/${companyId}/quota-values/${value}`, { method: 'PATCH', headers: admin, body: { value: 12.5 } })).status).toBe(200)
+    expect(
+      (await server.call(`/admin/companies/${companyId}/quota-values/${value}`, { method: 'PATCH', headers: admin, body: { value: 12.5 } }))
+        .status,
+    ).toBe(200)
 
     const before = requestLines(server).length
     const third = await syncStructures(client, { outDir: out })
-    const reads = requestLines(server).slice(before).map((line) => String(line.req.url)).filter((url) => /\/(statements|records|values)\b/.test(url))
+    const reads = requestLines(server)
+      .slice(before)
+      .map((line) => String(line.req.url))
+      .filter((url) => /\/(statements|records|values)\b/.test(url))
     const statementRun = third.find((outcome) => outcome.id === statements.id)!
     expect(statementRun).toMatchObject({ kind: 'incremental', fetched: 1, rows: rows[statements.id].length })
     expect(third.find((outcome) => outcome.id === quota.id)).toMatchObject({ kind: 'incremental', fetched: 1 })
@@ -90,7 +99,15 @@ describe('sync: export every live structure, then only what changed', () => {
     const rows = (await served())[statements.id]
     const table = parse(readFileSync(join(out, `${statements.id}.csv`), 'utf8')) as string[][]
     const [header, ...records] = table
-    expect(header).toEqual(expect.arrayContaining(['standard.id', 'standard.user.id', 'standard.user.email', 'standard.total_commission.value', 'standard.total_commission.currency']))
+    expect(header).toEqual(
+      expect.arrayContaining([
+        'standard.id',
+        'standard.user.id',
+        'standard.user.email',
+        'standard.total_commission.value',
+        'standard.total_commission.currency',
+      ]),
+    )
     expect(records.map((record) => record[header.indexOf('standard.id')])).toEqual(rows.map((row) => row['standard.id']))
     const edited = rows[5]['standard.id']
     await server.call(`/admin/companies/${companyId}/statements/${edited}`, { method: 'PATCH', headers: admin, body: { payment: 31415 } })
@@ -100,7 +117,9 @@ describe('sync: export every live structure, then only what changed', () => {
     expect(run.fetched).toBeGreaterThanOrEqual(1)
     const merged = parse(readFileSync(join(out, `${statements.id}.csv`), 'utf8')) as string[][]
     expect(merged.length).toBe(table.length)
-    expect(merged.map((record) => record[header.indexOf('standard.id')])).toEqual(table.map((record) => record[header.indexOf('standard.id')]))
+    expect(merged.map((record) => record[header.indexOf('standard.id')])).toEqual(
+      table.map((record) => record[header.indexOf('standard.id')]),
+    )
     expect(merged[6][header.indexOf('standard.total_commission.value')]).toBe('31415')
     expect(merged[6][header.indexOf('standard.id')]).toBe(edited)
   })
@@ -126,7 +145,10 @@ describe('sync: export every live structure, then only what changed', () => {
       const before = requestLines(server).length
       const resumed = await syncStructures(flaky, { outDir: out, limit: 4 })
       expect(resumed.find((outcome) => outcome.id === statements.id)).toMatchObject({ kind: 'full', resumed: true })
-      const firstRead = requestLines(server).slice(before).map((line) => String(line.req.url)).find((url) => url.includes('/statements'))
+      const firstRead = requestLines(server)
+        .slice(before)
+        .map((line) => String(line.req.url))
+        .find((url) => url.includes('/statements'))
       expect(firstRead).toContain(`start_id=${interrupted.start_id}`)
       const rows = await served()
       for (const structure of structures) expect(readNdjson(join(out, `${structure.id}.ndjson`))).toEqual(rows[structure.id])
@@ -202,7 +224,9 @@ describe('sync files', () => {
     const columns = ['standard.id', 'standard.value.value', 'standard.value.currency']
     writeFileSync(join(dir, 'rows.csv'), 'standard.id,standard.value.value,standard.value.currency\na,1,EUR\nb,2,"E,UR"\nc,3,EUR\n')
     expect(await commitMerge(join(dir, 'changes.ndjson'), join(dir, 'rows.csv'), 'csv', columns)).toBe(4)
-    expect(readFileSync(join(dir, 'rows.csv'), 'utf8')).toBe('standard.id,standard.value.value,standard.value.currency\na,1,EUR\nb,20,EUR\nc,3,EUR\nd,4,EUR\n')
+    expect(readFileSync(join(dir, 'rows.csv'), 'utf8')).toBe(
+      'standard.id,standard.value.value,standard.value.currency\na,1,EUR\nb,20,EUR\nc,3,EUR\nd,4,EUR\n',
+    )
   })
 
   it('shows a progress bar on a terminal, and nothing elsewhere', () => {
@@ -217,7 +241,11 @@ describe('sync files', () => {
       { isTTY: true, columns: 100, cursorTo: () => true, clearLine: () => true, moveCursor: () => true },
     ) as unknown as NodeJS.WriteStream
     const progress = terminalProgress(terminal)!
-    progress.start({ id: 'x', name: 'Commission statements', type: 'statement_reporting', total_records: 10, links: { fields: '', records: '' } }, 10, 0)
+    progress.start(
+      { id: 'x', name: 'Commission statements', type: 'statement_reporting', total_records: 10, links: { fields: '', records: '' } },
+      10,
+      0,
+    )
     progress.advance(10)
     progress.finish()
     expect(written).toContain('Commission statements')

@@ -34,7 +34,6 @@ describe('the controlled clock, across processes', () => {
     rmSync(dataDir, { recursive: true, force: true })
   })
 
-
   it('is moved by one process and seen at once by the others', async () => {
     expect(Math.abs((await now(apiUrl)) - (await now(fullUrl)))).toBeLessThan(2000)
     for (let round = 0; round < 5; round++) {
@@ -68,7 +67,11 @@ describe('the controlled clock, across processes', () => {
 
   it('closes a debounce window received by one process for the worker thread of another', async () => {
     const before = await now(apiUrl)
-    const upsert = await call(`${apiUrl}/v1/users/bulk?debounce=300`, { method: 'PUT', key: KIT_DEMO_KEY, body: { data: [{ email: 'across@demo.example' }] } })
+    const upsert = await call(`${apiUrl}/v1/users/bulk?debounce=300`, {
+      method: 'PUT',
+      key: KIT_DEMO_KEY,
+      body: { data: [{ email: 'across@demo.example' }] },
+    })
     expect(upsert.status).toBe(200)
     const read = async () => (await call(`${apiUrl}/v1/imports/${upsert.body.import_id}`, { key: KIT_DEMO_KEY })).body.data_import
     const scheduled = await read()

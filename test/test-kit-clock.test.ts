@@ -17,7 +17,11 @@ afterEach(() => server?.close())
 const clockNow = async () => Date.parse((await server.admin('/admin/clock')).body.now)
 const advance = (advance_ms: number) => server.admin('/admin/clock', { method: 'POST', body: { advance_ms } })
 const importOf = async (importId: string) => (await server.api(`/v1/imports/${importId}`)).body.data_import
-const finished = (importId: string) => until(() => importOf(importId), (data) => data.status === 'finished')
+const finished = (importId: string) =>
+  until(
+    () => importOf(importId),
+    (data) => data.status === 'finished',
+  )
 
 describe('the controlled clock', () => {
   it('starts at the real time, moves only ahead, and answers its mode and time', async () => {
@@ -45,7 +49,9 @@ describe('the controlled clock', () => {
 
     const back = await server.admin('/admin/clock', { method: 'POST', body: { set: moved.body.now } })
     expect(back.status).toBe(400)
-    expect(back.body.errors).toEqual([expect.objectContaining({ error: 'ValidationError', resource: 'set', description: expect.stringContaining('never goes back') })])
+    expect(back.body.errors).toEqual([
+      expect.objectContaining({ error: 'ValidationError', resource: 'set', description: expect.stringContaining('never goes back') }),
+    ])
     for (const body of [{ advance_ms: -1 }, { advance_ms: 1.5 }, { set: 'tomorrow' }, {}, { advance_ms: 1, set: target }]) {
       const refused = await server.admin('/admin/clock', { method: 'POST', body })
       expect(refused.status, JSON.stringify(body)).toBe(400)
@@ -68,7 +74,10 @@ describe('the controlled clock', () => {
   it('finishes a debounce of 300 seconds when the clock is moved 300 seconds ahead', async () => {
     server = await startKitServer()
     const calledAt = await clockNow()
-    const first = await server.api('/v1/users/bulk?debounce=300', { method: 'PUT', body: { data: [{ email: 'first@demo.example', name: 'First' }] } })
+    const first = await server.api('/v1/users/bulk?debounce=300', {
+      method: 'PUT',
+      body: { data: [{ email: 'first@demo.example', name: 'First' }] },
+    })
     const second = await server.api('/v1/users/bulk', { method: 'PUT', body: { data: [{ email: 'second@demo.example', name: 'Second' }] } })
     expect(second.body.import_id).toBe(first.body.import_id)
     const scheduled = await importOf(first.body.import_id)
@@ -115,7 +124,9 @@ describe('the controlled clock', () => {
     expect(changedLines.length).toBeGreaterThan(0)
     expect(changedLines.map((line: Record<string, unknown>) => line['datatable.name'])).toContain('Clock deal')
     const statements = structures.find((structure: { type: string }) => structure.type === 'statement_reporting')
-    expect((await server.api(`/v2/reporting/${statements.id}/statements?limit=2000&last_modified_after=${after}`)).body.data.length).toBeGreaterThan(0)
+    expect(
+      (await server.api(`/v2/reporting/${statements.id}/statements?limit=2000&last_modified_after=${after}`)).body.data.length,
+    ).toBeGreaterThan(0)
   })
 
   it('closes rate-limit windows by its time', async () => {
@@ -136,7 +147,12 @@ describe('the controlled clock', () => {
     const upsert = await server.api('/v1/users/bulk?debounce=100', { method: 'PUT', body: { data: [{ email: 'leased@demo.example' }] } })
     // A worker that claims the import at the end of its window and dies: its lease runs 60 s from then.
     const windowEnd = (await store.imports.get(server.demoId, upsert.body.import_id))!.window_ends_at
-    const claimed = await store.imports.claimNext('dead-worker', windowEnd, new Date(Date.parse(windowEnd) + 60_000).toISOString(), server.demoId)
+    const claimed = await store.imports.claimNext(
+      'dead-worker',
+      windowEnd,
+      new Date(Date.parse(windowEnd) + 60_000).toISOString(),
+      server.demoId,
+    )
     expect(claimed?.id).toBe(upsert.body.import_id)
 
     await advance(100_000)
@@ -161,9 +177,13 @@ describe('the controlled clock', () => {
       const structures = (await server.call('/v2/data-structures', { key })).body.data
       const statements = structures.find((structure: { type: string }) => structure.type === 'statement_reporting')
       const rows = (await server.call(`/v2/reporting/${statements.id}/statements?limit=2000`, { key })).body.data
-      return rows.filter((row: { 'standard.user': { email: string } }) => row['standard.user'].email === 'seller@planned.example').map((row: { 'standard.date': string }) => row['standard.date'].slice(0, 7)).toSorted()
+      return rows
+        .filter((row: { 'standard.user': { email: string } }) => row['standard.user'].email === 'seller@planned.example')
+        .map((row: { 'standard.date': string }) => row['standard.date'].slice(0, 7))
+        .toSorted()
     }
-    const archive = (key: string) => server.call('/v1/users/archive/bulk', { method: 'DELETE', key, body: { data: [{ user: 'seller@planned.example' }] } })
+    const archive = (key: string) =>
+      server.call('/v1/users/archive/bulk', { method: 'DELETE', key, body: { data: [{ user: 'seller@planned.example' }] } })
     const periods = [1, 2, 3].map((offset) => month(offset).slice(0, 7))
 
     // Archived now, without an end date: paid up to the month before the current one, so no later month is paid.
@@ -198,11 +218,28 @@ function plannedFixture(name: string, dates: string[]): Fixture {
           { api_key: 'closed', name: 'Closed', type: 'date' },
           { api_key: 'amount', name: 'Amount', type: 'amount' },
         ],
-        records: dates.map((date, index) => ({ id: `D-${index}`, name: `Deal ${index}`, owner: 'seller@planned.example', closed: date, amount: 1000, amount_currency: 'EUR' })),
+        records: dates.map((date, index) => ({
+          id: `D-${index}`,
+          name: `Deal ${index}`,
+          owner: 'seller@planned.example',
+          closed: date,
+          amount: 1000,
+          amount_currency: 'EUR',
+        })),
       },
     ],
     reporting_structures: [{ name: 'Statements', type: 'statement_reporting' }],
-    plans: [{ name: 'Sales', data_table: 'deals', user_field: 'owner', date_field: 'closed', amount_field: 'amount', frequency: 'monthly', rate: 0.1 }],
+    plans: [
+      {
+        name: 'Sales',
+        data_table: 'deals',
+        user_field: 'owner',
+        date_field: 'closed',
+        amount_field: 'amount',
+        frequency: 'monthly',
+        rate: 0.1,
+      },
+    ],
     api_keys: [{ user: 'admin@planned.example' }],
   }
 }

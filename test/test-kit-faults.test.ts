@@ -21,7 +21,15 @@ describe('faults', () => {
     const statements = structures.find((structure: { type: string }) => structure.type === 'statement_reporting').id
     const created = await setFault({ method: 'get', path: '/v2/reporting/*/statements', status: 503, times: 2 })
     expect(created.status).toBe(201)
-    expect(created.body).toMatchObject({ method: 'GET', path: '/v2/reporting/*/statements', status: 503, times: 2, fired: 0, drop: false, delay_ms: null })
+    expect(created.body).toMatchObject({
+      method: 'GET',
+      path: '/v2/reporting/*/statements',
+      status: 503,
+      times: 2,
+      fired: 0,
+      drop: false,
+      delay_ms: null,
+    })
 
     const first = await server.api(`/v2/reporting/${statements}/statements?limit=1`)
     expect(first.status).toBe(503)
@@ -49,12 +57,23 @@ describe('faults', () => {
     }
     const answers: Record<string, Reply> = {}
     for (const [status, body] of Object.entries(bodies)) {
-      await setFault({ method: 'PUT', path: '/v1/users/bulk', status: Number(status), times: 1, ...(status === '429' ? { retry_after: 7 } : {}) })
+      await setFault({
+        method: 'PUT',
+        path: '/v1/users/bulk',
+        status: Number(status),
+        times: 1,
+        ...(status === '429' ? { retry_after: 7 } : {}),
+      })
       answers[status] = await server.api('/v1/users/bulk', { method: 'PUT', body: { data: [{ email: 'faulted@demo.example' }] } })
       expect(answers[status].status, status).toBe(Number(status))
       expect(answers[status].body, status).toEqual(body)
     }
-    expect(answers['429'].headers).toMatchObject({ 'retry-after': '7', 'ratelimit-limit': '80', 'ratelimit-remaining': '0', 'ratelimit-reset': '7' })
+    expect(answers['429'].headers).toMatchObject({
+      'retry-after': '7',
+      'ratelimit-limit': '80',
+      'ratelimit-remaining': '0',
+      'ratelimit-reset': '7',
+    })
     // None of the faulted upserts was taken: nothing was stored.
     expect((await server.admin(`/admin/companies/${server.demoId}/imports`)).body.count).toBe(0)
     const metrics = (await server.call('/metrics')).text
@@ -108,7 +127,13 @@ describe('faults', () => {
       }),
     ).rejects.toThrow(/other side closed|socket|ECONNRESET/i)
     const [entry] = (await server.admin(`/admin/companies/${server.demoId}/requests`)).body.data
-    expect(entry).toMatchObject({ method: 'POST', path: '/v1/tables/deals/records/bulk', status: null, fault_id: fault.body.id, import_id: null })
+    expect(entry).toMatchObject({
+      method: 'POST',
+      path: '/v1/tables/deals/records/bulk',
+      status: null,
+      fault_id: fault.body.id,
+      import_id: null,
+    })
     expect((await server.admin(`/admin/companies/${server.demoId}/imports`)).body.count).toBe(0)
   })
 
@@ -136,7 +161,8 @@ describe('faults', () => {
     expect((await setFault({ method: '*', path: '/*/*', status: 503 })).status).toBe(201)
     expect((await server.api('/v1/users')).status).toBe(503)
     expect((await server.call('/v1/users', { key: other.body.api_key })).status).toBe(200)
-    for (const path of ['/health/live', '/health/ready', '/metrics', '/openapi.json']) expect((await server.call(path)).status, path).toBe(200)
+    for (const path of ['/health/live', '/health/ready', '/metrics', '/openapi.json'])
+      expect((await server.call(path)).status, path).toBe(200)
     expect((await server.admin('/admin/clock')).status).toBe(200)
     expect((await server.admin(faults())).status).toBe(200)
     for (const path of ['/admin/clock', '/health/live', '/metrics', 'v1/users', '/v1/users?limit=1']) {
@@ -161,12 +187,18 @@ describe('faults', () => {
     for (const [body, resource] of refusals) {
       const refused = await setFault(body)
       expect(refused.status, JSON.stringify(body)).toBe(400)
-      expect(refused.body.errors.map((error: { resource: string }) => error.resource), JSON.stringify(body)).toContain(resource)
+      expect(
+        refused.body.errors.map((error: { resource: string }) => error.resource),
+        JSON.stringify(body),
+      ).toContain(resource)
     }
     const one = await setFault({ method: 'GET', path: '/v1/users', status: 503 })
     const two = await setFault({ method: 'GET', path: '/v2/data-structures', status: 500 })
     expect((await server.admin(`${faults()}/${one.body.id}`, { method: 'DELETE' })).status).toBe(204)
-    expect((await server.admin(`${faults()}/${one.body.id}`, { method: 'DELETE' })).body).toMatchObject({ resource: 'fault', type: 'NotFoundError' })
+    expect((await server.admin(`${faults()}/${one.body.id}`, { method: 'DELETE' })).body).toMatchObject({
+      resource: 'fault',
+      type: 'NotFoundError',
+    })
     expect((await server.api('/v1/users?limit=0')).status).toBe(200)
     expect((await server.admin(faults())).body.data.map((fault: { id: string }) => fault.id)).toEqual([two.body.id])
     expect((await server.admin(faults(), { method: 'DELETE' })).status).toBe(204)

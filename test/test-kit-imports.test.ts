@@ -20,13 +20,23 @@ describe('draining imports', () => {
     server = await startKitServer({ IMPORT_POLL_MS: '60000' })
     const users = await upsertUsers(['one@demo.example'])
     const joined = await upsertUsers(['two@demo.example'])
-    const records = await server.api('/v1/tables/deals/records/bulk?debounce=600', { method: 'POST', body: [{ id: 'D-DRAIN', name: 'Drained' }] })
-    const managers = await server.api('/v1/users/managers/bulk', { method: 'PUT', body: { data: [{ user: 'one@demo.example', manager: 'nobody@demo.example' }] } })
+    const records = await server.api('/v1/tables/deals/records/bulk?debounce=600', {
+      method: 'POST',
+      body: [{ id: 'D-DRAIN', name: 'Drained' }],
+    })
+    const managers = await server.api('/v1/users/managers/bulk', {
+      method: 'PUT',
+      body: { data: [{ user: 'one@demo.example', manager: 'nobody@demo.example' }] },
+    })
     expect(joined.body.import_id).toBe(users.body.import_id)
 
     const before = await server.admin(`/admin/companies/${server.demoId}/imports?status=scheduled`)
     expect(before.body.count).toBe(3)
-    expect(before.body.data.map((data: { id: string }) => data.id)).toEqual([managers.body.import_id, records.body.import_id, users.body.import_id])
+    expect(before.body.data.map((data: { id: string }) => data.id)).toEqual([
+      managers.body.import_id,
+      records.body.import_id,
+      users.body.import_id,
+    ])
 
     const drained = await server.admin(`/admin/companies/${server.demoId}/imports/drain`, { method: 'POST' })
     expect(drained.status).toBe(200)
@@ -38,7 +48,9 @@ describe('draining imports', () => {
       [managers.body.import_id, 'managers'],
     ])
     for (const data of drained.body.data) expect(data).toMatchObject({ status: 'finished', progress: 100, attempts: 1 })
-    expect(drained.body.data[0].data_tables_details.map((detail: { number_of_records: number }) => detail.number_of_records)).toEqual([1, 1])
+    expect(drained.body.data[0].data_tables_details.map((detail: { number_of_records: number }) => detail.number_of_records)).toEqual([
+      1, 1,
+    ])
     // The managers call named an unknown user: its import finished with the refusal, which the drain shows.
     expect(drained.body.data[2]).toMatchObject({ error: true, data_tables_details: [{ error: { title: 'ValidationError' } }] })
     // The windows were closed at the drain's time, long before they would have ended.
@@ -58,30 +70,48 @@ describe('draining imports', () => {
     const { store } = server.running
     const now = new Date(Date.parse((await server.admin('/admin/clock')).body.now))
     // Another worker holds the import under a live lease (it runs, or it died a moment ago).
-    expect(await store.imports.claimNext('other-worker', now.toISOString(), new Date(now.getTime() + 3_600_000).toISOString(), server.demoId)).not.toBeNull()
+    expect(
+      await store.imports.claimNext('other-worker', now.toISOString(), new Date(now.getTime() + 3_600_000).toISOString(), server.demoId),
+    ).not.toBeNull()
 
     const timedOut = await server.admin(`/admin/companies/${server.demoId}/imports/drain?timeout_ms=200`, { method: 'POST' })
     expect(timedOut.status).toBe(408)
-    expect(timedOut.body).toEqual({ count: 1, errors: [{ error: 'ValidationError', resource: 'timeout_ms', description: expect.stringContaining(`${upsert.body.import_id} (started)`) }] })
+    expect(timedOut.body).toEqual({
+      count: 1,
+      errors: [
+        { error: 'ValidationError', resource: 'timeout_ms', description: expect.stringContaining(`${upsert.body.import_id} (started)`) },
+      ],
+    })
 
     // The other worker finishes it while the drain waits: the drain answers with it.
     const draining = server.admin(`/admin/companies/${server.demoId}/imports/drain?timeout_ms=10000`, { method: 'POST' })
     await new Promise((resolve) => setTimeout(resolve, 100))
-    await store.imports.finish(server.demoId, upsert.body.import_id, 'other-worker', { finished_at: now.toISOString(), error: false, details: [] })
+    await store.imports.finish(server.demoId, upsert.body.import_id, 'other-worker', {
+      finished_at: now.toISOString(),
+      error: false,
+      details: [],
+    })
     const drained = await draining
     expect(drained.status).toBe(200)
-    expect(drained.body.data.map((data: { id: string; status: string }) => [data.id, data.status])).toEqual([[upsert.body.import_id, 'finished']])
+    expect(drained.body.data.map((data: { id: string; status: string }) => [data.id, data.status])).toEqual([
+      [upsert.body.import_id, 'finished'],
+    ])
   })
 
   it('refuses what it cannot do with the documented bodies', async () => {
     server = await startKitServer()
     const unknown = '0123456789abcdef01234567'
-    expect((await server.admin(`/admin/companies/${unknown}/imports/drain`, { method: 'POST' })).body).toMatchObject({ resource: 'company', type: 'NotFoundError' })
+    expect((await server.admin(`/admin/companies/${unknown}/imports/drain`, { method: 'POST' })).body).toMatchObject({
+      resource: 'company',
+      type: 'NotFoundError',
+    })
     expect((await server.admin(`/admin/companies/${unknown}/imports`)).status).toBe(404)
     const badStatus = await server.admin(`/admin/companies/${server.demoId}/imports?status=done`)
     expect(badStatus.status).toBe(400)
     expect(badStatus.body.errors[0].resource).toBe('status')
-    expect((await server.admin(`/admin/companies/${server.demoId}/imports/drain?timeout_ms=-5`, { method: 'POST' })).body.errors[0].resource).toBe('timeout_ms')
+    expect(
+      (await server.admin(`/admin/companies/${server.demoId}/imports/drain?timeout_ms=-5`, { method: 'POST' })).body.errors[0].resource,
+    ).toBe('timeout_ms')
     expect((await server.call(`/admin/companies/${server.demoId}/imports/drain`, { method: 'POST' })).status).toBe(401)
   })
 })
@@ -96,7 +126,14 @@ describe('draining imports in the CLI', () => {
     // Scheduled imports written into the store, as an API instance receives them, with a window still open.
     const store = await openRunStore(dataDir)
     const company = (await store.companies.get(companyId))!
-    const receipt = await enqueueImport(store, systemClock, { company, target: 'users', items: [{ email: 'cli@demo.example' }], bytes: 40, queueLimitBytes: 1 << 20, debounceSeconds: 3600 })
+    const receipt = await enqueueImport(store, systemClock, {
+      company,
+      target: 'users',
+      items: [{ email: 'cli@demo.example' }],
+      bytes: 40,
+      queueLimitBytes: 1 << 20,
+      debounceSeconds: 3600,
+    })
     await store.close()
 
     const listed = await runCliAsync(['imports', '--company', companyId, '--status', 'scheduled', '--json'], env)

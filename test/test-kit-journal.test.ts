@@ -10,12 +10,15 @@ afterEach(() => server?.close())
 const journal = (query = '') => server.admin(`/admin/companies/${server.demoId}/requests${query}`)
 
 describe('the request journal', () => {
-  it("keeps each request of the company, newest first: method, path, query, status, duration, request id, import, fault, time", async () => {
+  it('keeps each request of the company, newest first: method, path, query, status, duration, request id, import, fault, time', async () => {
     server = await startKitServer()
     const clock = Date.parse((await server.admin('/admin/clock', { method: 'POST', body: { advance_ms: 86_400_000 } })).body.now)
     await server.api('/v1/users?limit=2&offset=1', { headers: { 'x-request-id': 'first-call' } })
     const upsert = await server.api('/v1/users/bulk?debounce=60', { method: 'PUT', body: { data: [{ email: 'journal@demo.example' }] } })
-    const fault = await server.admin(`/admin/companies/${server.demoId}/faults`, { method: 'POST', body: { method: 'GET', path: '/v2/data-structures', status: 503, times: 1 } })
+    const fault = await server.admin(`/admin/companies/${server.demoId}/faults`, {
+      method: 'POST',
+      body: { method: 'GET', path: '/v2/data-structures', status: 503, times: 1 },
+    })
     await server.api('/v2/data-structures?tag=a&tag=b')
     await server.api('/v1/tables/unknown/records')
     // Not the company's: without a key, with another key, and the admin routes.
@@ -39,8 +42,21 @@ describe('the request journal', () => {
       at: expect.any(String),
     })
     expect(Date.parse(read.at)).toBeGreaterThanOrEqual(clock - 1000)
-    expect(upserted).toMatchObject({ method: 'PUT', path: '/v1/users/bulk', query: { debounce: '60' }, status: 200, import_id: upsert.body.import_id, fault_id: null })
-    expect(faulted).toMatchObject({ method: 'GET', path: '/v2/data-structures', query: { tag: ['a', 'b'] }, status: 503, fault_id: fault.body.id })
+    expect(upserted).toMatchObject({
+      method: 'PUT',
+      path: '/v1/users/bulk',
+      query: { debounce: '60' },
+      status: 200,
+      import_id: upsert.body.import_id,
+      fault_id: null,
+    })
+    expect(faulted).toMatchObject({
+      method: 'GET',
+      path: '/v2/data-structures',
+      query: { tag: ['a', 'b'] },
+      status: 503,
+      fault_id: fault.body.id,
+    })
     expect(notFound).toMatchObject({ path: '/v1/tables/unknown/records', status: 404 })
     expect((await server.admin(`/admin/companies/${other.body.company_id}/requests`)).body.count).toBe(1)
     // A company deleted takes its journal with it.
@@ -68,7 +84,9 @@ describe('the request journal', () => {
 
   it('never keeps an API key, wherever the client put it', async () => {
     server = await startKitServer()
-    await server.api(`/v1/users?api_key=${KIT_DEMO_KEY}&key=${encodeURIComponent(`x${KIT_DEMO_KEY}y`)}&other=cak_abcdefghijklmnopqrstuvwxyz&plain=kept`)
+    await server.api(
+      `/v1/users?api_key=${KIT_DEMO_KEY}&key=${encodeURIComponent(`x${KIT_DEMO_KEY}y`)}&other=cak_abcdefghijklmnopqrstuvwxyz&plain=kept`,
+    )
     const text = (await journal()).text
     expect(text).not.toContain(KIT_DEMO_KEY)
     expect(text).not.toContain('cak_abcdefghijklmnop')

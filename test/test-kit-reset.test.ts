@@ -25,7 +25,9 @@ async function everything(key: string, companyId: string) {
     const path = new URL(structure.links.records).pathname
     rows[structure.id] = { fields: await read(new URL(structure.links.fields).pathname), rows: (await read(`${path}?limit=2000`)).data }
   }
-  const tables = (await server.admin(`/admin/companies/${companyId}`)).body.structures.filter((item: { type: string; environment: string }) => item.type === 'data_table' && item.environment === 'live')
+  const tables = (await server.admin(`/admin/companies/${companyId}`)).body.structures.filter(
+    (item: { type: string; environment: string }) => item.type === 'data_table' && item.environment === 'live',
+  )
   const records: Record<string, unknown> = {}
   for (const table of tables) records[table.key] = (await read(`/v1/tables/${table.key}/records`)).data
   return {
@@ -44,9 +46,20 @@ async function change(key: string, companyId: string, table: string, record: Rec
   const write = (path: string, method: 'PUT' | 'POST' | 'DELETE', body: unknown) => server.call(path, { key, method, body })
   expect((await write('/v1/users/bulk', 'PUT', { data: [{ email: 'newcomer@reset.example', name: 'Newcomer' }] })).status).toBe(200)
   expect((await write(`/v1/tables/${table}/records/bulk`, 'POST', [record])).status).toBe(200)
-  expect((await server.admin(`/admin/companies/${companyId}/imports/drain`, { method: 'POST' })).body.data.every((data: { error: boolean }) => !data.error)).toBe(true)
+  expect(
+    (await server.admin(`/admin/companies/${companyId}/imports/drain`, { method: 'POST' })).body.data.every(
+      (data: { error: boolean }) => !data.error,
+    ),
+  ).toBe(true)
   const [statement] = (await server.call('/v1/reporting?limit=1', { key })).body.data
-  expect((await server.admin(`/admin/companies/${companyId}/statements/${statement.id}`, { method: 'PATCH', body: { payment: 1, status: 'paid' } })).status).toBe(200)
+  expect(
+    (
+      await server.admin(`/admin/companies/${companyId}/statements/${statement.id}`, {
+        method: 'PATCH',
+        body: { payment: 1, status: 'paid' },
+      })
+    ).status,
+  ).toBe(200)
   const newKey = await server.admin(`/admin/companies/${companyId}/api-keys`, { method: 'POST', body: {} })
   expect(newKey.status).toBe(201)
   return newKey.body.api_key as string
@@ -97,7 +110,10 @@ describe('reset', () => {
 
     await change(KIT_DEMO_KEY, server.demoId, 'deals', { id: 'D-NEW', name: 'New deal' })
     await change(otherKey, otherId, 'deals', { deal_id: 'D-NEW', deal_name: 'New deal' })
-    await server.admin(`/admin/companies/${server.demoId}/faults`, { method: 'POST', body: { method: 'GET', path: '/v1/users', status: 503 } })
+    await server.admin(`/admin/companies/${server.demoId}/faults`, {
+      method: 'POST',
+      body: { method: 'GET', path: '/v1/users', status: 503 },
+    })
     await server.admin(`/admin/companies/${otherId}/faults`, { method: 'POST', body: { method: 'GET', path: '/v1/users', status: 503 } })
     expect((await server.admin(`/admin/companies/${otherId}/requests`)).body.count).toBeGreaterThan(0)
 
@@ -117,7 +133,10 @@ describe('reset', () => {
     const refused = await server.admin(`/admin/companies/${older.id}/reset`, { method: 'POST' })
     expect(refused.status).toBe(400)
     expect(refused.body.errors).toEqual([expect.objectContaining({ error: 'ConflictError', resource: 'company' })])
-    expect((await server.admin('/admin/companies/0123456789abcdef01234567/reset', { method: 'POST' })).body).toMatchObject({ resource: 'company', type: 'NotFoundError' })
+    expect((await server.admin('/admin/companies/0123456789abcdef01234567/reset', { method: 'POST' })).body).toMatchObject({
+      resource: 'company',
+      type: 'NotFoundError',
+    })
     expect((await server.call('/admin/reset', { method: 'POST' })).status).toBe(401)
   })
 })

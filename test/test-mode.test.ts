@@ -16,9 +16,13 @@ describe('serve --test-mode', () => {
   const directory = mkdtempSync(join(tmpdir(), 'commission-api-test-mode-'))
   const { MONGODB_URL: _mongo, DATA_DIR: _dataDir, ...parent } = process.env
   const started: ServerProcess[] = []
-  const run = (args: string[]) => spawnSync(process.execPath, [CLI, ...args], { env: parent, cwd: directory, encoding: 'utf8', timeout: 30_000 })
+  const run = (args: string[]) =>
+    spawnSync(process.execPath, [CLI, ...args], { env: parent, cwd: directory, encoding: 'utf8', timeout: 30_000 })
   const start = () => {
-    const server = startProcess(process.execPath, [CLI, 'serve', '--test-mode'], { env: { ...parent, PORT: '0', LOG_LEVEL: 'warn' }, cwd: directory })
+    const server = startProcess(process.execPath, [CLI, 'serve', '--test-mode'], {
+      env: { ...parent, PORT: '0', LOG_LEVEL: 'warn' },
+      cwd: directory,
+    })
     started.push(server)
     return server
   }

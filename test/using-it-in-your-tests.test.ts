@@ -64,7 +64,13 @@ it('applies a debounced upsert once the clock has passed its window', async () =
 })
 
 it('waits out an injected 429 for Retry-After, then reads', async () => {
-  await admin('POST', `/admin/companies/${company}/faults`, { method: 'GET', path: '/v2/data-structures', status: 429, times: 2, retry_after: 1 })
+  await admin('POST', `/admin/companies/${company}/faults`, {
+    method: 'GET',
+    path: '/v2/data-structures',
+    status: 429,
+    times: 2,
+    retry_after: 1,
+  })
 
   // The connector's retry loop under test.
   let answer = await api('GET', '/v2/data-structures')

@@ -31,7 +31,7 @@ describe('deprecated v1 reporting reads', () => {
   /** Every row of a v2 structure, following next_url. */
   async function readV2(url: string): Promise<Array<Record<string, any>>> {
     const rows: Array<Record<string, any>> = []
-    for (let next: string | null = `${url}?limit=4`; next !== null; ) {
+    for (let next: string | null = `${url}?limit=4`; next !== null;) {
       const reply = await get(next.slice(server.url.length))
       expect(reply.status).toBe(200)
       rows.push(...reply.body.data)
@@ -143,7 +143,7 @@ describe('deprecated v1 reporting reads', () => {
       expect(reply.headers.link).toBe(`<${entry.links.records}>; rel="successor-version"`)
     })
 
-    it('answers the same under GET /v1/reporting/statements (the real documentation\'s path), with the same headers', async () => {
+    it("answers the same under GET /v1/reporting/statements (the real documentation's path), with the same headers", async () => {
       const plain = await get('/v1/reporting?limit=2')
       const alias = await get('/v1/reporting/statements?limit=2')
       expect(alias.status).toBe(200)
@@ -166,7 +166,9 @@ describe('deprecated v1 reporting reads', () => {
 
     it('links to discovery when the company has no live statement structure', async () => {
       const fixture = smallFixture('Bare')
-      fixture.reporting_structures = fixture.reporting_structures!.filter((structure) => structure.type !== 'statement_reporting' || structure.environment === 'sandbox')
+      fixture.reporting_structures = fixture.reporting_structures!.filter(
+        (structure) => structure.type !== 'statement_reporting' || structure.environment === 'sandbox',
+      )
       const bare = await server.load(fixture)
       const reply = await server.call('/v1/reporting', { key: bare.apiKey })
       expect(reply.status).toBe(200)
@@ -234,7 +236,7 @@ describe('deprecated v1 reporting reads', () => {
       expect(reply.headers.link).toBe(`<${server.url}/v2/reporting/${structureId('Deal commissions')}/records>; rel="successor-version"`)
     })
 
-    it('serves the same under the id of the record reporting structure over the table (the real documentation\'s path)', async () => {
+    it("serves the same under the id of the record reporting structure over the table (the real documentation's path)", async () => {
       const byTable = await get(`/v1/reporting/${tableId('deals')}/records?limit=2`)
       const byStructure = await get(`/v1/reporting/${structureId('Deal commissions')}/records?limit=2`)
       expect(byStructure.status).toBe(200)
@@ -242,7 +244,9 @@ describe('deprecated v1 reporting reads', () => {
       expect(byStructure.body.count).toBe(byTable.body.count)
       expect(byStructure.body.next).toBe(`${server.url}/v1/reporting/${structureId('Deal commissions')}/records?offset=2&limit=2`)
       expect(byStructure.headers.deprecation).toBe('true')
-      expect(byStructure.headers.link).toBe(`<${server.url}/v2/reporting/${structureId('Deal commissions')}/records>; rel="successor-version"`)
+      expect(byStructure.headers.link).toBe(
+        `<${server.url}/v2/reporting/${structureId('Deal commissions')}/records>; rel="successor-version"`,
+      )
     })
 
     it('reads a table id or a structure id sent in upper case, as v2 reads its ids', async () => {
@@ -256,7 +260,14 @@ describe('deprecated v1 reporting reads', () => {
     })
 
     it('answers 404 with the documented body for an unknown id, a malformed one, a sandbox table or structure, and a statement structure', async () => {
-      const ids = [newId(), 'not-an-id', tableId('deals', 'sandbox'), tableId('leads', 'sandbox'), structureId('Sandbox deals'), structureId('Statements')]
+      const ids = [
+        newId(),
+        'not-an-id',
+        tableId('deals', 'sandbox'),
+        tableId('leads', 'sandbox'),
+        structureId('Sandbox deals'),
+        structureId('Statements'),
+      ]
       for (const id of ids) {
         const reply = await get(`/v1/reporting/${id}/records`)
         expect(reply.status, id).toBe(404)
@@ -283,7 +294,9 @@ describe('deprecated v1 reporting reads', () => {
         const other = v2[index]
         expect(other['standard.date']).toBe(row.date)
         expect(other['standard.user']).toEqual({ id: row.user.id, email: row.user.email })
-        expect(other['standard.total_commission']).toEqual(row.payment === null ? null : { value: row.payment, currency: row.payment_currency })
+        expect(other['standard.total_commission']).toEqual(
+          row.payment === null ? null : { value: row.payment, currency: row.payment_currency },
+        )
         expect(other['custom.attainment']).toBe(row.attainment)
         expect(other['custom.tier']).toBe(row.tier)
         expect(other['custom.bonus']).toEqual(row.bonus === null ? null : { value: row.bonus, currency: row.bonus_currency })

@@ -78,7 +78,11 @@ describe('GET /v1/users', () => {
 
   it('serves a user changed in the store as it now is, and no attribute the company does not define', async () => {
     const user = (await server.store.users.findByEmails(acme.companyId, ['rep@acme.example'])).get('rep@acme.example')!
-    const changed = { ...user, status: 'inactive' as const, attributes: { region: 'APAC', base_salary: 10, base_salary_currency: 'USD', stray: 1 } }
+    const changed = {
+      ...user,
+      status: 'inactive' as const,
+      attributes: { region: 'APAC', base_salary: 10, base_salary_currency: 'USD', stray: 1 },
+    }
     await server.store.users.save(acme.companyId, [changed])
     const reply = await server.call('/v1/users', { key: acme.apiKey })
     const rep = reply.body.data.find((row: { id: string }) => row.id === user.id)

@@ -26,7 +26,11 @@ describe('DELETE /v1/users/archive/bulk', () => {
     const reply = await archive([{ user: 'REP@acme.example', end_date: '2026-07' }])
     expect(reply.status).toBe(200)
     expect(reply.body).toStrictEqual({ message: 'users archived successfully' })
-    expect(await h.user('rep@acme.example')).toMatchObject({ status: 'archived', archived_until: '2026-07', modified_at: '2026-06-01T00:00:00.000Z' })
+    expect(await h.user('rep@acme.example')).toMatchObject({
+      status: 'archived',
+      archived_until: '2026-07',
+      modified_at: '2026-06-01T00:00:00.000Z',
+    })
     expect((await h.server.call('/v2/data-structures', { key: repKey })).status).toBe(401)
   })
 
@@ -40,25 +44,41 @@ describe('DELETE /v1/users/archive/bulk', () => {
     expect(reply.status).toBe(400)
     expect(reply.body).toStrictEqual({
       count: 1,
-      errors: [{ error: 'ConflictError', resource: 'user', description: expect.stringContaining('owner@acme.example manages rep@acme.example') }],
+      errors: [
+        { error: 'ConflictError', resource: 'user', description: expect.stringContaining('owner@acme.example manages rep@acme.example') },
+      ],
     })
     expect((await h.user('owner@acme.example'))?.status).toBe('active')
     expect((await archive([{ user: 'owner@acme.example', end_date: '2026-05' }])).status).toBe(200)
   })
 
   it('counts a management with an open start (sent without start_date) as a conflict', async () => {
-    const reply = await h.call('/v1/users/managers/bulk', { method: 'PUT', body: { data: [{ user: 'owner@acme.example', manager: 'rep@acme.example' }] } })
+    const reply = await h.call('/v1/users/managers/bulk', {
+      method: 'PUT',
+      body: { data: [{ user: 'owner@acme.example', manager: 'rep@acme.example' }] },
+    })
     expect(reply.status).toBe(200)
     await h.drain()
     const refused = await archive([{ user: 'rep@acme.example' }])
     expect(refused.status).toBe(400)
     expect(refused.body.errors).toStrictEqual([
-      { error: 'ConflictError', resource: 'user', description: expect.stringContaining('rep@acme.example manages owner@acme.example (the beginning to no end)') },
+      {
+        error: 'ConflictError',
+        resource: 'user',
+        description: expect.stringContaining('rep@acme.example manages owner@acme.example (the beginning to no end)'),
+      },
     ])
   })
 
   it('does not count a managed person who is archived in the same call', async () => {
-    expect((await archive([{ user: 'owner@acme.example', end_date: '2026-02' }, { user: 'rep@acme.example', end_date: '2026-02' }])).status).toBe(200)
+    expect(
+      (
+        await archive([
+          { user: 'owner@acme.example', end_date: '2026-02' },
+          { user: 'rep@acme.example', end_date: '2026-02' },
+        ])
+      ).status,
+    ).toBe(200)
   })
 
   it('answers 400 (never a 404 with the list body) with NotFoundError on resource user for an unknown user, archiving nobody', async () => {
@@ -72,7 +92,11 @@ describe('DELETE /v1/users/archive/bulk', () => {
   })
 
   it('answers 400 listing every problem of every family, archiving nobody', async () => {
-    const reply = await archive([{ user: 'rep@acme.example', end_date: '2026-13' }, { user: 'not-an-email' }, { user: 'ghost@acme.example' }])
+    const reply = await archive([
+      { user: 'rep@acme.example', end_date: '2026-13' },
+      { user: 'not-an-email' },
+      { user: 'ghost@acme.example' },
+    ])
     expect(reply.status).toBe(400)
     expect(reply.body.count).toBe(3)
     expect(reply.body.errors).toStrictEqual([

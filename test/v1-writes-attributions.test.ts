@@ -15,7 +15,12 @@ afterEach(async () => {
 async function imported(kind: 'managers' | 'groups', data: unknown[]): Promise<any> {
   const reply = await h.call(`/v1/users/${kind}/bulk`, { method: 'PUT', body: { data } })
   expect(reply.status).toBe(200)
-  expect(reply.body).toStrictEqual({ import_id: expect.stringMatching(/^[0-9a-f]{24}$/), objects_imported: data.length, count: data.length, data })
+  expect(reply.body).toStrictEqual({
+    import_id: expect.stringMatching(/^[0-9a-f]{24}$/),
+    objects_imported: data.length,
+    count: data.length,
+    data,
+  })
   await h.drain()
   const result = await h.importOf(reply.body.import_id)
   expect(result.status).toBe('finished')
@@ -65,10 +70,19 @@ describe('PUT /v1/users/managers/bulk', () => {
   })
 
   it.each([
-    [[{ user: 'nobody@acme.example', manager: 'owner@acme.example', start_date: '2026-01' }], 'user: no user with email nobody@acme.example'],
-    [[{ user: 'rep@acme.example', manager: 'nobody@acme.example', start_date: '2026-01' }], 'manager: no user with email nobody@acme.example'],
+    [
+      [{ user: 'nobody@acme.example', manager: 'owner@acme.example', start_date: '2026-01' }],
+      'user: no user with email nobody@acme.example',
+    ],
+    [
+      [{ user: 'rep@acme.example', manager: 'nobody@acme.example', start_date: '2026-01' }],
+      'manager: no user with email nobody@acme.example',
+    ],
     [[{ user: 'rep@acme.example', manager: 'owner@acme.example', start_date: '2026-1' }], 'start_date: expected a month YYYY-MM'],
-    [[{ user: 'rep@acme.example', manager: 'owner@acme.example', start_date: '2026-05', end_date: '2026-04' }], 'end_date: before start_date'],
+    [
+      [{ user: 'rep@acme.example', manager: 'owner@acme.example', start_date: '2026-05', end_date: '2026-04' }],
+      'end_date: before start_date',
+    ],
     [[{ user: 'rep@acme.example', manager: 'rep@acme.example', start_date: '2026-05' }], 'manager: a user cannot be their own manager'],
     [
       [
@@ -161,7 +175,10 @@ describe('PUT /v1/users/groups/bulk', () => {
       { user: 'owner@acme.example', group_dimension: 'team', group: 'North', end_date: '2026-02' },
       { user: 'owner@acme.example', group_dimension: 'team', group: 'South', start_date: '2026-02' },
     ])
-    expect(overlapping.data_tables_details[0].error).toMatchObject({ title: 'ValidationError', parsing_error_details: [{ line_number: 2 }] })
+    expect(overlapping.data_tables_details[0].error).toMatchObject({
+      title: 'ValidationError',
+      parsing_error_details: [{ line_number: 2 }],
+    })
   })
 
   it('refuses two items that give a user two groups of one dimension in a month, and an unknown user', async () => {
@@ -170,8 +187,13 @@ describe('PUT /v1/users/groups/bulk', () => {
       { user: 'rep@acme.example', group_dimension: 'region', group: 'EMEA', start_date: '2026-01' },
       { user: 'rep@acme.example', group_dimension: 'team', group: 'South', start_date: '2026-03' },
     ])
-    expect(conflicting.data_tables_details[0].error).toMatchObject({ title: 'ValidationError', parsing_error_details: [{ line_number: 3 }] })
-    const unknown = await imported('groups', [{ user: 'ghost@acme.example', group_dimension: 'team', group: 'North', start_date: '2026-01' }])
+    expect(conflicting.data_tables_details[0].error).toMatchObject({
+      title: 'ValidationError',
+      parsing_error_details: [{ line_number: 3 }],
+    })
+    const unknown = await imported('groups', [
+      { user: 'ghost@acme.example', group_dimension: 'team', group: 'North', start_date: '2026-01' },
+    ])
     expect(unknown.data_tables_details[0].error.description).toContain('no user with email ghost@acme.example')
     expect(await groups()).toStrictEqual([])
   })

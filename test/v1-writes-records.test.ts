@@ -9,7 +9,12 @@ let h: ImportHarness
 let deals: DataTable
 let activities: DataTable
 
-const field = (api_key: string, type: DataTable['fields'][number]['type']) => ({ api_key, name: api_key, type, created_at: '2026-01-01T00:00:00.000Z' })
+const field = (api_key: string, type: DataTable['fields'][number]['type']) => ({
+  api_key,
+  name: api_key,
+  type,
+  created_at: '2026-01-01T00:00:00.000Z',
+})
 
 /** A live table with one field of every type, created the way the product would (here: straight in the store). */
 function activitiesTable(companyId: string, environment: 'live' | 'sandbox' = 'live', key = 'activities'): DataTable {
@@ -78,7 +83,10 @@ describe('POST /v1/tables/{data_table_key}/records/bulk', () => {
       },
       { activity_id: 7, title: 'Numeric id', won: false },
     ])
-    expect(result).toMatchObject({ error: false, data_tables_details: [{ type: 'api', data_table_key: 'activities', number_of_records: 2, error: null }] })
+    expect(result).toMatchObject({
+      error: false,
+      data_tables_details: [{ type: 'api', data_table_key: 'activities', number_of_records: 2, error: null }],
+    })
     const stored = await recordsOf(activities)
     expect(stored.get('A-1')?.values).toStrictEqual({
       activity_id: 'A-1',
@@ -147,7 +155,9 @@ describe('POST /v1/tables/{data_table_key}/records/bulk', () => {
     ]
     const result = await imported('activities', records)
     expect(result.error).toBe(false)
-    expect(result.data_tables_details).toMatchObject([{ data_table_key: 'activities', error: null, ignored_keys: ['crm_owner', 'Stage', 'title_currency'] }])
+    expect(result.data_tables_details).toMatchObject([
+      { data_table_key: 'activities', error: null, ignored_keys: ['crm_owner', 'Stage', 'title_currency'] },
+    ])
     const stored = await recordsOf(activities)
     expect(stored.get('A-1')?.values).toStrictEqual({ activity_id: 'A-1', title: 'Call' })
     expect(stored.get('A-2')?.values).toStrictEqual({ activity_id: 'A-2', title: 'Demo' })
@@ -157,12 +167,18 @@ describe('POST /v1/tables/{data_table_key}/records/bulk', () => {
   })
 
   it('still skips and reports a record without its id field, among records with ignored keys', async () => {
-    const records = [{ title: 'No id', extra: 1 }, { activity_id: 'A-1', extra: 2 }]
+    const records = [
+      { title: 'No id', extra: 1 },
+      { activity_id: 'A-1', extra: 2 },
+    ]
     const result = await imported('activities', records)
     expect(result.error).toBe(true)
     expect(result.data_tables_details[0]).toMatchObject({
       ignored_keys: ['extra'],
-      error: { title: 'PartialFailure', parsing_error_details: [{ line_number: 1, row: records[0], details: 'activity_id: the id field is required' }] },
+      error: {
+        title: 'PartialFailure',
+        parsing_error_details: [{ line_number: 1, row: records[0], details: 'activity_id: the id field is required' }],
+      },
     })
     expect([...(await recordsOf(activities)).keys()]).toStrictEqual(['A-1'])
   })
@@ -227,7 +243,12 @@ describe('POST /v1/tables/{data_table_key}/records/bulk', () => {
     expect([...(await recordsOf(deals)).keys()]).toStrictEqual(['D-4'])
     await imported('deals', [{ deal_id: 'D-5' }], '?all=1&keep_overrides=TRUE')
     expect([...(await recordsOf(deals)).keys()]).toStrictEqual(['D-5'])
-    for (const [query, resource] of [['?all=yes', 'all'], ['?all=', 'all'], ['?keep_overrides=2', 'keep_overrides'], ['?keep_overrides=truthy', 'keep_overrides']]) {
+    for (const [query, resource] of [
+      ['?all=yes', 'all'],
+      ['?all=', 'all'],
+      ['?keep_overrides=2', 'keep_overrides'],
+      ['?keep_overrides=truthy', 'keep_overrides'],
+    ]) {
       const reply = await post('deals', [], query)
       expect(reply.status, query).toBe(400)
       expect(reply.body).toMatchObject({ count: 1, errors: [{ error: 'ValidationError', resource }] })
@@ -238,7 +259,9 @@ describe('POST /v1/tables/{data_table_key}/records/bulk', () => {
   describe('manual overrides', () => {
     beforeEach(async () => {
       const stored = (await recordsOf(deals)).get('D-1')!
-      await h.store.records.upsert(h.companyId, [{ ...stored, overrides: { deal_name: 'Renamed by hand', amount: { value: 1, currency: 'EUR' } } }])
+      await h.store.records.upsert(h.companyId, [
+        { ...stored, overrides: { deal_name: 'Renamed by hand', amount: { value: 1, currency: 'EUR' } } },
+      ])
     })
 
     it('drops the override of a field the import sets, by default', async () => {
@@ -280,12 +303,22 @@ describe('POST /v1/tables/{data_table_key}/records/bulk', () => {
       expect(reply.status).toBe(400)
       expect(reply.body).toMatchObject({ count: 1, errors: [{ error: 'ValidationError', resource: 'body' }] })
     }
-    const tooMany = await post('deals', Array.from({ length: 10_001 }, (_, index) => ({ deal_id: `X-${index}` })))
+    const tooMany = await post(
+      'deals',
+      Array.from({ length: 10_001 }, (_, index) => ({ deal_id: `X-${index}` })),
+    )
     expect(tooMany.status).toBe(400)
     expect(tooMany.body.errors[0].description).toMatch(/10000/)
     for (const query of ['?all=maybe', '?debounce=-5', '?keep_overrides=2']) expect((await post('deals', [], query)).status).toBe(400)
     expect(await h.drain()).toBe(0)
-    expect((await post('deals', Array.from({ length: 10_000 }, (_, index) => ({ deal_id: `X-${index}` })))).status).toBe(200)
+    expect(
+      (
+        await post(
+          'deals',
+          Array.from({ length: 10_000 }, (_, index) => ({ deal_id: `X-${index}` })),
+        )
+      ).status,
+    ).toBe(200)
   })
 
   it('accepts 5,000 records of 4 KiB each (the top of the recommended batch) under the default body limit', async () => {
@@ -305,7 +338,10 @@ describe('POST /v1/tables/{data_table_key}/records/bulk', () => {
     const big = [{ deal_id: 'D-1', deal_name: 'x'.repeat(32 * 1024 * 1024) }]
     const reply = await post('deals', big)
     expect(reply.status).toBe(413)
-    expect(reply.body).toStrictEqual({ count: 1, errors: [{ error: 'ValidationError', resource: 'body', description: expect.any(String) }] })
+    expect(reply.body).toStrictEqual({
+      count: 1,
+      errors: [{ error: 'ValidationError', resource: 'body', description: expect.any(String) }],
+    })
     expect(await h.drain()).toBe(0)
   })
 
@@ -313,12 +349,27 @@ describe('POST /v1/tables/{data_table_key}/records/bulk', () => {
     const server = await startTestServer({ BODY_LIMIT_MB: '1' })
     try {
       const { apiKey } = await server.load(smallFixture('Small'))
-      const under = await server.call('/v1/tables/deals/records/bulk', { method: 'POST', key: apiKey, body: [{ deal_id: 'D-1', deal_name: 'x'.repeat(1000 * 1024) }] })
+      const under = await server.call('/v1/tables/deals/records/bulk', {
+        method: 'POST',
+        key: apiKey,
+        body: [{ deal_id: 'D-1', deal_name: 'x'.repeat(1000 * 1024) }],
+      })
       expect(under.status).toBe(200)
-      const over = await server.call('/v1/tables/deals/records/bulk', { method: 'POST', key: apiKey, body: [{ deal_id: 'D-1', deal_name: 'x'.repeat(1024 * 1024) }] })
+      const over = await server.call('/v1/tables/deals/records/bulk', {
+        method: 'POST',
+        key: apiKey,
+        body: [{ deal_id: 'D-1', deal_name: 'x'.repeat(1024 * 1024) }],
+      })
       expect(over.status).toBe(413)
-      expect(over.body).toStrictEqual({ count: 1, errors: [{ error: 'ValidationError', resource: 'body', description: expect.any(String) }] })
-      const users = await server.call('/v1/users/bulk', { method: 'PUT', key: apiKey, body: { data: [{ email: 'a@small.example', name: 'x'.repeat(1024 * 1024) }] } })
+      expect(over.body).toStrictEqual({
+        count: 1,
+        errors: [{ error: 'ValidationError', resource: 'body', description: expect.any(String) }],
+      })
+      const users = await server.call('/v1/users/bulk', {
+        method: 'PUT',
+        key: apiKey,
+        body: { data: [{ email: 'a@small.example', name: 'x'.repeat(1024 * 1024) }] },
+      })
       expect(users.status).toBe(413)
     } finally {
       await server.close()

@@ -49,7 +49,9 @@ describe('PUT /v1/users/bulk: the call', () => {
       status: 'finished',
       progress: 100,
       error: false,
-      data_tables_details: [{ type: 'api', status: 'finished', data_table_key: 'users', progress: 100, number_of_records: 1, error: null, ignored_keys: [] }],
+      data_tables_details: [
+        { type: 'api', status: 'finished', data_table_key: 'users', progress: 100, number_of_records: 1, error: null, ignored_keys: [] },
+      ],
     })
     expect(await h.user('NEW@acme.example')).toMatchObject({
       email: 'new@acme.example',
@@ -66,7 +68,10 @@ describe('PUT /v1/users/bulk: the call', () => {
     const users = Array.from({ length: 201 }, (_, index) => ({ email: `u${index}@acme.example` }))
     const reply = await putUsers(users)
     expect(reply.status).toBe(400)
-    expect(reply.body).toStrictEqual({ count: 1, errors: [{ error: 'ValidationError', resource: 'data', description: expect.any(String) }] })
+    expect(reply.body).toStrictEqual({
+      count: 1,
+      errors: [{ error: 'ValidationError', resource: 'data', description: expect.any(String) }],
+    })
     expect(await h.drain()).toBe(0)
     expect((await putUsers(users.slice(0, 200))).body.objects_imported).toBe(200)
   })
@@ -167,7 +172,11 @@ describe('PUT /v1/users/bulk: applying the users', () => {
   })
 
   it('lists every invalid user in the description of the refusal', async () => {
-    const result = await imported([{ email: 'a@acme.example', currency: 'x' }, { email: 'b@acme.example' }, { email: 'c@acme.example', junior: 1 }])
+    const result = await imported([
+      { email: 'a@acme.example', currency: 'x' },
+      { email: 'b@acme.example' },
+      { email: 'c@acme.example', junior: 1 },
+    ])
     const error = result.data_tables_details[0].error
     expect(error.description).toMatch(/^2 invalid users.*line 1: currency.*line 3: junior/)
     expect(error.parsing_error_details.map((item: any) => item.line_number)).toStrictEqual([1, 3])
@@ -196,7 +205,10 @@ describe('PUT /v1/users/bulk: applying the users', () => {
 
   it('skips an archived user (read-only through the interface) and applies the others', async () => {
     const before = await h.user('gone@acme.example')
-    const result = await imported([{ email: 'gone@acme.example', name: 'Back' }, { email: 'rep@acme.example', name: 'Rita R.' }])
+    const result = await imported([
+      { email: 'gone@acme.example', name: 'Back' },
+      { email: 'rep@acme.example', name: 'Rita R.' },
+    ])
     expect(result.data_tables_details[0].error).toMatchObject({
       title: 'PartialFailure',
       parsing_error_details: [{ line_number: 1, details: 'email: archived user, cannot be changed (gone@acme.example)' }],
@@ -206,7 +218,10 @@ describe('PUT /v1/users/bulk: applying the users', () => {
   })
 
   it('keeps the most recent 100 reported items', async () => {
-    const data = [{ email: 'dup@acme.example' }, ...Array.from({ length: 150 }, (_, index) => ({ email: 'dup@acme.example', name: `n${index}` }))]
+    const data = [
+      { email: 'dup@acme.example' },
+      ...Array.from({ length: 150 }, (_, index) => ({ email: 'dup@acme.example', name: `n${index}` })),
+    ]
     const error = (await imported(data)).data_tables_details[0].error
     expect(error.description).toMatch(/^150 of 151 users/)
     expect(error.parsing_error_details).toHaveLength(100)

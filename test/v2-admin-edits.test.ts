@@ -98,7 +98,11 @@ describe('admin routes that edit a company’s data (for schema changes and incr
   it('answer 404 for an unknown company, and never edit another company’s rows', async () => {
     const other = await server.load(smallFixture('Other'))
     const [theirs] = await server.store.statements.page(other.companyId, 'live', { limit: 1 })
-    const unknownCompany = await server.call(`/admin/companies/0123456789abcdef01234567/statements/${theirs.id}`, { method: 'PATCH', headers: admin, body: {} })
+    const unknownCompany = await server.call(`/admin/companies/0123456789abcdef01234567/statements/${theirs.id}`, {
+      method: 'PATCH',
+      headers: admin,
+      body: {},
+    })
     expect(unknownCompany.status).toBe(404)
     expect(unknownCompany.body).toEqual(notFound('company'))
     const crossed = await patch(`/statements/${theirs.id}`, { payment: 1 })

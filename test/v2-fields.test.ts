@@ -16,8 +16,22 @@ const LOADED = '2026-06-01T00:00:00.000Z'
 const AMOUNT_PROPERTIES = { value: { type: 'number', required: true }, currency: { type: 'string', required: true } }
 const USER_PROPERTIES = { id: { type: 'string', required: true }, email: { type: 'string', required: true } }
 const plain = { currencies: null, enum_values: null, properties: null }
-const standard = (key: string, name: string, rest: object) => ({ api_key: `standard.${key}`, name, origin: 'standard', created_at: STANDARD, ...plain, ...rest })
-const datatable = (fieldKey: string, name: string, rest: object) => ({ api_key: `datatable.${fieldKey}`, name, origin: 'datatable', created_at: LOADED, ...plain, ...rest })
+const standard = (key: string, name: string, rest: object) => ({
+  api_key: `standard.${key}`,
+  name,
+  origin: 'standard',
+  created_at: STANDARD,
+  ...plain,
+  ...rest,
+})
+const datatable = (fieldKey: string, name: string, rest: object) => ({
+  api_key: `datatable.${fieldKey}`,
+  name,
+  origin: 'datatable',
+  created_at: LOADED,
+  ...plain,
+  ...rest,
+})
 const ID = standard('id', 'Id', { type: 'string', format: null })
 const USER = standard('user', 'User', { type: 'object', format: 'user_reference', properties: USER_PROPERTIES })
 
@@ -36,7 +50,8 @@ describe('GET /v2/data-structures/{table_id}/fields', () => {
 
   const fields = (tableId: string) => server.call(`/v2/data-structures/${tableId}/fields`, { key })
   const hashOf = async (tableId: string) => (await fields(tableId)).body.schema_hash as string
-  const patch = (path: string, body: unknown) => server.call(`/admin/companies/${companyId}${path}`, { method: 'PATCH', headers: admin, body })
+  const patch = (path: string, body: unknown) =>
+    server.call(`/admin/companies/${companyId}${path}`, { method: 'PATCH', headers: admin, body })
 
   it('describes a statement structure: the standard fields, then its custom metrics in order', async () => {
     const reply = await fields(id('Statements'))
@@ -48,10 +63,32 @@ describe('GET /v2/data-structures/{table_id}/fields', () => {
         ID,
         USER,
         standard('date', 'Date', { type: 'string', format: 'date' }),
-        standard('total_commission', 'Total commission', { type: 'object', format: 'currency', currencies: ['EUR', 'USD'], properties: AMOUNT_PROPERTIES }),
+        standard('total_commission', 'Total commission', {
+          type: 'object',
+          format: 'currency',
+          currencies: ['EUR', 'USD'],
+          properties: AMOUNT_PROPERTIES,
+        }),
         standard('status', 'Status', { type: 'string', format: 'enum', enum_values: ['paid', 'pending', 'validated'] }),
-        { api_key: 'custom.attainment', name: 'Attainment', type: 'number', format: 'percentage', origin: 'custom', created_at: LOADED, ...plain },
-        { api_key: 'custom.tier', name: 'Tier', type: 'string', format: 'enum', origin: 'custom', created_at: LOADED, ...plain, enum_values: ['bronze', 'silver', 'gold'] },
+        {
+          api_key: 'custom.attainment',
+          name: 'Attainment',
+          type: 'number',
+          format: 'percentage',
+          origin: 'custom',
+          created_at: LOADED,
+          ...plain,
+        },
+        {
+          api_key: 'custom.tier',
+          name: 'Tier',
+          type: 'string',
+          format: 'enum',
+          origin: 'custom',
+          created_at: LOADED,
+          ...plain,
+          enum_values: ['bronze', 'silver', 'gold'],
+        },
         {
           api_key: 'custom.bonus',
           name: 'Bonus',
@@ -74,7 +111,12 @@ describe('GET /v2/data-structures/{table_id}/fields', () => {
     expect(reply.body.fields).toEqual([
       ID,
       USER,
-      standard('commission_impact', 'Commission impact', { type: 'object', format: 'currency', currencies: ['EUR', 'USD'], properties: AMOUNT_PROPERTIES }),
+      standard('commission_impact', 'Commission impact', {
+        type: 'object',
+        format: 'currency',
+        currencies: ['EUR', 'USD'],
+        properties: AMOUNT_PROPERTIES,
+      }),
       standard('date', 'Date', { type: 'string', format: 'date' }),
       datatable('deal_name', 'Deal name', { type: 'string', format: null }),
       datatable('amount', 'Amount', { type: 'object', format: 'currency', currencies: ['EUR', 'USD'], properties: AMOUNT_PROPERTIES }),
@@ -101,7 +143,8 @@ describe('GET /v2/data-structures/{table_id}/fields', () => {
         standard('source', 'Source', { type: 'string', format: 'enum', enum_values: ['local', 'integration'] }),
       ],
     })
-    for (const field of reply.body.fields.filter((item: any) => item.api_key !== 'standard.period')) expect(field).not.toHaveProperty('frequency')
+    for (const field of reply.body.fields.filter((item: any) => item.api_key !== 'standard.period'))
+      expect(field).not.toHaveProperty('frequency')
   })
 
   it('gives the same standard fields and hash to every company with the same configuration', async () => {
@@ -114,10 +157,16 @@ describe('GET /v2/data-structures/{table_id}/fields', () => {
   it('lists on an amount metric without configured currencies the currencies its values are in', async () => {
     const other = await server.load(smallFixture('Unconfigured'))
     const ids = await idsByName(server, other.companyId)
-    const reply = await server.call(`/admin/companies/${other.companyId}/custom-metrics/bonus`, { method: 'PATCH', headers: admin, body: { currencies: null } })
+    const reply = await server.call(`/admin/companies/${other.companyId}/custom-metrics/bonus`, {
+      method: 'PATCH',
+      headers: admin,
+      body: { currencies: null },
+    })
     expect(reply.status).toBe(200)
     const bonusOf = async (structure: string) =>
-      (await server.call(`/v2/data-structures/${ids(structure)}/fields`, { key: other.apiKey })).body.fields.find((field: any) => field.api_key === 'custom.bonus')
+      (await server.call(`/v2/data-structures/${ids(structure)}/fields`, { key: other.apiKey })).body.fields.find(
+        (field: any) => field.api_key === 'custom.bonus',
+      )
     // Statements: only the owner's, in EUR, has a bonus; lines: only D-1's, in EUR.
     expect(await bonusOf('Statements')).toMatchObject({ type: 'object', format: 'currency', currencies: ['EUR'] })
     expect(await bonusOf('Deal commissions')).toMatchObject({ type: 'object', format: 'currency', currencies: ['EUR'] })
@@ -135,10 +184,14 @@ describe('GET /v2/data-structures/{table_id}/fields', () => {
       const first = await openRunStore(directory)
       const loaded = await loadFixture(first, new ManualClock(), smallFixture())
       const structures = await first.structures.list(loaded.company_id)
-      const before = await Promise.all(structures.filter((item) => item.environment === 'live').map((item) => fieldSchemaOf(first, loaded.company_id, item.id)))
+      const before = await Promise.all(
+        structures.filter((item) => item.environment === 'live').map((item) => fieldSchemaOf(first, loaded.company_id, item.id)),
+      )
       await first.close()
       const again = await openRunStore(directory)
-      const after = await Promise.all(structures.filter((item) => item.environment === 'live').map((item) => fieldSchemaOf(again, loaded.company_id, item.id)))
+      const after = await Promise.all(
+        structures.filter((item) => item.environment === 'live').map((item) => fieldSchemaOf(again, loaded.company_id, item.id)),
+      )
       await again.close()
       expect(after).toEqual(before)
       expect(new Set(after.map((schema) => schema.schema_hash)).size).toBe(2)
@@ -150,7 +203,14 @@ describe('GET /v2/data-structures/{table_id}/fields', () => {
   it('answers 404 for a sandbox structure or quota, an unknown id, a malformed id, and another company’s id', async () => {
     const other = await server.load(smallFixture('Initech'))
     const theirs = (await idsByName(server, other.companyId))('Statements')
-    for (const tableId of [id('Sandbox statements'), id('Sandbox deals'), id('Sandbox quota'), '0123456789abcdef01234567', 'not-an-id', theirs]) {
+    for (const tableId of [
+      id('Sandbox statements'),
+      id('Sandbox deals'),
+      id('Sandbox quota'),
+      '0123456789abcdef01234567',
+      'not-an-id',
+      theirs,
+    ]) {
       const reply = await fields(tableId)
       expect(reply.status, tableId).toBe(404)
       expect(reply.body).toEqual(notFound('data_structure'))

@@ -23,7 +23,10 @@ describe('v2 pagination and filters', () => {
     fixture = demoFixture({ users: 8, months: 6, deals: 45, seed: 'pages' })
     demo = await server.load(fixture)
     demoId = await idsByName(server, demo.companyId)
-    const users = await server.store.users.findByEmails(demo.companyId, fixture.users.map((user) => user.email))
+    const users = await server.store.users.findByEmails(
+      demo.companyId,
+      fixture.users.map((user) => user.email),
+    )
     emails = new Map([...users.values()].map((user) => [user.id, user.email]))
     small = await server.load(smallFixture())
     smallId = await idsByName(server, small.companyId)
@@ -36,19 +39,33 @@ describe('v2 pagination and filters', () => {
   afterAll(() => server.close())
 
   const statementDates = async (query: string) =>
-    (await server.call(`${endpoints[0]}?${query}`, { key: small.apiKey })).body.data.map((row: any) => row['standard.date'] + '/' + row['standard.status'])
+    (await server.call(`${endpoints[0]}?${query}`, { key: small.apiKey })).body.data.map(
+      (row: any) => row['standard.date'] + '/' + row['standard.status'],
+    )
   const valueEmails = async (query: string) =>
     (await server.call(`${endpoints[2]}?${query}`, { key: small.apiKey })).body.data.map((row: any) => row['standard.user'].email)
-  const structureOf = (type: string) => fixture.reporting_structures!.find((item) => item.type === type && (item.environment ?? 'live') === 'live')!
+  const structureOf = (type: string) =>
+    fixture.reporting_structures!.find((item) => item.type === type && (item.environment ?? 'live') === 'live')!
 
   describe('a full walk through next_url returns every row once, in id order, as the store holds them', () => {
     it('statements', async () => {
-      const { rows, metas } = await walk(server, demo.apiKey, `/v2/reporting/${demoId(structureOf('statement_reporting').name)}/statements?limit=7`)
+      const { rows, metas } = await walk(
+        server,
+        demo.apiKey,
+        `/v2/reporting/${demoId(structureOf('statement_reporting').name)}/statements?limit=7`,
+      )
       // The demo's live statements are its plans' results.
       const expected = await server.store.statements.page(demo.companyId, 'live', { limit: 100_000 })
       expect(expected.length).toBeGreaterThan(20)
-      expect(rows.map((row) => [row['standard.user'].email, row['standard.date'], row['standard.total_commission'], row['standard.status']])).toEqual(
-        expected.map((statement) => [emails.get(statement.user_id), statement.date, { value: statement.payment, currency: statement.currency }, statement.status]),
+      expect(
+        rows.map((row) => [row['standard.user'].email, row['standard.date'], row['standard.total_commission'], row['standard.status']]),
+      ).toEqual(
+        expected.map((statement) => [
+          emails.get(statement.user_id),
+          statement.date,
+          { value: statement.payment, currency: statement.currency },
+          statement.status,
+        ]),
       )
       const ids = rows.map((row) => row['standard.id'])
       expect(new Set(ids).size).toBe(ids.length)
@@ -58,7 +75,10 @@ describe('v2 pagination and filters', () => {
         expect(meta.has_more).toBe(true)
         expect(meta.next_start_id).toBe(ids[index * 7 + 6])
         const next = new URL(meta.next_url)
-        expect([...next.searchParams]).toEqual([['start_id', meta.next_start_id], ['limit', '7']])
+        expect([...next.searchParams]).toEqual([
+          ['start_id', meta.next_start_id],
+          ['limit', '7'],
+        ])
       })
       expect(metas.at(-1)).toEqual({ next_start_id: null, has_more: false, next_url: null })
     })
@@ -77,9 +97,10 @@ describe('v2 pagination and filters', () => {
       for (const quota of fixture.quotas!.filter((item) => (item.environment ?? 'live') === 'live')) {
         const { rows } = await walk(server, demo.apiKey, `/v2/quotas/${demoId(quota.name)}/values?limit=3`)
         const values = quota.values ?? []
-        expect(rows.map((row) => [row['standard.user'].email ?? row['standard.user'].id, row['standard.period'], row['standard.source']]), quota.name).toEqual(
-          values.map((value) => [value.user ?? value.user_id, value.period, value.source ?? 'local']),
-        )
+        expect(
+          rows.map((row) => [row['standard.user'].email ?? row['standard.user'].id, row['standard.period'], row['standard.source']]),
+          quota.name,
+        ).toEqual(values.map((value) => [value.user ?? value.user_id, value.period, value.source ?? 'local']))
         for (const row of rows) expect([...emails.values(), null]).toContain(row['standard.user'].email)
       }
     })
@@ -108,9 +129,15 @@ describe('v2 pagination and filters', () => {
       const company = await server.load(smallFixture('Thousand'))
       const ids = await idsByName(server, company.companyId)
       const [statement] = await server.store.statements.page(company.companyId, 'live', { limit: 1 })
-      const [line] = await server.store.commissionLines.page(company.companyId, (await server.store.dataTables.getByKey(company.companyId, 'live', 'deals'))!.id, { limit: 1 })
+      const [line] = await server.store.commissionLines.page(
+        company.companyId,
+        (await server.store.dataTables.getByKey(company.companyId, 'live', 'deals'))!.id,
+        { limit: 1 },
+      )
       await server.store.statements.insertMany(Array.from({ length: 1000 }, (_, index) => ({ ...statement, id: newId(), payment: index })))
-      await server.store.commissionLines.insertMany(Array.from({ length: 1000 }, (_, index) => ({ ...line, id: newId(), commission: index })))
+      await server.store.commissionLines.insertMany(
+        Array.from({ length: 1000 }, (_, index) => ({ ...line, id: newId(), commission: index })),
+      )
       for (const path of [`/v2/reporting/${ids('Statements')}/statements`, `/v2/reporting/${ids('Deal commissions')}/records`]) {
         const first = await server.call(path, { key: company.apiKey })
         expect(first.body.data, path).toHaveLength(1000)
@@ -144,7 +171,9 @@ describe('v2 pagination and filters', () => {
       expect(first.body.data).toHaveLength(2000)
       expect(first.body.meta.has_more).toBe(true)
       expect(new URL(first.body.meta.next_url).searchParams.get('limit')).toBe('2000')
-      const second = await server.call(new URL(first.body.meta.next_url).pathname + new URL(first.body.meta.next_url).search, { key: company.apiKey })
+      const second = await server.call(new URL(first.body.meta.next_url).pathname + new URL(first.body.meta.next_url).search, {
+        key: company.apiKey,
+      })
       // The fixture's own value comes first: the second page holds the last two inserted.
       expect(second.body.data.map((row: any) => row['standard.value'])).toEqual([1999, 2000])
       expect(second.body.meta).toEqual({ next_start_id: null, has_more: false, next_url: null })
@@ -157,23 +186,29 @@ describe('v2 pagination and filters', () => {
       }
     })
 
-    it.each(['0', '2001', '-1', '1.5', 'abc', '', '99999999999999999999'])('answers 400 for limit=%s on every endpoint, never capping it', async (limit) => {
-      for (const path of endpoints) {
-        const reply = await server.call(`${path}?limit=${limit}`, { key: small.apiKey })
-        expect(reply.status, path).toBe(400)
-        expect(reply.body).toEqual(badParameter('limit'))
-      }
-    })
+    it.each(['0', '2001', '-1', '1.5', 'abc', '', '99999999999999999999'])(
+      'answers 400 for limit=%s on every endpoint, never capping it',
+      async (limit) => {
+        for (const path of endpoints) {
+          const reply = await server.call(`${path}?limit=${limit}`, { key: small.apiKey })
+          expect(reply.status, path).toBe(400)
+          expect(reply.body).toEqual(badParameter('limit'))
+        }
+      },
+    )
   })
 
   describe('start_id', () => {
-    it.each(['zz', '0123456789abcdef0123456', '0123456789abcdef012345678', 'g123456789abcdef01234567', ''])('answers 400 for start_id=%s', async (startId) => {
-      for (const path of endpoints) {
-        const reply = await server.call(`${path}?start_id=${startId}`, { key: small.apiKey })
-        expect(reply.status, path).toBe(400)
-        expect(reply.body).toEqual(badParameter('start_id'))
-      }
-    })
+    it.each(['zz', '0123456789abcdef0123456', '0123456789abcdef012345678', 'g123456789abcdef01234567', ''])(
+      'answers 400 for start_id=%s',
+      async (startId) => {
+        for (const path of endpoints) {
+          const reply = await server.call(`${path}?start_id=${startId}`, { key: small.apiKey })
+          expect(reply.status, path).toBe(400)
+          expect(reply.body).toEqual(badParameter('start_id'))
+        }
+      },
+    )
 
     it('starts after an id that need not be a row’s, in either case', async () => {
       const path = endpoints[0]
@@ -189,7 +224,9 @@ describe('v2 pagination and filters', () => {
   it('ignores an unknown query parameter on every endpoint, and still answers 400 for a known one with a bad value', async () => {
     for (const path of endpoints) {
       const plain = await server.call(`${path}?limit=1`, { key: small.apiKey })
-      const busted = await server.call(`${path}?limit=1&_=1717171717&trace_id=abc&last_modified_since=2026-01-01T00:00:00Z`, { key: small.apiKey })
+      const busted = await server.call(`${path}?limit=1&_=1717171717&trace_id=abc&last_modified_since=2026-01-01T00:00:00Z`, {
+        key: small.apiKey,
+      })
       expect(busted.status, path).toBe(200)
       expect(busted.body).toEqual(plain.body)
       expect(new URL(busted.body.meta.next_url).searchParams.has('trace_id')).toBe(false)
@@ -237,20 +274,32 @@ describe('v2 pagination and filters', () => {
     it('statements and records: both bounds exclusive', async () => {
       expect(await statementDates('last_modified_after=2026-02-02T10:00:00Z')).toEqual(['2026-02-28/validated'])
       expect(await statementDates('last_modified_before=2026-02-02T10:00:00Z')).toEqual(['2026-01-31/paid'])
-      expect(await statementDates('last_modified_after=2026-02-01T10:00:00Z&last_modified_before=2026-03-01T10:00:00Z')).toEqual(['2026-01-31/pending'])
-      expect(await statementDates('last_modified_after=2026-02-02T09:59:59.999Z&last_modified_before=2026-02-02T10:00:00.001Z')).toEqual(['2026-01-31/pending'])
+      expect(await statementDates('last_modified_after=2026-02-01T10:00:00Z&last_modified_before=2026-03-01T10:00:00Z')).toEqual([
+        '2026-01-31/pending',
+      ])
+      expect(await statementDates('last_modified_after=2026-02-02T09:59:59.999Z&last_modified_before=2026-02-02T10:00:00.001Z')).toEqual([
+        '2026-01-31/pending',
+      ])
     })
 
     it('quota values: both bounds inclusive', async () => {
       // Monthly bookings: the owner's value was modified at 2026-01-05T00:00Z, the others at load time (2026-06-01T00:00Z).
       expect(await valueEmails('last_modified_after=2026-06-01T00:00:00Z')).toEqual(['rep@acme.example', null])
       expect(await valueEmails('last_modified_before=2026-01-05T00:00:00Z')).toEqual(['owner@acme.example'])
-      expect(await valueEmails('last_modified_after=2026-01-05T00:00:00Z&last_modified_before=2026-06-01T00:00:00Z')).toEqual(['owner@acme.example', 'rep@acme.example', null])
+      expect(await valueEmails('last_modified_after=2026-01-05T00:00:00Z&last_modified_before=2026-06-01T00:00:00Z')).toEqual([
+        'owner@acme.example',
+        'rep@acme.example',
+        null,
+      ])
     })
 
     it('reads a date-time without an offset as UTC, and an offset as given', async () => {
-      expect(await statementDates('last_modified_after=2026-02-02T10:00:00')).toEqual(await statementDates('last_modified_after=2026-02-02T10:00:00Z'))
-      expect(await statementDates(`last_modified_after=${encodeURIComponent('2026-02-02T12:00:00+02:00')}`)).toEqual(['2026-02-28/validated'])
+      expect(await statementDates('last_modified_after=2026-02-02T10:00:00')).toEqual(
+        await statementDates('last_modified_after=2026-02-02T10:00:00Z'),
+      )
+      expect(await statementDates(`last_modified_after=${encodeURIComponent('2026-02-02T12:00:00+02:00')}`)).toEqual([
+        '2026-02-28/validated',
+      ])
     })
 
     it('carries the applied filters, normalized to UTC, and the limit in next_url', async () => {

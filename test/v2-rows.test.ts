@@ -23,7 +23,8 @@ describe('v2 rows: statements, records and quota values', () => {
 
   const get = (path: string) => server.call(path, { key })
   const user = (email: string) => ({ id: users.get(email), email })
-  const fieldKeys = async (tableId: string) => (await get(`/v2/data-structures/${tableId}/fields`)).body.fields.map((field: any) => field.api_key)
+  const fieldKeys = async (tableId: string) =>
+    (await get(`/v2/data-structures/${tableId}/fields`)).body.fields.map((field: any) => field.api_key)
 
   describe('GET /v2/reporting/{table_id}/statements', () => {
     it('renders the live statements in id order, keyed by the structure’s api_keys, mixing currencies', async () => {
@@ -75,7 +76,14 @@ describe('v2 rows: statements, records and quota values', () => {
       const narrow = await server.load(otherFixture)
       const narrowId = (await idsByName(server, narrow.companyId))('Statements')
       const reply = await server.call(`/v2/reporting/${narrowId}/statements`, { key: narrow.apiKey })
-      expect(Object.keys(reply.body.data[0])).toEqual(['standard.id', 'standard.user', 'standard.date', 'standard.total_commission', 'standard.status', 'custom.tier'])
+      expect(Object.keys(reply.body.data[0])).toEqual([
+        'standard.id',
+        'standard.user',
+        'standard.date',
+        'standard.total_commission',
+        'standard.status',
+        'custom.tier',
+      ])
     })
   })
 
@@ -125,8 +133,18 @@ describe('v2 rows: statements, records and quota values', () => {
       const typed = await server.load(fixture)
       const typedId = (await idsByName(server, typed.companyId))('Deal commissions')
       const [first, second] = (await server.call(`/v2/reporting/${typedId}/records`, { key: typed.apiKey })).body.data
-      expect(first).toMatchObject({ 'datatable.close_date': '2026-01-10', 'datatable.closed_at': '2026-01-11', 'datatable.won': 'true', 'datatable.probability': 0.9 })
-      expect(second).toMatchObject({ 'datatable.close_date': null, 'datatable.closed_at': null, 'datatable.won': null, 'datatable.probability': null })
+      expect(first).toMatchObject({
+        'datatable.close_date': '2026-01-10',
+        'datatable.closed_at': '2026-01-11',
+        'datatable.won': 'true',
+        'datatable.probability': 0.9,
+      })
+      expect(second).toMatchObject({
+        'datatable.close_date': null,
+        'datatable.closed_at': null,
+        'datatable.won': null,
+        'datatable.probability': null,
+      })
       const schema = (await server.call(`/v2/data-structures/${typedId}/fields`, { key: typed.apiKey })).body.fields
       expect(schema.slice(4, 8).map((field: any) => [field.type, field.format, field.enum_values])).toEqual([
         ['date', 'date', null],
@@ -144,13 +162,32 @@ describe('v2 rows: statements, records and quota values', () => {
       const stored = await server.store.quotaValues.page(companyId, id('Monthly bookings'), { limit: 100 })
       expect(reply.body).toEqual({
         data: [
-          { 'standard.id': stored[0].id, 'standard.user': user('owner@acme.example'), 'standard.period': '2026-01', 'standard.value': { value: 10000, currency: 'EUR' }, 'standard.source': 'local' },
-          { 'standard.id': stored[1].id, 'standard.user': user('rep@acme.example'), 'standard.period': '2026-01', 'standard.value': { value: 8000, currency: 'EUR' }, 'standard.source': 'integration' },
-          { 'standard.id': stored[2].id, 'standard.user': { id: '0123456789abcdef01234567', email: null }, 'standard.period': '2026-02', 'standard.value': { value: 5000, currency: 'EUR' }, 'standard.source': 'local' },
+          {
+            'standard.id': stored[0].id,
+            'standard.user': user('owner@acme.example'),
+            'standard.period': '2026-01',
+            'standard.value': { value: 10000, currency: 'EUR' },
+            'standard.source': 'local',
+          },
+          {
+            'standard.id': stored[1].id,
+            'standard.user': user('rep@acme.example'),
+            'standard.period': '2026-01',
+            'standard.value': { value: 8000, currency: 'EUR' },
+            'standard.source': 'integration',
+          },
+          {
+            'standard.id': stored[2].id,
+            'standard.user': { id: '0123456789abcdef01234567', email: null },
+            'standard.period': '2026-02',
+            'standard.value': { value: 5000, currency: 'EUR' },
+            'standard.source': 'local',
+          },
         ],
         meta: { next_start_id: null, has_more: false, next_url: null },
       })
-      for (const row of reply.body.data) expect(Object.keys(row)).toEqual(['standard.id', 'standard.user', 'standard.period', 'standard.value', 'standard.source'])
+      for (const row of reply.body.data)
+        expect(Object.keys(row)).toEqual(['standard.id', 'standard.user', 'standard.period', 'standard.value', 'standard.source'])
     })
 
     it('serves a percentage as stored (unscaled) and a float as a number, in the period format of the frequency', async () => {
@@ -163,11 +200,16 @@ describe('v2 rows: statements, records and quota values', () => {
     it('serves semesterly periods, one row per (user, period), in creation order rather than by period or user', async () => {
       const fixture = smallFixture('Periods')
       fixture.quotas = [
-        { name: 'Halves', type: 'float', frequency: 'semesterly', values: [
-          { user: 'rep@periods.example', period: '2026-S2', value: 2 },
-          { user: 'owner@periods.example', period: '2026-S1', value: 1 },
-          { user: 'rep@periods.example', period: '2026-S1', value: 3 },
-        ] },
+        {
+          name: 'Halves',
+          type: 'float',
+          frequency: 'semesterly',
+          values: [
+            { user: 'rep@periods.example', period: '2026-S2', value: 2 },
+            { user: 'owner@periods.example', period: '2026-S1', value: 1 },
+            { user: 'rep@periods.example', period: '2026-S1', value: 3 },
+          ],
+        },
       ]
       const periods = await server.load(fixture)
       const quota = (await idsByName(server, periods.companyId))('Halves')
@@ -189,7 +231,11 @@ describe('v2 rows: statements, records and quota values', () => {
       expect(atInstant).toHaveLength(1)
       const storedBefore = await server.store.quotaValues.page(companyId, quota, { limit: 100 })
 
-      const changed = await server.call(`/admin/companies/${companyId}/quotas/${quota}`, { method: 'PATCH', headers: admin, body: { type: 'float' } })
+      const changed = await server.call(`/admin/companies/${companyId}/quotas/${quota}`, {
+        method: 'PATCH',
+        headers: admin,
+        body: { type: 'float' },
+      })
       expect(changed.status).toBe(200)
       expect(changed.body).toMatchObject({ id: quota, type: 'float' })
       const after = (await get(`/v2/quotas/${quota}/values`)).body.data

@@ -49,32 +49,82 @@ function renderingFixture(name: string): Fixture {
     ],
     statements: [
       {
-        user: `owner@${domain}`, date: '2026-01-31', plan: 'P', status: 'paid', currency: 'EUR', payment: 1200,
-        metrics: { attainment: 1.2, tier: 'gold', bonus: { value: 200, currency: 'EUR' }, fee: { value: 5, currency: 'USD' }, note: 'é, 日本 and 🎉', closed_on: '2026-01-10', score: 3.25 },
+        user: `owner@${domain}`,
+        date: '2026-01-31',
+        plan: 'P',
+        status: 'paid',
+        currency: 'EUR',
+        payment: 1200,
+        metrics: {
+          attainment: 1.2,
+          tier: 'gold',
+          bonus: { value: 200, currency: 'EUR' },
+          fee: { value: 5, currency: 'USD' },
+          note: 'é, 日本 and 🎉',
+          closed_on: '2026-01-10',
+          score: 3.25,
+        },
         modified_at: '2026-02-01T10:00:00Z',
       },
       {
-        user: `rep@${domain}`, date: '2026-01-31', plan: 'P', status: 'pending', currency: 'USD', payment: 800,
+        user: `rep@${domain}`,
+        date: '2026-01-31',
+        plan: 'P',
+        status: 'pending',
+        currency: 'USD',
+        payment: 800,
         metrics: { attainment: 0.8, tier: 'silver', note: NOTE_WITH_ESCAPES },
         modified_at: '2026-02-02T10:00:00Z',
       },
       {
-        user: `rep@${domain}`, date: '2026-02-28', plan: 'P', status: 'validated', currency: 'USD', payment: null,
+        user: `rep@${domain}`,
+        date: '2026-02-28',
+        plan: 'P',
+        status: 'validated',
+        currency: 'USD',
+        payment: null,
         metrics: { bonus: { value: 50, currency: 'USD' }, fee: { value: 7, currency: 'EUR' } },
         modified_at: '2026-03-01T10:00:00Z',
       },
       {
-        user: `o"dd\\y@${domain}`, date: '2026-02-28', plan: 'P', status: 'paid', currency: 'EUR', payment: 0,
+        user: `o"dd\\y@${domain}`,
+        date: '2026-02-28',
+        plan: 'P',
+        status: 'paid',
+        currency: 'EUR',
+        payment: 0,
         metrics: { score: -1.5, closed_on: '2026-02-01' },
         modified_at: '2026-03-02T10:00:00Z',
       },
       {
-        user: `josé.日本@${domain}`, date: '2026-03-31', plan: 'P', status: 'pending', currency: 'GBP', payment: 10.5,
+        user: `josé.日本@${domain}`,
+        date: '2026-03-31',
+        plan: 'P',
+        status: 'pending',
+        currency: 'GBP',
+        payment: 10.5,
         metrics: { bonus: { value: 1, currency: 'USD' }, tier: 'bronze' },
         modified_at: '2026-04-01T10:00:00Z',
       },
-      { user: `owner@${domain}`, date: '2026-03-31', plan: 'P', status: 'validated', currency: 'EUR', payment: 1, modified_at: '2026-04-02T10:00:00Z' },
-      { user: `owner@${domain}`, environment: 'sandbox', date: '2026-01-31', plan: 'P', status: 'paid', currency: 'EUR', payment: 1, metrics: { tier: 'gold' } },
+      {
+        user: `owner@${domain}`,
+        date: '2026-03-31',
+        plan: 'P',
+        status: 'validated',
+        currency: 'EUR',
+        payment: 1,
+        modified_at: '2026-04-02T10:00:00Z',
+      },
+      {
+        user: `owner@${domain}`,
+        environment: 'sandbox',
+        date: '2026-01-31',
+        plan: 'P',
+        status: 'paid',
+        currency: 'EUR',
+        payment: 1,
+        metrics: { tier: 'gold' },
+      },
     ],
     api_keys: [{ user: `owner@${domain}` }],
   }
@@ -142,8 +192,13 @@ describe('v2 statement rows rendered ahead of reads', () => {
     const stored = await store.statements.page(companyId, 'live', { limit: 100 })
     const live = fixture.statements!.filter((statement) => statement.environment !== 'sandbox')
     // Fixture order is id order: the expectations below rely on it.
-    expect(stored.map((statement) => [statement.date, statement.status, statement.payment])).toEqual(live.map((statement) => [statement.date, statement.status, statement.payment]))
-    const users = await store.users.findByEmails(companyId, fixture.users.map((user) => user.email))
+    expect(stored.map((statement) => [statement.date, statement.status, statement.payment])).toEqual(
+      live.map((statement) => [statement.date, statement.status, statement.payment]),
+    )
+    const users = await store.users.findByEmails(
+      companyId,
+      fixture.users.map((user) => user.email),
+    )
     const userId = (email: string) => users.get(email.toLowerCase())!.id
     const user = (email: string) => ({ id: userId(email), email })
     const ids = stored.map((statement) => statement.id)
@@ -156,26 +211,61 @@ describe('v2 statement rows rendered ahead of reads', () => {
       userId,
       expected: () => [
         {
-          id: ids[0], user: user(`owner@${domain}`), date: '2026-01-31', total: { value: 1200, currency: 'EUR' }, status: 'paid',
-          custom: { attainment: 1.2, tier: 'gold', bonus: { value: 200, currency: 'EUR' }, fee: { value: 5, currency: 'USD' }, note: 'é, 日本 and 🎉', closed_on: '2026-01-10', score: 3.25 },
+          id: ids[0],
+          user: user(`owner@${domain}`),
+          date: '2026-01-31',
+          total: { value: 1200, currency: 'EUR' },
+          status: 'paid',
+          custom: {
+            attainment: 1.2,
+            tier: 'gold',
+            bonus: { value: 200, currency: 'EUR' },
+            fee: { value: 5, currency: 'USD' },
+            note: 'é, 日本 and 🎉',
+            closed_on: '2026-01-10',
+            score: 3.25,
+          },
         },
         {
-          id: ids[1], user: user(`rep@${domain}`), date: '2026-01-31', total: { value: 800, currency: 'USD' }, status: 'pending',
+          id: ids[1],
+          user: user(`rep@${domain}`),
+          date: '2026-01-31',
+          total: { value: 800, currency: 'USD' },
+          status: 'pending',
           custom: { attainment: 0.8, tier: 'silver', note: NOTE_WITH_ESCAPES },
         },
         {
-          id: ids[2], user: user(`rep@${domain}`), date: '2026-02-28', total: null, status: 'validated',
+          id: ids[2],
+          user: user(`rep@${domain}`),
+          date: '2026-02-28',
+          total: null,
+          status: 'validated',
           custom: { bonus: { value: 50, currency: 'USD' }, fee: { value: 7, currency: 'EUR' } },
         },
         {
-          id: ids[3], user: user(`o"dd\\y@${domain}`), date: '2026-02-28', total: { value: 0, currency: 'EUR' }, status: 'paid',
+          id: ids[3],
+          user: user(`o"dd\\y@${domain}`),
+          date: '2026-02-28',
+          total: { value: 0, currency: 'EUR' },
+          status: 'paid',
           custom: { score: -1.5, closed_on: '2026-02-01' },
         },
         {
-          id: ids[4], user: user(`josé.日本@${domain}`), date: '2026-03-31', total: { value: 10.5, currency: 'GBP' }, status: 'pending',
+          id: ids[4],
+          user: user(`josé.日本@${domain}`),
+          date: '2026-03-31',
+          total: { value: 10.5, currency: 'GBP' },
+          status: 'pending',
           custom: { bonus: { value: 1, currency: 'USD' }, tier: 'bronze' },
         },
-        { id: ids[5], user: user(`owner@${domain}`), date: '2026-03-31', total: { value: 1, currency: 'EUR' }, status: 'validated', custom: {} },
+        {
+          id: ids[5],
+          user: user(`owner@${domain}`),
+          date: '2026-03-31',
+          total: { value: 1, currency: 'EUR' },
+          status: 'validated',
+          custom: {},
+        },
       ],
     }
   }
@@ -195,7 +285,9 @@ describe('v2 statement rows rendered ahead of reads', () => {
 
   /** The rendering each live statement holds for the key (null for none), in id order. */
   async function renderingsFor(company: LoadedCompany, key: string): Promise<Array<string | null>> {
-    return (await store.statements.pageForExtraction(company.companyId, 'live', { limit: 1000 }, key)).map((statement) => statement.rendering)
+    return (await store.statements.pageForExtraction(company.companyId, 'live', { limit: 1000 }, key)).map(
+      (statement) => statement.rendering,
+    )
   }
 
   const patch = (company: LoadedCompany, path: string, body: unknown) =>
@@ -219,7 +311,11 @@ describe('v2 statement rows rendered ahead of reads', () => {
     expect(fromRenderings.text).toBe(pageText(company.expected(), ALL_METRICS))
 
     // Replace every rendering by one made for another key: the page must ignore them all and render each row.
-    await store.statements.saveRenderings(company.companyId, 'live', company.statementIds.map((id) => ({ id, key: 'another-key', text: '{"stale":true}' })))
+    await store.statements.saveRenderings(
+      company.companyId,
+      'live',
+      company.statementIds.map((id) => ({ id, key: 'another-key', text: '{"stale":true}' })),
+    )
     expect(await renderingsFor(company, key)).toEqual(Array(6).fill(null))
     const renderedNow = await statements(company, 'Statements')
     expect(renderedNow.text).toBe(fromRenderings.text)
@@ -293,7 +389,14 @@ describe('v2 statement rows rendered ahead of reads', () => {
       const first = await keyOf(company, 'Statements')
       const original = (await statements(company, 'Statements')).text
       expect((await patch(company, '/custom-metrics/attainment', { kind: 'text' })).status).toBe(200)
-      expect((await statements(company, 'Statements')).body.data.map((row: any) => row['custom.attainment'])).toEqual(['1.2', '0.8', null, null, null, null])
+      expect((await statements(company, 'Statements')).body.data.map((row: any) => row['custom.attainment'])).toEqual([
+        '1.2',
+        '0.8',
+        null,
+        null,
+        null,
+        null,
+      ])
       expect((await patch(company, '/custom-metrics/attainment', { kind: 'percentage' })).status).toBe(200)
       expect(await keyOf(company, 'Statements')).toBe(first)
       expect((await renderingsFor(company, first)).every((rendering) => typeof rendering === 'string')).toBe(true)
@@ -314,7 +417,13 @@ describe('v2 statement rows rendered ahead of reads', () => {
     expect(Object.keys(reordered.body.data[0])).toEqual(schema.map((field: any) => field.api_key))
     const key = await keyOf(company, 'Statements')
     expect(key).not.toBe(before)
-    expect(key).toBe(statementTexts((await store.metrics.list(company.companyId)).filter((item) => shown.includes(item.api_key)).toSorted((a, b) => shown.indexOf(a.api_key) - shown.indexOf(b.api_key))).key)
+    expect(key).toBe(
+      statementTexts(
+        (await store.metrics.list(company.companyId))
+          .filter((item) => shown.includes(item.api_key))
+          .toSorted((a, b) => shown.indexOf(a.api_key) - shown.indexOf(b.api_key)),
+      ).key,
+    )
     expect((await renderingsFor(company, key)).every((rendering) => typeof rendering === 'string')).toBe(true)
     expect(await renderingsFor(company, before)).toEqual(Array(6).fill(null))
 
@@ -389,16 +498,44 @@ describe('v2 statement rows rendered ahead of reads', () => {
     // Statements of users that do not exist: one rendered ahead, one not.
     const ghost = newId()
     const other = newId()
-    const renderedGhost = aStatement(company.companyId, { user_id: ghost, date: '2026-04-30', status: 'paid', currency: 'EUR', payment: 5, metrics: { tier: 'gold' } })
+    const renderedGhost = aStatement(company.companyId, {
+      user_id: ghost,
+      date: '2026-04-30',
+      status: 'paid',
+      currency: 'EUR',
+      payment: 5,
+      metrics: { tier: 'gold' },
+    })
     await store.statements.insertMany([renderedGhost])
     expect(await renderStatements(store, company.companyId)).toBe(1)
-    const unrenderedGhost = aStatement(company.companyId, { user_id: other, date: '2026-05-31', status: 'pending', currency: 'USD', payment: 6, metrics: { note: 'ghost' } })
+    const unrenderedGhost = aStatement(company.companyId, {
+      user_id: other,
+      date: '2026-05-31',
+      status: 'pending',
+      currency: 'USD',
+      payment: 6,
+      metrics: { note: 'ghost' },
+    })
     await store.statements.insertMany([unrenderedGhost])
     expect((await renderingsFor(company, key)).slice(6).map((rendering) => typeof rendering)).toEqual(['string', 'object'])
 
     expected.push(
-      { id: renderedGhost.id, user: { id: ghost, email: null }, date: '2026-04-30', total: { value: 5, currency: 'EUR' }, status: 'paid', custom: { tier: 'gold' } },
-      { id: unrenderedGhost.id, user: { id: other, email: null }, date: '2026-05-31', total: { value: 6, currency: 'USD' }, status: 'pending', custom: { note: 'ghost' } },
+      {
+        id: renderedGhost.id,
+        user: { id: ghost, email: null },
+        date: '2026-04-30',
+        total: { value: 5, currency: 'EUR' },
+        status: 'paid',
+        custom: { tier: 'gold' },
+      },
+      {
+        id: unrenderedGhost.id,
+        user: { id: other, email: null },
+        date: '2026-05-31',
+        total: { value: 6, currency: 'USD' },
+        status: 'pending',
+        custom: { note: 'ghost' },
+      },
     )
     expect((await statements(company, 'Statements')).text).toBe(pageText(expected, ALL_METRICS))
   })
@@ -412,7 +549,10 @@ describe('v2 statement rows rendered ahead of reads', () => {
       // Statements written again straight in the store lose their renderings and are not rendered again.
       const unrendered = [0, 3, 4]
       for (const index of unrendered) {
-        const written = await store.adminEdits.updateStatement(company.companyId, company.statementIds[index], { modified_at: '2026-05-01T00:00:00.000Z', payment: 100 + index })
+        const written = await store.adminEdits.updateStatement(company.companyId, company.statementIds[index], {
+          modified_at: '2026-05-01T00:00:00.000Z',
+          payment: 100 + index,
+        })
         expect(written?.payment).toBe(100 + index)
         expected[index].total = { value: 100 + index, currency: expected[index].total?.currency ?? 'EUR' }
       }
@@ -434,7 +574,15 @@ describe('v2 statement rows rendered ahead of reads', () => {
         status: 'validated',
         custom: { closed_on: '2026-01-11', tier: '9', score: 2, bonus: { value: 3, currency: 'USD' } },
       })
-      expect((await renderingsFor(company, key)).map((rendering) => rendering !== null)).toEqual([false, true, true, false, false, true, false])
+      expect((await renderingsFor(company, key)).map((rendering) => rendering !== null)).toEqual([
+        false,
+        true,
+        true,
+        false,
+        false,
+        true,
+        false,
+      ])
 
       const { rows, metas } = await walk(server, company.apiKey, `/v2/reporting/${company.id('Statements')}/statements?limit=${limit}`)
       expect(JSON.stringify(rows)).toBe(JSON.stringify(expected.map((statement) => rowOf(statement, ALL_METRICS))))
@@ -450,7 +598,11 @@ describe('v2 statement rows rendered ahead of reads', () => {
         const last = slice[slice.length - 1].id
         const query = `?limit=${limit}${startId ? `&start_id=${startId}` : ''}`
         const meta = more
-          ? { next_start_id: last, has_more: true, next_url: `${server.url}/v2/reporting/${company.id('Statements')}/statements?start_id=${last}&limit=${limit}` }
+          ? {
+              next_start_id: last,
+              has_more: true,
+              next_url: `${server.url}/v2/reporting/${company.id('Statements')}/statements?start_id=${last}&limit=${limit}`,
+            }
           : END
         expect((await statements(company, 'Statements', query)).text).toBe(pageText(slice, ALL_METRICS, meta))
         startId = last

@@ -100,8 +100,18 @@ const STATEMENTS: StatementRowFields[] = [
   }),
   // No metric values at all, and numbers at the edges of their text form.
   statement({ payment: -0, metrics: {} }),
-  statement({ currency: 'JPY', payment: 1e21, metrics: { score: 5e-324, attainment: Number.MAX_SAFE_INTEGER, note: 'lone \ud800 surrogate', tier: null } }),
-  statement({ user_id: USERS.escaped, date: '2025-12-31', currency: 'USD', payment: 12.5, metrics: { closed_on: '2025-12-31T23:59:59.999Z', unknown_metric: 'ignored' } }),
+  statement({
+    currency: 'JPY',
+    payment: 1e21,
+    metrics: { score: 5e-324, attainment: Number.MAX_SAFE_INTEGER, note: 'lone \ud800 surrogate', tier: null },
+  }),
+  statement({
+    user_id: USERS.escaped,
+    date: '2025-12-31',
+    currency: 'USD',
+    payment: 12.5,
+    metrics: { closed_on: '2025-12-31T23:59:59.999Z', unknown_metric: 'ignored' },
+  }),
 ]
 
 /** The row objects of src/v2/rows.ts for these statements: what a page held before rows were rendered as text. */
@@ -162,7 +172,11 @@ describe('pageBytes', () => {
 
   it('renders the awkward values as rows.ts defines them (the oracle above is not itself wrong)', () => {
     const [first, second, third] = rowObjects(everyKind(), STATEMENTS)
-    expect(first).toMatchObject({ 'custom.bonus': { value: 200, currency: 'USD' }, 'custom.fee': { value: 15, currency: 'EUR' }, 'custom.closed_on': '2026-01-10' })
+    expect(first).toMatchObject({
+      'custom.bonus': { value: 200, currency: 'USD' },
+      'custom.fee': { value: 15, currency: 'EUR' },
+      'custom.closed_on': '2026-01-10',
+    })
     expect(second).toMatchObject({
       'standard.user': { id: USERS.escaped, email: 'q"uo\\te\n\t\u0001\u2028@example.test' },
       'standard.total_commission': null,
@@ -189,7 +203,11 @@ describe('statementTexts', () => {
   describe('key', () => {
     it('is the same for equal metric columns, whatever the metrics’ ids, names, creation times, currencies and enum values', () => {
       const other = everyKind().map((item) =>
-        metric(item.api_key, item.kind, { currencies: item.kind === 'amount' ? ['GBP'] : null, enum_values: item.kind === 'enum' ? ['only'] : null, company_id: '650000000000000000000002' }),
+        metric(item.api_key, item.kind, {
+          currencies: item.kind === 'amount' ? ['GBP'] : null,
+          enum_values: item.kind === 'enum' ? ['only'] : null,
+          company_id: '650000000000000000000002',
+        }),
       )
       expect(other.map((item) => item.id)).not.toEqual(everyKind().map((item) => item.id))
       expect(keyOf(other)).toBe(keyOf(everyKind()))

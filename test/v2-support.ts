@@ -10,10 +10,7 @@ export const V2_TEST_ENV = { ADMIN_TOKEN, RATE_LIMIT_PER_SECOND: '1000000' }
 
 /** The id of a company's structure, quota or data table by name (sandbox included). */
 export async function idsByName(server: TestServer, companyId: string): Promise<(name: string) => string> {
-  const named = [
-    ...(await server.store.structures.list(companyId)),
-    ...(await server.store.quotas.list(companyId)),
-  ]
+  const named = [...(await server.store.structures.list(companyId)), ...(await server.store.quotas.list(companyId))]
   return (name) => {
     const found = named.find((item) => item.name === name)
     if (!found) throw new Error(`no structure named ${name}`)

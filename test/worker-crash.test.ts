@@ -37,7 +37,8 @@ function startChild(args: string[], env: Record<string, string>): Child {
       for (;;) {
         const match = stdout.match(pattern)
         if (match) return match
-        if (child.exitCode !== null || child.signalCode !== null) throw new Error(`child exited before printing ${pattern}:\n${stdout}\n${stderr}`)
+        if (child.exitCode !== null || child.signalCode !== null)
+          throw new Error(`child exited before printing ${pattern}:\n${stdout}\n${stderr}`)
         await Promise.race([once(child.stdout!, 'data'), once(child, 'exit')])
       }
     },
@@ -127,65 +128,69 @@ describe('a worker killed in the middle of an import', () => {
   // (60 s by default) ends it; until then the restarted worker's claim conflicts with it and is tried again.
   const timeout = onMongo ? 180_000 : 20_000
 
-  it('leaves nothing applied, and the import (stacked over two tables) is run again after restart with the result of a single run', { timeout }, async () => {
-    const dataDir = tempDataDir()
-    const fixtureFile = join(dataDir, 'fixture.json')
-    writeFileSync(fixtureFile, JSON.stringify(fixture()))
-    const loaded = runCli(['load', fixtureFile, '--json'], { DATA_DIR: dataDir })
-    expect(loaded.code).toBe(0)
-    const { company_id: companyId, api_key: key } = JSON.parse(loaded.stdout)
-    const env = { DATA_DIR: dataDir, DEMO: 'off', LOG_LEVEL: 'info', IMPORT_POLL_MS: '20', IMPORT_LEASE_MS: '1000' }
+  it(
+    'leaves nothing applied, and the import (stacked over two tables) is run again after restart with the result of a single run',
+    { timeout },
+    async () => {
+      const dataDir = tempDataDir()
+      const fixtureFile = join(dataDir, 'fixture.json')
+      writeFileSync(fixtureFile, JSON.stringify(fixture()))
+      const loaded = runCli(['load', fixtureFile, '--json'], { DATA_DIR: dataDir })
+      expect(loaded.code).toBe(0)
+      const { company_id: companyId, api_key: key } = JSON.parse(loaded.stdout)
+      const env = { DATA_DIR: dataDir, DEMO: 'off', LOG_LEVEL: 'info', IMPORT_POLL_MS: '20', IMPORT_LEASE_MS: '1000' }
 
-    // The API alone, in this process; the worker in a child that will die.
-    api = await startServer(loadConfig(runEnvironment({ ...env, PORT: '0', LOG_LEVEL: 'silent', RATE_LIMIT_PER_SECOND: '1000' })), {
-      role: 'api',
-      out: quiet(),
-      logStream: quiet(),
-    })
-    const before = await contentOf(api.store, companyId)
-    expect(before.deals.map((record) => record.external_id)).toStrictEqual(['D-1', 'D-2'])
-    const reply = await call(`${api.url}/v1/tables/deals/records/bulk?all=true&debounce=1`, { method: 'POST', key, body: RESYNC })
-    expect(reply.status).toBe(200)
-    const importId: string = reply.body.import_id
-    const stacked = await call(`${api.url}/v1/tables/leads/records/bulk`, { method: 'POST', key, body: LEADS })
-    expect(stacked.body.import_id).toBe(importId)
+      // The API alone, in this process; the worker in a child that will die.
+      api = await startServer(loadConfig(runEnvironment({ ...env, PORT: '0', LOG_LEVEL: 'silent', RATE_LIMIT_PER_SECOND: '1000' })), {
+        role: 'api',
+        out: quiet(),
+        logStream: quiet(),
+      })
+      const before = await contentOf(api.store, companyId)
+      expect(before.deals.map((record) => record.external_id)).toStrictEqual(['D-1', 'D-2'])
+      const reply = await call(`${api.url}/v1/tables/deals/records/bulk?all=true&debounce=1`, { method: 'POST', key, body: RESYNC })
+      expect(reply.status).toBe(200)
+      const importId: string = reply.body.import_id
+      const stacked = await call(`${api.url}/v1/tables/leads/records/bulk`, { method: 'POST', key, body: LEADS })
+      expect(stacked.body.import_id).toBe(importId)
 
-    const doomed = startChild([CRASH_WORKER], env)
-    const [, pausedId, owner] = await doomed.waitFor(/paused mid-import (\w+) by (\S+)/)
-    expect(pausedId).toBe(importId)
-    // Mid-import: the run has deleted and written everything, uncommitted. Nobody else sees any of it.
-    expect(await api.store.imports.get(companyId, importId)).toMatchObject({ status: 'started', lease_owner: owner, attempts: 1 })
-    expect(await contentOf(api.store, companyId)).toStrictEqual(before)
+      const doomed = startChild([CRASH_WORKER], env)
+      const [, pausedId, owner] = await doomed.waitFor(/paused mid-import (\w+) by (\S+)/)
+      expect(pausedId).toBe(importId)
+      // Mid-import: the run has deleted and written everything, uncommitted. Nobody else sees any of it.
+      expect(await api.store.imports.get(companyId, importId)).toMatchObject({ status: 'started', lease_owner: owner, attempts: 1 })
+      expect(await contentOf(api.store, companyId)).toStrictEqual(before)
 
-    doomed.process.kill('SIGKILL')
-    await once(doomed.process, 'exit')
-    expect(doomed.process.signalCode).toBe('SIGKILL')
-    expect(await contentOf(api.store, companyId)).toStrictEqual(before)
-    expect((await api.store.imports.get(companyId, importId))?.status).toBe('started')
+      doomed.process.kill('SIGKILL')
+      await once(doomed.process, 'exit')
+      expect(doomed.process.signalCode).toBe('SIGKILL')
+      expect(await contentOf(api.store, companyId)).toStrictEqual(before)
+      expect((await api.store.imports.get(companyId, importId))?.status).toBe('started')
 
-    // The restarted worker (the real CLI) takes the import over once the dead worker's lease expires.
-    const restarted = startChild([CLI, 'serve', '--role', 'worker'], env)
-    await restarted.waitFor(new RegExp(`"import_id":"${importId}"[^\\n]*"msg":"import finished"`))
-    const view = await call(`${api.url}/v1/imports/${importId}`, { key })
-    expect(view.body).toMatchObject({
-      data_import: {
-        id: importId,
-        status: 'finished',
-        error: false,
-        data_tables_details: [
-          { data_table_key: 'deals', number_of_records: 3000, error: null },
-          { data_table_key: 'leads', number_of_records: 500, error: null },
-        ],
-      },
-    })
-    expect((await api.store.imports.get(companyId, importId))?.attempts).toBe(2)
+      // The restarted worker (the real CLI) takes the import over once the dead worker's lease expires.
+      const restarted = startChild([CLI, 'serve', '--role', 'worker'], env)
+      await restarted.waitFor(new RegExp(`"import_id":"${importId}"[^\\n]*"msg":"import finished"`))
+      const view = await call(`${api.url}/v1/imports/${importId}`, { key })
+      expect(view.body).toMatchObject({
+        data_import: {
+          id: importId,
+          status: 'finished',
+          error: false,
+          data_tables_details: [
+            { data_table_key: 'deals', number_of_records: 3000, error: null },
+            { data_table_key: 'leads', number_of_records: 500, error: null },
+          ],
+        },
+      })
+      expect((await api.store.imports.get(companyId, importId))?.attempts).toBe(2)
 
-    const recovered = await contentOf(api.store, companyId)
-    expect(recovered.deals).toHaveLength(3000)
-    expect(recovered.leads).toHaveLength(501)
-    expect(recovered).toStrictEqual(await singleRun())
-    restarted.process.kill('SIGTERM')
-    const [code] = await once(restarted.process, 'exit')
-    expect(code).toBe(0)
-  })
+      const recovered = await contentOf(api.store, companyId)
+      expect(recovered.deals).toHaveLength(3000)
+      expect(recovered.leads).toHaveLength(501)
+      expect(recovered).toStrictEqual(await singleRun())
+      restarted.process.kill('SIGTERM')
+      const [code] = await once(restarted.process, 'exit')
+      expect(code).toBe(0)
+    },
+  )
 })

@@ -28,7 +28,11 @@ describe('serve --role worker with WORKER_HEALTH_PORT', () => {
       expect(other.body.type).toBe('NotFoundError')
 
       // An import enqueued by the API instance is applied by this worker, which times it.
-      const upsert = await call(`${apiUrl}/v1/users/bulk`, { method: 'PUT', key, body: { data: [{ email: 'new@acme.example', name: 'New' }] } })
+      const upsert = await call(`${apiUrl}/v1/users/bulk`, {
+        method: 'PUT',
+        key,
+        body: { data: [{ email: 'new@acme.example', name: 'New' }] },
+      })
       expect(upsert.status).toBe(200)
       await finishedImport(apiUrl, key, upsert.body.import_id)
       const metrics = await call(`${health}/metrics`)

@@ -3,7 +3,6 @@ import type { ClockMode } from '../config.ts'
 import { parseInstant } from '../domain/formats.ts'
 import { ValidationError } from '../errors.ts'
 
-
 /** A move of the controlled clock: ahead by some milliseconds, or to an instant that is not in its past. */
 export type ClockMove = { advance_ms: number } | { set: string }
 
@@ -30,7 +29,8 @@ export async function moveClock(clock: Clock, move: ClockMove): ReturnType<typeo
     })
   }
   if ('advance_ms' in move) {
-    if (!Number.isSafeInteger(move.advance_ms) || move.advance_ms < 0) throw new ValidationError({ resource: 'advance_ms', description: 'expected a whole number of milliseconds, 0 or more' })
+    if (!Number.isSafeInteger(move.advance_ms) || move.advance_ms < 0)
+      throw new ValidationError({ resource: 'advance_ms', description: 'expected a whole number of milliseconds, 0 or more' })
     await clock.advance(move.advance_ms)
     return clockState(clock)
   }
@@ -39,7 +39,10 @@ export async function moveClock(clock: Clock, move: ClockMove): ReturnType<typeo
   await clock.sync()
   const now = clock.now()
   if (target.getTime() < now.getTime()) {
-    throw new ValidationError({ resource: 'set', description: `the clock never goes back: ${target.toISOString()} is before its time now, ${now.toISOString()}` })
+    throw new ValidationError({
+      resource: 'set',
+      description: `the clock never goes back: ${target.toISOString()} is before its time now, ${now.toISOString()}`,
+    })
   }
   await clock.raiseTo(target)
   return clockState(clock)

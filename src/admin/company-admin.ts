@@ -42,8 +42,22 @@ export async function companyInventory(store: Store, companyId: string) {
       environment: structure.environment,
       total_records: await structureRowCount(store, structure),
     })),
-    ...quotas.map(async ({ id, name, environment, status }) => ({ id, name, type: 'quota' as const, environment, status, total_records: await store.quotaValues.count(company.id, id) })),
-    ...tables.map(async ({ id, name, environment, key }) => ({ id, name, type: 'data_table' as const, environment, key, total_records: await store.records.count(company.id, id) })),
+    ...quotas.map(async ({ id, name, environment, status }) => ({
+      id,
+      name,
+      type: 'quota' as const,
+      environment,
+      status,
+      total_records: await store.quotaValues.count(company.id, id),
+    })),
+    ...tables.map(async ({ id, name, environment, key }) => ({
+      id,
+      name,
+      type: 'data_table' as const,
+      environment,
+      key,
+      total_records: await store.records.count(company.id, id),
+    })),
   ])
   const { name, public_api_enabled, default_currency, fiscal_year_start_month } = company
   return {

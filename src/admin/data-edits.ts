@@ -73,31 +73,49 @@ export type QuotaValueEdit = RowEdit<QuotaValueChanges>
  */
 export async function reviseStatement(store: Store, clock: Clock, companyId: string, id: string, edit: StatementEdit): Promise<Statement> {
   const company = (await existingCompany(store, companyId)).id
-  return store.transaction(async (tx) => {
-    const revised = await reviseRow(clock, id, edit, (row, changes) => tx.adminEdits.updateStatement(company, row, changes), 'statement')
-    await renderStatementRows(tx, company, [revised])
-    if (edit.status !== 'pending' || !revised.plan_id || !revised.period) return revised
-    const cell = { user_id: revised.user_id, period: revised.period }
-    await recalculate(tx, company, { cells: new Map([[revised.plan_id, [cell]]]) }, { now: clock.now().toISOString() })
-    // The cell may state nothing any more (its records are gone): the statement as edited is what there was.
-    return (await tx.statements.findOfPlan(company, revised.plan_id, { cells: [cell] }))[0] ?? revised
-  }, { company })
+  return store.transaction(
+    async (tx) => {
+      const revised = await reviseRow(clock, id, edit, (row, changes) => tx.adminEdits.updateStatement(company, row, changes), 'statement')
+      await renderStatementRows(tx, company, [revised])
+      if (edit.status !== 'pending' || !revised.plan_id || !revised.period) return revised
+      const cell = { user_id: revised.user_id, period: revised.period }
+      await recalculate(tx, company, { cells: new Map([[revised.plan_id, [cell]]]) }, { now: clock.now().toISOString() })
+      // The cell may state nothing any more (its records are gone): the statement as edited is what there was.
+      return (await tx.statements.findOfPlan(company, revised.plan_id, { cells: [cell] }))[0] ?? revised
+    },
+    { company },
+  )
 }
 
-export async function reviseCommissionLine(store: Store, clock: Clock, companyId: string, id: string, edit: CommissionLineEdit): Promise<CommissionLine> {
+export async function reviseCommissionLine(
+  store: Store,
+  clock: Clock,
+  companyId: string,
+  id: string,
+  edit: CommissionLineEdit,
+): Promise<CommissionLine> {
   const company = (await existingCompany(store, companyId)).id
   return reviseRow(clock, id, edit, (row, changes) => store.adminEdits.updateCommissionLine(company, row, changes), 'commission_line')
 }
 
 /** Changes a quota value, and recalculates the plans' cells that take it as their target. */
-export async function reviseQuotaValue(store: Store, clock: Clock, companyId: string, id: string, edit: QuotaValueEdit): Promise<QuotaValue> {
+export async function reviseQuotaValue(
+  store: Store,
+  clock: Clock,
+  companyId: string,
+  id: string,
+  edit: QuotaValueEdit,
+): Promise<QuotaValue> {
   const company = (await existingCompany(store, companyId)).id
-  return store.transaction(async (tx) => {
-    const value = await reviseRow(clock, id, edit, (row, changes) => tx.adminEdits.updateQuotaValue(company, row, changes), 'quota_value')
-    const quotaValues = new Map([[value.quota_id, [{ user_id: value.user_id, period: value.period }]]])
-    await recalculate(tx, company, { quotaValues }, { now: clock.now().toISOString() })
-    return value
-  }, { company })
+  return store.transaction(
+    async (tx) => {
+      const value = await reviseRow(clock, id, edit, (row, changes) => tx.adminEdits.updateQuotaValue(company, row, changes), 'quota_value')
+      const quotaValues = new Map([[value.quota_id, [{ user_id: value.user_id, period: value.period }]]])
+      await recalculate(tx, company, { quotaValues }, { now: clock.now().toISOString() })
+      return value
+    },
+    { company },
+  )
 }
 
 export interface StructureEdit {
@@ -113,20 +131,28 @@ function duplicatesOf(keys: readonly string[]): string[] {
 }
 
 /** Adds, removes or reorders the metrics and fields a reporting structure shows, or renames it; then renders statement rows for it. */
-export async function reviseStructure(store: Store, clock: Clock, companyId: string, id: string, edit: StructureEdit): Promise<ReportingStructure> {
+export async function reviseStructure(
+  store: Store,
+  clock: Clock,
+  companyId: string,
+  id: string,
+  edit: StructureEdit,
+): Promise<ReportingStructure> {
   const company = (await existingCompany(store, companyId)).id
   const structure = found(await store.structures.get(company, rowId(id, 'reporting_structure')), 'reporting_structure', id)
   const issues: Issue[] = []
   if (edit.metrics) {
     const known = new Set((await store.metrics.list(company)).map((metric) => metric.api_key))
-    for (const key of edit.metrics.filter((item) => !known.has(item))) issues.push({ resource: 'metrics', description: `no custom metric ${key}` })
+    for (const key of edit.metrics.filter((item) => !known.has(item)))
+      issues.push({ resource: 'metrics', description: `no custom metric ${key}` })
     for (const key of duplicatesOf(edit.metrics)) issues.push({ resource: 'metrics', description: `${key} is listed twice` })
   }
   if (edit.fields) {
     const table = structure.data_table_id ? await store.dataTables.get(company, structure.data_table_id) : null
     if (!table) issues.push({ resource: 'fields', description: 'only a record_reporting structure shows data-table fields' })
     const known = new Set(table?.fields.map((field) => field.api_key) ?? [])
-    for (const key of edit.fields.filter((item) => table && !known.has(item))) issues.push({ resource: 'fields', description: `no field ${key} in ${table?.key}` })
+    for (const key of edit.fields.filter((item) => table && !known.has(item)))
+      issues.push({ resource: 'fields', description: `no field ${key} in ${table?.key}` })
     for (const key of duplicatesOf(edit.fields)) issues.push({ resource: 'fields', description: `${key} is listed twice` })
   }
   if (issues.length > 0) throw new ValidationError(issues)
@@ -160,7 +186,11 @@ export async function reviseMetric(store: Store, clock: Clock, companyId: string
   if (kind === 'enum' && (!enumValues || enumValues.length === 0)) {
     throw new ValidationError({ resource: 'enum_values', description: 'an enum metric needs enum_values' })
   }
-  const changed = found(await store.adminEdits.updateMetric(company, metric.id, { ...edit, modified_at: clock.now().toISOString() }), 'custom_metric', apiKey)
+  const changed = found(
+    await store.adminEdits.updateMetric(company, metric.id, { ...edit, modified_at: clock.now().toISOString() }),
+    'custom_metric',
+    apiKey,
+  )
   await renderStatements(store, company)
   return changed
 }

@@ -42,7 +42,11 @@ function adminView(data: DataImport): AdminImportView {
 }
 
 /** The company's imports, newest first: at most `limit`, and only those in `status` when it is given. */
-export async function listImports(store: Store, companyId: string, filter: { status?: ImportStatus; limit?: number }): Promise<AdminImportList> {
+export async function listImports(
+  store: Store,
+  companyId: string,
+  filter: { status?: ImportStatus; limit?: number },
+): Promise<AdminImportList> {
   const company = (await existingCompany(store, companyId)).id
   const imports = await store.imports.list(company, { status: filter.status, limit: filter.limit ?? MAX_LISTED_IMPORTS })
   return { count: imports.length, data: imports.map(adminView) }
@@ -55,7 +59,13 @@ export async function listImports(store: Store, companyId: string, filter: { sta
  * calls that arrive meanwhile are closed too. Past `timeoutMs` (real time), TimedOutError: nothing is undone,
  * the imports go on.
  */
-export async function drainImports(store: Store, clock: Clock, worker: ImportWorker, companyId: string, timeoutMs: number): Promise<AdminImportList> {
+export async function drainImports(
+  store: Store,
+  clock: Clock,
+  worker: ImportWorker,
+  companyId: string,
+  timeoutMs: number,
+): Promise<AdminImportList> {
   const company = (await existingCompany(store, companyId)).id
   const deadline = Date.now() + timeoutMs
   const seen = new Set<string>()
@@ -85,4 +95,5 @@ export async function drainImports(store: Store, clock: Clock, worker: ImportWor
 /** Every unfinished import of a company: far more than one has waiting in practice. */
 const ALL_UNFINISHED = 100_000
 
-const unfinishedOf = (store: Store, companyId: string, status: ImportStatus) => store.imports.list(companyId, { status, limit: ALL_UNFINISHED })
+const unfinishedOf = (store: Store, companyId: string, status: ImportStatus) =>
+  store.imports.list(companyId, { status, limit: ALL_UNFINISHED })

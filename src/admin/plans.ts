@@ -41,24 +41,32 @@ export async function savePlan(store: Store, clock: Clock, companyId: string, in
   const company = await existingCompany(store, companyId)
   const now = clock.now().toISOString()
   try {
-    const change = await store.transaction(async (tx) => {
-      const id = planId === undefined ? null : storedId(planId)
-      const existing = id ? await tx.plans.get(company.id, id) : null
-      if (planId !== undefined && !existing) throw planNotFound(planId)
-      const [tables, quotas, metrics] = await Promise.all([tx.dataTables.list(company.id), tx.quotas.list(company.id), tx.metrics.list(company.id)])
-      const issues: Issue[] = []
-      const identity = { id: existing?.id ?? newId(), created_at: existing?.created_at ?? now, modified_at: now }
-      const plan = resolvePlan(input, { companyId: company.id, tables, quotas, metrics }, identity, '', (resource, description) =>
-        issues.push({ resource: resource.replace(/^\//, '') || 'body', description }),
-      )
-      if (issues.length > 0) throw new ValidationError(issues)
-      await tx.plans.save([plan])
-      return { plan, calculation: await recalculate(tx, company.id, { plans: new Set([plan.id]) }, { now }) }
-    }, { company: company.id })
+    const change = await store.transaction(
+      async (tx) => {
+        const id = planId === undefined ? null : storedId(planId)
+        const existing = id ? await tx.plans.get(company.id, id) : null
+        if (planId !== undefined && !existing) throw planNotFound(planId)
+        const [tables, quotas, metrics] = await Promise.all([
+          tx.dataTables.list(company.id),
+          tx.quotas.list(company.id),
+          tx.metrics.list(company.id),
+        ])
+        const issues: Issue[] = []
+        const identity = { id: existing?.id ?? newId(), created_at: existing?.created_at ?? now, modified_at: now }
+        const plan = resolvePlan(input, { companyId: company.id, tables, quotas, metrics }, identity, '', (resource, description) =>
+          issues.push({ resource: resource.replace(/^\//, '') || 'body', description }),
+        )
+        if (issues.length > 0) throw new ValidationError(issues)
+        await tx.plans.save([plan])
+        return { plan, calculation: await recalculate(tx, company.id, { plans: new Set([plan.id]) }, { now }) }
+      },
+      { company: company.id },
+    )
     const [definition] = await described(store, company.id, [change.plan])
     return { plan: definition, calculation: change.calculation }
   } catch (error) {
-    if (error instanceof StoreConflictError) throw new ValidationError({ resource: 'name', description: `a plan named ${input.name} exists already` })
+    if (error instanceof StoreConflictError)
+      throw new ValidationError({ resource: 'name', description: `a plan named ${input.name} exists already` })
     throw error
   }
 }
@@ -66,16 +74,27 @@ export async function savePlan(store: Store, clock: Clock, companyId: string, in
 /** Deletes a plan with its pending results; its validated and paid statements (and their lines) stay. */
 export async function deletePlan(store: Store, companyId: string, planId: string): Promise<void> {
   const company = await existingCompany(store, companyId)
-  await store.transaction(async (tx) => {
-    const id = storedId(planId)
-    if (!id || !(await tx.plans.get(company.id, id))) throw planNotFound(planId)
-    const statements = await tx.statements.findOfPlan(company.id, id)
-    const kept = new Set(statements.filter((statement) => statement.status !== 'pending').map((statement) => `${statement.user_id}|${statement.period}`))
-    const lines = await tx.commissionLines.findOfPlan(company.id, id)
-    await tx.commissionLines.deleteMany(company.id, lines.filter((line) => !kept.has(`${line.user_id}|${line.period}`)).map((line) => line.id))
-    await tx.statements.deleteMany(company.id, statements.filter((statement) => statement.status === 'pending').map((statement) => statement.id))
-    await tx.plans.delete(company.id, id)
-  }, { company: company.id })
+  await store.transaction(
+    async (tx) => {
+      const id = storedId(planId)
+      if (!id || !(await tx.plans.get(company.id, id))) throw planNotFound(planId)
+      const statements = await tx.statements.findOfPlan(company.id, id)
+      const kept = new Set(
+        statements.filter((statement) => statement.status !== 'pending').map((statement) => `${statement.user_id}|${statement.period}`),
+      )
+      const lines = await tx.commissionLines.findOfPlan(company.id, id)
+      await tx.commissionLines.deleteMany(
+        company.id,
+        lines.filter((line) => !kept.has(`${line.user_id}|${line.period}`)).map((line) => line.id),
+      )
+      await tx.statements.deleteMany(
+        company.id,
+        statements.filter((statement) => statement.status === 'pending').map((statement) => statement.id),
+      )
+      await tx.plans.delete(company.id, id)
+    },
+    { company: company.id },
+  )
 }
 
 export async function listPlans(store: Store, companyId: string): Promise<PlanDefinition[]> {
@@ -84,24 +103,38 @@ export async function listPlans(store: Store, companyId: string): Promise<PlanDe
 }
 
 /** Replaces the company's exchange rates and recalculates every plan with them. */
-export async function setExchangeRates(store: Store, clock: Clock, companyId: string, rates: ExchangeRates): Promise<{ exchange_rates: ExchangeRates; calculation: RecalculationSummary }> {
+export async function setExchangeRates(
+  store: Store,
+  clock: Clock,
+  companyId: string,
+  rates: ExchangeRates,
+): Promise<{ exchange_rates: ExchangeRates; calculation: RecalculationSummary }> {
   const company = await existingCompany(store, companyId)
   const issues: Issue[] = []
   for (const [currency, rate] of Object.entries(rates)) {
-    if (!isCurrencyCode(currency)) issues.push({ resource: 'exchange_rates', description: `${currency} is not a currency code such as USD` })
-    else if (!(typeof rate === 'number' && Number.isFinite(rate) && rate > 0)) issues.push({ resource: currency, description: 'a rate is a positive number' })
-    else if (currency === company.default_currency && rate !== 1) issues.push({ resource: currency, description: `${currency} is the default currency: its rate is 1` })
+    if (!isCurrencyCode(currency))
+      issues.push({ resource: 'exchange_rates', description: `${currency} is not a currency code such as USD` })
+    else if (!(typeof rate === 'number' && Number.isFinite(rate) && rate > 0))
+      issues.push({ resource: currency, description: 'a rate is a positive number' })
+    else if (currency === company.default_currency && rate !== 1)
+      issues.push({ resource: currency, description: `${currency} is the default currency: its rate is 1` })
   }
   if (issues.length > 0) throw new ValidationError(issues)
   const now = clock.now().toISOString()
-  return store.transaction(async (tx) => {
-    await tx.companies.setExchangeRates(company.id, rates)
-    return { exchange_rates: rates, calculation: await recalculate(tx, company.id, { everything: true }, { now }) }
-  }, { company: company.id })
+  return store.transaction(
+    async (tx) => {
+      await tx.companies.setExchangeRates(company.id, rates)
+      return { exchange_rates: rates, calculation: await recalculate(tx, company.id, { everything: true }, { now }) }
+    },
+    { company: company.id },
+  )
 }
 
 /** What keeps records or cells of each plan from being calculated now: a dry run of every plan, nothing written. */
-export async function calculationProblems(store: Store, companyId: string): Promise<Array<{ plan_id: string; plan: string; problems: CalculationProblem[] }>> {
+export async function calculationProblems(
+  store: Store,
+  companyId: string,
+): Promise<Array<{ plan_id: string; plan: string; problems: CalculationProblem[] }>> {
   const company = await existingCompany(store, companyId)
   const users = userDirectory(await store.users.list(company.id, { offset: 0, limit: Number.MAX_SAFE_INTEGER }))
   const report = []

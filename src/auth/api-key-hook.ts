@@ -31,9 +31,9 @@ export function authenticationOf(request: FastifyRequest): Promise<Principal | E
   let outcome = outcomes.get(request)
   if (!outcome) {
     const header = request.headers['x-api-key']
-    outcome = cacheOf(request.server.store).authenticate(Array.isArray(header) ? header[0] : header).catch((error: unknown) =>
-      error instanceof Error ? error : new Error(String(error)),
-    )
+    outcome = cacheOf(request.server.store)
+      .authenticate(Array.isArray(header) ? header[0] : header)
+      .catch((error: unknown) => (error instanceof Error ? error : new Error(String(error))))
     outcomes.set(request, outcome)
   }
   return outcome

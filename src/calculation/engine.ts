@@ -87,7 +87,10 @@ function fieldValue(record: DataTableRecord, field: string): unknown {
 /** Where a record counts for a plan, if it counts. */
 export function placeRecord(plan: Plan, record: DataTableRecord, users: UserDirectory, company: CompanySettings): PlacementOutcome {
   for (const filter of plan.filters) if (!filterHolds(filter, fieldValue(record, filter.field))) return { kind: 'excluded' }
-  const problem = (message: string): PlacementOutcome => ({ kind: 'problem', problem: { plan: plan.name, record: record.external_id, message } })
+  const problem = (message: string): PlacementOutcome => ({
+    kind: 'problem',
+    problem: { plan: plan.name, record: record.external_id, message },
+  })
 
   const date = recordDateOf(fieldValue(record, plan.date_field))
   if (!date) return problem(`${plan.date_field}: no date`)
@@ -188,7 +191,15 @@ export function calculateCell(inputs: CellInputs, company: CompanySettings): Cel
   if (amounts.some((amount) => amount === null)) {
     // A cell with an amount it cannot convert is not stated with a wrong total: its figures stay unknown.
     return {
-      statement: { ...base, payment: null, target, target_achievement: null, on_target_earning: null, achievement: null, metrics: emptyMetrics(plan) },
+      statement: {
+        ...base,
+        payment: null,
+        target,
+        target_achievement: null,
+        on_target_earning: null,
+        achievement: null,
+        metrics: emptyMetrics(plan),
+      },
       lines: [],
       problems,
     }

@@ -105,14 +105,30 @@ const RECORD_PAGE = 5000
 
 /** What a plan needs to know of its company. */
 export function companySettings(company: Company): CompanySettings {
-  return { defaultCurrency: company.default_currency, fiscalYearStartMonth: company.fiscal_year_start_month, exchangeRates: company.exchange_rates ?? {} }
+  return {
+    defaultCurrency: company.default_currency,
+    fiscalYearStartMonth: company.fiscal_year_start_month,
+    exchangeRates: company.exchange_rates ?? {},
+  }
 }
 
 const FROZEN: ReadonlySet<StatementStatus> = new Set(['validated', 'paid'])
 
 /** Recalculates what `changes` touch, for every plan of the company. */
-export async function recalculate(tx: Store, companyId: string, changes: CalculationChanges, options: RecalculationOptions): Promise<RecalculationSummary> {
-  const summary: RecalculationSummary = { cells: 0, statements_written: 0, statements_deleted: 0, lines_written: 0, lines_deleted: 0, problems: [] }
+export async function recalculate(
+  tx: Store,
+  companyId: string,
+  changes: CalculationChanges,
+  options: RecalculationOptions,
+): Promise<RecalculationSummary> {
+  const summary: RecalculationSummary = {
+    cells: 0,
+    statements_written: 0,
+    statements_deleted: 0,
+    lines_written: 0,
+    lines_deleted: 0,
+    problems: [],
+  }
   const plans = await tx.plans.list(companyId)
   const company = await tx.companies.get(companyId)
   if (plans.length === 0 || !company || !touchesAny(changes)) return summary
@@ -146,12 +162,12 @@ export async function recalculate(tx: Store, companyId: string, changes: Calcula
 function touchesAny(changes: CalculationChanges): boolean {
   return Boolean(
     changes.everything ||
-      changes.records?.size ||
-      changes.tables?.size ||
-      changes.users?.size ||
-      changes.quotaValues?.size ||
-      changes.cells?.size ||
-      changes.plans?.size,
+    changes.records?.size ||
+    changes.tables?.size ||
+    changes.users?.size ||
+    changes.quotaValues?.size ||
+    changes.cells?.size ||
+    changes.plans?.size,
   )
 }
 
@@ -179,7 +195,12 @@ interface TouchedCells {
   records: Map<string, DataTableRecord>
 }
 
-async function touchedCells(context: Context, plan: Plan, changes: CalculationChanges, linesOfChangedRecords: readonly CommissionLine[]): Promise<TouchedCells> {
+async function touchedCells(
+  context: Context,
+  plan: Plan,
+  changes: CalculationChanges,
+  linesOfChangedRecords: readonly CommissionLine[],
+): Promise<TouchedCells> {
   const { tx, company } = context
   const touched: TouchedCells = { cells: new Map(), records: new Map() }
   const addCell = (cell: CalculationCell) => touched.cells.set(cellKey(cell.user_id, cell.period), cell)
@@ -192,7 +213,8 @@ async function touchedCells(context: Context, plan: Plan, changes: CalculationCh
   // A changed record leaves the cells it was in and enters the one it is placed in now.
   const changedIds = changes.records?.get(plan.table_id)
   if (changedIds && changedIds.size > 0) {
-    for (const line of linesOfChangedRecords) if (line.plan_id === plan.id && line.period) addCell({ user_id: line.user_id, period: line.period })
+    for (const line of linesOfChangedRecords)
+      if (line.plan_id === plan.id && line.period) addCell({ user_id: line.user_id, period: line.period })
     const unknown = [...changedIds].filter((id) => !changes.written?.has(id))
     for (const id of changedIds) {
       const record = changes.written?.get(id)
@@ -203,8 +225,10 @@ async function touchedCells(context: Context, plan: Plan, changes: CalculationCh
   // A user's records may name them for the first time, or earn in another currency or after an archive.
   if (changes.users && changes.users.size > 0) {
     const userIds = [...changes.users]
-    for (const statement of await tx.statements.findOfPlan(company.id, plan.id, { userIds })) if (statement.period) addCell({ user_id: statement.user_id, period: statement.period })
-    for (const line of await tx.commissionLines.findOfPlan(company.id, plan.id, { userIds })) if (line.period) addCell({ user_id: line.user_id, period: line.period })
+    for (const statement of await tx.statements.findOfPlan(company.id, plan.id, { userIds }))
+      if (statement.period) addCell({ user_id: statement.user_id, period: statement.period })
+    for (const line of await tx.commissionLines.findOfPlan(company.id, plan.id, { userIds }))
+      if (line.period) addCell({ user_id: line.user_id, period: line.period })
     await eachRecord(tx, company.id, plan.table_id, (record) => {
       const outcome = placeRecord(plan, record, context.users, context.settings)
       if (outcome.kind === 'placed' && changes.users?.has(outcome.placement.userId)) place(record)
@@ -217,7 +241,7 @@ async function touchedCells(context: Context, plan: Plan, changes: CalculationCh
 
 /** Calls `visit` with every record of a table, a page at a time. */
 async function eachRecord(tx: Store, companyId: string, tableId: string, visit: (record: DataTableRecord) => void): Promise<void> {
-  for (let afterId: string | null = null; ; ) {
+  for (let afterId: string | null = null; ;) {
     const page = await tx.records.page(companyId, tableId, afterId, RECORD_PAGE)
     for (const record of page) visit(record)
     if (page.length < RECORD_PAGE) return
@@ -262,9 +286,13 @@ async function recalculateCells(context: Context, plan: Plan, touched: TouchedCe
     const lines = await tx.commissionLines.figuresOfPlan(company.id, plan.id, pending, fields)
     for (const statement of statements) push(stored.statements, cellKey(statement.user_id, statement.period ?? ''), statement)
     for (const line of lines) push(stored.lines, cellKey(line.user_id, line.period), line)
-    const frozen = new Set(statements.filter((statement) => FROZEN.has(statement.status)).map((statement) => cellKey(statement.user_id, statement.period ?? '')))
+    const frozen = new Set(
+      statements.filter((statement) => FROZEN.has(statement.status)).map((statement) => cellKey(statement.user_id, statement.period ?? '')),
+    )
     const unconverted = new Set(
-      statements.filter((statement) => statement.payment === null && !FROZEN.has(statement.status)).map((statement) => cellKey(statement.user_id, statement.period ?? '')),
+      statements
+        .filter((statement) => statement.payment === null && !FROZEN.has(statement.status))
+        .map((statement) => cellKey(statement.user_id, statement.period ?? '')),
     )
 
     const added: CalculationCell[] = []
@@ -277,12 +305,14 @@ async function recalculateCells(context: Context, plan: Plan, touched: TouchedCe
     }
     if (unread.length > 0) {
       for (const record of (await tx.records.getMany(company.id, plan.table_id, unread)).values()) touched.records.set(record.id, record)
-      for (const line of await tx.commissionLines.findByRecords(company.id, unread)) if (line.plan_id === plan.id) wholeLines.set(line.id, line)
+      for (const line of await tx.commissionLines.findByRecords(company.id, unread))
+        if (line.plan_id === plan.id) wholeLines.set(line.id, line)
     }
     if (unconverted.size > 0) {
       await eachRecord(tx, company.id, plan.table_id, (record) => {
         const outcome = placeRecord(plan, record, context.users, context.settings)
-        if (outcome.kind === 'placed' && unconverted.has(cellKey(outcome.placement.userId, outcome.placement.period))) touched.records.set(record.id, record)
+        if (outcome.kind === 'placed' && unconverted.has(cellKey(outcome.placement.userId, outcome.placement.period)))
+          touched.records.set(record.id, record)
       })
     }
     for (const record of touched.records.values()) {
@@ -296,7 +326,9 @@ async function recalculateCells(context: Context, plan: Plan, touched: TouchedCe
     pending = added
   }
 
-  const targets = quota ? await quotaTargets(tx, company.id, quota, [...cells.values()]) : new Map<string, { value: number; modified_at: string }>()
+  const targets = quota
+    ? await quotaTargets(tx, company.id, quota, [...cells.values()])
+    : new Map<string, { value: number; modified_at: string }>()
   const writes = noWrites()
   for (const [key, cell] of cells) {
     const user = context.users.byId.get(cell.user_id)
@@ -305,9 +337,20 @@ async function recalculateCells(context: Context, plan: Plan, touched: TouchedCe
     const target = targets.get(key) ?? null
     const result =
       user && (placements.has(key) || (target && isActiveIn(plan, user, cell.period, context.settings)))
-        ? calculateCell({ plan, user, period: cell.period, entries: placements.get(key) ?? [], quota, quotaValue: target?.value ?? null }, context.settings)
+        ? calculateCell(
+            { plan, user, period: cell.period, entries: placements.get(key) ?? [], quota, quotaValue: target?.value ?? null },
+            context.settings,
+          )
         : { statement: null, lines: [], problems: [] }
-    const cellWrite = { key, result, statements: cellStatements, lines: stored.lines.get(key) ?? [], wholeLines, records: touched.records, target }
+    const cellWrite = {
+      key,
+      result,
+      statements: cellStatements,
+      lines: stored.lines.get(key) ?? [],
+      wholeLines,
+      records: touched.records,
+      target,
+    }
     diffCell(context, plan, cellWrite, writes)
   }
   await flush(context, plan, writes)
@@ -345,8 +388,10 @@ async function recalculatePlan(context: Context, plan: Plan): Promise<void> {
   }
 
   const stored = { statements: new Map<string, Statement[]>(), lines: new Map<string, CommissionLine[]>() }
-  for (const statement of await tx.statements.findOfPlan(company.id, plan.id)) push(stored.statements, cellKey(statement.user_id, statement.period ?? ''), statement)
-  for (const line of await tx.commissionLines.findOfPlan(company.id, plan.id)) push(stored.lines, cellKey(line.user_id, line.period ?? ''), line)
+  for (const statement of await tx.statements.findOfPlan(company.id, plan.id))
+    push(stored.statements, cellKey(statement.user_id, statement.period ?? ''), statement)
+  for (const line of await tx.commissionLines.findOfPlan(company.id, plan.id))
+    push(stored.lines, cellKey(line.user_id, line.period ?? ''), line)
 
   const keys = new Set([...cells.keys(), ...stored.statements.keys(), ...stored.lines.keys()])
   const writes = noWrites()
@@ -358,23 +403,36 @@ async function recalculatePlan(context: Context, plan: Plan): Promise<void> {
     const target = targets.get(key) ?? null
     const result =
       user && cells.has(key)
-        ? calculateCell({ plan, user, period: key.slice(separator + 1), entries: cells.get(key) ?? [], quota, quotaValue: target?.value ?? null }, context.settings)
+        ? calculateCell(
+            { plan, user, period: key.slice(separator + 1), entries: cells.get(key) ?? [], quota, quotaValue: target?.value ?? null },
+            context.settings,
+          )
         : { statement: null, lines: [], problems: [] }
     const lines = stored.lines.get(key) ?? []
-    diffCell(context, plan, { key, result, statements: cellStatements, lines, wholeLines: new Map(lines.map((line) => [line.id, line])), records, target }, writes)
+    diffCell(
+      context,
+      plan,
+      { key, result, statements: cellStatements, lines, wholeLines: new Map(lines.map((line) => [line.id, line])), records, target },
+      writes,
+    )
   }
   await flush(context, plan, writes)
 }
 
 /** The quota's values, by cell key: of some cells, or all of them. */
-async function quotaTargets(tx: Store, companyId: string, quota: Quota, cells?: readonly CalculationCell[]): Promise<Map<string, { value: number; modified_at: string }>> {
+async function quotaTargets(
+  tx: Store,
+  companyId: string,
+  quota: Quota,
+  cells?: readonly CalculationCell[],
+): Promise<Map<string, { value: number; modified_at: string }>> {
   const values = cells ? await tx.quotaValues.findCells(companyId, quota.id, cells) : await allQuotaValues(tx, companyId, quota.id)
   return new Map(values.map((value) => [cellKey(value.user_id, value.period), { value: value.value, modified_at: value.modified_at }]))
 }
 
 async function allQuotaValues(tx: Store, companyId: string, quotaId: string) {
   const values = []
-  for (let afterId: string | undefined; ; ) {
+  for (let afterId: string | undefined; ;) {
     const page = await tx.quotaValues.page(companyId, quotaId, { afterId, limit: RECORD_PAGE })
     values.push(...page)
     if (page.length < RECORD_PAGE) return values
@@ -465,7 +523,13 @@ async function flush(context: Context, plan: Plan, writes: Writes): Promise<void
   summary.statements_deleted += writes.goneStatements.length
 }
 
-function lineOf(companyId: string, plan: Plan, key: string, calculated: CalculatedLine, recordValues: Record<string, unknown>): Omit<CommissionLine, 'id' | 'modified_at'> {
+function lineOf(
+  companyId: string,
+  plan: Plan,
+  key: string,
+  calculated: CalculatedLine,
+  recordValues: Record<string, unknown>,
+): Omit<CommissionLine, 'id' | 'modified_at'> {
   return {
     company_id: companyId,
     environment: plan.environment,
@@ -548,4 +612,3 @@ function push<T>(map: Map<string, T[]>, key: string, item: T): void {
   if (items) items.push(item)
   else map.set(key, [item])
 }
-

@@ -149,7 +149,11 @@ export class CommissionClient {
   }
 
   /** `POST /v1/tables/{data_table_key}/records/bulk`. */
-  async upsertTableRecords(dataTableKey: string, records: Record<string, unknown>[], options: TableUpsertOptions = {}): Promise<ImportReceipt> {
+  async upsertTableRecords(
+    dataTableKey: string,
+    records: Record<string, unknown>[],
+    options: TableUpsertOptions = {},
+  ): Promise<ImportReceipt> {
     return this.#write({
       method: 'POST',
       path: `/v1/tables/${segment(dataTableKey)}/records/bulk`,
@@ -218,7 +222,11 @@ export class CommissionClient {
    * less `clockSkewMs`: a change made while the walk runs is either read now or after the mark.
    * `startId` resumes an interrupted walk after the last row it kept.
    */
-  async changesSince(structure: StructureRef, since: Date | string | null, options: { limit?: number; startId?: string } = {}): Promise<Changes> {
+  async changesSince(
+    structure: StructureRef,
+    since: Date | string | null,
+    options: { limit?: number; startId?: string } = {},
+  ): Promise<Changes> {
     const answer = await this.transport.send<FieldSchema>({ method: 'GET', path: `/v2/data-structures/${segment(structure.id)}/fields` })
     const serverNow = answer.date ?? new Date()
     return {
@@ -229,7 +237,11 @@ export class CommissionClient {
   }
 
   /** The rows of a structure changed after `since` (all rows when null), and the high-water mark to pass next time. */
-  async syncSince(structure: StructureRef, since: Date | string | null, options: { limit?: number } = {}): Promise<{ rows: Row[]; highWaterMark: string }> {
+  async syncSince(
+    structure: StructureRef,
+    since: Date | string | null,
+    options: { limit?: number } = {},
+  ): Promise<{ rows: Row[]; highWaterMark: string }> {
     const changes = await this.changesSince(structure, since, options)
     const rows: Row[] = []
     for await (const page of changes.pages) rows.push(...page.data)
@@ -331,5 +343,3 @@ export function instantParam(name: string, value: Date | string | undefined): st
   }
   return value
 }
-
-

@@ -1,4 +1,12 @@
-import type { ErrorBody, ForbiddenBody, ImportRecord, NotFoundBody, TooManyRequestsBody, UnauthorizedBody, ValidationErrorBody } from './types.ts'
+import type {
+  ErrorBody,
+  ForbiddenBody,
+  ImportRecord,
+  NotFoundBody,
+  TooManyRequestsBody,
+  UnauthorizedBody,
+  ValidationErrorBody,
+} from './types.ts'
 
 /** What every error of a call carries: the request, the answer's status and body, and the request id. */
 export interface ApiErrorDetails<Body = ErrorBody> {
@@ -23,7 +31,9 @@ export class ApiError<Body = ErrorBody> extends Error {
   readonly requestId: string | null
 
   constructor(details: ApiErrorDetails<Body>) {
-    super(`${details.method} ${details.url} answered ${details.status}: ${summarize(details.body)}${details.requestId ? ` (request ${details.requestId})` : ''}`)
+    super(
+      `${details.method} ${details.url} answered ${details.status}: ${summarize(details.body)}${details.requestId ? ` (request ${details.requestId})` : ''}`,
+    )
     this.method = details.method
     this.url = details.url
     this.status = details.status

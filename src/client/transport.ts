@@ -94,14 +94,15 @@ export class Transport {
   async raw<Body = unknown>(apiRequest: ApiRequest): Promise<ApiResponse<Body>> {
     const url = this.urlOf(apiRequest.path, apiRequest.query)
     const readOnly = apiRequest.method === 'GET'
-    for (let rateRetries = 0, failures = 0; ; ) {
+    for (let rateRetries = 0, failures = 0; ;) {
       await this.#waitForSlot()
       let response: ApiResponse<Body>
       try {
         response = await this.#send<Body>(apiRequest, url)
       } catch (error) {
         // A write whose request may have reached the service is not sent again: it could create a second import.
-        if ((!readOnly && !refusedBeforeSending(error)) || failures >= this.#retryAttempts) throw new ConnectionError(apiRequest.method, url.href, error)
+        if ((!readOnly && !refusedBeforeSending(error)) || failures >= this.#retryAttempts)
+          throw new ConnectionError(apiRequest.method, url.href, error)
         await sleep(this.#retryDelayMs * 2 ** failures++)
         continue
       }
@@ -139,7 +140,8 @@ export class Transport {
     let url: URL
     if (/^https?:\/\//i.test(path)) {
       url = new URL(path)
-      if (url.origin !== this.baseUrl.origin) throw new TypeError(`refusing to send the key to ${url.origin}: the base URL is ${this.baseUrl.origin}`)
+      if (url.origin !== this.baseUrl.origin)
+        throw new TypeError(`refusing to send the key to ${url.origin}: the base URL is ${this.baseUrl.origin}`)
     } else {
       url = new URL(path.replace(/^\/+/, ''), this.baseUrl)
     }

@@ -1,6 +1,14 @@
 import type { CommissionClient } from '../client/index.ts'
 import { CheckContext, type CheckResult } from './context.ts'
-import { authenticationChecks, boundChecks, discoveryChecks, fieldChecks, paginationChecks, rowChecks, v1ListChecks } from './read-checks.ts'
+import {
+  authenticationChecks,
+  boundChecks,
+  discoveryChecks,
+  fieldChecks,
+  paginationChecks,
+  rowChecks,
+  v1ListChecks,
+} from './read-checks.ts'
 import { writeChecks } from './write-checks.ts'
 
 /**

@@ -33,7 +33,12 @@ export class CheckContext {
     return this.client.transport.raw({ method: 'GET', path, query, apiKey })
   }
 
-  send(method: 'PUT' | 'POST' | 'DELETE', path: string, body: unknown, query: Record<string, string | number | undefined> = {}): Promise<ApiResponse> {
+  send(
+    method: 'PUT' | 'POST' | 'DELETE',
+    path: string,
+    body: unknown,
+    query: Record<string, string | number | undefined> = {},
+  ): Promise<ApiResponse> {
     return this.client.transport.raw({ method, path, query, body })
   }
 
@@ -44,7 +49,12 @@ export class CheckContext {
   /** Passes when there is no problem (with `evidence`), fails with the problems otherwise. */
   verify(check: string, problems: Problems, evidence: string): void {
     if (problems.length === 0) this.record(check, 'pass', evidence)
-    else this.record(check, 'fail', [...new Set(problems)].slice(0, 3).join('; ') + (problems.length > 3 ? ` (+${problems.length - 3} more)` : ''))
+    else
+      this.record(
+        check,
+        'fail',
+        [...new Set(problems)].slice(0, 3).join('; ') + (problems.length > 3 ? ` (+${problems.length - 3} more)` : ''),
+      )
   }
 
   /** Structures of a type, from discovery. */

@@ -9,10 +9,12 @@ export type Problems = string[]
 const OBJECT_ID = /^[0-9a-fA-F]{24}$/
 const DATE = /^\d{4}-\d{2}-\d{2}$/
 
-export const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value)
+export const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value)
 export const isObjectId = (value: unknown): boolean => typeof value === 'string' && OBJECT_ID.test(value)
 export const isDate = (value: unknown): boolean => typeof value === 'string' && DATE.test(value) && !Number.isNaN(Date.parse(value))
-export const isAmount = (value: unknown): boolean => isObject(value) && typeof value.value === 'number' && typeof value.currency === 'string'
+export const isAmount = (value: unknown): boolean =>
+  isObject(value) && typeof value.value === 'number' && typeof value.currency === 'string'
 export const isUserReference = (value: unknown): boolean =>
   isObject(value) && typeof value.id === 'string' && (value.email === null || typeof value.email === 'string')
 
@@ -41,7 +43,8 @@ export function validationBodyProblems(body: unknown, resource?: string): Proble
 }
 
 export function unauthorizedBodyProblems(body: unknown): Problems {
-  if (!isObject(body) || typeof body.message !== 'string' || body.type !== 'UnauthorizedError') return [`body ${show(body)} is not {message, type: "UnauthorizedError"}`]
+  if (!isObject(body) || typeof body.message !== 'string' || body.type !== 'UnauthorizedError')
+    return [`body ${show(body)} is not {message, type: "UnauthorizedError"}`]
   return []
 }
 
@@ -56,8 +59,11 @@ export function notFoundBodyProblems(body: unknown): Problems {
 export function pageMetaProblems(meta: unknown): Problems {
   if (!isObject(meta)) return [`meta is ${show(meta)}`]
   if (typeof meta.has_more !== 'boolean') return [`meta.has_more is ${show(meta.has_more)}`]
-  if (!meta.has_more) return meta.next_start_id === null && meta.next_url === null ? [] : [`last page's meta is ${show(meta)}, expected nulls`]
-  return isObjectId(meta.next_start_id) && typeof meta.next_url === 'string' ? [] : [`meta is ${show(meta)}: has_more without next_start_id and next_url`]
+  if (!meta.has_more)
+    return meta.next_start_id === null && meta.next_url === null ? [] : [`last page's meta is ${show(meta)}, expected nulls`]
+  return isObjectId(meta.next_start_id) && typeof meta.next_url === 'string'
+    ? []
+    : [`meta is ${show(meta)}: has_more without next_start_id and next_url`]
 }
 
 const FIELD_TYPES = ['string', 'number', 'object', 'date']
@@ -82,7 +88,8 @@ export function fieldProblems(field: unknown): Problems {
   if (typeof field.name !== 'string') problems.push(`${name}: name is ${show(field.name)}`)
   if (!FIELD_TYPES.includes(field.type as string)) problems.push(`${name}: type ${show(field.type)}`)
   if (field.format !== null && typeof field.format !== 'string') problems.push(`${name}: format ${show(field.format)}`)
-  if (typeof field.created_at !== 'string' || Number.isNaN(Date.parse(field.created_at))) problems.push(`${name}: created_at ${show(field.created_at)}`)
+  if (typeof field.created_at !== 'string' || Number.isNaN(Date.parse(field.created_at)))
+    problems.push(`${name}: created_at ${show(field.created_at)}`)
   for (const list of ['currencies', 'enum_values'] as const) {
     if (field[list] !== null && !Array.isArray(field[list])) problems.push(`${name}: ${list} ${show(field[list])}`)
   }
@@ -119,4 +126,5 @@ const PERIOD_FORMATS: Record<string, RegExp> = {
 }
 
 export const periodMatches = (period: unknown, frequency: string | undefined): boolean =>
-  typeof period === 'string' && (frequency ? (PERIOD_FORMATS[frequency]?.test(period) ?? false) : Object.values(PERIOD_FORMATS).some((format) => format.test(period)))
+  typeof period === 'string' &&
+  (frequency ? (PERIOD_FORMATS[frequency]?.test(period) ?? false) : Object.values(PERIOD_FORMATS).some((format) => format.test(period)))

@@ -38,12 +38,18 @@ async function finished(ctx: CheckContext, importId: string): Promise<ImportReco
 }
 
 const describeImport = (record: ImportRecord | null) =>
-  record ? `import ${record.id} ${record.status}, error ${record.error}${record.error ? `: ${JSON.stringify(record.data_tables_details.map((detail) => detail.error))}`.slice(0, 200) : ''}` : 'the import did not finish within 60 s'
+  record
+    ? `import ${record.id} ${record.status}, error ${record.error}${record.error ? `: ${JSON.stringify(record.data_tables_details.map((detail) => detail.error))}`.slice(0, 200) : ''}`
+    : 'the import did not finish within 60 s'
 
 /** Upserts a payload and waits for its import; records the receipt check under `label`. */
 async function upsertUsers(ctx: CheckContext, label: string, users: Row[], query: Record<string, number> = {}) {
   const answer = await ctx.send('PUT', '/v1/users/bulk', { data: users }, query)
-  ctx.verify(`${label}: 200 {import_id, objects_imported}`, answer.status === 200 ? receiptProblems(answer.body, users.length) : [answered(answer)], answered(answer))
+  ctx.verify(
+    `${label}: 200 {import_id, objects_imported}`,
+    answer.status === 200 ? receiptProblems(answer.body, users.length) : [answered(answer)],
+    answered(answer),
+  )
   const importId = (answer.body as { import_id?: string })?.import_id
   return { answer, importId }
 }
@@ -60,9 +66,17 @@ export async function writeChecks(ctx: CheckContext): Promise<void> {
   ])
   if (!created.importId) return
   const createdImport = await finished(ctx, created.importId)
-  ctx.verify('users upsert: the import finishes without error', createdImport?.status === 'finished' && createdImport.error === false ? [] : [describeImport(createdImport)], describeImport(createdImport))
+  ctx.verify(
+    'users upsert: the import finishes without error',
+    createdImport?.status === 'finished' && createdImport.error === false ? [] : [describeImport(createdImport)],
+    describeImport(createdImport),
+  )
   const [listed] = await userByEmail(ctx, manager)
-  ctx.verify('users upsert: the user is listed', listed?.name === 'Conformance Manager' ? [] : [`listed as ${JSON.stringify(listed)?.slice(0, 120)}`], String(listed?.id))
+  ctx.verify(
+    'users upsert: the user is listed',
+    listed?.name === 'Conformance Manager' ? [] : [`listed as ${JSON.stringify(listed)?.slice(0, 120)}`],
+    String(listed?.id),
+  )
 
   // Matched by email case-insensitively; a field left out is unchanged, null empties it.
   const updated = await upsertUsers(ctx, 'users update', [{ email: manager.toUpperCase(), role: null }])
@@ -83,11 +97,15 @@ export async function writeChecks(ctx: CheckContext): Promise<void> {
   ])
   const repeatedImport = repeated.importId ? await finished(ctx, repeated.importId) : null
   const details = repeatedImport?.data_tables_details.flatMap((detail) => detail.error?.parsing_error_details ?? []) ?? []
-  const reported = details.some((detail) => /^email: duplicated \(.+\)$/i.test(detail.details) && detail.details.toLowerCase().includes(member))
+  const reported = details.some(
+    (detail) => /^email: duplicated \(.+\)$/i.test(detail.details) && detail.details.toLowerCase().includes(member),
+  )
   const [memberNow] = await userByEmail(ctx, member)
   ctx.verify(
     'users repeated email: first kept, later one reported "email: duplicated (<email>)"',
-    reported && memberNow?.name === 'First of two' ? [] : [`${describeImport(repeatedImport)}; user name ${JSON.stringify(memberNow?.name)}`],
+    reported && memberNow?.name === 'First of two'
+      ? []
+      : [`${describeImport(repeatedImport)}; user name ${JSON.stringify(memberNow?.name)}`],
     JSON.stringify(details[0]?.details),
   )
 
@@ -102,14 +120,31 @@ export async function writeChecks(ctx: CheckContext): Promise<void> {
   const leaked = await userByEmail(ctx, absent)
   ctx.verify(
     'users all-or-nothing: an invalid arrival_date fails the import (ValidationError), nobody upserted',
-    refusedImport?.error === true && titles.includes('ValidationError') && leaked.length === 0 ? [] : [`${describeImport(refusedImport)}; ${leaked.length} upserted`],
+    refusedImport?.error === true && titles.includes('ValidationError') && leaked.length === 0
+      ? []
+      : [`${describeImport(refusedImport)}; ${leaked.length} upserted`],
     describeImport(refusedImport),
   )
 
-  const tooMany = await ctx.send('PUT', '/v1/users/bulk', { data: Array.from({ length: 201 }, (_, index) => ({ email: `conformance-${stamp}-${index}@example.com` })) })
-  ctx.verify('users upsert: 201 users is 400 naming data', [...expectThat('status', tooMany.status, (status) => status === 400, '400'), ...validationBodyProblems(tooMany.body, 'data')], answered(tooMany))
-  const malformed = await ctx.client.transport.raw({ method: 'PUT', path: '/v1/users/bulk', body: '{"data": [', headers: { 'content-type': 'application/json' } })
-  ctx.verify('users upsert: a malformed body is 400', [...expectThat('status', malformed.status, (status) => status === 400, '400'), ...validationBodyProblems(malformed.body)], answered(malformed))
+  const tooMany = await ctx.send('PUT', '/v1/users/bulk', {
+    data: Array.from({ length: 201 }, (_, index) => ({ email: `conformance-${stamp}-${index}@example.com` })),
+  })
+  ctx.verify(
+    'users upsert: 201 users is 400 naming data',
+    [...expectThat('status', tooMany.status, (status) => status === 400, '400'), ...validationBodyProblems(tooMany.body, 'data')],
+    answered(tooMany),
+  )
+  const malformed = await ctx.client.transport.raw({
+    method: 'PUT',
+    path: '/v1/users/bulk',
+    body: '{"data": [',
+    headers: { 'content-type': 'application/json' },
+  })
+  ctx.verify(
+    'users upsert: a malformed body is 400',
+    [...expectThat('status', malformed.status, (status) => status === 400, '400'), ...validationBodyProblems(malformed.body)],
+    answered(malformed),
+  )
 
   await debounceChecks(ctx, manager, member)
   await archiveChecks(ctx, manager, member)
@@ -123,12 +158,20 @@ async function debounceChecks(ctx: CheckContext, manager: string, member: string
   const first = await ctx.send('PUT', '/v1/users/bulk', { data: [{ email: member, name: 'Conformance Member' }] }, { debounce: 2 })
   const second = await ctx.send('PUT', '/v1/users/bulk', { data: [{ email: manager, name: 'Conformance Manager' }] }, { debounce: 2 })
   const managers = await ctx.send('PUT', '/v1/users/managers/bulk', { data: [{ user: member, manager, start_date: currentMonth() }] })
-  const groups = await ctx.send('PUT', '/v1/users/groups/bulk', { data: [{ user: member, group_dimension: 'conformance', group: 'Conformance', start_date: currentMonth() }] })
-  ctx.verify('debounce: calls to the same endpoint in the window share an import', importIdOf(first) && importIdOf(first) === importIdOf(second) ? [] : [`${importIdOf(first)} then ${importIdOf(second)}`], String(importIdOf(first)))
+  const groups = await ctx.send('PUT', '/v1/users/groups/bulk', {
+    data: [{ user: member, group_dimension: 'conformance', group: 'Conformance', start_date: currentMonth() }],
+  })
+  ctx.verify(
+    'debounce: calls to the same endpoint in the window share an import',
+    importIdOf(first) && importIdOf(first) === importIdOf(second) ? [] : [`${importIdOf(first)} then ${importIdOf(second)}`],
+    String(importIdOf(first)),
+  )
   const ids = [importIdOf(first), importIdOf(managers), importIdOf(groups)]
   ctx.verify(
     'attributions: users, managers and groups each get their own import',
-    managers.status === 200 && groups.status === 200 && new Set(ids).size === 3 ? [] : [`managers ${answered(managers)}, groups ${answered(groups)}, imports ${ids.join(', ')}`],
+    managers.status === 200 && groups.status === 200 && new Set(ids).size === 3
+      ? []
+      : [`managers ${answered(managers)}, groups ${answered(groups)}, imports ${ids.join(', ')}`],
     ids.join(', '),
   )
   for (const importId of ids) if (importId) await finished(ctx, importId)
@@ -140,7 +183,10 @@ function currentMonth(): string {
 
 /** An archive refusal: its status is not shown, so any 4xx, with the list body and an error of `family` naming `resource`. */
 function refusal(answer: { status: number; body: unknown }, family: string, resource: string): Problems {
-  const problems = [...expectThat('status', answer.status, (status) => (status as number) >= 400 && (status as number) < 500, 'a 4xx'), ...validationBodyProblems(answer.body, resource)]
+  const problems = [
+    ...expectThat('status', answer.status, (status) => (status as number) >= 400 && (status as number) < 500, 'a 4xx'),
+    ...validationBodyProblems(answer.body, resource),
+  ]
   const errors = (answer.body as { errors?: Array<{ error?: string }> })?.errors ?? []
   if (!errors.some((item) => item.error === family)) problems.push(`no error of family ${family}: ${JSON.stringify(errors).slice(0, 120)}`)
   return problems
@@ -150,22 +196,43 @@ function refusal(answer: { status: number; body: unknown }, family: string, reso
 async function archiveChecks(ctx: CheckContext, manager: string, member: string): Promise<void> {
   const archive = (data: unknown[]) => ctx.send('DELETE', '/v1/users/archive/bulk', { data })
   const unknownUser = await archive([{ user: `conformance-nobody-${Date.now()}@example.com` }])
-  ctx.verify('archive: an unknown user is NotFoundError (resource user)', refusal(unknownUser, 'NotFoundError', 'user'), answered(unknownUser))
+  ctx.verify(
+    'archive: an unknown user is NotFoundError (resource user)',
+    refusal(unknownUser, 'NotFoundError', 'user'),
+    answered(unknownUser),
+  )
   ctx.record('archive: status of a refusal', 'info', `${unknownUser.status} for an unknown user (the specification does not show it)`)
   const badDate = await archive([{ user: member, end_date: '2026-13' }])
-  ctx.verify('archive: a wrong end_date is ValidationError (resource end_date)', refusal(badDate, 'ValidationError', 'end_date'), answered(badDate))
+  ctx.verify(
+    'archive: a wrong end_date is ValidationError (resource end_date)',
+    refusal(badDate, 'ValidationError', 'end_date'),
+    answered(badDate),
+  )
   const tooMany = await archive(Array.from({ length: 51 }, (_, index) => ({ user: `conformance-${index}@example.com` })))
-  ctx.verify('archive: 51 users is refused', [...expectThat('status', tooMany.status, (status) => (status as number) >= 400 && (status as number) < 500, 'a 4xx'), ...validationBodyProblems(tooMany.body)], answered(tooMany))
+  ctx.verify(
+    'archive: 51 users is refused',
+    [
+      ...expectThat('status', tooMany.status, (status) => (status as number) >= 400 && (status as number) < 500, 'a 4xx'),
+      ...validationBodyProblems(tooMany.body),
+    ],
+    answered(tooMany),
+  )
 
   const mixed = await archive([{ user: member }, { user: `conformance-nobody-${Date.now()}@example.com` }])
   const [memberAfter] = await userByEmail(ctx, member)
-  ctx.verify('archive: all or nothing', mixed.status >= 400 && memberAfter?.status !== 'archived' ? [] : [`${answered(mixed)}; member is ${String(memberAfter?.status)}`], `${answered(mixed)}, nobody archived`)
+  ctx.verify(
+    'archive: all or nothing',
+    mixed.status >= 400 && memberAfter?.status !== 'archived' ? [] : [`${answered(mixed)}; member is ${String(memberAfter?.status)}`],
+    `${answered(mixed)}, nobody archived`,
+  )
 
   const conflict = await archive([{ user: manager }])
   const [managerAfter] = await userByEmail(ctx, manager)
   ctx.verify(
     'archive: a user who manages someone in the archive period is refused',
-    conflict.status >= 400 && conflict.status < 500 && managerAfter?.status !== 'archived' ? [] : [`${answered(conflict)}; manager is ${String(managerAfter?.status)}`],
+    conflict.status >= 400 && conflict.status < 500 && managerAfter?.status !== 'archived'
+      ? []
+      : [`${answered(conflict)}; manager is ${String(managerAfter?.status)}`],
     answered(conflict),
   )
 
@@ -173,13 +240,19 @@ async function archiveChecks(ctx: CheckContext, manager: string, member: string)
   const [memberArchived] = await userByEmail(ctx, member)
   ctx.verify(
     'archive: 200 {message}, the user is archived',
-    archived.status === 200 && typeof (archived.body as { message?: unknown })?.message === 'string' && memberArchived?.status === 'archived'
+    archived.status === 200 &&
+      typeof (archived.body as { message?: unknown })?.message === 'string' &&
+      memberArchived?.status === 'archived'
       ? []
       : [`${answered(archived)} ${JSON.stringify(archived.body).slice(0, 80)}; status ${String(memberArchived?.status)}`],
     answered(archived),
   )
   const last = await archive([{ user: manager }])
-  ctx.verify('archive: the manager, once nobody active reports to them', last.status === 200 ? [] : [`${answered(last)} ${JSON.stringify(last.body).slice(0, 120)}`], answered(last))
+  ctx.verify(
+    'archive: the manager, once nobody active reports to them',
+    last.status === 200 ? [] : [`${answered(last)} ${JSON.stringify(last.body).slice(0, 120)}`],
+    answered(last),
+  )
 }
 
 /** With `--table`: one record read and upserted again as it is, an import that changes nothing. */
@@ -197,7 +270,11 @@ async function recordChecks(ctx: CheckContext): Promise<void> {
     return
   }
   const answer = await ctx.send('POST', `${path}/bulk`, [record])
-  ctx.verify('table records upsert: 200 {import_id, objects_imported}', answer.status === 200 ? receiptProblems(answer.body, 1) : [answered(answer)], answered(answer))
+  ctx.verify(
+    'table records upsert: 200 {import_id, objects_imported}',
+    answer.status === 200 ? receiptProblems(answer.body, 1) : [answered(answer)],
+    answered(answer),
+  )
   const importId = (answer.body as { import_id?: string })?.import_id
   const outcome = importId ? await finished(ctx, importId) : null
   const after = ((await ctx.get(path, { limit: 1 })).body as { data?: Row[] })?.data?.[0]

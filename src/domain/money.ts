@@ -18,7 +18,12 @@ export function sumCents(values: readonly number[]): number {
 
 /** A stored amount: a number with its currency. */
 export function isMoney(value: unknown): value is Money {
-  return typeof value === 'object' && value !== null && typeof (value as Money).value === 'number' && typeof (value as Money).currency === 'string'
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as Money).value === 'number' &&
+    typeof (value as Money).currency === 'string'
+  )
 }
 
 /**
@@ -50,5 +55,13 @@ export function amountKeyOf(key: string): string | null {
 
 /** A value in v1's flat form: an amount as its number and its currency; anything else as it is, with a null currency. */
 export function flatAmount(key: string, value: unknown): [string, unknown][] {
-  return isMoney(value) ? [[key, value.value], [currencyKey(key), value.currency]] : [[key, value ?? null], [currencyKey(key), null]]
+  return isMoney(value)
+    ? [
+        [key, value.value],
+        [currencyKey(key), value.currency],
+      ]
+    : [
+        [key, value ?? null],
+        [currencyKey(key), null],
+      ]
 }

@@ -75,7 +75,8 @@ function readPlacement(
     if (manager && user && manager.id === user.id) problems.push('manager: a user cannot be their own manager')
     value = manager?.id ?? null
   } else {
-    if (typeof item.group_dimension !== 'string' || item.group_dimension === '') problems.push('group_dimension: expected a non-empty string')
+    if (typeof item.group_dimension !== 'string' || item.group_dimension === '')
+      problems.push('group_dimension: expected a non-empty string')
     if (typeof item.group !== 'string' || item.group === '') problems.push('group: expected a non-empty string')
     // Only read as text when they are text: String() of an object whose toString is not a function throws.
     dimension = typeof item.group_dimension === 'string' ? item.group_dimension : ''
@@ -88,7 +89,10 @@ function readPlacement(
   else if (end !== null && isMonthString(start) && end < start) problems.push('end_date: before start_date')
   for (const key of Object.keys(item)) if (!FIELDS[kind].includes(key)) problems.push(`${key}: unknown field`)
   if (problems.length > 0 || !user) return { problems }
-  return { placement: { line, userId: user.id, dimension, value, start_month: start as string | null, end_month: end as string | null }, problems: [] }
+  return {
+    placement: { line, userId: user.id, dimension, value, start_month: start as string | null, end_month: end as string | null },
+    problems: [],
+  }
 }
 
 function lookUp(email: unknown, field: string, users: Map<string, User>, problems: string[]): User | null {
@@ -131,5 +135,13 @@ function managerOf(company: Company, placement: Placement, managerId: string): M
 
 function groupOf(company: Company, placement: Placement, group: string): GroupAttribution {
   const { start_month, end_month } = placement
-  return { id: newId(), company_id: company.id, user_id: placement.userId, group_dimension: placement.dimension, group, start_month, end_month }
+  return {
+    id: newId(),
+    company_id: company.id,
+    user_id: placement.userId,
+    group_dimension: placement.dimension,
+    group,
+    start_month,
+    end_month,
+  }
 }

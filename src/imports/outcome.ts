@@ -74,7 +74,9 @@ export function partial(noun: string, total: number, skipped: readonly ImportIte
 export function boundedDetails(details: readonly ImportDetail[]): ImportDetail[] {
   let total = jsonBytes(details)
   if (total <= DETAILS_BYTES) return [...details]
-  const bounded = details.map((detail) => (detail.error ? { ...detail, error: { ...detail.error, parsing_error_details: [...detail.error.parsing_error_details] } } : detail))
+  const bounded = details.map((detail) =>
+    detail.error ? { ...detail, error: { ...detail.error, parsing_error_details: [...detail.error.parsing_error_details] } } : detail,
+  )
   const errors = bounded.flatMap((detail) => (detail.error ? [detail.error] : []))
   for (const error of errors) {
     if (total <= DETAILS_BYTES) break

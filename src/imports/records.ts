@@ -46,14 +46,25 @@ const PARSE_SLICE = 500
  * which then holds the store's write lock for less time; and it yields to the event loop every few hundred
  * records, so that a server running the worker keeps answering.
  */
-export async function prepareRecordCalls(store: Store, claimed: DataImport, payloads: readonly ImportPayload[]): Promise<PreparedRecordCall[]> {
+export async function prepareRecordCalls(
+  store: Store,
+  claimed: DataImport,
+  payloads: readonly ImportPayload[],
+): Promise<PreparedRecordCall[]> {
   const tables = new Map<string, DataTable | null>()
   const calls: PreparedRecordCall[] = []
   for (const payload of payloads) {
     const tableId = tableIdOf(claimed, payload)
     if (!tables.has(tableId)) tables.set(tableId, await store.dataTables.get(claimed.company_id, tableId))
     const table = tables.get(tableId) ?? null
-    const call: PreparedRecordCall = { payload, tableId, tableGone: table === null, changes: new Map(), skipped: [], ignoredKeys: new Set() }
+    const call: PreparedRecordCall = {
+      payload,
+      tableId,
+      tableGone: table === null,
+      changes: new Map(),
+      skipped: [],
+      ignoredKeys: new Set(),
+    }
     calls.push(call)
     if (!table) continue
     for (let index = 0; index < payload.items.length; index++) {
@@ -72,7 +83,8 @@ function readRecord(table: DataTable, { changes, skipped, ignoredKeys }: Prepare
   if (!isObject(item)) return void skipped.push({ line_number, row: item, details: 'expected a record object' })
   const parsed = parseRecord(table, item)
   for (const key of parsed.unknownKeys) if (ignoredKeys.size < KEPT_IGNORED_KEYS) ignoredKeys.add(key)
-  if (parsed.problems.length > 0 || parsed.externalId === null) return void skipped.push({ line_number, row: item, details: parsed.problems.join('; ') })
+  if (parsed.problems.length > 0 || parsed.externalId === null)
+    return void skipped.push({ line_number, row: item, details: parsed.problems.join('; ') })
   const previous = changes.get(parsed.externalId)
   if (parsed.deleted) changes.set(parsed.externalId, { values: {}, deleted: true, replaced: false })
   else if (previous && !previous.deleted) previous.values = { ...previous.values, ...parsed.values }
@@ -118,7 +130,9 @@ export async function applyRecordCalls(
   const outcomes = new Map<PreparedRecordCall, PayloadOutcome>()
   for (const [tableId, tableCalls] of Map.groupBy(calls, (call) => call.tableId)) {
     const table = tableCalls.some((call) => call.tableGone) ? null : await tx.dataTables.get(company.id, tableId)
-    const tableOutcomes = table ? await applyTableCalls(tx, table, tableCalls, remembered.get(tableId) ?? new Map(), now, changes) : tableCalls.map(tableGone)
+    const tableOutcomes = table
+      ? await applyTableCalls(tx, table, tableCalls, remembered.get(tableId) ?? new Map(), now, changes)
+      : tableCalls.map(tableGone)
     tableCalls.forEach((call, index) => outcomes.set(call, tableOutcomes[index]))
   }
   return calls.map((call) => outcomes.get(call)!)
@@ -128,11 +142,19 @@ export async function applyRecordCalls(
  * Empties the tables of a resync, and answers, for those that keep overrides, the manual overrides of the
  * deleted records by external id.
  */
-async function emptyTables(tx: Store, company: Company, resync: Resync, changes: CalculationChangeLog): Promise<Map<string, Map<string, Record<string, unknown>>>> {
+async function emptyTables(
+  tx: Store,
+  company: Company,
+  resync: Resync,
+  changes: CalculationChangeLog,
+): Promise<Map<string, Map<string, Record<string, unknown>>>> {
   const remembered = new Map<string, Map<string, Record<string, unknown>>>()
   for (const [tableId, { keepsOverrides }] of resync) {
     if (keepsOverrides) {
-      remembered.set(tableId, new Map((await tx.records.listOverridden(company.id, tableId)).map((record) => [record.external_id, record.overrides])))
+      remembered.set(
+        tableId,
+        new Map((await tx.records.listOverridden(company.id, tableId)).map((record) => [record.external_id, record.overrides])),
+      )
     }
     await tx.records.deleteAll(company.id, tableId)
     changes.tableRewritten(tableId)
@@ -182,7 +204,12 @@ async function applyRecordCall(
   if (changes.size === 0 && skipped.length > 0) return refused('record', skipped)
   const stored = await tx.records.findByExternalIds(table.company_id, table.id, [...changes.keys()])
   const gone = [...changes].filter(([externalId, change]) => stored.has(externalId) && (change.deleted || change.replaced))
-  if (gone.length > 0) await tx.records.deleteByExternalIds(table.company_id, table.id, gone.map(([externalId]) => externalId))
+  if (gone.length > 0)
+    await tx.records.deleteByExternalIds(
+      table.company_id,
+      table.id,
+      gone.map(([externalId]) => externalId),
+    )
   for (const [externalId] of gone) log.recordChanged(table.id, stored.get(externalId)?.id ?? '', null)
 
   const upserts: DataTableRecord[] = []

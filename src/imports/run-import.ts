@@ -11,7 +11,8 @@ import { applyUsers } from './users.ts'
  * How a run of a claimed import ended: finished (with what its recalculation did), lost to another worker, or
  * handed back to `scheduled` because its worker stops.
  */
-export type RunResult = { kind: 'finished'; import: DataImport; calculation: RecalculationSummary } | { kind: 'lost' } | { kind: 'handed back' }
+export type RunResult =
+  { kind: 'finished'; import: DataImport; calculation: RecalculationSummary } | { kind: 'lost' } | { kind: 'handed back' }
 
 /** The claim was taken over by another worker (our lease expired): this run must leave no trace. */
 class LostClaim extends Error {}
@@ -39,7 +40,13 @@ interface Step {
  * (`imports.release`), so that another worker takes it at once and goes on after the last step committed. A
  * transaction already under way is let finish.
  */
-export async function runClaimedImport(store: Store, clock: Clock, claimed: DataImport, owner: string, stopping?: AbortSignal): Promise<RunResult> {
+export async function runClaimedImport(
+  store: Store,
+  clock: Clock,
+  claimed: DataImport,
+  owner: string,
+  stopping?: AbortSignal,
+): Promise<RunResult> {
   // The payloads of a claimed import no longer change (only a scheduled import is joined): they are read, and
   // records parsed, before the transactions, which then hold the store's write lock only to write.
   const payloads = await store.imports.payloads(claimed.company_id, claimed.id)
@@ -68,12 +75,22 @@ export async function runClaimedImport(store: Store, clock: Clock, claimed: Data
           const stepPayloads = payloads.slice(step.start, step.end)
           const stepCalls = recordCalls.slice(step.start, step.end)
           const changes = new CalculationChangeLog()
-          const outcomes = await applyPayloads(tx, company, claimed, stepPayloads, stepCalls, now, changes, step.start === 0 ? resync : NO_RESYNC)
+          const outcomes = await applyPayloads(
+            tx,
+            company,
+            claimed,
+            stepPayloads,
+            stepCalls,
+            now,
+            changes,
+            step.start === 0 ? resync : NO_RESYNC,
+          )
           // Plans' results commit with the payloads they come from, or not at all.
           const stepCalculation = await recalculate(tx, company.id, changes, { now })
           const applied = boundedDetails([...details, ...detailsOf(claimed, stepPayloads, outcomes, stepCalls)])
           if (!last) {
-            if (!(await tx.imports.advance(company.id, claimed.id, owner, { payloads_applied: step.end, details: applied }))) throw new LostClaim()
+            if (!(await tx.imports.advance(company.id, claimed.id, owner, { payloads_applied: step.end, details: applied })))
+              throw new LostClaim()
             return { applied, stepCalculation, finished: null }
           }
           const outcome = { finished_at: now, error: applied.some((detail) => detail.error !== null), details: applied }
@@ -91,7 +108,8 @@ export async function runClaimedImport(store: Store, clock: Clock, claimed: Data
     throw new Error('an import run ended without its last step')
   } catch (error) {
     if (error instanceof LostClaim) return { kind: 'lost' }
-    if (error instanceof Stopping) return (await store.imports.release(claimed.company_id, claimed.id, owner)) ? { kind: 'handed back' } : { kind: 'lost' }
+    if (error instanceof Stopping)
+      return (await store.imports.release(claimed.company_id, claimed.id, owner)) ? { kind: 'handed back' } : { kind: 'lost' }
     throw error
   }
 }
@@ -141,7 +159,13 @@ function addedCalculation(total: RecalculationSummary, step: RecalculationSummar
  * that starts again before its first step committed empties what is left (no other import of the company
  * runs meanwhile, so the table holds nothing new); once a step committed, the table is not emptied again.
  */
-async function emptyLargeTable(store: Store, claimed: DataImport, owner: string, tableId: string, stopping: AbortSignal | undefined): Promise<void> {
+async function emptyLargeTable(
+  store: Store,
+  claimed: DataImport,
+  owner: string,
+  tableId: string,
+  stopping: AbortSignal | undefined,
+): Promise<void> {
   const batch = store.itemsPerTransaction
   if ((await store.records.count(claimed.company_id, tableId)) <= batch) return
   for (;;) {
@@ -151,7 +175,8 @@ async function emptyLargeTable(store: Store, claimed: DataImport, owner: string,
         if (!(await tx.imports.hold(claimed.company_id, claimed.id, owner))) throw new LostClaim()
         const count = await tx.records.deleteUnoverridden(claimed.company_id, tableId, batch)
         // Still nothing applied: this only ends the hold, in the same transaction.
-        if (!(await tx.imports.advance(claimed.company_id, claimed.id, owner, { payloads_applied: 0, details: claimed.details }))) throw new LostClaim()
+        if (!(await tx.imports.advance(claimed.company_id, claimed.id, owner, { payloads_applied: 0, details: claimed.details })))
+          throw new LostClaim()
         return count
       },
       { company: claimed.company_id },
@@ -165,13 +190,28 @@ async function emptyLargeTable(store: Store, claimed: DataImport, owner: string,
  * forever: every call not applied yet is reported refused (the failed transaction rolled back), and the calls
  * an earlier step of the run applied keep their outcome.
  */
-export async function failClaimedImport(store: Store, clock: Clock, claimed: DataImport, owner: string, reference: string): Promise<boolean> {
+export async function failClaimedImport(
+  store: Store,
+  clock: Clock,
+  claimed: DataImport,
+  owner: string,
+  reference: string,
+): Promise<boolean> {
   const payloads = await store.imports.payloads(claimed.company_id, claimed.id)
   const current = await store.imports.get(claimed.company_id, claimed.id)
   const done = current?.payloads_applied ?? 0
-  const failed = refusedWhole(`The import could not be applied because of an internal error (reference ${reference}); nothing of it was imported`)
+  const failed = refusedWhole(
+    `The import could not be applied because of an internal error (reference ${reference}); nothing of it was imported`,
+  )
   const refused = payloads.slice(done)
-  const details = boundedDetails([...(current?.details.slice(0, done) ?? []), ...detailsOf(claimed, refused, refused.map(() => failed))])
+  const details = boundedDetails([
+    ...(current?.details.slice(0, done) ?? []),
+    ...detailsOf(
+      claimed,
+      refused,
+      refused.map(() => failed),
+    ),
+  ])
   return store.imports.finish(claimed.company_id, claimed.id, owner, { finished_at: clock.now().toISOString(), error: true, details })
 }
 

@@ -13,7 +13,8 @@ const text: Check = (value) => (typeof value === 'string' ? null : 'expected a s
 const currency: Check = (value) => (isCurrencyCode(value) ? null : `expected a currency code such as EUR, got ${JSON.stringify(value)}`)
 const date: Check = (value) => (isDateString(value) ? null : `expected a date YYYY-MM-DD, got ${JSON.stringify(value)}`)
 const boolean: Check = (value) => (typeof value === 'boolean' ? null : `expected true or false, got ${JSON.stringify(value)}`)
-const number: Check = (value) => (typeof value === 'number' && Number.isFinite(value) ? null : `expected a number, got ${JSON.stringify(value)}`)
+const number: Check = (value) =>
+  typeof value === 'number' && Number.isFinite(value) ? null : `expected a number, got ${JSON.stringify(value)}`
 
 /** The standard fields of a user payload besides `email`, and the format of each. */
 const STANDARD_FIELDS: Record<string, Check> = {
@@ -34,7 +35,13 @@ const ATTRIBUTE_CHECKS: Record<UserAttributeType, Check> = { string: text, numbe
  * (nothing written). A repeated email, and an archived user (read-only through the interface), are skipped
  * alone and reported; the other users are created or updated.
  */
-export async function applyUsers(tx: Store, company: Company, items: readonly unknown[], now: string, changes: CalculationChangeLog): Promise<PayloadOutcome> {
+export async function applyUsers(
+  tx: Store,
+  company: Company,
+  items: readonly unknown[],
+  now: string,
+  changes: CalculationChangeLog,
+): Promise<PayloadOutcome> {
   const attributeTypes = new Map((await tx.userAttributes.list(company.id)).map((definition) => [definition.api_key, definition.type]))
   const invalid: ImportItemIssue[] = []
   const skipped: ImportItemIssue[] = []
@@ -55,7 +62,10 @@ export async function applyUsers(tx: Store, company: Company, items: readonly un
   })
   if (invalid.length > 0) return refused('user', invalid)
 
-  const stored = await tx.users.findByEmails(company.id, accepted.map((entry) => entry.email))
+  const stored = await tx.users.findByEmails(
+    company.id,
+    accepted.map((entry) => entry.email),
+  )
   const changed: User[] = []
   for (const { issue, item, email } of accepted) {
     const existing = stored.get(email.toLowerCase()) ?? null
@@ -75,7 +85,11 @@ export async function applyUsers(tx: Store, company: Company, items: readonly un
     const before = stored.get(user.email.toLowerCase())
     if (!before || before.currency !== user.currency) changes.userChanged(user.id)
   }
-  return partial('user', items.length, skipped.toSorted((a, b) => a.line_number - b.line_number))
+  return partial(
+    'user',
+    items.length,
+    skipped.toSorted((a, b) => a.line_number - b.line_number),
+  )
 }
 
 /** What is wrong with one item on its own, field by field. */

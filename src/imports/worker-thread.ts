@@ -21,7 +21,9 @@ const send = (message: FromWorkerThread) => port.postMessage(message)
 
 /** Log details as plain data: an Error becomes what pino's serializer makes of it, so that it can be posted. */
 function postable(details: object): object {
-  return Object.fromEntries(Object.entries(details).map(([key, value]) => [key, value instanceof Error ? pino.stdSerializers.err(value) : value]))
+  return Object.fromEntries(
+    Object.entries(details).map(([key, value]) => [key, value instanceof Error ? pino.stdSerializers.err(value) : value]),
+  )
 }
 
 const logger: WorkerLogger = {

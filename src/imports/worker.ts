@@ -137,7 +137,11 @@ export class ImportWorker extends EventEmitter<ImportWorkerEvents> {
         const calculation = { cells, statements_written, lines_written, problems: problems.length }
         this.#logger.info({ ...log, error: result.import.error, calculation }, 'import finished')
         // A record or cell the plans could not calculate is not an error of the import: said once, listed on demand.
-        if (problems.length > 0) this.#logger.warn({ ...log, problems: problems.length }, 'plans could not calculate some records: see GET /admin/companies/{id}/calculation-problems')
+        if (problems.length > 0)
+          this.#logger.warn(
+            { ...log, problems: problems.length },
+            'plans could not calculate some records: see GET /admin/companies/{id}/calculation-problems',
+          )
         this.emit('finished', result.import)
       }
     } catch (error) {

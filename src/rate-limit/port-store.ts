@@ -27,7 +27,8 @@ export function portRateLimitStore(store: Store, clock: Clock) {
         return
       }
       store.rateLimits.peek(key, now).then(
-        (window) => counted(null, window ? { current: window.hits, ttl: Date.parse(window.resetsAt) - now.getTime() } : { current: 0, ttl: 0 }),
+        (window) =>
+          counted(null, window ? { current: window.hits, ttl: Date.parse(window.resetsAt) - now.getTime() } : { current: 0, ttl: 0 }),
         (error: unknown) => counted(error instanceof Error ? error : new Error(String(error))),
       )
     }

@@ -24,7 +24,12 @@ export function structureRowCount(store: Store, structure: ReportingStructure): 
 }
 
 /** The live reporting structure with this id (in any letter case), of the given type when one is named; null otherwise. */
-export async function findLiveStructure(store: Store, companyId: string, id: string, type?: StructureType): Promise<ReportingStructure | null> {
+export async function findLiveStructure(
+  store: Store,
+  companyId: string,
+  id: string,
+  type?: StructureType,
+): Promise<ReportingStructure | null> {
   const key = storedId(id)
   if (!key) return null
   const structure = await store.structures.get(companyId, key)

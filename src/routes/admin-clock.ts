@@ -5,14 +5,22 @@ import type { WorkerProbe } from './health.ts'
 import { UnauthorizedBodySchema, ValidationErrorBodySchema } from './schemas.ts'
 
 const ClockStateSchema = Type.Object({
-  mode: Type.Enum(['controlled', 'system'], { description: '`controlled` (CLOCK=controlled): moved by POST /admin/clock; `system`: the system clock' }),
+  mode: Type.Enum(['controlled', 'system'], {
+    description: '`controlled` (CLOCK=controlled): moved by POST /admin/clock; `system`: the system clock',
+  }),
   now: Type.String({ description: "The service's time now, ISO 8601 in UTC" }),
 })
 
 const ClockMoveSchema = Type.Union(
   [
-    Type.Object({ advance_ms: Type.Integer({ minimum: 0, description: 'Milliseconds to move the clock ahead' }) }, { additionalProperties: false }),
-    Type.Object({ set: Type.String({ description: 'The instant to move the clock to (ISO 8601; without an offset, UTC): not before its time now' }) }, { additionalProperties: false }),
+    Type.Object(
+      { advance_ms: Type.Integer({ minimum: 0, description: 'Milliseconds to move the clock ahead' }) },
+      { additionalProperties: false },
+    ),
+    Type.Object(
+      { set: Type.String({ description: 'The instant to move the clock to (ISO 8601; without an offset, UTC): not before its time now' }) },
+      { additionalProperties: false },
+    ),
   ],
   { description: '{"advance_ms": N} or {"set": "<ISO instant>"}' },
 )

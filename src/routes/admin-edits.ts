@@ -24,7 +24,6 @@ const edit = <T extends Parameters<typeof Type.Object>[0]>(properties: T) => Typ
 const ApiName = Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$' })
 
 export const adminEditRoutes: FastifyPluginAsyncTypebox = async (app) => {
-
   app.patch(
     '/companies/:id/quotas/:quota_id',
     {

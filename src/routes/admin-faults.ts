@@ -16,12 +16,20 @@ const FaultDefinitionSchema = Type.Object(
     path: Type.String({ description: 'A path of the v1 or v2 interface; `*` stands for one segment: /v2/reporting/*/statements' }),
     status: Type.Optional(Status),
     delay_ms: Type.Optional(Type.Integer({ minimum: 0, maximum: 600_000, description: 'Wait this long first (real milliseconds)' })),
-    delay_max_ms: Type.Optional(Type.Integer({ minimum: 0, maximum: 600_000, description: 'Wait a time drawn uniformly from delay_ms to this' })),
+    delay_max_ms: Type.Optional(
+      Type.Integer({ minimum: 0, maximum: 600_000, description: 'Wait a time drawn uniformly from delay_ms to this' }),
+    ),
     drop: Type.Optional(Type.Boolean({ description: 'Close the connection without answering' })),
     times: Type.Optional(Type.Integer({ minimum: 1, description: 'Fire on the next N matching requests only' })),
-    probability: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: 1, description: 'Fire on this share of the matching requests, drawn from `seed`' })),
-    seed: Type.Optional(Type.Integer({ minimum: 0, maximum: 4_294_967_295, description: 'The seed of the draws (random when absent, and shown)' })),
-    retry_after: Type.Optional(Type.Integer({ minimum: 0, maximum: 3600, description: 'With status 429: the Retry-After, in seconds (default 1)' })),
+    probability: Type.Optional(
+      Type.Number({ exclusiveMinimum: 0, maximum: 1, description: 'Fire on this share of the matching requests, drawn from `seed`' }),
+    ),
+    seed: Type.Optional(
+      Type.Integer({ minimum: 0, maximum: 4_294_967_295, description: 'The seed of the draws (random when absent, and shown)' }),
+    ),
+    retry_after: Type.Optional(
+      Type.Integer({ minimum: 0, maximum: 3600, description: 'With status 429: the Retry-After, in seconds (default 1)' }),
+    ),
   },
   { additionalProperties: false },
 )
@@ -86,7 +94,13 @@ export const adminFaultRoutes: FastifyPluginAsyncTypebox<{ kit: TestKit }> = asy
   app.delete(
     '/companies/:id/faults',
     {
-      schema: { summary: "Clear the company's faults", operationId: 'adminClearFaults', description: 'Every fault of the company goes.', params: CompanyParams, response: { 204: Type.Null(), ...AdminErrors } },
+      schema: {
+        summary: "Clear the company's faults",
+        operationId: 'adminClearFaults',
+        description: 'Every fault of the company goes.',
+        params: CompanyParams,
+        response: { 204: Type.Null(), ...AdminErrors },
+      },
     },
     async (request, reply) => {
       kit.faults.clear(await company(request.params.id))
@@ -97,7 +111,13 @@ export const adminFaultRoutes: FastifyPluginAsyncTypebox<{ kit: TestKit }> = asy
   app.delete(
     '/companies/:id/faults/:fault_id',
     {
-      schema: { summary: 'Clear one fault', operationId: 'adminDeleteFault', description: 'An unknown fault id is a 404.', params: FaultParams, response: { 204: Type.Null(), ...AdminErrors } },
+      schema: {
+        summary: 'Clear one fault',
+        operationId: 'adminDeleteFault',
+        description: 'An unknown fault id is a 404.',
+        params: FaultParams,
+        response: { 204: Type.Null(), ...AdminErrors },
+      },
     },
     async (request, reply) => {
       if (!kit.faults.remove(await company(request.params.id), request.params.fault_id)) throw new NotFoundError('fault')

@@ -1,6 +1,13 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
-import { DEFAULT_DRAIN_TIMEOUT_MS, drainImports, IMPORT_STATUSES, listImports, MAX_DRAIN_TIMEOUT_MS, MAX_LISTED_IMPORTS } from '../admin/imports.ts'
+import {
+  DEFAULT_DRAIN_TIMEOUT_MS,
+  drainImports,
+  IMPORT_STATUSES,
+  listImports,
+  MAX_DRAIN_TIMEOUT_MS,
+  MAX_LISTED_IMPORTS,
+} from '../admin/imports.ts'
 import { composeImportWorker } from '../imports/compose-worker.ts'
 import { ImportViewSchema } from './v1/import-schemas.ts'
 import { NotFoundBodySchema, ObjectIdSchema, UnauthorizedBodySchema, ValidationErrorBodySchema } from './schemas.ts'
@@ -30,7 +37,9 @@ export const adminImportRoutes: FastifyPluginAsyncTypebox = async (app) => {
         params: CompanyParams,
         querystring: Type.Object({
           status: Type.Optional(Type.Enum([...IMPORT_STATUSES], { description: 'Only the imports in this status' })),
-          limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_LISTED_IMPORTS, description: `At most this many (default ${MAX_LISTED_IMPORTS})` })),
+          limit: Type.Optional(
+            Type.Integer({ minimum: 1, maximum: MAX_LISTED_IMPORTS, description: `At most this many (default ${MAX_LISTED_IMPORTS})` }),
+          ),
         }),
         response: { 200: AdminImportListSchema, 400: ValidationErrorBodySchema, 401: UnauthorizedBodySchema, 404: NotFoundBodySchema },
       },
@@ -42,17 +51,27 @@ export const adminImportRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/companies/:id/imports/drain',
     {
       schema: {
-        summary: "Run every pending import of the company now, and answer when none is left",
+        summary: 'Run every pending import of the company now, and answer when none is left',
         operationId: 'adminDrainImports',
         description:
           'Closes every open debounce window of the company, runs its imports that are not finished (this process runs them, or waits for the worker running one), and answers when none is scheduled or running, with the imports it saw unfinished, as they finished, oldest first. Past `timeout_ms`: 408, and the imports go on.',
         params: CompanyParams,
         querystring: Type.Object({
           timeout_ms: Type.Optional(
-            Type.Integer({ minimum: 0, maximum: MAX_DRAIN_TIMEOUT_MS, description: `How long to wait at most, in real milliseconds (default ${DEFAULT_DRAIN_TIMEOUT_MS})` }),
+            Type.Integer({
+              minimum: 0,
+              maximum: MAX_DRAIN_TIMEOUT_MS,
+              description: `How long to wait at most, in real milliseconds (default ${DEFAULT_DRAIN_TIMEOUT_MS})`,
+            }),
           ),
         }),
-        response: { 200: AdminImportListSchema, 400: ValidationErrorBodySchema, 401: UnauthorizedBodySchema, 404: NotFoundBodySchema, 408: ValidationErrorBodySchema },
+        response: {
+          200: AdminImportListSchema,
+          400: ValidationErrorBodySchema,
+          401: UnauthorizedBodySchema,
+          404: NotFoundBodySchema,
+          408: ValidationErrorBodySchema,
+        },
       },
     },
     async (request) => {

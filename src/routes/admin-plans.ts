@@ -37,7 +37,15 @@ const ExchangeRatesSchema = Type.Record(Type.String({ pattern: '^[A-Z]{3}$' }), 
 export const adminPlanRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/companies/:id/plans',
-    { schema: { summary: "The company's plans, as defined", operationId: 'adminListPlans', description: 'Every plan of the company in its definition form (the fixture\'s), with its id.', params: CompanyParams, response: { 200: Type.Object({ data: Type.Array(PlanDefinitionSchema) }), ...AdminErrors } } },
+    {
+      schema: {
+        summary: "The company's plans, as defined",
+        operationId: 'adminListPlans',
+        description: "Every plan of the company in its definition form (the fixture's), with its id.",
+        params: CompanyParams,
+        response: { 200: Type.Object({ data: Type.Array(PlanDefinitionSchema) }), ...AdminErrors },
+      },
+    },
     async (request) => ({ data: await listPlans(app.store, request.params.id) }),
   )
 
@@ -111,7 +119,12 @@ export const adminPlanRoutes: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'adminCalculationProblems',
         description: 'Runs every plan on the current data without writing, and lists the records and cells it could not calculate.',
         params: CompanyParams,
-        response: { 200: Type.Object({ data: Type.Array(Type.Object({ plan_id: Type.String(), plan: Type.String(), problems: Type.Array(ProblemSchema) })) }), ...AdminErrors },
+        response: {
+          200: Type.Object({
+            data: Type.Array(Type.Object({ plan_id: Type.String(), plan: Type.String(), problems: Type.Array(ProblemSchema) })),
+          }),
+          ...AdminErrors,
+        },
       },
     },
     async (request) => ({ data: await calculationProblems(app.store, request.params.id) }),

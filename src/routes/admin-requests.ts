@@ -10,7 +10,9 @@ const CompanyParams = Type.Object({ id: ObjectIdSchema })
 const EntrySchema = Type.Object({
   method: Type.String(),
   path: Type.String({ description: 'As sent (percent-encoded), without the query' }),
-  query: Type.Record(Type.String(), Type.Union([Type.String(), Type.Array(Type.String())]), { description: 'As sent; a repeated parameter as an array; an API key is [Redacted]' }),
+  query: Type.Record(Type.String(), Type.Union([Type.String(), Type.Array(Type.String())]), {
+    description: 'As sent; a repeated parameter as an array; an API key is [Redacted]',
+  }),
   status: Type.Union([Type.Integer(), Type.Null()], { description: 'Null when no answer was sent (a fault dropped the connection)' }),
   duration_ms: Type.Number(),
   request_id: Type.String(),
@@ -56,7 +58,13 @@ export const adminRequestRoutes: FastifyPluginAsyncTypebox<{ kit: TestKit }> = a
   app.delete(
     '/companies/:id/requests',
     {
-      schema: { summary: "Clear the company's journal", operationId: 'adminClearRequests', description: 'Its entries in this process go.', params: CompanyParams, response: { 204: Type.Null(), ...AdminErrors } },
+      schema: {
+        summary: "Clear the company's journal",
+        operationId: 'adminClearRequests',
+        description: 'Its entries in this process go.',
+        params: CompanyParams,
+        response: { 204: Type.Null(), ...AdminErrors },
+      },
     },
     async (request, reply) => {
       kit.journal.clear(await company(request.params.id))

@@ -36,7 +36,8 @@ export const adminResetRoutes: FastifyPluginAsyncTypebox<{ kit: TestKit }> = asy
       schema: {
         summary: 'Put every company back to its fixture, and clear every journal and fault',
         operationId: 'adminResetEverything',
-        description: 'Each company as POST /admin/companies/{id}/reset does, one after the other; then the journals and faults of this process are cleared.',
+        description:
+          'Each company as POST /admin/companies/{id}/reset does, one after the other; then the journals and faults of this process are cleared.',
         response: { 200: Type.Object({ count: Type.Integer(), data: Type.Array(ResetOutcomeSchema) }), 401: UnauthorizedBodySchema },
       },
     },

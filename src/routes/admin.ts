@@ -75,7 +75,15 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{ worker?: WorkerProbe }> = 
 
   app.post(
     '/companies',
-    { schema: { summary: 'Create a company from a fixture document', operationId: 'adminCreateCompany', description: 'The body is a fixture (docs/fixture.schema.json); every problem is listed with its JSON path.', body: Type.Unknown(), response: { 201: CreatedCompanySchema, ...AdminErrors } } },
+    {
+      schema: {
+        summary: 'Create a company from a fixture document',
+        operationId: 'adminCreateCompany',
+        description: 'The body is a fixture (docs/fixture.schema.json); every problem is listed with its JSON path.',
+        body: Type.Unknown(),
+        response: { 201: CreatedCompanySchema, ...AdminErrors },
+      },
+    },
     async (request, reply) => {
       const loaded = await loadFixture(app.store, app.clock, request.body)
       return reply.code(201).send({ company_id: loaded.company_id, api_key: loaded.api_keys[0] })
@@ -88,22 +96,40 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{ worker?: WorkerProbe }> = 
       schema: {
         summary: 'The companies of the store',
         operationId: 'adminListCompanies',
-        description: 'Each company with its id, as the CLI\'s `companies` lists them: how a test finds the demo company\'s id.',
+        description: "Each company with its id, as the CLI's `companies` lists them: how a test finds the demo company's id.",
         response: { 200: Type.Object({ data: Type.Array(CompanySummarySchema) }), 401: UnauthorizedBodySchema },
       },
     },
-    async () => ({ data: (await app.store.companies.list()).map(({ id, name, public_api_enabled }) => ({ id, name, public_api_enabled })) }),
+    async () => ({
+      data: (await app.store.companies.list()).map(({ id, name, public_api_enabled }) => ({ id, name, public_api_enabled })),
+    }),
   )
 
   app.get(
     '/companies/:id',
-    { schema: { summary: 'The inventory of a company, sandbox included', operationId: 'adminGetCompany', description: 'Settings, user count, keys (prefix only), every structure, quota and data table with its environment and row count.', params: CompanyParamsSchema, response: { 200: CompanyInventorySchema, ...AdminErrors } } },
+    {
+      schema: {
+        summary: 'The inventory of a company, sandbox included',
+        operationId: 'adminGetCompany',
+        description: 'Settings, user count, keys (prefix only), every structure, quota and data table with its environment and row count.',
+        params: CompanyParamsSchema,
+        response: { 200: CompanyInventorySchema, ...AdminErrors },
+      },
+    },
     async (request) => companyInventory(app.store, request.params.id),
   )
 
   app.delete(
     '/companies/:id',
-    { schema: { summary: 'Delete a company and all its data', operationId: 'adminDeleteCompany', description: 'Deletes the company and everything it owns.', params: CompanyParamsSchema, response: { 204: Type.Null(), ...AdminErrors } } },
+    {
+      schema: {
+        summary: 'Delete a company and all its data',
+        operationId: 'adminDeleteCompany',
+        description: 'Deletes the company and everything it owns.',
+        params: CompanyParamsSchema,
+        response: { 204: Type.Null(), ...AdminErrors },
+      },
+    },
     async (request, reply) => {
       const companyId = await deleteCompany(app.store, request.params.id)
       // Its faults and journal go with it: they are kept in memory per company.

@@ -87,7 +87,10 @@ export function registerErrorHandling(app: FastifyInstance): void {
       return reply.code(403).send({ message: error.message, type: 'ForbiddenError', error: 'ForbiddenError' })
     }
     if (error instanceof TooManyRequestsError) {
-      return reply.code(429).header('retry-after', String(error.retryAfterSeconds)).send({ message: error.message, type: 'TooManyRequestsError' })
+      return reply
+        .code(429)
+        .header('retry-after', String(error.retryAfterSeconds))
+        .send({ message: error.message, type: 'TooManyRequestsError' })
     }
     if (error instanceof ServiceUnavailableError) return reply.code(503).send({ message: error.message, type: 'ServiceUnavailableError' })
     if (error instanceof SimulatedServerError) return reply.code(500).send(SERVER_ERROR_BODY)

@@ -16,9 +16,17 @@ export const MAX_PARAM_LENGTH = 100
 export function answerFrameworkError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
   reply.header('x-request-id', request.id)
   if (error.code === 'FST_ERR_BAD_URL') {
-    reply.code(400).send(validationBody([{ resource: 'path', description: 'the path is not valid percent-encoding (a % must be followed by two hex digits of UTF-8)' }]))
+    reply
+      .code(400)
+      .send(
+        validationBody([
+          { resource: 'path', description: 'the path is not valid percent-encoding (a % must be followed by two hex digits of UTF-8)' },
+        ]),
+      )
   } else if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') {
-    reply.code(414).send(validationBody([{ resource: 'path', description: `a path parameter is longer than ${MAX_PARAM_LENGTH} characters` }]))
+    reply
+      .code(414)
+      .send(validationBody([{ resource: 'path', description: `a path parameter is longer than ${MAX_PARAM_LENGTH} characters` }]))
   } else {
     request.log.error({ err: error }, 'request failed')
     reply.code(500).send({ message: 'Internal server error', type: 'InternalServerError' })
@@ -27,8 +35,10 @@ export function answerFrameworkError(error: FastifyError, request: FastifyReques
 
 /** What Node's HTTP parser refused, as a status and the issue the 400-family body names. */
 function clientIssue(code: string | undefined): { status: number; issue: Issue } {
-  if (code === 'HPE_HEADER_OVERFLOW') return { status: 431, issue: { resource: 'headers', description: 'the request headers are too large' } }
-  if (code === 'ERR_HTTP_REQUEST_TIMEOUT') return { status: 408, issue: { resource: 'request', description: 'the request took too long to arrive' } }
+  if (code === 'HPE_HEADER_OVERFLOW')
+    return { status: 431, issue: { resource: 'headers', description: 'the request headers are too large' } }
+  if (code === 'ERR_HTTP_REQUEST_TIMEOUT')
+    return { status: 408, issue: { resource: 'request', description: 'the request took too long to arrive' } }
   return { status: 400, issue: { resource: 'request', description: 'malformed HTTP request' } }
 }
 

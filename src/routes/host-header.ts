@@ -3,7 +3,8 @@ import type { FastifyInstance } from 'fastify'
 import { ValidationError } from '../errors.ts'
 
 /** A DNS name (labels of letters, digits, `-` and `_`) or an IPv4 address, then an optional port. */
-const NAME_AND_PORT = /^(?:[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?)(?:\.[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?)*\.?(?::(\d{1,5}))?$/
+const NAME_AND_PORT =
+  /^(?:[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?)(?:\.[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?)*\.?(?::(\d{1,5}))?$/
 const BRACKETED_IPV6_AND_PORT = /^\[([0-9A-Fa-f:.]+)\](?::(\d{1,5}))?$/
 
 /** True for `host[:port]` as a Host header may carry it: a name, an IPv4 address or a bracketed IPv6 address. */

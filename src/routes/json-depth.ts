@@ -38,6 +38,9 @@ export function refuseDeepJson(app: FastifyInstance): void {
     // The resource is the body's top-level field (`body` for an array body), as for any other body error.
     const resource = Array.isArray(request.body) ? 'body' : String(path[0])
     const shown = path.slice(0, 4).join('/') + (path.length > 4 ? '/…' : '')
-    throw new ValidationError({ resource, description: `nested more than ${MAX_JSON_DEPTH} levels deep at /${shown}: the limit is ${MAX_JSON_DEPTH}` })
+    throw new ValidationError({
+      resource,
+      description: `nested more than ${MAX_JSON_DEPTH} levels deep at /${shown}: the limit is ${MAX_JSON_DEPTH}`,
+    })
   })
 }

@@ -29,7 +29,11 @@ export function trackRouteMethods(app: FastifyInstance): (request: FastifyReques
     reply
       .code(405)
       .header('allow', allow)
-      .send({ message: `Method ${request.method} is not allowed on ${path}; allowed: ${allow}`, resource: 'method', type: 'MethodNotAllowedError' })
+      .send({
+        message: `Method ${request.method} is not allowed on ${path}; allowed: ${allow}`,
+        resource: 'method',
+        type: 'MethodNotAllowedError',
+      })
     return true
   }
 }

@@ -47,7 +47,8 @@ export function registerMetrics(app: FastifyInstance): void {
     metrics.requests.inc(labels)
     metrics.latency.observe(labels, reply.elapsedTime / 1000)
     // An injected 429 is counted with the faults, not as a refusal of the service's own.
-    if (reply.statusCode === 429 && !injectedFaultOf(request)) (refusedForQueue.has(request) ? metrics.importQueueFull : metrics.rateLimited).inc()
+    if (reply.statusCode === 429 && !injectedFaultOf(request))
+      (refusedForQueue.has(request) ? metrics.importQueueFull : metrics.rateLimited).inc()
   })
 
   app.get(

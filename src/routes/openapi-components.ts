@@ -56,7 +56,9 @@ const COMPONENTS: Record<string, TSchema> = {
 /** JSON with sorted keys: two schemas of the same shape have the same text. */
 function canonical(value: unknown): string {
   return JSON.stringify(value, (_key, item: unknown) =>
-    item && typeof item === 'object' && !Array.isArray(item) ? Object.fromEntries(Object.entries(item).toSorted(([a], [b]) => (a < b ? -1 : 1))) : item,
+    item && typeof item === 'object' && !Array.isArray(item)
+      ? Object.fromEntries(Object.entries(item).toSorted(([a], [b]) => (a < b ? -1 : 1)))
+      : item,
   )
 }
 

@@ -73,7 +73,10 @@ function headersOf(status: string, isPublic: boolean, deprecated: boolean): Reco
  * 500; 413 where a body is read), the headers of each answer, and references to the shared components in
  * place of their inline copies. The route's own schema is not changed.
  */
-function documentRoute({ schema, url, route }: { schema: FastifySchema; url: string; route: RouteOptions }): { schema: FastifySchema; url: string } {
+function documentRoute({ schema, url, route }: { schema: FastifySchema; url: string; route: RouteOptions }): {
+  schema: FastifySchema
+  url: string
+} {
   const area = areaOf(url)
   const isPublic = area === 'v1' || area === 'v2'
   const deprecated = (schema as { deprecated?: boolean } | undefined)?.deprecated === true
@@ -85,7 +88,10 @@ function documentRoute({ schema, url, route }: { schema: FastifySchema; url: str
   const body = DOCUMENTED_BODIES[`${String(route.method)} ${url}`] ?? schema?.body
   if (body) responses[413] ??= { ...ValidationErrorBodySchema }
   for (const [status, response] of Object.entries(responses)) {
-    const described = { ...(withComponentRefs(response) as object), description: response.description ?? DESCRIPTIONS[status] ?? 'Response' }
+    const described = {
+      ...(withComponentRefs(response) as object),
+      description: response.description ?? DESCRIPTIONS[status] ?? 'Response',
+    }
     const headers = headersOf(status, isPublic, deprecated)
     responses[status] = headers ? { ...described, headers } : described
   }
@@ -129,7 +135,7 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
         title: 'commission-api',
         version,
         description:
-          'A self-hostable implementation of a commission platform\'s public API: the read-only v2 extraction interface and the v1 interface. ' +
+          "A self-hostable implementation of a commission platform's public API: the read-only v2 extraction interface and the v1 interface. " +
           'Every v1 and v2 call carries the `X-API-Key` header and counts against the rate limit of its company.',
       },
       tags: [
@@ -147,7 +153,9 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
     },
     transform: documentRoute,
     transformObject: (documentObject) =>
-      'openapiObject' in documentObject ? withExamples(documentObject.openapiObject as Parameters<typeof withExamples>[0]) : documentObject.swaggerObject,
+      'openapiObject' in documentObject
+        ? withExamples(documentObject.openapiObject as Parameters<typeof withExamples>[0])
+        : documentObject.swaggerObject,
     // Components are named by their $id (Page, ImportView...), not numbered.
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, index) => (typeof json.$id === 'string' ? json.$id : `def-${index}`) },
   })

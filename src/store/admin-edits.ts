@@ -1,12 +1,4 @@
-import type {
-  CommissionLine,
-  CustomMetric,
-  QuotaValue,
-  QuotaValueSource,
-  ReportingStructure,
-  Statement,
-  StatementStatus,
-} from './model.ts'
+import type { CommissionLine, CustomMetric, QuotaValue, QuotaValueSource, ReportingStructure, Statement, StatementStatus } from './model.ts'
 
 /** Each change names the fields it sets; `modified_at` is always set, so that incremental syncs see the change. */
 export interface StatementChanges {

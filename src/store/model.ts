@@ -114,15 +114,7 @@ export interface CustomMetric {
 }
 
 export type DataTableFieldType = 'string' | 'number' | 'amount' | 'date' | 'datetime' | 'boolean' | 'multi'
-export const DATA_TABLE_FIELD_TYPES: readonly DataTableFieldType[] = [
-  'string',
-  'number',
-  'amount',
-  'date',
-  'datetime',
-  'boolean',
-  'multi',
-]
+export const DATA_TABLE_FIELD_TYPES: readonly DataTableFieldType[] = ['string', 'number', 'amount', 'date', 'datetime', 'boolean', 'multi']
 
 export interface DataTableField {
   api_key: string

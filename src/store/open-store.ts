@@ -27,7 +27,10 @@ export async function openStore(config: Pick<Config, 'dataDir' | 'mongodbUrl'>):
  * hosts and database (never the credentials a connection string may carry).
  */
 export function storeDescription(config: Pick<Config, 'dataDir' | 'mongodbUrl'>): string {
-  if (!config.mongodbUrl) return config.dataDir === IN_MEMORY ? 'SQLite in memory (DATA_DIR=:memory:): nothing outlives the process' : `SQLite file ${sqliteFile(config)}`
+  if (!config.mongodbUrl)
+    return config.dataDir === IN_MEMORY
+      ? 'SQLite in memory (DATA_DIR=:memory:): nothing outlives the process'
+      : `SQLite file ${sqliteFile(config)}`
   const hosts = /^mongodb(?:\+srv)?:\/\/(?:[^@/?]*@)?([^/?]*)/.exec(config.mongodbUrl)?.[1] ?? '?'
   return `MongoDB ${hosts}, database ${databaseInUrl(config.mongodbUrl) ?? DEFAULT_DATABASE}`
 }

@@ -290,7 +290,13 @@ export interface StatementRepository {
   /** The same statements as `page` with the same window, each as its rendering for `renderingKey` or its row fields. */
   pageForExtraction(companyId: string, environment: Environment, window: RowWindow, renderingKey: string): Promise<StatementRowSource[]>
   /** Up to `limit` statements after `afterId` (from the first when null), in id order, that hold no rendering for `renderingKey`. */
-  pageToRender(companyId: string, environment: Environment, renderingKey: string, afterId: string | null, limit: number): Promise<StatementRowFields[]>
+  pageToRender(
+    companyId: string,
+    environment: Environment,
+    renderingKey: string,
+    afterId: string | null,
+    limit: number,
+  ): Promise<StatementRowFields[]>
   /** Stores the renderings of statements of the environment (replacing any they held); an unknown id is ignored. */
   saveRenderings(companyId: string, environment: Environment, renderings: StatementRendering[]): Promise<void>
   /** Drops the renderings of these users' statements (they showed a former email). */

@@ -24,7 +24,9 @@ export const partialFileOf = (id: string) => `${id}.partial.ndjson`
  */
 export function columnsOf(schema: FieldSchema): string[] {
   return schema.fields.flatMap((field) =>
-    field.type === 'object' && field.properties ? Object.keys(field.properties).map((property) => `${field.api_key}.${property}`) : [field.api_key],
+    field.type === 'object' && field.properties
+      ? Object.keys(field.properties).map((property) => `${field.api_key}.${property}`)
+      : [field.api_key],
   )
 }
 
@@ -126,7 +128,8 @@ export async function commitMerge(partial: string, final: string, format: SyncFo
     const row = JSON.parse(line) as Row
     changed.set(String(row[ID]), row)
   }
-  const render = (row: Row) => (format === 'ndjson' ? `${JSON.stringify(row)}\n` : stringify([columns.map((column) => cellOf(row, column))]))
+  const render = (row: Row) =>
+    format === 'ndjson' ? `${JSON.stringify(row)}\n` : stringify([columns.map((column) => cellOf(row, column))])
   let count = 0
   await replaceFile(final, async (out) => {
     const writer = batcher(out)

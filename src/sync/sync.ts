@@ -2,7 +2,16 @@ import { existsSync, mkdirSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
 import type { CommissionClient, DataStructure, Row } from '../client/index.ts'
 import { appendRows, columnsOf, commitMerge, commitReplace, fileOf, partialFileOf, truncateTo } from './row-files.ts'
-import { lockDirectory, readState, type RunState, saveState, type StructureState, SyncDirectoryError, type SyncFormat, type SyncState } from './state.ts'
+import {
+  lockDirectory,
+  readState,
+  type RunState,
+  saveState,
+  type StructureState,
+  SyncDirectoryError,
+  type SyncFormat,
+  type SyncState,
+} from './state.ts'
 
 /**
  * `sync`: exports every live structure of a company (statements, records, quota values) to one file each,

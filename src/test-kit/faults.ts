@@ -90,16 +90,28 @@ function matcherOf(method: string, pattern: string): (method: string, path: stri
 function problemsOf(definition: FaultDefinition): { resource: string; description: string }[] {
   const problems: { resource: string; description: string }[] = []
   const method = definition.method.toUpperCase()
-  if (!(FAULT_METHODS as readonly string[]).includes(method)) problems.push({ resource: 'method', description: `expected one of ${FAULT_METHODS.join(', ')}` })
+  if (!(FAULT_METHODS as readonly string[]).includes(method))
+    problems.push({ resource: 'method', description: `expected one of ${FAULT_METHODS.join(', ')}` })
   const [first, root] = definition.path.split('/')
   if (first !== '' || !['v1', 'v2', '*'].includes(root ?? '') || /[?#\s]/.test(definition.path)) {
-    problems.push({ resource: 'path', description: 'expected a path of the v1 or v2 interface, such as /v2/reporting/*/statements (`*` for one segment, no query): faults never touch the admin, health or metrics routes' })
+    problems.push({
+      resource: 'path',
+      description:
+        'expected a path of the v1 or v2 interface, such as /v2/reporting/*/statements (`*` for one segment, no query): faults never touch the admin, health or metrics routes',
+    })
   }
   const delays = definition.delay_ms !== undefined || definition.delay_max_ms !== undefined
-  if (definition.status === undefined && !definition.drop && !delays) problems.push({ resource: 'status', description: 'a fault answers a status, waits (delay_ms, delay_max_ms), or drops the connection (drop): give at least one' })
-  if (definition.drop && definition.status !== undefined) problems.push({ resource: 'drop', description: 'a dropped connection answers no status: give drop or status, not both' })
-  if (definition.delay_max_ms !== undefined && definition.delay_max_ms < (definition.delay_ms ?? 0)) problems.push({ resource: 'delay_max_ms', description: 'expected at least delay_ms' })
-  if (definition.retry_after !== undefined && definition.status !== 429) problems.push({ resource: 'retry_after', description: 'only a fault answering 429 has a Retry-After' })
+  if (definition.status === undefined && !definition.drop && !delays)
+    problems.push({
+      resource: 'status',
+      description: 'a fault answers a status, waits (delay_ms, delay_max_ms), or drops the connection (drop): give at least one',
+    })
+  if (definition.drop && definition.status !== undefined)
+    problems.push({ resource: 'drop', description: 'a dropped connection answers no status: give drop or status, not both' })
+  if (definition.delay_max_ms !== undefined && definition.delay_max_ms < (definition.delay_ms ?? 0))
+    problems.push({ resource: 'delay_max_ms', description: 'expected at least delay_ms' })
+  if (definition.retry_after !== undefined && definition.status !== 429)
+    problems.push({ resource: 'retry_after', description: 'only a fault answering 429 has a Retry-After' })
   return problems
 }
 

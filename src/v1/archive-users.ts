@@ -32,23 +32,34 @@ interface ArchiveRequest {
 export async function archiveUsers(store: Store, clock: Clock, companyId: string, items: readonly unknown[]): Promise<void> {
   const now = clock.now().toISOString()
   const currentMonth = now.slice(0, 7)
-  await store.transaction(async (tx) => {
-    const issues: Issue[] = []
-    const wanted = readItems(items, issues)
-    const found = await tx.users.findByEmails(companyId, wanted.map((item) => item.email))
-    const requests: ArchiveRequest[] = []
-    for (const { email, endDate, line } of wanted) {
-      const user = found.get(email.toLowerCase())
-      if (!user) issues.push({ error: 'NotFoundError', resource: 'user', description: `line ${line}: no user with email ${email}` })
-      else requests.push({ user, email, endDate, archivedFrom: endDate ? nextMonth(endDate) : currentMonth })
-    }
-    issues.push(...(await managerConflicts(tx, companyId, requests)))
-    if (issues.length > 0) throw new ValidationError(issues)
-    // The last month of activity is kept whether or not it was given: plans pay an archived user up to it.
-    const archived = requests.map(({ user, archivedFrom }) => ({ ...user, status: 'archived' as const, archived_until: previousMonth(archivedFrom), modified_at: now }))
-    await tx.users.save(companyId, archived)
-    await recalculate(tx, companyId, { users: new Set(archived.map((user) => user.id)) }, { now })
-  }, { company: companyId })
+  await store.transaction(
+    async (tx) => {
+      const issues: Issue[] = []
+      const wanted = readItems(items, issues)
+      const found = await tx.users.findByEmails(
+        companyId,
+        wanted.map((item) => item.email),
+      )
+      const requests: ArchiveRequest[] = []
+      for (const { email, endDate, line } of wanted) {
+        const user = found.get(email.toLowerCase())
+        if (!user) issues.push({ error: 'NotFoundError', resource: 'user', description: `line ${line}: no user with email ${email}` })
+        else requests.push({ user, email, endDate, archivedFrom: endDate ? nextMonth(endDate) : currentMonth })
+      }
+      issues.push(...(await managerConflicts(tx, companyId, requests)))
+      if (issues.length > 0) throw new ValidationError(issues)
+      // The last month of activity is kept whether or not it was given: plans pay an archived user up to it.
+      const archived = requests.map(({ user, archivedFrom }) => ({
+        ...user,
+        status: 'archived' as const,
+        archived_until: previousMonth(archivedFrom),
+        modified_at: now,
+      }))
+      await tx.users.save(companyId, archived)
+      await recalculate(tx, companyId, { users: new Set(archived.map((user) => user.id)) }, { now })
+    },
+    { company: companyId },
+  )
 }
 
 function readItems(items: readonly unknown[], issues: Issue[]): { email: string; endDate: string | null; line: number }[] {
@@ -76,7 +87,10 @@ async function managerConflicts(tx: Store, companyId: string, requests: readonly
   if (requests.length === 0) return []
   const leaving = new Map(requests.map((request) => [request.user.id, request]))
   const managed = (await tx.attributions.listManagers(companyId)).filter((item) => leaving.has(item.manager_id))
-  const people = await tx.users.getMany(companyId, managed.map((item) => item.user_id))
+  const people = await tx.users.getMany(
+    companyId,
+    managed.map((item) => item.user_id),
+  )
   const issues: Issue[] = []
   for (const attribution of managed) {
     const request = leaving.get(attribution.manager_id)!

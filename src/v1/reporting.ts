@@ -123,7 +123,10 @@ export function v1RecordRow(line: CommissionLine, table: DataTable, user: V1Repo
     plan: line.plan,
     user,
     // The record as it was when the commission was calculated, as the v2 records route shows it.
-    record: { id: recordId === undefined || recordId === null ? null : String(recordId), name: line.record_values[table.name_field] ?? null },
+    record: {
+      id: recordId === undefined || recordId === null ? null : String(recordId),
+      name: line.record_values[table.name_field] ?? null,
+    },
     commission: line.commission,
     commission_currency: line.currency,
   }
@@ -160,7 +163,11 @@ export async function listStatementRows(
       async rows(window) {
         const statements = await store.statements.list(companyId, 'live', window)
         const [context, metrics] = await Promise.all([
-          userContext(store, companyId, statements.map((statement) => statement.user_id)),
+          userContext(
+            store,
+            companyId,
+            statements.map((statement) => statement.user_id),
+          ),
           store.metrics.list(companyId),
         ])
         return statements.map((statement) => v1StatementRow(statement, userOf(context, statement.user_id), metrics))
@@ -176,7 +183,11 @@ export async function listStatementRows(
  * of a live record reporting structure over it (the real documentation's `{table_id}`), with that structure.
  * Anything else, sandbox included, is NotFoundError.
  */
-async function liveTableOfPath(store: Store, companyId: string, id: string): Promise<{ table: DataTable; structure: ReportingStructure | null }> {
+async function liveTableOfPath(
+  store: Store,
+  companyId: string,
+  id: string,
+): Promise<{ table: DataTable; structure: ReportingStructure | null }> {
   const structure = await findLiveStructure(store, companyId, id, 'record_reporting')
   const tableId = structure?.data_table_id ?? storedId(id)
   const table = tableId ? await store.dataTables.get(companyId, tableId) : null
@@ -203,12 +214,18 @@ export async function listRecordRows(
       count: () => store.commissionLines.count(companyId, table.id),
       async rows(window) {
         const lines = await store.commissionLines.list(companyId, table.id, window)
-        const context = await userContext(store, companyId, lines.map((line) => line.user_id))
+        const context = await userContext(
+          store,
+          companyId,
+          lines.map((line) => line.user_id),
+        )
         return lines.map((line) => v1RecordRow(line, table, userOf(context, line.user_id)))
       },
     },
     pageUrl(base, `/v1/reporting/${structure?.id ?? table.id}/records`),
   )
-  const successor = structure ? base + rowsPath(structure.type, structure.id) : await successorUrl(store, companyId, base, 'record_reporting', table.id)
+  const successor = structure
+    ? base + rowsPath(structure.type, structure.id)
+    : await successorUrl(store, companyId, base, 'record_reporting', table.id)
   return { page, successor }
 }

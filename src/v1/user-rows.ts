@@ -4,7 +4,9 @@ import type { Store } from '../store/port.ts'
 import { checkOffsetQuery, type OffsetPage, type OffsetQuery, pageUrl, readOffsetPage } from './offset-page.ts'
 
 /** A user as `GET /v1/users` shows it: the standard fields, then every custom attribute of the company. */
-export type V1User = Pick<User, 'id' | 'email' | 'name' | 'status' | 'role' | 'currency' | 'calculation_currency'> & { [attribute: string]: unknown }
+export type V1User = Pick<User, 'id' | 'email' | 'name' | 'status' | 'role' | 'currency' | 'calculation_currency'> & {
+  [attribute: string]: unknown
+}
 
 /** The user inside a deprecated reporting row: for a user that no longer exists, only `id` is set. */
 export interface V1ReportingUser {

@@ -22,7 +22,13 @@ export async function listDataStructures(store: Store, company: Company, baseUrl
   for (const structure of structures) {
     if (structure.environment !== 'live') continue
     const total = await structureRowCount(store, structure)
-    entries.push({ id: structure.id, name: structure.name, type: structure.type, total_records: total, links: links(structure.type, structure.id) })
+    entries.push({
+      id: structure.id,
+      name: structure.name,
+      type: structure.type,
+      total_records: total,
+      links: links(structure.type, structure.id),
+    })
   }
   for (const quota of quotas) {
     if (quota.environment !== 'live') continue

@@ -2,7 +2,15 @@ import { rowsPath } from '../reporting/structures.ts'
 import type { Store } from '../store/port.ts'
 import { structureColumns } from './fields.ts'
 import { liveQuota, liveStructure } from './lookup.ts'
-import { cutPage, DEFAULT_QUOTA_PAGE_LIMIT, DEFAULT_ROW_PAGE_LIMIT, type Page, type PageQuery, type PageRequest, pageRequest } from './pages.ts'
+import {
+  cutPage,
+  DEFAULT_QUOTA_PAGE_LIMIT,
+  DEFAULT_ROW_PAGE_LIMIT,
+  type Page,
+  type PageQuery,
+  type PageRequest,
+  pageRequest,
+} from './pages.ts'
 import { type Emails, quotaValueRenderer, recordRenderer, type Row } from './rows.ts'
 import { pageBytes, statementTexts } from './statement-texts.ts'
 
@@ -62,7 +70,13 @@ export async function recordPage(store: Store, companyId: string, tableId: strin
 }
 
 /** `GET /v2/quotas/{quota_id}/values`. Date bounds are inclusive (the specification). */
-export async function quotaValuePage(store: Store, companyId: string, quotaId: string, query: PageQuery, baseUrl: string): Promise<Page<Row>> {
+export async function quotaValuePage(
+  store: Store,
+  companyId: string,
+  quotaId: string,
+  query: PageQuery,
+  baseUrl: string,
+): Promise<Page<Row>> {
   const request = pageRequest(query, 'inclusive', DEFAULT_QUOTA_PAGE_LIMIT)
   const quota = await liveQuota(store, companyId, quotaId)
   const stored = await store.quotaValues.page(companyId, quota.id, request.window)

@@ -65,7 +65,8 @@ const shape = (type: FieldType, format: string | null, extra: Partial<Shape> = {
 })
 
 /** An amount, whose `currencies` are those its values are in (never null: the real examples list them). */
-const AMOUNT = (currencies: readonly string[]) => shape('object', 'currency', { currencies: [...currencies], properties: AMOUNT_PROPERTIES })
+const AMOUNT = (currencies: readonly string[]) =>
+  shape('object', 'currency', { currencies: [...currencies], properties: AMOUNT_PROPERTIES })
 const USER_REFERENCE = shape('object', 'user_reference', { properties: USER_PROPERTIES })
 const ID = shape('string', null)
 const DATE = shape('date', 'date')
@@ -77,7 +78,10 @@ function standard(key: string, name: string, fieldShape: Shape): FieldDescriptor
 }
 
 /** A custom metric's shape; an amount metric lists its configured currencies, else those its values are in. */
-export function metricShape(metric: Pick<CustomMetric, 'kind' | 'currencies' | 'enum_values'>, currenciesInUse: readonly string[] = []): Shape {
+export function metricShape(
+  metric: Pick<CustomMetric, 'kind' | 'currencies' | 'enum_values'>,
+  currenciesInUse: readonly string[] = [],
+): Shape {
   const shapes: Record<MetricKind, () => Shape> = {
     amount: () => AMOUNT(metric.currencies ?? currenciesInUse),
     percentage: () => shape('number', 'percentage'),
@@ -152,7 +156,11 @@ export function statementFields(metrics: readonly CustomMetric[], currencies: Cu
 }
 
 /** A record structure's fields; `currencies`: those of its lines' amounts (`commissionLines.currenciesInUse`). */
-export function recordFields(fields: readonly DataTableField[], metrics: readonly CustomMetric[], currencies: LineCurrenciesInUse): FieldDescriptor[] {
+export function recordFields(
+  fields: readonly DataTableField[],
+  metrics: readonly CustomMetric[],
+  currencies: LineCurrenciesInUse,
+): FieldDescriptor[] {
   return [
     standard('id', 'Id', ID),
     standard('user', 'User', USER_REFERENCE),

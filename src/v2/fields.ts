@@ -15,7 +15,9 @@ export async function structureColumns(store: Store, structure: ReportingStructu
   const companyId = structure.company_id
   const [metrics, table] = await Promise.all([
     structure.metric_keys.length > 0 ? store.metrics.list(companyId) : Promise.resolve([]),
-    structure.type === 'record_reporting' && structure.data_table_id ? store.dataTables.get(companyId, structure.data_table_id) : Promise.resolve(null),
+    structure.type === 'record_reporting' && structure.data_table_id
+      ? store.dataTables.get(companyId, structure.data_table_id)
+      : Promise.resolve(null),
   ])
   return { metrics: shownMetrics(structure, metrics), fields: structure.type === 'record_reporting' ? shownFields(structure, table) : [] }
 }

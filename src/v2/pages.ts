@@ -53,7 +53,10 @@ function instantOf(name: string, value: string | undefined, issues: Issue[]): st
   if (value === undefined) return undefined
   const instant = parseInstant(value)
   if (!instant) {
-    issues.push({ resource: name, description: 'expected an ISO 8601 date-time, such as 2026-01-31T10:00:00Z (without an offset it is read as UTC)' })
+    issues.push({
+      resource: name,
+      description: 'expected an ISO 8601 date-time, such as 2026-01-31T10:00:00Z (without an offset it is read as UTC)',
+    })
     return undefined
   }
   return instant.toISOString()
@@ -72,7 +75,8 @@ export function pageRequest(query: PageQuery, rule: BoundRule, defaultLimit: num
   if (after !== undefined && before !== undefined && after >= before) {
     issues.push({
       resource: 'last_modified_after',
-      description: after === before ? 'last_modified_after equals last_modified_before' : 'last_modified_after is later than last_modified_before',
+      description:
+        after === before ? 'last_modified_after equals last_modified_before' : 'last_modified_after is later than last_modified_before',
     })
   }
   if (issues.length > 0) throw new ValidationError(issues)
@@ -94,7 +98,11 @@ export function pageRequest(query: PageQuery, rule: BoundRule, defaultLimit: num
  * Cuts the rows read (up to `limit + 1`) to the page and writes its meta. `rowsUrl` is the absolute URL of
  * the endpoint; `next_url` adds the next `start_id` and the carried parameters to it.
  */
-export function cutPage<Stored extends { id: string }>(request: PageRequest, rows: Stored[], rowsUrl: string): { rows: Stored[]; meta: PageMeta } {
+export function cutPage<Stored extends { id: string }>(
+  request: PageRequest,
+  rows: Stored[],
+  rowsUrl: string,
+): { rows: Stored[]; meta: PageMeta } {
   const hasMore = rows.length > request.limit
   const page = hasMore ? rows.slice(0, request.limit) : rows
   const nextStartId = hasMore ? page[page.length - 1].id : null

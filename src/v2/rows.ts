@@ -76,8 +76,15 @@ export function statementRenderer(metrics: readonly CustomMetric[]): (statement:
 }
 
 /** Renders commission lines: data-table values are those the line was calculated with. */
-export function recordRenderer(fields: readonly DataTableField[], metrics: readonly CustomMetric[]): (line: CommissionLine, emails: Emails) => Row {
-  const fieldColumns: FieldColumn[] = fields.map((field) => ({ key: `datatable.${field.api_key}`, source: field.api_key, type: field.type }))
+export function recordRenderer(
+  fields: readonly DataTableField[],
+  metrics: readonly CustomMetric[],
+): (line: CommissionLine, emails: Emails) => Row {
+  const fieldColumns: FieldColumn[] = fields.map((field) => ({
+    key: `datatable.${field.api_key}`,
+    source: field.api_key,
+    type: field.type,
+  }))
   const columns = metricColumns(metrics)
   return (line, emails) => {
     const row: Row = {

@@ -36,7 +36,10 @@ export function statementTexts(metrics: readonly CustomMetric[]): StatementTexts
   const render = statementRenderer(metrics)
   const shown = metrics.map((metric) => [metric.api_key, metric.kind])
   return {
-    key: createHash('sha256').update(JSON.stringify([RENDERING_VERSION, shown])).digest('hex').slice(0, 16),
+    key: createHash('sha256')
+      .update(JSON.stringify([RENDERING_VERSION, shown]))
+      .digest('hex')
+      .slice(0, 16),
     row: (statement, email) => JSON.stringify(render(statement, email)),
   }
 }
@@ -64,7 +67,9 @@ export function pageBytes(rows: readonly string[], meta: string): Buffer {
 
 /** How the rows of the company's first live statement structure are rendered; null when it has none. */
 async function renderedStructureTexts(store: Store, companyId: string): Promise<StatementTexts | null> {
-  const structure = (await store.structures.list(companyId)).find((item) => item.environment === 'live' && item.type === 'statement_reporting')
+  const structure = (await store.structures.list(companyId)).find(
+    (item) => item.environment === 'live' && item.type === 'statement_reporting',
+  )
   return structure ? statementTexts((await structureColumns(store, structure)).metrics) : null
 }
 
@@ -77,8 +82,15 @@ export async function renderStatementRows(store: Store, companyId: string, state
   if (live.length === 0) return
   const texts = await renderedStructureTexts(store, companyId)
   if (!texts) return
-  const users = await store.users.getMany(companyId, live.map((statement) => statement.user_id))
-  const renderings = live.map((statement) => ({ id: statement.id, key: texts.key, text: texts.row(statement, users.get(statement.user_id)?.email ?? null) }))
+  const users = await store.users.getMany(
+    companyId,
+    live.map((statement) => statement.user_id),
+  )
+  const renderings = live.map((statement) => ({
+    id: statement.id,
+    key: texts.key,
+    text: texts.row(statement, users.get(statement.user_id)?.email ?? null),
+  }))
   await store.statements.saveRenderings(companyId, 'live', renderings)
 }
 
@@ -102,17 +114,23 @@ export async function renderStatements(store: Store, companyId: string): Promise
   let afterId: string | null = null
   for (;;) {
     const after = afterId
-    const batch = await store.transaction(async (tx) => {
-      const statements = await tx.statements.pageToRender(companyId, 'live', texts.key, after, RENDERING_BATCH)
-      const users = await tx.users.getMany(companyId, statements.map((statement) => statement.user_id))
-      const renderings = statements.map((statement) => ({
-        id: statement.id,
-        key: texts.key,
-        text: texts.row(statement, users.get(statement.user_id)?.email ?? null),
-      }))
-      await tx.statements.saveRenderings(companyId, 'live', renderings)
-      return statements
-    }, { company: companyId })
+    const batch = await store.transaction(
+      async (tx) => {
+        const statements = await tx.statements.pageToRender(companyId, 'live', texts.key, after, RENDERING_BATCH)
+        const users = await tx.users.getMany(
+          companyId,
+          statements.map((statement) => statement.user_id),
+        )
+        const renderings = statements.map((statement) => ({
+          id: statement.id,
+          key: texts.key,
+          text: texts.row(statement, users.get(statement.user_id)?.email ?? null),
+        }))
+        await tx.statements.saveRenderings(companyId, 'live', renderings)
+        return statements
+      },
+      { company: companyId },
+    )
     rendered += batch.length
     if (batch.length < RENDERING_BATCH) return rendered
     afterId = batch[batch.length - 1].id

@@ -13,7 +13,12 @@ export function tempDataDir(): string {
 
 /** Runs the CLI to completion, with `input` on its standard input. */
 export function runCli(args: string[], env: Record<string, string>, input?: string) {
-  const result = spawnSync(process.execPath, [CLI, ...args], { env: childEnvironment(process.env, env), encoding: 'utf8', timeout: 60_000, input })
+  const result = spawnSync(process.execPath, [CLI, ...args], {
+    env: childEnvironment(process.env, env),
+    encoding: 'utf8',
+    timeout: 60_000,
+    input,
+  })
   return { code: result.status, stdout: result.stdout, stderr: result.stderr }
 }
 
@@ -32,7 +37,11 @@ export function startServerProcess(env: Record<string, string>, args: string[] =
 }
 
 /** Starts a program as a child process, with exactly the environment given. */
-export function startProcess(executable: string, args: string[], options: { env: Record<string, string | undefined>; cwd?: string }): ServerProcess {
+export function startProcess(
+  executable: string,
+  args: string[],
+  options: { env: Record<string, string | undefined>; cwd?: string },
+): ServerProcess {
   const child = spawn(executable, args, { ...options, stdio: ['ignore', 'pipe', 'pipe'] })
   let stdout = ''
   let stderr = ''
@@ -62,7 +71,10 @@ export function startProcess(executable: string, args: string[], options: { env:
  * Runs the CLI to completion without blocking this process's event loop (a test server in this process must
  * keep answering it).
  */
-export async function runCliAsync(args: string[], env: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+export async function runCliAsync(
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const child = spawnCli(args, env)
   let stdout = ''
   let stderr = ''

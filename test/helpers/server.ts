@@ -135,7 +135,9 @@ async function injectCall(app: FastifyInstance, path: string, options: CallOptio
   const { method, headers: sent, payload } = requestOf(options)
   const response = await app.inject({ method, url: path, headers: sent, payload })
   // Inject's headers may be numbers (content-length); undici's are always text.
-  const headers = Object.fromEntries(Object.entries(response.headers).map(([name, value]) => [name, typeof value === 'number' ? String(value) : value]))
+  const headers = Object.fromEntries(
+    Object.entries(response.headers).map(([name, value]) => [name, typeof value === 'number' ? String(value) : value]),
+  )
   return replyOf(response.statusCode, headers, response.body)
 }
 

@@ -74,7 +74,10 @@ export function runEnvironment(explicit: Record<string, string>): Record<string,
 }
 
 /** A child process's environment: the parent's, with `explicit` configured for this run (see `runEnvironment`). */
-export function childEnvironment(env: Record<string, string | undefined>, explicit: Record<string, string>): Record<string, string | undefined> {
+export function childEnvironment(
+  env: Record<string, string | undefined>,
+  explicit: Record<string, string>,
+): Record<string, string | undefined> {
   return { ...env, ...runEnvironment(explicit) }
 }
 

@@ -8,7 +8,13 @@ import { smallFixture } from './fixtures.ts'
 export function v1Fixture(name = 'Acme'): Fixture {
   const fixture = smallFixture(name)
   const domain = `${name.toLowerCase()}.example`
-  const extraUsers = [1, 2, 3].map((n) => ({ email: `extra${n}@${domain}`, name: `Extra ${n}`, role: 'sales', currency: 'EUR', attributes: { region: `R${n}` } }))
+  const extraUsers = [1, 2, 3].map((n) => ({
+    email: `extra${n}@${domain}`,
+    name: `Extra ${n}`,
+    role: 'sales',
+    currency: 'EUR',
+    attributes: { region: `R${n}` },
+  }))
   fixture.users.push(...extraUsers)
   const deals = fixture.data_tables![0]
   for (const n of [3, 4, 5, 6]) {
@@ -53,7 +59,16 @@ export function v1Fixture(name = 'Acme'): Fixture {
         { api_key: 'tags', name: 'Tags', type: 'multi' },
       ],
       records: [
-        { event_id: 7, title: 'Kick-off', happened_at: '2026-01-15T10:30:00+02:00', day: '2026-01-15', billable: true, fee: 12.5, fee_currency: 'USD', tags: ['a', 'b'] },
+        {
+          event_id: 7,
+          title: 'Kick-off',
+          happened_at: '2026-01-15T10:30:00+02:00',
+          day: '2026-01-15',
+          billable: true,
+          fee: 12.5,
+          fee_currency: 'USD',
+          tags: ['a', 'b'],
+        },
         { event_id: 8, title: 'Sparse' },
       ],
     },

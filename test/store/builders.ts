@@ -89,7 +89,15 @@ export function aUser(companyId: string, overrides: Partial<User> = {}): User {
 
 export function aUserAttribute(companyId: string, overrides: Partial<UserAttributeDefinition> = {}): UserAttributeDefinition {
   const n = next()
-  return { id: newId(), company_id: companyId, api_key: `attribute_${n}`, name: `Attribute ${n}`, type: 'string', created_at: CREATED, ...overrides }
+  return {
+    id: newId(),
+    company_id: companyId,
+    api_key: `attribute_${n}`,
+    name: `Attribute ${n}`,
+    type: 'string',
+    created_at: CREATED,
+    ...overrides,
+  }
 }
 
 export function aManagerAttribution(
@@ -98,7 +106,15 @@ export function aManagerAttribution(
   managerId: string,
   overrides: Partial<ManagerAttribution> = {},
 ): ManagerAttribution {
-  return { id: newId(), company_id: companyId, user_id: userId, manager_id: managerId, start_month: '2024-01', end_month: null, ...overrides }
+  return {
+    id: newId(),
+    company_id: companyId,
+    user_id: userId,
+    manager_id: managerId,
+    start_month: '2024-01',
+    end_month: null,
+    ...overrides,
+  }
 }
 
 export function aGroupAttribution(companyId: string, userId: string, overrides: Partial<GroupAttribution> = {}): GroupAttribution {

@@ -82,7 +82,15 @@ const SAMPLES: Array<[Codec, object]> = [
       finished_at: minute(2),
       error: true,
       details: [
-        { payload_id: newId(), number_of_records: 2, error: { title: 'PartialFailure', description: '1 item', parsing_error_details: [{ line_number: 2, row: { a: [1] }, details: 'bad' }] } },
+        {
+          payload_id: newId(),
+          number_of_records: 2,
+          error: {
+            title: 'PartialFailure',
+            description: '1 item',
+            parsing_error_details: [{ line_number: 2, row: { a: [1] }, details: 'bad' }],
+          },
+        },
       ],
       lease_owner: null,
       lease_expires_at: null,
@@ -92,7 +100,15 @@ const SAMPLES: Array<[Codec, object]> = [
   ],
   [
     collections.IMPORT_PAYLOADS,
-    { id: newId(), company_id: companyId, import_id: newId(), items: [{ email: 'a@b.c' }, null, 3], options: { all: false, keep_overrides: true }, received_at: minute(0), bytes: 48 },
+    {
+      id: newId(),
+      company_id: companyId,
+      import_id: newId(),
+      items: [{ email: 'a@b.c' }, null, 3],
+      options: { all: false, keep_overrides: true },
+      received_at: minute(0),
+      bytes: 48,
+    },
   ],
 ]
 
@@ -212,7 +228,10 @@ describe('mongo filters', () => {
 
   it('translate a v2 window into cursor and time bounds', () => {
     const afterId = newId()
-    expect(pageFilter(companyId, { environment: 'live' }, { limit: 5 })).toStrictEqual({ company_id: new ObjectId(companyId), environment: 'live' })
+    expect(pageFilter(companyId, { environment: 'live' }, { limit: 5 })).toStrictEqual({
+      company_id: new ObjectId(companyId),
+      environment: 'live',
+    })
     expect(
       pageFilter(
         companyId,
@@ -226,7 +245,11 @@ describe('mongo filters', () => {
       modified_at: { $gt: minute(1), $lte: minute(4) },
     })
     expect(
-      pageFilter(companyId, {}, { limit: 5, modifiedAfter: { at: minute(2), inclusive: true }, modifiedBefore: { at: minute(3), inclusive: false } }),
+      pageFilter(
+        companyId,
+        {},
+        { limit: 5, modifiedAfter: { at: minute(2), inclusive: true }, modifiedBefore: { at: minute(3), inclusive: false } },
+      ),
     ).toMatchObject({ modified_at: { $gte: minute(2), $lt: minute(3) } })
   })
 
@@ -282,7 +305,9 @@ const startsWith = (key: object, prefix: object) => Object.keys(prefix).every((f
 
 /** True when `filter` gives every field of the collection's shard key one value (an equality, not an operator). */
 const namesShardKey = (collection: string, filter: Document) =>
-  Object.keys(collections.SHARD_KEYS.get(collection)!).every((field) => filter[field] instanceof ObjectId || typeof filter[field] === 'string')
+  Object.keys(collections.SHARD_KEYS.get(collection)!).every(
+    (field) => filter[field] instanceof ObjectId || typeof filter[field] === 'string',
+  )
 
 describe('mongo sharding', () => {
   const all = new Map([...INDEXES, ...EXTRA_INDEXES])
@@ -293,7 +318,10 @@ describe('mongo sharding', () => {
       const shardKey = collections.SHARD_KEYS.get(codec.collection)
       expect(shardKey, codec.collection).toBeDefined()
       expect(Object.keys(shardKey!)[0], codec.collection).toBe('company_id')
-      expect((all.get(codec.collection) ?? []).some((index) => startsWith(index.key, shardKey!)), codec.collection).toBe(true)
+      expect(
+        (all.get(codec.collection) ?? []).some((index) => startsWith(index.key, shardKey!)),
+        codec.collection,
+      ).toBe(true)
     }
   })
 
@@ -310,7 +338,11 @@ describe('mongo sharding', () => {
     const record = aRecord(companyId, tableId)
     const [saved] = saveRecordsOperations(companyId, [record]) as Array<{ replaceOne: { filter: Document } }>
     expect(namesShardKey('data_table_records', saved.replaceOne.filter)).toBe(true)
-    expect(saved.replaceOne.filter).toStrictEqual({ table_id: new ObjectId(tableId), _id: new ObjectId(record.id), company_id: new ObjectId(companyId) })
+    expect(saved.replaceOne.filter).toStrictEqual({
+      table_id: new ObjectId(tableId),
+      _id: new ObjectId(record.id),
+      company_id: new ObjectId(companyId),
+    })
     const [upserted] = upsertRecordsOperations(companyId, [record]) as Array<{ updateOne: { filter: Document } }>
     expect(namesShardKey('data_table_records', upserted.updateOne.filter)).toBe(true)
     // Updates by (company, id) name the whole key of the collections sharded by company, or by (company, _id).
@@ -349,7 +381,9 @@ describe('mongo imports and rate windows: the update documents', () => {
     const now = new Date('2026-06-01T10:00:00.000Z')
     const [stage] = hitPipeline(1000, now)
     expect(stage.$set.hits).toStrictEqual({ $cond: [{ $gt: ['$resets_at', now] }, { $add: ['$hits', 1] }, 1] })
-    expect(stage.$set.resets_at).toStrictEqual({ $cond: [{ $gt: ['$resets_at', now] }, '$resets_at', new Date('2026-06-01T10:00:01.000Z')] })
+    expect(stage.$set.resets_at).toStrictEqual({
+      $cond: [{ $gt: ['$resets_at', now] }, '$resets_at', new Date('2026-06-01T10:00:01.000Z')],
+    })
     // The TTL field is computed from the server's clock, which the TTL monitor reads.
     expect(stage.$set.purge_at.$add[0]).toBe('$$NOW')
     const [batch] = hitPipeline(1000, now, 4)
@@ -357,7 +391,12 @@ describe('mongo imports and rate windows: the update documents', () => {
   })
 
   it('counts imports in every status, 0 for a status with none', () => {
-    expect(countsFrom([{ _id: 'finished', n: 3 }, { _id: 'scheduled', n: 1 }])).toStrictEqual({ scheduled: 1, started: 0, finished: 3 })
+    expect(
+      countsFrom([
+        { _id: 'finished', n: 3 },
+        { _id: 'scheduled', n: 1 },
+      ]),
+    ).toStrictEqual({ scheduled: 1, started: 0, finished: 3 })
   })
 })
 

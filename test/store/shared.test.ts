@@ -15,7 +15,10 @@ describe('what both adapters share', () => {
   })
 
   it('sets only the fields an admin edit gives', () => {
-    expect(definedChanges({ modified_at: minute(1), payment: null, status: undefined })).toStrictEqual({ modified_at: minute(1), payment: null })
+    expect(definedChanges({ modified_at: minute(1), payment: null, status: undefined })).toStrictEqual({
+      modified_at: minute(1),
+      payment: null,
+    })
   })
 
   it("turns a driver's broken uniqueness rule into StoreConflictError, with the driver's error as its cause, and keeps every other error", () => {

@@ -46,12 +46,26 @@ describe('SQLite migrations', () => {
     const path = join(mkdtempSync(join(tmpdir(), 'migrate-')), 'db.sqlite')
     const companyId = aCompany().id
     const anImport = (id: string, status: string) => ({
-      id, company_id: companyId, target: 'users', table_id: null, data_table_key: 'users', join_key: 'users', status,
-      window_ends_at: '2026-06-01T00:00:00.000Z', created_at: '2026-06-01T00:00:00.000Z', launched_at: null, finished_at: null,
-      error: false, details: [], lease_owner: null, lease_expires_at: null, attempts: 0,
+      id,
+      company_id: companyId,
+      target: 'users',
+      table_id: null,
+      data_table_key: 'users',
+      join_key: 'users',
+      status,
+      window_ends_at: '2026-06-01T00:00:00.000Z',
+      created_at: '2026-06-01T00:00:00.000Z',
+      launched_at: null,
+      finished_at: null,
+      error: false,
+      details: [],
+      lease_owner: null,
+      lease_expires_at: null,
+      attempts: 0,
     })
     const [waiting, done] = [anImport(newId(), 'scheduled'), anImport(newId(), 'finished')]
-    const payloadOf = (importId: string) => JSON.stringify({ id: newId(), company_id: companyId, import_id: importId, items: [{ email: 'é@example.com' }] })
+    const payloadOf = (importId: string) =>
+      JSON.stringify({ id: newId(), company_id: companyId, import_id: importId, items: [{ email: 'é@example.com' }] })
 
     // A database as the release before the queue bound left it.
     const queueMigration = MIGRATIONS.findIndex((migration) => migration.includes('payload_bytes'))
@@ -60,7 +74,8 @@ describe('SQLite migrations', () => {
     old.exec(`PRAGMA user_version = ${queueMigration}`)
     const payloads = [payloadOf(waiting.id), payloadOf(waiting.id), payloadOf(done.id)]
     for (const record of [waiting, done]) {
-      old.prepare(`INSERT INTO imports (id, company_id, join_key, status, window_ends_at, doc) VALUES (?, ?, 'users', ?, ?, ?)`)
+      old
+        .prepare(`INSERT INTO imports (id, company_id, join_key, status, window_ends_at, doc) VALUES (?, ?, 'users', ?, ?, ?)`)
         .run(record.id, companyId, record.status, record.window_ends_at, JSON.stringify(record))
     }
     for (const payload of payloads) {

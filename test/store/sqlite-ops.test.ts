@@ -72,5 +72,14 @@ it('answers remembered reads afresh after its own commits in memory, where one c
 
 function recordOf(companyId: string, tableId: string, externalId: string): DataTableRecord {
   const at = '2026-06-01T00:00:00.000Z'
-  return { id: newId(), company_id: companyId, table_id: tableId, external_id: externalId, values: {}, overrides: {}, created_at: at, modified_at: at }
+  return {
+    id: newId(),
+    company_id: companyId,
+    table_id: tableId,
+    external_id: externalId,
+    values: {},
+    overrides: {},
+    created_at: at,
+    modified_at: at,
+  }
 }

@@ -12,7 +12,8 @@ export const archiveRoutes: FastifyPluginAsyncTypebox = async (app) => {
       schema: {
         summary: 'Archive users (synchronous, all or nothing)',
         operationId: 'archiveUsers',
-        description: 'Archives at most 50 users by email; `end_date` (YYYY-MM) is the last month of activity. On any error nobody is archived, and every problem is listed.',
+        description:
+          'Archives at most 50 users by email; `end_date` (YYYY-MM) is the last month of activity. On any error nobody is archived, and every problem is listed.',
         body: bulkBodySchema(MAX_ARCHIVED_PER_CALL, 'Items {user: email, end_date: YYYY-MM (optional), the last month of activity}'),
         // Every refusal is a 400, its errors being ValidationError, NotFoundError (an unknown user) or ConflictError
         // (a user who manages someone in the archive period).

@@ -9,16 +9,20 @@ const ATTRIBUTIONS = [
   {
     target: 'managers',
     operationId: 'upsertManagers',
-    description: "Each item gives a user's manager (by email) over months; its own import, separate from users and groups, all or nothing per call. The users must exist.",
+    description:
+      "Each item gives a user's manager (by email) over months; its own import, separate from users and groups, all or nothing per call. The users must exist.",
     summary: "Set users' managers over months (asynchronous import, all or nothing)",
-    items: 'Items {user: email, manager: email or null, start_date: YYYY-MM or null/absent (from the beginning), end_date: YYYY-MM or null (open)}; one item per user',
+    items:
+      'Items {user: email, manager: email or null, start_date: YYYY-MM or null/absent (from the beginning), end_date: YYYY-MM or null (open)}; one item per user',
   },
   {
     target: 'groups',
     operationId: 'upsertGroups',
-    description: "Each item gives a user's group in a group dimension over months; its own import, separate from users and managers, all or nothing per call. The users must exist.",
+    description:
+      "Each item gives a user's group in a group dimension over months; its own import, separate from users and managers, all or nothing per call. The users must exist.",
     summary: "Set users' groups over months (asynchronous import, all or nothing)",
-    items: 'Items {user: email, group_dimension, group, start_date: YYYY-MM or null/absent (from the beginning), end_date: YYYY-MM or null (open)}',
+    items:
+      'Items {user: email, group_dimension, group, start_date: YYYY-MM or null/absent (from the beginning), end_date: YYYY-MM or null (open)}',
   },
 ] as const
 

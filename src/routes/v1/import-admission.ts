@@ -70,7 +70,12 @@ export async function admitUpsert(request: FastifyRequest, reply: FastifyReply):
 
 async function refuseUnreadWhenQueueFull(request: FastifyRequest, reply: FastifyReply): Promise<void> {
   try {
-    await checkImportQueue(request.server.store, request.principal.company.id, declaredBytes(request), request.server.config.importQueueLimitBytes)
+    await checkImportQueue(
+      request.server.store,
+      request.principal.company.id,
+      declaredBytes(request),
+      request.server.config.importQueueLimitBytes,
+    )
   } catch (error) {
     // Answered before its body is read: the connection closes after the answer, so that the rest of the body is
     // never taken for the next request, and a client that stops sending it leaves no connection half-read.

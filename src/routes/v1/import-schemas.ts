@@ -30,7 +30,10 @@ export const DebounceSchema = Type.Integer({
  * writes `True`). Anything else is a 400 naming the parameter. Read it with `flagValue`.
  */
 export function BooleanFlagSchema(description: string) {
-  return Type.String({ pattern: '^([Tt][Rr][Uu][Ee]|[Ff][Aa][Ll][Ss][Ee]|1|0)$', description: `${description}: true, false, 1 or 0, in any case` })
+  return Type.String({
+    pattern: '^([Tt][Rr][Uu][Ee]|[Ff][Aa][Ll][Ss][Ee]|1|0)$',
+    description: `${description}: true, false, 1 or 0, in any case`,
+  })
 }
 
 /** The value of a flag the route's `BooleanFlagSchema` accepted; absent is false. */
@@ -48,10 +51,9 @@ const ImportStatusSchema = Type.Union([Type.Literal('scheduled'), Type.Literal('
 export const ImportErrorSchema = Type.Object({
   title: Type.Union([Type.Literal('ValidationError'), Type.Literal('PartialFailure')]),
   description: Type.String(),
-  parsing_error_details: Type.Array(
-    Type.Object({ line_number: Type.Integer(), row: Type.Unknown(), details: Type.String() }),
-    { description: 'The items reported, the most recent 100' },
-  ),
+  parsing_error_details: Type.Array(Type.Object({ line_number: Type.Integer(), row: Type.Unknown(), details: Type.String() }), {
+    description: 'The items reported, the most recent 100',
+  }),
 })
 
 export const ImportViewSchema = Type.Object({
@@ -72,7 +74,8 @@ export const ImportViewSchema = Type.Object({
         number_of_records: Type.Union([Type.Integer(), Type.Null()]),
         error: Type.Union([ImportErrorSchema, Type.Null()]),
         ignored_keys: Type.Array(Type.String(), {
-          description: 'Record calls: keys of the records that the table does not know, ignored (the records were applied with their known fields); the first 100. Not an error',
+          description:
+            'Record calls: keys of the records that the table does not know, ignored (the records were applied with their known fields); the first 100. Not an error',
         }),
       }),
       { description: 'One entry per call joined to the import, in arrival order' },

@@ -12,7 +12,8 @@ export const importRoutes: FastifyPluginAsyncTypebox = async (app) => {
       schema: {
         summary: 'Read an import of the company',
         operationId: 'getImport',
-        description: 'Where an asynchronous upsert stands (`scheduled`, `started`, `finished`) and, once finished, its outcome: `error`, and per call `data_tables_details[].error` (`ValidationError` or `PartialFailure`).',
+        description:
+          'Where an asynchronous upsert stands (`scheduled`, `started`, `finished`) and, once finished, its outcome: `error`, and per call `data_tables_details[].error` (`ValidationError` or `PartialFailure`).',
         params: Type.Object({ import_id: Type.String({ description: 'The import_id an upsert answered' }) }),
         response: { 200: ImportViewSchema, ...AuthenticatedErrorResponses },
       },

@@ -85,7 +85,10 @@ export const reportingRoutes: FastifyPluginAsyncTypebox = async (app) => {
         },
       },
       async (request, reply) =>
-        answerDeprecated(reply, await listStatementRows(app.store, request.principal.company.id, request.query, baseUrl(request), `/v1${path}`)),
+        answerDeprecated(
+          reply,
+          await listStatementRows(app.store, request.principal.company.id, request.query, baseUrl(request), `/v1${path}`),
+        ),
     )
   }
 
@@ -95,7 +98,8 @@ export const reportingRoutes: FastifyPluginAsyncTypebox = async (app) => {
       schema: {
         summary: 'Deprecated: list the commission lines of a data table (use GET /v2/reporting/{table_id}/records)',
         operationId: 'listReportingRecords',
-        description: 'Deprecated, still served: the commission lines of a live data table in the v1 shape. Answers carry `Deprecation: true`; a 200 also `Link` to the v2 successor.',
+        description:
+          'Deprecated, still served: the commission lines of a live data table in the v1 shape. Answers carry `Deprecation: true`; a 200 also `Link` to the v2 successor.',
         deprecated: true,
         params: Type.Object({
           data_table_id: Type.String({

@@ -19,7 +19,8 @@ export const tableRecordReadRoutes: FastifyPluginAsyncTypebox = async (app) => {
       schema: {
         summary: 'List the records of a data table',
         operationId: 'listTableRecords',
-        description: 'The records of a live data table, each configured field under its API key, manual overrides applied. An unknown or sandbox key is 404.',
+        description:
+          'The records of a live data table, each configured field under its API key, manual overrides applied. An unknown or sandbox key is 404.',
         params: Type.Object({ data_table_key: Type.String({ description: 'The table API name' }) }),
         querystring: OffsetQuerySchema,
         response: { 200: offsetPageSchema(V1RecordSchema), ...AuthenticatedErrorResponses },

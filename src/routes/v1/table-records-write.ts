@@ -21,7 +21,8 @@ export const tableRecordWriteRoutes: FastifyPluginAsyncTypebox = async (app) => 
       schema: {
         summary: 'Create, update or delete records of a data table (asynchronous import)',
         operationId: 'upsertTableRecords',
-        description: 'Upserts records by their id field (`deleted: true` removes one); a bad record is skipped and reported in the import. `all=true` empties the table first; calls within a `debounce` window join one import.',
+        description:
+          'Upserts records by their id field (`deleted: true` removes one); a bad record is skipped and reported in the import. `all=true` empties the table first; calls within a `debounce` window join one import.',
         params: Type.Object({ data_table_key: Type.String() }),
         querystring: Type.Object({
           all: Type.Optional(BooleanFlagSchema('Delete all the content of the table before the import')),

@@ -28,7 +28,8 @@ export const userReadRoutes: FastifyPluginAsyncTypebox = async (app) => {
       schema: {
         summary: 'List the users of the company',
         operationId: 'listUsers',
-        description: 'Every user whatever their status, standard fields first, then each custom attribute under its API key. `limit=0` answers only the count.',
+        description:
+          'Every user whatever their status, standard fields first, then each custom attribute under its API key. `limit=0` answers only the count.',
         querystring: OffsetQuerySchema,
         response: { 200: offsetPageSchema(V1UserSchema), ...AuthenticatedErrorResponses },
       },

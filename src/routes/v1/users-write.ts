@@ -15,7 +15,8 @@ export const userWriteRoutes: FastifyPluginAsyncTypebox = async (app) => {
       schema: {
         summary: 'Create or update users (asynchronous import)',
         operationId: 'upsertUsers',
-        description: 'Matched by email, case-insensitively. 200 means the import was created, not applied: read it with `GET /v1/imports/{import_id}` until `status` is `finished`. All or nothing per call, except a repeated email, skipped and reported.',
+        description:
+          'Matched by email, case-insensitively. 200 means the import was created, not applied: read it with `GET /v1/imports/{import_id}` until `status` is `finished`. All or nothing per call, except a repeated email, skipped and reported.',
         querystring: Type.Object({ debounce: Type.Optional(DebounceSchema) }),
         body: bulkBodySchema(
           MAX_USERS_PER_CALL,

@@ -22,7 +22,8 @@ export const dataStructureRoutes: FastifyPluginAsyncTypebox = async (app) => {
       schema: {
         summary: 'List the live data structures of the company',
         operationId: 'listDataStructures',
-        description: 'Every live statement reporting, record reporting and quota structure, with the URLs of its fields and rows. Sandbox structures are never listed.',
+        description:
+          'Every live statement reporting, record reporting and quota structure, with the URLs of its fields and rows. Sandbox structures are never listed.',
         response: { 200: DataStructureListSchema, ...AuthenticatedErrorResponses },
       },
     },

@@ -7,7 +7,10 @@ export const FieldDescriptorSchema = Type.Object({
   api_key: Type.String({ description: 'standard.*, custom.* or datatable.*: the key of the field in the rows' }),
   name: Type.String(),
   type: Type.Enum(['string', 'number', 'object', 'date']),
-  format: Type.Union([Type.String({ description: 'enum, period, percentage, float, currency, user_reference, date, or null' }), Type.Null()]),
+  format: Type.Union([
+    Type.String({ description: 'enum, period, percentage, float, currency, user_reference, date, or null' }),
+    Type.Null(),
+  ]),
   origin: Type.Enum(['standard', 'custom', 'datatable']),
   created_at: Type.String(),
   currencies: Type.Union([Type.Array(Type.String()), Type.Null()]),
@@ -17,7 +20,9 @@ export const FieldDescriptorSchema = Type.Object({
 })
 
 export const FieldSchemaSchema = Type.Object({
-  schema_hash: Type.String({ description: 'SHA-256 (hex) of the schema: changes when a field is added, removed or modified, or a quota type changes' }),
+  schema_hash: Type.String({
+    description: 'SHA-256 (hex) of the schema: changes when a field is added, removed or modified, or a quota type changes',
+  }),
   count: Type.Integer(),
   fields: Type.Array(FieldDescriptorSchema),
 })
@@ -29,7 +34,8 @@ export const fieldRoutes: FastifyPluginAsyncTypebox = async (app) => {
       schema: {
         summary: 'The field schema of a live reporting structure or quota',
         operationId: 'getFields',
-        description: 'The fields of the rows, keyed by `api_key`, and the `schema_hash` that changes when a field is added, removed or modified, or a quota type changes. A sandbox or unknown id is 404.',
+        description:
+          'The fields of the rows, keyed by `api_key`, and the `schema_hash` that changes when a field is added, removed or modified, or a quota type changes. A sandbox or unknown id is 404.',
         params: Type.Object({ table_id: Type.String({ description: 'id of a reporting structure or of a quota, from discovery' }) }),
         response: { 200: FieldSchemaSchema, ...AuthenticatedErrorResponses },
       },

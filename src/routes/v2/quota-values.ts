@@ -13,7 +13,8 @@ export const quotaValueRoutes: FastifyPluginAsyncTypebox = async (app) => {
       schema: {
         summary: 'Values of a quota (one row per user and period), in creation order; both date bounds inclusive',
         operationId: 'getQuotaValues',
-        description: 'One page of quota values, exactly five keys each; `standard.value` is an amount for an `amount` quota, a number otherwise. Equal or inverted date bounds are 400; a reporting table id is 404.',
+        description:
+          'One page of quota values, exactly five keys each; `standard.value` is an amount for an `amount` quota, a number otherwise. Equal or inverted date bounds are 400; a reporting table id is 404.',
         params: QuotaParamsSchema,
         querystring: QuotaPageQuerySchema,
         response: PageResponses,

@@ -13,7 +13,8 @@ export const reportingRoutes: FastifyPluginAsyncTypebox = async (app) => {
       schema: {
         summary: 'Statements of a statement reporting structure, in id order',
         operationId: 'getStatements',
-        description: 'One page of statements; follow `meta.next_url` until `meta.has_more` is false. `last_modified_after` and `last_modified_before` select the rows modified strictly after and before an instant.',
+        description:
+          'One page of statements; follow `meta.next_url` until `meta.has_more` is false. `last_modified_after` and `last_modified_before` select the rows modified strictly after and before an instant.',
         params: TableParamsSchema,
         querystring: RowPageQuerySchema,
         response: PageResponses,
@@ -21,7 +22,10 @@ export const reportingRoutes: FastifyPluginAsyncTypebox = async (app) => {
       serializerCompiler: serializeWithJson,
     },
     async (request, reply) =>
-      sendPageBytes(reply, await statementPage(app.store, request.principal.company.id, request.params.table_id, request.query, baseUrl(request))),
+      sendPageBytes(
+        reply,
+        await statementPage(app.store, request.principal.company.id, request.params.table_id, request.query, baseUrl(request)),
+      ),
   )
 
   app.get(
@@ -30,7 +34,8 @@ export const reportingRoutes: FastifyPluginAsyncTypebox = async (app) => {
       schema: {
         summary: 'Reporting records (commission lines) of a record reporting structure, in id order',
         operationId: 'getRecords',
-        description: 'One page of reporting records; follow `meta.next_url` until `meta.has_more` is false. Data-table structures are not served here: use `GET /v1/tables/{data_table_key}/records`.',
+        description:
+          'One page of reporting records; follow `meta.next_url` until `meta.has_more` is false. Data-table structures are not served here: use `GET /v1/tables/{data_table_key}/records`.',
         params: TableParamsSchema,
         querystring: RowPageQuerySchema,
         response: PageResponses,

@@ -12,7 +12,14 @@ import { call, collectionOf, inSession, type MongoContext } from './context.ts'
  * `findOneAndUpdate` resolves with the document itself (or null) unless `includeResultMetadata` is set;
  * `returnDocument: 'after'` makes it the changed one.
  */
-function update<T>(context: MongoContext, codec: Codec, companyId: string, id: string, changes: object, unset: Document = {}): Promise<T | null> {
+function update<T>(
+  context: MongoContext,
+  codec: Codec,
+  companyId: string,
+  id: string,
+  changes: object,
+  unset: Document = {},
+): Promise<T | null> {
   return call(context, async (session) => {
     const document = await collectionOf(context, codec).findOneAndUpdate(
       byId(companyId, id),

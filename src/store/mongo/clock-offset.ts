@@ -8,7 +8,9 @@ import type { MongoContext } from './context.ts'
 export const SERVICE_CLOCK = 'service_clock'
 
 /** The collection, created at start-up (no index beyond `_id`). */
-export const CLOCK_INDEXES: ReadonlyMap<string, readonly IndexDescription[]> = new Map<string, readonly IndexDescription[]>([[SERVICE_CLOCK, []]])
+export const CLOCK_INDEXES: ReadonlyMap<string, readonly IndexDescription[]> = new Map<string, readonly IndexDescription[]>([
+  [SERVICE_CLOCK, []],
+])
 
 const CONTROLLED = { _id: 'controlled' } as Document
 

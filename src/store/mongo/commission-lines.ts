@@ -20,14 +20,27 @@ export function mongoCommissionLines(context: MongoContext): CommissionLineRepos
     count: (companyId, tableId) => countAll(context, COMMISSION_LINES, inTable(companyId, tableId)),
     currenciesInUse: (companyId, tableId) => lineCurrencies(context, COMMISSION_LINES, inTable(companyId, tableId)),
     save: (lines) =>
-      lines.length === 0 ? Promise.resolve() : writeAll(context, COMMISSION_LINES, replaceById(COMMISSION_LINES, lines[0].company_id, lines)),
+      lines.length === 0
+        ? Promise.resolve()
+        : writeAll(context, COMMISSION_LINES, replaceById(COMMISSION_LINES, lines[0].company_id, lines)),
     deleteMany: (companyId, ids) => deleteByIds(context, COMMISSION_LINES, companyId, ids),
     findOfPlan: (companyId, planId, only) => findAll<CommissionLine>(context, COMMISSION_LINES, ofPlan(companyId, planId, only)),
     async figuresOfPlan(companyId, planId, cells, fields) {
       if (cells.length === 0) return []
       const amount = `record_values.${fields.amount}`
       const externalId = `record_values.${fields.externalId}`
-      const projection = { record_id: 1, user_id: 1, period: 1, date: 1, plan: 1, commission: 1, currency: 1, metrics: 1, [amount]: 1, [externalId]: 1 }
+      const projection = {
+        record_id: 1,
+        user_id: 1,
+        period: 1,
+        date: 1,
+        plan: 1,
+        commission: 1,
+        currency: 1,
+        metrics: 1,
+        [amount]: 1,
+        [externalId]: 1,
+      }
       const lines = await findAll<CommissionLine>(context, COMMISSION_LINES, ofPlan(companyId, planId, { cells }), undefined, projection)
       return lines.map(({ record_values: values, ...line }) => ({
         ...(line as Omit<LineFigures, 'amount' | 'external_id'>),
@@ -40,12 +53,19 @@ export function mongoCommissionLines(context: MongoContext): CommissionLineRepos
         context,
         COMMISSION_LINES,
         changes.map(({ id, commission, currency, metrics, modified_at }) => ({
-          updateOne: { filter: byId(companyId, id, { table_id: lookupId(tableId) }), update: { $set: { commission, currency, metrics, modified_at } } },
+          updateOne: {
+            filter: byId(companyId, id, { table_id: lookupId(tableId) }),
+            update: { $set: { commission, currency, metrics, modified_at } },
+          },
         })),
       ),
     findByRecords: (companyId, recordIds) =>
       recordIds.length === 0
         ? Promise.resolve([])
-        : findAll<CommissionLine>(context, COMMISSION_LINES, inCompany(companyId, { record_id: { $in: lookupIds(recordIds) }, plan_id: { $type: 'objectId' } })),
+        : findAll<CommissionLine>(
+            context,
+            COMMISSION_LINES,
+            inCompany(companyId, { record_id: { $in: lookupIds(recordIds) }, plan_id: { $type: 'objectId' } }),
+          ),
   }
 }

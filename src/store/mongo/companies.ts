@@ -16,7 +16,11 @@ export function mongoCompanies(context: MongoContext): CompanyRepository {
       counted(
         context,
         call(context, async (session) => {
-          const result = await collectionOf(context, COMPANIES).updateOne({ _id: lookupId(id) } as Document, { $set: { exchange_rates: { ...rates } } }, inSession(session))
+          const result = await collectionOf(context, COMPANIES).updateOne(
+            { _id: lookupId(id) } as Document,
+            { $set: { exchange_rates: { ...rates } } },
+            inSession(session),
+          )
           return result.matchedCount > 0
         }),
       ),

@@ -42,9 +42,12 @@ export function mongoCompanyOrigins(context: MongoContext): CompanyOriginReposit
         if (!document) return null
         const others =
           Number(document.parts) > 1
-            ? await collectionOf(context, COMPANY_ORIGIN_PARTS).find(inCompany(companyId), { ...inSession(session), sort: { index: 1 } }).toArray()
+            ? await collectionOf(context, COMPANY_ORIGIN_PARTS)
+                .find(inCompany(companyId), { ...inSession(session), sort: { index: 1 } })
+                .toArray()
             : []
-        if (others.length !== Number(document.parts) - 1) throw new Error(`company origin ${companyId}: ${others.length + 1} of its ${String(document.parts)} parts are stored`)
+        if (others.length !== Number(document.parts) - 1)
+          throw new Error(`company origin ${companyId}: ${others.length + 1} of its ${String(document.parts)} parts are stored`)
         return fromJsonParts([document.json as Binary, ...others.map((part) => part.bytes as Binary)]) as CompanyOrigin
       }),
   }

@@ -27,7 +27,13 @@ function entryCurrency(numbersInRowCurrency: boolean): Document {
 }
 
 /** By key of the map `field`, the sorted currencies of its entries. */
-async function mapCurrencies(context: MongoContext, codec: Codec, filter: Document, field: string, numbersInRowCurrency: boolean): Promise<Record<string, string[]>> {
+async function mapCurrencies(
+  context: MongoContext,
+  codec: Codec,
+  filter: Document,
+  field: string,
+  numbersInRowCurrency: boolean,
+): Promise<Record<string, string[]>> {
   const pipeline: Document[] = [
     { $match: filter },
     { $project: { currency: 1, entry: { $objectToArray: { $ifNull: [`$${field}`, {}] } } } },

@@ -22,14 +22,20 @@ export function mongoImportStatistics(context: MongoContext): ImportStatisticsRe
         // read; inside one, the transaction's snapshot already is (a read concern may not be set per operation).
         const readConcern = session ? {} : { readConcern: { level: 'snapshot' as const } }
         const groups = await collectionOf(context, IMPORTS)
-          .aggregate<{ _id: unknown; n: number }>([{ $group: { _id: '$status', n: { $sum: 1 } } }], { ...inSession(session), ...readConcern })
+          .aggregate<{ _id: unknown; n: number }>([{ $group: { _id: '$status', n: { $sum: 1 } } }], {
+            ...inSession(session),
+            ...readConcern,
+          })
           .toArray()
         return countsFrom(groups)
       }),
     oldestScheduledDueAt: () =>
       call(context, async (session) => {
         const [oldest] = await collectionOf(context, IMPORTS)
-          .find({ status: 'scheduled' }, { ...inSession(session), sort: { window_ends_at: 1 }, limit: 1, projection: { _id: 0, window_ends_at: 1 } })
+          .find(
+            { status: 'scheduled' },
+            { ...inSession(session), sort: { window_ends_at: 1 }, limit: 1, projection: { _id: 0, window_ends_at: 1 } },
+          )
           .toArray()
         return typeof oldest?.window_ends_at === 'string' ? oldest.window_ends_at : null
       }),

@@ -84,7 +84,10 @@ export function mongoImports(context: MongoContext): ImportRepository {
   async function queued(session: ClientSession | undefined, companyId: string): Promise<number> {
     const [sum] = await imports()
       .aggregate<{ bytes: number }>(
-        [{ $match: inCompany(companyId, { status: { $in: ['scheduled', 'started'] } }) }, { $group: { _id: null, bytes: { $sum: '$payload_bytes' } } }],
+        [
+          { $match: inCompany(companyId, { status: { $in: ['scheduled', 'started'] } }) },
+          { $group: { _id: null, bytes: { $sum: '$payload_bytes' } } },
+        ],
         inSession(session),
       )
       .toArray()
@@ -98,7 +101,10 @@ export function mongoImports(context: MongoContext): ImportRepository {
       // The parts of a large payload are written first, outside the transaction, which then stays small: until
       // the payload's document commits, nothing refers to them (an enqueue that fails leaves them unread).
       const { payload: document, parts } = storedPayload({ ...payload, import_id: fresh.id })
-      if (parts.length > 0) await call(context, (session) => collectionOf(context, IMPORT_PAYLOAD_PARTS).insertMany(parts, { ...inSession(session), ordered: true }))
+      if (parts.length > 0)
+        await call(context, (session) =>
+          collectionOf(context, IMPORT_PAYLOAD_PARTS).insertMany(parts, { ...inSession(session), ordered: true }),
+        )
       return atomically(context, async (session) => {
         await writeLock(context, session, fresh.company_id, `join:${fresh.join_key}`)
         if (maxQueuedBytes !== undefined) {
@@ -160,7 +166,12 @@ export function mongoImports(context: MongoContext): ImportRepository {
             : await collectionOf(context, IMPORT_PAYLOAD_PARTS)
                 .find(inCompany(companyId, { payload_id: { $in: split } }), inSession(session))
                 .toArray()
-        return documents.map((document) => payloadFrom(document, parts.filter((part) => String(part.payload_id) === String(document._id))))
+        return documents.map((document) =>
+          payloadFrom(
+            document,
+            parts.filter((part) => String(part.payload_id) === String(document._id)),
+          ),
+        )
       }),
 
     async claimNext(owner, now, leaseExpiresAt, companyId) {
@@ -190,7 +201,11 @@ export function mongoImports(context: MongoContext): ImportRepository {
 
     renewLease: (companyId, id, owner, leaseExpiresAt) =>
       call(context, async (session) => {
-        const result = await imports().updateOne(held(companyId, id, owner), { $set: { lease_expires_at: leaseExpiresAt } }, inSession(session))
+        const result = await imports().updateOne(
+          held(companyId, id, owner),
+          { $set: { lease_expires_at: leaseExpiresAt } },
+          inSession(session),
+        )
         return result.matchedCount > 0
       }),
 

@@ -36,24 +36,12 @@ const PLAN_CELLS: IndexDescription = {
  */
 export const INDEXES: ReadonlyMap<string, readonly IndexDescription[]> = new Map<string, readonly IndexDescription[]>([
   [COMPANIES.collection, []],
-  [
-    API_KEYS.collection,
-    [{ key: { hash: 1 }, name: 'hash_unique', unique: true }, byCompany],
-  ],
-  [
-    USERS.collection,
-    [byCompany, { key: { company_id: 1, email_lower: 1 }, name: 'company_email_unique', unique: true }],
-  ],
-  [
-    USER_ATTRIBUTES.collection,
-    [byCompany, { key: { company_id: 1, api_key: 1 }, name: 'company_api_key_unique', unique: true }],
-  ],
+  [API_KEYS.collection, [{ key: { hash: 1 }, name: 'hash_unique', unique: true }, byCompany]],
+  [USERS.collection, [byCompany, { key: { company_id: 1, email_lower: 1 }, name: 'company_email_unique', unique: true }]],
+  [USER_ATTRIBUTES.collection, [byCompany, { key: { company_id: 1, api_key: 1 }, name: 'company_api_key_unique', unique: true }]],
   [MANAGER_ATTRIBUTIONS.collection, [byCompany, { key: { company_id: 1, user_id: 1 }, name: 'company_user' }]],
   [GROUP_ATTRIBUTIONS.collection, [byCompany, { key: { company_id: 1, user_id: 1 }, name: 'company_user' }]],
-  [
-    CUSTOM_METRICS.collection,
-    [byCompany, { key: { company_id: 1, api_key: 1 }, name: 'company_api_key_unique', unique: true }],
-  ],
+  [CUSTOM_METRICS.collection, [byCompany, { key: { company_id: 1, api_key: 1 }, name: 'company_api_key_unique', unique: true }]],
   [
     DATA_TABLES.collection,
     [byCompany, { key: { company_id: 1, environment: 1, key: 1 }, name: 'company_environment_key_unique', unique: true }],
@@ -75,11 +63,18 @@ export const INDEXES: ReadonlyMap<string, readonly IndexDescription[]> = new Map
     [
       { key: { company_id: 1, table_id: 1, _id: 1 }, name: 'company_table_id' },
       PLAN_CELLS,
-      { key: { company_id: 1, record_id: 1 }, name: 'company_record_calculated', partialFilterExpression: { plan_id: { $type: 'objectId' } } },
+      {
+        key: { company_id: 1, record_id: 1 },
+        name: 'company_record_calculated',
+        partialFilterExpression: { plan_id: { $type: 'objectId' } },
+      },
       byCompany,
     ],
   ],
-  [PLANS.collection, [byCompany, { key: { company_id: 1, environment: 1, name: 1 }, name: 'company_environment_name_unique', unique: true }]],
+  [
+    PLANS.collection,
+    [byCompany, { key: { company_id: 1, environment: 1, name: 1 }, name: 'company_environment_name_unique', unique: true }],
+  ],
   [QUOTAS.collection, [byCompany]],
   [
     QUOTA_VALUES.collection,

@@ -22,8 +22,17 @@ export const COMPANY_LOCK = 'transaction'
  * `$inc` always changes the document: a `$set` of an equal value would be a no-op, and a no-op conflicts with
  * nothing. Create the document first with `ensureLock`.
  */
-export async function writeLock(context: MongoContext, session: ClientSession | undefined, companyId: string, purpose: string): Promise<void> {
-  await collectionOf(context, IMPORT_LOCKS).updateOne(lockFilter(companyId, purpose), { $inc: { version: 1 } }, { ...inSession(session), upsert: true })
+export async function writeLock(
+  context: MongoContext,
+  session: ClientSession | undefined,
+  companyId: string,
+  purpose: string,
+): Promise<void> {
+  await collectionOf(context, IMPORT_LOCKS).updateOne(
+    lockFilter(companyId, purpose),
+    { $inc: { version: 1 } },
+    { ...inSession(session), upsert: true },
+  )
 }
 
 /**
@@ -33,5 +42,7 @@ export async function writeLock(context: MongoContext, session: ClientSession | 
  */
 export async function ensureLock(context: MongoContext, companyId: string, purpose: string): Promise<void> {
   if (context.transaction) return
-  await call(context, () => collectionOf(context, IMPORT_LOCKS).updateOne(lockFilter(companyId, purpose), { $setOnInsert: { version: 0 } }, { upsert: true }))
+  await call(context, () =>
+    collectionOf(context, IMPORT_LOCKS).updateOne(lockFilter(companyId, purpose), { $setOnInsert: { version: 0 } }, { upsert: true }),
+  )
 }

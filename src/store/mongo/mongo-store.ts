@@ -68,19 +68,22 @@ function mongoStore(context: MongoContext, transactions: SerialQueue, rateLimits
       try {
         if (company) await ensureLock(context, company, COMPANY_LOCK)
         // Counted once it commits (or fails): what it wrote becomes visible then, not at its writes' count.
-        return await counted(context, transactions.run(() =>
-          inTransaction(context.connection.client, async (session) => {
-            const transaction = { session, queue: new SerialQueue(), failure: undefined as unknown }
-            const inside: MongoContext = { ...context, transaction }
-            // First, so that of two overlapping transactions of the company, the later one conflicts at once.
-            if (company) await call(inside, (active) => writeLock(inside, active, company, COMPANY_LOCK))
-            const result = await work(mongoStore(inside, transactions, rateLimits))
-            // A call failed and the work went on: the server may have aborted the transaction already, so it
-            // must not look committed. Rejecting with that error aborts it, or runs it again when transient.
-            if (transaction.failure !== undefined) throw transaction.failure
-            return result
-          }),
-        ))
+        return await counted(
+          context,
+          transactions.run(() =>
+            inTransaction(context.connection.client, async (session) => {
+              const transaction = { session, queue: new SerialQueue(), failure: undefined as unknown }
+              const inside: MongoContext = { ...context, transaction }
+              // First, so that of two overlapping transactions of the company, the later one conflicts at once.
+              if (company) await call(inside, (active) => writeLock(inside, active, company, COMPANY_LOCK))
+              const result = await work(mongoStore(inside, transactions, rateLimits))
+              // A call failed and the work went on: the server may have aborted the transaction already, so it
+              // must not look committed. Rejecting with that error aborts it, or runs it again when transient.
+              if (transaction.failure !== undefined) throw transaction.failure
+              return result
+            }),
+          ),
+        )
       } catch (error) {
         throw toPortError(error)
       }

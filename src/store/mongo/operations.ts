@@ -21,20 +21,36 @@ export async function findOne<T>(context: MongoContext, codec: Codec, filter: Do
  * The matching documents in id order (creation order), optionally within an offset window. With a `projection`
  * (fields to include, as in MongoDB's find), each document holds only those fields and its id.
  */
-export async function findAll<T>(context: MongoContext, codec: Codec, filter: Document, window?: OffsetWindow, projection?: Document): Promise<T[]> {
+export async function findAll<T>(
+  context: MongoContext,
+  codec: Codec,
+  filter: Document,
+  window?: OffsetWindow,
+  projection?: Document,
+): Promise<T[]> {
   // A limit of 0 means "no limit" to MongoDB: a window of no rows is answered here.
   if (window && window.limit <= 0) return []
   // A v1 offset may be far beyond any count: past 2^53 it cannot even be sent exactly, and it skips every row.
   if (window && !Number.isSafeInteger(window.offset)) return []
   return call(context, async (session) => {
-    const cursor = collectionOf(context, codec).find(filter, { ...inSession(session), sort: { _id: 1 }, ...(projection ? { projection } : {}) })
+    const cursor = collectionOf(context, codec).find(filter, {
+      ...inSession(session),
+      sort: { _id: 1 },
+      ...(projection ? { projection } : {}),
+    })
     if (window) cursor.skip(window.offset).limit(window.limit)
     return (await cursor.toArray()).map((document) => decode<T>(codec, document))
   })
 }
 
 /** The first `limit` matching documents in id order, each with only the fields of `projection` when one is given. */
-export async function findFirst<T>(context: MongoContext, codec: Codec, filter: Document, limit: number, projection?: Document): Promise<T[]> {
+export async function findFirst<T>(
+  context: MongoContext,
+  codec: Codec,
+  filter: Document,
+  limit: number,
+  projection?: Document,
+): Promise<T[]> {
   return findAll<T>(context, codec, filter, { offset: 0, limit }, projection)
 }
 
@@ -84,7 +100,11 @@ export function replaceById<T extends { id: string }>(
   shardKeyFields: (record: T) => Document = () => ({}),
 ): AnyBulkWriteOperation<Document>[] {
   return saved.map((record) => ({
-    replaceOne: { filter: byId(companyId, record.id, shardKeyFields(record)), replacement: encode(codec, { ...record, company_id: companyId }), upsert: true },
+    replaceOne: {
+      filter: byId(companyId, record.id, shardKeyFields(record)),
+      replacement: encode(codec, { ...record, company_id: companyId }),
+      upsert: true,
+    },
   }))
 }
 

@@ -25,7 +25,13 @@ export function storedPayload(payload: ImportPayload): StoredPayload {
   const chunks = jsonParts(items)
   const [first, ...others] = chunks
   const document = encode(IMPORT_PAYLOADS, { ...fields, items_json: first, items_parts: chunks.length })
-  const parts = others.map((bytes, index) => ({ _id: new ObjectId(), company_id: document.company_id, payload_id: document._id, index: index + 1, bytes }))
+  const parts = others.map((bytes, index) => ({
+    _id: new ObjectId(),
+    company_id: document.company_id,
+    payload_id: document._id,
+    index: index + 1,
+    bytes,
+  }))
   return { payload: document, parts }
 }
 
@@ -40,6 +46,7 @@ export function payloadFrom(document: Document, parts: readonly Document[]): Imp
   // A payload stored before parts existed holds its items as an array.
   if (Array.isArray(items)) return { ...fields, items } as unknown as ImportPayload
   const others = parts.toSorted((a, b) => Number(a.index) - Number(b.index)).map((part) => part.bytes as Binary)
-  if (others.length !== partCount(document) - 1) throw new Error(`payload ${String(document._id)}: ${others.length + 1} of its ${partCount(document)} parts are stored`)
+  if (others.length !== partCount(document) - 1)
+    throw new Error(`payload ${String(document._id)}: ${others.length + 1} of its ${partCount(document)} parts are stored`)
   return { ...fields, items: fromJsonParts([first as Binary, ...others]) as unknown[] } as unknown as ImportPayload
 }

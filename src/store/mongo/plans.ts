@@ -12,6 +12,9 @@ export function mongoPlans(context: MongoContext): PlanRepository {
     get: (companyId, id) => findOne<Plan>(context, PLANS, byId(companyId, id)),
     list: (companyId) => findAll<Plan>(context, PLANS, inCompany(companyId)),
     delete: (companyId, id) =>
-      call(context, async (session) => (await collectionOf(context, PLANS).deleteOne(byId(companyId, id), inSession(session))).deletedCount > 0),
+      call(
+        context,
+        async (session) => (await collectionOf(context, PLANS).deleteOne(byId(companyId, id), inSession(session))).deletedCount > 0,
+      ),
   }
 }

@@ -19,7 +19,10 @@ export function mongoQuotaValues(context: MongoContext): QuotaValueRepository {
         : findAll<QuotaValue>(
             context,
             QUOTA_VALUES,
-            inCompany(companyId, { quota_id: lookupId(quotaId), $or: cells.map((cell) => ({ user_id: lookupId(cell.user_id), period: cell.period })) }),
+            inCompany(companyId, {
+              quota_id: lookupId(quotaId),
+              $or: cells.map((cell) => ({ user_id: lookupId(cell.user_id), period: cell.period })),
+            }),
           ),
   }
 }

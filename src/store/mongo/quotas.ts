@@ -12,7 +12,11 @@ export function mongoQuotas(context: MongoContext): QuotaRepository {
     list: (companyId) => findAll<Quota>(context, QUOTAS, inCompany(companyId)),
     setType: (companyId, id, type, modifiedAt) =>
       call(context, async (session) => {
-        const result = await collectionOf(context, QUOTAS).updateOne(byId(companyId, id), { $set: { type, modified_at: modifiedAt } }, inSession(session))
+        const result = await collectionOf(context, QUOTAS).updateOne(
+          byId(companyId, id),
+          { $set: { type, modified_at: modifiedAt } },
+          inSession(session),
+        )
         return result.matchedCount > 0
       }),
   }

@@ -34,19 +34,27 @@ export function mongoRecords(context: MongoContext): DataTableRecordRepository {
     async deleteByExternalIds(companyId, tableId, externalIds) {
       if (externalIds.length === 0) return 0
       const filter = inTable(companyId, tableId, { external_id: { $in: [...new Set(externalIds)] } })
-      return atomically(context, async (session) => (await collectionOf(context, DATA_TABLE_RECORDS).deleteMany(filter, inSession(session))).deletedCount)
+      return atomically(
+        context,
+        async (session) => (await collectionOf(context, DATA_TABLE_RECORDS).deleteMany(filter, inSession(session))).deletedCount,
+      )
     },
 
     async deleteAll(companyId, tableId) {
       return atomically(
         context,
-        async (session) => (await collectionOf(context, DATA_TABLE_RECORDS).deleteMany(inTable(companyId, tableId), inSession(session))).deletedCount,
+        async (session) =>
+          (await collectionOf(context, DATA_TABLE_RECORDS).deleteMany(inTable(companyId, tableId), inSession(session))).deletedCount,
       )
     },
 
     async getMany(companyId, tableId, ids) {
       if (ids.length === 0) return new Map()
-      const found = await findAll<DataTableRecord>(context, DATA_TABLE_RECORDS, inTable(companyId, tableId, { _id: { $in: lookupIds(ids) } }))
+      const found = await findAll<DataTableRecord>(
+        context,
+        DATA_TABLE_RECORDS,
+        inTable(companyId, tableId, { _id: { $in: lookupIds(ids) } }),
+      )
       return new Map(found.map((record) => [record.id, record]))
     },
 
@@ -57,7 +65,8 @@ export function mongoRecords(context: MongoContext): DataTableRecordRepository {
     },
 
     // An empty override map is stored as `{}`: "has at least one override" is "is not the empty document".
-    listOverridden: (companyId, tableId) => findAll<DataTableRecord>(context, DATA_TABLE_RECORDS, inTable(companyId, tableId, { overrides: { $nin: [{}, null] } })),
+    listOverridden: (companyId, tableId) =>
+      findAll<DataTableRecord>(context, DATA_TABLE_RECORDS, inTable(companyId, tableId, { overrides: { $nin: [{}, null] } })),
 
     async deleteUnoverridden(companyId, tableId, limit) {
       return atomically(context, async (session) => {

@@ -35,7 +35,13 @@ export function mongoStatements(context: MongoContext): StatementRepository {
       findFirst<Statement>(context, STATEMENTS, pageFilter(companyId, { environment }, window), window.limit, WITHOUT_RENDERING),
     async pageForExtraction(companyId, environment, window, renderingKey) {
       const projection = { ...ROW_FIELDS_PROJECTION, rendering: 1 }
-      const found = await findFirst<StoredRowSource>(context, STATEMENTS, pageFilter(companyId, { environment }, window), window.limit, projection)
+      const found = await findFirst<StoredRowSource>(
+        context,
+        STATEMENTS,
+        pageFilter(companyId, { environment }, window),
+        window.limit,
+        projection,
+      )
       return found.map((statement) => rowSourceOf(statement, renderingKey))
     },
     pageToRender(companyId, environment, renderingKey, afterId, limit) {
@@ -66,12 +72,16 @@ export function mongoStatements(context: MongoContext): StatementRepository {
           updateOne: { filter: byId(companyId, id, { environment }), update: { $set: { rendering: { key, text } } } },
         })),
       ),
-    list: (companyId, environment, window) => findAll<Statement>(context, STATEMENTS, inCompany(companyId, { environment }), window, WITHOUT_RENDERING),
+    list: (companyId, environment, window) =>
+      findAll<Statement>(context, STATEMENTS, inCompany(companyId, { environment }), window, WITHOUT_RENDERING),
     count: (companyId, environment) => countAll(context, STATEMENTS, inCompany(companyId, { environment })),
     currenciesInUse: (companyId, environment) => statementCurrencies(context, STATEMENTS, inCompany(companyId, { environment })),
     save: (statements) =>
-      statements.length === 0 ? Promise.resolve() : writeAll(context, STATEMENTS, replaceById(STATEMENTS, statements[0].company_id, statements)),
+      statements.length === 0
+        ? Promise.resolve()
+        : writeAll(context, STATEMENTS, replaceById(STATEMENTS, statements[0].company_id, statements)),
     deleteMany: (companyId, ids) => deleteByIds(context, STATEMENTS, companyId, ids),
-    findOfPlan: (companyId, planId, only) => findAll<Statement>(context, STATEMENTS, ofPlan(companyId, planId, only), undefined, WITHOUT_RENDERING),
+    findOfPlan: (companyId, planId, only) =>
+      findAll<Statement>(context, STATEMENTS, ofPlan(companyId, planId, only), undefined, WITHOUT_RENDERING),
   }
 }

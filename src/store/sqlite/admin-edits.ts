@@ -15,16 +15,30 @@ interface Location {
 // Row tables are keyed by (company, table or quota, id): naming the company's tables or quotas keeps the lookup a seek.
 const COMMISSION_LINES: Location = {
   table: 'commission_lines',
-  where: (companyId) => ({ sql: 'company_id = ? AND table_id IN (SELECT id FROM data_tables WHERE company_id = ?)', params: [companyId, companyId] }),
+  where: (companyId) => ({
+    sql: 'company_id = ? AND table_id IN (SELECT id FROM data_tables WHERE company_id = ?)',
+    params: [companyId, companyId],
+  }),
   modifiedColumn: true,
 }
 const QUOTA_VALUES: Location = {
   table: 'quota_values',
-  where: (companyId) => ({ sql: 'company_id = ? AND quota_id IN (SELECT id FROM quotas WHERE company_id = ?)', params: [companyId, companyId] }),
+  where: (companyId) => ({
+    sql: 'company_id = ? AND quota_id IN (SELECT id FROM quotas WHERE company_id = ?)',
+    params: [companyId, companyId],
+  }),
   modifiedColumn: true,
 }
-const STRUCTURES: Location = { table: 'reporting_structures', where: (companyId) => ({ sql: 'company_id = ?', params: [companyId] }), modifiedColumn: false }
-const METRICS: Location = { table: 'custom_metrics', where: (companyId) => ({ sql: 'company_id = ?', params: [companyId] }), modifiedColumn: false }
+const STRUCTURES: Location = {
+  table: 'reporting_structures',
+  where: (companyId) => ({ sql: 'company_id = ?', params: [companyId] }),
+  modifiedColumn: false,
+}
+const METRICS: Location = {
+  table: 'custom_metrics',
+  where: (companyId) => ({ sql: 'company_id = ?', params: [companyId] }),
+  modifiedColumn: false,
+}
 
 /** Statements are kept column by column (statement-columns.ts): read, change and replace the row, in one write. */
 function updateStatement(sql: Sql, companyId: string, id: string, changes: StatementChanges): Promise<Statement | null> {

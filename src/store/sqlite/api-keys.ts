@@ -7,7 +7,13 @@ export function sqliteApiKeys(sql: Sql): ApiKeyRepository {
   return {
     async insert(key) {
       await sql.write((db) =>
-        db.run('INSERT INTO api_keys (id, company_id, hash, doc) VALUES (?, ?, ?, ?)', key.id, key.company_id, key.hash, JSON.stringify(key)),
+        db.run(
+          'INSERT INTO api_keys (id, company_id, hash, doc) VALUES (?, ?, ?, ?)',
+          key.id,
+          key.company_id,
+          key.hash,
+          JSON.stringify(key),
+        ),
       )
     },
     // The one lookup not limited to a company: the key is how the company is found (a unique index on the hash).

@@ -5,13 +5,18 @@ import { parseDocuments, placeholders } from './queries.ts'
 
 export function sqliteAttributions(sql: Sql): AttributionRepository {
   return {
-    replaceManagers: (companyId, userIds, attributions) => replaceAttributions(sql, 'manager_attributions', companyId, userIds, attributions),
+    replaceManagers: (companyId, userIds, attributions) =>
+      replaceAttributions(sql, 'manager_attributions', companyId, userIds, attributions),
     async listManagers(companyId) {
-      return parseDocuments<ManagerAttribution>(await sql.all('SELECT doc FROM manager_attributions WHERE company_id = ? ORDER BY id', companyId))
+      return parseDocuments<ManagerAttribution>(
+        await sql.all('SELECT doc FROM manager_attributions WHERE company_id = ? ORDER BY id', companyId),
+      )
     },
     replaceGroups: (companyId, userIds, attributions) => replaceAttributions(sql, 'group_attributions', companyId, userIds, attributions),
     async listGroups(companyId) {
-      return parseDocuments<GroupAttribution>(await sql.all('SELECT doc FROM group_attributions WHERE company_id = ? ORDER BY id', companyId))
+      return parseDocuments<GroupAttribution>(
+        await sql.all('SELECT doc FROM group_attributions WHERE company_id = ? ORDER BY id', companyId),
+      )
     },
   }
 }
@@ -25,9 +30,16 @@ async function replaceAttributions(
   attributions: ReadonlyArray<ManagerAttribution | GroupAttribution>,
 ): Promise<void> {
   await sql.write((db) => {
-    if (userIds.length > 0) db.run(`DELETE FROM ${table} WHERE company_id = ? AND user_id IN (${placeholders(userIds)})`, companyId, ...userIds)
+    if (userIds.length > 0)
+      db.run(`DELETE FROM ${table} WHERE company_id = ? AND user_id IN (${placeholders(userIds)})`, companyId, ...userIds)
     for (const attribution of attributions) {
-      db.run(`INSERT INTO ${table} (company_id, id, user_id, doc) VALUES (?, ?, ?, ?)`, companyId, attribution.id, attribution.user_id, JSON.stringify(attribution))
+      db.run(
+        `INSERT INTO ${table} (company_id, id, user_id, doc) VALUES (?, ?, ?, ?)`,
+        companyId,
+        attribution.id,
+        attribution.user_id,
+        JSON.stringify(attribution),
+      )
     }
   })
 }

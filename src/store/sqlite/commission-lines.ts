@@ -2,7 +2,15 @@ import type { CommissionLine } from '../model.ts'
 import type { CommissionLineRepository, LineFigures } from '../port.ts'
 import type { Sql, SqlWriter } from './connection.ts'
 import { lineCurrencies } from './currencies.ts'
-import { countOfSequence, pageOfSequence, parseDocuments, placeholders, planResultConditions, type SequenceTable, slices } from './queries.ts'
+import {
+  countOfSequence,
+  pageOfSequence,
+  parseDocuments,
+  placeholders,
+  planResultConditions,
+  type SequenceTable,
+  slices,
+} from './queries.ts'
 
 const LINES_OF_TABLE: SequenceTable = { table: 'commission_lines', sequence: 'table_id' }
 
@@ -43,7 +51,8 @@ export function sqliteCommissionLines(sql: Sql): CommissionLineRepository {
     },
     async deleteMany(companyId, ids) {
       await sql.write((db) => {
-        for (const slice of slices(ids)) db.run(`DELETE FROM commission_lines WHERE ${LINE_BY_ID} IN (${placeholders(slice)})`, companyId, companyId, ...slice)
+        for (const slice of slices(ids))
+          db.run(`DELETE FROM commission_lines WHERE ${LINE_BY_ID} IN (${placeholders(slice)})`, companyId, companyId, ...slice)
       })
     },
     async findOfPlan(companyId, planId, only) {

@@ -7,7 +7,11 @@ export function sqliteCompanyOrigins(sql: Sql): CompanyOriginRepository {
     async save(origin) {
       const doc = JSON.stringify(origin)
       await sql.write((db) =>
-        db.run('INSERT INTO company_origins (company_id, doc) VALUES (?, ?) ON CONFLICT (company_id) DO UPDATE SET doc = excluded.doc', origin.company_id, doc),
+        db.run(
+          'INSERT INTO company_origins (company_id, doc) VALUES (?, ?) ON CONFLICT (company_id) DO UPDATE SET doc = excluded.doc',
+          origin.company_id,
+          doc,
+        ),
       )
     },
     async get(companyId) {

@@ -113,16 +113,21 @@ export class SqliteConnection {
     all: (sql, ...params) => this.#committed(() => this.#reader.prepare(sql).all(...params) as Row[]),
     get: (sql, ...params) => this.#committed(() => this.#reader.prepare(sql).get(...params) as Row | undefined),
     values: (sql, ...params) => this.#committed(() => this.#reader.prepareArrays(sql).all(...params) as unknown as Values[]),
-    write: (work) => this.#writes.run(async () => {
-      await this.#begin()
-      return this.#atomically(work)
-    }),
+    write: (work) =>
+      this.#writes.run(async () => {
+        await this.#begin()
+        return this.#atomically(work)
+      }),
     snapshot: (read) => this.#committed(() => this.#readTransaction(read)),
     remembering: {
-      all: (sql, ...params) => this.#committed(() => this.#remember('all', sql, params, () => this.#reader.prepare(sql).all(...params) as Row[])),
-      get: (sql, ...params) => this.#committed(() => this.#remember('get', sql, params, () => this.#reader.prepare(sql).get(...params) as Row | undefined)),
+      all: (sql, ...params) =>
+        this.#committed(() => this.#remember('all', sql, params, () => this.#reader.prepare(sql).all(...params) as Row[])),
+      get: (sql, ...params) =>
+        this.#committed(() => this.#remember('get', sql, params, () => this.#reader.prepare(sql).get(...params) as Row | undefined)),
       values: (sql, ...params) =>
-        this.#committed(() => this.#remember('values', sql, params, () => this.#reader.prepareArrays(sql).all(...params) as unknown as Values[])),
+        this.#committed(() =>
+          this.#remember('values', sql, params, () => this.#reader.prepareArrays(sql).all(...params) as unknown as Values[]),
+        ),
     },
   }
 

@@ -18,11 +18,18 @@ export function sqliteDataTables(sql: Sql): DataTableRepository {
       )
     },
     async get(companyId, id) {
-      return parseDocument<DataTable>(await sql.remembering.get('SELECT doc FROM data_tables WHERE company_id = ? AND id = ?', companyId, id))
+      return parseDocument<DataTable>(
+        await sql.remembering.get('SELECT doc FROM data_tables WHERE company_id = ? AND id = ?', companyId, id),
+      )
     },
     async getByKey(companyId, environment, key) {
       return parseDocument<DataTable>(
-        await sql.remembering.get('SELECT doc FROM data_tables WHERE company_id = ? AND environment = ? AND key = ?', companyId, environment, key),
+        await sql.remembering.get(
+          'SELECT doc FROM data_tables WHERE company_id = ? AND environment = ? AND key = ?',
+          companyId,
+          environment,
+          key,
+        ),
       )
     },
     async list(companyId) {

@@ -45,7 +45,13 @@ export function sqliteImports(sql: Sql): ImportRepository {
             JSON.stringify(joined),
           )
         }
-        db.run('INSERT INTO import_payloads (company_id, import_id, id, doc) VALUES (?, ?, ?, ?)', payload.company_id, joined.id, payload.id, payloadDoc)
+        db.run(
+          'INSERT INTO import_payloads (company_id, import_id, id, doc) VALUES (?, ?, ?, ?)',
+          payload.company_id,
+          joined.id,
+          payload.id,
+          payloadDoc,
+        )
         return joined
       })
     },
@@ -80,8 +86,15 @@ export function sqliteImports(sql: Sql): ImportRepository {
     },
 
     async payloads(companyId, importId) {
-      const rows = await sql.all('SELECT import_id, doc FROM import_payloads WHERE company_id = ? AND import_id = ? ORDER BY id', companyId, importId)
-      return rows.map((row) => ({ ...(JSON.parse(row.doc as string) as Omit<ImportPayload, 'import_id'>), import_id: row.import_id as string }))
+      const rows = await sql.all(
+        'SELECT import_id, doc FROM import_payloads WHERE company_id = ? AND import_id = ? ORDER BY id',
+        companyId,
+        importId,
+      )
+      return rows.map((row) => ({
+        ...(JSON.parse(row.doc as string) as Omit<ImportPayload, 'import_id'>),
+        import_id: row.import_id as string,
+      }))
     },
 
     async claimNext(owner, now, leaseExpiresAt, companyId) {

@@ -23,7 +23,8 @@ function sqliteCause(error: unknown): string {
   if (code === 'ENOTDIR' || code === 'EEXIST') return 'a file stands where DATA_DIR or a directory inside it should be'
   if (typeof errcode === 'number') {
     const primary = errcode & 0xff
-    if (primary === NOT_A_DATABASE) return 'the file is not a SQLite database (corrupt, or another kind of file): move it away or point DATA_DIR elsewhere'
+    if (primary === NOT_A_DATABASE)
+      return 'the file is not a SQLite database (corrupt, or another kind of file): move it away or point DATA_DIR elsewhere'
     if (primary === CORRUPT) return 'the database file is corrupt: restore it from a backup or point DATA_DIR elsewhere'
     if (CANNOT_WRITE.has(primary)) return 'the file or its directory is not writable by this user'
   }

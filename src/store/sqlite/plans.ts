@@ -21,8 +21,10 @@ export function sqlitePlans(sql: Sql): PlanRepository {
         }
       })
     },
-    get: async (companyId, id) => parseDocument<Plan>(await sql.get('SELECT doc FROM plans WHERE company_id = ? AND id = ?', companyId, id)),
+    get: async (companyId, id) =>
+      parseDocument<Plan>(await sql.get('SELECT doc FROM plans WHERE company_id = ? AND id = ?', companyId, id)),
     list: async (companyId) => parseDocuments<Plan>(await sql.all('SELECT doc FROM plans WHERE company_id = ? ORDER BY id', companyId)),
-    delete: (companyId, id) => sql.write((db) => Number(db.run('DELETE FROM plans WHERE company_id = ? AND id = ?', companyId, id).changes) > 0),
+    delete: (companyId, id) =>
+      sql.write((db) => Number(db.run('DELETE FROM plans WHERE company_id = ? AND id = ?', companyId, id).changes) > 0),
   }
 }

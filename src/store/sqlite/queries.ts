@@ -65,14 +65,32 @@ export interface SequenceTable {
 }
 
 /** An id-ordered page of one sequence's rows: a seek on the primary key (company, sequence, id). */
-export async function pageOfSequence<T>(sql: Sql, { table, sequence }: SequenceTable, companyId: string, sequenceId: string, window: RowWindow): Promise<T[]> {
+export async function pageOfSequence<T>(
+  sql: Sql,
+  { table, sequence }: SequenceTable,
+  companyId: string,
+  sequenceId: string,
+  window: RowWindow,
+): Promise<T[]> {
   const clause = pageClause(window)
-  const rows = await sql.all(`SELECT doc FROM ${table} WHERE company_id = ? AND ${sequence} = ?${clause.sql}`, companyId, sequenceId, ...clause.params)
+  const rows = await sql.all(
+    `SELECT doc FROM ${table} WHERE company_id = ? AND ${sequence} = ?${clause.sql}`,
+    companyId,
+    sequenceId,
+    ...clause.params,
+  )
   return parseDocuments<T>(rows)
 }
 
-export async function countOfSequence(sql: Sql, { table, sequence }: SequenceTable, companyId: string, sequenceId: string): Promise<number> {
-  return countOf(await sql.remembering.get(`SELECT count(*) AS n FROM ${table} WHERE company_id = ? AND ${sequence} = ?`, companyId, sequenceId))
+export async function countOfSequence(
+  sql: Sql,
+  { table, sequence }: SequenceTable,
+  companyId: string,
+  sequenceId: string,
+): Promise<number> {
+  return countOf(
+    await sql.remembering.get(`SELECT count(*) AS n FROM ${table} WHERE company_id = ? AND ${sequence} = ?`, companyId, sequenceId),
+  )
 }
 
 /** The condition and parameters that limit a plan's results (statements or lines) to some cells or users, in slices of the IN lists. */

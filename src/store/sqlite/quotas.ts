@@ -6,7 +6,9 @@ import { parseDocument, parseDocuments } from './queries.ts'
 export function sqliteQuotas(sql: Sql): QuotaRepository {
   return {
     async insert(quota) {
-      await sql.write((db) => db.run('INSERT INTO quotas (company_id, id, doc) VALUES (?, ?, ?)', quota.company_id, quota.id, JSON.stringify(quota)))
+      await sql.write((db) =>
+        db.run('INSERT INTO quotas (company_id, id, doc) VALUES (?, ?, ?)', quota.company_id, quota.id, JSON.stringify(quota)),
+      )
     },
     async get(companyId, id) {
       return parseDocument<Quota>(await sql.remembering.get('SELECT doc FROM quotas WHERE company_id = ? AND id = ?', companyId, id))

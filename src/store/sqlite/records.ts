@@ -46,7 +46,9 @@ export function sqliteRecords(sql: Sql): DataTableRecordRepository {
     },
 
     async count(companyId, tableId) {
-      return countOf(await sql.remembering.get('SELECT count(*) AS n FROM data_table_records WHERE company_id = ? AND table_id = ?', companyId, tableId))
+      return countOf(
+        await sql.remembering.get('SELECT count(*) AS n FROM data_table_records WHERE company_id = ? AND table_id = ?', companyId, tableId),
+      )
     },
 
     async saveMany(companyId, records) {
@@ -98,7 +100,9 @@ export function sqliteRecords(sql: Sql): DataTableRecordRepository {
     },
 
     async deleteAll(companyId, tableId) {
-      return sql.write((db) => Number(db.run('DELETE FROM data_table_records WHERE company_id = ? AND table_id = ?', companyId, tableId).changes))
+      return sql.write((db) =>
+        Number(db.run('DELETE FROM data_table_records WHERE company_id = ? AND table_id = ?', companyId, tableId).changes),
+      )
     },
 
     async getMany(companyId, tableId, ids) {

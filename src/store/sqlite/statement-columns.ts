@@ -13,7 +13,9 @@ export const STATEMENT_COLUMNS =
 /** Statements are keyed by (company, environment, id): naming both environments keeps a lookup by id a seek. */
 export const STATEMENT_BY_ID = "company_id = ? AND environment IN ('live', 'sandbox') AND id"
 
-export const INSERT_STATEMENT = `INSERT INTO statements (${STATEMENT_COLUMNS}) VALUES (${STATEMENT_COLUMNS.split(',').map(() => '?').join(', ')})`
+export const INSERT_STATEMENT = `INSERT INTO statements (${STATEMENT_COLUMNS}) VALUES (${STATEMENT_COLUMNS.split(',')
+  .map(() => '?')
+  .join(', ')})`
 
 /** Replaces the statement with the same (company, environment, id). */
 export const REPLACE_STATEMENT = INSERT_STATEMENT.replace('INSERT INTO', 'INSERT OR REPLACE INTO')

@@ -30,7 +30,8 @@ export function sqliteStatements(sql: Sql): StatementRepository {
       const query = statementQuery(STATEMENT_COLUMNS, companyId, environment, window)
       return (await sql.values(query.sql, ...query.params)).map(statementFromValues)
     },
-    pageForExtraction: (companyId, environment, window, renderingKey) => statementsForExtraction(sql, companyId, environment, window, renderingKey),
+    pageForExtraction: (companyId, environment, window, renderingKey) =>
+      statementsForExtraction(sql, companyId, environment, window, renderingKey),
     async pageToRender(companyId, environment, renderingKey, afterId, limit) {
       const rows = await sql.values(
         `SELECT ${ROW_FIELD_COLUMNS} FROM statements
@@ -59,7 +60,14 @@ export function sqliteStatements(sql: Sql): StatementRepository {
     async saveRenderings(companyId, environment, renderings) {
       await sql.write((db) => {
         for (const { id, key, text } of renderings) {
-          db.run('UPDATE statements SET rendering_key = ?, rendering = ? WHERE company_id = ? AND environment = ? AND id = ?', key, text, companyId, environment, id)
+          db.run(
+            'UPDATE statements SET rendering_key = ?, rendering = ? WHERE company_id = ? AND environment = ? AND id = ?',
+            key,
+            text,
+            companyId,
+            environment,
+            id,
+          )
         }
       })
     },
@@ -76,7 +84,9 @@ export function sqliteStatements(sql: Sql): StatementRepository {
       return rows.map(statementFromValues)
     },
     async count(companyId, environment) {
-      return countOf(await sql.remembering.get('SELECT count(*) AS n FROM statements WHERE company_id = ? AND environment = ?', companyId, environment))
+      return countOf(
+        await sql.remembering.get('SELECT count(*) AS n FROM statements WHERE company_id = ? AND environment = ?', companyId, environment),
+      )
     },
     currenciesInUse: (companyId, environment) => statementCurrencies(sql.remembering, companyId, environment),
     async save(statements) {
@@ -87,7 +97,8 @@ export function sqliteStatements(sql: Sql): StatementRepository {
     },
     async deleteMany(companyId, ids) {
       await sql.write((db) => {
-        for (const slice of slices(ids)) db.run(`DELETE FROM statements WHERE ${STATEMENT_BY_ID} IN (${placeholders(slice)})`, companyId, ...slice)
+        for (const slice of slices(ids))
+          db.run(`DELETE FROM statements WHERE ${STATEMENT_BY_ID} IN (${placeholders(slice)})`, companyId, ...slice)
       })
     },
     async findOfPlan(companyId, planId, only) {

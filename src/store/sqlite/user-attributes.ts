@@ -17,7 +17,9 @@ export function sqliteUserAttributes(sql: Sql): UserAttributeRepository {
       )
     },
     async list(companyId) {
-      return parseDocuments<UserAttributeDefinition>(await sql.remembering.all('SELECT doc FROM user_attributes WHERE company_id = ? ORDER BY id', companyId))
+      return parseDocuments<UserAttributeDefinition>(
+        await sql.remembering.all('SELECT doc FROM user_attributes WHERE company_id = ? ORDER BY id', companyId),
+      )
     },
   }
 }

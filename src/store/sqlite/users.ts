@@ -35,12 +35,18 @@ export function sqliteUsers(sql: Sql): UserRepository {
       const found = new Map<string, User>()
       if (emails.length === 0) return found
       const lower = [...new Set(emails.map((email) => email.toLowerCase()))]
-      const rows = await sql.all(`SELECT doc FROM users WHERE company_id = ? AND email_lower IN (${placeholders(lower)})`, companyId, ...lower)
+      const rows = await sql.all(
+        `SELECT doc FROM users WHERE company_id = ? AND email_lower IN (${placeholders(lower)})`,
+        companyId,
+        ...lower,
+      )
       for (const user of parseDocuments<User>(rows)) found.set(user.email.toLowerCase(), user)
       return found
     },
     async list(companyId, { offset, limit }) {
-      return parseDocuments<User>(await sql.all('SELECT doc FROM users WHERE company_id = ? ORDER BY id LIMIT ? OFFSET ?', companyId, limit, offset))
+      return parseDocuments<User>(
+        await sql.all('SELECT doc FROM users WHERE company_id = ? ORDER BY id LIMIT ? OFFSET ?', companyId, limit, offset),
+      )
     },
     async count(companyId) {
       return countOf(await sql.remembering.get('SELECT count(*) AS n FROM users WHERE company_id = ?', companyId))

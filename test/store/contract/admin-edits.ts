@@ -19,16 +19,23 @@ export function adminEditsContract(adapter: StoreAdapter): void {
       await store.companies.insert(aCompany({ id: strangerId }))
     })
 
-
     it('changes the given fields of a statement and its modification time, which the pages then filter on', async () => {
       const statement = aStatement(companyId, { modified_at: minute(1) })
       const other = aStatement(companyId, { modified_at: minute(1) })
       await store.statements.insertMany([statement, other])
-      const changed = await store.adminEdits.updateStatement(companyId, statement.id, { modified_at: minute(5), payment: null, status: 'paid' })
+      const changed = await store.adminEdits.updateStatement(companyId, statement.id, {
+        modified_at: minute(5),
+        payment: null,
+        status: 'paid',
+      })
       const expected = { ...statement, modified_at: minute(5), payment: null, status: 'paid' }
       expect(changed).toStrictEqual(expected)
-      expect(await store.statements.page(companyId, 'live', { limit: 10 })).toStrictEqual([expected, other].toSorted((a, b) => (a.id < b.id ? -1 : 1)))
-      expect(await store.statements.page(companyId, 'live', { limit: 10, modifiedAfter: { at: minute(4), inclusive: false } })).toStrictEqual([expected])
+      expect(await store.statements.page(companyId, 'live', { limit: 10 })).toStrictEqual(
+        [expected, other].toSorted((a, b) => (a.id < b.id ? -1 : 1)),
+      )
+      expect(
+        await store.statements.page(companyId, 'live', { limit: 10, modifiedAfter: { at: minute(4), inclusive: false } }),
+      ).toStrictEqual([expected])
     })
 
     it('finds a sandbox statement too, and leaves fields it is not given (undefined) as they were', async () => {
@@ -43,8 +50,14 @@ export function adminEditsContract(adapter: StoreAdapter): void {
       await store.dataTables.insert(table)
       const line = aCommissionLine(companyId, table.id)
       await store.commissionLines.insertMany([line])
-      expect(await store.adminEdits.updateCommissionLine(companyId, line.id, { modified_at: minute(3), commission: 5 })).toStrictEqual({ ...line, modified_at: minute(3), commission: 5 })
-      expect(await store.commissionLines.page(companyId, table.id, { limit: 10, modifiedAfter: { at: minute(3), inclusive: true } })).toHaveLength(1)
+      expect(await store.adminEdits.updateCommissionLine(companyId, line.id, { modified_at: minute(3), commission: 5 })).toStrictEqual({
+        ...line,
+        modified_at: minute(3),
+        commission: 5,
+      })
+      expect(
+        await store.commissionLines.page(companyId, table.id, { limit: 10, modifiedAfter: { at: minute(3), inclusive: true } }),
+      ).toHaveLength(1)
 
       const quota = aQuota(companyId)
       await store.quotas.insert(quota)
@@ -52,14 +65,19 @@ export function adminEditsContract(adapter: StoreAdapter): void {
       await store.quotaValues.insertMany([value])
       const changes = { modified_at: minute(4), value: 1, source: 'integration' as const }
       expect(await store.adminEdits.updateQuotaValue(companyId, value.id, changes)).toStrictEqual({ ...value, ...changes })
-      expect(await store.quotaValues.page(companyId, quota.id, { limit: 10, modifiedBefore: { at: minute(4), inclusive: false } })).toStrictEqual([])
+      expect(
+        await store.quotaValues.page(companyId, quota.id, { limit: 10, modifiedBefore: { at: minute(4), inclusive: false } }),
+      ).toStrictEqual([])
     })
 
     it('changes a reporting structure and a custom metric', async () => {
       const structure = aStructure(companyId)
       await store.structures.insert(structure)
       const structureChanges = { modified_at: minute(6), name: 'Renamed', metric_keys: ['metric_b'], field_keys: [] }
-      expect(await store.adminEdits.updateStructure(companyId, structure.id, structureChanges)).toStrictEqual({ ...structure, ...structureChanges })
+      expect(await store.adminEdits.updateStructure(companyId, structure.id, structureChanges)).toStrictEqual({
+        ...structure,
+        ...structureChanges,
+      })
       expect(await store.structures.get(companyId, structure.id)).toStrictEqual({ ...structure, ...structureChanges })
 
       const metric = aMetric(companyId)

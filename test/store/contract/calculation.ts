@@ -20,7 +20,6 @@ export function calculationContract(adapter: StoreAdapter): void {
       await store.companies.insert(aCompany({ id: strangerId }))
     })
 
-
     function aPlan(overrides: Partial<Plan> = {}): Plan {
       return {
         id: newId(),
@@ -68,7 +67,7 @@ export function calculationContract(adapter: StoreAdapter): void {
       expect(await store.plans.list(companyId)).toStrictEqual([])
     })
 
-    it('sets a company\'s exchange rates', async () => {
+    it("sets a company's exchange rates", async () => {
       expect(await store.companies.setExchangeRates(companyId, { USD: 0.9, GBP: 1.15 })).toBe(true)
       expect((await store.companies.get(companyId))?.exchange_rates).toStrictEqual({ USD: 0.9, GBP: 1.15 })
       expect(await store.companies.setExchangeRates(newId(), { USD: 1 })).toBe(false)
@@ -91,10 +90,11 @@ export function calculationContract(adapter: StoreAdapter): void {
       expect(await store.records.page(strangerId, table.id, null, 10)).toStrictEqual([])
     })
 
-    it('finds a plan\'s statements by cell and by user, saves them over the stored ones and deletes them', async () => {
+    it("finds a plan's statements by cell and by user, saves them over the stored ones and deletes them", async () => {
       const planId = newId()
       const [ann, bob] = [newId(), newId()]
-      const calculated = (user: string, period: string) => aStatement(companyId, { user_id: user, plan_id: planId, period, date: `${period}-01`, status: 'pending' })
+      const calculated = (user: string, period: string) =>
+        aStatement(companyId, { user_id: user, plan_id: planId, period, date: `${period}-01`, status: 'pending' })
       const annMarch = calculated(ann, '2026-03')
       const annApril = calculated(ann, '2026-04')
       const bobMarch = calculated(bob, '2026-03')
@@ -103,7 +103,11 @@ export function calculationContract(adapter: StoreAdapter): void {
       await store.statements.insertMany([annMarch, annApril, bobMarch, loaded, otherPlan])
 
       expect(await store.statements.findOfPlan(companyId, planId)).toStrictEqual(byId([annMarch, annApril, bobMarch]))
-      const cells = [{ user_id: ann, period: '2026-03' }, { user_id: bob, period: '2026-03' }, { user_id: bob, period: '2026-09' }]
+      const cells = [
+        { user_id: ann, period: '2026-03' },
+        { user_id: bob, period: '2026-03' },
+        { user_id: bob, period: '2026-09' },
+      ]
       expect(await store.statements.findOfPlan(companyId, planId, { cells })).toStrictEqual(byId([annMarch, bobMarch]))
       expect(await store.statements.findOfPlan(companyId, planId, { userIds: [ann] })).toStrictEqual(byId([annMarch, annApril]))
       expect(await store.statements.findOfPlan(companyId, planId, { cells: [] })).toStrictEqual([])
@@ -112,7 +116,9 @@ export function calculationContract(adapter: StoreAdapter): void {
       const changed = { ...annMarch, payment: 99, modified_at: minute(9) }
       const added = calculated(bob, '2026-04')
       await store.statements.save([changed, added])
-      expect(await store.statements.findOfPlan(companyId, planId, { userIds: [ann, bob] })).toStrictEqual(byId([changed, annApril, bobMarch, added]))
+      expect(await store.statements.findOfPlan(companyId, planId, { userIds: [ann, bob] })).toStrictEqual(
+        byId([changed, annApril, bobMarch, added]),
+      )
 
       await store.statements.deleteMany(strangerId, [annApril.id])
       await store.statements.deleteMany(companyId, [annApril.id, bobMarch.id, newId()])
@@ -124,26 +130,31 @@ export function calculationContract(adapter: StoreAdapter): void {
       const statement = aStatement(companyId, { plan_id: newId(), period: '2026-03' })
       await store.statements.insertMany([statement])
       await store.statements.saveRenderings(companyId, 'live', [{ id: statement.id, key: 'k', text: '{"rendered":true}' }])
-      expect(await store.statements.pageForExtraction(companyId, 'live', { limit: 10 }, 'k')).toStrictEqual([{ id: statement.id, rendering: '{"rendered":true}' }])
+      expect(await store.statements.pageForExtraction(companyId, 'live', { limit: 10 }, 'k')).toStrictEqual([
+        { id: statement.id, rendering: '{"rendered":true}' },
+      ])
       await store.statements.save([{ ...statement, payment: 1 }])
       const [read] = await store.statements.pageForExtraction(companyId, 'live', { limit: 10 }, 'k')
       expect(read.rendering).toBeNull()
     })
 
-    it('finds a plan\'s lines by cell, by user and by record, saves them and deletes them', async () => {
+    it("finds a plan's lines by cell, by user and by record, saves them and deletes them", async () => {
       const table = aDataTable(companyId)
       await store.dataTables.insert(table)
       const planId = newId()
       const [ann, bob] = [newId(), newId()]
       const [recordA, recordB] = [newId(), newId()]
-      const line = (user: string, period: string, record: string) => aCommissionLine(companyId, table.id, { user_id: user, plan_id: planId, period, record_id: record })
+      const line = (user: string, period: string, record: string) =>
+        aCommissionLine(companyId, table.id, { user_id: user, plan_id: planId, period, record_id: record })
       const annMarch = line(ann, '2026-03', recordA)
       const annMarchToo = line(ann, '2026-03', recordB)
       const bobApril = line(bob, '2026-04', recordA)
       const loaded = aCommissionLine(companyId, table.id, { user_id: ann, record_id: recordA })
       await store.commissionLines.insertMany([annMarch, annMarchToo, bobApril, loaded])
 
-      expect(await store.commissionLines.findOfPlan(companyId, planId, { cells: [{ user_id: ann, period: '2026-03' }] })).toStrictEqual(byId([annMarch, annMarchToo]))
+      expect(await store.commissionLines.findOfPlan(companyId, planId, { cells: [{ user_id: ann, period: '2026-03' }] })).toStrictEqual(
+        byId([annMarch, annMarchToo]),
+      )
       expect(await store.commissionLines.findOfPlan(companyId, planId, { userIds: [bob] })).toStrictEqual([bobApril])
       // Lines loaded as they are (no plan) are not results of a plan: a recalculation never touches them.
       expect(await store.commissionLines.findByRecords(companyId, [recordA])).toStrictEqual(byId([annMarch, bobApril]))
@@ -151,14 +162,16 @@ export function calculationContract(adapter: StoreAdapter): void {
 
       const changed = { ...annMarch, commission: 7, modified_at: minute(8) }
       await store.commissionLines.save([changed])
-      expect(await store.commissionLines.page(companyId, table.id, { limit: 10, modifiedAfter: { at: minute(7), inclusive: false } })).toStrictEqual([changed])
+      expect(
+        await store.commissionLines.page(companyId, table.id, { limit: 10, modifiedAfter: { at: minute(7), inclusive: false } }),
+      ).toStrictEqual([changed])
 
       await store.commissionLines.deleteMany(companyId, [annMarchToo.id, bobApril.id])
       expect(await store.commissionLines.findOfPlan(companyId, planId)).toStrictEqual([changed])
       expect(await store.commissionLines.count(companyId, table.id)).toBe(2)
     })
 
-    it('reads the figures of a plan\'s lines by cell, and sets new figures on lines of a table', async () => {
+    it("reads the figures of a plan's lines by cell, and sets new figures on lines of a table", async () => {
       const table = aDataTable(companyId)
       await store.dataTables.insert(table)
       const planId = newId()
@@ -191,15 +204,26 @@ export function calculationContract(adapter: StoreAdapter): void {
           external_id: 'D-7',
         },
       ])
-      expect(await store.commissionLines.figuresOfPlan(companyId, planId, [{ user_id: ann, period: '2026-03' }], { amount: 'nothing', externalId: 'deal_id' })).toMatchObject([{ amount: null }])
+      expect(
+        await store.commissionLines.figuresOfPlan(companyId, planId, [{ user_id: ann, period: '2026-03' }], {
+          amount: 'nothing',
+          externalId: 'deal_id',
+        }),
+      ).toMatchObject([{ amount: null }])
       expect(await store.commissionLines.figuresOfPlan(strangerId, planId, [{ user_id: ann, period: '2026-03' }], fields)).toStrictEqual([])
 
       const figuresAfter = { commission: 20, currency: 'USD', metrics: { bonus: { value: 3, currency: 'USD' } }, modified_at: minute(30) }
       await store.commissionLines.reprice(companyId, table.id, [{ id: line.id, ...figuresAfter }])
-      await store.commissionLines.reprice(strangerId, table.id, [{ id: elsewhere.id, commission: 99, currency: 'EUR', metrics: {}, modified_at: minute(30) }])
+      await store.commissionLines.reprice(strangerId, table.id, [
+        { id: elsewhere.id, commission: 99, currency: 'EUR', metrics: {}, modified_at: minute(30) },
+      ])
       const repriced = { ...line, ...figuresAfter }
-      expect(await store.commissionLines.page(companyId, table.id, { limit: 10, modifiedAfter: { at: minute(29), inclusive: false } })).toStrictEqual([repriced])
-      expect(await store.commissionLines.findOfPlan(companyId, planId, { cells: [{ user_id: ann, period: '2026-04' }] })).toStrictEqual([elsewhere])
+      expect(
+        await store.commissionLines.page(companyId, table.id, { limit: 10, modifiedAfter: { at: minute(29), inclusive: false } }),
+      ).toStrictEqual([repriced])
+      expect(await store.commissionLines.findOfPlan(companyId, planId, { cells: [{ user_id: ann, period: '2026-04' }] })).toStrictEqual([
+        elsewhere,
+      ])
     })
 
     it('finds the quota values of some cells', async () => {
@@ -212,7 +236,11 @@ export function calculationContract(adapter: StoreAdapter): void {
         aQuotaValue(companyId, quota.id, { user_id: bob, period: '2026-03' }),
       ]
       await store.quotaValues.insertMany(values)
-      const cells = [{ user_id: ann, period: '2026-04' }, { user_id: bob, period: '2026-03' }, { user_id: bob, period: '2026-05' }]
+      const cells = [
+        { user_id: ann, period: '2026-04' },
+        { user_id: bob, period: '2026-03' },
+        { user_id: bob, period: '2026-05' },
+      ]
       expect(byId(await store.quotaValues.findCells(companyId, quota.id, cells))).toStrictEqual(byId([values[1], values[2]]))
       expect(await store.quotaValues.findCells(strangerId, quota.id, cells)).toStrictEqual([])
       expect(await store.quotaValues.findCells(companyId, quota.id, [])).toStrictEqual([])

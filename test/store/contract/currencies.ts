@@ -33,16 +33,32 @@ export function currenciesContract(adapter: StoreAdapter): void {
       await store.dataTables.insert(table)
       await store.dataTables.insert(otherTable)
       await store.commissionLines.insertMany([
-        aCommissionLine(companyId, table.id, { currency: 'USD', metrics: { bonus: 3 }, record_values: { amount: { value: 5, currency: 'GBP' }, count: 3, name: 'x' } }),
-        aCommissionLine(companyId, table.id, { currency: 'EUR', metrics: { bonus: { value: 1, currency: 'JPY' } }, record_values: { amount: { value: 6, currency: 'EUR' }, fee: { value: 1 } } }),
-        aCommissionLine(companyId, otherTable.id, { currency: 'SEK', metrics: { bonus: 1 }, record_values: { amount: { value: 1, currency: 'SEK' } } }),
+        aCommissionLine(companyId, table.id, {
+          currency: 'USD',
+          metrics: { bonus: 3 },
+          record_values: { amount: { value: 5, currency: 'GBP' }, count: 3, name: 'x' },
+        }),
+        aCommissionLine(companyId, table.id, {
+          currency: 'EUR',
+          metrics: { bonus: { value: 1, currency: 'JPY' } },
+          record_values: { amount: { value: 6, currency: 'EUR' }, fee: { value: 1 } },
+        }),
+        aCommissionLine(companyId, otherTable.id, {
+          currency: 'SEK',
+          metrics: { bonus: 1 },
+          record_values: { amount: { value: 1, currency: 'SEK' } },
+        }),
       ])
       expect(await store.commissionLines.currenciesInUse(companyId, table.id)).toStrictEqual({
         rows: ['EUR', 'USD'],
         metrics: { bonus: ['JPY', 'USD'] },
         recordValues: { amount: ['EUR', 'GBP'] },
       })
-      expect(await store.commissionLines.currenciesInUse(await aStoredCompany(store), table.id)).toStrictEqual({ rows: [], metrics: {}, recordValues: {} })
+      expect(await store.commissionLines.currenciesInUse(await aStoredCompany(store), table.id)).toStrictEqual({
+        rows: [],
+        metrics: {},
+        recordValues: {},
+      })
     })
   })
 }

@@ -20,8 +20,6 @@ export function importStatisticsContract(adapter: StoreAdapter): void {
     let store: Store
     storePerTest(adapter, (opened) => (store = opened), { isolated: true })
 
-
-
     it('counts the imports of every company by status, every status present', async () => {
       const before = await store.importStatistics.countByStatus()
       expect(Object.keys(before).toSorted()).toEqual(['finished', 'scheduled', 'started'])
@@ -36,7 +34,11 @@ export function importStatisticsContract(adapter: StoreAdapter): void {
 
       const claimed = await store.imports.claimNext('worker-1', LATER, '2026-06-01T10:11:00.000Z')
       expect(claimed).not.toBeNull()
-      expect(await store.importStatistics.countByStatus()).toEqual({ ...before, scheduled: before.scheduled + 2, started: before.started + 1 })
+      expect(await store.importStatistics.countByStatus()).toEqual({
+        ...before,
+        scheduled: before.scheduled + 2,
+        started: before.started + 1,
+      })
 
       await store.imports.finish(claimed!.company_id, claimed!.id, 'worker-1', { finished_at: LATER, error: false, details: [] })
       expect(await store.importStatistics.countByStatus()).toEqual({
@@ -52,7 +54,14 @@ export function importStatisticsContract(adapter: StoreAdapter): void {
       await store.companies.insert(one)
       await store.companies.insert(two)
       const enqueueAt = (at: string, company: Company, target: 'users' | 'managers', debounceSeconds: number) =>
-        enqueueImport(store, new ManualClock(at), { company, target, items: [], debounceSeconds, bytes: 2, queueLimitBytes: Number.MAX_SAFE_INTEGER })
+        enqueueImport(store, new ManualClock(at), {
+          company,
+          target,
+          items: [],
+          debounceSeconds,
+          bytes: 2,
+          queueLimitBytes: Number.MAX_SAFE_INTEGER,
+        })
       const dueAt = new Map<string, string>()
       // Enqueued first, but held in a debounce window until 10:05: it is due after the others.
       dueAt.set((await enqueueAt('2026-06-01T09:55:00.000Z', one, 'managers', 600)).import_id, '2026-06-01T10:05:00.000Z')

@@ -31,7 +31,12 @@ export function importsContract(adapter: StoreAdapter): void {
 
     /** Enqueues a payload of `bytes` at minute 0, bounded by `max` when given. */
     const enqueueBytes = (bytes: number, max?: number, company = companyId, joinKey = 'users') =>
-      store.imports.enqueue(anImport(company, minute(0), 10, joinKey), aPayload(company, [{ email: 'a@example.com' }], bytes), minute(0), max)
+      store.imports.enqueue(
+        anImport(company, minute(0), 10, joinKey),
+        aPayload(company, [{ email: 'a@example.com' }], bytes),
+        minute(0),
+        max,
+      )
 
     describe('enqueue', () => {
       it('creates an import, or joins the open one of the same company and join key while its window is open', async () => {
@@ -63,10 +68,12 @@ export function importsContract(adapter: StoreAdapter): void {
         // Compared as text: a deep comparison of millions of numbers takes long.
         expect(JSON.stringify(stored.items)).toBe(JSON.stringify(items))
         expect(stored).toMatchObject({ id: joined.details[0].payload_id, import_id: joined.id, company_id: companyId })
-        expect((await store.imports.payloads(companyId, small.id)).map((payload) => payload.items)).toStrictEqual([[{ email: 'a@example.com' }]])
+        expect((await store.imports.payloads(companyId, small.id)).map((payload) => payload.items)).toStrictEqual([
+          [{ email: 'a@example.com' }],
+        ])
       })
 
-      it('keeps each payload\'s own table and key, and a detail per call that names its key, across tables', async () => {
+      it("keeps each payload's own table and key, and a detail per call that names its key, across tables", async () => {
         const [deals, leads] = [aDataTable(companyId, { key: 'deals' }), aDataTable(companyId, { key: 'leads' })]
         const records = (at: number, table: { id: string; key: string }, items: unknown[]) =>
           store.imports.enqueue(
@@ -85,7 +92,13 @@ export function importsContract(adapter: StoreAdapter): void {
         ])
         const stored = await store.imports.get(companyId, first.id)
         expect(stored?.details).toStrictEqual(
-          payloads.map((payload) => ({ payload_id: payload.id, data_table_key: payload.data_table_key, number_of_records: null, error: null, ignored_keys: [] })),
+          payloads.map((payload) => ({
+            payload_id: payload.id,
+            data_table_key: payload.data_table_key,
+            number_of_records: null,
+            error: null,
+            ignored_keys: [],
+          })),
         )
       })
 
@@ -118,7 +131,9 @@ export function importsContract(adapter: StoreAdapter): void {
 
       it('refuses a payload that would take the company over the bound, and stores nothing of it', async () => {
         const first = await enqueueBytes(600, 1000)
-        await expect(enqueueBytes(500, 1000)).rejects.toSatisfy((error) => error instanceof ImportQueueFullError && error.queuedBytes === 600)
+        await expect(enqueueBytes(500, 1000)).rejects.toSatisfy(
+          (error) => error instanceof ImportQueueFullError && error.queuedBytes === 600,
+        )
         await expect(enqueueBytes(500, 1000, companyId, 'records:t')).rejects.toBeInstanceOf(ImportQueueFullError)
         expect(await store.imports.queuedBytes(companyId)).toBe(600)
         expect((await store.imports.get(companyId, first.id))?.details).toHaveLength(1)
@@ -142,7 +157,9 @@ export function importsContract(adapter: StoreAdapter): void {
           Array.from({ length: 30 }, (_, index) => enqueueBytes(100, 1000, companyId, index % 2 ? 'users' : 'records:t')),
         )
         expect(results.filter((result) => result.status === 'fulfilled')).toHaveLength(10)
-        expect(results.filter((result) => result.status === 'rejected').every((result) => result.reason instanceof ImportQueueFullError)).toBe(true)
+        expect(
+          results.filter((result) => result.status === 'rejected').every((result) => result.reason instanceof ImportQueueFullError),
+        ).toBe(true)
         expect(await store.imports.queuedBytes(companyId)).toBe(1000)
       })
     })
@@ -153,14 +170,24 @@ export function importsContract(adapter: StoreAdapter): void {
         const ready = await enqueue(1, 0, otherCompanyId)
         expect(await store.imports.claimNext('w1', minute(0), minute(5))).toBeNull()
         const claimed = await store.imports.claimNext('w1', minute(2), minute(7))
-        expect(claimed).toMatchObject({ id: ready.id, status: 'started', lease_owner: 'w1', lease_expires_at: minute(7), launched_at: minute(2), attempts: 1 })
+        expect(claimed).toMatchObject({
+          id: ready.id,
+          status: 'started',
+          lease_owner: 'w1',
+          lease_expires_at: minute(7),
+          launched_at: minute(2),
+          attempts: 1,
+        })
         expect(await store.imports.get(otherCompanyId, ready.id)).toStrictEqual(claimed)
         expect((await store.imports.claimNext('w1', minute(30), minute(35)))?.id).toBe(open.id)
       })
 
       it('gives an import to one worker only, even when they ask at once', async () => {
         await enqueue(0)
-        const claims = await Promise.all([store.imports.claimNext('a', minute(1), minute(2)), store.imports.claimNext('b', minute(1), minute(2))])
+        const claims = await Promise.all([
+          store.imports.claimNext('a', minute(1), minute(2)),
+          store.imports.claimNext('b', minute(1), minute(2)),
+        ])
         expect(claims.filter((claim) => claim !== null)).toHaveLength(1)
       })
 
@@ -208,7 +235,11 @@ export function importsContract(adapter: StoreAdapter): void {
         await store.imports.claimNext('w', minute(1), minute(11))
         expect(await store.imports.release(companyId, queued.id, 'other')).toBe(false)
         expect(await store.imports.release(companyId, queued.id, 'w')).toBe(true)
-        expect(await store.imports.get(companyId, queued.id)).toMatchObject({ status: 'scheduled', lease_owner: null, lease_expires_at: null })
+        expect(await store.imports.get(companyId, queued.id)).toMatchObject({
+          status: 'scheduled',
+          lease_owner: null,
+          lease_expires_at: null,
+        })
         expect((await store.imports.claimNext('x', minute(2), minute(12)))?.id).toBe(queued.id)
       })
 
@@ -217,18 +248,32 @@ export function importsContract(adapter: StoreAdapter): void {
         expect((await enqueue(0)).id).toBe(queued.id)
         const claimed = (await store.imports.claimNext('w', minute(1), minute(11)))!
         expect(claimed.details).toHaveLength(2)
-        const progress = { payloads_applied: 1, details: claimed.details.map((detail, index) => (index === 0 ? { ...detail, number_of_records: 1 } : detail)) }
+        const progress = {
+          payloads_applied: 1,
+          details: claimed.details.map((detail, index) => (index === 0 ? { ...detail, number_of_records: 1 } : detail)),
+        }
         expect(await store.imports.advance(companyId, queued.id, 'w', progress)).toBe(true)
         expect(await store.imports.release(companyId, queued.id, 'w')).toBe(true)
         expect(await store.imports.get(companyId, queued.id)).toMatchObject({ status: 'scheduled', lease_owner: null, ...progress })
-        expect(await store.imports.claimNext('x', minute(2), minute(12))).toMatchObject({ id: queued.id, lease_owner: 'x', attempts: 2, ...progress })
+        expect(await store.imports.claimNext('x', minute(2), minute(12))).toMatchObject({
+          id: queued.id,
+          lease_owner: 'x',
+          attempts: 2,
+          ...progress,
+        })
       })
 
       it('finishes once, for the worker that holds the import', async () => {
         const queued = await enqueue(0)
         await store.imports.claimNext('w', minute(1), minute(11))
-        const error = { title: 'PartialFailure' as const, description: 'd', parsing_error_details: [{ line_number: 1, row: { a: 1 }, details: 'x' }] }
-        const details = [{ payload_id: queued.details[0].payload_id, data_table_key: 'users', number_of_records: 1, error, ignored_keys: ['b', 'c'] }]
+        const error = {
+          title: 'PartialFailure' as const,
+          description: 'd',
+          parsing_error_details: [{ line_number: 1, row: { a: 1 }, details: 'x' }],
+        }
+        const details = [
+          { payload_id: queued.details[0].payload_id, data_table_key: 'users', number_of_records: 1, error, ignored_keys: ['b', 'c'] },
+        ]
         const outcome = { finished_at: minute(2), error: true, details }
         expect(await store.imports.finish(companyId, queued.id, 'other', outcome)).toBe(false)
         expect(await store.imports.finish(otherCompanyId, queued.id, 'w', outcome)).toBe(false)
@@ -257,7 +302,13 @@ export function importsContract(adapter: StoreAdapter): void {
           return tx.imports.finish(companyId, queued.id, 'w', outcome)
         })
         expect(finished).toBe(true)
-        expect(await store.imports.get(companyId, queued.id)).toStrictEqual({ ...claimed, ...outcome, status: 'finished', lease_owner: null, lease_expires_at: null })
+        expect(await store.imports.get(companyId, queued.id)).toStrictEqual({
+          ...claimed,
+          ...outcome,
+          status: 'finished',
+          lease_owner: null,
+          lease_expires_at: null,
+        })
         expect(await store.imports.hold(companyId, queued.id, 'w')).toBe(false)
       })
 
@@ -286,7 +337,11 @@ export function importsContract(adapter: StoreAdapter): void {
         expect(runs).toBe(1)
         // The renewal landed after the commit: the import is finished and no longer held.
         expect(await renewal).toBe(false)
-        expect(await store.imports.get(companyId, queued.id)).toMatchObject({ status: 'finished', lease_expires_at: null, finished_at: minute(5) })
+        expect(await store.imports.get(companyId, queued.id)).toMatchObject({
+          status: 'finished',
+          lease_expires_at: null,
+          finished_at: minute(5),
+        })
       })
 
       it('records the progress of a run for the holder only, keeps it through a new claim, and drops it at finish', async () => {
@@ -300,12 +355,27 @@ export function importsContract(adapter: StoreAdapter): void {
         })
         expect(advanced).toBe(true)
         const progressed = await store.imports.get(companyId, queued.id)
-        expect(progressed).toStrictEqual({ ...queued, status: 'started', lease_owner: 'w', lease_expires_at: minute(11), launched_at: minute(1), attempts: 1, details, payloads_applied: 1 })
+        expect(progressed).toStrictEqual({
+          ...queued,
+          status: 'started',
+          lease_owner: 'w',
+          lease_expires_at: minute(11),
+          launched_at: minute(1),
+          attempts: 1,
+          details,
+          payloads_applied: 1,
+        })
         const again = await store.imports.claimNext('x', minute(11), minute(21))
         expect(again).toStrictEqual({ ...progressed, lease_owner: 'x', lease_expires_at: minute(21), attempts: 2 })
         const outcome = { finished_at: minute(12), error: false, details }
         expect(await store.imports.finish(companyId, queued.id, 'x', outcome)).toBe(true)
-        expect(await store.imports.get(companyId, queued.id)).toStrictEqual({ ...queued, ...outcome, status: 'finished', launched_at: minute(1), attempts: 2 })
+        expect(await store.imports.get(companyId, queued.id)).toStrictEqual({
+          ...queued,
+          ...outcome,
+          status: 'finished',
+          launched_at: minute(1),
+          attempts: 2,
+        })
       })
 
       it('rolls a finish back with the transaction around it', async () => {
@@ -322,7 +392,7 @@ export function importsContract(adapter: StoreAdapter): void {
     })
 
     describe('list, closeWindows and the claim of one company (the admin drain)', () => {
-      it('lists the company\'s imports newest first, by status when asked, at most `limit`', async () => {
+      it("lists the company's imports newest first, by status when asked, at most `limit`", async () => {
         const first = await enqueue(0)
         const second = await enqueue(1, 0, companyId, 'managers')
         const third = await enqueue(2, 10, companyId, 'groups')
@@ -331,7 +401,9 @@ export function importsContract(adapter: StoreAdapter): void {
         expect(ids(await store.imports.list(companyId, { limit: 10 }))).toStrictEqual([third.id, second.id, first.id])
         expect(ids(await store.imports.list(companyId, { limit: 2 }))).toStrictEqual([third.id, second.id])
         expect(ids(await store.imports.list(companyId, { status: 'scheduled', limit: 10 }))).toStrictEqual([third.id, second.id])
-        expect(await store.imports.list(companyId, { status: 'started', limit: 10 })).toStrictEqual([await store.imports.get(companyId, first.id)])
+        expect(await store.imports.list(companyId, { status: 'started', limit: 10 })).toStrictEqual([
+          await store.imports.get(companyId, first.id),
+        ])
         expect(await store.imports.list(companyId, { status: 'finished', limit: 10 })).toStrictEqual([])
         expect(await store.imports.list(companyId, { limit: 0 })).toStrictEqual([])
         expect(ids(await store.imports.list(aCompany().id, { limit: 10 }))).toStrictEqual([])
@@ -373,7 +445,9 @@ export function importsContract(adapter: StoreAdapter): void {
         const changed = { ...kept, values: { deal_id: kept.external_id, deal_name: 'changed' }, modified_at: minute(9) }
         const added = aRecord(companyId, table.id)
         await store.records.saveMany(companyId, [changed, added])
-        expect(await store.records.list(companyId, table.id, { offset: 0, limit: 10 })).toStrictEqual([changed, added].toSorted((a, b) => a.id.localeCompare(b.id)))
+        expect(await store.records.list(companyId, table.id, { offset: 0, limit: 10 })).toStrictEqual(
+          [changed, added].toSorted((a, b) => a.id.localeCompare(b.id)),
+        )
         const clash = aRecord(companyId, table.id, { external_id: kept.external_id })
         await expect(store.records.saveMany(companyId, [aRecord(companyId, table.id), clash])).rejects.toBeInstanceOf(StoreConflictError)
         expect(await store.records.count(companyId, table.id)).toBe(2)
@@ -450,7 +524,9 @@ export function sharedImportQueueContract(adapter: StoreAdapter): void {
         ),
       )
       expect(results.filter((result) => result.status === 'fulfilled')).toHaveLength(10)
-      expect(results.filter((result) => result.status === 'rejected').every((result) => result.reason instanceof ImportQueueFullError)).toBe(true)
+      expect(
+        results.filter((result) => result.status === 'rejected').every((result) => result.reason instanceof ImportQueueFullError),
+      ).toBe(true)
       expect(await store.imports.queuedBytes(companyId)).toBe(1000)
       expect(await twin.imports.queuedBytes(companyId)).toBe(1000)
     })

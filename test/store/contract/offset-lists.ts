@@ -41,8 +41,6 @@ export function offsetListsContract(adapter: StoreAdapter): void {
     let store: Store
     storePerTest(adapter, (opened) => (store = opened))
 
-
-
     for (const kind of SEQUENCES) {
       describe(`${kind.name}`, () => {
         let companyId: string

@@ -128,8 +128,12 @@ export function pagesContract(adapter: StoreAdapter): void {
         it('compares times to the millisecond', async () => {
           const justAfter = new Date(Date.parse(minute(3)) + 1).toISOString()
           const justBefore = new Date(Date.parse(minute(3)) - 1).toISOString()
-          expect(await page({ limit: 100, modifiedAfter: { at: justBefore, inclusive: false } })).toStrictEqual(modified((time) => time >= minute(3)))
-          expect(await page({ limit: 100, modifiedBefore: { at: justAfter, inclusive: false } })).toStrictEqual(modified((time) => time <= minute(3)))
+          expect(await page({ limit: 100, modifiedAfter: { at: justBefore, inclusive: false } })).toStrictEqual(
+            modified((time) => time >= minute(3)),
+          )
+          expect(await page({ limit: 100, modifiedBefore: { at: justAfter, inclusive: false } })).toStrictEqual(
+            modified((time) => time <= minute(3)),
+          )
         })
 
         it('combines both time bounds', async () => {
@@ -143,7 +147,11 @@ export function pagesContract(adapter: StoreAdapter): void {
           expect(await page({ limit: 100, modifiedAfter: instant, modifiedBefore: instant })).toStrictEqual(
             modified((time) => time === minute(3)),
           )
-          const empty = { limit: 100, modifiedAfter: { at: minute(3), inclusive: false }, modifiedBefore: { at: minute(3), inclusive: true } }
+          const empty = {
+            limit: 100,
+            modifiedAfter: { at: minute(3), inclusive: false },
+            modifiedBefore: { at: minute(3), inclusive: true },
+          }
           expect(await page(empty)).toStrictEqual([])
         })
 

@@ -21,7 +21,10 @@ export function quotasContract(adapter: StoreAdapter): void {
     it('changes the type of a quota and nothing of its values', async () => {
       const companyId = await aStoredCompany(store)
       const quota = aQuota(companyId, { modified_at: minute(1) })
-      const values = [aQuotaValue(companyId, quota.id, { modified_at: minute(2) }), aQuotaValue(companyId, quota.id, { modified_at: minute(3) })]
+      const values = [
+        aQuotaValue(companyId, quota.id, { modified_at: minute(2) }),
+        aQuotaValue(companyId, quota.id, { modified_at: minute(3) }),
+      ]
       await store.quotas.insert(quota)
       await store.quotaValues.insertMany(values)
       expect(await store.quotas.setType(companyId, quota.id, 'percentage', minute(10))).toBe(true)

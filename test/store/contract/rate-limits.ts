@@ -22,7 +22,6 @@ export function rateLimitContract(adapter: StoreAdapter): void {
       address = rateSubjectKey({ address: `198.51.100.${Math.floor(Math.random() * 250)}-${newId()}` })
     })
 
-
     it('opens a window with the first hit and counts the next ones in it', async () => {
       expect(await store.rateLimits.hit(company, 1000, at(T0))).toEqual({ hits: 1, resetsAt: '2026-06-01T10:00:01.000Z' })
       expect(await store.rateLimits.hit(company, 1000, at('2026-06-01T10:00:00.400Z'))).toEqual({
@@ -49,9 +48,18 @@ export function rateLimitContract(adapter: StoreAdapter): void {
 
     it('counts several requests in one hit, in the open window or in a new one', async () => {
       expect(await store.rateLimits.hit(company, 1000, at(T0), 4)).toEqual({ hits: 4, resetsAt: '2026-06-01T10:00:01.000Z' })
-      expect(await store.rateLimits.hit(company, 1000, at('2026-06-01T10:00:00.300Z'))).toEqual({ hits: 5, resetsAt: '2026-06-01T10:00:01.000Z' })
-      expect(await store.rateLimits.hit(company, 1000, at('2026-06-01T10:00:00.600Z'), 3)).toEqual({ hits: 8, resetsAt: '2026-06-01T10:00:01.000Z' })
-      expect(await store.rateLimits.hit(company, 1000, at('2026-06-01T10:00:01.200Z'), 7)).toEqual({ hits: 7, resetsAt: '2026-06-01T10:00:02.200Z' })
+      expect(await store.rateLimits.hit(company, 1000, at('2026-06-01T10:00:00.300Z'))).toEqual({
+        hits: 5,
+        resetsAt: '2026-06-01T10:00:01.000Z',
+      })
+      expect(await store.rateLimits.hit(company, 1000, at('2026-06-01T10:00:00.600Z'), 3)).toEqual({
+        hits: 8,
+        resetsAt: '2026-06-01T10:00:01.000Z',
+      })
+      expect(await store.rateLimits.hit(company, 1000, at('2026-06-01T10:00:01.200Z'), 7)).toEqual({
+        hits: 7,
+        resetsAt: '2026-06-01T10:00:02.200Z',
+      })
     })
 
     it('counts every subject on its own: companies and addresses', async () => {

@@ -44,14 +44,21 @@ export function statementExtractionContract(adapter: StoreAdapter): void {
       companyId = company.id
     })
 
-
-    const extract = (window: RowWindow, environment: Environment = 'live', key = KEY) => store.statements.pageForExtraction(companyId, environment, window, key)
+    const extract = (window: RowWindow, environment: Environment = 'live', key = KEY) =>
+      store.statements.pageForExtraction(companyId, environment, window, key)
     const render = (statements: Statement[], key = KEY, environment: Environment = 'live') =>
-      store.statements.saveRenderings(companyId, environment, statements.map((statement) => ({ id: statement.id, key, text: text(statement, key) })))
+      store.statements.saveRenderings(
+        companyId,
+        environment,
+        statements.map((statement) => ({ id: statement.id, key, text: text(statement, key) })),
+      )
 
     it('returns the fields a v2 row shows exactly as written, and no other', async () => {
       const statements = byId([
-        aStatement(companyId, { payment: 0.1 + 0.2, metrics: { empty: [], nothing: null, deep: { a: [{ b: 'ü "q" \\ \n' }] }, big: Number.MAX_SAFE_INTEGER } }),
+        aStatement(companyId, {
+          payment: 0.1 + 0.2,
+          metrics: { empty: [], nothing: null, deep: { a: [{ b: 'ü "q" \\ \n' }] }, big: Number.MAX_SAFE_INTEGER },
+        }),
         aStatement(companyId, { payment: null, metrics: {}, dimensions: {}, status: 'paid', currency: 'USD' }),
         aStatement(companyId, { payment: -0.5, metrics: { tiny: 1e-9, text: '日本' }, status: 'pending', date: '2025-12-31' }),
       ])
@@ -61,7 +68,16 @@ export function statementExtractionContract(adapter: StoreAdapter): void {
 
       expect(found).toStrictEqual(statements.map(extracted))
       for (const statement of found) {
-        expect(Object.keys(statement).toSorted()).toStrictEqual(['currency', 'date', 'id', 'metrics', 'payment', 'rendering', 'status', 'user_id'])
+        expect(Object.keys(statement).toSorted()).toStrictEqual([
+          'currency',
+          'date',
+          'id',
+          'metrics',
+          'payment',
+          'rendering',
+          'status',
+          'user_id',
+        ])
       }
     })
 
@@ -93,8 +109,16 @@ export function statementExtractionContract(adapter: StoreAdapter): void {
           [{ limit: 100, modifiedBefore: { at, inclusive: true } }, rows.filter((row) => row.modified_at <= at)],
           [{ limit: 100, modifiedBefore: { at, inclusive: false } }, rows.filter((row) => row.modified_at < at)],
           [
-            { afterId: rows[0].id, limit: 2, modifiedAfter: { at: minute(2), inclusive: true }, modifiedBefore: { at: minute(5), inclusive: false } },
-            rows.slice(1).filter((row) => row.modified_at >= minute(2) && row.modified_at < minute(5)).slice(0, 2),
+            {
+              afterId: rows[0].id,
+              limit: 2,
+              modifiedAfter: { at: minute(2), inclusive: true },
+              modifiedBefore: { at: minute(5), inclusive: false },
+            },
+            rows
+              .slice(1)
+              .filter((row) => row.modified_at >= minute(2) && row.modified_at < minute(5))
+              .slice(0, 2),
           ],
         ]
         for (const [window, expected] of windows) {
@@ -142,29 +166,50 @@ export function statementExtractionContract(adapter: StoreAdapter): void {
 
       it('are returned for the key they were saved with, in place of the fields', async () => {
         await render([rows[1], rows[3]])
-        expect(await extract({ limit: 10 })).toStrictEqual([extracted(rows[0]), rendered(rows[1], text(rows[1])), extracted(rows[2]), rendered(rows[3], text(rows[3]))])
+        expect(await extract({ limit: 10 })).toStrictEqual([
+          extracted(rows[0]),
+          rendered(rows[1], text(rows[1])),
+          extracted(rows[2]),
+          rendered(rows[3], text(rows[3])),
+        ])
         expect(await extract({ limit: 10 }, 'live', 'another key')).toStrictEqual(rows.map(extracted))
       })
 
       it('are replaced by a later rendering, whatever its key', async () => {
         await render(rows)
         await render([rows[0]], 'another key')
-        expect(await extract({ limit: 10 }, 'live', 'another key')).toStrictEqual([rendered(rows[0], text(rows[0], 'another key')), ...rows.slice(1).map(extracted)])
+        expect(await extract({ limit: 10 }, 'live', 'another key')).toStrictEqual([
+          rendered(rows[0], text(rows[0], 'another key')),
+          ...rows.slice(1).map(extracted),
+        ])
         expect((await extract({ limit: 10 }))[0]).toStrictEqual(extracted(rows[0]))
       })
 
       it('are dropped when the statement is changed', async () => {
         await render(rows)
-        const changed = await store.adminEdits.updateStatement(companyId, rows[2].id, { modified_at: minute(9), status: 'paid', payment: 42 })
+        const changed = await store.adminEdits.updateStatement(companyId, rows[2].id, {
+          modified_at: minute(9),
+          status: 'paid',
+          payment: 42,
+        })
         expect(changed).toStrictEqual({ ...rows[2], modified_at: minute(9), status: 'paid', payment: 42 })
         const found = await extract({ limit: 10 })
-        expect(found).toStrictEqual([rendered(rows[0], text(rows[0])), rendered(rows[1], text(rows[1])), extracted(changed!), rendered(rows[3], text(rows[3]))])
+        expect(found).toStrictEqual([
+          rendered(rows[0], text(rows[0])),
+          rendered(rows[1], text(rows[1])),
+          extracted(changed!),
+          rendered(rows[3], text(rows[3])),
+        ])
       })
 
       it('of a user’s statements are dropped by dropRenderingsOfUsers, which the writer of another email calls; users.save leaves them', async () => {
         const [owner, other] = [aUser(companyId), aUser(companyId)]
         await store.users.save(companyId, [owner, other])
-        const mine = byId([aStatement(companyId, { user_id: owner.id }), aStatement(companyId, { user_id: owner.id }), aStatement(companyId, { user_id: other.id })])
+        const mine = byId([
+          aStatement(companyId, { user_id: owner.id }),
+          aStatement(companyId, { user_id: owner.id }),
+          aStatement(companyId, { user_id: other.id }),
+        ])
         await store.statements.insertMany(mine)
         await render([...rows, ...mine])
         const all = byId([...rows, ...mine])
@@ -180,7 +225,9 @@ export function statementExtractionContract(adapter: StoreAdapter): void {
         expect(await extract({ limit: 10 })).toStrictEqual(allRendered)
         await store.statements.dropRenderingsOfUsers(companyId, [owner.id])
         const ownerIds = new Set([mine[0].id, mine[1].id])
-        expect(await extract({ limit: 10 })).toStrictEqual(all.map((statement) => (ownerIds.has(statement.id) ? extracted(statement) : rendered(statement, text(statement)))))
+        expect(await extract({ limit: 10 })).toStrictEqual(
+          all.map((statement) => (ownerIds.has(statement.id) ? extracted(statement) : rendered(statement, text(statement)))),
+        )
       })
 
       it('are not part of the statement: `page` and `list` return it as written', async () => {
@@ -203,7 +250,8 @@ export function statementExtractionContract(adapter: StoreAdapter): void {
       it('pageToRender: the fields of the statements without a rendering for the key, in id order, after the id given', async () => {
         await render([rows[1]])
         await render([rows[2]], 'another key')
-        const toRender = (afterId: string | null, limit: number, key = KEY) => store.statements.pageToRender(companyId, 'live', key, afterId, limit)
+        const toRender = (afterId: string | null, limit: number, key = KEY) =>
+          store.statements.pageToRender(companyId, 'live', key, afterId, limit)
         expect(await toRender(null, 10)).toStrictEqual([rows[0], rows[2], rows[3]].map(fieldsOf))
         expect(await toRender(null, 2)).toStrictEqual([rows[0], rows[2]].map(fieldsOf))
         expect(await toRender(rows[0].id, 10)).toStrictEqual([rows[2], rows[3]].map(fieldsOf))
@@ -217,7 +265,9 @@ export function statementExtractionContract(adapter: StoreAdapter): void {
         await expect(
           store.transaction(async (tx) => {
             await tx.statements.saveRenderings(companyId, 'live', [{ id: rows[0].id, key: KEY, text: text(rows[0]) }])
-            expect((await tx.statements.pageForExtraction(companyId, 'live', { limit: 1 }, KEY))[0]).toStrictEqual(rendered(rows[0], text(rows[0])))
+            expect((await tx.statements.pageForExtraction(companyId, 'live', { limit: 1 }, KEY))[0]).toStrictEqual(
+              rendered(rows[0], text(rows[0])),
+            )
             throw new Error('abandon')
           }),
         ).rejects.toThrow('abandon')

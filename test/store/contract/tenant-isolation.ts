@@ -43,9 +43,10 @@ export function tenantIsolationContract(adapter: StoreAdapter): void {
       await store.attributions.replaceGroups(companyId, [b.users[0].id], [])
       await store.records.upsert(companyId, [aRecord(companyId, b.table.id, { external_id: b.record.external_id })])
       // Whether a user with B's id may be saved in A is the adapter's choice; B's user must not change.
-      const saved = await store.users
-        .save(companyId, [{ ...b.users[1], company_id: companyId, email: 'taken@example.com' }])
-        .then(() => 'saved', (error: unknown) => error)
+      const saved = await store.users.save(companyId, [{ ...b.users[1], company_id: companyId, email: 'taken@example.com' }]).then(
+        () => 'saved',
+        (error: unknown) => error,
+      )
       expect(saved === 'saved' || saved instanceof StoreConflictError).toBe(true)
       expect(await store.companies.get(b.company.id)).toStrictEqual(b.company)
       expect(await readAll(store, b.company.id, b)).toStrictEqual(readsOf(b))

@@ -24,8 +24,6 @@ export function testKitContract(adapter: StoreAdapter): void {
     let store: Store
     storePerTest(adapter, (opened) => (store = opened), { isolated: true })
 
-
-
     describe('clockOffset', () => {
       it('advances by what it is given, every concurrent advance counted once', async () => {
         const before = await store.clockOffset.read()

@@ -72,7 +72,12 @@ export function usersContract(adapter: StoreAdapter): void {
       const ann = aUser(companyId, { email: 'Ann.Smith@Example.com' })
       const bob = aUser(companyId, { email: 'bob@example.com' })
       await store.users.save(companyId, [ann, bob])
-      const found = await store.users.findByEmails(companyId, ['ANN.SMITH@EXAMPLE.COM', 'Bob@Example.Com', 'nobody@example.com', 'bob@example.com'])
+      const found = await store.users.findByEmails(companyId, [
+        'ANN.SMITH@EXAMPLE.COM',
+        'Bob@Example.Com',
+        'nobody@example.com',
+        'bob@example.com',
+      ])
       expect(found).toStrictEqual(
         new Map([
           ['ann.smith@example.com', ann],

@@ -67,7 +67,10 @@ export async function aStoredCompany(store: Store, overrides: Partial<Company> =
 }
 
 /** Inserts one of everything for a new company. Names given in `shared` may be reused by another company. */
-export async function populate(store: Store, shared: { email: string; tableKey: string; externalId: string; apiName: string }): Promise<World> {
+export async function populate(
+  store: Store,
+  shared: { email: string; tableKey: string; externalId: string; apiName: string },
+): Promise<World> {
   const company = aCompany()
   const id = company.id
   const user = aUser(id, { email: shared.email })
