@@ -161,7 +161,7 @@ async function startApi(
       const listening = url ?? ''
       let text = apiBanner(listening, config.publicUrl ?? listening, demo, storeDescription(config))
       if (config.clock === 'controlled')
-        text += `Clock: controlled, now ${clock.now().toISOString()}: POST /admin/clock moves it (README, "Using it in your tests")\n`
+        text += `Clock: controlled, now ${clock.now().toISOString()}: POST /admin/clock moves it (docs/testing.md)\n`
       if (options.testMode) text += `Test mode: admin token ${config.adminToken} (Authorization: Bearer ${config.adminToken})\n`
       return text
     },
