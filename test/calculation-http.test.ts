@@ -144,17 +144,18 @@ const salesPlan = () => plannedCompany().plans[0]
 const byDateOf = (rows: any[], date: string) => rows.filter((row) => row['standard.date'] === date)
 const dealOf = (row: any) => row['datatable.name']
 
+// Every test starts from the planned company, with a worker of its own.
+let h: Harness
+
+beforeEach(async () => {
+  h = await startHarness()
+})
+afterEach(async () => {
+  await h.worker.stop()
+  await h.server.close()
+})
+
 describe('plans over HTTP', () => {
-  let h: Harness
-
-  beforeEach(async () => {
-    h = await startHarness()
-  })
-  afterEach(async () => {
-    await h.worker.stop()
-    await h.server.close()
-  })
-
   it('turns an upserted deal into a line and a new total, which an incremental sync sees, and a deletion takes back', async () => {
     const before = await h.walk(h.statementsPath)
     const [may] = byDateOf(before, '2026-05-01')
@@ -316,16 +317,6 @@ describe('plans over HTTP', () => {
 })
 
 describe('plans and exchange rates through the admin routes', () => {
-  let h: Harness
-
-  beforeEach(async () => {
-    h = await startHarness()
-  })
-  afterEach(async () => {
-    await h.worker.stop()
-    await h.server.close()
-  })
-
   it('shows the plans in the company inventory, with the statements each calculated', async () => {
     const inventory = await h.admin(`/admin/companies/${h.companyId}`)
     expect(inventory.status).toBe(200)

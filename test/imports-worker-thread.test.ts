@@ -16,6 +16,7 @@ import { type RunningServer, startServer } from '../src/server.ts'
 import type { DataImport } from '../src/store/model.ts'
 import { openStore, sqliteFile } from '../src/store/open-store.ts'
 import { smallFixture } from './helpers/fixtures.ts'
+import { anImport } from './store/builders.ts'
 import { tempDataDir } from './helpers/process.ts'
 import { call } from './helpers/server.ts'
 
@@ -230,25 +231,7 @@ describe("the worker's thread stores the upserts' payloads for the HTTP thread",
 /** The arguments of `ImportRepository.enqueue` for a users payload of `bytes`, in a window of a minute. */
 function enqueueArguments(companyId: string, bytes: number): Parameters<Store['imports']['enqueue']> {
   const now = new Date().toISOString()
-  const fresh: DataImport = {
-    id: newId(),
-    company_id: companyId,
-    target: 'users',
-    table_id: null,
-    data_table_key: 'users',
-    join_key: 'users',
-    status: 'scheduled',
-    window_ends_at: new Date(Date.now() + 60_000).toISOString(),
-    created_at: now,
-    launched_at: null,
-    finished_at: null,
-    error: false,
-    details: [],
-    lease_owner: null,
-    lease_expires_at: null,
-    attempts: 0,
-    payload_bytes: 0,
-  }
+  const fresh = anImport(companyId, now, 1)
   const payload = {
     id: newId(),
     company_id: companyId,
