@@ -42,6 +42,7 @@ export class ServiceMetrics {
   readonly rateLimited: Counter
   readonly importQueueFull: Counter
   readonly faultsFired: Counter<'effect'>
+  readonly pagesReadAhead: Counter
   readonly importDuration: Histogram<'outcome'>
   readonly importsByState: Gauge<'state'>
   readonly importQueueDepth: Gauge
@@ -76,6 +77,11 @@ export class ServiceMetrics {
       name: 'commission_api_faults_fired_total',
       help: 'Requests a fault set through the admin routes fired on, by effect: the status it answered, drop, or delay',
       labelNames: ['effect'],
+      registers,
+    })
+    this.pagesReadAhead = new Counter({
+      name: 'commission_api_v2_pages_read_ahead_total',
+      help: 'v2 statement pages answered from a read-ahead (read while the client read the page before)',
       registers,
     })
     this.importDuration = new Histogram({

@@ -102,6 +102,14 @@ export interface Store {
    */
   committedWrites(): number
 
+  /**
+   * The version of everything committed to the store, by any connection, thread or process: it moves at every
+   * commit. A value read at one version may be reused while the version is unchanged (a v2 page read ahead,
+   * `src/v2/read-ahead.ts`); read the version before the data it labels. Null when the adapter has no such
+   * version (MongoDB): nothing is then reused.
+   */
+  dataVersion(): Promise<string | null>
+
   /** Answers when the store can be reached; throws otherwise. */
   ping(): Promise<void>
 

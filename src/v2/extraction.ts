@@ -1,5 +1,5 @@
 import { rowsPath } from '../reporting/structures.ts'
-import type { Store } from '../store/port.ts'
+import type { RowWindow, Store } from '../store/port.ts'
 import { structureColumns } from './fields.ts'
 import { liveQuota, liveStructure } from './lookup.ts'
 import {
@@ -12,6 +12,7 @@ import {
   pageRequest,
 } from './pages.ts'
 import { type Emails, quotaValueRenderer, recordRenderer, type Row } from './rows.ts'
+import { noReadAhead, type PageReadAhead } from './read-ahead.ts'
 import { pageBytes, statementTexts } from './statement-texts.ts'
 
 /**
@@ -43,10 +44,56 @@ async function renderPage<Stored extends { id: string; user_id: string }>(
 
 /**
  * `GET /v2/reporting/{table_id}/statements`, as the page's JSON bytes: each row as its statement holds it
- * rendered for the structure, or rendered now (statement-texts.ts). Date bounds are exclusive.
+ * rendered for the structure, or rendered now (statement-texts.ts). Date bounds are exclusive. The next page is
+ * read ahead when the caller calls `readNext`, once it has sent this one (read-ahead.ts); `readAhead` says whether
+ * this one was read ahead.
  */
-export async function statementPage(store: Store, companyId: string, tableId: string, query: PageQuery, baseUrl: string): Promise<Buffer> {
+export async function statementPage(
+  store: Store,
+  companyId: string,
+  tableId: string,
+  query: PageQuery,
+  baseUrl: string,
+  readAhead: PageReadAhead<StatementPage> = noReadAhead(),
+): Promise<{ bytes: Buffer; readAhead: boolean; readNext: () => void }> {
   const request = pageRequest(query, 'exclusive', DEFAULT_ROW_PAGE_LIMIT)
+  const keyOf = (window: RowWindow) => readAheadKey(companyId, tableId, window, baseUrl)
+  const kept = await readAhead.take(keyOf(request.window), await store.dataVersion())
+  const page = kept ?? (await readStatementPage(store, companyId, tableId, request, baseUrl))
+  const { nextWindow } = page
+  const readNext = () => {
+    if (!nextWindow) return
+    const next = { ...request, window: nextWindow }
+    void readAhead.readAhead(
+      keyOf(nextWindow),
+      () => store.dataVersion(),
+      () => readStatementPage(store, companyId, tableId, next, baseUrl),
+    )
+  }
+  return { bytes: page.bytes, readAhead: kept !== null, readNext }
+}
+
+/** A statement page's bytes, and the window of the page after it (null on the last page). */
+export interface StatementPage {
+  bytes: Buffer
+  nextWindow: RowWindow | null
+}
+
+const timeBoundKey = (time: RowWindow['modifiedAfter']) => (time ? `${time.at}${time.inclusive ? '=' : ''}` : '')
+
+/** What a page depends on besides the store's data: the company, the structure, the window and the URLs' base. */
+function readAheadKey(companyId: string, tableId: string, window: RowWindow, baseUrl: string): string {
+  const { afterId, limit, modifiedAfter, modifiedBefore } = window
+  return [companyId, tableId, afterId ?? '', limit, timeBoundKey(modifiedAfter), timeBoundKey(modifiedBefore), baseUrl].join('\u0000')
+}
+
+async function readStatementPage(
+  store: Store,
+  companyId: string,
+  tableId: string,
+  request: PageRequest,
+  baseUrl: string,
+): Promise<StatementPage> {
   const structure = await liveStructure(store, companyId, tableId, 'statement_reporting')
   const texts = statementTexts((await structureColumns(store, structure)).metrics)
   const stored = await store.statements.pageForExtraction(companyId, 'live', request.window, texts.key)
@@ -54,7 +101,11 @@ export async function statementPage(store: Store, companyId: string, tableId: st
   const unrendered = page.rows.filter((row) => row.rendering === null)
   const emails = unrendered.length > 0 ? await emailsOf(store, companyId, unrendered) : new Map<string, string>()
   const rows = page.rows.map((row) => (row.rendering === null ? texts.row(row, emails.get(row.user_id) ?? null) : row.rendering))
-  return pageBytes(rows, JSON.stringify(page.meta))
+  const nextStartId = page.meta.next_start_id
+  return {
+    bytes: pageBytes(rows, JSON.stringify(page.meta)),
+    nextWindow: nextStartId === null ? null : { ...request.window, afterId: nextStartId },
+  }
 }
 
 /** `GET /v2/reporting/{table_id}/records`: the commission lines of the structure's data table. Date bounds are exclusive. */

@@ -91,6 +91,9 @@ function mongoStore(context: MongoContext, transactions: SerialQueue, rateLimits
 
     committedWrites: () => context.state.writes,
 
+    // A change stream would give one, at the cost of a cursor per instance; nothing is read ahead on MongoDB.
+    dataVersion: async () => null,
+
     async ping() {
       if (context.state.closed) throw new Error('the MongoDB store is closed')
       await context.connection.db.command({ ping: 1 })

@@ -1,7 +1,10 @@
 import type { Store } from '../port.ts'
 
 /** The repositories of a store: every member of the port but what the adapter holds itself (its lifecycle, its counters). */
-export type Repositories = Omit<Store, 'kind' | 'itemsPerTransaction' | 'rateLimits' | 'transaction' | 'committedWrites' | 'ping' | 'close'>
+export type Repositories = Omit<
+  Store,
+  'kind' | 'itemsPerTransaction' | 'rateLimits' | 'transaction' | 'committedWrites' | 'dataVersion' | 'ping' | 'close'
+>
 
 /**
  * How an adapter makes each repository over its context (SQLite's `Sql`, MongoDB's `MongoContext`), by the port's

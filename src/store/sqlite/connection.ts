@@ -170,6 +170,19 @@ export class SqliteConnection {
     })
   }
 
+  /**
+   * The version of the committed data: the reader's `data_version`, which moves when another connection commits
+   * (this process's writer, the import worker's thread, another process), and this connection's own commits (an
+   * in-memory database reads on its writer).
+   */
+  dataVersion(): Promise<string> {
+    return this.#committed(() => this.#version())
+  }
+
+  #version(): string {
+    return `${(this.#reader.prepare('PRAGMA data_version').get() as { data_version: number }).data_version}:${this.#commits}`
+  }
+
   /** How many write transactions this connection has committed. */
   get commits(): number {
     return this.#commits
@@ -191,15 +204,10 @@ export class SqliteConnection {
     return read()
   }
 
-  /**
-   * The answer of `read`, kept while the database's version is the one it was read at: the reader's
-   * `data_version`, which moves when another connection commits, and this connection's own commits (an
-   * in-memory database reads on its writer).
-   */
+  /** The answer of `read`, kept while the database's version (`dataVersion`) is the one it was read at. */
   #remember<T>(kind: string, sql: string, params: Params, read: () => T): T {
     const key = `${kind}\u0000${sql}\u0000${JSON.stringify(params)}`
-    const version = `${(this.#reader.prepare('PRAGMA data_version').get() as { data_version: number }).data_version}:${this.#commits}`
-    return this.#remembered.answer(key, version, read)
+    return this.#remembered.answer(key, this.#version(), read)
   }
 
   /**

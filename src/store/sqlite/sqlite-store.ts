@@ -34,6 +34,8 @@ function sqliteStore(connection: SqliteConnection, sql: Sql, rateLimits: SqliteR
     // Every commit of the connection counts.
     committedWrites: () => connection.commits,
 
+    dataVersion: async () => (sql === connection.sql ? connection.dataVersion() : null),
+
     async ping() {
       await sql.get('SELECT 1 AS n')
     },
