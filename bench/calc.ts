@@ -10,10 +10,16 @@
  *    time without plans; into a company without deals, then into one of BENCH_DEALS deals. Each import is run
  *    BENCH_ROUNDS times (default 3, medians printed).
  *
+ * 3. What writing the first calculation's lines costs the store alone: the same lines, in the same order, saved
+ *    through the store (`commissionLines.save`, one transaction) into a fresh file, and inserted straight into a
+ *    fresh node:sqlite table of (id, JSON) in one transaction, as `bench:ingest`'s baseline does: the floor any
+ *    design of the lines' table has on this machine.
+ *
  * Targets (issue "Commission plans and the calculation engine"): ≥ 500,000 deals/s pure, ≥ 100,000 deals/s with the
  * store, extra import time ≤ 1.5 × the apply time. Figures and method: docs/performance.md.
  */
 import { mkdtempSync, rmSync } from 'node:fs'
+import { DatabaseSync } from 'node:sqlite'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { calculatePlan, userDirectory } from '../src/calculation/engine.ts'
@@ -23,7 +29,7 @@ import { loadFixture } from '../src/fixtures/load-fixture.ts'
 import { newId } from '../src/ids.ts'
 import { enqueueImport } from '../src/imports/enqueue.ts'
 import { runClaimedImport } from '../src/imports/run-import.ts'
-import type { DataTableRecord, Plan } from '../src/store/model.ts'
+import type { CommissionLine, DataTableRecord, Plan } from '../src/store/model.ts'
 import type { Store } from '../src/store/port.ts'
 import { openSqliteStore } from '../src/store/sqlite/sqlite-store.ts'
 
@@ -126,7 +132,7 @@ async function allRecords(store: Store, companyId: string, tableId: string): Pro
   }
 }
 
-async function fullRecalculation(store: Store, clock: ManualClock): Promise<void> {
+async function fullRecalculation(store: Store, clock: ManualClock): Promise<CommissionLine[]> {
   const loaded = await loadFixture(store, clock, companyFixture(DEALS, false))
   const companyId = loaded.company_id
   const [table] = await store.dataTables.list(companyId)
@@ -182,6 +188,55 @@ async function fullRecalculation(store: Store, clock: ManualClock): Promise<void
   console.log(
     `  with the store, again  ${rate(DEALS, unchanged).padStart(10)} deals/s   (${unchanged.toFixed(0)} ms: ${again.lines_written} lines written)`,
   )
+  return store.commissionLines.findOfPlan(companyId, plan.id)
+}
+
+/** Milliseconds to save `lines` through a fresh store's repository, in one transaction. */
+async function storeLineWrites(directory: string, lines: CommissionLine[]): Promise<number> {
+  const store = openSqliteStore(join(directory, 'lines-through-the-store.sqlite'))
+  try {
+    const started = performance.now()
+    await store.transaction((tx) => tx.commissionLines.save(lines))
+    return performance.now() - started
+  } finally {
+    await store.close()
+  }
+}
+
+/** Milliseconds to insert `lines` straight into a fresh table of (id, JSON), in one transaction (as bench:ingest's baseline). */
+function straightLineWrites(directory: string, lines: CommissionLine[]): number {
+  const db = new DatabaseSync(join(directory, 'lines-straight.sqlite'))
+  try {
+    db.exec('PRAGMA journal_mode = WAL')
+    db.exec('PRAGMA synchronous = FULL')
+    db.exec('CREATE TABLE lines (id TEXT PRIMARY KEY, doc TEXT NOT NULL) WITHOUT ROWID')
+    const insert = db.prepare('INSERT INTO lines (id, doc) VALUES (?, ?)')
+    const started = performance.now()
+    db.exec('BEGIN')
+    for (const line of lines) insert.run(line.id, JSON.stringify(line))
+    db.exec('COMMIT')
+    return performance.now() - started
+  } finally {
+    db.close()
+  }
+}
+
+async function lineWrites(directory: string, lines: CommissionLine[]): Promise<void> {
+  // In the order the first calculation wrote them: cell by cell, ids ascending.
+  const ordered = lines.toSorted((a, b) => (a.id < b.id ? -1 : 1))
+  const throughStore = await storeLineWrites(directory, ordered)
+  const straight = straightLineWrites(directory, ordered)
+  const bytes = ordered.reduce((total, line) => total + JSON.stringify(line).length, 0) / ordered.length
+  console.log(
+    `writing the first calculation's ${ordered.length.toLocaleString('en')} lines alone (${bytes.toFixed(0)} bytes of JSON a line)`,
+  )
+  console.log(
+    `  through the store      ${rate(ordered.length, throughStore).padStart(10)} lines/s   (${throughStore.toFixed(0)} ms: commissionLines.save, one transaction)`,
+  )
+  console.log(
+    `  straight into SQLite   ${rate(ordered.length, straight).padStart(10)} lines/s   (${straight.toFixed(0)} ms: a table of (id, JSON), one transaction)`,
+  )
+  console.log(`  store / straight       ${(throughStore / straight).toFixed(2).padStart(7)}`)
 }
 
 /** Runs a BENCH_IMPORT-deal import of new deals in the latest month into the company; its duration in ms. */
@@ -233,7 +288,8 @@ try {
   const clock = new ManualClock('2026-01-15T00:00:00.000Z')
   const store = openSqliteStore(join(directory, 'bench.sqlite'))
   try {
-    await fullRecalculation(store, clock)
+    const lines = await fullRecalculation(store, clock)
+    await lineWrites(directory, lines)
     // Into a table without deals (the first sync of a CRM), then into the company of the full recalculation: the
     // cells an import touches hold the deals already there, which a recalculation reads too.
     await importOverhead(store, clock, 0)
