@@ -52,11 +52,13 @@ describe('PageReadAhead', () => {
   })
 })
 
-describe('v2 statement pages read ahead over HTTP', () => {
+describe('v2 statement and record pages read ahead over HTTP', () => {
   let server: TestServer
   let small: { companyId: string; apiKey: string }
   let other: { companyId: string; apiKey: string }
   let path: string
+  let recordsPath: string
+  let linesTableId: string
 
   beforeAll(async () => {
     server = await startTestServer(V2_TEST_ENV)
@@ -67,6 +69,14 @@ describe('v2 statement pages read ahead over HTTP', () => {
     const [template] = await server.store.statements.page(small.companyId, 'live', { limit: 1 })
     await server.store.statements.insertMany(Array.from({ length: 6 }, (_, index) => ({ ...template, id: newId(), payment: 10 + index })))
     path = `/v2/reporting/${id('Statements')}/statements?limit=2`
+    recordsPath = `/v2/reporting/${id('Deal commissions')}/records?limit=1`
+    linesTableId = (await server.store.structures.list(small.companyId)).find(
+      (structure) => structure.name === 'Deal commissions',
+    )!.data_table_id!
+    const [line] = await server.store.commissionLines.page(small.companyId, linesTableId, { limit: 1 })
+    await server.store.commissionLines.insertMany(
+      Array.from({ length: 3 }, (_, index) => ({ ...line, id: newId(), commission: 5 + index })),
+    )
   })
   afterAll(() => server.close())
 
@@ -84,6 +94,15 @@ describe('v2 statement pages read ahead over HTTP', () => {
     expect(rows.map((row) => [row['standard.id'], row['standard.total_commission'].value])).toEqual(
       stored.map((statement) => [statement.id, statement.payment]),
     )
+  })
+
+  it('answers record pages after the first from their read-ahead, with the lines the store holds', async () => {
+    const before = await pagesReadAhead()
+    const { rows, metas } = await walk(server, small.apiKey, recordsPath)
+    expect(metas.length).toBeGreaterThan(2)
+    expect(await pagesReadAhead()).toBe(before + metas.length - 1)
+    const stored = await server.store.commissionLines.page(small.companyId, linesTableId, { limit: 100 })
+    expect(rows.map((row) => row['standard.id'])).toEqual(stored.map((line) => line.id))
   })
 
   it('does not answer a page read before an edit: the edit shows on the next page', async () => {

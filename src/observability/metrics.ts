@@ -81,7 +81,7 @@ export class ServiceMetrics {
     })
     this.pagesReadAhead = new Counter({
       name: 'commission_api_v2_pages_read_ahead_total',
-      help: 'v2 statement pages answered from a read-ahead (read while the client read the page before)',
+      help: 'v2 statement and record pages answered from a read-ahead (read while the client read the page before)',
       registers,
     })
     this.importDuration = new Histogram({

@@ -7,6 +7,7 @@ import {
   DEFAULT_QUOTA_PAGE_LIMIT,
   DEFAULT_ROW_PAGE_LIMIT,
   type Page,
+  type PageMeta,
   type PageQuery,
   type PageRequest,
   pageRequest,
@@ -42,24 +43,41 @@ async function renderPage<Stored extends { id: string; user_id: string }>(
   return { data: page.rows.map((row) => render(row, emails)), meta: page.meta }
 }
 
+/** A page as its route sends it: its JSON bytes, and the window of the page after it (null on the last page). */
+export interface PageBytes {
+  bytes: Buffer
+  nextWindow: RowWindow | null
+}
+
+/** A page answered: its bytes, whether they were read ahead, and what reads the next page ahead (call it once this one is sent). */
+export interface AnsweredPage {
+  bytes: Buffer
+  readAhead: boolean
+  readNext: () => void
+}
+
+/** What a page depends on besides the store's data and its window: the endpoint, the company, the structure, the URLs' base. */
+interface PageSource {
+  endpoint: 'statements' | 'records'
+  companyId: string
+  tableId: string
+  baseUrl: string
+}
+
 /**
- * `GET /v2/reporting/{table_id}/statements`, as the page's JSON bytes: each row as its statement holds it
- * rendered for the structure, or rendered now (statement-texts.ts). Date bounds are exclusive. The next page is
- * read ahead when the caller calls `readNext`, once it has sent this one (read-ahead.ts); `readAhead` says whether
- * this one was read ahead.
+ * Answers a page from `readAhead` when it holds it at the store's current version, else with `read`; the next
+ * page is read ahead, with `read` too, when the caller calls `readNext` (read-ahead.ts).
  */
-export async function statementPage(
+async function answerPage(
   store: Store,
-  companyId: string,
-  tableId: string,
-  query: PageQuery,
-  baseUrl: string,
-  readAhead: PageReadAhead<StatementPage> = noReadAhead(),
-): Promise<{ bytes: Buffer; readAhead: boolean; readNext: () => void }> {
-  const request = pageRequest(query, 'exclusive', DEFAULT_ROW_PAGE_LIMIT)
-  const keyOf = (window: RowWindow) => readAheadKey(companyId, tableId, window, baseUrl)
+  readAhead: PageReadAhead<PageBytes>,
+  source: PageSource,
+  request: PageRequest,
+  read: (request: PageRequest) => Promise<PageBytes>,
+): Promise<AnsweredPage> {
+  const keyOf = (window: RowWindow) => readAheadKey(source, window)
   const kept = await readAhead.take(keyOf(request.window), await store.dataVersion())
-  const page = kept ?? (await readStatementPage(store, companyId, tableId, request, baseUrl))
+  const page = kept ?? (await read(request))
   const { nextWindow } = page
   const readNext = () => {
     if (!nextWindow) return
@@ -67,24 +85,42 @@ export async function statementPage(
     void readAhead.readAhead(
       keyOf(nextWindow),
       () => store.dataVersion(),
-      () => readStatementPage(store, companyId, tableId, next, baseUrl),
+      () => read(next),
     )
   }
   return { bytes: page.bytes, readAhead: kept !== null, readNext }
 }
 
-/** A statement page's bytes, and the window of the page after it (null on the last page). */
-export interface StatementPage {
-  bytes: Buffer
-  nextWindow: RowWindow | null
-}
-
 const timeBoundKey = (time: RowWindow['modifiedAfter']) => (time ? `${time.at}${time.inclusive ? '=' : ''}` : '')
 
-/** What a page depends on besides the store's data: the company, the structure, the window and the URLs' base. */
-function readAheadKey(companyId: string, tableId: string, window: RowWindow, baseUrl: string): string {
+function readAheadKey({ endpoint, companyId, tableId, baseUrl }: PageSource, window: RowWindow): string {
   const { afterId, limit, modifiedAfter, modifiedBefore } = window
-  return [companyId, tableId, afterId ?? '', limit, timeBoundKey(modifiedAfter), timeBoundKey(modifiedBefore), baseUrl].join('\u0000')
+  return [endpoint, companyId, tableId, afterId ?? '', limit, timeBoundKey(modifiedAfter), timeBoundKey(modifiedBefore), baseUrl].join(
+    '\u0000',
+  )
+}
+
+/** The window of the page after the one `meta` describes. */
+function nextWindowOf(request: PageRequest, meta: PageMeta): RowWindow | null {
+  return meta.next_start_id === null ? null : { ...request.window, afterId: meta.next_start_id }
+}
+
+/**
+ * `GET /v2/reporting/{table_id}/statements`: each row as its statement holds it rendered for the structure, or
+ * rendered now (statement-texts.ts). Date bounds are exclusive. Read ahead (`answerPage`).
+ */
+export function statementPage(
+  store: Store,
+  companyId: string,
+  tableId: string,
+  query: PageQuery,
+  baseUrl: string,
+  readAhead: PageReadAhead<PageBytes> = noReadAhead(),
+): Promise<AnsweredPage> {
+  const request = pageRequest(query, 'exclusive', DEFAULT_ROW_PAGE_LIMIT)
+  return answerPage(store, readAhead, { endpoint: 'statements', companyId, tableId, baseUrl }, request, (asked) =>
+    readStatementPage(store, companyId, tableId, asked, baseUrl),
+  )
 }
 
 async function readStatementPage(
@@ -93,7 +129,7 @@ async function readStatementPage(
   tableId: string,
   request: PageRequest,
   baseUrl: string,
-): Promise<StatementPage> {
+): Promise<PageBytes> {
   const structure = await liveStructure(store, companyId, tableId, 'statement_reporting')
   const texts = statementTexts((await structureColumns(store, structure)).metrics)
   const stored = await store.statements.pageForExtraction(companyId, 'live', request.window, texts.key)
@@ -101,23 +137,36 @@ async function readStatementPage(
   const unrendered = page.rows.filter((row) => row.rendering === null)
   const emails = unrendered.length > 0 ? await emailsOf(store, companyId, unrendered) : new Map<string, string>()
   const rows = page.rows.map((row) => (row.rendering === null ? texts.row(row, emails.get(row.user_id) ?? null) : row.rendering))
-  const nextStartId = page.meta.next_start_id
-  return {
-    bytes: pageBytes(rows, JSON.stringify(page.meta)),
-    nextWindow: nextStartId === null ? null : { ...request.window, afterId: nextStartId },
-  }
+  return { bytes: pageBytes(rows, JSON.stringify(page.meta)), nextWindow: nextWindowOf(request, page.meta) }
 }
 
-/** `GET /v2/reporting/{table_id}/records`: the commission lines of the structure's data table. Date bounds are exclusive. */
-export async function recordPage(store: Store, companyId: string, tableId: string, query: PageQuery, baseUrl: string): Promise<Page<Row>> {
+/**
+ * `GET /v2/reporting/{table_id}/records`: the commission lines of the structure's data table. Date bounds are
+ * exclusive. Read ahead (`answerPage`).
+ */
+export function recordPage(
+  store: Store,
+  companyId: string,
+  tableId: string,
+  query: PageQuery,
+  baseUrl: string,
+  readAhead: PageReadAhead<PageBytes> = noReadAhead(),
+): Promise<AnsweredPage> {
   const request = pageRequest(query, 'exclusive', DEFAULT_ROW_PAGE_LIMIT)
+  return answerPage(store, readAhead, { endpoint: 'records', companyId, tableId, baseUrl }, request, (asked) =>
+    readRecordPage(store, companyId, tableId, asked, baseUrl),
+  )
+}
+
+async function readRecordPage(store: Store, companyId: string, tableId: string, request: PageRequest, baseUrl: string): Promise<PageBytes> {
   const structure = await liveStructure(store, companyId, tableId, 'record_reporting')
   const [columns, stored] = await Promise.all([
     structureColumns(store, structure),
     structure.data_table_id ? store.commissionLines.page(companyId, structure.data_table_id, request.window) : Promise.resolve([]),
   ])
   const rowsUrl = baseUrl + rowsPath(structure.type, structure.id)
-  return renderPage(store, companyId, request, stored, recordRenderer(columns.fields, columns.metrics), rowsUrl)
+  const page = await renderPage(store, companyId, request, stored, recordRenderer(columns.fields, columns.metrics), rowsUrl)
+  return { bytes: Buffer.from(JSON.stringify(page)), nextWindow: nextWindowOf(request, page.meta) }
 }
 
 /** `GET /v2/quotas/{quota_id}/values`. Date bounds are inclusive (the specification). */

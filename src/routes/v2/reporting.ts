@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyReply } from 'fastify'
 import { Type } from 'typebox'
-import { recordPage, type StatementPage, statementPage } from '../../v2/extraction.ts'
+import { type AnsweredPage, type PageBytes, recordPage, statementPage } from '../../v2/extraction.ts'
 import { PageReadAhead } from '../../v2/read-ahead.ts'
 import { baseUrl } from '../base-url.ts'
 import { PageResponses, RowPageQuerySchema, sendPageBytes, serializeWithJson } from './page-schemas.ts'
@@ -8,7 +9,15 @@ import { PageResponses, RowPageQuerySchema, sendPageBytes, serializeWithJson } f
 const TableParamsSchema = Type.Object({ table_id: Type.String({ description: 'id of a live reporting structure, from discovery' }) })
 
 export const reportingRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  const readAhead = new PageReadAhead<StatementPage>()
+  // One for both endpoints: a walk holds one page at a time, whichever it walks.
+  const readAhead = new PageReadAhead<PageBytes>()
+  const send = (reply: FastifyReply, page: AnsweredPage) => {
+    if (page.readAhead) app.metrics.pagesReadAhead.inc()
+    // At the next turn of the event loop, once this page is written to the socket. (At its 'finish', when the
+    // last byte is handed over, the walk was slower: docs/performance.md.)
+    setImmediate(page.readNext)
+    return sendPageBytes(reply, page.bytes)
+  }
   app.get(
     '/reporting/:table_id/statements',
     {
@@ -23,15 +32,11 @@ export const reportingRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
       serializerCompiler: serializeWithJson,
     },
-    async (request, reply) => {
-      const { company } = request.principal
-      const page = await statementPage(app.store, company.id, request.params.table_id, request.query, baseUrl(request), readAhead)
-      if (page.readAhead) app.metrics.pagesReadAhead.inc()
-      // At the next turn of the event loop, once this page is written to the socket. (At its 'finish', when the
-      // last byte is handed over, the walk was slower: docs/performance.md.)
-      setImmediate(page.readNext)
-      return sendPageBytes(reply, page.bytes)
-    },
+    async (request, reply) =>
+      send(
+        reply,
+        await statementPage(app.store, request.principal.company.id, request.params.table_id, request.query, baseUrl(request), readAhead),
+      ),
   )
 
   app.get(
@@ -48,6 +53,10 @@ export const reportingRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
       serializerCompiler: serializeWithJson,
     },
-    async (request) => recordPage(app.store, request.principal.company.id, request.params.table_id, request.query, baseUrl(request)),
+    async (request, reply) =>
+      send(
+        reply,
+        await recordPage(app.store, request.principal.company.id, request.params.table_id, request.query, baseUrl(request), readAhead),
+      ),
   )
 }
