@@ -106,10 +106,11 @@ function nextWindowOf(request: PageRequest, meta: PageMeta): RowWindow | null {
 }
 
 /**
- * `GET /v2/reporting/{table_id}/statements`: each row as its statement holds it rendered for the structure, or
- * rendered now (statement-texts.ts). Date bounds are exclusive. Read ahead (`answerPage`).
+ * A page of `GET /v2/reporting/{table_id}/statements` or `/records`, read ahead (`answerPage`). Date bounds are
+ * exclusive.
  */
-export function statementPage(
+export function reportingPage(
+  endpoint: PageSource['endpoint'],
   store: Store,
   companyId: string,
   tableId: string,
@@ -118,11 +119,13 @@ export function statementPage(
   readAhead: PageReadAhead<PageBytes> = noReadAhead(),
 ): Promise<AnsweredPage> {
   const request = pageRequest(query, 'exclusive', DEFAULT_ROW_PAGE_LIMIT)
-  return answerPage(store, readAhead, { endpoint: 'statements', companyId, tableId, baseUrl }, request, (asked) =>
-    readStatementPage(store, companyId, tableId, asked, baseUrl),
+  const read = endpoint === 'statements' ? readStatementPage : readRecordPage
+  return answerPage(store, readAhead, { endpoint, companyId, tableId, baseUrl }, request, (asked) =>
+    read(store, companyId, tableId, asked, baseUrl),
   )
 }
 
+/** Statements: each row as its statement holds it rendered for the structure, or rendered now (statement-texts.ts). */
 async function readStatementPage(
   store: Store,
   companyId: string,
@@ -140,24 +143,7 @@ async function readStatementPage(
   return { bytes: pageBytes(rows, JSON.stringify(page.meta)), nextWindow: nextWindowOf(request, page.meta) }
 }
 
-/**
- * `GET /v2/reporting/{table_id}/records`: the commission lines of the structure's data table. Date bounds are
- * exclusive. Read ahead (`answerPage`).
- */
-export function recordPage(
-  store: Store,
-  companyId: string,
-  tableId: string,
-  query: PageQuery,
-  baseUrl: string,
-  readAhead: PageReadAhead<PageBytes> = noReadAhead(),
-): Promise<AnsweredPage> {
-  const request = pageRequest(query, 'exclusive', DEFAULT_ROW_PAGE_LIMIT)
-  return answerPage(store, readAhead, { endpoint: 'records', companyId, tableId, baseUrl }, request, (asked) =>
-    readRecordPage(store, companyId, tableId, asked, baseUrl),
-  )
-}
-
+/** Records: the commission lines of the structure's data table, rendered now. */
 async function readRecordPage(store: Store, companyId: string, tableId: string, request: PageRequest, baseUrl: string): Promise<PageBytes> {
   const structure = await liveStructure(store, companyId, tableId, 'record_reporting')
   const [columns, stored] = await Promise.all([

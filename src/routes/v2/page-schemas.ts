@@ -35,8 +35,9 @@ export const PageResponses = { 200: PageSchema, ...AuthenticatedErrorResponses }
 
 /**
  * Pages are serialized with JSON.stringify: their rows have keys that only the company's configuration knows,
- * which a schema-compiled serializer would have to walk generically, and more slowly. (Statement pages arrive as
- * bytes already, `sendPageBytes`; on their route this serializes only the error bodies.)
+ * which a schema-compiled serializer would have to walk generically, and more slowly. (Statement and record pages
+ * arrive as bytes already, `sendPageBytes`, so that a page read ahead is kept as bytes; on their routes this
+ * serializes only the error bodies.)
  */
 export const serializeWithJson = () => (data: unknown) => JSON.stringify(data)
 

@@ -1,23 +1,27 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import type { FastifyReply } from 'fastify'
-import { Type } from 'typebox'
-import { type AnsweredPage, type PageBytes, recordPage, statementPage } from '../../v2/extraction.ts'
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import { type Static, Type } from 'typebox'
+import { type PageBytes, reportingPage } from '../../v2/extraction.ts'
 import { PageReadAhead } from '../../v2/read-ahead.ts'
 import { baseUrl } from '../base-url.ts'
 import { PageResponses, RowPageQuerySchema, sendPageBytes, serializeWithJson } from './page-schemas.ts'
 
 const TableParamsSchema = Type.Object({ table_id: Type.String({ description: 'id of a live reporting structure, from discovery' }) })
+type ReportingRequest = FastifyRequest<{ Params: Static<typeof TableParamsSchema>; Querystring: Static<typeof RowPageQuerySchema> }>
 
 export const reportingRoutes: FastifyPluginAsyncTypebox = async (app) => {
   // One for both endpoints: a walk holds one page at a time, whichever it walks.
   const readAhead = new PageReadAhead<PageBytes>()
-  const send = (reply: FastifyReply, page: AnsweredPage) => {
+  const answer = (endpoint: 'statements' | 'records') => async (request: ReportingRequest, reply: FastifyReply) => {
+    const { company } = request.principal
+    const page = await reportingPage(endpoint, app.store, company.id, request.params.table_id, request.query, baseUrl(request), readAhead)
     if (page.readAhead) app.metrics.pagesReadAhead.inc()
     // At the next turn of the event loop, once this page is written to the socket. (At its 'finish', when the
     // last byte is handed over, the walk was slower: docs/performance.md.)
     setImmediate(page.readNext)
     return sendPageBytes(reply, page.bytes)
   }
+
   app.get(
     '/reporting/:table_id/statements',
     {
@@ -32,11 +36,7 @@ export const reportingRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
       serializerCompiler: serializeWithJson,
     },
-    async (request, reply) =>
-      send(
-        reply,
-        await statementPage(app.store, request.principal.company.id, request.params.table_id, request.query, baseUrl(request), readAhead),
-      ),
+    answer('statements'),
   )
 
   app.get(
@@ -53,10 +53,6 @@ export const reportingRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
       serializerCompiler: serializeWithJson,
     },
-    async (request, reply) =>
-      send(
-        reply,
-        await recordPage(app.store, request.principal.company.id, request.params.table_id, request.query, baseUrl(request), readAhead),
-      ),
+    answer('records'),
   )
 }
