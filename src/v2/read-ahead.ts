@@ -3,14 +3,19 @@
  * answered, the next one is read while the client reads this one, and is answered from here when it is asked
  * for. A page read ahead is answered only while the store is at the version it was read at
  * (`Store.dataVersion`), so it is always what reading it then would give; any commit, by any process, drops it.
- * The pages kept are bounded in number: a walk holds one at a time.
+ * The pages kept are bounded in number (a walk holds one at a time): when they are all held, by walks still under
+ * way, nothing more is read ahead, so that more walks than that never read a page twice. A page not asked for
+ * within READ_AHEAD_TTL_MS (its walk stopped) is dropped.
  */
 
-/** Pages kept at most, across companies; the oldest goes first. */
+/** Pages kept at most, across companies. */
 export const READ_AHEAD_PAGES = 16
+/** How long a page read ahead waits to be asked for: a walk asks for its next page within milliseconds. */
+export const READ_AHEAD_TTL_MS = 30_000
 
 interface KeptPage<Page> {
   version: string
+  keptAt: number
   /** Null when the read failed: the request then reads the page itself, and gets the error, if any, itself. */
   page: Promise<Page | null>
 }
@@ -18,9 +23,12 @@ interface KeptPage<Page> {
 export class PageReadAhead<Page> {
   readonly #pages = new Map<string, KeptPage<Page>>()
   readonly #capacity: number
+  readonly #now: () => number
 
-  constructor(capacity = READ_AHEAD_PAGES) {
+  /** `now`: milliseconds on a monotonic clock (a test's own). */
+  constructor(capacity = READ_AHEAD_PAGES, now: () => number = () => performance.now()) {
     this.#capacity = capacity
+    this.#now = now
   }
 
   /** The page kept for `key` when it was read at `version` (it is given once), else null. */
@@ -36,11 +44,22 @@ export class PageReadAhead<Page> {
    * read when the store has no version. Resolves once the page is kept (its read may still be under way).
    */
   async readAhead(key: string, versionNow: () => Promise<string | null>, read: () => Promise<Page>): Promise<void> {
-    if (this.#capacity === 0 || this.#pages.has(key)) return
+    if (!this.#hasRoomFor(key)) return
     const version = await versionNow().catch(() => null)
-    if (version === null || this.#pages.has(key)) return
-    if (this.#pages.size >= this.#capacity) this.#pages.delete(this.#pages.keys().next().value as string)
-    this.#pages.set(key, { version, page: read().catch(() => null) })
+    if (version === null || !this.#hasRoomFor(key)) return
+    this.#pages.set(key, { version, keptAt: this.#now(), page: read().catch(() => null) })
+  }
+
+  /** Whether a page for `key` may be kept now: none is kept for it, and a place is free once expired pages go. */
+  #hasRoomFor(key: string): boolean {
+    if (this.#pages.has(key)) return false
+    const expired = this.#now() - READ_AHEAD_TTL_MS
+    // Kept in insertion order: the expired ones come first.
+    for (const [kept, page] of this.#pages) {
+      if (page.keptAt > expired) break
+      this.#pages.delete(kept)
+    }
+    return this.#pages.size < this.#capacity
   }
 
   /** How many pages are kept (for tests). */
