@@ -14,7 +14,9 @@
  * reads them: the path of a structure other than the company's first, or of a page read while a configuration
  * change is being rendered), BENCH_COMPRESSED_ROUNDS (default 3: the walks asking for gzip, then br, printed beside
  * the plain one), BENCH_SOAK_S (default 0; else, last, walks the server again and again for that many seconds and
- * prints its resident memory at the start and the end: a leak shows as growth).
+ * prints its resident memory at the start and the end: a leak shows as growth), BENCH_ENDPOINT (default
+ * `statements`; `records` walks BENCH_STATEMENTS commission lines of a record reporting structure instead,
+ * `/v2/reporting/{id}/records`, whose rows are rendered as they are read).
  */
 import { type ChildProcess, spawn } from 'node:child_process'
 import { once } from 'node:events'
@@ -27,13 +29,15 @@ import { brotliDecompressSync, gunzipSync } from 'node:zlib'
 import { systemClock } from '../src/clock.ts'
 import { loadFixture } from '../src/fixtures/load-fixture.ts'
 import { newId } from '../src/ids.ts'
-import type { Statement, StatementStatus } from '../src/store/model.ts'
+import type { CommissionLine, Statement, StatementStatus } from '../src/store/model.ts'
+import type { Store } from '../src/store/port.ts'
 import { sqliteFile } from '../src/store/open-store.ts'
 import { openSqliteStore } from '../src/store/sqlite/sqlite-store.ts'
 import { renderStatements } from '../src/v2/statement-texts.ts'
 import { SERVER_NODE_FLAGS } from './server-flags.ts'
 
 const STATEMENTS = Number(process.env.BENCH_STATEMENTS ?? 200_000)
+const ENDPOINT = process.env.BENCH_ENDPOINT ?? 'statements'
 const USERS = Number(process.env.BENCH_USERS ?? 50)
 const RENDER = process.env.BENCH_RENDER !== 'no'
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 10)
@@ -73,17 +77,20 @@ if (process.argv[2] === '--baseline') {
 
 async function main(): Promise<void> {
   if (!Number.isInteger(ROUNDS) || ROUNDS < 1) throw new Error(`BENCH_ROUNDS must be a whole number >= 1, got ${process.env.BENCH_ROUNDS}`)
+  if (ENDPOINT !== 'statements' && ENDPOINT !== 'records') throw new Error(`BENCH_ENDPOINT must be statements or records, got ${ENDPOINT}`)
   const dataDir = mkdtempSync(join(tmpdir(), 'bench-v2-'))
   const children: ChildProcess[] = []
   try {
-    console.log(`Loading ${STATEMENTS.toLocaleString('en')} statements of ${USERS} users into ${dataDir} ...`)
+    console.log(
+      `Loading ${STATEMENTS.toLocaleString('en')} ${ENDPOINT === 'records' ? 'commission lines' : 'statements'} of ${USERS} users into ${dataDir} ...`,
+    )
     const loadStarted = performance.now()
     const tableId = await seed(dataDir)
     console.log(`  loaded in ${((performance.now() - loadStarted) / 1000).toFixed(1)} s`)
 
     const ours = await startChild(['serve'], { DATA_DIR: dataDir }, /listening on (http:\/\/\S+)/)
     children.push(ours.child)
-    const firstPath = `/v2/reporting/${tableId}/statements?limit=${LIMIT}`
+    const firstPath = `/v2/reporting/${tableId}/${ENDPOINT}?limit=${LIMIT}`
     const warmUp = await walkAll(ours.url, firstPath)
     if (warmUp.rows !== STATEMENTS) throw new Error(`the walk returned ${warmUp.rows} rows, expected ${STATEMENTS}`)
 
@@ -128,10 +135,35 @@ async function seed(dataDir: string): Promise<string> {
         { api_key: 'tier', name: 'Tier', kind: 'enum', enum_values: TIERS },
         { api_key: 'bonus', name: 'Bonus', kind: 'amount', currencies: ['EUR', 'USD'] },
       ],
-      reporting_structures: [{ name: 'Statements', type: 'statement_reporting', metrics: ['attainment', 'tier', 'bonus'] }],
+      data_tables: [
+        {
+          key: 'deals',
+          name: 'Deals',
+          id_field: 'deal_id',
+          name_field: 'name',
+          fields: [
+            { api_key: 'deal_id', name: 'Deal id', type: 'string' },
+            { api_key: 'name', name: 'Name', type: 'string' },
+            { api_key: 'amount', name: 'Amount', type: 'amount' },
+            { api_key: 'close_date', name: 'Close date', type: 'date' },
+          ],
+        },
+      ],
+      reporting_structures: [
+        ENDPOINT === 'records'
+          ? {
+              name: 'Deal commissions',
+              type: 'record_reporting',
+              data_table: 'deals',
+              metrics: ['attainment', 'tier', 'bonus'],
+              fields: ['name', 'amount', 'close_date'],
+            }
+          : { name: 'Statements', type: 'statement_reporting', metrics: ['attainment', 'tier', 'bonus'] },
+      ],
       api_keys: [{ user: users[0].email, secret: API_KEY }],
     })
     const companyId = loaded.company_id
+    const [structure] = await store.structures.list(companyId)
     const userIds = [
       ...(
         await store.users.findByEmails(
@@ -142,6 +174,10 @@ async function seed(dataDir: string): Promise<string> {
     ].map((user) => user.id)
     const base = Date.parse('2024-01-01T00:00:00Z')
     const batch = 10_000
+    if (ENDPOINT === 'records') {
+      await seedLines(store, companyId, structure.data_table_id!, userIds, base)
+      return structure.id
+    }
     for (let start = 0; start < STATEMENTS; start += batch) {
       const statements: Statement[] = []
       for (let index = start; index < Math.min(STATEMENTS, start + batch); index++) {
@@ -178,9 +214,44 @@ async function seed(dataDir: string): Promise<string> {
         `  rendered ${rendered.toLocaleString('en')} statement rows ahead of reads in ${((performance.now() - renderStarted) / 1000).toFixed(1)} s`,
       )
     }
-    return (await store.structures.list(companyId))[0].id
+    return structure.id
   } finally {
     await store.close()
+  }
+}
+
+/** STATEMENTS commission lines of the deals table, as a calculation writes them (with their records' values). */
+async function seedLines(store: Store, companyId: string, tableId: string, userIds: string[], base: number): Promise<void> {
+  const batch = 10_000
+  for (let start = 0; start < STATEMENTS; start += batch) {
+    const lines: CommissionLine[] = []
+    for (let index = start; index < Math.min(STATEMENTS, start + batch); index++) {
+      const currency = index % 3 ? 'EUR' : 'USD'
+      const date = new Date(Date.UTC(2024, index % 24, (index % 28) + 1)).toISOString().slice(0, 10)
+      lines.push({
+        id: newId(),
+        company_id: companyId,
+        environment: 'live',
+        table_id: tableId,
+        record_id: newId(),
+        user_id: userIds[index % userIds.length],
+        plan: 'Sales plan',
+        date,
+        commission: Math.round((index * 7919) % 100_000) / 100,
+        currency,
+        record_values: {
+          deal_id: `D-${index}`,
+          name: `Deal ${index}`,
+          amount: { value: 500 + (index % 9_500), currency },
+          close_date: date,
+        },
+        metrics: { attainment: (index % 150) / 100, tier: TIERS[index % 3], bonus: { value: index % 1000, currency } },
+        plan_id: null,
+        period: null,
+        modified_at: new Date(base + index * 1000).toISOString(),
+      })
+    }
+    await store.commissionLines.insertMany(lines)
   }
 }
 
@@ -391,7 +462,7 @@ function report(warmUp: Walk, rounds: Round[], peakMemory: number | null): void 
   const baselineRatio = median(ratios)
   const megabytes = warmUp.bodies.reduce((total, body) => total + body.length, 0) / 1024 / 1024
   console.log(`
-v2 extraction: ${warmUp.rows.toLocaleString('en')} statements, ${warmUp.bodies.length} pages of limit=${LIMIT} (${megabytes.toFixed(0)} MiB of JSON), over HTTP, ${rounds.length} measured rounds
+v2 extraction: ${warmUp.rows.toLocaleString('en')} ${ENDPOINT === 'records' ? 'records (commission lines)' : 'statements'}, ${warmUp.bodies.length} pages of limit=${LIMIT} (${megabytes.toFixed(0)} MiB of JSON), over HTTP, ${rounds.length} measured rounds
   ours:      ${oursSeconds.toFixed(2)} s (median), ${Math.round(rowsPerSecond).toLocaleString('en')} rows/s          target >= 100,000: ${verdict(rowsPerSecond >= 100_000)}
   first 10 pages: p50 ${ms(percentile(first, 0.5))}, p99 ${ms(percentile(first, 0.99))}   (pooled over ${rounds.length} rounds)
   last 10 pages:  p50 ${ms(percentile(last, 0.5))}, p99 ${ms(percentile(last, 0.99))}   (pooled over ${rounds.length} rounds)
