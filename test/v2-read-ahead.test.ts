@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { newId } from '../src/ids.ts'
-import { PageReadAhead, READ_AHEAD_TTL_MS } from '../src/v2/read-ahead.ts'
+import { PageReadAhead, READ_AHEAD_PATIENCE_MS } from '../src/v2/read-ahead.ts'
 import { smallFixture } from './helpers/fixtures.ts'
 import { startTestServer, type TestServer } from './helpers/server.ts'
 import { V2_TEST_ENV, admin, idsByName, notFound, walk } from './v2-support.ts'
@@ -43,7 +43,7 @@ describe('PageReadAhead', () => {
     expect(await pages.take('a', 'v1')).toBeNull()
   })
 
-  it('reads nothing more once it holds its capacity, until a page is taken or waits longer than its time', async () => {
+  it('reads nothing more once it holds its capacity, until a page is taken or the oldest has waited past its patience', async () => {
     let now = 0
     const pages = new PageReadAhead<string>(2, () => now)
     for (const key of ['a', 'b', 'c']) await pages.readAhead(key, version('v1'), async () => `page ${key}`)
@@ -53,12 +53,14 @@ describe('PageReadAhead', () => {
     await pages.readAhead('c', version('v1'), async () => 'page c')
     expect(await pages.take('c', 'v1')).toBe('page c')
 
-    now = READ_AHEAD_TTL_MS / 2
+    now = READ_AHEAD_PATIENCE_MS / 2
     await pages.readAhead('d', version('v1'), async () => 'page d')
-    now = READ_AHEAD_TTL_MS + 1
-    // b (kept at 0) has waited too long and goes; d has not.
+    now = READ_AHEAD_PATIENCE_MS
+    // Full (b, d): b, kept at 0, has waited its patience out and makes room; then d has not, and stays.
     await pages.readAhead('e', version('v1'), async () => 'page e')
+    await pages.readAhead('f', version('v1'), async () => 'page f')
     expect(await pages.take('b', 'v1')).toBeNull()
+    expect(await pages.take('f', 'v1')).toBeNull()
     expect(await pages.take('d', 'v1')).toBe('page d')
     expect(await pages.take('e', 'v1')).toBe('page e')
   })

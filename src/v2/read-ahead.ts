@@ -3,15 +3,15 @@
  * answered, the next one is read while the client reads this one, and is answered from here when it is asked
  * for. A page read ahead is answered only while the store is at the version it was read at
  * (`Store.dataVersion`), so it is always what reading it then would give; any commit, by any process, drops it.
- * The pages kept are bounded in number (a walk holds one at a time): when they are all held, by walks still under
- * way, nothing more is read ahead, so that more walks than that never read a page twice. A page not asked for
- * within READ_AHEAD_TTL_MS (its walk stopped) is dropped.
+ * The pages kept are bounded in number (a walk holds one at a time). When they are all held, the oldest makes room
+ * if it has waited longer than READ_AHEAD_PATIENCE_MS (its walk stopped, or its client reads only first pages);
+ * otherwise nothing more is read ahead, so that more walks at once than places never read a page twice.
  */
 
 /** Pages kept at most, across companies. */
 export const READ_AHEAD_PAGES = 16
-/** How long a page read ahead waits to be asked for: a walk asks for its next page within milliseconds. */
-export const READ_AHEAD_TTL_MS = 30_000
+/** How long a page read ahead keeps its place against another: a walk asks for its next page within milliseconds. */
+export const READ_AHEAD_PATIENCE_MS = 2_000
 
 interface KeptPage<Page> {
   version: string
@@ -50,16 +50,15 @@ export class PageReadAhead<Page> {
     this.#pages.set(key, { version, keptAt: this.#now(), page: read().catch(() => null) })
   }
 
-  /** Whether a page for `key` may be kept now: none is kept for it, and a place is free once expired pages go. */
+  /** Whether a page for `key` may be kept now: none is kept for it, and a place is free or its page waited too long. */
   #hasRoomFor(key: string): boolean {
-    if (this.#pages.has(key)) return false
-    const expired = this.#now() - READ_AHEAD_TTL_MS
-    // Kept in insertion order: the expired ones come first.
-    for (const [kept, page] of this.#pages) {
-      if (page.keptAt > expired) break
-      this.#pages.delete(kept)
-    }
-    return this.#pages.size < this.#capacity
+    if (this.#pages.has(key) || this.#capacity === 0) return false
+    if (this.#pages.size < this.#capacity) return true
+    // Kept in insertion order: the first is the oldest.
+    const [oldestKey, oldest] = this.#pages.entries().next().value as [string, KeptPage<Page>]
+    if (this.#now() - oldest.keptAt < READ_AHEAD_PATIENCE_MS) return false
+    this.#pages.delete(oldestKey)
+    return true
   }
 
   /** How many pages are kept (for tests). */
