@@ -13,7 +13,7 @@ import {
   pageRequest,
 } from './pages.ts'
 import { type Emails, quotaValueRenderer, recordRenderer, type Row } from './rows.ts'
-import { noReadAhead, type PageReadAhead } from './read-ahead.ts'
+import type { PageReadAhead } from './read-ahead.ts'
 import { pageBytes, statementTexts } from './statement-texts.ts'
 
 /**
@@ -116,7 +116,7 @@ export function reportingPage(
   tableId: string,
   query: PageQuery,
   baseUrl: string,
-  readAhead: PageReadAhead<PageBytes> = noReadAhead(),
+  readAhead: PageReadAhead<PageBytes>,
 ): Promise<AnsweredPage> {
   const request = pageRequest(query, 'exclusive', DEFAULT_ROW_PAGE_LIMIT)
   const read = endpoint === 'statements' ? readStatementPage : readRecordPage

@@ -66,6 +66,3 @@ export class PageReadAhead<Page> {
     return this.#pages.size
   }
 }
-
-/** Reads nothing ahead. */
-export const noReadAhead = <Page>() => new PageReadAhead<Page>(0)
