@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest'
 import { MIGRATIONS } from '../../src/store/sqlite/migrations.ts'
 import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.ts'
 import { newId } from '../../src/ids.ts'
-import { aCompany, aStatement, aUser } from './builders.ts'
+import { aCommissionLine, aCompany, aStatement, aUser } from './builders.ts'
 
 describe('SQLite migrations', () => {
   it('move statements stored as documents into columns, unchanged', async () => {
@@ -37,6 +37,58 @@ describe('SQLite migrations', () => {
     try {
       expect(await store.statements.page(company.id, 'live', { limit: 10 })).toStrictEqual([withFigures])
       expect(await store.statements.page(company.id, 'sandbox', { limit: 10 })).toStrictEqual([sandbox])
+    } finally {
+      await store.close()
+    }
+  })
+
+  it('move commission lines stored as documents into columns, unchanged and still found by cell and by record', async () => {
+    const path = join(mkdtempSync(join(tmpdir(), 'migrate-')), 'db.sqlite')
+    const companyId = aCompany().id
+    const tableId = newId()
+    const planId = newId()
+    const loaded = aCommissionLine(companyId, tableId, { metrics: {} })
+    const calculated = aCommissionLine(companyId, tableId, {
+      commission: 120,
+      metrics: { bonus: { value: 7.25, currency: 'EUR' } },
+      record_values: { deal_id: 'D-7', amount: { value: 2400, currency: 'USD' }, deal_types: ['new', 'upsell'] },
+      plan_id: planId,
+      period: '2024-01',
+    })
+
+    // A database as the release before the line columns left it.
+    const columnsMigration = MIGRATIONS.findIndex((migration) => migration.includes('commission_lines_by_column'))
+    const old = new DatabaseSync(path)
+    for (const migration of MIGRATIONS.slice(0, columnsMigration)) old.exec(migration)
+    old.exec(`PRAGMA user_version = ${columnsMigration}`)
+    const insert = old.prepare(
+      `INSERT INTO commission_lines (company_id, table_id, id, modified_at, plan_id, user_id, period, record_id, doc)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    )
+    for (const line of [loaded, calculated]) {
+      insert.run(
+        line.company_id,
+        line.table_id,
+        line.id,
+        line.modified_at,
+        line.plan_id,
+        line.user_id,
+        line.period,
+        line.record_id,
+        JSON.stringify(line),
+      )
+    }
+    old.close()
+
+    const store = openSqliteStore(path)
+    try {
+      const inIdOrder = [loaded, calculated].toSorted((a, b) => (a.id < b.id ? -1 : 1))
+      expect(await store.commissionLines.page(companyId, tableId, { limit: 10 })).toStrictEqual(inIdOrder)
+      const cell = { user_id: calculated.user_id, period: '2024-01' }
+      expect(await store.commissionLines.findOfPlan(companyId, planId, { cells: [cell] })).toStrictEqual([calculated])
+      expect(await store.commissionLines.findByRecords(companyId, [calculated.record_id, loaded.record_id])).toStrictEqual([calculated])
+      const [figures] = await store.commissionLines.figuresOfPlan(companyId, planId, [cell], { amount: 'amount', externalId: 'deal_id' })
+      expect(figures).toMatchObject({ id: calculated.id, commission: 120, amount: { value: 2400, currency: 'USD' }, external_id: 'D-7' })
     } finally {
       await store.close()
     }

@@ -1,7 +1,8 @@
 import type { Params, Sql } from './connection.ts'
-import type { Statement } from '../model.ts'
-import type { AdminEditRepository, StatementChanges } from '../admin-edits.ts'
+import type { CommissionLine, Statement } from '../model.ts'
+import type { AdminEditRepository, CommissionLineChanges, StatementChanges } from '../admin-edits.ts'
 import { definedChanges } from '../shared/defined-changes.ts'
+import { LINE_BY_ID, LINE_COLUMNS, lineFromValues, lineParams, REPLACE_LINE } from './line-columns.ts'
 import { REPLACE_STATEMENT, STATEMENT_BY_ID, STATEMENT_COLUMNS, statementFromValues, statementParams } from './statement-columns.ts'
 
 /** Where one record of a company is, with the parameters of that condition before its id. */
@@ -12,15 +13,7 @@ interface Location {
   modifiedColumn: boolean
 }
 
-// Row tables are keyed by (company, table or quota, id): naming the company's tables or quotas keeps the lookup a seek.
-const COMMISSION_LINES: Location = {
-  table: 'commission_lines',
-  where: (companyId) => ({
-    sql: 'company_id = ? AND table_id IN (SELECT id FROM data_tables WHERE company_id = ?)',
-    params: [companyId, companyId],
-  }),
-  modifiedColumn: true,
-}
+// Quota values are keyed by (company, quota, id): naming the company's quotas keeps the lookup a seek.
 const QUOTA_VALUES: Location = {
   table: 'quota_values',
   where: (companyId) => ({
@@ -51,6 +44,17 @@ function updateStatement(sql: Sql, companyId: string, id: string, changes: State
   })
 }
 
+/** Lines are kept column by column (line-columns.ts): read, change and replace the row, in one write. */
+function updateLine(sql: Sql, companyId: string, id: string, changes: CommissionLineChanges): Promise<CommissionLine | null> {
+  return sql.write((db) => {
+    const [values] = db.values(`SELECT ${LINE_COLUMNS} FROM commission_lines WHERE ${LINE_BY_ID} = ?`, companyId, companyId, id)
+    if (!values) return null
+    const changed: CommissionLine = { ...lineFromValues(values), ...definedChanges(changes) }
+    db.run(REPLACE_LINE, ...lineParams(changed))
+    return changed
+  })
+}
+
 /** Reads the record's document, applies the changes and writes it back, in one write. */
 function update<T>(sql: Sql, location: Location, companyId: string, id: string, changes: { modified_at: string }): Promise<T | null> {
   return sql.write((db) => {
@@ -72,7 +76,7 @@ function update<T>(sql: Sql, location: Location, companyId: string, id: string, 
 export function sqliteAdminEdits(sql: Sql): AdminEditRepository {
   return {
     updateStatement: (companyId, id, changes) => updateStatement(sql, companyId, id, changes),
-    updateCommissionLine: (companyId, id, changes) => update(sql, COMMISSION_LINES, companyId, id, changes),
+    updateCommissionLine: (companyId, id, changes) => updateLine(sql, companyId, id, changes),
     updateQuotaValue: (companyId, id, changes) => update(sql, QUOTA_VALUES, companyId, id, changes),
     updateStructure: (companyId, id, changes) => update(sql, STRUCTURES, companyId, id, changes),
     updateMetric: (companyId, id, changes) => update(sql, METRICS, companyId, id, changes),

@@ -53,9 +53,9 @@ export async function statementCurrencies(sql: Pick<Sql, 'values'>, companyId: s
 
 export async function lineCurrencies(sql: Pick<Sql, 'values'>, companyId: string, tableId: string): Promise<LineCurrenciesInUse> {
   const ofTable = 'lines.company_id = ? AND lines.table_id = ?'
-  const currency = `lines.doc ->> '$.currency'`
-  const metrics = entryCurrencies(`lines.doc, '$.metrics'`, currency, true)
-  const values = entryCurrencies(`lines.doc, '$.record_values'`, currency, false)
+  const currency = 'lines.currency'
+  const metrics = entryCurrencies('lines.metrics', currency, true)
+  const values = entryCurrencies('lines.record_values', currency, false)
   const [rows, metricEntries, valueEntries] = await Promise.all([
     sql.values(`SELECT DISTINCT ${currency} FROM commission_lines AS lines WHERE ${ofTable}`, companyId, tableId),
     sql.values(`SELECT DISTINCT ${metrics.select} FROM commission_lines AS lines, ${metrics.where} AND ${ofTable}`, companyId, tableId),

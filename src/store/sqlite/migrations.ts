@@ -2,7 +2,8 @@
  * The SQLite schema, as an ordered list of migrations; `PRAGMA user_version` records how many ran.
  * Append a migration to change the schema; never edit one that has shipped.
  *
- * Each table keeps the whole record as JSON in `doc`, plus the columns its queries filter and order on.
+ * Each table keeps the whole record as JSON in `doc`, plus the columns its queries filter and order on, except
+ * statements and commission lines, kept column by column (statement-columns.ts, line-columns.ts).
  * Row tables read by id-ordered pages are WITHOUT ROWID with (company, sequence, id) as primary key (a sequence:
  * an environment's statements, a table's lines, a quota's values), so a page is one seek and a sequential read
  * of the rows it returns.
@@ -155,6 +156,26 @@ export const MIGRATIONS: readonly string[] = [
   `
   CREATE TABLE service_clock (id TEXT PRIMARY KEY, offset_ms INTEGER NOT NULL) WITHOUT ROWID;
   CREATE TABLE company_origins (company_id TEXT PRIMARY KEY, doc TEXT NOT NULL) WITHOUT ROWID;
+  `,
+  // Commission lines column by column (src/store/sqlite/line-columns.ts): a document repeated the ids its columns
+  // held. The indexes of migration 5 go with the old table and are made again on the new one.
+  `
+  CREATE TABLE commission_lines_by_column (
+    company_id TEXT NOT NULL, table_id TEXT NOT NULL, id TEXT NOT NULL, modified_at TEXT NOT NULL,
+    environment TEXT NOT NULL, record_id TEXT NOT NULL, user_id TEXT NOT NULL, plan TEXT NOT NULL, date TEXT NOT NULL,
+    commission REAL, currency TEXT NOT NULL, metrics TEXT NOT NULL, record_values TEXT NOT NULL,
+    plan_id TEXT, period TEXT,
+    PRIMARY KEY (company_id, table_id, id)
+  ) WITHOUT ROWID;
+  INSERT INTO commission_lines_by_column
+    SELECT company_id, table_id, id, modified_at, doc ->> '$.environment', doc ->> '$.record_id', doc ->> '$.user_id',
+      doc ->> '$.plan', doc ->> '$.date', doc ->> '$.commission', doc ->> '$.currency', doc -> '$.metrics',
+      doc -> '$.record_values', plan_id, period
+    FROM commission_lines;
+  DROP TABLE commission_lines;
+  ALTER TABLE commission_lines_by_column RENAME TO commission_lines;
+  CREATE INDEX commission_lines_plan_cell ON commission_lines (company_id, plan_id, user_id, period) WHERE plan_id IS NOT NULL;
+  CREATE INDEX commission_lines_record ON commission_lines (company_id, record_id) WHERE plan_id IS NOT NULL;
   `,
 ]
 

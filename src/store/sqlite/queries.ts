@@ -15,6 +15,11 @@ export function parseDocuments<T>(rows: Row[]): T[] {
   return rows.map((row) => JSON.parse(row.doc as string) as T)
 }
 
+/** A JSON object column: most rows' maps (metrics, dimensions) are empty, and an empty object needs no parser. */
+export function parseObject(text: unknown): Record<string, unknown> {
+  return text === '{}' ? {} : (JSON.parse(text as string) as Record<string, unknown>)
+}
+
 /** The `n` of a `SELECT count(*) AS n`. */
 export function countOf(row: Row | undefined): number {
   return Number(row?.n ?? 0)
@@ -54,9 +59,9 @@ export function pageClause(window: RowWindow): { sql: string; params: Params } {
 }
 
 /**
- * A table of rows kept as documents, each row in one sequence of the company that the v2 pages walk: a data
- * table's commission lines, a quota's values. (Statements, whose sequence is an environment, are kept column by
- * column: `statement-columns.ts`.)
+ * A table whose rows each belong to one sequence of the company that the v2 pages walk: a data table's commission
+ * lines, a quota's values. (Statements, whose sequence is an environment, are kept column by column:
+ * `statement-columns.ts`; so are lines, `line-columns.ts`.)
  */
 export interface SequenceTable {
   table: 'commission_lines' | 'quota_values'
@@ -64,7 +69,7 @@ export interface SequenceTable {
   sequence: 'table_id' | 'quota_id'
 }
 
-/** An id-ordered page of one sequence's rows: a seek on the primary key (company, sequence, id). */
+/** An id-ordered page of one sequence's rows kept as documents: a seek on the primary key (company, sequence, id). */
 export async function pageOfSequence<T>(
   sql: Sql,
   { table, sequence }: SequenceTable,

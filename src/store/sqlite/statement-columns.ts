@@ -1,6 +1,7 @@
 import type { Statement, StatementStatus } from '../model.ts'
 import type { StatementRowFields } from '../port.ts'
 import type { Params, Values } from './connection.ts'
+import { parseObject } from './queries.ts'
 
 /**
  * Statements are the one table kept column by column rather than as a JSON document: the v2 extraction reads
@@ -88,8 +89,3 @@ export function rowFieldsFromValues(values: Values): StatementRowFields {
 
 /** A statement's id and its rendering when it holds one for the key ?1, else NULL (`statements.pageForExtraction`). */
 export const RENDERED_STATEMENT_COLUMNS = 'id, CASE WHEN rendering_key = ?1 THEN rendering END'
-
-/** Most statements have no dimensions, and some no metrics: an empty object needs no parser. */
-function parseObject(text: unknown): Record<string, unknown> {
-  return text === '{}' ? {} : (JSON.parse(text as string) as Record<string, unknown>)
-}
