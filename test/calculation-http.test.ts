@@ -230,6 +230,58 @@ describe('plans over HTTP', () => {
     expect((await h.walk(`${h.recordsPath}?last_modified_after=${sinceDeletion}`)).map(dealOf)).toEqual(['Deal D-1'])
   })
 
+  it('rewrites nothing for a deal sent again unchanged, and follows one reassigned to another owner, then moved to another month', async () => {
+    const fixtureDeal = plannedCompany().data_tables[0].records[1]
+    const lineOfDeal = async () => (await h.walk(h.recordsPath)).find((row) => dealOf(row) === 'Deal D-1')
+    const changedSince = async (since: string) => ({
+      statements: (await h.walk(`${h.statementsPath}?last_modified_after=${since}`)).map((row) => [
+        row['standard.user'].email,
+        row['standard.date'],
+      ]),
+      lines: (await h.walk(`${h.recordsPath}?last_modified_after=${since}`)).map((row) => [dealOf(row), row['standard.date']]),
+    })
+    const advance = () => {
+      h.server.clock.advance(60_000)
+      const since = h.server.clock.now().toISOString()
+      h.server.clock.advance(1_000)
+      return since
+    }
+
+    const sinceResend = advance()
+    await h.upsertDeals([fixtureDeal])
+    expect(await changedSince(sinceResend)).toEqual({ statements: [], lines: [] })
+
+    const sinceReassignment = advance()
+    await h.upsertDeals([{ ...fixtureDeal, owner_id: 'admin@planned.example' }])
+    expect(await lineOfDeal()).toMatchObject({
+      'standard.user': { email: 'admin@planned.example' },
+      'standard.commission_impact': { value: 300, currency: 'EUR' },
+    })
+    const may = byDateOf(await h.walk(h.statementsPath), '2026-05-01')
+    expect(may.map((row) => [row['standard.user'].email, row['standard.total_commission'].value]).toSorted()).toEqual([
+      ['admin@planned.example', 300],
+      ['ann@planned.example', 0],
+    ])
+    expect(await changedSince(sinceReassignment)).toEqual({
+      statements: expect.arrayContaining([
+        ['ann@planned.example', '2026-05-01'],
+        ['admin@planned.example', '2026-05-01'],
+      ]),
+      lines: [['Deal D-1', '2026-05-10']],
+    })
+
+    const sinceMove = advance()
+    await h.upsertDeals([{ ...fixtureDeal, owner_id: 'admin@planned.example', close_date: '2026-06-15T09:00:00Z' }])
+    expect(await lineOfDeal()).toMatchObject({ 'standard.date': '2026-06-15', 'standard.user': { email: 'admin@planned.example' } })
+    const adminStatements = (await h.walk(h.statementsPath)).filter((row) => row['standard.user'].email === 'admin@planned.example')
+    expect(adminStatements.map((row) => [row['standard.date'], row['standard.total_commission'].value])).toEqual([['2026-06-01', 300]])
+    expect(await changedSince(sinceMove)).toEqual({
+      statements: [['admin@planned.example', '2026-06-01']],
+      lines: [['Deal D-1', '2026-06-15']],
+    })
+    expect((await h.walk(h.recordsPath)).map(dealOf).toSorted()).toEqual(['Deal D-0', 'Deal D-1'])
+  })
+
   it('changes nothing in a paid period: its statement and lines stay as they were', async () => {
     const [april] = byDateOf(await h.walk(h.statementsPath), '2026-04-01')
     expect(april).toMatchObject({ 'standard.status': 'paid', 'standard.total_commission': { value: 250, currency: 'EUR' } })
