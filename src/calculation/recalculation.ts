@@ -33,6 +33,11 @@ export interface CalculationChanges {
   records?: ReadonlyMap<string, ReadonlySet<string>>
   /** Of those, the ones the change holds as it wrote them (null: deleted), so that they are not read again. */
   written?: ReadonlyMap<string, DataTableRecord | null>
+  /**
+   * Each of those as it was before the change (null: it did not exist): its lines were calculated from it, so it
+   * gives the cells the record leaves and the values its lines hold. Required with `records`.
+   */
+  previous?: ReadonlyMap<string, DataTableRecord | null>
   /** Tables rewritten wholesale (an `all=true` import): every plan that reads one is recalculated in full. */
   tables?: ReadonlySet<string>
   /** Users created, or whose currency or archive changed. */
@@ -54,13 +59,16 @@ export class CalculationChangeLog implements CalculationChanges {
   readonly users = new Set<string>()
 
   readonly written = new Map<string, DataTableRecord | null>()
+  readonly previous = new Map<string, DataTableRecord | null>()
 
-  /** A record was written (as `record`) or deleted (null). */
-  recordChanged(tableId: string, recordId: string, record: DataTableRecord | null): void {
+  /** A record was written (as `record`) or deleted (null); it was `before` (null: it did not exist). */
+  recordChanged(tableId: string, recordId: string, record: DataTableRecord | null, before: DataTableRecord | null): void {
     const ids = this.records.get(tableId)
     if (ids) ids.add(recordId)
     else this.records.set(tableId, new Set([recordId]))
     this.written.set(recordId, record)
+    // Written twice in one change, it was before as the first write found it: what its lines were calculated from.
+    if (!this.previous.has(recordId)) this.previous.set(recordId, before)
   }
 
   /** The table was emptied before the import wrote it again. */
@@ -141,18 +149,14 @@ export async function recalculate(
     options,
     summary,
     written: [],
-    linesOfChangedRecords: [],
   }
-  const changedRecordIds = [...(changes.records?.values() ?? [])].flatMap((ids) => [...ids])
-  if (changedRecordIds.length > 0) context.linesOfChangedRecords = await tx.commissionLines.findByRecords(companyId, changedRecordIds)
-  const { linesOfChangedRecords } = context
 
   for (const plan of plans) {
     if (changes.everything || changes.plans?.has(plan.id) || changes.tables?.has(plan.table_id)) {
       await recalculatePlan(context, plan)
       continue
     }
-    const touched = await touchedCells(context, plan, changes, linesOfChangedRecords)
+    const touched = await touchedCells(context, plan, changes)
     if (touched.cells.size > 0) await recalculateCells(context, plan, touched, changes)
   }
   await renderStatementRows(tx, companyId, context.written)
@@ -180,8 +184,6 @@ interface Context {
   summary: RecalculationSummary
   /** Statements written, to render their v2 rows again. */
   written: Statement[]
-  /** The calculated lines of the records the change wrote or deleted, as stored before. */
-  linesOfChangedRecords: readonly CommissionLine[]
 }
 
 async function allUsers(tx: Store, companyId: string): Promise<UserDirectory> {
@@ -195,26 +197,29 @@ interface TouchedCells {
   records: Map<string, DataTableRecord>
 }
 
-async function touchedCells(
-  context: Context,
-  plan: Plan,
-  changes: CalculationChanges,
-  linesOfChangedRecords: readonly CommissionLine[],
-): Promise<TouchedCells> {
+async function touchedCells(context: Context, plan: Plan, changes: CalculationChanges): Promise<TouchedCells> {
   const { tx, company } = context
   const touched: TouchedCells = { cells: new Map(), records: new Map() }
   const addCell = (cell: CalculationCell) => touched.cells.set(cellKey(cell.user_id, cell.period), cell)
-  const place = (record: DataTableRecord) => {
-    touched.records.set(record.id, record)
+  const addCellOf = (record: DataTableRecord) => {
     const outcome = placeRecord(plan, record, context.users, context.settings)
     if (outcome.kind === 'placed') addCell({ user_id: outcome.placement.userId, period: outcome.placement.period })
   }
+  const place = (record: DataTableRecord) => {
+    touched.records.set(record.id, record)
+    addCellOf(record)
+  }
 
-  // A changed record leaves the cells it was in and enters the one it is placed in now.
+  // A changed record leaves the cell it was in and enters the one it is placed in now. The cell it was in is where
+  // the record as it was is placed: every cell that is not frozen was calculated from the records as they were
+  // (a frozen one is never calculated again), under the users as they are (a records import changes no user, and a
+  // change of users recalculated the cells it moved records out of).
   const changedIds = changes.records?.get(plan.table_id)
   if (changedIds && changedIds.size > 0) {
-    for (const line of linesOfChangedRecords)
-      if (line.plan_id === plan.id && line.period) addCell({ user_id: line.user_id, period: line.period })
+    for (const id of changedIds) {
+      const before = changes.previous?.get(id)
+      if (before) addCellOf(before)
+    }
     const unknown = [...changedIds].filter((id) => !changes.written?.has(id))
     for (const id of changedIds) {
       const record = changes.written?.get(id)
@@ -266,8 +271,13 @@ async function recalculateCells(context: Context, plan: Plan, touched: TouchedCe
   const quota = plan.quota_id ? await tx.quotas.get(company.id, plan.quota_id) : null
   const changed = changes.records?.get(plan.table_id) ?? new Set<string>()
   const fields = { amount: plan.amount_field, externalId: table.id_field }
-  // The whole lines of the records read again: their values are compared with what the records hold now.
-  const wholeLines = new Map(context.linesOfChangedRecords.filter((line) => line.plan_id === plan.id).map((line) => [line.id, line]))
+  // A record placed from what it is holds the values its stored line was calculated from unless the change wrote it
+  // (the others are read again only because their user changed, or their cell could not be converted).
+  const sameValuesAsLine = (record: DataTableRecord) => {
+    if (!changed.has(record.id)) return true
+    const before = changes.previous?.get(record.id)
+    return Boolean(before) && isDeepStrictEqual(effectiveValues(before as DataTableRecord), effectiveValues(record))
+  }
 
   const place = (placement: Placement): CalculationCell | null => {
     placedIds.add(placement.recordId)
@@ -303,11 +313,8 @@ async function recalculateCells(context: Context, plan: Plan, touched: TouchedCe
       if (changes.users?.has(line.user_id)) unread.push(line.record_id)
       else place(entryOf(line))
     }
-    if (unread.length > 0) {
+    if (unread.length > 0)
       for (const record of (await tx.records.getMany(company.id, plan.table_id, unread)).values()) touched.records.set(record.id, record)
-      for (const line of await tx.commissionLines.findByRecords(company.id, unread))
-        if (line.plan_id === plan.id) wholeLines.set(line.id, line)
-    }
     if (unconverted.size > 0) {
       await eachRecord(tx, company.id, plan.table_id, (record) => {
         const outcome = placeRecord(plan, record, context.users, context.settings)
@@ -347,7 +354,7 @@ async function recalculateCells(context: Context, plan: Plan, touched: TouchedCe
       result,
       statements: cellStatements,
       lines: stored.lines.get(key) ?? [],
-      wholeLines,
+      sameValuesAsLine,
       records: touched.records,
       target,
     }
@@ -446,8 +453,10 @@ interface CellWrite {
   /** What the cell held: its statement (one, unless something went wrong before) and its lines. */
   statements: readonly Statement[]
   lines: readonly StoredFigures[]
-  /** The whole stored lines of the records in `records`, by line id. */
-  wholeLines: ReadonlyMap<string, CommissionLine>
+  /** A full recalculation's: the whole stored lines, by line id, compared field by field with what is calculated. */
+  wholeLines?: ReadonlyMap<string, CommissionLine>
+  /** Otherwise: whether a record of `records` holds the values its stored line was calculated from. */
+  sameValuesAsLine?: (record: DataTableRecord) => boolean
   /** The records placed as they are now (changed, or read again): the others are as their lines say. */
   records: ReadonlyMap<string, DataTableRecord>
   target: { value: number; modified_at: string } | null
@@ -482,14 +491,16 @@ function diffCell(context: Context, plan: Plan, cell: CellWrite, writes: Writes)
     const previous = byRecord.get(calculated.record_id)
     const record = cell.records.get(calculated.record_id)
     if (previous) keptLineIds.add(previous.id)
-    // An unchanged record's line (most lines of a cell): only its figures can change.
-    if (previous && !record) {
+    // The line of a record whose values did not change (most lines of a cell): only its figures can.
+    const unchanged =
+      previous && (!record || (cell.sameValuesAsLine?.(record) && previous.date === calculated.date && previous.plan === plan.name))
+    if (unchanged) {
       if (sameFigures(previous, calculated, plan)) continue
       const { commission, currency, metrics } = calculated
       writes.repricedLines.push({ id: previous.id, commission, currency, metrics, modified_at: options.now })
       continue
     }
-    const whole = previous ? cell.wholeLines.get(previous.id) : undefined
+    const whole = previous ? cell.wholeLines?.get(previous.id) : undefined
     const line = lineOf(company.id, plan, cell.key, calculated, record ? effectiveValues(record) : (whole?.record_values ?? {}))
     if (whole && sameLine(whole, line)) continue
     const stamp = options.loading ? (record?.modified_at ?? options.now) : options.now

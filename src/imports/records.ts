@@ -210,7 +210,10 @@ async function applyRecordCall(
       table.id,
       gone.map(([externalId]) => externalId),
     )
-  for (const [externalId] of gone) log.recordChanged(table.id, stored.get(externalId)?.id ?? '', null)
+  for (const [externalId] of gone) {
+    const before = stored.get(externalId)
+    if (before) log.recordChanged(table.id, before.id, null, before)
+  }
 
   const upserts: DataTableRecord[] = []
   for (const [externalId, change] of changes) {
@@ -219,7 +222,11 @@ async function applyRecordCall(
     upserts.push(nextRecord(table, externalId, change.values, existing, remembered.get(externalId), payload.options.keep_overrides, now))
   }
   await tx.records.saveMany(table.company_id, upserts)
-  for (const record of upserts) log.recordChanged(table.id, record.id, record)
+  for (const record of upserts) {
+    // A record replaced (deleted, then sent again) is a new one: the stored one is logged as deleted above.
+    const before = stored.get(record.external_id)
+    log.recordChanged(table.id, record.id, record, before?.id === record.id ? before : null)
+  }
   return partial('record', payload.items.length, skipped)
 }
 

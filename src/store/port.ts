@@ -358,8 +358,6 @@ export interface CommissionLineRepository {
   deleteMany(companyId: string, ids: readonly string[]): Promise<void>
   /** The lines a plan calculated (`plan_id`), limited to some cells or users when asked. */
   findOfPlan(companyId: string, planId: string, only?: PlanResultSelection): Promise<CommissionLine[]>
-  /** The calculated lines (of any plan) of these records (store ids). */
-  findByRecords(companyId: string, recordIds: readonly string[]): Promise<CommissionLine[]>
   /**
    * The figures of the lines a plan calculated for some cells: what a recalculation reads of the lines of records
    * that did not change, without the rest of their records' values (most of a line's size).

@@ -1,16 +1,13 @@
 import type { CommissionLine } from '../model.ts'
 import type { CommissionLineRepository, LineFigures } from '../port.ts'
-import { lookupId, lookupIds } from './codec.ts'
+import { lookupId } from './codec.ts'
 import { COMMISSION_LINES } from './collections.ts'
 import type { MongoContext } from './context.ts'
 import { lineCurrencies } from './currencies.ts'
-import { byId, inCompany, inTable, ofPlan, pageFilter } from './filters.ts'
+import { byId, inTable, ofPlan, pageFilter } from './filters.ts'
 import { countAll, deleteByIds, findAll, findFirst, insertAll, replaceById, writeAll } from './operations.ts'
 
-/**
- * Commission lines; a plan's are found by cell through `company_plan_cell`, and by record through
- * `company_record_calculated`.
- */
+/** Commission lines; a plan's are found by cell through `company_plan_cell`. */
 export function mongoCommissionLines(context: MongoContext): CommissionLineRepository {
   return {
     insertMany: (rows) => insertAll(context, COMMISSION_LINES, rows),
@@ -59,13 +56,5 @@ export function mongoCommissionLines(context: MongoContext): CommissionLineRepos
           },
         })),
       ),
-    findByRecords: (companyId, recordIds) =>
-      recordIds.length === 0
-        ? Promise.resolve([])
-        : findAll<CommissionLine>(
-            context,
-            COMMISSION_LINES,
-            inCompany(companyId, { record_id: { $in: lookupIds(recordIds) }, plan_id: { $type: 'objectId' } }),
-          ),
   }
 }

@@ -58,19 +58,7 @@ export const INDEXES: ReadonlyMap<string, readonly IndexDescription[]> = new Map
   // filter the rows the index walk reaches, as the SQLite adapter does with its primary key.
   // `byCompany` is also what `shardCollection` needs for their shard key, (company_id, _id).
   [STATEMENTS.collection, [{ key: { company_id: 1, environment: 1, _id: 1 }, name: 'company_environment_id' }, PLAN_CELLS, byCompany]],
-  [
-    COMMISSION_LINES.collection,
-    [
-      { key: { company_id: 1, table_id: 1, _id: 1 }, name: 'company_table_id' },
-      PLAN_CELLS,
-      {
-        key: { company_id: 1, record_id: 1 },
-        name: 'company_record_calculated',
-        partialFilterExpression: { plan_id: { $type: 'objectId' } },
-      },
-      byCompany,
-    ],
-  ],
+  [COMMISSION_LINES.collection, [{ key: { company_id: 1, table_id: 1, _id: 1 }, name: 'company_table_id' }, PLAN_CELLS, byCompany]],
   [
     PLANS.collection,
     [byCompany, { key: { company_id: 1, environment: 1, name: 1 }, name: 'company_environment_name_unique', unique: true }],
@@ -96,9 +84,24 @@ export async function ensureIndexes(db: Db, extra: ReadonlyMap<string, readonly 
     if (indexes.length > 0) await db.collection(collection).createIndexes([...indexes])
     else await db.createCollection(collection).catch(ignoreExisting)
   }
+  for (const [collection, name] of RETIRED_INDEXES) await db.collection(collection).dropIndex(name).catch(ignoreMissing)
 }
+
+/**
+ * Indexes an earlier release created that nothing reads any more: each costs every write. The lines' index by
+ * record went when a recalculation started finding the cells a record leaves from the record as it was.
+ */
+const RETIRED_INDEXES: ReadonlyArray<readonly [collection: string, name: string]> = [
+  [COMMISSION_LINES.collection, 'company_record_calculated'],
+]
 
 /** `createCollection` answers NamespaceExists (code 48) when the collection is there already: that is fine. */
 function ignoreExisting(error: unknown): void {
   if ((error as { code?: unknown }).code !== 48) throw error
+}
+
+/** `dropIndex` answers IndexNotFound (code 27) once the index is gone, and NamespaceNotFound (26) without the collection. */
+function ignoreMissing(error: unknown): void {
+  const code = (error as { code?: unknown }).code
+  if (code !== 27 && code !== 26) throw error
 }

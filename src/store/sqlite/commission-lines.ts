@@ -9,7 +9,7 @@ const LINES_OF_TABLE: SequenceTable = { table: 'commission_lines', sequence: 'ta
 
 /**
  * Commission lines column by column (line-columns.ts), keyed by (company, table, id). The plans' results are
- * found by cell (plan, user, period) or by record through the partial indexes of migration 5.
+ * found by cell (plan, user, period) through a partial index.
  */
 export function sqliteCommissionLines(sql: Sql): CommissionLineRepository {
   return {
@@ -116,19 +116,6 @@ export function sqliteCommissionLines(sql: Sql): CommissionLineRepository {
           )
         }
       })
-    },
-    async findByRecords(companyId, recordIds) {
-      const found: CommissionLine[] = []
-      for (const slice of slices([...new Set(recordIds)])) {
-        const rows = await sql.values(
-          `SELECT ${LINE_COLUMNS} FROM commission_lines INDEXED BY commission_lines_record
-           WHERE company_id = ? AND record_id IN (${placeholders(slice)}) AND plan_id IS NOT NULL ORDER BY id`,
-          companyId,
-          ...slice,
-        )
-        for (const line of linesOf(rows)) found.push(line)
-      }
-      return found
     },
   }
 }

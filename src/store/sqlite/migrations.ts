@@ -158,7 +158,8 @@ export const MIGRATIONS: readonly string[] = [
   CREATE TABLE company_origins (company_id TEXT PRIMARY KEY, doc TEXT NOT NULL) WITHOUT ROWID;
   `,
   // Commission lines column by column (src/store/sqlite/line-columns.ts): a document repeated the ids its columns
-  // held. The indexes of migration 5 go with the old table and are made again on the new one.
+  // held. The indexes of migration 5 go with the old table; the one by cell is made again. The one by record is not:
+  // a recalculation finds the cells a record leaves from the record as it was (src/calculation/recalculation.ts).
   `
   CREATE TABLE commission_lines_by_column (
     company_id TEXT NOT NULL, table_id TEXT NOT NULL, id TEXT NOT NULL, modified_at TEXT NOT NULL,
@@ -175,7 +176,6 @@ export const MIGRATIONS: readonly string[] = [
   DROP TABLE commission_lines;
   ALTER TABLE commission_lines_by_column RENAME TO commission_lines;
   CREATE INDEX commission_lines_plan_cell ON commission_lines (company_id, plan_id, user_id, period) WHERE plan_id IS NOT NULL;
-  CREATE INDEX commission_lines_record ON commission_lines (company_id, record_id) WHERE plan_id IS NOT NULL;
   `,
 ]
 
