@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
-import { listDataStructures } from '../../v2/data-structures.ts'
+import { type DataStructureEntry, listDataStructures } from '../../v2/data-structures.ts'
+import { VersionedAnswers } from '../../v2/versioned-answers.ts'
 import { baseUrl } from '../base-url.ts'
 import { AuthenticatedErrorResponses } from '../schemas.ts'
 
@@ -16,6 +17,8 @@ export const DataStructureSchema = Type.Object({
 export const DataStructureListSchema = Type.Object({ data: Type.Array(DataStructureSchema) })
 
 export const dataStructureRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  // The list holds absolute links: it is kept for each base URL it was built with.
+  const lists = new VersionedAnswers<DataStructureEntry[]>()
   app.get(
     '/data-structures',
     {
@@ -27,6 +30,10 @@ export const dataStructureRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: DataStructureListSchema, ...AuthenticatedErrorResponses },
       },
     },
-    async (request) => ({ data: await listDataStructures(app.store, request.principal.company, baseUrl(request)) }),
+    async (request) => {
+      const { company } = request.principal
+      const base = baseUrl(request)
+      return { data: await lists.answer(app.store, `${company.id} ${base}`, () => listDataStructures(app.store, company, base)) }
+    },
   )
 }

@@ -1,6 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
+import type { FieldSchema } from '../../v2/field-schema.ts'
 import { fieldSchemaOf } from '../../v2/fields.ts'
+import { VersionedAnswers } from '../../v2/versioned-answers.ts'
 import { AuthenticatedErrorResponses } from '../schemas.ts'
 
 export const FieldDescriptorSchema = Type.Object({
@@ -28,6 +30,7 @@ export const FieldSchemaSchema = Type.Object({
 })
 
 export const fieldRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const schemas = new VersionedAnswers<FieldSchema>()
   app.get(
     '/data-structures/:table_id/fields',
     {
@@ -40,6 +43,10 @@ export const fieldRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: FieldSchemaSchema, ...AuthenticatedErrorResponses },
       },
     },
-    async (request) => fieldSchemaOf(app.store, request.principal.company.id, request.params.table_id),
+    async (request) => {
+      const companyId = request.principal.company.id
+      const id = request.params.table_id
+      return schemas.answer(app.store, `${companyId} ${id}`, () => fieldSchemaOf(app.store, companyId, id))
+    },
   )
 }

@@ -1,0 +1,58 @@
+import type { Store } from '../store/port.ts'
+
+/**
+ * Answers computed from the store's data alone, kept while the store is at the version they were computed at
+ * (`Store.dataVersion`): discovery and field schemas, which clients read again and again between two changes and
+ * which take several reads and some work to compute. Any commit, by any connection or process, makes every answer
+ * stale, so an answer given is always what computing it then would give. Without a version (MongoDB, or inside a
+ * transaction) nothing is kept. Concurrent requests for the same key share one computation; a computation that
+ * fails is not kept.
+ */
+
+/** Answers kept at most, across companies: the oldest goes first. */
+export const VERSIONED_ANSWERS = 1_000
+
+interface KeptAnswer<Answer> {
+  version: string
+  answer: Promise<Answer>
+}
+
+export class VersionedAnswers<Answer> {
+  readonly #answers = new Map<string, KeptAnswer<Answer>>()
+  readonly #capacity: number
+
+  constructor(capacity = VERSIONED_ANSWERS) {
+    this.#capacity = capacity
+  }
+
+  /** The answer for `key`: the one kept at the store's current version, else `compute`'s, kept. */
+  async answer(store: Pick<Store, 'dataVersion'>, key: string, compute: () => Promise<Answer>): Promise<Answer> {
+    const version = await store.dataVersion()
+    if (version === null) return compute()
+    const kept = this.#answers.get(key)
+    if (kept?.version === version) return kept.answer
+    // Read after the version, the answer holds at least what that version holds; if a commit came in between, the
+    // version has moved on and no later request asks for this one.
+    const answer = compute()
+    this.#keep(key, { version, answer })
+    answer.catch(() => {
+      if (this.#answers.get(key)?.answer === answer) this.#answers.delete(key)
+    })
+    return answer
+  }
+
+  #keep(key: string, kept: KeptAnswer<Answer>): void {
+    this.#answers.delete(key)
+    if (this.#answers.size >= this.#capacity) {
+      // Kept in insertion order: the first is the oldest.
+      const oldest = this.#answers.keys().next()
+      if (!oldest.done) this.#answers.delete(oldest.value)
+    }
+    if (this.#capacity > 0) this.#answers.set(key, kept)
+  }
+
+  /** How many answers are kept (for tests). */
+  get size(): number {
+    return this.#answers.size
+  }
+}
