@@ -2,6 +2,7 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { newId } from '../../src/ids.ts'
 import type { Store } from '../../src/store/port.ts'
 import { openMongoStore } from '../../src/store/mongo/mongo-store.ts'
+import { connectMongo } from '../../src/store/mongo/connection.ts'
 import { dropDatabase } from '../helpers/test-store.ts'
 import { type StoreAdapter, storeContract } from './contract.ts'
 
@@ -47,6 +48,22 @@ describe.skipIf(url === null)('MongoDB adapter (needs MONGODB_URL, a replica set
       await expect(store.ping()).resolves.toBeUndefined()
     } finally {
       await store.close()
+    }
+  })
+
+  it('drops at start-up the index of lines by record an earlier release made', async () => {
+    const name = `commission_api_test_${newId()}`
+    const { client, db } = await connectMongo(serverUrl, name)
+    try {
+      await db.collection('commission_lines').createIndex({ company_id: 1, record_id: 1 }, { name: 'company_record_calculated' })
+      const store = await openMongoStore(serverUrl, { database: name })
+      await store.close()
+      const names = (await db.collection('commission_lines').indexes()).map((index) => index.name)
+      expect(names).toContain('company_plan_cell')
+      expect(names).not.toContain('company_record_calculated')
+    } finally {
+      await client.close()
+      await dropDatabase(serverUrl, name)
     }
   })
 
