@@ -14,7 +14,9 @@
  *   each of its items is there with its values, written by the run that finished its import (its `modified_at`
  *   is the import's `finished_at`): nothing lost, nothing applied twice;
  * - every unknown call is there whole or not at all; no refused call left anything; nothing else is there;
- * - no import is left scheduled or started.
+ * - no import is left scheduled or started;
+ * - each company's plan results are what a full recalculation of the records gives: the recalculations the
+ *   imports committed, killed or not, left no line or statement missing, extra or different.
  * Prints a line per cycle and a summary; exits 1 on any violation. The store is a fresh SQLite file in a
  * temporary DATA_DIR, removed after.
  */
@@ -25,6 +27,7 @@ import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import { Agent, request } from 'undici'
+import { recalculate, type RecalculationSummary } from '../src/calculation/recalculation.ts'
 import { systemClock } from '../src/clock.ts'
 import { loadConfig } from '../src/config.ts'
 import { loadFixture } from '../src/fixtures/load-fixture.ts'
@@ -100,10 +103,21 @@ async function startServer(env: Record<string, string>): Promise<{ child: ChildP
   }
 }
 
-/** A call's body: items whose ids and values name the call. */
+/** The salespeople the deals name, seeded in each company with a target per month. */
+const REPS = Array.from({ length: 5 }, (_, index) => `rep${index}@chaos.example`)
+const MONTHS = ['2026-01', '2026-02', '2026-03', '2026-04', '2026-05', '2026-06']
+
+/** A call's body: items whose ids and values name the call; deals spread over the reps and months of the plan. */
 function itemsOf(call: Call): unknown[] {
   return call.kind === 'records'
-    ? call.keys.map((key, index) => ({ deal_id: key, deal_name: `${call.id} item ${index}`, amount: index, amount_currency: 'EUR' }))
+    ? call.keys.map((key, index) => ({
+        deal_id: key,
+        deal_name: `${call.id} item ${index}`,
+        owner_email: REPS[index % REPS.length],
+        close_date: `${MONTHS[(index + call.keys.length) % MONTHS.length]}-15`,
+        amount: index,
+        amount_currency: 'EUR',
+      }))
     : call.keys.map((email) => ({ email, name: call.id }))
 }
 
@@ -150,13 +164,20 @@ async function client(url: string, company: Company, name: string, calls: Call[]
   }
 }
 
-/** Seeds the two companies (a deals table each) in a fresh store. */
+/**
+ * Seeds the two companies in a fresh store: a deals table each, and a monthly plan with a quota and two tiers over
+ * the deals of the reps, so that every import is recalculated in its transaction.
+ */
 async function seed(store: Store): Promise<Company[]> {
   const companies: Company[] = []
   for (const name of COMPANIES) {
     const loaded = await loadFixture(store, systemClock, {
       company: { name: `Chaos ${name}`, default_currency: 'EUR' },
-      users: [{ email: `owner@${name}.example`, name: 'Owner' }],
+      users: [{ email: `owner@${name}.example`, name: 'Owner' }, ...REPS.map((email) => ({ email, name: 'Rep' }))],
+      custom_metrics: [
+        { api_key: 'attainment', name: 'Attainment', kind: 'percentage' },
+        { api_key: 'tier', name: 'Tier', kind: 'enum', enum_values: ['silver', 'gold'] },
+      ],
       data_tables: [
         {
           key: 'deals',
@@ -166,8 +187,36 @@ async function seed(store: Store): Promise<Company[]> {
           fields: [
             { api_key: 'deal_id', name: 'Id', type: 'string' },
             { api_key: 'deal_name', name: 'Name', type: 'string' },
+            { api_key: 'owner_email', name: 'Owner', type: 'string' },
+            { api_key: 'close_date', name: 'Close date', type: 'date' },
             { api_key: 'amount', name: 'Amount', type: 'amount' },
           ],
+        },
+      ],
+      quotas: [
+        {
+          name: 'Monthly bookings',
+          type: 'amount',
+          frequency: 'monthly',
+          currency: 'EUR',
+          values: REPS.flatMap((user) => MONTHS.map((period) => ({ user, period, value: 2_000_000 }))),
+        },
+      ],
+      plans: [
+        {
+          name: 'Chaos plan',
+          data_table: 'deals',
+          user_field: 'owner_email',
+          date_field: 'close_date',
+          amount_field: 'amount',
+          frequency: 'monthly',
+          rate: 0.05,
+          quota: 'Monthly bookings',
+          tiers: [
+            { from: 0.8, rate: 0.06, name: 'silver' },
+            { from: 1.1, rate: 0.09, name: 'gold' },
+          ],
+          metrics: { attainment: 'attainment', tier: 'tier' },
         },
       ],
     })
@@ -297,15 +346,51 @@ async function verify(
       }
     }
 
-    // Nothing but the calls' items (and the seeded owner).
+    // Nothing but the calls' items (and the seeded owner and reps).
     const keys = new Set(ours.flatMap((call) => call.keys))
     for (const key of records.keys()) if (!keys.has(key)) problems.push(`record ${key} belongs to no call`)
-    for (const email of users.keys()) if (!keys.has(email) && !email.startsWith('owner@')) problems.push(`user ${email} belongs to no call`)
+    for (const email of users.keys()) if (!keys.has(email) && !email.startsWith('owner@') && !REPS.includes(email)) problems.push(`user ${email} belongs to no call`)
   }
+  for (const company of companies) problems.push(...(await planResultProblems(store, company)))
   const counts = await store.importStatistics.countByStatus()
   if (counts.scheduled > 0 || counts.started > 0) problems.push(`imports left waiting: ${JSON.stringify(counts)}`)
   const all = [...imports.values()].filter(Boolean)
   return { problems, unknownApplied, imports: all.length, importsTakenOver: all.filter((found) => found.attempts > 1).length }
+}
+
+/** Thrown to roll back the check's recalculation, with what it would have written. */
+class CheckOnly extends Error {
+  readonly summary: RecalculationSummary
+
+  constructor(summary: RecalculationSummary) {
+    super('a check: rolled back')
+    this.summary = summary
+  }
+}
+
+/**
+ * Recalculates the company's plan in full, in a transaction rolled back: it must find nothing to write, and the
+ * plan must have lines, when the imports committed every recalculation with its records.
+ */
+async function planResultProblems(store: Store, company: Company): Promise<string[]> {
+  const [plan] = await store.plans.list(company.id)
+  const lines = (await store.commissionLines.findOfPlan(company.id, plan.id)).length
+  const summary = await store
+    .transaction(async (tx) => {
+      throw new CheckOnly(await recalculate(tx, company.id, { everything: true }, { now: new Date().toISOString() }))
+    })
+    .catch((error: unknown) => {
+      if (error instanceof CheckOnly) return error.summary
+      throw error
+    })
+  const { statements_written, statements_deleted, lines_written, lines_deleted } = summary
+  const problems: string[] = []
+  if (statements_written + statements_deleted + lines_written + lines_deleted > 0)
+    problems.push(
+      `company ${company.id}: a full recalculation of the records differs from the results the imports left: ${JSON.stringify({ statements_written, statements_deleted, lines_written, lines_deleted })}`,
+    )
+  if (lines === 0) problems.push(`company ${company.id}: the plan calculated no line`)
+  return problems
 }
 
 /** Runs the crash loop on a fresh store: a SQLite file in a temporary DATA_DIR. */
