@@ -170,8 +170,8 @@ export const MIGRATIONS: readonly string[] = [
   ) WITHOUT ROWID;
   INSERT INTO commission_lines_by_column
     SELECT company_id, table_id, id, modified_at, doc ->> '$.environment', doc ->> '$.record_id', doc ->> '$.user_id',
-      doc ->> '$.plan', doc ->> '$.date', doc ->> '$.commission', doc ->> '$.currency', doc -> '$.metrics',
-      doc -> '$.record_values', plan_id, period
+      doc ->> '$.plan', doc ->> '$.date', doc ->> '$.commission', doc ->> '$.currency', coalesce(doc -> '$.metrics', '{}'),
+      coalesce(doc -> '$.record_values', '{}'), plan_id, period
     FROM commission_lines;
   DROP TABLE commission_lines;
   ALTER TABLE commission_lines_by_column RENAME TO commission_lines;
