@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { newId } from '../src/ids.ts'
-import { VersionedAnswers } from '../src/v2/versioned-answers.ts'
+import { VersionedAnswers } from '../src/reporting/versioned-answers.ts'
 import { smallFixture } from './helpers/fixtures.ts'
 import { startTestServer, type TestServer } from './helpers/server.ts'
 import { V2_TEST_ENV, admin, idsByName } from './v2-support.ts'

@@ -1,7 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { USER_STATUSES } from '../../store/model.ts'
-import { listUsers } from '../../v1/user-rows.ts'
+import { VersionedAnswers } from '../../reporting/versioned-answers.ts'
+import type { OffsetPage } from '../../v1/offset-page.ts'
+import { listUsers, type V1User } from '../../v1/user-rows.ts'
 import { baseUrl } from '../base-url.ts'
 import { AuthenticatedErrorResponses } from '../schemas.ts'
 import { Nullable, OffsetQuerySchema, offsetPageSchema } from './offset-schemas.ts'
@@ -20,8 +22,15 @@ export const V1UserSchema = Type.Object(
   { additionalProperties: true },
 )
 
+/**
+ * Pages of at most this many users are answered again while the store's data version holds (versioned-answers.ts):
+ * small answers asked for again and again (a connector checking its key, a poll). Larger ones are read each time.
+ */
+const KEPT_PAGE_LIMIT = 100
+
 /** `GET /v1/users`. The writes on users live in their own plugins. */
 export const userReadRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const pages = new VersionedAnswers<OffsetPage<V1User>>()
   app.get(
     '/users',
     {
@@ -34,6 +43,14 @@ export const userReadRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: offsetPageSchema(V1UserSchema), ...AuthenticatedErrorResponses },
       },
     },
-    async (request) => listUsers(app.store, request.principal.company.id, request.query, baseUrl(request)),
+    async (request) => {
+      const companyId = request.principal.company.id
+      const { offset = '0', limit } = request.query
+      const base = baseUrl(request)
+      const list = () => listUsers(app.store, companyId, request.query, base)
+      if (limit === undefined || limit > KEPT_PAGE_LIMIT) return list()
+      // The page's `next` is an absolute URL: it is kept for each base URL.
+      return pages.answer(app.store, `${companyId} ${base} ${offset} ${limit}`, list)
+    },
   )
 }

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { type DataStructureEntry, listDataStructures } from '../../v2/data-structures.ts'
-import { VersionedAnswers } from '../../v2/versioned-answers.ts'
+import { VersionedAnswers } from '../../reporting/versioned-answers.ts'
 import { baseUrl } from '../base-url.ts'
 import { AuthenticatedErrorResponses } from '../schemas.ts'
 

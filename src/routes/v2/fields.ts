@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import type { FieldSchema } from '../../v2/field-schema.ts'
 import { fieldSchemaOf } from '../../v2/fields.ts'
-import { VersionedAnswers } from '../../v2/versioned-answers.ts'
+import { VersionedAnswers } from '../../reporting/versioned-answers.ts'
 import { AuthenticatedErrorResponses } from '../schemas.ts'
 
 export const FieldDescriptorSchema = Type.Object({
