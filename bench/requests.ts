@@ -12,7 +12,9 @@
  *    ours/baseline (the median of the rounds' ratios of req/s). Targets: ours/baseline <= 3 on every
  *    authenticated route, p99 < 5 ms.
  * 2. BENCH_COMPANIES companies (default 100) at BENCH_RATE requests per second each (default 80, the rate limit
- *    of the server, which runs with RATE_LIMIT_PER_SECOND=BENCH_RATE) for BENCH_LOAD_SECONDS (default 30), each
+ *    of the server, which runs with RATE_LIMIT_PER_SECOND=BENCH_RATE) for BENCH_LOAD_SECONDS (default 30), after
+ *    BENCH_WARMUP_SECONDS (default 5) of the same load whose latency is printed apart (the JIT, each company's
+ *    first authentication and first answers; errors and 429s count over both), each
  *    company's requests evenly spaced on a connection of its own, alternating discovery and `/v1/users?limit=1`.
  *    Prints errors, 429s, and latency. A 429 is unexpected unless the company's last answer before it said
  *    `RateLimit-Remaining: 0` (its window was full by the server's own count). Targets: 0 errors, 0 unexpected
@@ -41,6 +43,7 @@ const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32)
 const COMPANIES = Number(process.env.BENCH_COMPANIES ?? 100)
 const RATE = Number(process.env.BENCH_RATE ?? 80)
 const LOAD_SECONDS = Number(process.env.BENCH_LOAD_SECONDS ?? 30)
+const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP_SECONDS ?? 5)
 const SCENARIOS = (process.env.BENCH_SCENARIOS ?? '1,2').split(',').map(Number)
 const DEMO_KEY = 'cak_requests-benchmark-demo-key-not-secret'
 const CLI = resolve(process.env.BENCH_CLI ?? resolve(import.meta.dirname, '../src/cli.ts'))
@@ -94,7 +97,7 @@ interface Run {
 }
 
 async function main(): Promise<void> {
-  for (const [name, value] of Object.entries({ ROUNDS, SECONDS, CONNECTIONS, COMPANIES, RATE, LOAD_SECONDS })) {
+  for (const [name, value] of Object.entries({ ROUNDS, SECONDS, CONNECTIONS, COMPANIES, RATE, LOAD_SECONDS, WARMUP_SECONDS })) {
     if (!Number.isInteger(value) || value < 1) throw new Error(`BENCH_${name} must be a whole number >= 1`)
   }
   const dataDir = mkdtempSync(join(tmpdir(), 'bench-requests-'))
@@ -270,13 +273,20 @@ async function compareRoutes(routes: Route[], oursUrl: string, baselineUrl: stri
   console.log('  targets: ours/baseline <= 3 and p99 < 5 ms on every authenticated route')
 }
 
-/** COMPANIES companies at RATE requests per second each, evenly spaced, for LOAD_SECONDS. */
+/** The percentiles of `values`, each as milliseconds with one decimal. */
+function percentiles(values: number[]): (fraction: number) => string {
+  const sorted = values.toSorted((a, b) => a - b)
+  return (fraction) => sorted[Math.min(sorted.length - 1, Math.ceil(fraction * sorted.length) - 1)].toFixed(1)
+}
+
+/** COMPANIES companies at RATE requests per second each, evenly spaced, for LOAD_SECONDS after WARMUP_SECONDS. */
 async function manyCompanies(url: string): Promise<void> {
   console.log(
-    `\n2. ${COMPANIES} companies at ${RATE} requests/s each (rate limit ${RATE}/s) for ${LOAD_SECONDS} s, discovery and users in turn`,
+    `\n2. ${COMPANIES} companies at ${RATE} requests/s each (rate limit ${RATE}/s) for ${LOAD_SECONDS} s after ${WARMUP_SECONDS} s of warm-up, discovery and users in turn`,
   )
   const interval = 1000 / RATE
   const latencies: number[] = []
+  const warmupLatencies: number[] = []
   let errors = 0
   let refused = 0
   let unexpected = 0
@@ -292,7 +302,8 @@ async function manyCompanies(url: string): Promise<void> {
   // Each company's requests go over one connection of its own, one at a time.
   const clients = companies.map(() => new Client(url, { pipelining: 1 }))
   const started = performance.now()
-  const end = started + LOAD_SECONDS * 1000
+  const measuredFrom = started + WARMUP_SECONDS * 1000
+  const end = measuredFrom + LOAD_SECONDS * 1000
   while (performance.now() < end) {
     const now = performance.now() - started
     for (const [index, company] of companies.entries()) {
@@ -305,7 +316,7 @@ async function manyCompanies(url: string): Promise<void> {
           .request({ method: 'GET', path, headers: { 'x-api-key': company.key } })
           .then(async (response) => {
             await response.body.arrayBuffer()
-            latencies.push(performance.now() - sent)
+            ;(sent < measuredFrom ? warmupLatencies : latencies).push(performance.now() - sent)
             if (response.statusCode === 429) {
               refused++
               if (company.lastRemaining !== '0') unexpected++
@@ -323,12 +334,15 @@ async function manyCompanies(url: string): Promise<void> {
   }
   await Promise.all(pending)
   await Promise.all(clients.map((client) => client.close()))
-  const sorted = latencies.toSorted((a, b) => a - b)
-  const at = (fraction: number) => sorted[Math.min(sorted.length - 1, Math.ceil(fraction * sorted.length) - 1)].toFixed(1)
-  const seconds = (performance.now() - started) / 1000
+  const warmup = percentiles(warmupLatencies)
+  console.log(
+    `  warm-up (not measured): ${warmupLatencies.length.toLocaleString('en')} requests, p50 ${warmup(0.5)} ms, p99 ${warmup(0.99)} ms, max ${warmup(1)} ms`,
+  )
+  const at = percentiles(latencies)
+  const seconds = (performance.now() - measuredFrom) / 1000
   console.log(
     `  ${latencies.length.toLocaleString('en')} requests (${Math.round(latencies.length / seconds).toLocaleString('en')}/s): p50 ${at(0.5)} ms, p99 ${at(0.99)} ms, max ${at(1)} ms; ` +
-      `${errors} errors, ${refused} answered 429 of which ${unexpected} unexpected; the generator sent up to ${lateMs.toFixed(1)} ms late`,
+      `${errors} errors, ${refused} answered 429 of which ${unexpected} unexpected (warm-up included); the generator sent up to ${lateMs.toFixed(1)} ms late`,
   )
   console.log(
     `  targets: 0 errors (${errors === 0 ? 'ok' : 'MISSED'}), 0 unexpected 429s (${unexpected === 0 ? 'ok' : 'MISSED'}), p99 < 10 ms (${Number(at(0.99)) < 10 ? 'ok' : 'MISSED'})`,
