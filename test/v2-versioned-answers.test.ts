@@ -64,7 +64,7 @@ describe('VersionedAnswers', () => {
 const totalOf = (reply: { body: { data: Array<{ name: string; total_records: number }> } }, name: string) =>
   reply.body.data.find((entry) => entry.name === name)?.total_records
 
-describe('discovery and field schemas answered again until the data changes', () => {
+describe('discovery, field schemas and small pages answered again until the data changes', () => {
   let server: TestServer
   let small: { companyId: string; apiKey: string }
   let other: { companyId: string; apiKey: string }
@@ -94,6 +94,31 @@ describe('discovery and field schemas answered again until the data changes', ()
   it('gives each Host its own links', async () => {
     const reply = await server.call('/v2/data-structures', { key: small.apiKey, headers: { host: 'sync.example:8080' } })
     expect(reply.body.data[0].links.fields).toMatch(/^http:\/\/sync\.example:8080\/v2\/data-structures\//)
+  })
+
+  it('answers a small statements page again, and shows a statement edited after it was answered', async () => {
+    const id = await idsByName(server, small.companyId)
+    const path = `/v2/reporting/${id('Statements')}/statements?limit=5`
+    const first = await server.call(path, { key: small.apiKey })
+    expect((await server.call(path, { key: small.apiKey })).body).toStrictEqual(first.body)
+    const edited = first.body.data[0]['standard.id']
+    const edit = await server.call(`/admin/companies/${small.companyId}/statements/${edited}`, {
+      method: 'PATCH',
+      headers: admin,
+      body: { payment: 4321 },
+    })
+    expect(edit.status).toBe(200)
+    const after = await server.call(path, { key: small.apiKey })
+    expect(after.body.data[0]).toMatchObject({ 'standard.id': edited, 'standard.total_commission': { value: 4321 } })
+  })
+
+  it('answers a small page of users again, and counts a user created after it was answered', async () => {
+    const first = await server.call('/v1/users?limit=10', { key: small.apiKey })
+    expect((await server.call('/v1/users?limit=10', { key: small.apiKey })).body).toStrictEqual(first.body)
+    const [template] = await server.store.users.list(small.companyId, { offset: 0, limit: 1 })
+    await server.store.users.save(small.companyId, [{ ...template, id: newId(), email: 'later@versioned.example' }])
+    const after = await server.call('/v1/users?limit=10', { key: small.apiKey })
+    expect(after.body.count).toBe(first.body.count + 1)
   })
 
   it('shows a metric renamed after the schema was answered, with a new schema_hash', async () => {

@@ -13,6 +13,7 @@ import {
   pageRequest,
 } from './pages.ts'
 import { type Emails, quotaValueRenderer, recordRenderer, type Row } from './rows.ts'
+import type { VersionedAnswers } from '../reporting/versioned-answers.ts'
 import type { PageReadAhead } from './read-ahead.ts'
 import { pageBytes, statementTexts } from './statement-texts.ts'
 
@@ -56,6 +57,18 @@ export interface AnsweredPage {
   readNext: () => void
 }
 
+/**
+ * Where pages are kept: the next page of a walk, read ahead; and small pages answered, to answer again while the
+ * store's data version holds (a poll asking for the same first page, versioned-answers.ts).
+ */
+export interface KeptPages {
+  readAhead: PageReadAhead<PageBytes>
+  answered: VersionedAnswers<PageBytes>
+}
+
+/** Pages of at most this many rows are kept once answered: at most about 35 KB each. */
+export const KEPT_PAGE_LIMIT = 100
+
 /** What a page depends on besides the store's data and its window: the endpoint, the company, the structure, the URLs' base. */
 interface PageSource {
   endpoint: 'statements' | 'records'
@@ -65,19 +78,22 @@ interface PageSource {
 }
 
 /**
- * Answers a page from `readAhead` when it holds it at the store's current version, else with `read`; the next
- * page is read ahead, with `read` too, when the caller calls `readNext` (read-ahead.ts).
+ * Answers a page from `kept.readAhead` when it holds it at the store's current version, else with `read` (a small
+ * page through `kept.answered`); the next page is read ahead, with `read` too, when the caller calls `readNext`
+ * (read-ahead.ts).
  */
 async function answerPage(
   store: Store,
-  readAhead: PageReadAhead<PageBytes>,
+  { readAhead, answered }: KeptPages,
   source: PageSource,
   request: PageRequest,
   read: (request: PageRequest) => Promise<PageBytes>,
 ): Promise<AnsweredPage> {
   const keyOf = (window: RowWindow) => readAheadKey(source, window)
-  const kept = await readAhead.take(keyOf(request.window), await store.dataVersion())
-  const page = kept ?? (await read(request))
+  const key = keyOf(request.window)
+  const kept = await readAhead.take(key, await store.dataVersion())
+  const readNow = () => read(request)
+  const page = kept ?? (await (request.window.limit <= KEPT_PAGE_LIMIT ? answered.answer(store, key, readNow) : readNow()))
   const { nextWindow } = page
   const readNext = () => {
     if (!nextWindow) return
@@ -116,11 +132,11 @@ export function reportingPage(
   tableId: string,
   query: PageQuery,
   baseUrl: string,
-  readAhead: PageReadAhead<PageBytes>,
+  kept: KeptPages,
 ): Promise<AnsweredPage> {
   const request = pageRequest(query, 'exclusive', DEFAULT_ROW_PAGE_LIMIT)
   const read = endpoint === 'statements' ? readStatementPage : readRecordPage
-  return answerPage(store, readAhead, { endpoint, companyId, tableId, baseUrl }, request, (asked) =>
+  return answerPage(store, kept, { endpoint, companyId, tableId, baseUrl }, request, (asked) =>
     read(store, companyId, tableId, asked, baseUrl),
   )
 }

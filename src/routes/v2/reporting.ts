@@ -1,7 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { type Static, Type } from 'typebox'
-import { type PageBytes, reportingPage } from '../../v2/extraction.ts'
+import { VersionedAnswers } from '../../reporting/versioned-answers.ts'
+import { type KeptPages, type PageBytes, reportingPage } from '../../v2/extraction.ts'
 import { PageReadAhead } from '../../v2/read-ahead.ts'
 import { baseUrl } from '../base-url.ts'
 import { PageResponses, RowPageQuerySchema, sendPageBytes, serializeWithJson } from './page-schemas.ts'
@@ -10,11 +11,11 @@ const TableParamsSchema = Type.Object({ table_id: Type.String({ description: 'id
 type ReportingRequest = FastifyRequest<{ Params: Static<typeof TableParamsSchema>; Querystring: Static<typeof RowPageQuerySchema> }>
 
 export const reportingRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  // One for both endpoints: a walk holds one page at a time, whichever it walks.
-  const readAhead = new PageReadAhead<PageBytes>()
+  // One for both endpoints: a walk holds one page at a time, whichever it walks. Small pages answered: 256 at most.
+  const kept: KeptPages = { readAhead: new PageReadAhead<PageBytes>(), answered: new VersionedAnswers<PageBytes>(256) }
   const answer = (endpoint: 'statements' | 'records') => async (request: ReportingRequest, reply: FastifyReply) => {
     const { company } = request.principal
-    const page = await reportingPage(endpoint, app.store, company.id, request.params.table_id, request.query, baseUrl(request), readAhead)
+    const page = await reportingPage(endpoint, app.store, company.id, request.params.table_id, request.query, baseUrl(request), kept)
     if (page.readAhead) app.metrics.pagesReadAhead.inc()
     // At the next turn of the event loop, once this page is written to the socket. (At its 'finish', when the
     // last byte is handed over, the walk was slower: docs/performance.md.)
