@@ -349,7 +349,8 @@ async function verify(
     // Nothing but the calls' items (and the seeded owner and reps).
     const keys = new Set(ours.flatMap((call) => call.keys))
     for (const key of records.keys()) if (!keys.has(key)) problems.push(`record ${key} belongs to no call`)
-    for (const email of users.keys()) if (!keys.has(email) && !email.startsWith('owner@') && !REPS.includes(email)) problems.push(`user ${email} belongs to no call`)
+    for (const email of users.keys())
+      if (!keys.has(email) && !email.startsWith('owner@') && !REPS.includes(email)) problems.push(`user ${email} belongs to no call`)
   }
   for (const company of companies) problems.push(...(await planResultProblems(store, company)))
   const counts = await store.importStatistics.countByStatus()
