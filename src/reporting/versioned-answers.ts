@@ -12,6 +12,9 @@ import type { Store } from '../store/port.ts'
 /** Answers kept at most, across companies: the oldest goes first. */
 export const VERSIONED_ANSWERS = 1_000
 
+/** Pages of at most this many rows are kept once answered (v1 users, v2 statements and records); larger ones are read each time. */
+export const KEPT_PAGE_ROWS = 100
+
 interface KeptAnswer<Answer> {
   version: string
   answer: Promise<Answer>

@@ -13,7 +13,7 @@ import {
   pageRequest,
 } from './pages.ts'
 import { type Emails, quotaValueRenderer, recordRenderer, type Row } from './rows.ts'
-import type { VersionedAnswers } from '../reporting/versioned-answers.ts'
+import { KEPT_PAGE_ROWS, type VersionedAnswers } from '../reporting/versioned-answers.ts'
 import type { PageReadAhead } from './read-ahead.ts'
 import { pageBytes, statementTexts } from './statement-texts.ts'
 
@@ -66,9 +66,6 @@ export interface KeptPages {
   answered: VersionedAnswers<PageBytes>
 }
 
-/** Pages of at most this many rows are kept once answered: at most about 35 KB each. */
-export const KEPT_PAGE_LIMIT = 100
-
 /** What a page depends on besides the store's data and its window: the endpoint, the company, the structure, the URLs' base. */
 interface PageSource {
   endpoint: 'statements' | 'records'
@@ -93,7 +90,7 @@ async function answerPage(
   const key = keyOf(request.window)
   const kept = await readAhead.take(key, await store.dataVersion())
   const readNow = () => read(request)
-  const page = kept ?? (await (request.window.limit <= KEPT_PAGE_LIMIT ? answered.answer(store, key, readNow) : readNow()))
+  const page = kept ?? (await (request.window.limit <= KEPT_PAGE_ROWS ? answered.answer(store, key, readNow) : readNow()))
   const { nextWindow } = page
   const readNext = () => {
     if (!nextWindow) return

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { USER_STATUSES } from '../../store/model.ts'
-import { VersionedAnswers } from '../../reporting/versioned-answers.ts'
+import { KEPT_PAGE_ROWS, VersionedAnswers } from '../../reporting/versioned-answers.ts'
 import type { OffsetPage } from '../../v1/offset-page.ts'
 import { listUsers, type V1User } from '../../v1/user-rows.ts'
 import { baseUrl } from '../base-url.ts'
@@ -22,14 +22,9 @@ export const V1UserSchema = Type.Object(
   { additionalProperties: true },
 )
 
-/**
- * Pages of at most this many users are answered again while the store's data version holds (versioned-answers.ts):
- * small answers asked for again and again (a connector checking its key, a poll). Larger ones are read each time.
- */
-const KEPT_PAGE_LIMIT = 100
-
 /** `GET /v1/users`. The writes on users live in their own plugins. */
 export const userReadRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  // Small pages are answered again while the data version holds: a connector checking its key, a poll.
   const pages = new VersionedAnswers<OffsetPage<V1User>>()
   app.get(
     '/users',
@@ -48,7 +43,7 @@ export const userReadRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const { offset = '0', limit } = request.query
       const base = baseUrl(request)
       const list = () => listUsers(app.store, companyId, request.query, base)
-      if (limit === undefined || limit > KEPT_PAGE_LIMIT) return list()
+      if (limit === undefined || limit > KEPT_PAGE_ROWS) return list()
       // The page's `next` is an absolute URL: it is kept for each base URL.
       return pages.answer(app.store, `${companyId} ${base} ${offset} ${limit}`, list)
     },
