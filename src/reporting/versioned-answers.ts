@@ -14,6 +14,8 @@ export const VERSIONED_ANSWERS = 1_000
 
 /** Pages of at most this many rows are kept once answered (v1 users, v2 statements and records); larger ones are read each time. */
 export const KEPT_PAGE_ROWS = 100
+/** Pages kept at most, for each route: a few tens of kilobytes each. */
+export const KEPT_PAGES = 256
 
 interface KeptAnswer<Answer> {
   version: string

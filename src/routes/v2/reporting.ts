@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { type Static, Type } from 'typebox'
-import { VersionedAnswers } from '../../reporting/versioned-answers.ts'
+import { KEPT_PAGES, VersionedAnswers } from '../../reporting/versioned-answers.ts'
 import { type KeptPages, type PageBytes, reportingPage } from '../../v2/extraction.ts'
 import { PageReadAhead } from '../../v2/read-ahead.ts'
 import { baseUrl } from '../base-url.ts'
@@ -11,8 +11,8 @@ const TableParamsSchema = Type.Object({ table_id: Type.String({ description: 'id
 type ReportingRequest = FastifyRequest<{ Params: Static<typeof TableParamsSchema>; Querystring: Static<typeof RowPageQuerySchema> }>
 
 export const reportingRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  // One for both endpoints: a walk holds one page at a time, whichever it walks. Small pages answered: 256 at most.
-  const kept: KeptPages = { readAhead: new PageReadAhead<PageBytes>(), answered: new VersionedAnswers<PageBytes>(256) }
+  // One for both endpoints: a walk holds one page at a time, whichever it walks.
+  const kept: KeptPages = { readAhead: new PageReadAhead<PageBytes>(), answered: new VersionedAnswers<PageBytes>(KEPT_PAGES) }
   const answer = (endpoint: 'statements' | 'records') => async (request: ReportingRequest, reply: FastifyReply) => {
     const { company } = request.principal
     const page = await reportingPage(endpoint, app.store, company.id, request.params.table_id, request.query, baseUrl(request), kept)
