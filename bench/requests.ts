@@ -16,7 +16,8 @@
  *    BENCH_WARMUP_SECONDS (default 5) of the same load whose latency is printed apart (the JIT, each company's
  *    first authentication and first answers; errors and 429s count over both), each
  *    company's requests evenly spaced on a connection of its own, alternating discovery and `/v1/users?limit=1`.
- *    Prints errors, 429s, and latency. A 429 is unexpected unless the company's last answer before it said
+ *    Prints errors, 429s, and latency, and from the server's metrics the share of requests it took over 10 ms to
+ *    answer once read, and its event loop's delay. A 429 is unexpected unless the company's last answer before it said
  *    `RateLimit-Remaining: 0` (its window was full by the server's own count). Targets: 0 errors, 0 unexpected
  *    429s, p99 < 10 ms.
  *
@@ -273,6 +274,30 @@ async function compareRoutes(routes: Route[], oursUrl: string, baselineUrl: stri
   console.log('  targets: ours/baseline <= 3 and p99 < 5 ms on every authenticated route')
 }
 
+/** What the server's own metrics say: requests answered, those answered within 10 ms, its event loop's delay. */
+interface ServerFigures {
+  answered: number
+  within10ms: number
+  lagP99Ms: number
+  lagMaxMs: number
+}
+
+/**
+ * Reads the server's `/metrics`. The event-loop delay is measured since the previous read (prom-client resets it
+ * when it collects), so a read at the start of the measured seconds leaves the end's read to describe them.
+ */
+async function serverFigures(url: string): Promise<ServerFigures> {
+  const text = await (await request(`${url}/metrics`)).body.text()
+  const sum = (pattern: RegExp) => [...text.matchAll(pattern)].reduce((total, match) => total + Number(match[1]), 0)
+  const gauge = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? Number.NaN) * 1000
+  return {
+    answered: sum(/^commission_api_http_request_duration_seconds_count\{[^}]*\} (\S+)$/gm),
+    within10ms: sum(/^commission_api_http_request_duration_seconds_bucket\{[^}]*le="0\.01"[^}]*\} (\S+)$/gm),
+    lagP99Ms: gauge('nodejs_eventloop_lag_p99_seconds'),
+    lagMaxMs: gauge('nodejs_eventloop_lag_max_seconds'),
+  }
+}
+
 /** The percentiles of `values`, each as milliseconds with one decimal. */
 function percentiles(values: number[]): (fraction: number) => string {
   const sorted = values.toSorted((a, b) => a - b)
@@ -301,11 +326,13 @@ async function manyCompanies(url: string): Promise<void> {
   }))
   // Each company's requests go over one connection of its own, one at a time.
   const clients = companies.map(() => new Client(url, { pipelining: 1 }))
+  let atMeasureStart: Promise<ServerFigures> | null = null
   const started = performance.now()
   const measuredFrom = started + WARMUP_SECONDS * 1000
   const end = measuredFrom + LOAD_SECONDS * 1000
   while (performance.now() < end) {
     const now = performance.now() - started
+    if (!atMeasureStart && now >= WARMUP_SECONDS * 1000) atMeasureStart = serverFigures(url)
     for (const [index, company] of companies.entries()) {
       while (company.next <= now) {
         lateMs = Math.max(lateMs, now - company.next)
@@ -334,6 +361,7 @@ async function manyCompanies(url: string): Promise<void> {
   }
   await Promise.all(pending)
   await Promise.all(clients.map((client) => client.close()))
+  const [before, after] = [await atMeasureStart!, await serverFigures(url)]
   const warmup = percentiles(warmupLatencies)
   console.log(
     `  warm-up (not measured): ${warmupLatencies.length.toLocaleString('en')} requests, p50 ${warmup(0.5)} ms, p99 ${warmup(0.99)} ms, max ${warmup(1)} ms`,
@@ -343,6 +371,11 @@ async function manyCompanies(url: string): Promise<void> {
   console.log(
     `  ${latencies.length.toLocaleString('en')} requests (${Math.round(latencies.length / seconds).toLocaleString('en')}/s): p50 ${at(0.5)} ms, p99 ${at(0.99)} ms, max ${at(1)} ms; ` +
       `${errors} errors, ${refused} answered 429 of which ${unexpected} unexpected (warm-up included); the generator sent up to ${lateMs.toFixed(1)} ms late`,
+  )
+  const answered = after.answered - before.answered
+  const slow = answered - (after.within10ms - before.within10ms)
+  console.log(
+    `  in the server (from its metrics, over the measured seconds): ${((slow / answered) * 100).toFixed(2)} % of ${answered.toLocaleString('en')} requests took over 10 ms from being read to being answered; event-loop delay p99 ${after.lagP99Ms.toFixed(1)} ms, max ${after.lagMaxMs.toFixed(1)} ms`,
   )
   console.log(
     `  targets: 0 errors (${errors === 0 ? 'ok' : 'MISSED'}), 0 unexpected 429s (${unexpected === 0 ? 'ok' : 'MISSED'}), p99 < 10 ms (${Number(at(0.99)) < 10 ? 'ok' : 'MISSED'})`,
