@@ -27,7 +27,7 @@ import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import { Agent, request } from 'undici'
-import { recalculate, type RecalculationSummary } from '../src/calculation/recalculation.ts'
+import { fullRecalculationDryRun } from '../src/calculation/recalculation.ts'
 import { systemClock } from '../src/clock.ts'
 import { loadConfig } from '../src/config.ts'
 import { loadFixture } from '../src/fixtures/load-fixture.ts'
@@ -359,16 +359,6 @@ async function verify(
   return { problems, unknownApplied, imports: all.length, importsTakenOver: all.filter((found) => found.attempts > 1).length }
 }
 
-/** Thrown to roll back the check's recalculation, with what it would have written. */
-class CheckOnly extends Error {
-  readonly summary: RecalculationSummary
-
-  constructor(summary: RecalculationSummary) {
-    super('a check: rolled back')
-    this.summary = summary
-  }
-}
-
 /**
  * Recalculates the company's plan in full, in a transaction rolled back: it must find nothing to write, and the
  * plan must have lines, when the imports committed every recalculation with its records.
@@ -376,14 +366,7 @@ class CheckOnly extends Error {
 async function planResultProblems(store: Store, company: Company): Promise<string[]> {
   const [plan] = await store.plans.list(company.id)
   const lines = (await store.commissionLines.findOfPlan(company.id, plan.id)).length
-  const summary = await store
-    .transaction(async (tx) => {
-      throw new CheckOnly(await recalculate(tx, company.id, { everything: true }, { now: new Date().toISOString() }))
-    })
-    .catch((error: unknown) => {
-      if (error instanceof CheckOnly) return error.summary
-      throw error
-    })
+  const summary = await fullRecalculationDryRun(store, company.id, new Date().toISOString())
   const { statements_written, statements_deleted, lines_written, lines_deleted } = summary
   const problems: string[] = []
   if (statements_written + statements_deleted + lines_written + lines_deleted > 0)

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { recalculate, type RecalculationSummary } from '../src/calculation/recalculation.ts'
+import { fullRecalculationDryRun } from '../src/calculation/recalculation.ts'
 import { ManualClock } from '../src/clock.ts'
 import { loadFixture } from '../src/fixtures/load-fixture.ts'
 import { enqueueImport } from '../src/imports/enqueue.ts'
@@ -112,26 +112,9 @@ function randomOf(seed: number) {
 
 type Deal = Record<string, unknown>
 
-/** Thrown to roll back the check's recalculation, with what it would have written. */
-class CheckOnly extends Error {
-  readonly summary: RecalculationSummary
-
-  constructor(summary: RecalculationSummary) {
-    super('a check: rolled back')
-    this.summary = summary
-  }
-}
-
 /** What a full recalculation of the company would write now (it is rolled back). */
 async function fullRecalculationWrites(store: Store, companyId: string, now: string) {
-  const summary = await store
-    .transaction(async (tx) => {
-      throw new CheckOnly(await recalculate(tx, companyId, { everything: true }, { now }))
-    })
-    .catch((error: unknown) => {
-      if (error instanceof CheckOnly) return error.summary
-      throw error
-    })
+  const summary = await fullRecalculationDryRun(store, companyId, now)
   const { statements_written, statements_deleted, lines_written, lines_deleted } = summary
   return { statements_written, statements_deleted, lines_written, lines_deleted }
 }
@@ -148,6 +131,30 @@ beforeEach(async () => {
 afterEach(async () => {
   await worker.stop()
   await test.dispose()
+})
+
+describe('fullRecalculationDryRun', () => {
+  it('reports what a full recalculation would write, and writes nothing', async () => {
+    const { store } = test
+    const companyId = (await loadFixture(store, clock, company())).company_id
+    const table = (await store.dataTables.getByKey(companyId, 'live', 'deals'))!
+    await enqueueImport(store, clock, {
+      company: (await store.companies.get(companyId))!,
+      target: 'records',
+      table,
+      items: [{ id: 'D-1', name: 'Deal', owner_id: REPS[0], close_date: '2026-02-03T10:00:00Z', amount: 1000, amount_currency: 'EUR' }],
+      bytes: 100,
+      queueLimitBytes: Number.MAX_SAFE_INTEGER,
+    })
+    await worker.drain()
+    const [plan] = await store.plans.list(companyId)
+    const [line] = await store.commissionLines.findOfPlan(companyId, plan.id)
+    await store.commissionLines.save([{ ...line, commission: line.commission + 1 }])
+
+    const summary = await fullRecalculationDryRun(store, companyId, clock.now().toISOString())
+    expect(summary).toMatchObject({ lines_written: 1, lines_deleted: 0 })
+    expect((await store.commissionLines.findOfPlan(companyId, plan.id))[0].commission).toBe(line.commission + 1)
+  })
 })
 
 describe('incremental recalculation', () => {

@@ -163,6 +163,32 @@ export async function recalculate(
   return summary
 }
 
+/** Carries a dry run's summary out of the transaction it rolls back. */
+class DryRun extends Error {
+  readonly summary: RecalculationSummary
+
+  constructor(summary: RecalculationSummary) {
+    super('a dry run: rolled back')
+    this.summary = summary
+  }
+}
+
+/**
+ * What a full recalculation of the company would write now, nothing written (its transaction is rolled back): no
+ * row, when every change so far was recalculated as it should have been. The crash loop and the tests check it.
+ */
+export async function fullRecalculationDryRun(store: Store, companyId: string, now: string): Promise<RecalculationSummary> {
+  try {
+    await store.transaction(async (tx) => {
+      throw new DryRun(await recalculate(tx, companyId, { everything: true }, { now }))
+    })
+  } catch (error) {
+    if (error instanceof DryRun) return error.summary
+    throw error
+  }
+  throw new Error('a dry run committed')
+}
+
 function touchesAny(changes: CalculationChanges): boolean {
   return Boolean(
     changes.everything ||
