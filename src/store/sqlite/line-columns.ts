@@ -1,6 +1,6 @@
 import type { CommissionLine, Environment } from '../model.ts'
 import type { Params, Values } from './connection.ts'
-import { parseObject } from './queries.ts'
+import { insertsInto, parseObject } from './queries.ts'
 
 /**
  * Commission lines are kept column by column, as statements are (statement-columns.ts): a document repeated
@@ -14,13 +14,8 @@ export const LINE_COLUMNS =
 /** Lines are keyed by (company, table, id): naming the company's tables keeps a lookup by id a seek. */
 export const LINE_BY_ID = 'company_id = ? AND table_id IN (SELECT id FROM data_tables WHERE company_id = ?) AND id'
 
-/** Inserts a line; a line with the same (company, table, id) is a conflict. */
-export const INSERT_LINE = `INSERT INTO commission_lines (${LINE_COLUMNS}) VALUES (${LINE_COLUMNS.split(',')
-  .map(() => '?')
-  .join(', ')})`
-
-/** Replaces the line with the same (company, table, id). */
-export const REPLACE_LINE = INSERT_LINE.replace('INSERT INTO', 'INSERT OR REPLACE INTO')
+/** Inserts a line (one with the same (company, table, id) is a conflict), and replaces the line with the same key. */
+export const { insert: INSERT_LINE, replace: REPLACE_LINE } = insertsInto('commission_lines', LINE_COLUMNS)
 
 export function lineParams(line: CommissionLine): Params {
   return [

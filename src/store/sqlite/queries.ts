@@ -20,6 +20,15 @@ export function parseObject(text: unknown): Record<string, unknown> {
   return text === '{}' ? {} : (JSON.parse(text as string) as Record<string, unknown>)
 }
 
+/** The INSERT of a row kept column by column (`columns`, comma-separated), and the INSERT OR REPLACE of one. */
+export function insertsInto(table: string, columns: string): { insert: string; replace: string } {
+  const insert = `INSERT INTO ${table} (${columns}) VALUES (${columns
+    .split(',')
+    .map(() => '?')
+    .join(', ')})`
+  return { insert, replace: insert.replace('INSERT INTO', 'INSERT OR REPLACE INTO') }
+}
+
 /** The `n` of a `SELECT count(*) AS n`. */
 export function countOf(row: Row | undefined): number {
   return Number(row?.n ?? 0)

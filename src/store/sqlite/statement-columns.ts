@@ -1,7 +1,7 @@
 import type { Statement, StatementStatus } from '../model.ts'
 import type { StatementRowFields } from '../port.ts'
 import type { Params, Values } from './connection.ts'
-import { parseObject } from './queries.ts'
+import { insertsInto, parseObject } from './queries.ts'
 
 /**
  * Statements are the one table kept column by column rather than as a JSON document: the v2 extraction reads
@@ -14,12 +14,8 @@ export const STATEMENT_COLUMNS =
 /** Statements are keyed by (company, environment, id): naming both environments keeps a lookup by id a seek. */
 export const STATEMENT_BY_ID = "company_id = ? AND environment IN ('live', 'sandbox') AND id"
 
-export const INSERT_STATEMENT = `INSERT INTO statements (${STATEMENT_COLUMNS}) VALUES (${STATEMENT_COLUMNS.split(',')
-  .map(() => '?')
-  .join(', ')})`
-
-/** Replaces the statement with the same (company, environment, id). */
-export const REPLACE_STATEMENT = INSERT_STATEMENT.replace('INSERT INTO', 'INSERT OR REPLACE INTO')
+/** Inserts a statement, and replaces the statement with the same (company, environment, id). */
+export const { insert: INSERT_STATEMENT, replace: REPLACE_STATEMENT } = insertsInto('statements', STATEMENT_COLUMNS)
 
 export function statementParams(statement: Statement): Params {
   return [
