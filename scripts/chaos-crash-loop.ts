@@ -15,7 +15,7 @@
  *   is the import's `finished_at`): nothing lost, nothing applied twice;
  * - every unknown call is there whole or not at all; no refused call left anything; nothing else is there;
  * - no import is left scheduled or started;
- * - each company's plan results are what a full recalculation of the records gives: the recalculations the
+ * - the first company's plan results are what a full recalculation of the records gives: the recalculations the
  *   imports committed, killed or not, left no line or statement missing, extra or different.
  * Prints a line per cycle and a summary; exits 1 on any violation. The store is a fresh SQLite file in a
  * temporary DATA_DIR, removed after.
@@ -165,12 +165,13 @@ async function client(url: string, company: Company, name: string, calls: Call[]
 }
 
 /**
- * Seeds the two companies in a fresh store: a deals table each, and a monthly plan with a quota and two tiers over
- * the deals of the reps, so that every import is recalculated in its transaction.
+ * Seeds the two companies in a fresh store, a deals table each. The first also has a monthly plan with a quota and
+ * two tiers over the deals of the reps, so that each of its imports is recalculated in its transaction; the second
+ * has none, so that its imports run as fast as imports can.
  */
 async function seed(store: Store): Promise<Company[]> {
   const companies: Company[] = []
-  for (const name of COMPANIES) {
+  for (const [index, name] of COMPANIES.entries()) {
     const loaded = await loadFixture(store, systemClock, {
       company: { name: `Chaos ${name}`, default_currency: 'EUR' },
       users: [{ email: `owner@${name}.example`, name: 'Owner' }, ...REPS.map((email) => ({ email, name: 'Rep' }))],
@@ -202,23 +203,26 @@ async function seed(store: Store): Promise<Company[]> {
           values: REPS.flatMap((user) => MONTHS.map((period) => ({ user, period, value: 2_000_000 }))),
         },
       ],
-      plans: [
-        {
-          name: 'Chaos plan',
-          data_table: 'deals',
-          user_field: 'owner_email',
-          date_field: 'close_date',
-          amount_field: 'amount',
-          frequency: 'monthly',
-          rate: 0.05,
-          quota: 'Monthly bookings',
-          tiers: [
-            { from: 0.8, rate: 0.06, name: 'silver' },
-            { from: 1.1, rate: 0.09, name: 'gold' },
-          ],
-          metrics: { attainment: 'attainment', tier: 'tier' },
-        },
-      ],
+      plans:
+        index > 0
+          ? []
+          : [
+              {
+                name: 'Chaos plan',
+                data_table: 'deals',
+                user_field: 'owner_email',
+                date_field: 'close_date',
+                amount_field: 'amount',
+                frequency: 'monthly',
+                rate: 0.05,
+                quota: 'Monthly bookings',
+                tiers: [
+                  { from: 0.8, rate: 0.06, name: 'silver' },
+                  { from: 1.1, rate: 0.09, name: 'gold' },
+                ],
+                metrics: { attainment: 'attainment', tier: 'tier' },
+              },
+            ],
     })
     companies.push({ id: loaded.company_id, key: loaded.api_keys[0] })
   }
@@ -365,6 +369,7 @@ async function verify(
  */
 async function planResultProblems(store: Store, company: Company): Promise<string[]> {
   const [plan] = await store.plans.list(company.id)
+  if (!plan) return []
   const lines = (await store.commissionLines.findOfPlan(company.id, plan.id)).length
   const summary = await fullRecalculationDryRun(store, company.id, new Date().toISOString())
   const { statements_written, statements_deleted, lines_written, lines_deleted } = summary
