@@ -32,7 +32,11 @@ export class VersionedAnswers<Answer> {
 
   /** The answer for `key`: the one kept at the store's current version, else `compute`'s, kept. */
   async answer(store: Pick<Store, 'dataVersion'>, key: string, compute: () => Promise<Answer>): Promise<Answer> {
-    const version = await store.dataVersion()
+    return this.answerAt(await store.dataVersion(), key, compute)
+  }
+
+  /** The same, with the store's version read already (by a caller that needs it for something else too). */
+  async answerAt(version: string | null, key: string, compute: () => Promise<Answer>): Promise<Answer> {
     if (version === null) return compute()
     const kept = this.#answers.get(key)
     if (kept?.version === version) return kept.answer

@@ -88,9 +88,11 @@ async function answerPage(
 ): Promise<AnsweredPage> {
   const keyOf = (window: RowWindow) => readAheadKey(source, window)
   const key = keyOf(request.window)
-  const kept = await readAhead.take(key, await store.dataVersion())
+  // One read of the version for both places a page may be kept in: it is a query of its own.
+  const version = await store.dataVersion()
+  const kept = await readAhead.take(key, version)
   const readNow = () => read(request)
-  const page = kept ?? (await (request.window.limit <= KEPT_PAGE_ROWS ? answered.answer(store, key, readNow) : readNow()))
+  const page = kept ?? (await (request.window.limit <= KEPT_PAGE_ROWS ? answered.answerAt(version, key, readNow) : readNow()))
   const { nextWindow } = page
   const readNext = () => {
     if (!nextWindow) return
