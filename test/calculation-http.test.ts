@@ -495,7 +495,7 @@ describe('plans and exchange rates through the admin routes', () => {
     expect(bad.status).toBe(400)
   })
 
-  it('recalculates a cell whose quota value changes, and a statement moved back to pending', async () => {
+  it('recalculates a cell whose quota value changes, and a statement moved back to pending from its deals as they are', async () => {
     const store = h.server.store
     const [quota] = await store.quotas.list(h.companyId)
     const [mayValue] = (await store.quotaValues.page(h.companyId, quota.id, { limit: 10 })).filter((value) => value.period === '2026-05')
@@ -505,13 +505,27 @@ describe('plans and exchange rates through the admin routes', () => {
     const [may] = byDateOf(await h.walk(h.statementsPath), '2026-05-01')
     expect(may).toMatchObject({ 'standard.total_commission': { value: 600, currency: 'EUR' }, 'custom.tier': 'gold' })
 
+    // While April is paid, its deal changes and another deal comes into it: what was paid stays as it was.
+    await h.upsertDeals([
+      { id: 'D-0', name: 'Deal D-0', owner_id: 'ann@planned.example', close_date: '2026-04-10', amount: 1_000, amount_currency: 'EUR' },
+      { id: 'D-11', name: 'Deal D-11', owner_id: 'ann@planned.example', close_date: '2026-04-20', amount: 2_000, amount_currency: 'EUR' },
+    ])
     const [april] = byDateOf(await h.walk(h.statementsPath), '2026-04-01')
+    expect(april['standard.total_commission']).toEqual({ value: 250, currency: 'EUR' })
+    expect((await h.walk(h.recordsPath)).map(dealOf).toSorted()).toEqual(['Deal D-0', 'Deal D-1'])
+
     const reopened = await h.admin(`/admin/companies/${h.companyId}/statements/${april['standard.id']}`, {
       method: 'PATCH',
       body: { status: 'pending', payment: 1 },
     })
     expect(reopened.status).toBe(200)
-    // Back to pending, the cell is calculated again: the edited payment does not stay.
-    expect(reopened.body).toMatchObject({ status: 'pending', payment: 250 })
+    // Back to pending, the cell is calculated again from its deals as they are now (3,000 of 10,000 at 5 %): the
+    // edited payment does not stay, and neither do the figures of what was paid.
+    expect(reopened.body).toMatchObject({ status: 'pending', payment: 150 })
+    const lines = (await h.walk(h.recordsPath)).filter((line) => dealOf(line) !== 'Deal D-1')
+    expect(lines.map((line) => [dealOf(line), line['standard.commission_impact'].value, line['datatable.amount']]).toSorted()).toEqual([
+      ['Deal D-0', 50, { value: 1_000, currency: 'EUR' }],
+      ['Deal D-11', 100, { value: 2_000, currency: 'EUR' }],
+    ])
   })
 })

@@ -44,7 +44,7 @@ export interface CalculationChanges {
   users?: ReadonlySet<string>
   /** Quota values changed, by quota id. */
   quotaValues?: ReadonlyMap<string, readonly CalculationCell[]>
-  /** Cells to recalculate as they are, by plan id (a statement moved back to pending). */
+  /** Cells back from frozen, by plan id (a statement moved back to pending): calculated from the plan's records as they are. */
   cells?: ReadonlyMap<string, readonly CalculationCell[]>
   /** Plans created or replaced: recalculated in full. */
   plans?: ReadonlySet<string>
@@ -156,6 +156,11 @@ export async function recalculate(
       await recalculatePlan(context, plan)
       continue
     }
+    // A cell back from frozen kept lines of records as they were when it froze, and misses records that came into
+    // it meanwhile: it is calculated from the plan's records as they are, as a full recalculation would.
+    const reopened = changes.cells?.get(plan.id) ?? []
+    if (reopened.length > 0)
+      await recalculatePlan(context, plan, new Map(reopened.map((cell) => [cellKey(cell.user_id, cell.period), cell])))
     const touched = await touchedCells(context, plan, changes)
     if (touched.cells.size > 0) await recalculateCells(context, plan, touched, changes)
   }
@@ -266,7 +271,6 @@ async function touchedCells(context: Context, plan: Plan, changes: CalculationCh
     })
   }
   if (plan.quota_id) for (const cell of changes.quotaValues?.get(plan.quota_id) ?? []) addCell(cell)
-  for (const cell of changes.cells?.get(plan.id) ?? []) addCell(cell)
   return touched
 }
 
@@ -401,29 +405,37 @@ function entryOf(line: LineFigures): Placement {
   }
 }
 
-/** Recalculates every cell of a plan from all its records, and removes what no cell produces any more. */
-async function recalculatePlan(context: Context, plan: Plan): Promise<void> {
+/**
+ * Recalculates every cell of a plan from all its records, and removes what no cell produces any more; with `only`,
+ * the cells it names (by cell key), from the records placed in them (the whole table is read to find those).
+ */
+async function recalculatePlan(context: Context, plan: Plan, only?: ReadonlyMap<string, CalculationCell>): Promise<void> {
   const { tx, company } = context
   const cells = new Map<string, Placement[]>()
   const records = new Map<string, DataTableRecord>()
   await eachRecord(tx, company.id, plan.table_id, (record) => {
     const outcome = placeRecord(plan, record, context.users, context.settings)
-    if (outcome.kind === 'problem') keepProblem(context.summary, outcome.problem)
+    // A record that cannot be placed is in no cell: reported by a calculation of the whole plan only.
+    if (outcome.kind === 'problem' && !only) keepProblem(context.summary, outcome.problem)
     if (outcome.kind !== 'placed') return
+    const key = cellKey(outcome.placement.userId, outcome.placement.period)
+    if (only && !only.has(key)) return
     records.set(record.id, record)
-    push(cells, cellKey(outcome.placement.userId, outcome.placement.period), outcome.placement)
+    push(cells, key, outcome.placement)
   })
+  const someCells = only ? [...only.values()] : undefined
   const quota = plan.quota_id ? await tx.quotas.get(company.id, plan.quota_id) : null
-  const targets = quota ? await quotaTargets(tx, company.id, quota) : new Map<string, { value: number; modified_at: string }>()
+  const targets = quota ? await quotaTargets(tx, company.id, quota, someCells) : new Map<string, { value: number; modified_at: string }>()
   for (const [key] of targets) {
     const user = context.users.byId.get(key.slice(0, key.indexOf('|')))
     if (!cells.has(key) && user && isActiveIn(plan, user, key.slice(key.indexOf('|') + 1), context.settings)) cells.set(key, [])
   }
 
   const stored = { statements: new Map<string, Statement[]>(), lines: new Map<string, CommissionLine[]>() }
-  for (const statement of await tx.statements.findOfPlan(company.id, plan.id))
+  const ofCells = someCells ? { cells: someCells } : undefined
+  for (const statement of await tx.statements.findOfPlan(company.id, plan.id, ofCells))
     push(stored.statements, cellKey(statement.user_id, statement.period ?? ''), statement)
-  for (const line of await tx.commissionLines.findOfPlan(company.id, plan.id))
+  for (const line of await tx.commissionLines.findOfPlan(company.id, plan.id, ofCells))
     push(stored.lines, cellKey(line.user_id, line.period ?? ''), line)
 
   const keys = new Set([...cells.keys(), ...stored.statements.keys(), ...stored.lines.keys()])
