@@ -13,7 +13,7 @@
  * BENCH_RENDER (default yes; `no` leaves the statements without renderings, so every page renders its rows as it
  * reads them: the path of a structure other than the company's first, or of a page read while a configuration
  * change is being rendered), BENCH_COMPRESSED_ROUNDS (default 3: the walks asking for gzip, then br, printed beside
- * the plain one), BENCH_SOAK_S (default 0; else, last, walks the server again and again for that many seconds and
+ * the plain one; 0 skips them), BENCH_SOAK_S (default 0; else, last, walks the server again and again for that many seconds and
  * prints its resident memory at the start and the end: a leak shows as growth), BENCH_ENDPOINT (default
  * `statements`; `records` walks BENCH_STATEMENTS commission lines of a record reporting structure instead,
  * `/v2/reporting/{id}/records`, whose rows are rendered as they are read).
@@ -109,7 +109,7 @@ async function main(): Promise<void> {
 
     const rounds = await measureRounds(ours.url, baseline.url, firstPath, warmUp)
     report(warmUp, rounds, peakRss(ours.child.pid))
-    await compressedWalks(ours.url, firstPath, warmUp, rounds)
+    if (COMPRESSED_ROUNDS > 0) await compressedWalks(ours.url, firstPath, warmUp, rounds)
     if (SOAK_S > 0) await soak(ours.url, firstPath, warmUp, ours.child.pid!)
   } finally {
     for (const child of children) child.kill('SIGTERM')
