@@ -1,11 +1,13 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { reviseStatement } from '../src/admin/data-edits.ts'
+import { reviseQuotaValue, reviseStatement } from '../src/admin/data-edits.ts'
+import { setExchangeRates } from '../src/admin/plans.ts'
 import { fullRecalculationDryRun } from '../src/calculation/recalculation.ts'
 import { ManualClock } from '../src/clock.ts'
 import { loadFixture } from '../src/fixtures/load-fixture.ts'
 import { enqueueImport } from '../src/imports/enqueue.ts'
 import { ImportWorker } from '../src/imports/worker.ts'
 import type { Store } from '../src/store/port.ts'
+import { archiveUsers } from '../src/v1/archive-users.ts'
 import { openTestStore, type TestStore } from './helpers/test-store.ts'
 
 /**
@@ -13,6 +15,9 @@ import { openTestStore, type TestStore } from './helpers/test-store.ts'
  * types, deals sent again unchanged, deleted, sent again after their deletion), each applied by the import engine
  * with its recalculation, and after each one a full recalculation of the company (rolled back) must find nothing
  * to write: the cells the import touched were exactly the ones to recalculate, and only what changed was written.
+ * The second test mixes in every other change a plan reads: users imports (a currency changed, a user created after
+ * deals named them), an archive, quota values, exchange rates (one taken away), `all=true`, statements paid,
+ * validated and moved back to pending.
  */
 
 const REPS = ['ann@incremental.example', 'bob@incremental.example', 'cat@incremental.example']
@@ -158,37 +163,34 @@ describe('fullRecalculationDryRun', () => {
   })
 })
 
-describe('incremental recalculation', () => {
-  it.each([1, 2, 3])('leaves what a full recalculation gives, after each of 40 random imports (seed %i)', async (seed) => {
-    const { store } = test
-    const loaded = await loadFixture(store, clock, company())
-    const companyId = loaded.company_id
-    const owner = (await store.companies.get(companyId))!
-    const table = (await store.dataTables.getByKey(companyId, 'live', 'deals'))!
-    const random = randomOf(seed)
-    const live = new Map<string, Deal>()
-    const deleted: string[] = []
-    let created = 0
-    const aDeal = (id: string): Deal => ({
-      id,
-      name: `Deal ${id}`,
-      owner_id: random.next() < 0.05 ? 'nobody@incremental.example' : random.pick(REPS),
-      close_date: `${random.pick(MONTHS)}-${String(1 + Math.floor(random.next() * 28)).padStart(2, '0')}T10:00:00Z`,
-      amount: Math.round(100 + random.next() * 6_000),
-      amount_currency: random.next() < 0.3 ? 'USD' : 'EUR',
-      deal_types: random.pick(['new', 'renewal', 'new;upsell']),
-    })
-    const changed = (deal: Deal): Deal => {
-      const change = random.pick(['amount', 'owner', 'date', 'types', 'name'])
-      const other = aDeal(String(deal.id))
-      if (change === 'amount') return { ...deal, amount: other.amount, amount_currency: other.amount_currency }
-      if (change === 'owner') return { ...deal, owner_id: other.owner_id }
-      if (change === 'date') return { ...deal, close_date: other.close_date }
-      if (change === 'types') return { ...deal, deal_types: other.deal_types }
-      return { ...deal, name: `${String(deal.name)} (renamed)` }
-    }
-
-    for (let round = 0; round < 40; round++) {
+/** Random record calls over a company's deals: new deals, changes, deals sent again unchanged, deletions, re-creations. */
+function dealCalls(random: ReturnType<typeof randomOf>, owners: readonly string[]) {
+  const live = new Map<string, Deal>()
+  const deleted: string[] = []
+  let created = 0
+  const aDeal = (id: string): Deal => ({
+    id,
+    name: `Deal ${id}`,
+    owner_id: random.next() < 0.05 ? 'nobody@incremental.example' : random.pick(owners),
+    close_date: `${random.pick(MONTHS)}-${String(1 + Math.floor(random.next() * 28)).padStart(2, '0')}T10:00:00Z`,
+    amount: Math.round(100 + random.next() * 6_000),
+    amount_currency: random.next() < 0.3 ? 'USD' : 'EUR',
+    deal_types: random.pick(['new', 'renewal', 'new;upsell']),
+  })
+  const changed = (deal: Deal): Deal => {
+    const change = random.pick(['amount', 'owner', 'date', 'types', 'name'])
+    const other = aDeal(String(deal.id))
+    if (change === 'amount') return { ...deal, amount: other.amount, amount_currency: other.amount_currency }
+    if (change === 'owner') return { ...deal, owner_id: other.owner_id }
+    if (change === 'date') return { ...deal, close_date: other.close_date }
+    if (change === 'types') return { ...deal, deal_types: other.deal_types }
+    return { ...deal, name: `${String(deal.name)} (renamed)` }
+  }
+  return {
+    /** The deals the table holds, as last sent. */
+    live,
+    /** One call's items: 1 to 8 of them. */
+    next(): Deal[] {
       const items: Deal[] = []
       const count = 1 + Math.floor(random.next() * 8)
       for (let item = 0; item < count; item++) {
@@ -215,18 +217,51 @@ describe('incremental recalculation', () => {
           items.push(deal)
         }
       }
-      // One call per import, as a connector sends them; the same deal twice in a call is applied in order.
-      await enqueueImport(store, clock, {
-        company: owner,
-        target: 'records',
-        table,
-        items,
-        bytes: JSON.stringify(items).length,
-        queueLimitBytes: Number.MAX_SAFE_INTEGER,
-      })
-      clock.advance(1_000)
-      await worker.drain()
-      clock.advance(1_000)
+      return items
+    },
+  }
+}
+
+/** A company loaded from `company()`, with what the tests below send it through. */
+async function incrementalCompany() {
+  const { store } = test
+  const companyId = (await loadFixture(store, clock, company())).company_id
+  const table = (await store.dataTables.getByKey(companyId, 'live', 'deals'))!
+  /** Enqueues one call, as a connector sends it, and runs it with its recalculation. */
+  const importCall = async (target: 'records' | 'users', items: unknown[], all = false) => {
+    await enqueueImport(store, clock, {
+      company: (await store.companies.get(companyId))!,
+      target,
+      table: target === 'records' ? table : undefined,
+      items,
+      all,
+      bytes: JSON.stringify(items).length,
+      queueLimitBytes: Number.MAX_SAFE_INTEGER,
+    })
+    clock.advance(1_000)
+    await worker.drain()
+    clock.advance(1_000)
+  }
+  const expectNothingToWrite = async (step: number, change: string) => {
+    expect({ step, change, ...(await fullRecalculationWrites(store, companyId, clock.now().toISOString())) }).toStrictEqual({
+      step,
+      change,
+      statements_written: 0,
+      statements_deleted: 0,
+      lines_written: 0,
+      lines_deleted: 0,
+    })
+  }
+  return { store, companyId, importCall, expectNothingToWrite }
+}
+
+describe('incremental recalculation', () => {
+  it.each([1, 2, 3])('leaves what a full recalculation gives, after each of 40 random imports (seed %i)', async (seed) => {
+    const { store, companyId, importCall, expectNothingToWrite } = await incrementalCompany()
+    const deals = dealCalls(randomOf(seed), REPS)
+    for (let round = 0; round < 40; round++) {
+      // One call per import; the same deal twice in a call is applied in order.
+      await importCall('records', deals.next())
       if (round === 20) {
         // January is paid from here on: its cells are frozen, whatever its deals become.
         const [plan] = await store.plans.list(companyId)
@@ -241,15 +276,75 @@ describe('incremental recalculation', () => {
         for (const statement of await store.statements.findOfPlan(companyId, plan.id))
           if (statement.period === '2026-01') await reviseStatement(store, clock, companyId, statement.id, { status: 'pending' })
       }
-      expect({ round, ...(await fullRecalculationWrites(store, companyId, clock.now().toISOString())) }).toStrictEqual({
-        round,
-        statements_written: 0,
-        statements_deleted: 0,
-        lines_written: 0,
-        lines_deleted: 0,
-      })
+      await expectNothingToWrite(round, 'records')
     }
     const [plan] = await store.plans.list(companyId)
     expect((await store.commissionLines.findOfPlan(companyId, plan.id)).length).toBeGreaterThan(20)
   })
+
+  it.each([4, 5, 6])('leaves what a full recalculation gives, after each of 60 random changes of every kind (seed %i)', async (seed) => {
+    const { store, companyId, importCall, expectNothingToWrite } = await incrementalCompany()
+    const random = randomOf(seed)
+    // Dan has deals before the users import that creates him.
+    const deals = dealCalls(random, [...REPS, 'dan@incremental.example'])
+    let archived = false
+    const changes: Record<string, () => Promise<void>> = {
+      records: () => importCall('records', deals.next()),
+      'records, all=true': () => importCall('records', [...deals.live.values()], true),
+      users: () =>
+        importCall('users', [{ email: random.pick([...REPS, 'dan@incremental.example']), currency: random.pick(['EUR', 'USD']) }]),
+      archive: async () => {
+        if (archived) return
+        archived = true
+        await archiveUsers(store, clock, companyId, [{ user: REPS[2], end_date: random.pick(MONTHS) }])
+      },
+      'quota value': async () => {
+        const [quota] = await store.quotas.list(companyId)
+        const value = random.pick(await store.quotaValues.page(companyId, quota.id, { limit: 100 }))
+        await reviseQuotaValue(store, clock, companyId, value.id, { value: random.pick([4_000, 9_000, 12_000, 20_000]) })
+      },
+      'exchange rates': async () => {
+        // Without a rate, the cells with dollars state nothing until one is set again.
+        await setExchangeRates(store, clock, companyId, random.pick<Record<string, number>>([{ USD: 0.9 }, { USD: 0.8 }, {}]))
+      },
+      paid: async () => {
+        const pending = (await allStatements(store, companyId)).filter((statement) => statement.status === 'pending')
+        if (pending.length > 0)
+          await reviseStatement(store, clock, companyId, random.pick(pending).id, { status: random.pick(['paid', 'validated']) })
+      },
+      'back to pending': async () => {
+        const frozen = (await allStatements(store, companyId)).filter((statement) => statement.status !== 'pending')
+        if (frozen.length > 0) await reviseStatement(store, clock, companyId, random.pick(frozen).id, { status: 'pending' })
+      },
+    }
+    const weighted = [
+      ...Array<string>(10).fill('records'),
+      'records, all=true',
+      'users',
+      'users',
+      'archive',
+      'quota value',
+      'quota value',
+      'exchange rates',
+      'paid',
+      'paid',
+      'back to pending',
+      'back to pending',
+    ]
+    const made = new Set<string>()
+    for (let step = 0; step < 60; step++) {
+      const change = random.pick(weighted)
+      await changes[change]()
+      made.add(change)
+      clock.advance(1_000)
+      await expectNothingToWrite(step, change)
+    }
+    // The seeds are chosen so that every kind of change is made.
+    expect([...made].toSorted()).toEqual(Object.keys(changes).toSorted())
+  })
 })
+
+async function allStatements(store: Store, companyId: string) {
+  const plans = await store.plans.list(companyId)
+  return (await Promise.all(plans.map((plan) => store.statements.findOfPlan(companyId, plan.id)))).flat()
+}

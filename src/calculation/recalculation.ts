@@ -265,6 +265,10 @@ async function touchedCells(context: Context, plan: Plan, changes: CalculationCh
       if (statement.period) addCell({ user_id: statement.user_id, period: statement.period })
     for (const line of await tx.commissionLines.findOfPlan(company.id, plan.id, { userIds }))
       if (line.period) addCell({ user_id: line.user_id, period: line.period })
+    // A target makes a cell, deals or not: one that could not be stated in the user's former currency may be now.
+    if (plan.quota_id)
+      for (const value of await allQuotaValues(tx, company.id, plan.quota_id))
+        if (changes.users.has(value.user_id)) addCell({ user_id: value.user_id, period: value.period })
     await eachRecord(tx, company.id, plan.table_id, (record) => {
       const outcome = placeRecord(plan, record, context.users, context.settings)
       if (outcome.kind === 'placed' && changes.users?.has(outcome.placement.userId)) place(record)
