@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from 'node:util'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { reviseQuotaValue, reviseStatement } from '../src/admin/data-edits.ts'
 import { setExchangeRates } from '../src/admin/plans.ts'
@@ -17,7 +18,8 @@ import { openTestStore, type TestStore } from './helpers/test-store.ts'
  * to write: the cells the import touched were exactly the ones to recalculate, and only what changed was written.
  * The second test mixes in every other change a plan reads: users imports (a currency changed, a user created after
  * deals named them), an archive, quota values, exchange rates (one taken away), `all=true`, statements paid,
- * validated and moved back to pending.
+ * validated and moved back to pending. Both also check that a row has a new `modified_at` exactly when its values
+ * changed.
  */
 
 const REPS = ['ann@incremental.example', 'bob@incremental.example', 'cat@incremental.example']
@@ -242,7 +244,12 @@ async function incrementalCompany() {
     await worker.drain()
     clock.advance(1_000)
   }
-  const expectNothingToWrite = async (step: number, change: string) => {
+  let before = await calculatedRows(store, companyId)
+  /**
+   * After a change: a full recalculation finds nothing to write, and a row has a new `modified_at` exactly when its
+   * values changed, so that an incremental sync sees what changed and nothing else.
+   */
+  const expectExactlyWhatChanged = async (step: number, change: string) => {
     expect({ step, change, ...(await fullRecalculationWrites(store, companyId, clock.now().toISOString())) }).toStrictEqual({
       step,
       change,
@@ -251,13 +258,32 @@ async function incrementalCompany() {
       lines_written: 0,
       lines_deleted: 0,
     })
+    const after = await calculatedRows(store, companyId)
+    const misstamped = [...after].filter(([id, row]) => {
+      const was = before.get(id)
+      return was !== undefined && (was.modified_at === row.modified_at) !== isDeepStrictEqual(withoutStamp(was), withoutStamp(row))
+    })
+    expect({ step, change, misstamped }).toEqual({ step, change, misstamped: [] })
+    before = after
   }
-  return { store, companyId, importCall, expectNothingToWrite }
+  return { store, companyId, importCall, expectExactlyWhatChanged }
 }
+
+/** Every statement and line the plans calculated, by id. */
+async function calculatedRows(store: Store, companyId: string): Promise<Map<string, { modified_at: string }>> {
+  const rows = new Map<string, { modified_at: string }>()
+  for (const plan of await store.plans.list(companyId)) {
+    for (const statement of await store.statements.findOfPlan(companyId, plan.id)) rows.set(statement.id, statement)
+    for (const line of await store.commissionLines.findOfPlan(companyId, plan.id)) rows.set(line.id, line)
+  }
+  return rows
+}
+
+const withoutStamp = ({ modified_at: _stamp, ...values }: { modified_at: string }) => values
 
 describe('incremental recalculation', () => {
   it.each([1, 2, 3])('leaves what a full recalculation gives, after each of 40 random imports (seed %i)', async (seed) => {
-    const { store, companyId, importCall, expectNothingToWrite } = await incrementalCompany()
+    const { store, companyId, importCall, expectExactlyWhatChanged } = await incrementalCompany()
     const deals = dealCalls(randomOf(seed), REPS)
     for (let round = 0; round < 40; round++) {
       // One call per import; the same deal twice in a call is applied in order.
@@ -276,14 +302,14 @@ describe('incremental recalculation', () => {
         for (const statement of await store.statements.findOfPlan(companyId, plan.id))
           if (statement.period === '2026-01') await reviseStatement(store, clock, companyId, statement.id, { status: 'pending' })
       }
-      await expectNothingToWrite(round, 'records')
+      await expectExactlyWhatChanged(round, 'records')
     }
     const [plan] = await store.plans.list(companyId)
     expect((await store.commissionLines.findOfPlan(companyId, plan.id)).length).toBeGreaterThan(20)
   })
 
   it.each([4, 5, 6])('leaves what a full recalculation gives, after each of 60 random changes of every kind (seed %i)', async (seed) => {
-    const { store, companyId, importCall, expectNothingToWrite } = await incrementalCompany()
+    const { store, companyId, importCall, expectExactlyWhatChanged } = await incrementalCompany()
     const random = randomOf(seed)
     // Dan has deals before the users import that creates him.
     const deals = dealCalls(random, [...REPS, 'dan@incremental.example'])
@@ -334,10 +360,11 @@ describe('incremental recalculation', () => {
     const made = new Set<string>()
     for (let step = 0; step < 60; step++) {
       const change = random.pick(weighted)
+      // Each change at a time of its own, as a sync tells changes apart by their modification time.
+      clock.advance(1_000)
       await changes[change]()
       made.add(change)
-      clock.advance(1_000)
-      await expectNothingToWrite(step, change)
+      await expectExactlyWhatChanged(step, change)
     }
     // The seeds are chosen so that every kind of change is made.
     expect([...made].toSorted()).toEqual(Object.keys(changes).toSorted())
