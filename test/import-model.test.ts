@@ -1,9 +1,9 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { ManualClock } from '../src/clock.ts'
+import { describe, expect, it } from 'vitest'
 import { loadFixture } from '../src/fixtures/load-fixture.ts'
 import { enqueueImport } from '../src/imports/enqueue.ts'
 import { ImportWorker } from '../src/imports/worker.ts'
-import { openTestStore, type TestStore } from './helpers/test-store.ts'
+import { randomOf } from './helpers/random.ts'
+import { eachStoreWithWorker } from './helpers/store-with-worker.ts'
 
 /**
  * Record imports against a model of what they mean: random calls to two tables (new records, partial updates, the
@@ -17,18 +17,6 @@ const TABLES = ['deals', 'accounts'] as const
 type TableKey = (typeof TABLES)[number]
 type Item = Record<string, unknown>
 type Rows = Map<string, Record<string, unknown>>
-
-/** A deterministic pseudo-random sequence (mulberry32), so that a failure can be run again. */
-function randomOf(seed: number) {
-  let state = seed
-  const next = () => {
-    state = (state + 0x6d2b79f5) | 0
-    let value = Math.imul(state ^ (state >>> 15), 1 | state)
-    value = (value + Math.imul(value ^ (value >>> 7), 61 | value)) ^ value
-    return ((value ^ (value >>> 14)) >>> 0) / 4_294_967_296
-  }
-  return { next, pick: <T>(items: readonly T[]): T => items[Math.floor(next() * items.length)] }
-}
 
 const table = (key: TableKey) => ({
   key,
@@ -88,19 +76,7 @@ function modelOf(calls: readonly SentCall[]): Record<TableKey, Rows> {
   return tables
 }
 
-let test: TestStore
-let clock: ManualClock
-let worker: ImportWorker
-
-beforeEach(async () => {
-  test = await openTestStore()
-  clock = new ManualClock('2026-05-01T00:00:00.000Z')
-  worker = new ImportWorker({ store: test.store, clock, owner: 'import-model-test' })
-})
-afterEach(async () => {
-  await worker.stop()
-  await test.dispose()
-})
+const each = eachStoreWithWorker('import-model-test')
 
 describe('record imports against their model', () => {
   it.each([
@@ -111,12 +87,12 @@ describe('record imports against their model', () => {
     [5, 'steps of 6 items'],
     [6, 'steps of 6 items'],
   ])('hold what the model says after 80 random calls (seed %i, %s)', async (seed, runs) => {
-    const { store } = test
+    const { store } = each.test
     // A store that applies an import in steps of whole calls, as MongoDB does past its transaction budget.
     if (runs === 'steps of 6 items')
-      worker = new ImportWorker({ store: { ...store, itemsPerTransaction: 6 }, clock, owner: 'import-model-test' })
+      each.worker = new ImportWorker({ store: { ...store, itemsPerTransaction: 6 }, clock: each.clock, owner: 'import-model-test' })
     const companyId = (
-      await loadFixture(store, clock, {
+      await loadFixture(store, each.clock, {
         company: { name: 'Model' },
         users: [{ email: 'owner@model.example' }],
         data_tables: TABLES.map(table),
@@ -140,7 +116,7 @@ describe('record imports against their model', () => {
       const all = random.next() < 0.08
       const items = Array.from({ length: all && random.next() < 0.2 ? 0 : 1 + Math.floor(random.next() * 5) }, anItem)
       const debounceSeconds = random.next() < 0.3 ? random.pick([2, 5]) : undefined
-      const receipt = await enqueueImport(store, clock, {
+      const receipt = await enqueueImport(store, each.clock, {
         company,
         target: 'records',
         table: (await store.dataTables.getByKey(companyId, 'live', key))!,
@@ -151,11 +127,11 @@ describe('record imports against their model', () => {
         all,
       })
       sent.push({ table: key, items, all, importId: receipt.import_id })
-      clock.advance(Math.floor(random.next() * 3_000))
-      if (random.next() < 0.4) await worker.drain()
+      each.clock.advance(Math.floor(random.next() * 3_000))
+      if (random.next() < 0.4) await each.worker.drain()
     }
-    clock.advance(10_000)
-    await worker.drain()
+    each.clock.advance(10_000)
+    await each.worker.drain()
 
     const model = modelOf(sent)
     for (const key of TABLES) {

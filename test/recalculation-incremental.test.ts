@@ -1,15 +1,14 @@
 import { isDeepStrictEqual } from 'node:util'
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { reviseQuotaValue, reviseStatement } from '../src/admin/data-edits.ts'
 import { setExchangeRates } from '../src/admin/plans.ts'
 import { fullRecalculationDryRun } from '../src/calculation/recalculation.ts'
-import { ManualClock } from '../src/clock.ts'
 import { loadFixture } from '../src/fixtures/load-fixture.ts'
 import { enqueueImport } from '../src/imports/enqueue.ts'
-import { ImportWorker } from '../src/imports/worker.ts'
 import type { Store } from '../src/store/port.ts'
 import { archiveUsers } from '../src/v1/archive-users.ts'
-import { openTestStore, type TestStore } from './helpers/test-store.ts'
+import { randomOf } from './helpers/random.ts'
+import { eachStoreWithWorker } from './helpers/store-with-worker.ts'
 
 /**
  * Incremental recalculation against the full one: random imports (new deals, changed amounts, owners, dates and
@@ -106,18 +105,6 @@ function company() {
   }
 }
 
-/** A deterministic pseudo-random sequence (mulberry32), so that a failure can be run again. */
-function randomOf(seed: number) {
-  let state = seed
-  const next = () => {
-    state = (state + 0x6d2b79f5) | 0
-    let value = Math.imul(state ^ (state >>> 15), 1 | state)
-    value = (value + Math.imul(value ^ (value >>> 7), 61 | value)) ^ value
-    return ((value ^ (value >>> 14)) >>> 0) / 4_294_967_296
-  }
-  return { next, pick: <T>(items: readonly T[]): T => items[Math.floor(next() * items.length)] }
-}
-
 type Deal = Record<string, unknown>
 
 /** What a full recalculation of the company would write now (it is rolled back). */
@@ -127,26 +114,14 @@ async function fullRecalculationWrites(store: Store, companyId: string, now: str
   return { statements_written, statements_deleted, lines_written, lines_deleted }
 }
 
-let test: TestStore
-let clock: ManualClock
-let worker: ImportWorker
-
-beforeEach(async () => {
-  test = await openTestStore()
-  clock = new ManualClock('2026-05-01T00:00:00.000Z')
-  worker = new ImportWorker({ store: test.store, clock, owner: 'incremental-test' })
-})
-afterEach(async () => {
-  await worker.stop()
-  await test.dispose()
-})
+const each = eachStoreWithWorker('incremental-test')
 
 describe('fullRecalculationDryRun', () => {
   it('reports what a full recalculation would write, and writes nothing', async () => {
-    const { store } = test
-    const companyId = (await loadFixture(store, clock, company())).company_id
+    const { store } = each.test
+    const companyId = (await loadFixture(store, each.clock, company())).company_id
     const table = (await store.dataTables.getByKey(companyId, 'live', 'deals'))!
-    await enqueueImport(store, clock, {
+    await enqueueImport(store, each.clock, {
       company: (await store.companies.get(companyId))!,
       target: 'records',
       table,
@@ -154,12 +129,12 @@ describe('fullRecalculationDryRun', () => {
       bytes: 100,
       queueLimitBytes: Number.MAX_SAFE_INTEGER,
     })
-    await worker.drain()
+    await each.worker.drain()
     const [plan] = await store.plans.list(companyId)
     const [line] = await store.commissionLines.findOfPlan(companyId, plan.id)
     await store.commissionLines.save([{ ...line, commission: line.commission + 1 }])
 
-    const summary = await fullRecalculationDryRun(store, companyId, clock.now().toISOString())
+    const summary = await fullRecalculationDryRun(store, companyId, each.clock.now().toISOString())
     expect(summary).toMatchObject({ lines_written: 1, lines_deleted: 0 })
     expect((await store.commissionLines.findOfPlan(companyId, plan.id))[0].commission).toBe(line.commission + 1)
   })
@@ -226,12 +201,12 @@ function dealCalls(random: ReturnType<typeof randomOf>, owners: readonly string[
 
 /** A company loaded from `company()`, with what the tests below send it through. */
 async function incrementalCompany() {
-  const { store } = test
-  const companyId = (await loadFixture(store, clock, company())).company_id
+  const { store } = each.test
+  const companyId = (await loadFixture(store, each.clock, company())).company_id
   const table = (await store.dataTables.getByKey(companyId, 'live', 'deals'))!
   /** Enqueues one call, as a connector sends it, and runs it with its recalculation. */
   const importCall = async (target: 'records' | 'users', items: unknown[], all = false) => {
-    await enqueueImport(store, clock, {
+    await enqueueImport(store, each.clock, {
       company: (await store.companies.get(companyId))!,
       target,
       table: target === 'records' ? table : undefined,
@@ -240,9 +215,9 @@ async function incrementalCompany() {
       bytes: JSON.stringify(items).length,
       queueLimitBytes: Number.MAX_SAFE_INTEGER,
     })
-    clock.advance(1_000)
-    await worker.drain()
-    clock.advance(1_000)
+    each.clock.advance(1_000)
+    await each.worker.drain()
+    each.clock.advance(1_000)
   }
   let before = await calculatedRows(store, companyId)
   /**
@@ -250,7 +225,7 @@ async function incrementalCompany() {
    * values changed, so that an incremental sync sees what changed and nothing else.
    */
   const expectExactlyWhatChanged = async (step: number, change: string) => {
-    expect({ step, change, ...(await fullRecalculationWrites(store, companyId, clock.now().toISOString())) }).toStrictEqual({
+    expect({ step, change, ...(await fullRecalculationWrites(store, companyId, each.clock.now().toISOString())) }).toStrictEqual({
       step,
       change,
       statements_written: 0,
@@ -293,14 +268,14 @@ describe('incremental recalculation', () => {
         const [plan] = await store.plans.list(companyId)
         for (const statement of await store.statements.findOfPlan(companyId, plan.id))
           if (statement.period === '2026-01')
-            await store.adminEdits.updateStatement(companyId, statement.id, { status: 'paid', modified_at: clock.now().toISOString() })
+            await store.adminEdits.updateStatement(companyId, statement.id, { status: 'paid', modified_at: each.clock.now().toISOString() })
       }
       if (round === 30) {
         // January goes back to pending: its cells are calculated from the deals as they are now, those that changed,
         // came in or left while it was paid included.
         const [plan] = await store.plans.list(companyId)
         for (const statement of await store.statements.findOfPlan(companyId, plan.id))
-          if (statement.period === '2026-01') await reviseStatement(store, clock, companyId, statement.id, { status: 'pending' })
+          if (statement.period === '2026-01') await reviseStatement(store, each.clock, companyId, statement.id, { status: 'pending' })
       }
       await expectExactlyWhatChanged(round, 'records')
     }
@@ -322,25 +297,25 @@ describe('incremental recalculation', () => {
       archive: async () => {
         if (archived) return
         archived = true
-        await archiveUsers(store, clock, companyId, [{ user: REPS[2], end_date: random.pick(MONTHS) }])
+        await archiveUsers(store, each.clock, companyId, [{ user: REPS[2], end_date: random.pick(MONTHS) }])
       },
       'quota value': async () => {
         const [quota] = await store.quotas.list(companyId)
         const value = random.pick(await store.quotaValues.page(companyId, quota.id, { limit: 100 }))
-        await reviseQuotaValue(store, clock, companyId, value.id, { value: random.pick([4_000, 9_000, 12_000, 20_000]) })
+        await reviseQuotaValue(store, each.clock, companyId, value.id, { value: random.pick([4_000, 9_000, 12_000, 20_000]) })
       },
       'exchange rates': async () => {
         // Without a rate, the cells with dollars state nothing until one is set again.
-        await setExchangeRates(store, clock, companyId, random.pick<Record<string, number>>([{ USD: 0.9 }, { USD: 0.8 }, {}]))
+        await setExchangeRates(store, each.clock, companyId, random.pick<Record<string, number>>([{ USD: 0.9 }, { USD: 0.8 }, {}]))
       },
       paid: async () => {
         const pending = (await allStatements(store, companyId)).filter((statement) => statement.status === 'pending')
         if (pending.length > 0)
-          await reviseStatement(store, clock, companyId, random.pick(pending).id, { status: random.pick(['paid', 'validated']) })
+          await reviseStatement(store, each.clock, companyId, random.pick(pending).id, { status: random.pick(['paid', 'validated']) })
       },
       'back to pending': async () => {
         const frozen = (await allStatements(store, companyId)).filter((statement) => statement.status !== 'pending')
-        if (frozen.length > 0) await reviseStatement(store, clock, companyId, random.pick(frozen).id, { status: 'pending' })
+        if (frozen.length > 0) await reviseStatement(store, each.clock, companyId, random.pick(frozen).id, { status: 'pending' })
       },
     }
     const weighted = [
@@ -361,7 +336,7 @@ describe('incremental recalculation', () => {
     for (let step = 0; step < 60; step++) {
       const change = random.pick(weighted)
       // Each change at a time of its own, as a sync tells changes apart by their modification time.
-      clock.advance(1_000)
+      each.clock.advance(1_000)
       await changes[change]()
       made.add(change)
       await expectExactlyWhatChanged(step, change)
