@@ -1,9 +1,10 @@
 import { isDeepStrictEqual } from 'node:util'
 import { describe, expect, it } from 'vitest'
 import { reviseQuotaValue, reviseStatement } from '../src/admin/data-edits.ts'
-import { setExchangeRates } from '../src/admin/plans.ts'
+import { savePlan, setExchangeRates } from '../src/admin/plans.ts'
 import { fullRecalculationDryRun } from '../src/calculation/recalculation.ts'
 import { loadFixture } from '../src/fixtures/load-fixture.ts'
+import type { FixturePlan } from '../src/fixtures/schema.ts'
 import { enqueueImport } from '../src/imports/enqueue.ts'
 import type { Store } from '../src/store/port.ts'
 import { archiveUsers } from '../src/v1/archive-users.ts'
@@ -16,8 +17,8 @@ import { eachStoreWithWorker } from './helpers/store-with-worker.ts'
  * with its recalculation, and after each one a full recalculation of the company (rolled back) must find nothing
  * to write: the cells the import touched were exactly the ones to recalculate, and only what changed was written.
  * The second test mixes in every other change a plan reads: users imports (a currency changed, a user created after
- * deals named them), an archive, quota values, exchange rates (one taken away), `all=true`, statements paid,
- * validated and moved back to pending. Both also check that a row has a new `modified_at` exactly when its values
+ * deals named them), an archive, quota values, exchange rates (one taken away), `all=true`, the plan replaced,
+ * statements paid, validated and moved back to pending. Both also check that a row has a new `modified_at` exactly when its values
  * changed.
  */
 
@@ -283,7 +284,7 @@ describe('incremental recalculation', () => {
     expect((await store.commissionLines.findOfPlan(companyId, plan.id)).length).toBeGreaterThan(20)
   })
 
-  it.each([4, 5, 6])('leaves what a full recalculation gives, after each of 60 random changes of every kind (seed %i)', async (seed) => {
+  it.each([4, 5, 6])('leaves what a full recalculation gives, after each of 80 random changes of every kind (seed %i)', async (seed) => {
     const { store, companyId, importCall, expectExactlyWhatChanged } = await incrementalCompany()
     const random = randomOf(seed)
     // Dan has deals before the users import that creates him.
@@ -313,6 +314,13 @@ describe('incremental recalculation', () => {
         if (pending.length > 0)
           await reviseStatement(store, each.clock, companyId, random.pick(pending).id, { status: random.pick(['paid', 'validated']) })
       },
+      'plan replaced': async () => {
+        // The monthly plan's rate and tier mode change: every cell of it is calculated again, the frozen ones aside.
+        const [monthly] = company().plans
+        const [stored] = await store.plans.list(companyId)
+        const input = { ...monthly, rate: random.pick([0.04, 0.05, 0.07]), tier_mode: random.pick(['whole', 'marginal']) } as FixturePlan
+        await savePlan(store, each.clock, companyId, input, stored.id)
+      },
       'back to pending': async () => {
         const frozen = (await allStatements(store, companyId)).filter((statement) => statement.status !== 'pending')
         if (frozen.length > 0) await reviseStatement(store, each.clock, companyId, random.pick(frozen).id, { status: 'pending' })
@@ -331,9 +339,10 @@ describe('incremental recalculation', () => {
       'paid',
       'back to pending',
       'back to pending',
+      'plan replaced',
     ]
     const made = new Set<string>()
-    for (let step = 0; step < 60; step++) {
+    for (let step = 0; step < 80; step++) {
       const change = random.pick(weighted)
       // Each change at a time of its own, as a sync tells changes apart by their modification time.
       each.clock.advance(1_000)
