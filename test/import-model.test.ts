@@ -31,11 +31,20 @@ const table = (key: TableKey) => ({
   ],
 })
 
-/** What one call asks, as `readRecord` reads it: the last word on each id (values merged, or a deletion). */
-function lastWords(items: readonly Item[]): Map<string, { values: Record<string, unknown>; deleted: boolean; replaced: boolean }> {
-  const words = new Map<string, { values: Record<string, unknown>; deleted: boolean; replaced: boolean }>()
+/** The last word of a call on one record: its values (merged, when sent twice), or its deletion. */
+interface Word {
+  values: Record<string, unknown>
+  deleted: boolean
+  /** Deleted, then sent again in the same call: a record of its own, nothing kept of the stored one. */
+  replaced: boolean
+}
+
+/** What one call asks, as the import engine reads it: the last word on each id. */
+function lastWords(items: readonly Item[]): Map<string, Word> {
+  const words = new Map<string, Word>()
   for (const item of items) {
-    if (typeof item.score === 'string') continue // not a number: skipped
+    // The only invalid items sent: a score that is no number, which the engine skips.
+    if (typeof item.score === 'string') continue
     const id = String(item.id)
     const previous = words.get(id)
     if (item.deleted === true) words.set(id, { values: {}, deleted: true, replaced: false })

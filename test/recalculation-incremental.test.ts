@@ -8,7 +8,7 @@ import type { FixturePlan } from '../src/fixtures/schema.ts'
 import { enqueueImport } from '../src/imports/enqueue.ts'
 import type { Store } from '../src/store/port.ts'
 import { archiveUsers } from '../src/v1/archive-users.ts'
-import { randomOf } from './helpers/random.ts'
+import { type Random, randomOf } from './helpers/random.ts'
 import { eachStoreWithWorker } from './helpers/store-with-worker.ts'
 
 /**
@@ -142,7 +142,7 @@ describe('fullRecalculationDryRun', () => {
 })
 
 /** Random record calls over a company's deals: new deals, changes, deals sent again unchanged, deletions, re-creations. */
-function dealCalls(random: ReturnType<typeof randomOf>, owners: readonly string[]) {
+function dealCalls(random: Random, owners: readonly string[]) {
   const live = new Map<string, Deal>()
   const deleted: string[] = []
   let created = 0
