@@ -45,7 +45,8 @@ export const adminEditRoutes: FastifyPluginAsyncTypebox = async (app) => {
       schema: {
         summary: "Change a statement's values and modification time",
         operationId: 'adminEditStatement',
-        description: 'Sets the modification time to `modified_at`, or now: what an incremental sync picks up.',
+        description:
+          "Sets the modification time to `modified_at`, or now: what an incremental sync picks up. A calculated statement moved back to `pending` is recalculated at once, from its plan's records as they are.",
         params: Type.Object({ id: ObjectIdSchema, statement_id: Type.String() }),
         body: edit({
           modified_at: ModifiedAt,
