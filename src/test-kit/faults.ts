@@ -1,6 +1,7 @@
 import { storedId } from '../domain/ids.ts'
 import { ValidationError } from '../errors.ts'
 import { newId } from '../ids.ts'
+import { mulberry32 } from '../seeded-random.ts'
 
 /**
  * Fault scenarios, as WireMock's faults or a toxic proxy give them: per company, a fault names the requests it
@@ -62,18 +63,6 @@ interface LiveFault {
   fault: Fault
   matches: (method: string, path: string) => boolean
   draw: () => number
-}
-
-/** mulberry32: a small seeded generator of numbers in [0, 1), so that a fault's draws repeat with its seed. */
-function seededDraws(seed: number): () => number {
-  let state = seed >>> 0
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0
-    let t = state
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296
-  }
 }
 
 /** The matcher of a method and a path pattern: `*` stands for one path segment (never empty, never a `/`). */
@@ -141,7 +130,7 @@ export class FaultBoard {
       created_at: now.toISOString(),
     }
     const faults = this.#byCompany.get(companyId) ?? []
-    faults.push({ fault, matches: matcherOf(method, fault.path), draw: seededDraws(seed) })
+    faults.push({ fault, matches: matcherOf(method, fault.path), draw: mulberry32(seed) })
     this.#byCompany.set(companyId, faults)
     return { ...fault }
   }
