@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import {
+  addToCell,
   calculateCell,
   calculatePlan,
   type CompanySettings,
@@ -279,6 +280,127 @@ describe('the calculation engine', () => {
       const sum = Math.round(result.lines.reduce((total, line) => total + line.commission * 100, 0)) / 100
       expect(result.statement?.payment).toBe(sum)
     }
+  })
+})
+
+const marchDeals = (user: User, amounts: Array<[number, string?]>, from = 1) =>
+  amounts.map(([amount, currency], index) =>
+    placed(aDeal(user.email, `2026-03-${String(from + index).padStart(2, '0')}`, amount, currency)),
+  )
+
+const marchInputs = (plan: Plan, user: User, entries: ReturnType<typeof placed>[], target: number | null) => ({
+  plan,
+  user,
+  period: '2026-03',
+  entries,
+  quota: plan.quota_id ? quota : null,
+  quotaValue: target,
+})
+
+/** A cell's records before, the records added to it, and its target. */
+interface Addition {
+  name: string
+  plan: Plan
+  user: User
+  before: Array<[number, string?]>
+  added: Array<[number, string?]>
+  target: number | null
+}
+
+/** The cell before and after the addition, calculated whole, and what `addToCell` gives from the sums before. */
+function added(example: Addition) {
+  const before = marchDeals(example.user, example.before)
+  const entries = marchDeals(example.user, example.added, 20)
+  const stated = calculateCell(marchInputs(example.plan, example.user, before, example.target), EUR).statement
+  if (!stated?.sums) throw new Error('the cell before states no sums')
+  const whole = calculateCell(marchInputs(example.plan, example.user, [...before, ...entries], example.target), EUR)
+  const addedIds = new Set(entries.map((entry) => entry.recordId))
+  return {
+    whole: { statement: whole.statement, lines: whole.lines.filter((line) => addedIds.has(line.record_id)) },
+    fromSums: addToCell(marchInputs(example.plan, example.user, entries, example.target), stated.sums, EUR),
+  }
+}
+
+describe('adding records to a cell from its sums (addToCell)', () => {
+  const answered: Addition[] = [
+    {
+      name: 'no quota: the base rate',
+      plan: aPlan({ quota_id: null }),
+      user: ann,
+      before: [[1_000], [250.5]],
+      added: [[99.99]],
+      target: null,
+    },
+    { name: 'whole, staying below the first tier', plan: aPlan(), user: ann, before: [[3_000]], added: [[1_000], [500]], target: 10_000 },
+    { name: 'whole, staying in gold', plan: aPlan(), user: ann, before: [[12_000]], added: [[700]], target: 10_000 },
+    {
+      name: 'whole, converted amounts (each rounded to the cent)',
+      plan: aPlan(),
+      user: bob,
+      before: [[333.33], [1_000.01]],
+      added: [[777.77], [12.34, 'USD']],
+      target: 9_000,
+    },
+    {
+      name: 'marginal tiers without a target: the base rate',
+      plan: aPlan({ tier_mode: 'marginal' }),
+      user: ann,
+      before: [[3_000]],
+      added: [[100]],
+      target: null,
+    },
+  ]
+  for (const example of answered) {
+    it(`gives what the whole cell gives: ${example.name}`, () => {
+      const { whole, fromSums } = added(example)
+      expect(fromSums?.statement).toEqual(whole.statement)
+      expect(fromSums?.lines).toEqual(whole.lines)
+    })
+  }
+
+  const leftToTheWholeCell: Addition[] = [
+    {
+      name: 'whole, crossing into silver re-prices every record',
+      plan: aPlan(),
+      user: ann,
+      before: [[7_000]],
+      added: [[1_500]],
+      target: 10_000,
+    },
+    {
+      name: 'marginal tiers with a target',
+      plan: aPlan({ tier_mode: 'marginal' }),
+      user: ann,
+      before: [[3_000]],
+      added: [[100]],
+      target: 10_000,
+    },
+    {
+      name: 'an added amount that cannot be converted',
+      plan: aPlan(),
+      user: ann,
+      before: [[3_000]],
+      added: [[100, 'GBP']],
+      target: 10_000,
+    },
+  ]
+  for (const example of leftToTheWholeCell) {
+    it(`leaves it to the whole cell: ${example.name}`, () => {
+      expect(added(example).fromSums).toBeNull()
+    })
+  }
+
+  it('counts a converted amount to the cent: the achievement is the sum of the rounded amounts', () => {
+    // Bob is paid in USD at 1 USD = 0.9 EUR: 100 EUR is 111.111… USD, counted 111.11; three of them 333.33, each
+    // earning 5 % of 111.11 = 5.5555, 5.56 to the cent: 16.68 in all.
+    const result = calculateCell(marchInputs(aPlan({ quota_id: null }), bob, marchDeals(bob, [[100], [100], [100]]), null), EUR)
+    expect(result.statement).toMatchObject({ achievement: 333.33, payment: 16.68 })
+    expect(result.statement?.sums).toEqual({ achievement: 33_333, payment: 1_668, bonus: 0 })
+    expect(result.lines.map((line) => [line.basis, line.commission])).toEqual([
+      [111.11, 5.56],
+      [111.11, 5.56],
+      [111.11, 5.56],
+    ])
   })
 })
 

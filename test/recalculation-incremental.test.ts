@@ -1,6 +1,6 @@
 import { isDeepStrictEqual } from 'node:util'
 import { describe, expect, it } from 'vitest'
-import { reviseQuotaValue, reviseStatement } from '../src/admin/data-edits.ts'
+import { reviseCommissionLine, reviseQuotaValue, reviseStatement } from '../src/admin/data-edits.ts'
 import { savePlan, setExchangeRates } from '../src/admin/plans.ts'
 import { fullRecalculationDryRun } from '../src/calculation/recalculation.ts'
 import { loadFixture } from '../src/fixtures/load-fixture.ts'
@@ -255,7 +255,78 @@ async function calculatedRows(store: Store, companyId: string): Promise<Map<stri
   return rows
 }
 
-const withoutStamp = ({ modified_at: _stamp, ...values }: { modified_at: string }) => values
+/** What a row serves besides its stamp: a statement's sums are not served, and may change alone (see below). */
+const withoutStamp = ({ modified_at: _stamp, sums: _sums, ...values }: { modified_at: string; sums?: unknown }) => values
+
+/** A deal of Ann's in February. */
+const februaryDeal = (id: string, amount: number, day = 3) => ({
+  id,
+  name: `Deal ${id}`,
+  owner_id: REPS[0],
+  close_date: `2026-02-${String(day).padStart(2, '0')}T10:00:00Z`,
+  amount,
+  amount_currency: 'EUR',
+  deal_types: 'renewal',
+})
+/** Ann's February cell of the plan with whole tiers: its statement and lines. */
+const february = async (store: Store, companyId: string) => {
+  const [plan] = (await store.plans.list(companyId)).filter((candidate) => candidate.name === 'Whole tiers')
+  const user = (await store.users.list(companyId, { offset: 0, limit: 10 })).find((candidate) => candidate.email === REPS[0])!
+  const cell = { user_id: user.id, period: '2026-02' }
+  return {
+    statement: async () => (await store.statements.findOfPlan(companyId, plan.id, { cells: [cell] }))[0],
+    lines: async () => (await store.commissionLines.findOfPlan(companyId, plan.id)).filter((line) => line.period === '2026-02'),
+  }
+}
+
+describe("a statement's sums: records added to its cell are counted from them", () => {
+  it('are kept on every calculated statement, in whole cents', async () => {
+    const { store, companyId, importCall } = await incrementalCompany()
+    await importCall('records', [februaryDeal('D-1', 1_000.2), februaryDeal('D-2', 2_000)])
+    const statement = await (await february(store, companyId)).statement()
+    expect(statement).toMatchObject({ achievement: 3_000.2, payment: 150.01 })
+    expect(statement.sums).toEqual({ achievement: 300_020, payment: 15_001, bonus: 0 })
+  })
+
+  it('are dropped by a line edited by hand, so that the next change of the cell calculates it whole and puts the line right', async () => {
+    const { store, companyId, importCall, expectExactlyWhatChanged } = await incrementalCompany()
+    await importCall('records', [februaryDeal('D-1', 1_000), februaryDeal('D-2', 2_000)])
+    const cell = await february(store, companyId)
+    const [line] = await cell.lines()
+    await reviseCommissionLine(store, each.clock, companyId, line.id, { commission: line.commission + 7 })
+    expect((await cell.statement()).sums).toBeUndefined()
+
+    await importCall('records', [februaryDeal('D-3', 500)])
+    expect((await cell.lines()).find((candidate) => candidate.id === line.id)?.commission).toBe(line.commission)
+    expect((await cell.statement()).sums).toEqual({ achievement: 350_000, payment: 17_500, bonus: 0 })
+    await expectExactlyWhatChanged(1, 'a deal added to a cell whose line was edited')
+  })
+
+  it('state the payment again when records are added to a cell whose payment was edited by hand', async () => {
+    const { store, companyId, importCall, expectExactlyWhatChanged } = await incrementalCompany()
+    await importCall('records', [februaryDeal('D-1', 1_000)])
+    const cell = await february(store, companyId)
+    await reviseStatement(store, each.clock, companyId, (await cell.statement()).id, { payment: 1 })
+    await importCall('records', [februaryDeal('D-2', 500)])
+    expect((await cell.statement()).payment).toBe(75)
+    await expectExactlyWhatChanged(1, 'a deal added to a cell whose payment was edited')
+  })
+
+  it('are stated for a statement calculated before they were kept, without a new modification time when nothing served changes', async () => {
+    const { store, companyId, importCall, expectExactlyWhatChanged } = await incrementalCompany()
+    await importCall('records', [februaryDeal('D-1', 1_000), februaryDeal('D-2', 2_000)])
+    const cell = await february(store, companyId)
+    const { sums: _sums, ...calculatedBefore } = await cell.statement()
+    await store.statements.save([calculatedBefore])
+
+    // The same deal sent again: its cell is calculated whole, and states what it stated.
+    await importCall('records', [februaryDeal('D-2', 2_000)])
+    expect(await cell.statement()).toEqual({ ...calculatedBefore, sums: { achievement: 300_000, payment: 15_000, bonus: 0 } })
+    await importCall('records', [februaryDeal('D-3', 500)])
+    expect(await cell.statement()).toMatchObject({ payment: 175, sums: { achievement: 350_000, payment: 17_500, bonus: 0 } })
+    await expectExactlyWhatChanged(1, 'a deal added to a cell whose sums were stated again')
+  })
+})
 
 describe('incremental recalculation', () => {
   it.each([1, 2, 3])('leaves what a full recalculation gives, after each of 40 random imports (seed %i)', async (seed) => {

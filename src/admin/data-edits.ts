@@ -95,7 +95,33 @@ export async function reviseCommissionLine(
   edit: CommissionLineEdit,
 ): Promise<CommissionLine> {
   const company = (await existingCompany(store, companyId)).id
-  return reviseRow(clock, id, edit, (row, changes) => store.adminEdits.updateCommissionLine(company, row, changes), 'commission_line')
+  return store.transaction(
+    async (tx) => {
+      const revised = await reviseRow(
+        clock,
+        id,
+        edit,
+        (row, changes) => tx.adminEdits.updateCommissionLine(company, row, changes),
+        'commission_line',
+      )
+      await forgetCellSums(tx, company, revised)
+      return revised
+    },
+    { company },
+  )
+}
+
+/**
+ * A line edited by hand no longer states what its statement's sums counted: the statement keeps what it serves,
+ * but its cell is calculated whole the next time it changes (src/calculation/recalculation.ts, `addToCells`).
+ */
+async function forgetCellSums(tx: Store, companyId: string, line: CommissionLine): Promise<void> {
+  if (!line.plan_id || !line.period) return
+  const statements = await tx.statements.findOfPlan(companyId, line.plan_id, { cells: [{ user_id: line.user_id, period: line.period }] })
+  const forgotten = statements.filter((statement) => statement.sums).map(({ sums: _sums, ...statement }) => statement)
+  if (forgotten.length === 0) return
+  await tx.statements.save(forgotten)
+  await renderStatementRows(tx, companyId, forgotten)
 }
 
 /** Changes a quota value, and recalculates the plans' cells that take it as their target. */

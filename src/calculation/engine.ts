@@ -1,7 +1,7 @@
-import { isMoney, roundToCents, sumCents } from '../domain/money.ts'
+import { centsOf, isMoney, roundToCents } from '../domain/money.ts'
 import { firstDayOf, firstMonthOfPeriod, monthOfDate, monthText, periodOfMonth } from '../domain/periods.ts'
 import { recordDateOf } from '../domain/stored-values.ts'
-import type { DataTableRecord, ExchangeRates, Money, Plan, PlanFilter, PlanTier, Quota, Statement, User } from '../store/model.ts'
+import type { CellSums, DataTableRecord, ExchangeRates, Money, Plan, PlanFilter, PlanTier, Quota, Statement, User } from '../store/model.ts'
 import { convert } from './exchange-rates.ts'
 
 /**
@@ -147,7 +147,7 @@ export interface CalculatedLine {
   /** In the user's currency, rounded to the cent. */
   commission: number
   currency: string
-  /** The record's amount in the user's currency, unrounded: what the commission is a share of. */
+  /** The record's amount in the user's currency, rounded to the cent: what the commission is a share of. */
   basis: number
   /** The plan's metrics on a line: the bonus, when the plan writes one. */
   metrics: Record<string, unknown>
@@ -160,7 +160,7 @@ export interface CalculatedLine {
 export type CalculatedStatement = Pick<
   Statement,
   'user_id' | 'date' | 'plan' | 'currency' | 'payment' | 'target' | 'target_achievement' | 'on_target_earning' | 'achievement' | 'metrics'
-> & { period: string }
+> & { period: string; sums: CellSums | null }
 
 export interface CellResult {
   /** Null when the cell holds neither a record nor a target: there is nothing to state. */
@@ -169,8 +169,17 @@ export interface CellResult {
   problems: CalculationProblem[]
 }
 
-/** Calculates one cell. */
-export function calculateCell(inputs: CellInputs, company: CompanySettings): CellResult {
+/** What calculating a cell needs besides its records: the user's currency, converting into it, the target. */
+interface CellFrame {
+  currency: string
+  base: Pick<CalculatedStatement, 'user_id' | 'period' | 'date' | 'plan' | 'currency'>
+  problems: CalculationProblem[]
+  /** A record's amount in the user's currency, to the cent; null (and reported) when it cannot be converted. */
+  basisOf: (entry: CellEntry) => number | null
+  target: number | null
+}
+
+function cellFrame(inputs: CellInputs, company: CompanySettings): CellFrame {
   const { plan, user, period } = inputs
   const currency = user.currency ?? company.defaultCurrency
   const problems: CalculationProblem[] = []
@@ -181,24 +190,36 @@ export function calculateCell(inputs: CellInputs, company: CompanySettings): Cel
     report(`no exchange rate for ${converted.missing}: ${money.currency} cannot be converted to ${currency}`, record)
     return null
   }
-
-  const entries = inputs.entries.toSorted(byDateThenId)
+  const basisOf = (entry: CellEntry) => {
+    const converted = toUserCurrency(entry.amount, entry.externalId)
+    return converted === null ? null : roundToCents(converted)
+  }
   const target = targetOf(inputs, toUserCurrency, report)
+  const base = { user_id: user.id, period, date: periodStartDate(plan, period, company), plan: plan.name, currency }
+  return { currency, base, problems, basisOf, target }
+}
+
+/** Calculates one cell. */
+export function calculateCell(inputs: CellInputs, company: CompanySettings): CellResult {
+  const { plan } = inputs
+  const frame = cellFrame(inputs, company)
+  const { problems, target } = frame
+  const entries = inputs.entries.toSorted(byDateThenId)
   if (entries.length === 0 && target === null) return { statement: null, lines: [], problems }
 
-  const amounts = entries.map((entry) => toUserCurrency(entry.amount, entry.externalId))
-  const base = { user_id: user.id, period, date: periodStartDate(plan, period, company), plan: plan.name, currency }
+  const amounts = entries.map(frame.basisOf)
   if (amounts.some((amount) => amount === null)) {
     // A cell with an amount it cannot convert is not stated with a wrong total: its figures stay unknown.
     return {
       statement: {
-        ...base,
+        ...frame.base,
         payment: null,
         target,
         target_achievement: null,
         on_target_earning: null,
         achievement: null,
         metrics: emptyMetrics(plan),
+        sums: null,
       },
       lines: [],
       problems,
@@ -206,37 +227,80 @@ export function calculateCell(inputs: CellInputs, company: CompanySettings): Cel
   }
 
   const bases = amounts as number[]
-  const achieved = sumInOrder(bases)
-  const attainment = target === null ? null : achieved / target
-  const commissions = lineCommissions(plan, bases, achieved, target)
+  const achieved = centsOf(bases)
+  const commissions = lineCommissions(plan, bases, achieved / 100, target)
+  const lines = entries.map((entry, index) => calculatedLine(plan, entry, commissions[index], bases[index], frame.currency))
+  const sums = { achievement: achieved, payment: centsOf(commissions), bonus: bonusCents(plan, lines) }
+  return { statement: statedCell(plan, frame, sums), lines, problems }
+}
+
+/**
+ * The result of a cell to which records were only added (`entries`, none of them in the cell before), from the
+ * sums its statement was calculated with: what `calculateCell` gives from all the cell's records, without reading
+ * the others. That holds while their commissions stay as they were, so null (calculate the whole cell) when they
+ * might not: `marginal` tiers with a target (a record dated before others changes what they earn), the added
+ * amounts crossing into a tier of another rate, or an amount that cannot be converted.
+ */
+export function addToCell(inputs: CellInputs, sums: CellSums, company: CompanySettings): CellResult | null {
+  const { plan } = inputs
+  const frame = cellFrame(inputs, company)
+  const { target } = frame
+  if (target !== null && plan.tier_mode !== 'whole') return null
+  const amounts = inputs.entries.map(frame.basisOf)
+  if (amounts.some((amount) => amount === null)) return null
+
+  const bases = amounts as number[]
+  const achieved = sums.achievement + centsOf(bases)
+  const rate = wholeRate(plan, achieved / 100, target)
+  if (rate !== wholeRate(plan, sums.achievement / 100, target)) return null
+  const commissions = bases.map((basis) => roundToCents(basis * rate))
+  const lines = inputs.entries.map((entry, index) => calculatedLine(plan, entry, commissions[index], bases[index], frame.currency))
+  const added = { achievement: achieved, payment: sums.payment + centsOf(commissions), bonus: sums.bonus + bonusCents(plan, lines) }
+  return { statement: statedCell(plan, frame, added), lines, problems: frame.problems }
+}
+
+function calculatedLine(plan: Plan, entry: CellEntry, commission: number, basis: number, currency: string): CalculatedLine {
   const bonusKey = plan.metrics.bonus
-  const lines = entries.map((entry, index): CalculatedLine => ({
+  return {
     record_id: entry.recordId,
     external_id: entry.externalId,
     date: entry.date,
-    commission: commissions[index],
+    commission,
     currency,
-    basis: bases[index],
-    metrics: bonusKey ? { [bonusKey]: { value: roundToCents(commissions[index] - bases[index] * plan.rate), currency } } : {},
-  }))
+    basis,
+    metrics: bonusKey ? { [bonusKey]: { value: roundToCents(commission - basis * plan.rate), currency } } : {},
+  }
+}
 
+function bonusCents(plan: Plan, lines: readonly CalculatedLine[]): number {
+  const bonusKey = plan.metrics.bonus
+  return bonusKey ? centsOf(lines.map((line) => (line.metrics[bonusKey] as Money).value)) : 0
+}
+
+/** The statement of a cell whose records were all converted, from its sums. */
+function statedCell(plan: Plan, frame: CellFrame, sums: CellSums): CalculatedStatement {
+  const { target, currency } = frame
+  const achieved = sums.achievement / 100
+  const attainment = target === null ? null : achieved / target
   const metrics: Record<string, unknown> = {}
   if (plan.metrics.attainment) metrics[plan.metrics.attainment] = attainment === null ? null : roundRatio(attainment)
   if (plan.metrics.tier) metrics[plan.metrics.tier] = attainment === null ? null : (tierAt(plan.tiers, attainment)?.name ?? null)
-  if (bonusKey) metrics[bonusKey] = { value: sumCents(lines.map((line) => (line.metrics[bonusKey] as Money).value)), currency }
+  if (plan.metrics.bonus) metrics[plan.metrics.bonus] = { value: sums.bonus / 100, currency }
   return {
-    statement: {
-      ...base,
-      payment: sumCents(commissions),
-      target: target === null ? null : roundToCents(target),
-      target_achievement: attainment === null ? null : roundRatio(attainment),
-      on_target_earning: target === null ? null : roundToCents(commissionFor(plan, target, target)),
-      achievement: roundToCents(achieved),
-      metrics,
-    },
-    lines,
-    problems,
+    ...frame.base,
+    payment: sums.payment / 100,
+    target: target === null ? null : roundToCents(target),
+    target_achievement: attainment === null ? null : roundRatio(attainment),
+    on_target_earning: target === null ? null : roundToCents(commissionFor(plan, target, target)),
+    achievement: achieved,
+    metrics,
+    sums,
   }
+}
+
+/** The rate of every record of a period without a target, or with `whole` tiers: the base rate, or the tier's. */
+function wholeRate(plan: Plan, achieved: number, target: number | null): number {
+  return target === null ? plan.rate : (tierAt(plan.tiers, achieved / target)?.rate ?? plan.rate)
 }
 
 /**
@@ -248,14 +312,15 @@ export function calculateCell(inputs: CellInputs, company: CompanySettings): Cel
  */
 function lineCommissions(plan: Plan, bases: readonly number[], achieved: number, target: number | null): number[] {
   if (target === null || plan.tier_mode === 'whole') {
-    const rate = target === null ? plan.rate : (tierAt(plan.tiers, achieved / target)?.rate ?? plan.rate)
+    const rate = wholeRate(plan, achieved, target)
     return bases.map((basis) => roundToCents(basis * rate))
   }
-  let running = 0
+  // The bases are whole cents: counted as such, the running total carries no binary noise.
+  let runningCents = 0
   let earnedBefore = 0
   return bases.map((basis) => {
-    running += basis
-    const earned = roundToCents(commissionFor(plan, running, target))
+    runningCents += Math.round(basis * 100)
+    const earned = roundToCents(commissionFor(plan, runningCents / 100, target))
     const commission = roundToCents(earned - earnedBefore)
     earnedBefore = earned
     return commission
@@ -319,13 +384,6 @@ function emptyMetrics(plan: Plan): Record<string, unknown> {
 function byDateThenId(a: CellEntry, b: CellEntry): number {
   if (a.date !== b.date) return a.date < b.date ? -1 : 1
   return a.externalId < b.externalId ? -1 : a.externalId > b.externalId ? 1 : 0
-}
-
-/** Sums unrounded amounts in a fixed order (the entries' order), so that the result never depends on input order. */
-function sumInOrder(values: readonly number[]): number {
-  let sum = 0
-  for (const value of values) sum += value
-  return sum
 }
 
 /** Attainment kept to four decimals (0.8537 = 85.37 %): more is noise of the division. */

@@ -1,9 +1,10 @@
 import { isDeepStrictEqual } from 'node:util'
 import { newId } from '../ids.ts'
-import type { CommissionLine, Company, DataTableRecord, Money, Plan, Quota, Statement, StatementStatus } from '../store/model.ts'
+import type { CellSums, CommissionLine, Company, DataTableRecord, Money, Plan, Quota, Statement, StatementStatus } from '../store/model.ts'
 import type { CalculationCell, LineFigures, LineRepricing, Store } from '../store/port.ts'
 import { renderStatementRows } from '../v2/statement-texts.ts'
 import {
+  addToCell,
   type CalculatedLine,
   type CalculatedStatement,
   type CalculationProblem,
@@ -162,7 +163,10 @@ export async function recalculate(
     if (reopened.length > 0)
       await recalculatePlan(context, plan, new Map(reopened.map((cell) => [cellKey(cell.user_id, cell.period), cell])))
     const touched = await touchedCells(context, plan, changes)
-    if (touched.cells.size > 0) await recalculateCells(context, plan, touched, changes)
+    const writes = noWrites()
+    await addToCells(context, plan, touched, writes)
+    if (touched.cells.size > 0) await recalculateCells(context, plan, touched, changes, writes)
+    await flush(context, plan, writes)
   }
   await renderStatementRows(tx, companyId, context.written)
   return summary
@@ -226,19 +230,41 @@ interface TouchedCells {
   cells: Map<string, CalculationCell>
   /** Records read while finding the cells, by id: they are not read again. */
   records: Map<string, DataTableRecord>
+  /**
+   * Changed records placed in a cell they were not in before, by cell key: where the change did nothing else, such a
+   * cell can be calculated from its statement's sums and these alone (`addToCells`).
+   */
+  additions: Map<string, Placement[]>
+  /** Cells the change touches otherwise: a record left it, or changed in it; a user, a target changed. */
+  whole: Set<string>
 }
 
 async function touchedCells(context: Context, plan: Plan, changes: CalculationChanges): Promise<TouchedCells> {
   const { tx, company } = context
-  const touched: TouchedCells = { cells: new Map(), records: new Map() }
-  const addCell = (cell: CalculationCell) => touched.cells.set(cellKey(cell.user_id, cell.period), cell)
+  const touched: TouchedCells = { cells: new Map(), records: new Map(), additions: new Map(), whole: new Set() }
+  const addCell = (cell: CalculationCell) => {
+    const key = cellKey(cell.user_id, cell.period)
+    touched.cells.set(key, cell)
+    return key
+  }
   const addCellOf = (record: DataTableRecord) => {
     const outcome = placeRecord(plan, record, context.users, context.settings)
-    if (outcome.kind === 'placed') addCell({ user_id: outcome.placement.userId, period: outcome.placement.period })
+    return outcome.kind === 'placed' ? addCell({ user_id: outcome.placement.userId, period: outcome.placement.period }) : null
   }
   const place = (record: DataTableRecord) => {
     touched.records.set(record.id, record)
-    addCellOf(record)
+    const key = addCellOf(record)
+    if (key) touched.whole.add(key)
+  }
+  // Where each changed record was: a record placed in another cell now is an addition to that one.
+  const left = new Map<string, string>()
+  const placeChanged = (record: DataTableRecord) => {
+    touched.records.set(record.id, record)
+    const outcome = placeRecord(plan, record, context.users, context.settings)
+    if (outcome.kind !== 'placed') return
+    const key = addCell({ user_id: outcome.placement.userId, period: outcome.placement.period })
+    if (left.get(record.id) === key) touched.whole.add(key)
+    else push(touched.additions, key, outcome.placement)
   }
 
   // A changed record leaves the cell it was in and enters the one it is placed in now. The cell it was in is where
@@ -249,14 +275,18 @@ async function touchedCells(context: Context, plan: Plan, changes: CalculationCh
   if (changedIds && changedIds.size > 0) {
     for (const id of changedIds) {
       const before = changes.previous?.get(id)
-      if (before) addCellOf(before)
+      const key = before ? addCellOf(before) : null
+      if (key) {
+        left.set(id, key)
+        touched.whole.add(key)
+      }
     }
     const unknown = [...changedIds].filter((id) => !changes.written?.has(id))
     for (const id of changedIds) {
       const record = changes.written?.get(id)
-      if (record) place(record)
+      if (record) placeChanged(record)
     }
-    for (const record of (await tx.records.getMany(company.id, plan.table_id, unknown)).values()) place(record)
+    for (const record of (await tx.records.getMany(company.id, plan.table_id, unknown)).values()) placeChanged(record)
   }
   // A user's records may name them for the first time, or earn in another currency or after an archive.
   if (changes.users && changes.users.size > 0) {
@@ -275,7 +305,49 @@ async function touchedCells(context: Context, plan: Plan, changes: CalculationCh
     })
   }
   if (plan.quota_id) for (const cell of changes.quotaValues?.get(plan.quota_id) ?? []) addCell(cell)
+  // Only a change of records alone leaves the other records of a cell as its statement's sums counted them.
+  if (changes.users?.size || changes.quotaValues?.size || changes.cells?.size) touched.additions.clear()
   return touched
+}
+
+/**
+ * Calculates the cells records were only added to (`TouchedCells.additions`) from their statements' sums and the
+ * added records, without reading the lines already there, where the engine can (`addToCell`): a pending statement
+ * whose sums hold, in the user's currency. The cells done are taken out of `touched`; the others are calculated
+ * whole.
+ */
+async function addToCells(context: Context, plan: Plan, touched: TouchedCells, writes: Writes): Promise<void> {
+  const { tx, company } = context
+  const keys = [...touched.additions.keys()].filter((key) => !touched.whole.has(key))
+  if (keys.length === 0) return
+  const cells = keys.map((key) => touched.cells.get(key) as CalculationCell)
+  const stated = new Map<string, Statement[]>()
+  for (const statement of await tx.statements.findOfPlan(company.id, plan.id, { cells }))
+    push(stated, cellKey(statement.user_id, statement.period ?? ''), statement)
+  const quota = plan.quota_id ? await tx.quotas.get(company.id, plan.quota_id) : null
+  const targets = quota ? await quotaTargets(tx, company.id, quota, cells) : new Map<string, { value: number; modified_at: string }>()
+  for (const key of keys) {
+    const [statement, ...duplicates] = stated.get(key) ?? []
+    const user = statement && context.users.byId.get(statement.user_id)
+    if (!statement || duplicates.length > 0 || !user || !holdsItsSums(statement, user.currency ?? company.default_currency)) continue
+    const target = targets.get(key) ?? null
+    const entries = touched.additions.get(key) ?? []
+    const inputs = { plan, user, period: statement.period as string, entries, quota, quotaValue: target?.value ?? null }
+    const result = addToCell(inputs, statement.sums as CellSums, context.settings)
+    if (!result) continue
+    diffCell(context, plan, { key, result, statements: [statement], lines: [], records: touched.records, target }, writes)
+    touched.cells.delete(key)
+    for (const entry of entries) touched.records.delete(entry.recordId)
+  }
+}
+
+/**
+ * Whether a statement's sums count its cell's lines as they are: it has them (one calculated before they were kept
+ * has none, and an edit of a line of its cell drops them), it is pending, and in the user's currency. (A payment
+ * edited by hand is not in the sums: the cell's payment is stated again from them.)
+ */
+function holdsItsSums(statement: Statement, currency: string): boolean {
+  return Boolean(statement.sums) && !FROZEN.has(statement.status) && statement.currency === currency
 }
 
 /** Calls `visit` with every record of a table, a page at a time. */
@@ -294,7 +366,13 @@ async function eachRecord(tx: Store, companyId: string, tableId: string, visit: 
  * holds), unless their user changed. A cell whose last calculation could not convert an amount has no lines to take
  * them from: its records are found by reading the plan's table.
  */
-async function recalculateCells(context: Context, plan: Plan, touched: TouchedCells, changes: CalculationChanges): Promise<void> {
+async function recalculateCells(
+  context: Context,
+  plan: Plan,
+  touched: TouchedCells,
+  changes: CalculationChanges,
+  writes: Writes,
+): Promise<void> {
   const { tx, company } = context
   const table = await tx.dataTables.get(company.id, plan.table_id)
   if (!table) return
@@ -370,7 +448,6 @@ async function recalculateCells(context: Context, plan: Plan, touched: TouchedCe
   const targets = quota
     ? await quotaTargets(tx, company.id, quota, [...cells.values()])
     : new Map<string, { value: number; modified_at: string }>()
-  const writes = noWrites()
   for (const [key, cell] of cells) {
     const user = context.users.byId.get(cell.user_id)
     const cellStatements = stored.statements.get(key) ?? []
@@ -394,7 +471,6 @@ async function recalculateCells(context: Context, plan: Plan, touched: TouchedCe
     }
     diffCell(context, plan, cellWrite, writes)
   }
-  await flush(context, plan, writes)
 }
 
 /** An unchanged record's place in its cell, from its line: the values the line was calculated from are the record's. */
@@ -559,7 +635,10 @@ function diffCell(context: Context, plan: Plan, cell: CellWrite, writes: Writes)
   }
   const statement = statementOf(company.id, plan, result.statement, previous, options)
   if (previous && sameStatement(previous, statement)) return
-  writes.savedStatements.push({ ...statement, modified_at: options.loading ? inputsStamp(cell, savedLines, options.now) : options.now })
+  // New sums alone (a statement calculated before they were kept, or whose line was edited) change nothing served.
+  const served = previous && sameServedStatement(previous, statement)
+  const stamp = served ? previous.modified_at : options.loading ? inputsStamp(cell, savedLines, options.now) : options.now
+  writes.savedStatements.push({ ...statement, modified_at: stamp })
 }
 
 async function flush(context: Context, plan: Plan, writes: Writes): Promise<void> {
@@ -625,6 +704,7 @@ function statementOf(
     dimensions: previous?.dimensions ?? {},
     plan_id: plan.id,
     period: calculated.period,
+    ...(calculated.sums ? { sums: calculated.sums } : {}),
   }
 }
 
@@ -654,6 +734,13 @@ function sameFigures(stored: StoredFigures, calculated: CalculatedLine, plan: Pl
 function sameStatement(stored: Statement, calculated: Omit<Statement, 'modified_at'>): boolean {
   const { modified_at: _modified, ...fields } = stored
   return isDeepStrictEqual(fields, calculated)
+}
+
+/** Whether two statements serve the same: their sums aside. */
+function sameServedStatement(stored: Statement, calculated: Omit<Statement, 'modified_at'>): boolean {
+  const { modified_at: _modified, sums: _stored, ...fields } = stored
+  const { sums: _calculated, ...served } = calculated
+  return isDeepStrictEqual(fields, served)
 }
 
 function keepProblem(summary: RecalculationSummary, problem: CalculationProblem): void {

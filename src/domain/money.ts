@@ -11,9 +11,14 @@ export function roundToCents(value: number): number {
 
 /** Sums amounts already rounded to the cent, without the binary noise of adding decimals (0.1 + 0.2). */
 export function sumCents(values: readonly number[]): number {
+  return centsOf(values) / 100
+}
+
+/** The sum of amounts already rounded to the cent, as a whole number of cents: exact, whatever the order. */
+export function centsOf(values: readonly number[]): number {
   let cents = 0
   for (const value of values) cents += Math.round(value * 100)
-  return cents / 100
+  return cents
 }
 
 /** A stored amount: a number with its currency. */

@@ -186,7 +186,20 @@ export interface Statement {
   /** The plan that calculated it and its period (`src/calculation/`); null for a statement loaded as it is. */
   plan_id: string | null
   period: string | null
+  /**
+   * The exact sums the calculation stated it from, kept so that records added to its cell are counted without
+   * reading the cell's lines again (`addToCell`). Absent on a statement loaded as it is, and dropped when a line of
+   * its cell is edited by hand. Never served.
+   */
+  sums?: CellSums
   modified_at: string
+}
+
+/** A calculated statement's totals in whole cents: what its records achieved, its payment, its bonus. */
+export interface CellSums {
+  achievement: number
+  payment: number
+  bonus: number
 }
 
 /** The commission one data-table record earned one person: the row behind a record reporting structure. */

@@ -177,6 +177,11 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE commission_lines_by_column RENAME TO commission_lines;
   CREATE INDEX commission_lines_plan_cell ON commission_lines (company_id, plan_id, user_id, period) WHERE plan_id IS NOT NULL;
   `,
+  // The sums a calculated statement was stated from (src/calculation/engine.ts, addToCell): statements calculated
+  // before have none, and are calculated whole the next time their cell changes.
+  `
+  ALTER TABLE statements ADD COLUMN sums TEXT;
+  `,
 ]
 
 /** Every table that holds company data, for deleting a company. */

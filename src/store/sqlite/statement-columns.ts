@@ -1,4 +1,4 @@
-import type { Statement, StatementStatus } from '../model.ts'
+import type { CellSums, Statement, StatementStatus } from '../model.ts'
 import type { StatementRowFields } from '../port.ts'
 import type { Params, Values } from './connection.ts'
 import { insertsInto, parseObject } from './queries.ts'
@@ -9,7 +9,7 @@ import { insertsInto, parseObject } from './queries.ts'
  * (docs/performance.md). Metrics and dimensions, whose keys are the company's, stay JSON.
  */
 export const STATEMENT_COLUMNS =
-  'company_id, environment, id, modified_at, user_id, date, plan, status, currency, payment, target, target_achievement, on_target_earning, achievement, metrics, dimensions, plan_id, period'
+  'company_id, environment, id, modified_at, user_id, date, plan, status, currency, payment, target, target_achievement, on_target_earning, achievement, metrics, dimensions, plan_id, period, sums'
 
 /** Statements are keyed by (company, environment, id): naming both environments keeps a lookup by id a seek. */
 export const STATEMENT_BY_ID = "company_id = ? AND environment IN ('live', 'sandbox') AND id"
@@ -37,6 +37,7 @@ export function statementParams(statement: Statement): Params {
     JSON.stringify(statement.dimensions),
     statement.plan_id,
     statement.period,
+    statement.sums ? JSON.stringify(statement.sums) : null,
   ]
 }
 
@@ -61,6 +62,7 @@ export function statementFromValues(values: Values): Statement {
     plan_id: values[16] as string | null,
     period: values[17] as string | null,
     modified_at: values[3] as string,
+    ...(values[18] === null ? {} : { sums: JSON.parse(values[18] as string) as CellSums }),
   }
 }
 
