@@ -233,6 +233,31 @@ describe('the calculation engine', () => {
     expect(cell(result, ann, '2026-Q4')?.statement?.date).toBe('2026-01-01')
   })
 
+  it('writes the periods of a date before the year 1000 with four digits, as the date does', () => {
+    // It threw before ("999-05 is not a monthly period"): the period was written without the year's leading zero.
+    const deals = [aDeal(ann.email, '0999-05-20', 1_000)]
+    const expected = {
+      monthly: ['0999-05', '0999-05-01'],
+      quarterly: ['0999-Q2', '0999-04-01'],
+      semesterly: ['0999-S1', '0999-01-01'],
+      annually: ['0999', '0999-01-01'],
+    } as const
+    for (const [frequency, [period, date]] of Object.entries(expected)) {
+      const result = run(aPlan({ quota_id: null, frequency: frequency as Plan['frequency'] }), deals)
+      expect(result.problems).toEqual([])
+      expect(cell(result, ann, period)?.statement).toMatchObject({ payment: 50, date })
+    }
+  })
+
+  it('reports a date whose fiscal year cannot be written as a period, and calculates the rest', () => {
+    // A fiscal year starting in April: November 9999 is in fiscal year 10000.
+    const fiscal = { ...EUR, fiscalYearStartMonth: 4 }
+    const plan = aPlan({ quota_id: null, frequency: 'annually' })
+    const result = run(plan, [aDeal(ann.email, '9999-11-02', 1_000), aDeal(ann.email, '9999-02-02', 1_000)], {}, fiscal)
+    expect(result.problems.map((problem) => problem.message)).toEqual(['close_date: 9999-11-02 is in no annually period'])
+    expect(cell(result, ann, '9999')?.statement?.payment).toBe(50)
+  })
+
   it('reports a record it cannot place: no user, an unknown user, no date, no amount', () => {
     const plan = aPlan({ quota_id: null })
     const records = [

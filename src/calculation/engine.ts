@@ -1,5 +1,5 @@
 import { centsOf, isMoney, roundToCents } from '../domain/money.ts'
-import { firstDayOf, firstMonthOfPeriod, monthOfDate, monthText, periodOfMonth } from '../domain/periods.ts'
+import { firstDayOf, firstMonthOfPeriod, isPeriodOf, monthOfDate, monthText, periodOfMonth } from '../domain/periods.ts'
 import { recordDateOf } from '../domain/stored-values.ts'
 import type { CellSums, DataTableRecord, ExchangeRates, Money, Plan, PlanFilter, PlanTier, Quota, Statement, User } from '../store/model.ts'
 import { convert } from './exchange-rates.ts'
@@ -86,25 +86,35 @@ function fieldValue(record: DataTableRecord, field: string): unknown {
 
 /** Where a record counts for a plan, if it counts. */
 export function placeRecord(plan: Plan, record: DataTableRecord, users: UserDirectory, company: CompanySettings): PlacementOutcome {
-  for (const filter of plan.filters) if (!filterHolds(filter, fieldValue(record, filter.field))) return { kind: 'excluded' }
-  const problem = (message: string): PlacementOutcome => ({
-    kind: 'problem',
-    problem: { plan: plan.name, record: record.external_id, message },
-  })
-
+  for (const filter of plan.filters) if (!filterHolds(filter, fieldValue(record, filter.field))) return EXCLUDED
   const date = recordDateOf(fieldValue(record, plan.date_field))
-  if (!date) return problem(`${plan.date_field}: no date`)
+  if (!date) return placementProblem(plan, record, `${plan.date_field}: no date`)
   const amount = fieldValue(record, plan.amount_field)
-  if (!isMoney(amount)) return problem(`${plan.amount_field}: no amount`)
+  if (!isMoney(amount)) return placementProblem(plan, record, `${plan.amount_field}: no amount`)
   const named = fieldValue(record, plan.user_field)
-  if (typeof named !== 'string' || named.trim() === '') return problem(`${plan.user_field}: no user`)
-  const user = users.byId.get(named.trim()) ?? users.byEmail.get(named.trim().toLowerCase())
-  if (!user) return problem(`${plan.user_field}: no user ${named}`)
+  const name = typeof named === 'string' ? named.trim() : ''
+  if (name === '') return placementProblem(plan, record, `${plan.user_field}: no user`)
+  const user = users.byId.get(name) ?? users.byEmail.get(name.toLowerCase())
+  if (!user) return placementProblem(plan, record, `${plan.user_field}: no user ${named}`)
 
-  const month = monthOfDate(date)
-  if (user.status === 'archived' && archivedBefore(user, monthText(month))) return { kind: 'excluded' }
-  const period = periodOfMonth(plan.frequency, month.year, month.month, company.fiscalYearStartMonth)
+  if (user.status === 'archived' && archivedBefore(user, date.slice(0, 7))) return EXCLUDED
+  // A monthly period is the date's month as it is written (YYYY-MM), which is what periodOfMonth writes.
+  const period = plan.frequency === 'monthly' ? date.slice(0, 7) : periodOfDate(plan, date, company)
+  // A fiscal year past 9999 cannot be written as a period.
+  if (!isPeriodOf(plan.frequency, period))
+    return placementProblem(plan, record, `${plan.date_field}: ${date} is in no ${plan.frequency} period`)
   return { kind: 'placed', placement: { recordId: record.id, externalId: record.external_id, userId: user.id, period, date, amount } }
+}
+
+const EXCLUDED: PlacementOutcome = { kind: 'excluded' }
+
+function placementProblem(plan: Plan, record: DataTableRecord, message: string): PlacementOutcome {
+  return { kind: 'problem', problem: { plan: plan.name, record: record.external_id, message } }
+}
+
+function periodOfDate(plan: Plan, date: string, company: CompanySettings): string {
+  const month = monthOfDate(date)
+  return periodOfMonth(plan.frequency, month.year, month.month, company.fiscalYearStartMonth)
 }
 
 function filterHolds(filter: PlanFilter, value: unknown): boolean {
@@ -185,6 +195,7 @@ function cellFrame(inputs: CellInputs, company: CompanySettings): CellFrame {
   const problems: CalculationProblem[] = []
   const report = (message: string, record?: string) => problems.push({ plan: plan.name, record, user_id: user.id, period, message })
   const toUserCurrency = (money: Money, record?: string): number | null => {
+    if (money.currency === currency) return money.value
     const converted = convert(money.value, money.currency, currency, company.exchangeRates, company.defaultCurrency)
     if ('value' in converted) return converted.value
     report(`no exchange rate for ${converted.missing}: ${money.currency} cannot be converted to ${currency}`, record)

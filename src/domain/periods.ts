@@ -26,13 +26,16 @@ export function isPeriodOf(frequency: QuotaFrequency, period: string): boolean {
  * `fiscalStartMonth` (1-12). Fiscal year N is the one that ends in calendar year N, unless it starts in January.
  */
 export function periodOfMonth(frequency: QuotaFrequency, year: number, month: number, fiscalStartMonth = 1): string {
-  if (frequency === 'monthly') return `${year}-${String(month).padStart(2, '0')}`
+  if (frequency === 'monthly') return monthText({ year, month })
   const offset = (month - fiscalStartMonth + 12) % 12
-  const fiscalYear = fiscalStartMonth === 1 || month < fiscalStartMonth ? year : year + 1
+  const fiscalYear = yearText(fiscalStartMonth === 1 || month < fiscalStartMonth ? year : year + 1)
   if (frequency === 'quarterly') return `${fiscalYear}-Q${Math.floor(offset / 3) + 1}`
   if (frequency === 'semesterly') return `${fiscalYear}-S${Math.floor(offset / 6) + 1}`
-  return String(fiscalYear)
+  return fiscalYear
 }
+
+/** A year as periods write it: four digits (0999), as in the dates it comes from. */
+const yearText = (year: number): string => String(year).padStart(4, '0')
 
 /** A calendar month: `month` is 1 to 12. */
 export interface CalendarMonth {
@@ -68,7 +71,7 @@ export function monthOfDate(date: string): CalendarMonth {
 }
 
 /** A calendar month written YYYY-MM. */
-export const monthText = ({ year, month }: CalendarMonth): string => `${year}-${String(month).padStart(2, '0')}`
+export const monthText = ({ year, month }: CalendarMonth): string => `${yearText(year)}-${String(month).padStart(2, '0')}`
 
 /**
  * YYYY-MM-DD: the first day of a calendar month. Statements are dated on the first day of their period, as the
@@ -84,8 +87,7 @@ export function addMonths({ year, month }: CalendarMonth, by: number): CalendarM
 
 /** The month `by` months after (or before, when negative) a YYYY-MM month. */
 export function shiftMonth(month: string, by: number): string {
-  const { year, month: number } = addMonths(monthOfDate(month), by)
-  return `${String(year).padStart(4, '0')}-${String(number).padStart(2, '0')}`
+  return monthText(addMonths(monthOfDate(month), by))
 }
 
 export const previousMonth = (month: string) => shiftMonth(month, -1)
