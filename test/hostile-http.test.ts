@@ -136,4 +136,10 @@ describe('isValidHost', () => {
       expect(isValidHost(host)).toBe(false)
     },
   )
+  it('remembers only the last valid host: the next request with another host is checked whole', () => {
+    expect(isValidHost('api.example.com:8080')).toBe(true)
+    expect(isValidHost('api.example.com:8080')).toBe(true)
+    expect(isValidHost('api.example.com:80800')).toBe(false)
+    expect(isValidHost('')).toBe(false)
+  })
 })

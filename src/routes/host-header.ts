@@ -9,12 +9,19 @@ const BRACKETED_IPV6_AND_PORT = /^\[([0-9A-Fa-f:.]+)\](?::(\d{1,5}))?$/
 
 /** True for `host[:port]` as a Host header may carry it: a name, an IPv4 address or a bracketed IPv6 address. */
 export function isValidHost(host: string): boolean {
+  // Every request of a client names the same host: the last valid one is not parsed again.
+  if (host === lastValidHost) return true
   if (host.length > 261) return false
   const ipv6 = BRACKETED_IPV6_AND_PORT.exec(host)
-  const port = ipv6 ? ipv6[2] : NAME_AND_PORT.exec(host)?.[1]
-  if (ipv6 ? !isIPv6(ipv6[1]) : !NAME_AND_PORT.test(host)) return false
-  return port === undefined || Number(port) <= 65535
+  const named = ipv6 ? null : NAME_AND_PORT.exec(host)
+  if (ipv6 ? !isIPv6(ipv6[1]) : !named) return false
+  const port = ipv6 ? ipv6[2] : named?.[1]
+  if (port !== undefined && Number(port) > 65535) return false
+  lastValidHost = host
+  return true
 }
+
+let lastValidHost: string | null = null
 
 /**
  * Refuses a request whose host (its Host header, or X-Forwarded-Host from a trusted proxy) is not a valid
