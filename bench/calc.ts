@@ -4,7 +4,8 @@
  * 1. A full recalculation of a company with BENCH_DEALS deals (default 200,000), 100 users and 12 months under a
  *    monthly plan with a quota and two tiers: deals per second through the pure engine (`calculatePlan`, the
  *    records already in memory), and through `recalculate` with the store (reading records, users and targets,
- *    writing every line and statement) on the first calculation, and again when nothing changed.
+ *    writing every line and statement) on the first calculation, and again when nothing changed; and the longest
+ *    the event loop went without a turn during each (what a request to the thread doing it would wait).
  * 2. A BENCH_IMPORT-deal import (default 5,000, in one month, over every user; another month each round) run by the import engine into
  *    two copies of a company, one without plans: the extra time the recalculation takes, as a ratio to the apply
  *    time without plans; into a company without deals, then into one of BENCH_DEALS deals. Each import is run
@@ -19,6 +20,7 @@
  * store, extra import time ≤ 1.5 × the apply time. Figures and method: docs/performance.md.
  */
 import { mkdtempSync, rmSync } from 'node:fs'
+import { setTimeout } from 'node:timers/promises'
 import { DatabaseSync } from 'node:sqlite'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -171,12 +173,17 @@ async function fullRecalculation(store: Store, clock: ManualClock): Promise<Comm
   }
 
   await store.plans.save([plan])
+  const held = eventLoopHolds()
   let started = performance.now()
   const first = await store.transaction((tx) => recalculate(tx, companyId, { everything: true }, { now: clock.now().toISOString() }))
   const withStore = performance.now() - started
+  const heldFirst = held.longest()
+  await setTimeout(5) // a turn between the two, so that the second's hold is its own
   started = performance.now()
   const again = await store.transaction((tx) => recalculate(tx, companyId, { everything: true }, { now: clock.now().toISOString() }))
   const unchanged = performance.now() - started
+  const heldAgain = held.longest()
+  held.stop()
 
   console.log(`full recalculation of ${DEALS.toLocaleString('en')} deals, ${USERS} users, ${MONTHS} months (${first.cells} cells)`)
   console.log(
@@ -188,7 +195,34 @@ async function fullRecalculation(store: Store, clock: ManualClock): Promise<Comm
   console.log(
     `  with the store, again  ${rate(DEALS, unchanged).padStart(10)} deals/s   (${unchanged.toFixed(0)} ms: ${again.lines_written} lines written)`,
   )
+  console.log(
+    `  event loop held         ${heldFirst.toFixed(0).padStart(7)} ms at most (first), ${heldAgain.toFixed(0)} ms (again): what a request waits meanwhile`,
+  )
   return store.commissionLines.findOfPlan(companyId, plan.id)
+}
+
+/**
+ * The longest the event loop went without a turn, measured by a 1 ms interval: `longest` gives it since the last
+ * call. A recalculation on the thread that serves HTTP holds every request that long.
+ */
+function eventLoopHolds(): { longest(): number; stop(): void } {
+  let last = performance.now()
+  let longest = 0
+  const tick = setInterval(() => {
+    const now = performance.now()
+    longest = Math.max(longest, now - last)
+    last = now
+  }, 1)
+  return {
+    longest() {
+      const now = performance.now()
+      const found = Math.max(longest, now - last)
+      longest = 0
+      last = now
+      return found
+    },
+    stop: () => clearInterval(tick),
+  }
 }
 
 /** Milliseconds to save `lines` through a fresh store's repository, in one transaction. */

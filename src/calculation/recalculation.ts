@@ -1,5 +1,6 @@
 import { isDeepStrictEqual } from 'node:util'
 import { newId } from '../ids.ts'
+import { Pacer } from '../pacing.ts'
 import type { CellSums, CommissionLine, Company, DataTableRecord, Money, Plan, Quota, Statement, StatementStatus } from '../store/model.ts'
 import type { CalculationCell, LineFigures, LineRepricing, Store } from '../store/port.ts'
 import { renderStatementRows } from '../v2/statement-texts.ts'
@@ -93,6 +94,8 @@ export interface RecalculationOptions {
   loading?: { statusOf(plan: Plan, period: string): StatementStatus }
   /** Where the ids of new statements and lines come from (a fixture's reload makes the ids its load made); `newId` by default. */
   ids?: () => string
+  /** How long it works before it gives the event loop a turn (`PACING_MS` by default). */
+  pacingMs?: number
 }
 
 export interface RecalculationSummary {
@@ -109,8 +112,18 @@ export interface RecalculationSummary {
 /** Problems kept in a summary: enough to see what is wrong, bounded whatever the data. */
 export const KEPT_PROBLEMS = 100
 
-/** Records read per query when a plan reads its whole table. */
-const RECORD_PAGE = 5000
+/** Records (and lines) read per query when a plan reads its whole table: a few milliseconds of work each. */
+const RECORD_PAGE = 1000
+
+/** Lines written per store call: a few milliseconds of work each. */
+const WRITE_SLICE = 1000
+
+/**
+ * How long a recalculation works before it gives the event loop a turn. It may run on the thread that serves HTTP
+ * (an admin edit, an import run inline), where a full recalculation of a large company takes seconds: every request
+ * of every company would wait that long.
+ */
+const PACING_MS = 10
 
 /** What a plan needs to know of its company. */
 export function companySettings(company: Company): CompanySettings {
@@ -150,6 +163,7 @@ export async function recalculate(
     options,
     summary,
     written: [],
+    pacer: new Pacer(options.pacingMs ?? PACING_MS),
   }
 
   for (const plan of plans) {
@@ -219,6 +233,7 @@ interface Context {
   summary: RecalculationSummary
   /** Statements written, to render their v2 rows again. */
   written: Statement[]
+  pacer: Pacer
 }
 
 async function allUsers(tx: Store, companyId: string): Promise<UserDirectory> {
@@ -299,7 +314,7 @@ async function touchedCells(context: Context, plan: Plan, changes: CalculationCh
     if (plan.quota_id)
       for (const value of await allQuotaValues(tx, company.id, plan.quota_id))
         if (changes.users.has(value.user_id)) addCell({ user_id: value.user_id, period: value.period })
-    await eachRecord(tx, company.id, plan.table_id, (record) => {
+    await eachRecord(context, plan, (record) => {
       const outcome = placeRecord(plan, record, context.users, context.settings)
       if (outcome.kind === 'placed' && changes.users?.has(outcome.placement.userId)) place(record)
     })
@@ -350,13 +365,27 @@ function holdsItsSums(statement: Statement, currency: string): boolean {
   return Boolean(statement.sums) && !FROZEN.has(statement.status) && statement.currency === currency
 }
 
-/** Calls `visit` with every record of a table, a page at a time. */
-async function eachRecord(tx: Store, companyId: string, tableId: string, visit: (record: DataTableRecord) => void): Promise<void> {
+/** Calls `visit` with every record of the plan's table, a page at a time. */
+async function eachRecord(context: Context, plan: Plan, visit: (record: DataTableRecord) => void): Promise<void> {
+  const { tx, company, pacer } = context
   for (let afterId: string | null = null; ;) {
-    const page = await tx.records.page(companyId, tableId, afterId, RECORD_PAGE)
+    const page = await tx.records.page(company.id, plan.table_id, afterId, RECORD_PAGE)
     for (const record of page) visit(record)
     if (page.length < RECORD_PAGE) return
     afterId = page[page.length - 1].id
+    await pacer.pause()
+  }
+}
+
+/** Calls `visit` with every line the plan calculated, a page of its table's lines at a time. */
+async function eachLineOfPlan(context: Context, plan: Plan, visit: (line: CommissionLine) => void): Promise<void> {
+  const { tx, company, pacer } = context
+  for (let afterId: string | undefined; ;) {
+    const page = await tx.commissionLines.page(company.id, plan.table_id, { afterId, limit: RECORD_PAGE })
+    for (const line of page) if (line.plan_id === plan.id) visit(line)
+    if (page.length < RECORD_PAGE) return
+    afterId = page[page.length - 1].id
+    await pacer.pause()
   }
 }
 
@@ -428,7 +457,7 @@ async function recalculateCells(
     if (unread.length > 0)
       for (const record of (await tx.records.getMany(company.id, plan.table_id, unread)).values()) touched.records.set(record.id, record)
     if (unconverted.size > 0) {
-      await eachRecord(tx, company.id, plan.table_id, (record) => {
+      await eachRecord(context, plan, (record) => {
         const outcome = placeRecord(plan, record, context.users, context.settings)
         if (outcome.kind === 'placed' && unconverted.has(cellKey(outcome.placement.userId, outcome.placement.period)))
           touched.records.set(record.id, record)
@@ -449,6 +478,7 @@ async function recalculateCells(
     ? await quotaTargets(tx, company.id, quota, [...cells.values()])
     : new Map<string, { value: number; modified_at: string }>()
   for (const [key, cell] of cells) {
+    await context.pacer.pause()
     const user = context.users.byId.get(cell.user_id)
     const cellStatements = stored.statements.get(key) ?? []
     if (cellStatements.some((statement) => FROZEN.has(statement.status))) continue
@@ -493,7 +523,7 @@ async function recalculatePlan(context: Context, plan: Plan, only?: ReadonlyMap<
   const { tx, company } = context
   const cells = new Map<string, Placement[]>()
   const records = new Map<string, DataTableRecord>()
-  await eachRecord(tx, company.id, plan.table_id, (record) => {
+  await eachRecord(context, plan, (record) => {
     const outcome = placeRecord(plan, record, context.users, context.settings)
     // A record that cannot be placed is in no cell: reported by a calculation of the whole plan only.
     if (outcome.kind === 'problem' && !only) keepProblem(context.summary, outcome.problem)
@@ -515,12 +545,15 @@ async function recalculatePlan(context: Context, plan: Plan, only?: ReadonlyMap<
   const ofCells = someCells ? { cells: someCells } : undefined
   for (const statement of await tx.statements.findOfPlan(company.id, plan.id, ofCells))
     push(stored.statements, cellKey(statement.user_id, statement.period ?? ''), statement)
-  for (const line of await tx.commissionLines.findOfPlan(company.id, plan.id, ofCells))
-    push(stored.lines, cellKey(line.user_id, line.period ?? ''), line)
+  const storeLine = (line: CommissionLine) => push(stored.lines, cellKey(line.user_id, line.period ?? ''), line)
+  // A whole plan's lines are read a page at a time (they are as many as its records); some cells', at once.
+  if (ofCells) for (const line of await tx.commissionLines.findOfPlan(company.id, plan.id, ofCells)) storeLine(line)
+  else await eachLineOfPlan(context, plan, storeLine)
 
   const keys = new Set([...cells.keys(), ...stored.statements.keys(), ...stored.lines.keys()])
   const writes = noWrites()
   for (const key of [...keys].toSorted()) {
+    await context.pacer.pause()
     const cellStatements = stored.statements.get(key) ?? []
     if (cellStatements.some((statement) => FROZEN.has(statement.status))) continue
     const separator = key.indexOf('|')
@@ -583,7 +616,7 @@ interface CellWrite {
 /** What diffing a line needs of what is stored: its figures (`LineFigures`) or the whole line. */
 type StoredFigures = Pick<CommissionLine, 'id' | 'record_id' | 'date' | 'plan' | 'commission' | 'currency' | 'metrics'>
 
-/** What the cells of a plan change: written once for the whole plan, in five store calls. */
+/** What the cells of a plan change: written once for the whole plan, a slice of rows per store call. */
 interface Writes {
   savedLines: CommissionLine[]
   /** New figures of lines whose records did not change: written without the records' values. */
@@ -643,9 +676,9 @@ function diffCell(context: Context, plan: Plan, cell: CellWrite, writes: Writes)
 
 async function flush(context: Context, plan: Plan, writes: Writes): Promise<void> {
   const { tx, company, summary } = context
-  if (writes.goneLines.length > 0) await tx.commissionLines.deleteMany(company.id, writes.goneLines)
-  if (writes.savedLines.length > 0) await tx.commissionLines.save(writes.savedLines)
-  if (writes.repricedLines.length > 0) await tx.commissionLines.reprice(company.id, plan.table_id, writes.repricedLines)
+  await inSlices(context, writes.goneLines, (ids) => tx.commissionLines.deleteMany(company.id, ids))
+  await inSlices(context, writes.savedLines, (lines) => tx.commissionLines.save(lines))
+  await inSlices(context, writes.repricedLines, (changes) => tx.commissionLines.reprice(company.id, plan.table_id, changes))
   if (writes.goneStatements.length > 0) await tx.statements.deleteMany(company.id, writes.goneStatements)
   if (writes.savedStatements.length > 0) await tx.statements.save(writes.savedStatements)
   for (const statement of writes.savedStatements) context.written.push(statement)
@@ -653,6 +686,14 @@ async function flush(context: Context, plan: Plan, writes: Writes): Promise<void
   summary.lines_deleted += writes.goneLines.length
   summary.statements_written += writes.savedStatements.length
   summary.statements_deleted += writes.goneStatements.length
+}
+
+/** Writes rows a slice at a time, pacing between slices: a full calculation writes hundreds of thousands. */
+async function inSlices<T>(context: Context, rows: readonly T[], write: (slice: T[]) => Promise<void>): Promise<void> {
+  for (let start = 0; start < rows.length; start += WRITE_SLICE) {
+    if (start > 0) await context.pacer.pause()
+    await write(rows.slice(start, start + WRITE_SLICE))
+  }
 }
 
 function lineOf(
