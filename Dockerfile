@@ -26,9 +26,11 @@ COPY src ./src
 RUN mkdir -p /data && chown node:node /data
 USER node
 
+# The young generation's bound that `npm start` gives too (docs/decisions.md: "The young generation is bounded").
 ENV HOST=0.0.0.0 \
     PORT=3000 \
-    DATA_DIR=/data
+    DATA_DIR=/data \
+    NODE_OPTIONS=--max-semi-space-size=16
 EXPOSE 3000
 
 # Ready = the store answers (and, with role all, the worker runs). A worker-only container (`--role worker`)

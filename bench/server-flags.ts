@@ -1,5 +1,20 @@
+import { readFileSync } from 'node:fs'
+import { resolve } from 'node:path'
+
 /**
- * Node flags for the server the benchmarks start: none, as `npm start` gives none. BENCH_NODE_FLAGS sets them
- * (e.g. `BENCH_NODE_FLAGS=--max-semi-space-size=2`), to compare; docs/performance.md has what that one did.
+ * Node flags for the server the benchmarks start: those `npm start` gives (the flags before `src/cli.ts` in
+ * package.json's start script), so that a benchmark measures the server as it is run. BENCH_NODE_FLAGS replaces
+ * them (e.g. `BENCH_NODE_FLAGS=--max-semi-space-size=8`), to compare; docs/performance.md has what such flags did.
  */
-export const SERVER_NODE_FLAGS = (process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean)
+export const SERVER_NODE_FLAGS = process.env.BENCH_NODE_FLAGS === undefined ? startScriptFlags() : splitFlags(process.env.BENCH_NODE_FLAGS)
+
+function startScriptFlags(): string[] {
+  const root = resolve(import.meta.dirname, '..')
+  const words = splitFlags(JSON.parse(readFileSync(resolve(root, 'package.json'), 'utf8')).scripts.start)
+  // A path in the script is relative to the package's folder, where npm runs it.
+  return words.slice(1, words.indexOf('src/cli.ts')).map((word) => (word.startsWith('./') ? resolve(root, word) : word))
+}
+
+function splitFlags(text: string): string[] {
+  return text.split(' ').filter(Boolean)
+}

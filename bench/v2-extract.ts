@@ -13,10 +13,11 @@
  * BENCH_RENDER (default yes; `no` leaves the statements without renderings, so every page renders its rows as it
  * reads them: the path of a structure other than the company's first, or of a page read while a configuration
  * change is being rendered), BENCH_COMPRESSED_ROUNDS (default 3: the walks asking for gzip, then br, printed beside
- * the plain one; 0 skips them), BENCH_SOAK_S (default 0; else, last, walks the server again and again for that many seconds and
- * prints its resident memory at the start and the end: a leak shows as growth), BENCH_ENDPOINT (default
- * `statements`; `records` walks BENCH_STATEMENTS commission lines of a record reporting structure instead,
- * `/v2/reporting/{id}/records`, whose rows are rendered as they are read).
+ * the plain one; 0 skips them), BENCH_SOAK_S (default 0; else, last, walks the server again and again for that
+ * many seconds, after one cycle of its walks to settle, and prints its resident memory at the start, along the way
+ * and at the end: a leak shows as growth; at least six cycles), BENCH_ENDPOINT (default `statements`; `records` walks BENCH_STATEMENTS
+ * commission lines of a record reporting structure instead, `/v2/reporting/{id}/records`, whose rows are rendered
+ * as they are read).
  */
 import { type ChildProcess, spawn } from 'node:child_process'
 import { once } from 'node:events'
@@ -393,30 +394,36 @@ function inMiB(bytes: number): string {
 }
 
 /**
- * Walks the server again and again for SOAK_S seconds, plain and compressed in turn, and prints its resident
- * memory at the start and the end of the soak (each the median of five samples a second apart, so that one
- * collection of garbage does not decide it), and its peak.
+ * Walks the server again and again for SOAK_S seconds in cycles of four walks (plain, gzip, plain, br), reads the
+ * server's resident memory at the end of each cycle, and prints it at the start and the end of the soak (each the
+ * median of three cycles' readings, so that one collection of garbage does not decide it), where it stood at each
+ * tenth of the soak, and its peak. Every reading is taken at the same point of a cycle, while the server is warm:
+ * an idle server may give memory back and a busy one take it again. One cycle runs before the soak and is not
+ * counted: the first compressed walks allocate the compressors' memory, which is the server settling, not a leak.
  */
 async function soak(origin: string, path: string, reference: Walk, pid: number): Promise<void> {
-  const rss = async () => {
-    const samples: number[] = []
-    for (let sample = 0; sample < 5; sample++) {
-      samples.push(Number(readFileSync(`/proc/${pid}/status`, 'utf8').match(/VmRSS:\s+(\d+) kB/)?.[1]) / 1024)
-      await new Promise((done) => setTimeout(done, 1000))
-    }
-    return median(samples)
-  }
-  const atStart = await rss()
-  const started = performance.now()
-  let walks = 0
+  const residentMiB = () => Number(readFileSync(`/proc/${pid}/status`, 'utf8').match(/VmRSS:\s+(\d+) kB/)?.[1]) / 1024
   const encodings = [undefined, 'gzip', undefined, 'br'] as const
-  while (performance.now() - started < SOAK_S * 1000)
-    await measure(origin, path, reference, `soak walk ${walks + 1}`, encodings[walks++ % encodings.length])
-  const atEnd = await rss()
+  const cycle = async (label: string) => {
+    for (const [index, encoding] of encodings.entries()) await measure(origin, path, reference, `${label}, walk ${index + 1}`, encoding)
+    return residentMiB()
+  }
+  const beforeWarmUp = residentMiB()
+  await cycle('the soak warm-up cycle')
+  const started = performance.now()
+  const readings: number[] = []
+  const tenths: number[] = []
+  while (readings.length < 6 || performance.now() - started < SOAK_S * 1000) {
+    readings.push(await cycle(`soak cycle ${readings.length + 1}`))
+    tenths[Math.min(9, Math.floor((performance.now() - started) / (SOAK_S * 100)))] = readings.at(-1)!
+  }
+  const atStart = median(readings.slice(0, 3))
+  const atEnd = median(readings.slice(-3))
   const growth = (100 * (atEnd - atStart)) / atStart
   console.log(
-    `  soak: ${walks} walks in ${((performance.now() - started) / 1000).toFixed(0)} s; server memory ${atStart.toFixed(0)} MiB at the start, ${atEnd.toFixed(0)} MiB at the end ` +
-      `(${growth >= 0 ? '+' : ''}${growth.toFixed(1)} %, target under 10 %: ${verdict(growth < 10)}), peak ${peakRss(pid)?.toFixed(0) ?? 'n/a'} MiB`,
+    `  soak: ${readings.length} cycles of 4 walks in ${((performance.now() - started) / 1000).toFixed(0)} s; server memory ${atStart.toFixed(0)} MiB at the start, ${atEnd.toFixed(0)} MiB at the end ` +
+      `(${growth >= 0 ? '+' : ''}${growth.toFixed(1)} %, target under 10 %: ${verdict(growth < 10)}), peak ${peakRss(pid)?.toFixed(0) ?? 'n/a'} MiB\n` +
+      `    before the warm-up cycle ${beforeWarmUp.toFixed(0)} MiB; at each tenth of the soak: ${tenths.map((mib) => (mib === undefined ? '-' : mib.toFixed(0))).join(' ')} MiB`,
   )
 }
 

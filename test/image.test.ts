@@ -91,6 +91,10 @@ describe('the image, as the Dockerfile builds it', () => {
     // what a container has: no variable of this shell, and no dev dependency within reach.
     const env = Object.assign({}, ...of(image, 'ENV').map((instruction) => envOf(instruction.args))) as Record<string, string>
     expect(env).toMatchObject({ NODE_ENV: 'production', HOST: '0.0.0.0', PORT: '3000', DATA_DIR: '/data' })
+    // The young generation's bound of `npm start` (docs/decisions.md), given to node through the environment.
+    const startScript = (JSON.parse(readFileSync(new URL('package.json', root), 'utf8')) as { scripts: { start: string } }).scripts.start
+    expect(startScript.split(' ')).toContain(env.NODE_OPTIONS)
+    expect(env.NODE_OPTIONS).toMatch(/^--max-semi-space-size=\d+$/)
     const [command] = of(image, 'CMD').map((cmd) => JSON.parse(cmd.args) as string[])
     expect(command).toEqual(['node', 'src/cli.ts', 'serve'])
     expect(process.versions.node.split('.')[0]).toBe('24')
