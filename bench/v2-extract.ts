@@ -14,10 +14,10 @@
  * reads them: the path of a structure other than the company's first, or of a page read while a configuration
  * change is being rendered), BENCH_COMPRESSED_ROUNDS (default 3: the walks asking for gzip, then br, printed beside
  * the plain one; 0 skips them), BENCH_SOAK_S (default 0; else, last, walks the server again and again for that
- * many seconds, after one cycle of its walks to settle, and prints its resident memory at the start, along the way
- * and at the end: a leak shows as growth; at least six cycles), BENCH_ENDPOINT (default `statements`; `records` walks BENCH_STATEMENTS
- * commission lines of a record reporting structure instead, `/v2/reporting/{id}/records`, whose rows are rendered
- * as they are read).
+ * many seconds, at least six cycles of four walks after one to settle, and prints its resident memory at the start,
+ * along the way and at the end: a leak shows as growth), BENCH_ENDPOINT (default `statements`; `records` walks
+ * BENCH_STATEMENTS commission lines of a record reporting structure instead, `/v2/reporting/{id}/records`, whose
+ * rows are rendered as they are read).
  */
 import { type ChildProcess, spawn } from 'node:child_process'
 import { once } from 'node:events'
