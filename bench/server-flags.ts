@@ -11,8 +11,11 @@ export const SERVER_NODE_FLAGS = process.env.BENCH_NODE_FLAGS === undefined ? st
 function startScriptFlags(): string[] {
   const root = resolve(import.meta.dirname, '..')
   const words = splitFlags(JSON.parse(readFileSync(resolve(root, 'package.json'), 'utf8')).scripts.start)
+  const cli = words.indexOf('src/cli.ts')
+  if (words[0] !== 'node' || cli < 0)
+    throw new Error(`package.json's start script is not "node [flags] src/cli.ts ...": ${words.join(' ')}`)
   // A path in the script is relative to the package's folder, where npm runs it.
-  return words.slice(1, words.indexOf('src/cli.ts')).map((word) => (word.startsWith('./') ? resolve(root, word) : word))
+  return words.slice(1, cli).map((word) => (word.startsWith('./') ? resolve(root, word) : word))
 }
 
 function splitFlags(text: string): string[] {
