@@ -22,7 +22,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process'
 import { once } from 'node:events'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { DatabaseSync } from 'node:sqlite'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
@@ -31,6 +31,7 @@ import { systemClock } from '../src/clock.ts'
 import { loadFixture } from '../src/fixtures/load-fixture.ts'
 import { sqliteFile } from '../src/store/open-store.ts'
 import { openSqliteStore } from '../src/store/sqlite/sqlite-store.ts'
+import { memoryOf } from './process-memory.ts'
 import { SERVER_NODE_FLAGS } from './server-flags.ts'
 
 const RECORDS = Number(process.env.BENCH_RECORDS ?? 100_000)
@@ -135,13 +136,6 @@ async function json(url: string, options: Parameters<typeof request>[1] = {}): P
     headers: { 'x-api-key': API_KEY, 'content-type': 'application/json', ...options.headers },
   })
   return { status: response.statusCode, headers: response.headers, body: await response.body.json() }
-}
-
-/** A process's resident memory now and at its peak (Linux), in MiB. */
-function memoryOf(pid: number): { rss: number; peak: number } {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8')
-  const kib = (name: string) => Number(status.match(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm'))?.[1] ?? Number.NaN)
-  return { rss: kib('VmRSS') / 1024, peak: kib('VmHWM') / 1024 }
 }
 
 /** One request of the reader: when it was sent (ms since the bench started), what it was, how long it took. */

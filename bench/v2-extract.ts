@@ -35,6 +35,7 @@ import type { Store } from '../src/store/port.ts'
 import { sqliteFile } from '../src/store/open-store.ts'
 import { openSqliteStore } from '../src/store/sqlite/sqlite-store.ts'
 import { renderStatements } from '../src/v2/statement-texts.ts'
+import { memoryOf } from './process-memory.ts'
 import { SERVER_NODE_FLAGS } from './server-flags.ts'
 
 const STATEMENTS = Number(process.env.BENCH_STATEMENTS ?? 200_000)
@@ -402,13 +403,12 @@ function inMiB(bytes: number): string {
  * counted: the first compressed walks allocate the compressors' memory, which is the server settling, not a leak.
  */
 async function soak(origin: string, path: string, reference: Walk, pid: number): Promise<void> {
-  const residentMiB = () => Number(readFileSync(`/proc/${pid}/status`, 'utf8').match(/VmRSS:\s+(\d+) kB/)?.[1]) / 1024
   const encodings = [undefined, 'gzip', undefined, 'br'] as const
   const cycle = async (label: string) => {
     for (const [index, encoding] of encodings.entries()) await measure(origin, path, reference, `${label}, walk ${index + 1}`, encoding)
-    return residentMiB()
+    return memoryOf(pid).rss
   }
-  const beforeWarmUp = residentMiB()
+  const beforeWarmUp = memoryOf(pid).rss
   await cycle('the soak warm-up cycle')
   const started = performance.now()
   const readings: number[] = []
@@ -423,16 +423,16 @@ async function soak(origin: string, path: string, reference: Walk, pid: number):
   console.log(
     `  soak: ${readings.length} cycles of 4 walks in ${((performance.now() - started) / 1000).toFixed(0)} s; server memory ${atStart.toFixed(0)} MiB at the start, ${atEnd.toFixed(0)} MiB at the end ` +
       `(${growth >= 0 ? '+' : ''}${growth.toFixed(1)} %, target under 10 %: ${verdict(growth < 10)}), peak ${peakRss(pid)?.toFixed(0) ?? 'n/a'} MiB\n` +
-      `    before the warm-up cycle ${beforeWarmUp.toFixed(0)} MiB; at each tenth of the soak: ${tenths.map((mib) => (mib === undefined ? '-' : mib.toFixed(0))).join(' ')} MiB`,
+      `    before the warm-up cycle ${beforeWarmUp.toFixed(0)} MiB; at each tenth of the soak: ${Array.from(tenths, (mib) => (mib === undefined ? '-' : mib.toFixed(0))).join(' ')} MiB`,
   )
 }
 
 /** The peak resident memory of a process (Linux: VmHWM), in MiB; null where /proc is not there. */
 function peakRss(pid: number | undefined): number | null {
+  if (pid === undefined) return null
   try {
-    const status = readFileSync(`/proc/${pid}/status`, 'utf8')
-    const kib = Number(status.match(/VmHWM:\s+(\d+) kB/)?.[1])
-    return Number.isFinite(kib) ? kib / 1024 : null
+    const { peak } = memoryOf(pid)
+    return Number.isFinite(peak) ? peak : null
   } catch {
     return null
   }
