@@ -1,10 +1,13 @@
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { resolve } from 'node:path'
 import * as fc from 'fast-check'
+import { Compile } from 'typebox/compile'
+import { Value } from 'typebox/value'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ManualClock } from '../src/clock.ts'
 import { ValidationError } from '../src/errors.ts'
 import { loadFixture } from '../src/fixtures/load-fixture.ts'
+import { FixtureSchema } from '../src/fixtures/schema.ts'
 import { openSqliteStore } from '../src/store/sqlite/sqlite-store.ts'
 import { smallFixture } from './helpers/fixtures.ts'
 import { runCli, tempDataDir } from './helpers/process.ts'
@@ -74,34 +77,16 @@ describe('bad fixtures are refused cleanly', () => {
   })
 
   it('never throws anything but a refusal, whatever a fixture holds', async () => {
-    const base = smallFixture() as any
-    const sections = Object.keys(base)
     const store = openSqliteStore(':memory:')
     try {
       await fc.assert(
-        fc.asyncProperty(
-          fc.constantFrom(...sections),
-          fc.nat(),
-          fc.jsonValue({ maxDepth: 3 }),
-          fc.boolean(),
-          async (section, at, value, whole) => {
-            const fixture = structuredClone(base)
-            const items = fixture[section]
-            // Replace a whole section, or one item (or one field of one item) of it, with arbitrary JSON.
-            if (whole || !Array.isArray(items)) fixture[section] = value
-            else {
-              const item = items[at % items.length]
-              const fields = Object.keys(item)
-              if (at % 2 === 0) items[at % items.length] = value
-              else item[fields[at % fields.length]] = value
-            }
-            const outcome = await loadFixture(store, new ManualClock(), fixture).then(
-              () => 'loaded',
-              (error: unknown) => error,
-            )
-            return outcome === 'loaded' || outcome instanceof ValidationError
-          },
-        ),
+        fc.asyncProperty(alteredFixtures(), async (fixture) => {
+          const outcome = await loadFixture(store, new ManualClock(), fixture).then(
+            () => 'loaded',
+            (error: unknown) => error,
+          )
+          return outcome === 'loaded' || outcome instanceof ValidationError
+        }),
         { numRuns: 150 },
       )
       await expect(store.companies.list()).resolves.toBeDefined()
@@ -109,7 +94,36 @@ describe('bad fixtures are refused cleanly', () => {
       await store.close()
     }
   })
+
+  it("is told valid by the compiled schema exactly when the schema's errors are none", () => {
+    // The load asks the compiled schema first and lists errors only when it says no: both must agree.
+    const compiled = Compile(FixtureSchema)
+    fc.assert(
+      fc.property(alteredFixtures(), (fixture) => compiled.Check(fixture) === (Value.Errors(FixtureSchema, fixture).length === 0)),
+      { numRuns: 400 },
+    )
+    expect(compiled.Check(smallFixture())).toBe(true)
+  })
 })
+
+/** The small fixture with a whole section, or one item (or one field of one item) of it, replaced with arbitrary JSON. */
+function alteredFixtures(): fc.Arbitrary<unknown> {
+  const base = smallFixture() as any
+  return fc
+    .tuple(fc.constantFrom(...Object.keys(base)), fc.nat(), fc.jsonValue({ maxDepth: 3 }), fc.boolean())
+    .map(([section, at, value, whole]) => {
+      const fixture = structuredClone(base)
+      const items = fixture[section]
+      if (whole || !Array.isArray(items)) fixture[section] = value
+      else {
+        const item = items[at % items.length]
+        const fields = Object.keys(item)
+        if (at % 2 === 0) items[at % items.length] = value
+        else item[fields[at % fields.length]] = value
+      }
+      return fixture
+    })
+}
 
 function fixtureWithSecret(name: string) {
   const fixture = smallFixture(name)
