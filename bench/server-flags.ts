@@ -8,7 +8,8 @@ import { resolve } from 'node:path'
  */
 export const SERVER_NODE_FLAGS = process.env.BENCH_NODE_FLAGS === undefined ? startScriptFlags() : splitFlags(process.env.BENCH_NODE_FLAGS)
 
-function startScriptFlags(): string[] {
+/** The node flags of package.json's start script (those before `src/cli.ts`), paths made absolute. */
+export function startScriptFlags(): string[] {
   const root = resolve(import.meta.dirname, '..')
   const words = splitFlags(JSON.parse(readFileSync(resolve(root, 'package.json'), 'utf8')).scripts.start)
   const cli = words.indexOf('src/cli.ts')

@@ -1,4 +1,5 @@
 import { mkdirSync } from 'node:fs'
+import { flushCompileCache } from 'node:module'
 import type { FastifyInstance } from 'fastify'
 import pino from 'pino'
 import { type Clock, clockFor } from './clock.ts'
@@ -108,6 +109,9 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
       close,
     }
     if (options.closeOnSignals) closeGracefullyOnSignals(running, config.shutdownTimeoutMs)
+    // Every module of the role is loaded. Node writes its compile cache (on with `npm start`: scripts/compile-cache.mjs)
+    // at exit; written now too, a process that is killed rather than stopped still leaves it for the next start.
+    flushCompileCache()
     if (options.out !== null) (options.out ?? process.stdout).write(banner(running.url))
     return running
   } catch (error) {

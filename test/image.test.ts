@@ -95,12 +95,15 @@ describe('the image, as the Dockerfile builds it', () => {
     const startScript = (JSON.parse(readFileSync(new URL('package.json', root), 'utf8')) as { scripts: { start: string } }).scripts.start
     expect(startScript.split(' ')).toContain(env.NODE_OPTIONS)
     expect(env.NODE_OPTIONS).toMatch(/^--max-semi-space-size=\d+$/)
+    // And its compile cache (scripts/compile-cache.mjs), in a folder the image's user can write.
+    expect(env.NODE_COMPILE_CACHE).toMatch(/^\/tmp\//)
+    const compileCache = join(tempDataDir(), 'compile-cache')
     const [command] = of(image, 'CMD').map((cmd) => JSON.parse(cmd.args) as string[])
     expect(command).toEqual(['node', 'src/cli.ts', 'serve'])
     expect(process.versions.node.split('.')[0]).toBe('24')
     const server = startProcess(process.execPath, command.slice(1), {
       cwd: app,
-      env: { ...env, PATH: '/usr/bin:/bin', HOST: '127.0.0.1', PORT: '0', DATA_DIR: tempDataDir() },
+      env: { ...env, PATH: '/usr/bin:/bin', HOST: '127.0.0.1', PORT: '0', DATA_DIR: tempDataDir(), NODE_COMPILE_CACHE: compileCache },
     })
     try {
       const [, url] = await server.waitFor(/listening on (http:\/\/\S+)/)
@@ -108,6 +111,7 @@ describe('the image, as the Dockerfile builds it', () => {
       const ready = await call(`${url}/health/ready`)
       expect(ready.status).toBe(200)
       expect(ready.body).toEqual({ status: 'ready', checks: { store: 'ok', worker: 'ok', shutting_down: false } })
+      expect(readdirSync(compileCache, { recursive: true }).length).toBeGreaterThan(50)
       expect((await call(`${url}/v2/data-structures`, { key })).status).toBe(200)
       expect((await call(`${url}/docs/static/swagger-ui-bundle.js`)).status).toBe(200)
       expect((await call(`${url}/metrics`)).text).toMatch(/^commission_api_build_info\{version="[^"]+",store="sqlite"\} 1$/m)

@@ -26,6 +26,8 @@ export interface ServerProcess {
   child: ChildProcess
   /** Everything written to stdout so far. */
   output(): string
+  /** Everything written to stderr so far. */
+  errors(): string
   /** Resolves with the first stdout match of `pattern`, waiting for more output as needed. */
   waitFor(pattern: RegExp): Promise<RegExpMatchArray>
   stop(signal?: NodeJS.Signals): Promise<number | null>
@@ -50,6 +52,7 @@ export function startProcess(
   return {
     child,
     output: () => stdout,
+    errors: () => stderr,
     async waitFor(pattern) {
       for (;;) {
         const match = stdout.match(pattern)
