@@ -1,5 +1,6 @@
 import { type FastifyReply, type FastifyRequest, LogController } from 'fastify'
 import pino, { type DestinationStream, type LoggerOptions } from 'pino'
+import { carriesApiKey } from './auth/api-keys.ts'
 import type { LogLevel } from './config.ts'
 
 /**
@@ -18,13 +19,32 @@ const LOGGED_QUERY_PARAMETERS = new Set([
   'keep_overrides',
 ])
 
-/** The path and query of a URL with the values of unknown query parameters replaced. */
-export function redactUrl(url: string): string {
+export const REDACTED = '[Redacted]'
+
+/** A request's path with every segment that carries an API key (`carriesApiKey`) replaced. */
+export function redactPath(path: string, presentedKey: unknown): string {
+  if (!carriesApiKey(path, presentedKey)) return path
+  return path
+    .split('/')
+    .map((segment) => (carriesApiKey(segment, presentedKey) ? REDACTED : segment))
+    .join('/')
+}
+
+/**
+ * The path and query of a request's URL as the request log writes them: the values of unknown query parameters
+ * replaced, and any path segment or query value that carries an API key (`carriesApiKey`: one of the service's
+ * form, or `presentedKey`, the one in the request's X-API-Key header).
+ */
+export function redactUrl(url: string, presentedKey: unknown): string {
   const question = url.indexOf('?')
-  if (question === -1) return url
+  const safePath = redactPath(question === -1 ? url : url.slice(0, question), presentedKey)
+  if (question === -1) return safePath
   const params = new URLSearchParams(url.slice(question + 1))
-  for (const name of new Set(params.keys())) if (!LOGGED_QUERY_PARAMETERS.has(name)) params.set(name, '[Redacted]')
-  return `${url.slice(0, question)}?${params.toString()}`
+  for (const name of new Set(params.keys())) {
+    if (!LOGGED_QUERY_PARAMETERS.has(name)) params.set(name, REDACTED)
+    else if (params.getAll(name).some((value) => carriesApiKey(value, presentedKey))) params.set(name, REDACTED)
+  }
+  return `${safePath}?${params.toString()}`
 }
 
 /**
@@ -62,12 +82,12 @@ export function loggerOptions(level: LogLevel): LoggerOptions {
         '*.headers["x-api-key"]',
         '*.headers.authorization',
       ],
-      censor: '[Redacted]',
+      censor: REDACTED,
     },
     serializers: {
       req: (request: FastifyRequest) => ({
         method: request.method,
-        url: redactUrl(request.url),
+        url: redactUrl(request.url, request.headers['x-api-key']),
         remoteAddress: request.ip,
       }),
     },

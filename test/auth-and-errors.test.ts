@@ -77,6 +77,16 @@ describe('authentication and error bodies over HTTP', () => {
     expect(line).toMatchObject({ msg: 'request', res: { statusCode: 200 } })
   })
 
+  it('does not take an X-Request-Id that carries an API key: it makes one, so that the key is neither logged nor echoed', async () => {
+    for (const incoming of [key, 'cak_another-key-of-the-service', `trace-${key}`]) {
+      const reply = await server.call('/v2/data-structures', { key, headers: { 'x-request-id': incoming } })
+      expect(reply.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/)
+      expect(server.logs.filter((entry) => entry.request_id === reply.headers['x-request-id'])).toHaveLength(1)
+    }
+    expect(server.rawLogs()).not.toContain(key)
+    expect(server.rawLogs()).not.toContain('cak_another-key')
+  })
+
   it('makes a request id when none is sent, one log line per request', async () => {
     const reply = await server.call('/v2/data-structures', { key })
     const id = reply.headers['x-request-id']

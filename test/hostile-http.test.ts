@@ -121,6 +121,25 @@ describe('hostile HTTP: every refusal in the documented bodies', () => {
     expect(server.rawLogs()).not.toContain(secret)
     expect((lines.at(-1)!.req as { url: string }).url).toBe('/v2/data-structures?limit=5&token=%5BRedacted%5D')
   })
+
+  it("logs no API key put under an interface parameter's name or in the path, of the service's form or the one presented", async () => {
+    const other = 'cak_another-key-of-the-service'
+    await server.call(`/v2/data-structures?start_id=${other}&limit=5`, { key })
+    await server.call(`/v1/users?limit=1&offset=${key}`, { key })
+    await server.call(`/v1/tables/${other}/records?limit=1`, { key })
+    await server.call(`/v1/tables/x${key}y/records`, { key })
+    const urls = server.logs.map((line) => (line.req as { url?: string } | undefined)?.url).filter((url) => url !== undefined)
+    expect(server.rawLogs()).not.toContain(other)
+    expect(server.rawLogs()).not.toContain(key)
+    expect(urls).toEqual(
+      expect.arrayContaining([
+        '/v2/data-structures?start_id=%5BRedacted%5D&limit=5',
+        '/v1/users?limit=1&offset=%5BRedacted%5D',
+        '/v1/tables/[Redacted]/records?limit=1',
+        '/v1/tables/[Redacted]/records',
+      ]),
+    )
+  })
 })
 
 describe('isValidHost', () => {

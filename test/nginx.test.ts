@@ -223,6 +223,20 @@ describe.skipIf(NGINX === null)(
       expect((await call(`${publicUrl}/metrics`)).headers['x-request-id']).toMatch(/^[0-9a-f]{32}$/)
     })
 
+    it('writes no API key to its access log: not an id that carries one, not one in the query string', async () => {
+      const key = await newCompanyKey()
+      const carrying = await call(`${publicUrl}/v2/data-structures`, { key, headers: { 'x-request-id': `trace-${key}` } })
+      expect(carrying.headers['x-request-id']).toMatch(/^[0-9a-f]{32}$/)
+      const queried = await call(`${publicUrl}/v2/data-structures?limit=5&api_key=${key}`, {
+        key,
+        headers: { 'x-request-id': 'key-in-query' },
+      })
+      expect(queried.status).toBe(200)
+      await eventually(() => nginx.log().includes('request_id=key-in-query'), 'the request in the access log')
+      expect(nginx.log()).toContain('"GET /v2/data-structures HTTP/1.1" 200')
+      expect(nginx.log()).not.toContain(key)
+    })
+
     it('tells the instances the address it saw, whatever X-Forwarded-For a client sends', async () => {
       const key = await newCompanyKey()
       await call(`${publicUrl}/v2/data-structures`, { key, headers: { 'x-request-id': 'forwarded-1', 'x-forwarded-for': '203.0.113.9' } })

@@ -93,6 +93,20 @@ describe('the request journal', () => {
     expect((await journal()).body.data[0].query).toEqual({ api_key: '[Redacted]', key: '[Redacted]', other: '[Redacted]', plain: 'kept' })
   })
 
+  it("never keeps another key's secret of any form, nor a key in the path", async () => {
+    server = await startKitServer()
+    // A fixture may give its keys any secret of 16 characters or more: this one has not the service's form.
+    const secret = 'gamma-integration-secret-0002'
+    const fixture = { ...smallFixture('Gamma'), api_keys: [{ user: 'owner@gamma.example', secret }] }
+    expect((await server.admin('/admin/companies', { method: 'POST', body: fixture })).status).toBe(201)
+    await server.api(`/v1/users?limit=1&start=${secret}&plain=not-a-key-but-long-enough`)
+    await server.api(`/v1/tables/${KIT_DEMO_KEY}/records`)
+    const [inPath, inQuery] = (await journal()).body.data
+    expect(inQuery.query).toEqual({ limit: '1', start: '[Redacted]', plain: 'not-a-key-but-long-enough' })
+    expect(inPath.path).toBe('/v1/tables/[Redacted]/records')
+    expect((await journal()).text).not.toContain(secret)
+  })
+
   it('keeps the last REQUEST_JOURNAL_SIZE requests of each company, and is cleared on demand', async () => {
     server = await startKitServer({ REQUEST_JOURNAL_SIZE: '3' })
     for (let offset = 0; offset < 5; offset++) await server.api(`/v1/users?limit=1&offset=${offset}`)

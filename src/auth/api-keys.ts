@@ -7,6 +7,26 @@ import type { Store } from '../store/port.ts'
 
 const SECRET_PREFIX = 'cak_'
 
+/** A secret of the service's form: the prefix and at least 16 of the characters `generateSecret` writes. */
+const SECRET_SHAPED = new RegExp(`${SECRET_PREFIX}[\\w-]{16,}`)
+
+/** No secret is shorter: a fixture's given ones, DEMO_API_KEY and generated ones alike. */
+const SHORTEST_SECRET = 16
+
+/**
+ * Whether a value a request carries (a query value, a path segment, a request id) holds an API key: one of the
+ * service's form, or the key the request presents (a fixture's or DEMO_API_KEY's secret may have any form). Such a
+ * value is never written to a log line or the request journal.
+ */
+export function carriesApiKey(value: string, presented: unknown): boolean {
+  return SECRET_SHAPED.test(value) || (typeof presented === 'string' && presented.length >= SHORTEST_SECRET && value.includes(presented))
+}
+
+/** Whether `value` is the secret of a key of the service, whatever its form: looked up as a presented key is. */
+export async function isKeySecret(store: Store, value: string): Promise<boolean> {
+  return value.length >= SHORTEST_SECRET && (await store.apiKeys.findByHash(hashApiKey(value))) !== null
+}
+
 /** SHA-256 of a key's secret: what the store keeps, and what a presented key is looked up by. */
 export function hashApiKey(secret: string): string {
   // The one-shot hash: a presented key is hashed on every request, and a Hash object per request costs more.

@@ -1,6 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { authenticationOf } from '../auth/api-key-hook.ts'
+import { carriesApiKey, isKeySecret } from '../auth/api-keys.ts'
+import { REDACTED, redactPath } from '../logger.ts'
 import {
   ForbiddenError,
   NotFoundError,
@@ -87,8 +89,8 @@ async function record(kit: TestKit, request: FastifyRequest, reply: FastifyReply
   const duration = reply.elapsedTime
   kit.journal.record(outcome.company.id, {
     method: request.method,
-    path: pathOf(request.url),
-    query: queryOf(request),
+    path: redactPath(pathOf(request.url), request.headers['x-api-key']),
+    query: await queryOf(request),
     status,
     duration_ms: Math.round(duration * 1000) / 1000,
     request_id: request.id,
@@ -100,17 +102,17 @@ async function record(kit: TestKit, request: FastifyRequest, reply: FastifyReply
 
 const pathOf = (url: string) => url.split('?')[0]
 
-/** A value that is an API key (the one presented, or any of the service's form) is never written down. */
-const API_KEY = /cak_[\w-]{16,}/
-
-/** The query as sent: each parameter once, a repeated one as an array of its values, keys redacted. */
-function queryOf(request: FastifyRequest): Record<string, string | string[]> {
+/**
+ * The query as sent: each parameter once, a repeated one as an array of its values, API keys redacted: a value
+ * that carries one (`carriesApiKey`), or that is the secret of any key of the service.
+ */
+async function queryOf(request: FastifyRequest): Promise<Record<string, string | string[]>> {
   const search = request.url.includes('?') ? request.url.slice(request.url.indexOf('?') + 1) : ''
   const presented = request.headers['x-api-key']
   const query: Record<string, string | string[]> = Object.create(null)
   for (const [name, raw] of new URLSearchParams(search)) {
-    const secret = API_KEY.test(raw) || (typeof presented === 'string' && presented !== '' && raw.includes(presented))
-    const value = secret ? '[Redacted]' : raw.slice(0, MAX_RECORDED_CHARS)
+    const secret = carriesApiKey(raw, presented) || (await isKeySecret(request.server.store, raw))
+    const value = secret ? REDACTED : raw.slice(0, MAX_RECORDED_CHARS)
     const previous = query[name]
     query[name] = previous === undefined ? value : [...(Array.isArray(previous) ? previous : [previous]), value]
   }
