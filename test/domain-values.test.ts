@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { isDateString } from '../src/domain/formats.ts'
+import { isDateString, parseInstant } from '../src/domain/formats.ts'
 import { isObjectId, storedId } from '../src/domain/ids.ts'
 import { amountKeyOf, currencyKey, flatAmount, isMoney, moneyOf, numberOf, roundToCents, sumCents } from '../src/domain/money.ts'
 import { addMonths, firstMonthOfPeriod, monthRangeWithout, monthText, periodOfMonth, shiftMonth } from '../src/domain/periods.ts'
@@ -92,6 +92,34 @@ describe('isDateString: a real calendar date, checked by arithmetic', () => {
     expect(isDateString(value)).toBe(expected)
     const date = new Date(`${value}T00:00:00Z`)
     expect(!Number.isNaN(date.getTime()) && date.toISOString().startsWith(value)).toBe(expected)
+  })
+})
+
+describe('parseInstant: an ISO 8601 date or date-time as an instant', () => {
+  it.each([
+    ['2026-01-31T10:00:00Z', '2026-01-31T10:00:00.000Z'],
+    ['2026-01-31T10:00:00+02:00', '2026-01-31T08:00:00.000Z'],
+    ['2026-01-31T10:00:00+0200', '2026-01-31T08:00:00.000Z'],
+    ['2026-01-31T10:00:00+02', '2026-01-31T08:00:00.000Z'],
+    ['2026-01-31T10:00:00.123456-05', '2026-01-31T15:00:00.123Z'],
+    ['2026-01-31t10:00:00z', '2026-01-31T10:00:00.000Z'],
+    ['2026-01-31T10:00', '2026-01-31T10:00:00.000Z'],
+    ['2026-01-31', '2026-01-31T00:00:00.000Z'],
+  ])('reads %s as %s', (text, instant) => {
+    expect(parseInstant(text)?.toISOString()).toBe(instant)
+  })
+
+  it.each([
+    '2026-01-31T10:00:00+2',
+    '2026-01-31T10:00:00+02:0',
+    '2026-01-31T10:00:00+020',
+    '2026-02-30T10:00:00Z',
+    '2026-01-31-05',
+    '2026-01-31 10:00:00Z',
+    '',
+    20260131,
+  ])('refuses %s', (text) => {
+    expect(parseInstant(text)).toBeNull()
   })
 })
 

@@ -23,16 +23,23 @@ export function isMonthString(value: unknown): value is string {
   return typeof value === 'string' && /^\d{4}-(0[1-9]|1[0-2])$/.test(value)
 }
 
-const ISO_DATE_TIME = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})?)?$/
+const ISO_DATE_TIME = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}(:?\d{2})?)?)?$/
+/** An offset of hours alone (`+02`), which ISO 8601 allows and Date does not read. */
+const HOURS_OFFSET = /[+-]\d{2}$/
 
 /**
- * Reads an ISO 8601 date or date-time as an instant. A value without an offset is read as UTC (the
- * documented rule), a bare date as its midnight UTC. Returns null for anything else.
+ * Reads an ISO 8601 date or date-time as an instant: its offset written `Z`, `±hh:mm`, `±hhmm` or `±hh`, and `T`
+ * and `Z` in either case (RFC 3339 allows lower case). A value without an offset is read as UTC (the documented
+ * rule), a bare date as its midnight UTC. Returns null for anything else.
  */
 export function parseInstant(value: unknown): Date | null {
-  if (typeof value !== 'string' || !ISO_DATE_TIME.test(value)) return null
-  const hasOffset = /(Z|[+-]\d{2}:?\d{2})$/.test(value) && value.includes('T')
-  const text = value.includes('T') ? (hasOffset ? value : `${value}Z`) : `${value}T00:00:00Z`
+  if (typeof value !== 'string') return null
+  const upper = value.toUpperCase()
+  if (!ISO_DATE_TIME.test(upper)) return null
+  const time = upper.includes('T')
+  const hasOffset = time && /(Z|[+-]\d{2}(:?\d{2})?)$/.test(upper)
+  const withOffset = HOURS_OFFSET.test(upper) && time ? `${upper}:00` : upper
+  const text = time ? (hasOffset ? withOffset : `${upper}Z`) : `${upper}T00:00:00Z`
   const date = new Date(text)
   if (Number.isNaN(date.getTime())) return null
   // Reject impossible calendar dates that Date would roll over (2026-02-30).
