@@ -223,6 +223,29 @@ describe('v2 rows: statements, records and quota values', () => {
       expect(ids).toEqual(ids.toSorted())
     })
 
+    it('serves a cell entered as 0, which holds a value, and no row for a cell never entered', async () => {
+      const fixture = smallFixture('Zeroes')
+      fixture.quotas = [
+        {
+          name: 'Ramp-up',
+          type: 'amount',
+          frequency: 'monthly',
+          currency: 'EUR',
+          values: [
+            { user: 'rep@zeroes.example', period: '2026-01', value: 0 },
+            { user: 'rep@zeroes.example', period: '2026-03', value: 5000 },
+          ],
+        },
+      ]
+      const zeroes = await server.load(fixture)
+      const quota = (await idsByName(server, zeroes.companyId))('Ramp-up')
+      const rows = (await server.call(`/v2/quotas/${quota}/values`, { key: zeroes.apiKey })).body.data
+      expect(rows.map((row: any) => [row['standard.period'], row['standard.value']])).toEqual([
+        ['2026-01', { value: 0, currency: 'EUR' }],
+        ['2026-03', { value: 5000, currency: 'EUR' }],
+      ])
+    })
+
     it('renders every row by the new type after a type change, with no value or modification time changed', async () => {
       const quota = id('Monthly bookings')
       const window = `last_modified_after=2026-01-05T00:00:00Z&last_modified_before=2026-01-05T00:00:00.001Z`
