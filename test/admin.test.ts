@@ -103,6 +103,12 @@ describe('admin routes', () => {
     const first = await server.call(`/admin/companies/${id}/api-keys`, { method: 'POST', headers: admin, body: {} })
     expect(first.status).toBe(201)
     expect((await server.call('/v2/data-structures', { key: first.body.api_key })).status).toBe(200)
+    // Without a body at all, as `curl -X POST` sends it: the same as the empty one.
+    const bodiless = await server.call(`/admin/companies/${id}/api-keys`, { method: 'POST', headers: admin })
+    expect(bodiless.status).toBe(201)
+    expect(bodiless.body.api_key).not.toBe(first.body.api_key)
+    const unknownField = await server.call(`/admin/companies/${id}/api-keys`, { method: 'POST', headers: admin, body: { usr: 'x' } })
+    expect(unknownField.status).toBe(400)
     const named = await server.call(`/admin/companies/${id}/api-keys`, {
       method: 'POST',
       headers: admin,

@@ -147,12 +147,16 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{ worker?: WorkerProbe }> = 
         operationId: 'adminCreateApiKey',
         description: 'The secret is answered once; only its hash is kept.',
         params: CompanyParamsSchema,
-        body: Type.Optional(Type.Object({ user: Type.Optional(Type.String()) }, { additionalProperties: false })),
+        body: Type.Object({ user: Type.Optional(Type.String()) }, { additionalProperties: false }),
         response: { 201: CreatedKeySchema, ...AdminErrors },
+      },
+      // Every field is optional, so a call without a body is the empty one (Fastify would validate `undefined`).
+      preValidation: async (request) => {
+        request.body ??= {}
       },
     },
     async (request, reply) => {
-      const secret = await createCompanyKey(app.store, app.clock, request.params.id, request.body?.user)
+      const secret = await createCompanyKey(app.store, app.clock, request.params.id, request.body.user)
       return reply.code(201).send({ api_key: secret })
     },
   )
