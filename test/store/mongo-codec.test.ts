@@ -8,9 +8,11 @@ import { databaseInUrl, isDuplicateKey, toPortError } from '../../src/store/mong
 import { byId, cursorId, inCompany, inTable, pageFilter } from '../../src/store/mongo/filters.ts'
 import { claimUpdate, runnable } from '../../src/store/mongo/imports.ts'
 import { INDEXES } from '../../src/store/mongo/indexes.ts'
-import { lockFilter } from '../../src/store/mongo/locks.ts'
+import { ensureLock, lockFilter } from '../../src/store/mongo/locks.ts'
+import type { MongoContext } from '../../src/store/mongo/context.ts'
 import { saveRecordsOperations, upsertRecordsOperations } from '../../src/store/mongo/records.ts'
 import { PART_BYTES } from '../../src/store/mongo/json-parts.ts'
+import { replaceOwnById } from '../../src/store/mongo/operations.ts'
 import { payloadFrom, storedPayload } from '../../src/store/mongo/payload-parts.ts'
 import { hitPipeline } from '../../src/store/mongo/rate-limits.ts'
 import { EXTRA_INDEXES } from '../../src/store/mongo/mongo-store.ts'
@@ -400,6 +402,9 @@ describe('mongo imports and rate windows: the update documents', () => {
   })
 })
 
+/** The error a unique index answers a second insert of the same key with. */
+const duplicateKeyError = () => new MongoServerError({ message: 'E11000 duplicate key error', code: 11000 })
+
 describe('mongo connection helpers', () => {
   it('reads the database a connection string names', () => {
     expect(databaseInUrl('mongodb://db:27017/commission?replicaSet=rs0')).toBe('commission')
@@ -415,8 +420,45 @@ describe('mongo connection helpers', () => {
     expect(withDatabase('mongodb://localhost:27017', 't3')).toBe('mongodb://localhost:27017/t3')
   })
 
+  it('writes each saved plan, statement or line under its own company, not the first one of the batch', () => {
+    const [first, second] = [newId(), newId()]
+    const plans = [
+      { id: newId(), company_id: first, name: 'One' },
+      { id: newId(), company_id: second, name: 'Two' },
+    ]
+    const operations = replaceOwnById(collections.PLANS, plans).map((operation) => (operation as { replaceOne: any }).replaceOne)
+    expect(operations.map((operation) => operation.filter)).toEqual(plans.map((plan) => byId(plan.company_id, plan.id)))
+    expect(operations.map((operation) => operation.replacement.company_id)).toEqual([toObjectId(first), toObjectId(second)])
+  })
+
+  it("creates a lock document that a concurrent first use inserted too: the loser's duplicate key is tried again, not a conflict", async () => {
+    // The collection of a store whose first upsert loses the race to another process's.
+    const answers: Array<() => Promise<unknown>> = [() => Promise.reject(duplicateKeyError()), () => Promise.resolve({ matchedCount: 1 })]
+    const upserts: Document[] = []
+    const collection = {
+      updateOne: (filter: Document) => {
+        upserts.push(filter)
+        return answers.shift()!()
+      },
+    }
+    const context = {
+      connection: { db: { collection: () => collection } },
+      transaction: null,
+      state: { closed: false, writes: 0 },
+    } as unknown as MongoContext
+    const company = newId()
+    await expect(ensureLock(context, company, 'transaction')).resolves.toBeUndefined()
+    expect(upserts).toEqual([lockFilter(company, 'transaction'), lockFilter(company, 'transaction')])
+    // Twice lost is not a race a second try settles: it is a conflict, as the port states it.
+    answers.push(
+      () => Promise.reject(duplicateKeyError()),
+      () => Promise.reject(duplicateKeyError()),
+    )
+    await expect(ensureLock(context, company, 'transaction')).rejects.toBeInstanceOf(StoreConflictError)
+  })
+
   it('turns a duplicate key error into StoreConflictError and keeps every other error', () => {
-    const duplicate = new MongoServerError({ message: 'E11000 duplicate key error', code: 11000 })
+    const duplicate = duplicateKeyError()
     const conflict = new MongoServerError({ message: 'WriteConflict', code: 112 })
     expect(isDuplicateKey(duplicate)).toBe(true)
     expect(toPortError(duplicate)).toBeInstanceOf(StoreConflictError)

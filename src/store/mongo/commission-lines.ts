@@ -5,7 +5,7 @@ import { COMMISSION_LINES } from './collections.ts'
 import type { MongoContext } from './context.ts'
 import { lineCurrencies } from './currencies.ts'
 import { byId, inTable, ofPlan, pageFilter } from './filters.ts'
-import { countAll, deleteByIds, findAll, findFirst, insertAll, replaceById, writeAll } from './operations.ts'
+import { countAll, deleteByIds, findAll, findFirst, insertAll, replaceOwnById, writeAll } from './operations.ts'
 
 /** Commission lines; a plan's are found by cell through `company_plan_cell`. */
 export function mongoCommissionLines(context: MongoContext): CommissionLineRepository {
@@ -17,9 +17,7 @@ export function mongoCommissionLines(context: MongoContext): CommissionLineRepos
     count: (companyId, tableId) => countAll(context, COMMISSION_LINES, inTable(companyId, tableId)),
     currenciesInUse: (companyId, tableId) => lineCurrencies(context, COMMISSION_LINES, inTable(companyId, tableId)),
     save: (lines) =>
-      lines.length === 0
-        ? Promise.resolve()
-        : writeAll(context, COMMISSION_LINES, replaceById(COMMISSION_LINES, lines[0].company_id, lines)),
+      lines.length === 0 ? Promise.resolve() : writeAll(context, COMMISSION_LINES, replaceOwnById(COMMISSION_LINES, lines)),
     deleteMany: (companyId, ids) => deleteByIds(context, COMMISSION_LINES, companyId, ids),
     findOfPlan: (companyId, planId, only) => findAll<CommissionLine>(context, COMMISSION_LINES, ofPlan(companyId, planId, only)),
     async figuresOfPlan(companyId, planId, cells, fields) {

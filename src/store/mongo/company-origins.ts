@@ -5,7 +5,7 @@ import { lookupId, toObjectId } from './codec.ts'
 import { COMPANY_ORIGIN_PARTS, COMPANY_ORIGINS } from './collections.ts'
 import { inCompany } from './filters.ts'
 import { fromJsonParts, jsonParts } from './json-parts.ts'
-import { atomically, call, collectionOf, inSession, type MongoContext } from './context.ts'
+import { atomically, collectionOf, inSession, type MongoContext } from './context.ts'
 
 export const ORIGIN_INDEXES: ReadonlyMap<string, readonly IndexDescription[]> = new Map<string, readonly IndexDescription[]>([
   [COMPANY_ORIGINS.collection, [{ key: { company_id: 1 }, name: 'company_id' }]],
@@ -35,8 +35,9 @@ export function mongoCompanyOrigins(context: MongoContext): CompanyOriginReposit
         }
       })
     },
+    // Its document and its parts are read in one snapshot: a save under way replaces them all at once.
     get: (companyId) =>
-      call(context, async (session) => {
+      atomically(context, async (session) => {
         const id = lookupId(companyId)
         const document = await collectionOf(context, COMPANY_ORIGINS).findOne({ _id: id, company_id: id } as Document, inSession(session))
         if (!document) return null

@@ -2,6 +2,7 @@ import type { Document } from 'bson'
 import type { ClientSession } from 'mongodb'
 import { lookupId } from './codec.ts'
 import { IMPORT_LOCKS } from './collections.ts'
+import { upsertOnce } from './connection.ts'
 import { call, collectionOf, inSession, type MongoContext } from './context.ts'
 
 /**
@@ -38,11 +39,16 @@ export async function writeLock(
 /**
  * Creates the lock document outside any transaction, when missing: an upsert inside one racing another
  * could fail with a duplicate key. Inside a transaction it does nothing (the document exists once any
- * transaction of the same purpose ran; if not, `writeLock`'s upsert creates it).
+ * transaction of the same purpose ran; if not, `writeLock`'s upsert creates it). Two first uses at once (a new
+ * company's first upserts, a worker's claim beside them) both try the insert: the loser tries again and finds the
+ * winner's document, since the server retries such an upsert itself only when its filter is the unique index's
+ * fields alone, and this one names the company too.
  */
 export async function ensureLock(context: MongoContext, companyId: string, purpose: string): Promise<void> {
   if (context.transaction) return
   await call(context, () =>
-    collectionOf(context, IMPORT_LOCKS).updateOne(lockFilter(companyId, purpose), { $setOnInsert: { version: 0 } }, { upsert: true }),
+    upsertOnce(() =>
+      collectionOf(context, IMPORT_LOCKS).updateOne(lockFilter(companyId, purpose), { $setOnInsert: { version: 0 } }, { upsert: true }),
+    ),
   )
 }

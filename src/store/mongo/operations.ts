@@ -108,6 +108,14 @@ export function replaceById<T extends { id: string }>(
   }))
 }
 
+/** `replaceById` for records that name their company (statements, lines, plans): each is written under its own. */
+export function replaceOwnById<T extends { id: string; company_id: string }>(
+  codec: Codec,
+  saved: readonly T[],
+): AnyBulkWriteOperation<Document>[] {
+  return saved.flatMap((record) => replaceById(codec, record.company_id, [record]))
+}
+
 /** Deletes by id in one `deleteMany`, run in a transaction (the caller's, or its own): one such call is not atomic alone. */
 export async function deleteByIds(context: MongoContext, codec: Codec, companyId: string, ids: readonly string[]): Promise<void> {
   if (ids.length === 0) return

@@ -7,7 +7,7 @@ import { atomically, collectionOf, inSession, type MongoContext } from './contex
 import { statementCurrencies } from './currencies.ts'
 import { byId, cursorId, inCompany, ofPlan, pageFilter } from './filters.ts'
 import { COMPANY_LOCK, ensureLock, writeLock } from './locks.ts'
-import { countAll, deleteByIds, findAll, findFirst, insertAll, replaceById, writeAll } from './operations.ts'
+import { countAll, deleteByIds, findAll, findFirst, insertAll, replaceOwnById, writeAll } from './operations.ts'
 
 /** A statement's row fields as a find projection: `id` is `_id`, which a projection includes anyway. */
 const ROW_FIELDS_PROJECTION: Document = Object.fromEntries(
@@ -77,9 +77,7 @@ export function mongoStatements(context: MongoContext): StatementRepository {
     count: (companyId, environment) => countAll(context, STATEMENTS, inCompany(companyId, { environment })),
     currenciesInUse: (companyId, environment) => statementCurrencies(context, STATEMENTS, inCompany(companyId, { environment })),
     save: (statements) =>
-      statements.length === 0
-        ? Promise.resolve()
-        : writeAll(context, STATEMENTS, replaceById(STATEMENTS, statements[0].company_id, statements)),
+      statements.length === 0 ? Promise.resolve() : writeAll(context, STATEMENTS, replaceOwnById(STATEMENTS, statements)),
     deleteMany: (companyId, ids) => deleteByIds(context, STATEMENTS, companyId, ids),
     findOfPlan: (companyId, planId, only) =>
       findAll<Statement>(context, STATEMENTS, ofPlan(companyId, planId, only), undefined, WITHOUT_RENDERING),

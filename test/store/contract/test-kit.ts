@@ -84,6 +84,18 @@ export function testKitContract(adapter: StoreAdapter): void {
         expect(await store.companyOrigins.get(company.id)).toStrictEqual(small)
       })
 
+      it('reads a large origin whole while it is being replaced: the one before or the one after, never parts of both', async () => {
+        const company = aCompany()
+        await store.companies.insert(company)
+        const versions = [anOrigin(company.id, 20 * 1024 * 1024), { ...anOrigin(company.id, 20 * 1024 * 1024), loaded_at: minute(7) }]
+        const texts = versions.map((version) => JSON.stringify(version))
+        await store.companyOrigins.save(versions[0])
+        const saves = Promise.all([store.companyOrigins.save(versions[1]), store.companyOrigins.save(versions[0])])
+        const reads = await Promise.all([1, 2, 3].map(() => store.companyOrigins.get(company.id)))
+        await saves
+        for (const read of reads) expect(texts).toContain(JSON.stringify(read))
+      })
+
       it('rolls a save back with the transaction around it', async () => {
         const company = aCompany()
         await expect(
