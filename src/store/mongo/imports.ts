@@ -212,7 +212,7 @@ export function mongoImports(context: MongoContext): ImportRepository {
     hold: (companyId, id, owner) =>
       call(context, async (session) => {
         // A write that always changes the import (a no-op update would lock nothing): from here on the
-        // transaction is the import's writer. `advance` and `finish` remove the counter in the same transaction.
+        // transaction is the import's writer. `advance`, `finish` and `release` remove the counter in the same transaction.
         const result = await imports().updateOne(held(companyId, id, owner), { $inc: { holds: 1 } }, inSession(session))
         return result.matchedCount > 0
       }),
@@ -221,7 +221,8 @@ export function mongoImports(context: MongoContext): ImportRepository {
       call(context, async (session) => {
         const result = await imports().updateOne(
           held(companyId, id, owner),
-          { $set: { status: 'scheduled', lease_owner: null, lease_expires_at: null } },
+          // A hold in the same transaction (`hold`) ends with the claim.
+          { $set: { status: 'scheduled', lease_owner: null, lease_expires_at: null }, $unset: { holds: '' } },
           inSession(session),
         )
         return result.matchedCount > 0

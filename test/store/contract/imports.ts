@@ -312,6 +312,22 @@ export function importsContract(adapter: StoreAdapter): void {
         expect(await store.imports.hold(companyId, queued.id, 'w')).toBe(false)
       })
 
+      it('leaves no trace of a hold whose transaction hands the import back rather than advancing or finishing it', async () => {
+        const queued = await enqueue(0)
+        const claimed = (await store.imports.claimNext('w', minute(1), minute(11)))!
+        const released = await store.transaction(async (tx) => {
+          expect(await tx.imports.hold(companyId, queued.id, 'w')).toBe(true)
+          return tx.imports.release(companyId, queued.id, 'w')
+        })
+        expect(released).toBe(true)
+        expect(await store.imports.get(companyId, queued.id)).toStrictEqual({
+          ...claimed,
+          status: 'scheduled',
+          lease_owner: null,
+          lease_expires_at: null,
+        })
+      })
+
       it('lets a lease renewal made while the holding transaction is open wait for it, not make it start again', async () => {
         const queued = await enqueue(0)
         await store.imports.claimNext('w', minute(1), minute(11))
