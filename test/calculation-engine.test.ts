@@ -281,6 +281,38 @@ describe('the calculation engine', () => {
     expect(cell(run(aPlan({ quota_id: null }), [overridden]), ann, '2026-03')?.statement?.payment).toBe(100)
   })
 
+  it('reaches a tier exactly on its boundary, though the division comes out a hair under it', () => {
+    // 8,002.40 of 10,003 is 80 % exactly, which binary division gives as 0.7999999999999999: silver, 6 %.
+    // 6 % of 8,002.40 = 480.144 → 480.14; the base rate would pay 400.12, so the tier added 80.02.
+    const outcome = cell(run(aPlan(), [aDeal(ann.email, '2026-03-10', 8_002.4)], { [`${ann.id}|2026-03`]: 10_003 }), ann, '2026-03')
+    expect(outcome?.statement).toMatchObject({ payment: 480.14, target_achievement: 0.8 })
+    expect(outcome?.statement?.metrics).toEqual({ attainment: 0.8, tier: 'silver', bonus: { value: 80.02, currency: 'EUR' } })
+  })
+
+  it('states no bonus where no tier added anything, whatever the rounding of the commission', () => {
+    // No quota, no tiers: 5 % of 1,234.50 = 61.725 → 61.73, all of it the base rate's.
+    const plan = aPlan({ quota_id: null, tiers: [] })
+    const outcome = cell(run(plan, [aDeal(ann.email, '2026-03-10', 1_234.5)]), ann, '2026-03')
+    expect(outcome?.lines.map((line) => [line.commission, line.metrics.bonus])).toEqual([[61.73, { value: 0, currency: 'EUR' }]])
+    expect(outcome?.statement?.metrics.bonus).toEqual({ value: 0, currency: 'EUR' })
+  })
+
+  it('states no figure for a cell whose target cannot be converted, rather than paying it as if it had none', () => {
+    // A 9,000 CHF target, and no CHF rate: with it, 100 % would pay silver. Its figures are unknown, and reported.
+    const inSwissFrancs = { ...quota, currency: 'CHF' }
+    const inputs = { plan: aPlan(), user: ann, period: '2026-03', quota: inSwissFrancs, quotaValue: 9_000 }
+    const withDeal = calculateCell({ ...inputs, entries: [placed(aDeal(ann.email, '2026-03-05', 9_000))] }, EUR)
+    expect(withDeal.statement).toMatchObject({ payment: null, target: null, achievement: null, target_achievement: null })
+    expect(withDeal.statement?.metrics).toEqual({ attainment: null, tier: null, bonus: null })
+    expect(withDeal.lines).toEqual([])
+    expect(withDeal.problems.map((problem) => problem.message)).toEqual([expect.stringContaining('CHF')])
+    // Without a deal the cell has a target all the same: a statement, its figures unknown too.
+    expect(calculateCell({ ...inputs, entries: [] }, EUR).statement).toMatchObject({ payment: null, target: null })
+    // And adding to it from its sums is left to the whole cell.
+    const sums = { achievement: 0, payment: 0, bonus: 0 }
+    expect(addToCell({ ...inputs, entries: [placed(aDeal(ann.email, '2026-03-06', 10))] }, sums, EUR)).toBeNull()
+  })
+
   it('reports a target of the wrong quota type and pays the base rate', () => {
     const percentage = { ...quota, type: 'percentage' as const }
     const deal = aDeal(ann.email, '2026-03-05', 1_000)

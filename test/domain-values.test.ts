@@ -62,6 +62,11 @@ describe('money', () => {
     [0.004, 0],
     [-0.004, 0],
     [55.5555, 55.56],
+    // Just under a half cent, written with ten decimals: under it stays.
+    [1234.564999999, 1234.56],
+    [1.004999999, 1],
+    [61.725, 61.73],
+    [123456789.125, 123456789.13],
   ])('rounds %d to the cent: %d', (value, rounded) => {
     expect(Object.is(roundToCents(value), rounded)).toBe(true)
   })

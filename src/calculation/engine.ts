@@ -187,6 +187,8 @@ interface CellFrame {
   /** A record's amount in the user's currency, to the cent; null (and reported) when it cannot be converted. */
   basisOf: (entry: CellEntry) => number | null
   target: number | null
+  /** The user has a target that cannot be converted to their currency (reported): the cell's figures are unknown. */
+  targetUnknown: boolean
 }
 
 function cellFrame(inputs: CellInputs, company: CompanySettings): CellFrame {
@@ -207,7 +209,7 @@ function cellFrame(inputs: CellInputs, company: CompanySettings): CellFrame {
   }
   const target = targetOf(inputs, toUserCurrency, report)
   const base = { user_id: user.id, period, date: periodStartDate(plan, period, company), plan: plan.name, currency }
-  return { currency, base, problems, basisOf, target }
+  return { currency, base, problems, basisOf, target: target ?? null, targetUnknown: target === undefined }
 }
 
 /** Calculates one cell. */
@@ -216,11 +218,11 @@ export function calculateCell(inputs: CellInputs, company: CompanySettings): Cel
   const frame = cellFrame(inputs, company)
   const { problems, target } = frame
   const entries = inputs.entries.toSorted(byDateThenId)
-  if (entries.length === 0 && target === null) return { statement: null, lines: [], problems }
+  if (entries.length === 0 && target === null && !frame.targetUnknown) return { statement: null, lines: [], problems }
 
   const amounts = entries.map(frame.basisOf)
-  if (amounts.some((amount) => amount === null)) {
-    // A cell with an amount it cannot convert is not stated with a wrong total: its figures stay unknown.
+  if (frame.targetUnknown || amounts.some((amount) => amount === null)) {
+    // A cell with an amount or a target it cannot convert is not stated with a wrong total: its figures stay unknown.
     return {
       statement: {
         ...frame.base,
@@ -256,7 +258,7 @@ export function addToCell(inputs: CellInputs, sums: CellSums, company: CompanySe
   const { plan } = inputs
   const frame = cellFrame(inputs, company)
   const { target } = frame
-  if (target !== null && plan.tier_mode !== 'whole') return null
+  if (frame.targetUnknown || (target !== null && plan.tier_mode !== 'whole')) return null
   const amounts = inputs.entries.map(frame.basisOf)
   if (amounts.some((amount) => amount === null)) return null
 
@@ -279,7 +281,8 @@ function calculatedLine(plan: Plan, entry: CellEntry, commission: number, basis:
     commission,
     currency,
     basis,
-    metrics: bonusKey ? { [bonusKey]: { value: roundToCents(commission - basis * plan.rate), currency } } : {},
+    // What the tiers added: the commission less what the base rate pays, both to the cent (no rounding residue).
+    metrics: bonusKey ? { [bonusKey]: { value: roundToCents(commission - roundToCents(basis * plan.rate)), currency } } : {},
   }
 }
 
@@ -338,8 +341,15 @@ function lineCommissions(plan: Plan, bases: readonly number[], achieved: number,
   })
 }
 
-/** The user's target for the period in the user's currency, or null (no quota, no value, or one that cannot serve). */
-function targetOf(inputs: CellInputs, toUserCurrency: (money: Money) => number | null, report: (message: string) => void): number | null {
+/**
+ * The user's target for the period in the user's currency; null when there is none (no quota, no value, or one that
+ * cannot serve: paid at the base rate), undefined when there is one that cannot be converted (reported).
+ */
+function targetOf(
+  inputs: CellInputs,
+  toUserCurrency: (money: Money) => number | null,
+  report: (message: string) => void,
+): number | null | undefined {
   const { quota, quotaValue } = inputs
   if (!quota || quotaValue === null) return null
   if (quota.type !== 'amount') {
@@ -350,7 +360,7 @@ function targetOf(inputs: CellInputs, toUserCurrency: (money: Money) => number |
     report(`quota ${quota.name}: a target of ${quotaValue} gives no attainment`)
     return null
   }
-  return toUserCurrency({ value: quotaValue, currency: quota.currency })
+  return toUserCurrency({ value: quotaValue, currency: quota.currency }) ?? undefined
 }
 
 /** YYYY-MM-DD: the first day of a period of the plan's frequency (statements are dated so). */
@@ -379,10 +389,17 @@ export function commissionFor(plan: Plan, achieved: number, target: number): num
   return commission
 }
 
+/**
+ * How far under a tier's `from` an attainment still reaches it. A ÷ T is a division of binary numbers: exactly on a
+ * boundary (8,002.40 of 10,003 is 80 %) it may come out a hair under (0.7999999999999999). Its error is a few units
+ * of 10⁻¹⁶; a cent short of a tier on any target under 10¹¹ is at least 10⁻¹³ under it.
+ */
+const ATTAINMENT_TOLERANCE = 1e-13
+
 /** The highest tier whose `from` the attainment reaches; null below the first (the base rate applies). */
 export function tierAt(tiers: readonly PlanTier[], attainment: number): PlanTier | null {
   let reached: PlanTier | null = null
-  for (const tier of tiers) if (attainment >= tier.from) reached = tier
+  for (const tier of tiers) if (attainment + ATTAINMENT_TOLERANCE >= tier.from) reached = tier
   return reached
 }
 

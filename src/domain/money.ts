@@ -1,11 +1,14 @@
 import type { Money } from '../store/model.ts'
 
 /**
- * Rounds an amount to the cent, halves away from zero. The small nudge keeps a value such as 1.005, stored as
- * 1.00499999…, on the side a person computing by hand would expect; `-0` becomes `0`.
+ * Rounds an amount to the cent, halves away from zero; `-0` becomes `0`. A decimal such as 1.005 is stored as the
+ * binary number nearest to it, 1.00499999999999989…, and times 100 comes out under the half: a nudge of two units
+ * of the last place (4.5 × 10⁻¹⁶ of the value, more than that error can be) puts it back on the side a person
+ * computing by hand expects, and moves nothing a decimal written with fewer than 15 significant digits holds.
  */
 export function roundToCents(value: number): number {
-  const cents = Math.round(Math.abs(value) * 100 + 1e-7) / 100
+  const scaled = Math.abs(value) * 100
+  const cents = Math.round(scaled + scaled * 4.5e-16) / 100
   return value < 0 && cents !== 0 ? -cents : cents
 }
 
