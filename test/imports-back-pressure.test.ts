@@ -70,6 +70,26 @@ describe("a company's import queue is bounded (IMPORT_QUEUE_LIMIT_MB)", () => {
     expect(metrics).toMatch(/^commission_api_rate_limited_total 0$/m)
   })
 
+  it('counts the wait from the end of an open debounce window, whose import cannot run before it closes', async () => {
+    const postInWindow = (body: unknown) =>
+      h.server.call('/v1/tables/deals/records/bulk?debounce=120', { method: 'POST', key: h.key, body })
+    expect((await postInWindow(HALF_QUEUE())).status).toBe(200)
+    const refused = await postInWindow(deals(4500, 'R'))
+    expectQueueFull(refused)
+    // 120 s of window, then at least a second to apply what is over the bound.
+    expect(Number(refused.headers['retry-after'])).toBeGreaterThanOrEqual(121)
+    expect(refused.body.message).toMatch(/debounce window closes at .*the calls of one window must fit in the limit together/)
+    h.server.clock.advance(60_000)
+    const later = await postInWindow(deals(4500, 'R'))
+    expectQueueFull(later)
+    expect(Number(later.headers['retry-after'])).toBeGreaterThanOrEqual(61)
+    expect(Number(later.headers['retry-after'])).toBeLessThan(121)
+    // Once the window closed and its import ran, the call is taken.
+    h.server.clock.advance(60_000)
+    expect(await h.drain()).toBe(1)
+    expect((await postRecords(deals(4500, 'R'))).status).toBe(200)
+  })
+
   it('counts every upsert endpoint of the company against one queue', async () => {
     // About 0.94 MiB.
     expect((await postRecords(deals(7400))).status).toBe(200)

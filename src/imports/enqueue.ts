@@ -77,7 +77,8 @@ export async function enqueueImport(store: Store, clock: Clock, request: ImportR
     const joined = await store.imports.enqueue(fresh, payload, nowText, request.queueLimitBytes)
     return { import_id: joined.id, objects_imported: request.items.length }
   } catch (error) {
-    if (error instanceof ImportQueueFullError) throw queueFull(error.queuedBytes, request.bytes, request.queueLimitBytes)
+    if (error instanceof ImportQueueFullError)
+      throw await queueFull(store, company.id, now, error.queuedBytes, request.bytes, request.queueLimitBytes)
     throw error
   }
 }
@@ -86,19 +87,50 @@ export async function enqueueImport(store: Store, clock: Clock, request: ImportR
  * Refuses a call of `bytes` with QueueFullError when the company's queue is full already, as `enqueueImport`
  * would: a cheap check before the call's body is read. Passes when it may fit (the enqueue decides).
  */
-export async function checkImportQueue(store: Store, companyId: string, bytes: number, queueLimitBytes: number): Promise<void> {
+export async function checkImportQueue(
+  store: Store,
+  clock: Clock,
+  companyId: string,
+  bytes: number,
+  queueLimitBytes: number,
+): Promise<void> {
   const queued = await store.imports.queuedBytes(companyId)
-  if (queued > 0 && queued + bytes > queueLimitBytes) throw queueFull(queued, bytes, queueLimitBytes)
+  if (queued > 0 && queued + bytes > queueLimitBytes) throw await queueFull(store, companyId, clock.now(), queued, bytes, queueLimitBytes)
 }
 
 const megabytes = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MiB`
 
-/** The refusal of a call of `bytes`: retry once the queue has had time to drain what is over the limit. */
-function queueFull(queued: number, bytes: number, limit: number): QueueFullError {
+/**
+ * The refusal of a call of `bytes`: retry once the queue has had time to drain what is over the limit. An import
+ * whose debounce window is open cannot run before it closes, so the wait counts from the last such window's end;
+ * the message says so, since the calls of one window (a resync split over several) must fit in the bound together.
+ */
+async function queueFull(
+  store: Store,
+  companyId: string,
+  now: Date,
+  queued: number,
+  bytes: number,
+  limit: number,
+): Promise<QueueFullError> {
   const excess = queued + bytes - limit
-  const seconds = Math.min(MAX_QUEUE_RETRY_AFTER_SECONDS, Math.max(1, Math.ceil(excess / QUEUE_DRAIN_BYTES_PER_SECOND)))
+  const draining = Math.min(MAX_QUEUE_RETRY_AFTER_SECONDS, Math.max(1, Math.ceil(excess / QUEUE_DRAIN_BYTES_PER_SECOND)))
+  const windowEnd = await lastOpenWindowEnd(store, companyId, now)
+  const windowSeconds = windowEnd === null ? 0 : Math.ceil((windowEnd.getTime() - now.getTime()) / 1000)
+  const seconds = windowSeconds + draining
+  const window =
+    windowEnd === null
+      ? ''
+      : ` Its debounce window closes at ${windowEnd.toISOString()}: nothing of it runs before, so the calls of one window must fit in the limit together.`
   return new QueueFullError(
-    `The company's imports waiting to run hold ${megabytes(queued)}; this call's ${megabytes(bytes)} would go over the limit of ${megabytes(limit)}. Nothing was stored: send it again after ${seconds} s`,
+    `The company's imports waiting to run hold ${megabytes(queued)}; this call's ${megabytes(bytes)} would go over the limit of ${megabytes(limit)}.${window} Nothing was stored: send it again after ${seconds} s`,
     seconds,
   )
+}
+
+/** When the last debounce window still open among the company's scheduled imports closes; null when none is open. */
+async function lastOpenWindowEnd(store: Store, companyId: string, now: Date): Promise<Date | null> {
+  const scheduled = await store.imports.list(companyId, { status: 'scheduled', limit: 100 })
+  const ends = scheduled.map((waiting) => Date.parse(waiting.window_ends_at)).filter((end) => end > now.getTime())
+  return ends.length === 0 ? null : new Date(Math.max(...ends))
 }

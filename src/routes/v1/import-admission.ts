@@ -72,6 +72,7 @@ async function refuseUnreadWhenQueueFull(request: FastifyRequest, reply: Fastify
   try {
     await checkImportQueue(
       request.server.store,
+      request.server.clock,
       request.principal.company.id,
       declaredBytes(request),
       request.server.config.importQueueLimitBytes,
