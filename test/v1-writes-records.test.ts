@@ -152,11 +152,13 @@ describe('POST /v1/tables/{data_table_key}/records/bulk', () => {
       { activity_id: 'A-1', title: 'Call', crm_owner: 'x', Stage: 'won' },
       { activity_id: 'A-2', title: 'Demo', crm_owner: 'y', title_currency: 'EUR' },
       { activity_id: 'A-3', amount: 5, amount_currency: 'EUR' },
+      // An amount's currency without its amount: read with the amount only, so ignored, and said so.
+      { activity_id: 'A-3', amount_currency: 'USD' },
     ]
     const result = await imported('activities', records)
     expect(result.error).toBe(false)
     expect(result.data_tables_details).toMatchObject([
-      { data_table_key: 'activities', error: null, ignored_keys: ['crm_owner', 'Stage', 'title_currency'] },
+      { data_table_key: 'activities', error: null, ignored_keys: ['crm_owner', 'Stage', 'title_currency', 'amount_currency'] },
     ])
     const stored = await recordsOf(activities)
     expect(stored.get('A-1')?.values).toStrictEqual({ activity_id: 'A-1', title: 'Call' })

@@ -183,6 +183,20 @@ describe('PUT /v1/users/bulk: applying the users', () => {
     expect(await h.user('b@acme.example')).toBeUndefined()
   })
 
+  it('reports, in a refused call, the repeated emails it would have skipped too, in line order', async () => {
+    const result = await imported([{ email: 'new2@acme.example' }, { email: 'new3@acme.example', foo: 1 }, { email: 'NEW2@acme.example' }])
+    const error = result.data_tables_details[0].error
+    expect(error.title).toBe('ValidationError')
+    expect(error.description).toMatch(
+      /^1 invalid user, nothing of this call was imported: line 2: foo: unknown field.*; and 1 that would have been skipped: line 3: email: duplicated \(NEW2@acme.example\)$/,
+    )
+    expect(error.parsing_error_details.map((item: any) => [item.line_number, item.details])).toStrictEqual([
+      [2, expect.stringMatching(/^foo: unknown field/)],
+      [3, 'email: duplicated (NEW2@acme.example)'],
+    ])
+    expect(await h.user('new2@acme.example')).toBeUndefined()
+  })
+
   it('upserts the first of a repeated email and skips each later one as a PartialFailure', async () => {
     const result = await imported([
       { email: 'twin@acme.example', name: 'First' },

@@ -55,7 +55,9 @@ export function parseRecord(table: DataTable, input: Record<string, unknown>): P
       continue
     }
     const amountKey = amountKeyOf(key)
-    if ((amountKey === null ? undefined : fields.get(amountKey))?.type !== 'amount') unknownKeys.push(key)
+    const ofAmount = amountKey !== null && fields.get(amountKey)?.type === 'amount'
+    // An amount's currency is read with its amount: sent alone, it changes nothing, and is named as ignored.
+    if (!ofAmount || !(amountKey in input)) unknownKeys.push(key)
   }
 
   const rawId = input[table.id_field]

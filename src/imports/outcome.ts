@@ -29,16 +29,23 @@ function lastKept(issues: readonly ImportItemIssue[]): ImportItemIssue[] {
   return issues.slice(-KEPT_ITEM_ISSUES)
 }
 
-/** The call was refused: nothing of it was applied. The description lists every invalid item. */
-export function refused(noun: string, issues: readonly ImportItemIssue[]): PayloadOutcome {
-  const lines = issues.map((issue) => `line ${issue.line_number}: ${issue.details}`)
+/** Reported items as a description lists them: `line 2: …; line 5: …`. */
+const lines = (listed: readonly ImportItemIssue[]) => listed.map((issue) => `line ${issue.line_number}: ${issue.details}`).join('; ')
+
+/**
+ * The call was refused: nothing of it was applied. The description lists every invalid item, then the items that
+ * would have been skipped had it not been (`skipped`: a repeated email...), so that one fix of the call does not
+ * meet another refusal it did not mention; its reported items are both, in line order.
+ */
+export function refused(noun: string, issues: readonly ImportItemIssue[], skipped: readonly ImportItemIssue[] = []): PayloadOutcome {
   const count = issues.length
+  const alsoSkipped = skipped.length === 0 ? '' : `; and ${skipped.length} that would have been skipped: ${lines(skipped)}`
   return {
     applied: null,
     error: {
       title: 'ValidationError',
-      description: `${count} invalid ${noun}${count === 1 ? '' : 's'}, nothing of this call was imported: ${lines.join('; ')}`,
-      parsing_error_details: lastKept(issues),
+      description: `${count} invalid ${noun}${count === 1 ? '' : 's'}, nothing of this call was imported: ${lines(issues)}${alsoSkipped}`,
+      parsing_error_details: lastKept([...issues, ...skipped].toSorted((a, b) => a.line_number - b.line_number)),
     },
   }
 }

@@ -60,7 +60,7 @@ export async function applyUsers(
     seen.add((email as string).toLowerCase())
     accepted.push({ issue: { line_number, row: item }, item, email: email as string })
   })
-  if (invalid.length > 0) return refused('user', invalid)
+  if (invalid.length > 0) return refused('user', invalid, skipped)
 
   const stored = await tx.users.findByEmails(
     company.id,
@@ -78,7 +78,7 @@ export async function applyUsers(
     if (problems.length > 0) invalid.push({ ...issue, details: problems.join('; ') })
     changed.push(user)
   }
-  if (invalid.length > 0) return refused('user', invalid)
+  if (invalid.length > 0) return refused('user', invalid, skipped)
 
   await tx.users.save(company.id, changed)
   for (const user of changed) {
