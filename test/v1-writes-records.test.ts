@@ -168,6 +168,15 @@ describe('POST /v1/tables/{data_table_key}/records/bulk', () => {
     expect(fetched.body.data.flatMap(Object.keys)).not.toContain('crm_owner')
   })
 
+  it('matches and stores a record by its id without surrounding spaces', async () => {
+    await imported('activities', [{ activity_id: ' A-7 ', title: 'Spaced' }])
+    expect((await recordsOf(activities)).get('A-7')?.values).toStrictEqual({ activity_id: 'A-7', title: 'Spaced' })
+    await imported('activities', [{ activity_id: 'A-7', title: 'Trimmed' }])
+    const stored = await recordsOf(activities)
+    expect(stored.get('A-7')?.values).toStrictEqual({ activity_id: 'A-7', title: 'Trimmed' })
+    expect(stored.size).toBe(1)
+  })
+
   it('still skips and reports a record without its id field, among records with ignored keys', async () => {
     const records = [
       { title: 'No id', extra: 1 },

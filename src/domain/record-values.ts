@@ -63,6 +63,8 @@ export function parseRecord(table: DataTable, input: Record<string, unknown>): P
   const rawId = input[table.id_field]
   const externalId = typeof rawId === 'string' || typeof rawId === 'number' ? String(rawId).trim() : null
   if (!externalId) problems.unshift(`${table.id_field}: the id field is required`)
+  // The record is matched by its trimmed id: it is stored so too, so that it reads back as it is matched.
+  else if (typeof values[table.id_field] === 'string') values[table.id_field] = externalId
   return { externalId: externalId || null, values, deleted, problems, unknownKeys }
 }
 
