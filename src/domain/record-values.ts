@@ -57,7 +57,7 @@ export function parseRecord(table: DataTable, input: Record<string, unknown>): P
     const amountKey = amountKeyOf(key)
     const ofAmount = amountKey !== null && fields.get(amountKey)?.type === 'amount'
     // An amount's currency is read with its amount: sent alone, it changes nothing, and is named as ignored.
-    if (!ofAmount || !(amountKey in input)) unknownKeys.push(key)
+    if (!ofAmount || !Object.hasOwn(input, amountKey)) unknownKeys.push(key)
   }
 
   const rawId = input[table.id_field]
