@@ -528,4 +528,23 @@ describe('plans and exchange rates through the admin routes', () => {
       ['Deal D-11', 100, { value: 2_000, currency: 'EUR' }],
     ])
   })
+
+  it('recalculates the plans of a quota whose type changes: no amount quota, no target; back, the targets again', async () => {
+    const [quota] = await h.server.store.quotas.list(h.companyId)
+    const mayOf = async () => byDateOf(await h.walk(h.statementsPath), '2026-05-01')[0]
+    // 6,000 of 10,000: 60 %, the base rate: 300.
+    expect(await mayOf()).toMatchObject({ 'standard.total_commission': { value: 300, currency: 'EUR' }, 'custom.attainment': 0.6 })
+    const changeType = (type: string) => h.admin(`/admin/companies/${h.companyId}/quotas/${quota.id}`, { method: 'PATCH', body: { type } })
+    expect((await changeType('float')).status).toBe(200)
+    // A float quota gives the plan no target: the base rate, with no attainment.
+    expect(await mayOf()).toMatchObject({ 'standard.total_commission': { value: 300, currency: 'EUR' }, 'custom.attainment': null })
+    // A deal added now is priced as the whole cell is: 12,000 would be gold with a target, and is the base rate without.
+    await h.upsertDeals([
+      { id: 'D-12', name: 'Deal D-12', owner_id: 'ann@planned.example', close_date: '2026-05-20', amount: 6_000, amount_currency: 'EUR' },
+    ])
+    expect(await mayOf()).toMatchObject({ 'standard.total_commission': { value: 600, currency: 'EUR' }, 'custom.tier': null })
+    expect((await changeType('amount')).status).toBe(200)
+    // 12,000 of 10,000: 120 %, gold 10 % of every deal: 1,200.
+    expect(await mayOf()).toMatchObject({ 'standard.total_commission': { value: 1_200, currency: 'EUR' }, 'custom.tier': 'gold' })
+  })
 })

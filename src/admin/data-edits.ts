@@ -40,12 +40,24 @@ function found<T>(record: T | null, resource: string, id: string): T {
 /** The stored form of a row's id; a malformed id names no row. */
 const rowId = (id: string, resource: string): string => found(storedId(id), resource, id)
 
-/** Changes a quota's type: every value is then rendered by the new type, no value or its modification time changes. */
+/**
+ * Changes a quota's type: every value is then rendered by the new type, no value or its modification time changes.
+ * A plan's target is an amount quota's value, so the plans that read the quota gain or lose their targets: every
+ * cell of theirs is recalculated in the same transaction.
+ */
 export async function changeQuotaType(store: Store, clock: Clock, companyId: string, quotaId: string, type: QuotaType): Promise<Quota> {
   const company = (await existingCompany(store, companyId)).id
   const id = rowId(quotaId, 'quota')
-  found(await store.quotas.setType(company, id, type, clock.now().toISOString()), 'quota', quotaId)
-  return found(await store.quotas.get(company, id), 'quota', quotaId)
+  const now = clock.now().toISOString()
+  return store.transaction(
+    async (tx) => {
+      found(await tx.quotas.setType(company, id, type, now), 'quota', quotaId)
+      const reading = (await tx.plans.list(company)).filter((plan) => plan.quota_id === id)
+      if (reading.length > 0) await recalculate(tx, company, { plans: new Set(reading.map((plan) => plan.id)) }, { now })
+      return found(await tx.quotas.get(company, id), 'quota', quotaId)
+    },
+    { company },
+  )
 }
 
 /** An edit of a row: the fields to set, and its modification time (now when not given). */
