@@ -529,6 +529,18 @@ describe('plans and exchange rates through the admin routes', () => {
     ])
   })
 
+  it('rewrites nothing for an all=true resync of the same records: the same lines, with the same ids, unchanged', async () => {
+    const before = { statements: await h.walk(h.statementsPath), lines: await h.walk(h.recordsPath) }
+    expect(before.lines.length).toBeGreaterThan(0)
+    h.server.clock.advance(60_000)
+    const records = plannedCompany().data_tables[0].records
+    const posted = await h.call('/v1/tables/deals/records/bulk?all=true', { method: 'POST', body: records })
+    expect(posted.status).toBe(200)
+    await h.worker.drain()
+    expect((await h.call(`/v1/imports/${posted.body.import_id}`)).body.data_import).toMatchObject({ status: 'finished', error: false })
+    expect({ statements: await h.walk(h.statementsPath), lines: await h.walk(h.recordsPath) }).toEqual(before)
+  })
+
   it('recalculates the plans of a quota whose type changes: no amount quota, no target; back, the targets again', async () => {
     const [quota] = await h.server.store.quotas.list(h.companyId)
     const mayOf = async () => byDateOf(await h.walk(h.statementsPath), '2026-05-01')[0]

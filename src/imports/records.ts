@@ -126,7 +126,7 @@ export async function applyRecordCalls(
   changes: CalculationChangeLog,
   resync: Resync = resyncOf(calls),
 ): Promise<PayloadOutcome[]> {
-  const remembered = await emptyTables(tx, company, resync, changes)
+  const remembered = await emptyTables(tx, company, resync, calls, changes)
   const outcomes = new Map<PreparedRecordCall, PayloadOutcome>()
   for (const [tableId, tableCalls] of Map.groupBy(calls, (call) => call.tableId)) {
     const table = tableCalls.some((call) => call.tableGone) ? null : await tx.dataTables.get(company.id, tableId)
@@ -139,23 +139,21 @@ export async function applyRecordCalls(
 }
 
 /**
- * Empties the tables of a resync, and answers, for those that keep overrides, the manual overrides of the
- * deleted records by external id.
+ * Empties the tables of a resync, and answers, by table and external id, the deleted records that its calls send
+ * again, as they were: a record that comes back keeps its id and creation time, so that its commission lines keep
+ * theirs and an unchanged resync changes no row an incremental sync reads; and with `keep_overrides` its overrides.
  */
 async function emptyTables(
   tx: Store,
   company: Company,
   resync: Resync,
+  calls: readonly PreparedRecordCall[],
   changes: CalculationChangeLog,
-): Promise<Map<string, Map<string, Record<string, unknown>>>> {
-  const remembered = new Map<string, Map<string, Record<string, unknown>>>()
-  for (const [tableId, { keepsOverrides }] of resync) {
-    if (keepsOverrides) {
-      remembered.set(
-        tableId,
-        new Map((await tx.records.listOverridden(company.id, tableId)).map((record) => [record.external_id, record.overrides])),
-      )
-    }
+): Promise<Map<string, Map<string, DataTableRecord>>> {
+  const remembered = new Map<string, Map<string, DataTableRecord>>()
+  for (const tableId of resync.keys()) {
+    const resent = calls.filter((call) => call.tableId === tableId).flatMap((call) => [...call.changes.keys()])
+    remembered.set(tableId, await tx.records.findByExternalIds(company.id, tableId, resent))
     await tx.records.deleteAll(company.id, tableId)
     changes.tableRewritten(tableId)
   }
@@ -164,7 +162,7 @@ async function emptyTables(
 
 /**
  * Applies the calls of one import to one table, in arrival order, the table emptied already when they asked it
- * (`remembered`: the overrides of its deleted records, for the calls that keep them). Each parsed record is
+ * (`remembered`: the deleted records its calls send again, as they were). Each parsed record is
  * upserted by its id field (a field left out keeps its value) or deleted (`deleted: true`); the skipped ones are
  * reported.
  */
@@ -172,7 +170,7 @@ async function applyTableCalls(
   tx: Store,
   table: DataTable,
   calls: readonly PreparedRecordCall[],
-  remembered: Map<string, Record<string, unknown>>,
+  remembered: Map<string, DataTableRecord>,
   now: string,
   changes: CalculationChangeLog,
 ): Promise<PayloadOutcome[]> {
@@ -197,7 +195,7 @@ async function applyRecordCall(
   tx: Store,
   table: DataTable,
   { payload, changes, skipped }: PreparedRecordCall,
-  remembered: Map<string, Record<string, unknown>>,
+  remembered: Map<string, DataTableRecord>,
   now: string,
   log: CalculationChangeLog,
 ): Promise<PayloadOutcome> {
@@ -232,27 +230,29 @@ async function applyRecordCall(
 
 /**
  * The record after an upsert. Imported values replace the stored ones field by field. A manual override is
- * dropped for the fields the import sets, unless the call keeps overrides.
+ * dropped for the fields the import sets, unless the call keeps overrides. A record that a resync deleted and sends
+ * again (`resent`) starts from nothing but keeps its id and creation time, and with `keepOverrides` its overrides.
  */
 function nextRecord(
   table: DataTable,
   externalId: string,
   values: Record<string, unknown>,
   existing: DataTableRecord | undefined,
-  rememberedOverrides: Record<string, unknown> | undefined,
+  resent: DataTableRecord | undefined,
   keepOverrides: boolean,
   now: string,
 ): DataTableRecord {
-  let overrides = existing?.overrides ?? (keepOverrides ? (rememberedOverrides ?? {}) : {})
+  let overrides = existing?.overrides ?? (keepOverrides ? (resent?.overrides ?? {}) : {})
   if (!keepOverrides) overrides = Object.fromEntries(Object.entries(overrides).filter(([key]) => !Object.hasOwn(values, key)))
+  const identity = existing ?? resent
   return {
-    id: existing?.id ?? newId(),
+    id: identity?.id ?? newId(),
     company_id: table.company_id,
     table_id: table.id,
     external_id: externalId,
     values: { ...existing?.values, ...values },
     overrides,
-    created_at: existing?.created_at ?? now,
+    created_at: identity?.created_at ?? now,
     modified_at: now,
   }
 }

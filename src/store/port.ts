@@ -232,8 +232,6 @@ export interface DataTableRecordRepository {
   getMany(companyId: string, tableId: string, ids: readonly string[]): Promise<Map<string, DataTableRecord>>
   /** Up to `limit` records of the table after `afterId` (from the first when null), in id order: a walk of the whole table. */
   page(companyId: string, tableId: string, afterId: string | null, limit: number): Promise<DataTableRecord[]>
-  /** The table's records that carry at least one manual override, in id order. */
-  listOverridden(companyId: string, tableId: string): Promise<DataTableRecord[]>
   /**
    * Deletes up to `limit` records of the table that carry no manual override, atomically; returns how many
    * went. An `all=true` import empties a table larger than a transaction should hold with it, batch by batch.

@@ -64,10 +64,6 @@ export function mongoRecords(context: MongoContext): DataTableRecordRepository {
       return findFirst<DataTableRecord>(context, DATA_TABLE_RECORDS, filter, limit)
     },
 
-    // An empty override map is stored as `{}`: "has at least one override" is "is not the empty document".
-    listOverridden: (companyId, tableId) =>
-      findAll<DataTableRecord>(context, DATA_TABLE_RECORDS, inTable(companyId, tableId, { overrides: { $nin: [{}, null] } })),
-
     async deleteUnoverridden(companyId, tableId, limit) {
       return atomically(context, async (session) => {
         const records = collectionOf(context, DATA_TABLE_RECORDS)

@@ -130,16 +130,6 @@ export function sqliteRecords(sql: Sql): DataTableRecordRepository {
       return parseDocuments<DataTableRecord>(rows)
     },
 
-    async listOverridden(companyId, tableId) {
-      const rows = await sql.all(
-        `SELECT doc FROM data_table_records WHERE company_id = ? AND table_id = ? AND json_extract(doc, '$.overrides') <> '{}'
-         ORDER BY id`,
-        companyId,
-        tableId,
-      )
-      return parseDocuments<DataTableRecord>(rows)
-    },
-
     async deleteUnoverridden(companyId, tableId, limit) {
       return sql.write((db) =>
         Number(
