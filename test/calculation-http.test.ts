@@ -529,6 +529,21 @@ describe('plans and exchange rates through the admin routes', () => {
     ])
   })
 
+  it("stamps an import's calculated rows once its payloads are applied, not when its transaction began", async () => {
+    // A clock that moves a second at every reading: what is read later is stamped later.
+    let readings = 0
+    const ticking = { now: () => new Date(h.server.clock.now().getTime() + ++readings * 1000) }
+    const posted = await h.call('/v1/tables/deals/records/bulk', {
+      method: 'POST',
+      body: [deal('D-20', 'ann@planned.example', '2026-05-20', 1_000)],
+    })
+    await new ImportWorker({ store: h.server.store, clock: ticking, owner: 'ticking' }).drain()
+    const { finished_at: began } = (await h.call(`/v1/imports/${posted.body.import_id}`)).body.data_import
+    // The import's time is its transaction's first reading; its line was stamped after (the bound is exclusive).
+    const after = await h.walk(`${h.recordsPath}?last_modified_after=${began}`)
+    expect(after.map(dealOf)).toEqual(['Deal D-20'])
+  })
+
   it('rewrites nothing for an all=true resync of the same records: the same lines, with the same ids, unchanged', async () => {
     const before = { statements: await h.walk(h.statementsPath), lines: await h.walk(h.recordsPath) }
     expect(before.lines.length).toBeGreaterThan(0)

@@ -30,13 +30,19 @@ import type {
 
 export interface ClientOptions extends TransportOptions {
   /**
-   * How far behind the `Date` it answers the service may have stamped a change (clocks of several instances,
-   * the second the header rounds down to): a high-water mark is moved back by it, so that no change falls
-   * between two syncs. Rows changed in that margin are read twice, which a merge by `standard.id` absorbs.
-   * Default 1000 ms.
+   * How far behind the `Date` it answers the service may have stamped a change not visible yet (clocks of several
+   * instances, the second the header rounds down to, and an import's recalculation, whose rows are stamped before
+   * their transaction commits): a high-water mark is moved back by it, so that no change falls between two syncs.
+   * Rows changed in that margin are read twice, which a merge by `standard.id` absorbs. Default DEFAULT_CLOCK_SKEW_MS.
    */
   clockSkewMs?: number
 }
+
+/**
+ * The default `clockSkewMs`: 5 s. A second covers the clocks and the header's rounding; the rest, the time between
+ * the stamp of an import's calculated rows and its commit (up to about 2.5 s measured for 50,000 new deals).
+ */
+export const DEFAULT_CLOCK_SKEW_MS = 5000
 
 /** A structure to read rows from: a discovery entry, or its id and type. */
 export interface StructureRef {
@@ -74,7 +80,7 @@ export class CommissionClient {
 
   constructor(options: ClientOptions) {
     this.transport = new Transport(options)
-    this.#clockSkewMs = options.clockSkewMs ?? 1000
+    this.#clockSkewMs = options.clockSkewMs ?? DEFAULT_CLOCK_SKEW_MS
   }
 
   // v2: discovery, fields, one page of rows

@@ -85,8 +85,10 @@ export async function runClaimedImport(
             changes,
             step.start === 0 ? resync : NO_RESYNC,
           )
-          // Plans' results commit with the payloads they come from, or not at all.
-          const stepCalculation = await recalculate(tx, company.id, changes, { now })
+          // Plans' results commit with the payloads they come from, or not at all. They are stamped now, once the
+          // payloads are applied: an incremental v2 sync reads a row once it is committed, and the closer its stamp
+          // to that commit, the smaller the margin a sync's mark needs (docs/decisions.md, "The high-water mark").
+          const stepCalculation = await recalculate(tx, company.id, changes, { now: clock.now().toISOString() })
           const applied = boundedDetails([...details, ...detailsOf(claimed, stepPayloads, outcomes, stepCalls)])
           if (!last) {
             if (!(await tx.imports.advance(company.id, claimed.id, owner, { payloads_applied: step.end, details: applied })))
