@@ -104,6 +104,13 @@ const integerOption = (options: Options, name: string): number | undefined => {
   return Number(raw)
 }
 
+/** A whole-number option that must lie in [min, max]: a usage mistake otherwise, before anything is sent. */
+const boundedOption = (options: Options, name: string, min: number, max: number): number | undefined => {
+  const value = integerOption(options, name)
+  if (value !== undefined && (value < min || value > max)) throw new UsageError(`--${name} expects a whole number from ${min} to ${max}`)
+  return value
+}
+
 const requiredOption = (options: Options, name: string): string => {
   const raw = options[name]
   if (typeof raw !== 'string' || raw === '') throw new UsageError(`--${name} is required`)
@@ -300,14 +307,15 @@ const COMMANDS: Record<string, Command> = {
 
 const CLIENT_COMMANDS: Record<string, ClientCommand> = {
   async sync(client, options) {
-    const format = options.format ?? 'ndjson'
-    if (format !== 'ndjson' && format !== 'csv') throw new UsageError('--format expects ndjson or csv')
+    // Without --format, the directory's own format (ndjson for a new one).
+    const format = options.format
+    if (format !== undefined && format !== 'ndjson' && format !== 'csv') throw new UsageError('--format expects ndjson or csv')
     const since = typeof options.since === 'string' ? instantOption('since', options.since) : null
     const outcomes = await syncStructures(client, {
       outDir: requiredOption(options, 'out'),
       format,
       since,
-      limit: integerOption(options, 'page-size'),
+      limit: boundedOption(options, 'page-size', 1, 2000),
       progress: terminalProgress(process.stderr),
     })
     const text = outcomes.map(
@@ -340,7 +348,7 @@ function clientOf(options: Options): CommissionClient {
   if (!key) throw new UsageError('--key (or the COMMISSION_API_KEY variable) is required')
   const baseUrl = requiredOption(options, 'base-url')
   if (!/^https?:\/\/[^/]/i.test(baseUrl)) throw new UsageError('--base-url expects an http or https URL')
-  return new CommissionClient({ baseUrl, apiKey: key, requestsPerSecond: integerOption(options, 'rate') ?? 40 })
+  return new CommissionClient({ baseUrl, apiKey: key, requestsPerSecond: boundedOption(options, 'rate', 1, 1000) ?? 40 })
 }
 
 async function serve(role: unknown = 'all', testMode = false): Promise<void> {

@@ -208,6 +208,25 @@ describe('sync: export every live structure, then only what changed', () => {
     const usage = await runCliAsync(['sync', '--base-url', server.url, '--key', apiKey, '--out', out, '--since', '2026-01-01T00:00:00'])
     expect(usage.code).toBe(2)
     expect(usage.stderr).toContain('offset')
+    for (const [option, value] of [
+      ['--page-size', '0'],
+      ['--page-size', '2001'],
+      ['--rate', '0'],
+    ]) {
+      const refused = await runCliAsync(['sync', '--base-url', server.url, '--key', apiKey, '--out', tempDataDir(), option, value])
+      expect(refused.code, `${option} ${value}`).toBe(2)
+      expect(refused.stderr).toContain(`${option} expects a whole number from`)
+    }
+  })
+
+  it("keeps a directory to its format: another is refused, and none given is the directory's own", async () => {
+    const out = tempDataDir()
+    await syncStructures(client, { outDir: out, format: 'csv' })
+    await expect(syncStructures(client, { outDir: out, format: 'ndjson' })).rejects.toThrow(
+      /holds a csv sync: run it with --format csv, or use another directory for ndjson/,
+    )
+    const again = await syncStructures(client, { outDir: out })
+    expect(again.every((outcome) => outcome.file.endsWith('.csv') && outcome.kind === 'incremental')).toBe(true)
   })
 })
 

@@ -57,7 +57,6 @@ export interface StructureOutcome {
 const quiet: SyncProgress = { start() {}, advance() {}, finish() {} }
 
 export async function syncStructures(client: CommissionClient, options: SyncOptions): Promise<StructureOutcome[]> {
-  const format = options.format ?? 'ndjson'
   mkdirSync(options.outDir, { recursive: true })
   const unlock = lockDirectory(options.outDir)
   try {
@@ -66,7 +65,14 @@ export async function syncStructures(client: CommissionClient, options: SyncOpti
     if (previous && previous.base_url !== baseUrl) {
       throw new SyncDirectoryError(`${options.outDir} holds a sync of ${previous.base_url}: use another directory for ${baseUrl}`)
     }
-    const state: SyncState = previous ? { ...previous, format } : { version: 1, base_url: baseUrl, format, structures: {} }
+    const format = options.format ?? previous?.format ?? 'ndjson'
+    // Its marks and any interrupted run describe the files of its format: another format's would start from them.
+    if (previous && previous.format !== format) {
+      throw new SyncDirectoryError(
+        `${options.outDir} holds a ${previous.format} sync: run it with --format ${previous.format}, or use another directory for ${format}`,
+      )
+    }
+    const state: SyncState = previous ?? { version: 1, base_url: baseUrl, format, structures: {} }
     const { data: structures } = await client.listDataStructures()
     const outcomes: StructureOutcome[] = []
     for (const structure of structures) {
