@@ -78,6 +78,21 @@ describe('the conformance command against our server', () => {
     expect(methods).toEqual(new Set(['GET']))
   })
 
+  it('follows a next_url on another origin (PUBLIC_URL, a proxy) on the base URL, as the client does', async () => {
+    const behind = await startTestServer({ PUBLIC_URL: 'http://api.example.test' }, {}, { runningClock: true })
+    try {
+      const { apiKey: key } = await behind.load(demoFixture())
+      const result = await runCliAsync(['conformance', '--base-url', behind.url, '--key', key, '--table', 'deals'])
+      expect(result.code, result.stdout).toBe(0)
+      expect(result.stdout.trim().split('\n').at(-1)).toMatch(/^\d+ passed, 0 failed$/)
+      const walks = resultsOf(result.stdout).filter((row) => row.check.endsWith('next_url walk'))
+      expect(walks.length).toBeGreaterThan(2)
+      expect(walks.every((row) => row.result === 'pass')).toBe(true)
+    } finally {
+      await behind.close()
+    }
+  })
+
   it('with --write, says it writes and passes the upsert, import and archive checks too', async () => {
     const result = await runCliAsync(['conformance', '--base-url', server.url, '--key', apiKey, '--table', 'deals', '--write', '--json'])
     expect(result.code, result.stdout).toBe(0)

@@ -258,10 +258,10 @@ export async function paginationChecks(ctx: CheckContext): Promise<void> {
     const limit = Math.max(1, Math.min(25, Math.ceil(ids.length / 4)))
     const walked: string[] = []
     const problems: Problems = []
-    let next: string | null = null
+    let next: { path: string; query: Record<string, string> } | null = null
     let secondByStartId: string[] | null = null
     for (let page = 0; page < PAGE_WALK_LIMIT; page++) {
-      const answer = next ? await ctx.get(next) : (await pageOf(ctx, structure, { limit })).answer
+      const answer = next ? await ctx.get(next.path, next.query) : (await pageOf(ctx, structure, { limit })).answer
       const body = answer.body as { data?: Row[]; meta?: Record<string, unknown> }
       if (answer.status !== 200 || !Array.isArray(body?.data)) {
         problems.push(`page ${page + 1}: ${answered(answer)}`)
@@ -271,9 +271,9 @@ export async function paginationChecks(ctx: CheckContext): Promise<void> {
       walked.push(...body.data.map((row) => String(row['standard.id'])))
       const meta = body.meta ?? {}
       if (!meta.has_more) break
-      next = String(meta.next_url)
-      const carried = new URL(next, ctx.client.transport.baseUrl).searchParams
-      if (carried.get('limit') !== String(limit)) problems.push(`next_url ${next} does not carry limit=${limit}`)
+      const nextUrl = new URL(String(meta.next_url), ctx.client.transport.baseUrl)
+      next = followable(ctx, structure, nextUrl)
+      if (nextUrl.searchParams.get('limit') !== String(limit)) problems.push(`next_url ${nextUrl.href} does not carry limit=${limit}`)
       if (page === 0) {
         const byStartId = await pageOf(ctx, structure, { limit, start_id: String(meta.next_start_id) })
         secondByStartId = byStartId.rows?.map((row) => String(row['standard.id'])) ?? []
@@ -295,6 +295,15 @@ export async function paginationChecks(ctx: CheckContext): Promise<void> {
     }
     await filterChecks(ctx, structure, ids)
   }
+}
+
+/**
+ * A `next_url` as the client follows it: itself on the base URL's origin; else its query on the structure's path
+ * there, since a service behind a proxy or with PUBLIC_URL may name another origin, to which the key is not sent.
+ */
+function followable(ctx: CheckContext, structure: DataStructure, nextUrl: URL): { path: string; query: Record<string, string> } {
+  if (nextUrl.origin === ctx.client.transport.baseUrl.origin) return { path: nextUrl.href, query: {} }
+  return { path: rowsPathOf(structure), query: Object.fromEntries(nextUrl.searchParams) }
 }
 
 /** `last_modified_after` / `before`: bounds that exclude every row, bounds that include them all, and next_url carrying them. */
