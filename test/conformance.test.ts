@@ -8,6 +8,7 @@ import { demoFixture } from '../src/fixtures/demo.ts'
 import { ImportWorker } from '../src/imports/worker.ts'
 import { requestLines } from './helpers/client-support.ts'
 import { runCliAsync } from './helpers/process.ts'
+import { KIT_DEMO_KEY, startKitServer } from './helpers/kit-server.ts'
 import { startTestServer, type TestServer } from './helpers/server.ts'
 
 /** The table's rows: check, result, evidence, split on the two-space column gaps. */
@@ -117,6 +118,28 @@ describe('the conformance command against our server', () => {
     }
     expect(report.results.filter((row: any) => row.result === 'pass').length).toBe(report.passed)
   })
+})
+
+describe('the conformance command against a service that takes other attribution shapes', () => {
+  it('skips the checks that need its guess of them, which the specification does not show, rather than failing them', async () => {
+    const kit = await startKitServer()
+    try {
+      // The manager and group routes refuse the command's bodies, as a service with other shapes would.
+      for (const path of ['/v1/users/managers/bulk', '/v1/users/groups/bulk']) {
+        const fault = { method: 'PUT', path, status: 400, times: 5 }
+        expect((await kit.admin(`/admin/companies/${kit.demoId}/faults`, { method: 'POST', body: fault })).status).toBe(201)
+      }
+      const result = await runCliAsync(['conformance', '--base-url', kit.url, '--key', KIT_DEMO_KEY, '--write', '--json'])
+      const report = JSON.parse(result.stdout)
+      const outcome = (check: string) => report.results.find((row: any) => row.check === check)?.result
+      expect(outcome('attributions: users, managers and groups each get their own import')).toBe('skip')
+      expect(outcome('archive: a user who manages someone in the archive period is refused')).toBe('skip')
+      expect(report.failed, JSON.stringify(report.results.filter((row: any) => row.result === 'fail'))).toBe(0)
+      expect(result.code).toBe(0)
+    } finally {
+      await kit.close()
+    }
+  }, 60_000)
 })
 
 describe('the conformance command against a service that strays from the specification', () => {

@@ -146,15 +146,19 @@ export async function writeChecks(ctx: CheckContext): Promise<void> {
     answered(malformed),
   )
 
-  await debounceChecks(ctx, manager, member)
-  await archiveChecks(ctx, manager, member)
+  const attributed = await debounceChecks(ctx, manager, member)
+  await archiveChecks(ctx, manager, member, attributed)
   await recordChecks(ctx)
 }
 
 const importIdOf = (answer: { body: unknown }) => (answer.body as { import_id?: string })?.import_id
 
-/** Calls to one endpoint in a debounce window share an import; attributions get imports of their own. */
-async function debounceChecks(ctx: CheckContext, manager: string, member: string): Promise<void> {
+/**
+ * Calls to one endpoint in a debounce window share an import; attributions get imports of their own. The
+ * attribution routes' request shapes are not shown: a service that refuses ours is not wrong, and the rule cannot
+ * be checked on it. Resolves with whether the manager attribution was taken (the archive's manager rule needs it).
+ */
+async function debounceChecks(ctx: CheckContext, manager: string, member: string): Promise<boolean> {
   const first = await ctx.send('PUT', '/v1/users/bulk', { data: [{ email: member, name: 'Conformance Member' }] }, { debounce: 2 })
   const second = await ctx.send('PUT', '/v1/users/bulk', { data: [{ email: manager, name: 'Conformance Manager' }] }, { debounce: 2 })
   const managers = await ctx.send('PUT', '/v1/users/managers/bulk', { data: [{ user: member, manager, start_date: currentMonth() }] })
@@ -167,14 +171,21 @@ async function debounceChecks(ctx: CheckContext, manager: string, member: string
     String(importIdOf(first)),
   )
   const ids = [importIdOf(first), importIdOf(managers), importIdOf(groups)]
-  ctx.verify(
-    'attributions: users, managers and groups each get their own import',
-    managers.status === 200 && groups.status === 200 && new Set(ids).size === 3
-      ? []
-      : [`managers ${answered(managers)}, groups ${answered(groups)}, imports ${ids.join(', ')}`],
-    ids.join(', '),
-  )
+  if (managers.status === 200 && groups.status === 200) {
+    ctx.verify(
+      'attributions: users, managers and groups each get their own import',
+      new Set(ids).size === 3 ? [] : [`imports ${ids.join(', ')}`],
+      ids.join(', '),
+    )
+  } else {
+    ctx.record(
+      'attributions: users, managers and groups each get their own import',
+      'skip',
+      `the attribution request shapes are not shown, and this service refused ours: managers ${answered(managers)}, groups ${answered(groups)}`,
+    )
+  }
   for (const importId of ids) if (importId) await finished(ctx, importId)
+  return managers.status === 200
 }
 
 function currentMonth(): string {
@@ -193,7 +204,7 @@ function refusal(answer: { status: number; body: unknown }, family: string, reso
 }
 
 /** Archive: errors (status not shown: any 4xx, with the list body), all or nothing, the manager rule, success. */
-async function archiveChecks(ctx: CheckContext, manager: string, member: string): Promise<void> {
+async function archiveChecks(ctx: CheckContext, manager: string, member: string, attributed: boolean): Promise<void> {
   const archive = (data: unknown[]) => ctx.send('DELETE', '/v1/users/archive/bulk', { data })
   const unknownUser = await archive([{ user: `conformance-nobody-${Date.now()}@example.com` }])
   ctx.verify(
@@ -226,15 +237,19 @@ async function archiveChecks(ctx: CheckContext, manager: string, member: string)
     `${answered(mixed)}, nobody archived`,
   )
 
-  const conflict = await archive([{ user: manager }])
-  const [managerAfter] = await userByEmail(ctx, manager)
-  ctx.verify(
-    'archive: a user who manages someone in the archive period is refused',
-    conflict.status >= 400 && conflict.status < 500 && managerAfter?.status !== 'archived'
-      ? []
-      : [`${answered(conflict)}; manager is ${String(managerAfter?.status)}`],
-    answered(conflict),
-  )
+  if (attributed) {
+    const conflict = await archive([{ user: manager }])
+    const [managerAfter] = await userByEmail(ctx, manager)
+    ctx.verify(
+      'archive: a user who manages someone in the archive period is refused',
+      conflict.status >= 400 && conflict.status < 500 && managerAfter?.status !== 'archived'
+        ? []
+        : [`${answered(conflict)}; manager is ${String(managerAfter?.status)}`],
+      answered(conflict),
+    )
+  } else {
+    ctx.record('archive: a user who manages someone in the archive period is refused', 'skip', 'no manager attribution was taken')
+  }
 
   const archived = await archive([{ user: member, end_date: currentMonth() }])
   const [memberArchived] = await userByEmail(ctx, member)
