@@ -172,6 +172,20 @@ describe('GET /v2/data-structures/{table_id}/fields', () => {
     expect(await bonusOf('Deal commissions')).toMatchObject({ type: 'object', format: 'currency', currencies: ['EUR'] })
   })
 
+  it('lists on an amount metric its configured currencies, then the others its values are in', async () => {
+    const other = await server.load(smallFixture('Configured'))
+    const ids = await idsByName(server, other.companyId)
+    const reply = await server.call(`/admin/companies/${other.companyId}/custom-metrics/bonus`, {
+      method: 'PATCH',
+      headers: admin,
+      body: { currencies: ['USD'] },
+    })
+    expect(reply.status).toBe(200)
+    const fields = await server.call(`/v2/data-structures/${ids('Statements')}/fields`, { key: other.apiKey })
+    // The owner's statement has a bonus in EUR, which the configuration does not name.
+    expect(fields.body.fields.find((field: any) => field.api_key === 'custom.bonus')).toMatchObject({ currencies: ['USD', 'EUR'] })
+  })
+
   it('pins the hash of a quota schema, which depends on nothing but its type, frequency and currency', async () => {
     // A golden value: the hash must not drift across versions, restarts or adapters. (It changed once, on purpose,
     // when user references became required and amounts listed their currencies.)

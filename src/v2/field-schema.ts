@@ -77,13 +77,16 @@ function standard(key: string, name: string, fieldShape: Shape): FieldDescriptor
   return { api_key: `standard.${key}`, name, origin: 'standard', created_at: STANDARD_FIELDS_CREATED_AT, ...fieldShape }
 }
 
-/** A custom metric's shape; an amount metric lists its configured currencies, else those its values are in. */
+/**
+ * A custom metric's shape. An amount metric lists its configured currencies, then any other its values are in: a
+ * plan writes a bonus in each user's currency, whatever the metric's configuration says.
+ */
 export function metricShape(
   metric: Pick<CustomMetric, 'kind' | 'currencies' | 'enum_values'>,
   currenciesInUse: readonly string[] = [],
 ): Shape {
   const shapes: Record<MetricKind, () => Shape> = {
-    amount: () => AMOUNT(metric.currencies ?? currenciesInUse),
+    amount: () => AMOUNT([...new Set([...(metric.currencies ?? []), ...currenciesInUse])]),
     percentage: () => shape('number', 'percentage'),
     float: () => shape('number', 'float'),
     enum: () => shape('string', 'enum', { enum_values: metric.enum_values ?? [] }),
