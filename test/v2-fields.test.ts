@@ -181,9 +181,9 @@ describe('GET /v2/data-structures/{table_id}/fields', () => {
       body: { currencies: ['USD'] },
     })
     expect(reply.status).toBe(200)
-    const fields = await server.call(`/v2/data-structures/${ids('Statements')}/fields`, { key: other.apiKey })
+    const schema = await server.call(`/v2/data-structures/${ids('Statements')}/fields`, { key: other.apiKey })
     // The owner's statement has a bonus in EUR, which the configuration does not name.
-    expect(fields.body.fields.find((field: any) => field.api_key === 'custom.bonus')).toMatchObject({ currencies: ['USD', 'EUR'] })
+    expect(schema.body.fields.find((field: any) => field.api_key === 'custom.bonus')).toMatchObject({ currencies: ['USD', 'EUR'] })
   })
 
   it('pins the hash of a quota schema, which depends on nothing but its type, frequency and currency', async () => {
