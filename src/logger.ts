@@ -22,7 +22,7 @@ const LOGGED_QUERY_PARAMETERS = new Set([
 export const REDACTED = '[Redacted]'
 
 /** A request's path with every segment that carries an API key (`carriesApiKey`) replaced. */
-export function redactPath(path: string, presentedKey: unknown): string {
+function redactPath(path: string, presentedKey: unknown): string {
   if (!carriesApiKey(path, presentedKey)) return path
   return path
     .split('/')

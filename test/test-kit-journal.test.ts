@@ -101,10 +101,26 @@ describe('the request journal', () => {
     expect((await server.admin('/admin/companies', { method: 'POST', body: fixture })).status).toBe(201)
     await server.api(`/v1/users?limit=1&start=${secret}&plain=not-a-key-but-long-enough`)
     await server.api(`/v1/tables/${KIT_DEMO_KEY}/records`)
-    const [inPath, inQuery] = (await journal()).body.data
+    await server.api(`/v1/imports/${secret}`)
+    const [otherInPath, inPath, inQuery] = (await journal()).body.data
     expect(inQuery.query).toEqual({ limit: '1', start: '[Redacted]', plain: 'not-a-key-but-long-enough' })
     expect(inPath.path).toBe('/v1/tables/[Redacted]/records')
+    expect(otherInPath.path).toBe('/v1/imports/[Redacted]')
     expect((await journal()).text).not.toContain(secret)
+  })
+
+  it('keeps a v1 or v2 request to a path that names no route, which a client calling a wrong URL sends', async () => {
+    server = await startKitServer()
+    expect((await server.api('/v1/nothing?limit=1')).status).toBe(404)
+    expect((await server.api('/v2/reporting')).status).toBe(404)
+    // Outside v1 and v2, and without a valid key: not the company's.
+    await server.api('/elsewhere')
+    await server.call('/v1/nothing')
+    const entries = (await journal()).body.data
+    expect(entries.map((entry: any) => [entry.method, entry.path, entry.query, entry.status])).toEqual([
+      ['GET', '/v2/reporting', {}, 404],
+      ['GET', '/v1/nothing', { limit: '1' }, 404],
+    ])
   })
 
   it('keeps the last REQUEST_JOURNAL_SIZE requests of each company, and is cleared on demand', async () => {

@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { authenticationOf } from '../auth/api-key-hook.ts'
 import { carriesApiKey, isKeySecret } from '../auth/api-keys.ts'
-import { REDACTED, redactPath } from '../logger.ts'
+import { REDACTED } from '../logger.ts'
 import {
   ForbiddenError,
   NotFoundError,
@@ -41,6 +41,12 @@ export function injectedFaultOf(request: FastifyRequest): Fault | undefined {
 export function registerTestKit(app: FastifyInstance): void {
   const kit = app.config.adminToken ? { faults: new FaultBoard(), journal: new RequestJournal(app.config.requestJournalSize) } : null
   app.decorate('testKit', kit)
+  if (!kit) return
+  // A v1 or v2 path that names no route is answered by the root's not-found handler, outside `api` and its hooks:
+  // a client calling a wrong URL is what a test reading the journal looks for, so it is written there too.
+  app.addHook('onResponse', async (request, reply) => {
+    if (request.is404 && /^\/v[12]\//.test(pathOf(request.url))) await record(kit, request, reply, reply.statusCode)
+  })
 }
 
 /**
@@ -89,7 +95,7 @@ async function record(kit: TestKit, request: FastifyRequest, reply: FastifyReply
   const duration = reply.elapsedTime
   kit.journal.record(outcome.company.id, {
     method: request.method,
-    path: redactPath(pathOf(request.url), request.headers['x-api-key']),
+    path: await pathOfRecorded(request),
     query: await queryOf(request),
     status,
     duration_ms: Math.round(duration * 1000) / 1000,
@@ -102,17 +108,26 @@ async function record(kit: TestKit, request: FastifyRequest, reply: FastifyReply
 
 const pathOf = (url: string) => url.split('?')[0]
 
+/** The path as sent, each segment that is an API key (`isSecret`) redacted. */
+async function pathOfRecorded(request: FastifyRequest): Promise<string> {
+  const segments = pathOf(request.url).split('/')
+  return (await Promise.all(segments.map(async (segment) => ((await isSecret(request, segment)) ? REDACTED : segment)))).join('/')
+}
+
+/** A value of the request that is an API key: one it carries (`carriesApiKey`), or the secret of any key of the service. */
+async function isSecret(request: FastifyRequest, value: string): Promise<boolean> {
+  return carriesApiKey(value, request.headers['x-api-key']) || (await isKeySecret(request.server.store, value))
+}
+
 /**
  * The query as sent: each parameter once, a repeated one as an array of its values, API keys redacted: a value
  * that carries one (`carriesApiKey`), or that is the secret of any key of the service.
  */
 async function queryOf(request: FastifyRequest): Promise<Record<string, string | string[]>> {
   const search = request.url.includes('?') ? request.url.slice(request.url.indexOf('?') + 1) : ''
-  const presented = request.headers['x-api-key']
   const query: Record<string, string | string[]> = Object.create(null)
   for (const [name, raw] of new URLSearchParams(search)) {
-    const secret = carriesApiKey(raw, presented) || (await isKeySecret(request.server.store, raw))
-    const value = secret ? REDACTED : raw.slice(0, MAX_RECORDED_CHARS)
+    const value = (await isSecret(request, raw)) ? REDACTED : raw.slice(0, MAX_RECORDED_CHARS)
     const previous = query[name]
     query[name] = previous === undefined ? value : [...(Array.isArray(previous) ? previous : [previous]), value]
   }
