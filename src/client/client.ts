@@ -288,11 +288,7 @@ export class CommissionClient {
    */
   #nextPageOf(path: string, page: Page<Row>, current: Pick<ApiRequest, 'path' | 'query'>): Pick<ApiRequest, 'path' | 'query'> {
     const { next_url: nextUrl, next_start_id: nextStartId } = page.meta
-    if (nextUrl) {
-      const url = new URL(nextUrl, this.transport.baseUrl)
-      if (url.origin === this.transport.baseUrl.origin) return { path: url.href }
-      return { path, query: Object.fromEntries(url.searchParams) }
-    }
+    if (nextUrl) return followedNextUrl(this.transport.baseUrl, path, nextUrl)
     if (!nextStartId) throw new TypeError(`${path}: has_more is true but the page gives neither next_url nor next_start_id`)
     const query = current.path === path ? { ...current.query } : {}
     return { path, query: { ...query, start_id: nextStartId } }
@@ -309,6 +305,16 @@ export class CommissionClient {
       if (page.data.length === 0 || offset >= BigInt(page.count)) return
     }
   }
+}
+
+/**
+ * A `next_url` as it is followed: itself on the base URL's origin; else its query on `path` there, since a service
+ * behind a proxy or with PUBLIC_URL may name another origin, to which the key is not sent.
+ */
+export function followedNextUrl(baseUrl: URL, path: string, nextUrl: string): { path: string; query?: Record<string, string> } {
+  const url = new URL(nextUrl, baseUrl)
+  if (url.origin === baseUrl.origin) return { path: url.href }
+  return { path, query: Object.fromEntries(url.searchParams) }
 }
 
 /** Where the rows of a structure are read. */

@@ -7,7 +7,7 @@
  * for await (const row of client.statements(tableId)) console.log(row['standard.total_commission'])
  * ```
  */
-export { CommissionClient, DEFAULT_CLOCK_SKEW_MS, instantParam, rowsPathOf } from './client.ts'
+export { CommissionClient, DEFAULT_CLOCK_SKEW_MS, followedNextUrl, instantParam, rowsPathOf } from './client.ts'
 export type { Changes, ClientOptions, StructureRef, WaitOptions } from './client.ts'
 export {
   ApiError,

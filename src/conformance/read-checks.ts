@@ -1,4 +1,4 @@
-import { type DataStructure, type FieldSchema, rowsPathOf } from '../client/index.ts'
+import { type DataStructure, type FieldSchema, followedNextUrl, rowsPathOf } from '../client/index.ts'
 import { answered, type CheckContext, unknownId } from './context.ts'
 import {
   expectThat,
@@ -258,7 +258,7 @@ export async function paginationChecks(ctx: CheckContext): Promise<void> {
     const limit = Math.max(1, Math.min(25, Math.ceil(ids.length / 4)))
     const walked: string[] = []
     const problems: Problems = []
-    let next: { path: string; query: Record<string, string> } | null = null
+    let next: { path: string; query?: Record<string, string> } | null = null
     let secondByStartId: string[] | null = null
     for (let page = 0; page < PAGE_WALK_LIMIT; page++) {
       const answer = next ? await ctx.get(next.path, next.query) : (await pageOf(ctx, structure, { limit })).answer
@@ -272,7 +272,7 @@ export async function paginationChecks(ctx: CheckContext): Promise<void> {
       const meta = body.meta ?? {}
       if (!meta.has_more) break
       const nextUrl = new URL(String(meta.next_url), ctx.client.transport.baseUrl)
-      next = followable(ctx, structure, nextUrl)
+      next = followedNextUrl(ctx.client.transport.baseUrl, rowsPathOf(structure), nextUrl.href)
       if (nextUrl.searchParams.get('limit') !== String(limit)) problems.push(`next_url ${nextUrl.href} does not carry limit=${limit}`)
       if (page === 0) {
         const byStartId = await pageOf(ctx, structure, { limit, start_id: String(meta.next_start_id) })
@@ -295,15 +295,6 @@ export async function paginationChecks(ctx: CheckContext): Promise<void> {
     }
     await filterChecks(ctx, structure, ids)
   }
-}
-
-/**
- * A `next_url` as the client follows it: itself on the base URL's origin; else its query on the structure's path
- * there, since a service behind a proxy or with PUBLIC_URL may name another origin, to which the key is not sent.
- */
-function followable(ctx: CheckContext, structure: DataStructure, nextUrl: URL): { path: string; query: Record<string, string> } {
-  if (nextUrl.origin === ctx.client.transport.baseUrl.origin) return { path: nextUrl.href, query: {} }
-  return { path: rowsPathOf(structure), query: Object.fromEntries(nextUrl.searchParams) }
 }
 
 /** `last_modified_after` / `before`: bounds that exclude every row, bounds that include them all, and next_url carrying them. */
