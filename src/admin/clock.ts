@@ -17,8 +17,15 @@ export async function clockState(clock: Clock) {
 }
 
 /**
+ * The latest time the clock may reach: dates are written with four-digit years, and every process reads the
+ * stored offset at start, so a clock moved past it could not be shown, nor moved back, nor started again.
+ */
+const LATEST_TIME = new Date(Date.UTC(9999, 11, 31, 23, 59, 59, 999))
+
+/**
  * Moves the controlled clock, for every process sharing the store, and answers its new state. Time never goes
- * back: a `set` before the clock's time now is refused, and so is any move of the system clock.
+ * back: a `set` before the clock's time now is refused, and so is any move of the system clock, and any move past
+ * the end of year 9999.
  */
 export async function moveClock(clock: Clock, move: ClockMove): ReturnType<typeof clockState> {
   if (!(clock instanceof ControlledClock)) {
@@ -31,6 +38,8 @@ export async function moveClock(clock: Clock, move: ClockMove): ReturnType<typeo
   if ('advance_ms' in move) {
     if (!Number.isSafeInteger(move.advance_ms) || move.advance_ms < 0)
       throw new ValidationError({ resource: 'advance_ms', description: 'expected a whole number of milliseconds, 0 or more' })
+    await clock.sync()
+    refusePastLatest('advance_ms', clock.now().getTime() + move.advance_ms)
     await clock.advance(move.advance_ms)
     return clockState(clock)
   }
@@ -44,6 +53,12 @@ export async function moveClock(clock: Clock, move: ClockMove): ReturnType<typeo
       description: `the clock never goes back: ${target.toISOString()} is before its time now, ${now.toISOString()}`,
     })
   }
+  refusePastLatest('set', target.getTime())
   await clock.raiseTo(target)
   return clockState(clock)
+}
+
+function refusePastLatest(resource: string, time: number): void {
+  if (time > LATEST_TIME.getTime())
+    throw new ValidationError({ resource, description: `the clock cannot go past ${LATEST_TIME.toISOString()}` })
 }
