@@ -112,6 +112,11 @@ describe('draining imports', () => {
     expect(
       (await server.admin(`/admin/companies/${server.demoId}/imports/drain?timeout_ms=-5`, { method: 'POST' })).body.errors[0].resource,
     ).toBe('timeout_ms')
+    // The bound goes in the query: sent in a body, it is refused rather than ignored.
+    const inBody = await server.admin(`/admin/companies/${server.demoId}/imports/drain`, { method: 'POST', body: { timeout_ms: 5 } })
+    expect(inBody.status).toBe(400)
+    expect(inBody.body.errors[0].resource).toBe('timeout_ms')
+    expect((await server.admin(`/admin/companies/${server.demoId}/imports/drain`, { method: 'POST', body: {} })).status).toBe(200)
     expect((await server.call(`/admin/companies/${server.demoId}/imports/drain`, { method: 'POST' })).status).toBe(401)
   })
 })

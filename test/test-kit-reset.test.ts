@@ -75,6 +75,11 @@ describe('reset', () => {
     await server.admin('/admin/clock', { method: 'POST', body: { advance_ms: 30 * 86_400_000 } })
     expect(await everything(KIT_DEMO_KEY, server.demoId)).not.toEqual(original)
 
+    const withBody = await server.admin(`/admin/companies/${server.demoId}/reset`, { method: 'POST', body: { fixture: {} } })
+    expect(withBody.status).toBe(400)
+    expect(withBody.body.errors).toEqual([expect.objectContaining({ resource: 'fixture' })])
+    expect((await server.call('/v1/users?limit=0', { key: later })).status).toBe(200)
+
     // How long it takes: `npm run bench:reset` (docs/performance.md).
     const reset = await server.admin(`/admin/companies/${server.demoId}/reset`, { method: 'POST' })
     expect(reset.status).toBe(200)
@@ -117,7 +122,13 @@ describe('reset', () => {
     await server.admin(`/admin/companies/${otherId}/faults`, { method: 'POST', body: { method: 'GET', path: '/v1/users', status: 503 } })
     expect((await server.admin(`/admin/companies/${otherId}/requests`)).body.count).toBeGreaterThan(0)
 
-    const reset = await server.admin('/admin/reset', { method: 'POST' })
+    // A body is refused rather than ignored: a `company` in it does not narrow a reset of everything.
+    const scoped = await server.admin('/admin/reset', { method: 'POST', body: { company: otherId } })
+    expect(scoped.status).toBe(400)
+    expect(scoped.body.errors).toEqual([expect.objectContaining({ resource: 'company' })])
+    expect((await server.admin(`/admin/companies/${otherId}/faults`)).body.count).toBe(1)
+
+    const reset = await server.admin('/admin/reset', { method: 'POST', body: {} })
     expect(reset.status).toBe(200)
     expect(reset.body.data).toEqual(
       expect.arrayContaining([

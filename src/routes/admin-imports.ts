@@ -10,7 +10,14 @@ import {
 } from '../admin/imports.ts'
 import { composeImportWorker } from '../imports/compose-worker.ts'
 import { ImportViewSchema } from './v1/import-schemas.ts'
-import { NotFoundBodySchema, ObjectIdSchema, UnauthorizedBodySchema, ValidationErrorBodySchema } from './schemas.ts'
+import {
+  missingBodyAsEmpty,
+  NoBodySchema,
+  NotFoundBodySchema,
+  ObjectIdSchema,
+  UnauthorizedBodySchema,
+  ValidationErrorBodySchema,
+} from './schemas.ts'
 
 const CompanyParams = Type.Object({ id: ObjectIdSchema })
 
@@ -56,6 +63,7 @@ export const adminImportRoutes: FastifyPluginAsyncTypebox = async (app) => {
         description:
           'Closes every open debounce window of the company, runs its imports that are not finished (this process runs them, or waits for the worker running one), and answers when none is scheduled or running, with the imports it saw unfinished, as they finished, oldest first. Past `timeout_ms`: 408, and the imports go on.',
         params: CompanyParams,
+        body: NoBodySchema,
         querystring: Type.Object({
           timeout_ms: Type.Optional(
             Type.Integer({
@@ -73,6 +81,7 @@ export const adminImportRoutes: FastifyPluginAsyncTypebox = async (app) => {
           408: ValidationErrorBodySchema,
         },
       },
+      preValidation: missingBodyAsEmpty,
     },
     async (request) => {
       const worker = composeImportWorker({ store: app.store, clock: app.clock, config: app.config, logger: app.log })

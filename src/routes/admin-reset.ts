@@ -2,7 +2,14 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { resetCompany, resetEveryCompany } from '../admin/reset.ts'
 import type { TestKit } from './test-kit.ts'
-import { NotFoundBodySchema, ObjectIdSchema, UnauthorizedBodySchema, ValidationErrorBodySchema } from './schemas.ts'
+import {
+  missingBodyAsEmpty,
+  NoBodySchema,
+  NotFoundBodySchema,
+  ObjectIdSchema,
+  UnauthorizedBodySchema,
+  ValidationErrorBodySchema,
+} from './schemas.ts'
 
 const ResetOutcomeSchema = Type.Object({
   id: Type.String(),
@@ -24,8 +31,10 @@ export const adminResetRoutes: FastifyPluginAsyncTypebox<{ kit: TestKit }> = asy
         description:
           'In one transaction: everything written since goes (imports included, and keys created later), and the fixture is written again with the same ids and keys; its plans are calculated again. Its faults and journal stay.',
         params: Type.Object({ id: ObjectIdSchema }),
+        body: NoBodySchema,
         response: { 200: ResetOutcomeSchema, 400: ValidationErrorBodySchema, 401: UnauthorizedBodySchema, 404: NotFoundBodySchema },
       },
+      preValidation: missingBodyAsEmpty,
     },
     async (request) => resetCompany(app.store, request.params.id),
   )
@@ -38,8 +47,14 @@ export const adminResetRoutes: FastifyPluginAsyncTypebox<{ kit: TestKit }> = asy
         operationId: 'adminResetEverything',
         description:
           'Each company as POST /admin/companies/{id}/reset does, one after the other; then the journals and faults of this process are cleared.',
-        response: { 200: Type.Object({ count: Type.Integer(), data: Type.Array(ResetOutcomeSchema) }), 401: UnauthorizedBodySchema },
+        body: NoBodySchema,
+        response: {
+          200: Type.Object({ count: Type.Integer(), data: Type.Array(ResetOutcomeSchema) }),
+          400: ValidationErrorBodySchema,
+          401: UnauthorizedBodySchema,
+        },
       },
+      preValidation: missingBodyAsEmpty,
     },
     async () => {
       const outcomes = await resetEveryCompany(app.store)

@@ -12,7 +12,7 @@ import { adminRequestRoutes } from './admin-requests.ts'
 import { adminResetRoutes } from './admin-reset.ts'
 import { adminEditRoutes } from './admin-edits.ts'
 import type { WorkerProbe } from './health.ts'
-import { NotFoundBodySchema, ObjectIdSchema, UnauthorizedBodySchema, ValidationErrorBodySchema } from './schemas.ts'
+import { missingBodyAsEmpty, NotFoundBodySchema, ObjectIdSchema, UnauthorizedBodySchema, ValidationErrorBodySchema } from './schemas.ts'
 
 const digest = (text: string) => createHash('sha256').update(text).digest()
 
@@ -150,10 +150,7 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{ worker?: WorkerProbe }> = 
         body: Type.Object({ user: Type.Optional(Type.String()) }, { additionalProperties: false }),
         response: { 201: CreatedKeySchema, ...AdminErrors },
       },
-      // Every field is optional, so a call without a body is the empty one (Fastify would validate `undefined`).
-      preValidation: async (request) => {
-        request.body ??= {}
-      },
+      preValidation: missingBodyAsEmpty,
     },
     async (request, reply) => {
       const secret = await createCompanyKey(app.store, app.clock, request.params.id, request.body.user)

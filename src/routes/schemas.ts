@@ -1,3 +1,4 @@
+import type { FastifyRequest } from 'fastify'
 import { type Static, type TSchema, type TUnsafe, Type } from 'typebox'
 
 /** Shapes shared by several routes. Route-specific schemas live beside their routes. */
@@ -9,6 +10,14 @@ import { type Static, type TSchema, type TUnsafe, Type } from 'typebox'
  */
 export function Nullable<Schema extends TSchema & { type: string }>(schema: Schema): TUnsafe<Static<Schema> | null> {
   return Type.Unsafe<Static<Schema> | null>({ ...schema, type: [schema.type, 'null'] })
+}
+
+/** The body of a call that takes none: left out or `{}`. Any field sent is refused rather than ignored. */
+export const NoBodySchema = Type.Object({}, { additionalProperties: false, description: 'None, or {}' })
+
+/** Fastify validates a missing body as `undefined`: a route whose body fields are all optional reads it as `{}`. */
+export async function missingBodyAsEmpty(request: FastifyRequest): Promise<void> {
+  request.body ??= {}
 }
 
 export const ObjectIdSchema = Type.String({ pattern: '^[0-9a-fA-F]{24}$', description: 'ObjectId string' })
