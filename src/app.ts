@@ -19,6 +19,7 @@ import { refuseDeepJson } from './routes/json-depth.ts'
 import { registerMetrics } from './routes/metrics.ts'
 import { registerOpenApi } from './routes/openapi.ts'
 import { applyTestKit, registerTestKit } from './routes/test-kit.ts'
+import { validatorsKeepingBodyTypes } from './routes/validators.ts'
 import { v1Routes } from './routes/v1/index.ts'
 import { v2Routes } from './routes/v2/index.ts'
 import type { Store } from './store/port.ts'
@@ -70,6 +71,7 @@ export async function buildApp({ config, store, clock, logStream, worker }: AppO
     clientErrorHandler: answerClientError,
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     ajv: { customOptions: { coerceTypes: 'array', allErrors: true, removeAdditional: false } },
+    schemaController: { compilersFactory: { buildValidator: validatorsKeepingBodyTypes() } },
   })
 
   app.decorate('config', config)

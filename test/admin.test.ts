@@ -131,6 +131,14 @@ describe('admin routes', () => {
     })
     expect(unknown.status).toBe(404)
     expect(unknown.body).toEqual({ message: expect.any(String), resource: 'user', type: 'NotFoundError' })
+    // A user given but not an email is refused: it never falls back to the first active user.
+    const before = (await server.store.apiKeys.list(id)).length
+    for (const user of ['', null, ['rep@umbrella.example'], 7]) {
+      const refused = await server.call(`/admin/companies/${id}/api-keys`, { method: 'POST', headers: admin, body: { user } })
+      expect(refused.status, JSON.stringify(user)).toBe(400)
+      expect(refused.body.errors).toEqual([expect.objectContaining({ resource: 'user' })])
+    }
+    expect(await server.store.apiKeys.list(id)).toHaveLength(before)
   })
 
   it('deletes a company and everything it had; its key stops working', async () => {

@@ -491,8 +491,11 @@ describe('plans and exchange rates through the admin routes', () => {
     const [juneAfter] = byDateOf(await h.walk(h.statementsPath), '2026-06-01')
     // 1,000 USD = 900 EUR, and 1,100 EUR: 20 % of the target, 5 % = 100.
     expect(juneAfter['standard.total_commission']).toEqual({ value: 100, currency: 'EUR' })
-    const bad = await h.admin(`/admin/companies/${h.companyId}/exchange-rates`, { method: 'PUT', body: { USD: 0 } })
-    expect(bad.status).toBe(400)
+    for (const body of [{ USD: 0 }, { USD: true }, { USD: '0.9' }, { USD: null }]) {
+      const bad = await h.admin(`/admin/companies/${h.companyId}/exchange-rates`, { method: 'PUT', body })
+      expect(bad.status, JSON.stringify(body)).toBe(400)
+    }
+    expect((await h.server.store.companies.get(h.companyId))?.exchange_rates).toEqual({ USD: 0.9 })
   })
 
   it('recalculates a cell whose quota value changes, and a statement moved back to pending from its deals as they are', async () => {

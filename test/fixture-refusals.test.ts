@@ -50,6 +50,21 @@ describe('bad fixtures are refused cleanly', () => {
     expect(resources(await refusalOf(fixture))).toEqual(['/users/1/junior', '/managers/0/end_date'])
   })
 
+  it('a plan left out for a schema problem does not hide the problems of the other plans and parts', async () => {
+    const fixture = smallFixture() as any
+    const plan = {
+      data_table: 'nowhere',
+      user_field: 'owner',
+      date_field: 'closed',
+      amount_field: 'amount',
+      frequency: 'monthly',
+      rate: 0.1,
+    }
+    fixture.plans = [{ name: 'Unfinished' }, { name: 'Sales', ...plan }]
+    fixture.api_keys = [{ user: 'nobody@acme.example' }]
+    expect(resources(await refusalOf(fixture))).toEqual(expect.arrayContaining(['/plans/0', '/plans/1/data_table', '/api_keys/0/user']))
+  })
+
   it.each(['__proto__', 'constructor', 'prototype'])('refuses %s as a field, attribute, metric or dimension key', async (name) => {
     const fixture = JSON.parse(JSON.stringify(smallFixture()).replace('"region"', JSON.stringify(name))) as any
     fixture.data_tables[0].fields.push({ api_key: name, name: 'Reserved', type: 'string' })

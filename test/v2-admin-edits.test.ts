@@ -67,16 +67,32 @@ describe('admin routes that edit a company’s data (for schema changes and incr
     ['/reporting-structures/{structure}', { metrics: ['tier', 'tier'] }, 'metrics'],
     ['/custom-metrics/tier', { kind: 'enum', enum_values: null }, 'enum_values'],
     ['/custom-metrics/tier', { kind: 'shape' }, 'kind'],
+    // A body says its own types: a value of another type is refused, never coerced (null or "" to 0, true to 1).
+    ['/statements/{statement}', { payment: false }, 'payment'],
+    ['/statements/{statement}', { payment: '' }, 'payment'],
+    ['/quota-values/{value}', { value: null }, 'value'],
+    ['/quota-values/{value}', { value: true }, 'value'],
+    ['/commission-lines/{line}', { commission: null }, 'commission'],
+    ['/commission-lines/{line}', { commission: [7] }, 'commission'],
+    ['/commission-lines/{line}', { commission: ' ' }, 'commission'],
+    ['/quotas/{quota}', { type: ['float'] }, 'type'],
   ])('answer 400 naming the field for PATCH %s %j', async (template, body, resource) => {
     const [statement] = await server.store.statements.page(companyId, 'live', { limit: 1 })
     const [value] = await server.store.quotaValues.page(companyId, id('Monthly bookings'), { limit: 1 })
+    const deals = (await server.store.dataTables.getByKey(companyId, 'live', 'deals'))!.id
+    const [line] = await server.store.commissionLines.list(companyId, deals, { offset: 0, limit: 1 })
     const path = template
       .replace('{quota}', id('Monthly bookings'))
       .replace('{statement}', statement.id)
       .replace('{value}', value.id)
+      .replace('{line}', line.id)
       .replace('{structure}', id('Statements'))
     const reply = await patch(path, body)
     expect(reply.status).toBe(400)
+    // Nothing was changed by the refusal.
+    expect((await server.store.statements.page(companyId, 'live', { limit: 1 }))[0]).toEqual(statement)
+    expect((await server.store.quotaValues.page(companyId, id('Monthly bookings'), { limit: 1 }))[0]).toEqual(value)
+    expect((await server.store.commissionLines.list(companyId, deals, { offset: 0, limit: 1 }))[0]).toEqual(line)
     // A value that fits no branch of a union is reported once per branch, all naming the field.
     expect(reply.body.count).toBeGreaterThan(0)
     expect(reply.body).toEqual({ count: reply.body.errors.length, errors: reply.body.errors.map(() => badParameter(resource).errors[0]) })

@@ -1,6 +1,7 @@
 import { createApiKey } from '../auth/api-keys.ts'
 import type { Clock } from '../clock.ts'
 import { storedId } from '../domain/ids.ts'
+import { isEmail } from '../domain/formats.ts'
 import { NotFoundError, ValidationError } from '../errors.ts'
 import { structureRowCount } from '../reporting/structures.ts'
 import type { Company } from '../store/model.ts'
@@ -85,7 +86,8 @@ export async function companyInventory(store: Store, companyId: string) {
 export async function createCompanyKey(store: Store, clock: Clock, companyIdAsGiven: string, email?: string): Promise<string> {
   const companyId = (await existingCompany(store, companyIdAsGiven)).id
   let userId: string | undefined
-  if (email) {
+  if (email !== undefined) {
+    if (!isEmail(email)) throw new ValidationError({ resource: 'user', description: 'expected the email of a user of the company' })
     const user = (await store.users.findByEmails(companyId, [email])).get(email.toLowerCase())
     if (!user) throw new NotFoundError('user', `No user with email ${email} in this company`)
     if (user.status === 'archived') throw new ValidationError({ resource: 'user', description: 'an archived user cannot own an API key' })

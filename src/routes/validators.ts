@@ -1,0 +1,22 @@
+import { AjvCompiler } from '@fastify/ajv-compiler'
+import type { FastifyServerOptions } from 'fastify'
+
+type ValidatorFactory = NonNullable<
+  NonNullable<NonNullable<FastifyServerOptions['schemaController']>['compilersFactory']>['buildValidator']
+>
+
+/**
+ * Fastify's validators with the server's Ajv options, but a body's values are never coerced. A query string, a
+ * path and headers are text, so "5" is read as the 5 their schema asks for; a JSON body says its own types, and
+ * coercing them changes data silently (null or "" to 0 in an admin edit, [7] to 7, true to 1), so a body whose
+ * value has the wrong type is refused.
+ */
+export function validatorsKeepingBodyTypes(): ValidatorFactory {
+  const fromPool = AjvCompiler()
+  return ((externalSchemas, options) => {
+    const forText = fromPool(externalSchemas, options)
+    const exact = { ...options, customOptions: { ...options?.customOptions, coerceTypes: false } } as typeof options
+    const forBodies = fromPool(externalSchemas, exact)
+    return (route: { httpPart?: string }) => (route.httpPart === 'body' ? forBodies : forText)(route as never)
+  }) as ValidatorFactory
+}
