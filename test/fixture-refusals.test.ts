@@ -65,6 +65,26 @@ describe('bad fixtures are refused cleanly', () => {
     expect(resources(await refusalOf(fixture))).toEqual(expect.arrayContaining(['/plans/0', '/plans/1/data_table', '/api_keys/0/user']))
   })
 
+  it('refuses what the loader cannot read as a time or a month, and rates the admin route refuses', async () => {
+    const fixture = smallFixture() as any
+    fixture.users[0].modified_at = '2026-12-31T23:59:60Z' // a leap second: no instant holds it
+    fixture.users[1].modified_at = '2026-01-01T00:00:00Z[Europe/Paris]'
+    fixture.custom_metrics[0].created_at = '2026-01-01 10:00:00Z'
+    fixture.closed_periods = [{ through: '2026-13', status: 'paid' }]
+    fixture.company.exchange_rates = { EUR: 2, usd: 3, USD: 1.1 }
+    expect(resources(await refusalOf(fixture))).toEqual(
+      expect.arrayContaining([
+        '/users/0/modified_at',
+        '/users/1/modified_at',
+        '/custom_metrics/0/created_at',
+        '/closed_periods/0/through',
+        '/company/exchange_rates/EUR',
+        '/company/exchange_rates/usd',
+      ]),
+    )
+    expect(resources(await refusalOf(fixture))).not.toContain('/company/exchange_rates/USD')
+  })
+
   it.each(['__proto__', 'constructor', 'prototype'])('refuses %s as a field, attribute, metric or dimension key', async (name) => {
     const fixture = JSON.parse(JSON.stringify(smallFixture()).replace('"region"', JSON.stringify(name))) as any
     fixture.data_tables[0].fields.push({ api_key: name, name: 'Reserved', type: 'string' })

@@ -1,4 +1,5 @@
 import { calculatePlan, type CalculationProblem, userDirectory } from '../calculation/engine.ts'
+import { exchangeRateProblems } from '../calculation/exchange-rates.ts'
 import { companySettings, type RecalculationSummary, recalculate } from '../calculation/recalculation.ts'
 import type { Clock } from '../clock.ts'
 import { isCurrencyCode } from '../domain/formats.ts'
@@ -110,15 +111,10 @@ export async function setExchangeRates(
   rates: ExchangeRates,
 ): Promise<{ exchange_rates: ExchangeRates; calculation: RecalculationSummary }> {
   const company = await existingCompany(store, companyId)
-  const issues: Issue[] = []
-  for (const [currency, rate] of Object.entries(rates)) {
-    if (!isCurrencyCode(currency))
-      issues.push({ resource: 'exchange_rates', description: `${currency} is not a currency code such as USD` })
-    else if (!(typeof rate === 'number' && Number.isFinite(rate) && rate > 0))
-      issues.push({ resource: currency, description: 'a rate is a positive number' })
-    else if (currency === company.default_currency && rate !== 1)
-      issues.push({ resource: currency, description: `${currency} is the default currency: its rate is 1` })
-  }
+  const issues: Issue[] = exchangeRateProblems(rates, company.default_currency).map(({ currency, description }) => ({
+    resource: isCurrencyCode(currency) ? currency : 'exchange_rates',
+    description,
+  }))
   if (issues.length > 0) throw new ValidationError(issues)
   const now = clock.now().toISOString()
   return store.transaction(

@@ -1,3 +1,4 @@
+import { isCurrencyCode } from '../domain/formats.ts'
 import type { ExchangeRates } from '../store/model.ts'
 
 /**
@@ -23,4 +24,21 @@ function rateOf(currency: string, rates: ExchangeRates, defaultCurrency: string)
   if (currency === defaultCurrency) return 1
   const rate = rates[currency]
   return typeof rate === 'number' && rate > 0 ? rate : null
+}
+
+/**
+ * What is wrong with a company's rates, each problem with the currency it is about (null when the code itself
+ * is not one). The fixture and the admin route take rates by the same rules: codes as ISO 4217 writes them, a
+ * positive finite rate, and the default currency, worth 1 of itself, given no other rate.
+ */
+export function exchangeRateProblems(rates: ExchangeRates, defaultCurrency: string): { currency: string; description: string }[] {
+  const problems: { currency: string; description: string }[] = []
+  for (const [currency, rate] of Object.entries(rates)) {
+    if (!isCurrencyCode(currency)) problems.push({ currency, description: `${currency} is not a currency code such as USD` })
+    else if (!(typeof rate === 'number' && Number.isFinite(rate) && rate > 0))
+      problems.push({ currency, description: 'a rate is a positive number' })
+    else if (currency === defaultCurrency && rate !== 1)
+      problems.push({ currency, description: `${currency} is the default currency: its rate is 1` })
+  }
+  return problems
 }
