@@ -577,4 +577,24 @@ describe('plans and exchange rates through the admin routes', () => {
     // 12,000 of 10,000: 120 %, gold 10 % of every deal: 1,200.
     expect(await mayOf()).toMatchObject({ 'standard.total_commission': { value: 1_200, currency: 'EUR' }, 'custom.tier': 'gold' })
   })
+
+  it('refuses an edit of a metric a plan writes that its values would no longer fit, and takes one they still fit', async () => {
+    const metrics = async () => h.server.store.metrics.list(h.companyId)
+    const editMetric = (key: string, body: unknown) =>
+      h.admin(`/admin/companies/${h.companyId}/custom-metrics/${key}`, { method: 'PATCH', body })
+    const before = await metrics()
+    for (const [key, body, resource] of [
+      ['tier', { enum_values: ['silver'] }, 'enum_values'],
+      ['tier', { kind: 'text' }, 'kind'],
+      ['attainment', { kind: 'date' }, 'kind'],
+      ['bonus', { kind: 'float' }, 'kind'],
+    ] as const) {
+      const refused = await editMetric(key, body)
+      expect(refused.status, `${key} ${JSON.stringify(body)}`).toBe(400)
+      expect(refused.body.errors).toEqual([{ error: 'ValidationError', resource, description: expect.stringContaining('Sales plan') }])
+    }
+    expect(await metrics()).toEqual(before)
+    expect((await editMetric('tier', { enum_values: ['silver', 'gold', 'platinum'] })).status).toBe(200)
+    expect((await editMetric('attainment', { kind: 'float' })).status).toBe(200)
+  })
 })

@@ -16,6 +16,7 @@ import type {
 import type { Store } from '../store/port.ts'
 import type { CommissionLineChanges, QuotaValueChanges, StatementChanges } from '../store/admin-edits.ts'
 import { renderStatementRows, renderStatements } from '../v2/statement-texts.ts'
+import { checkPlanMetrics } from '../fixtures/plan-definitions.ts'
 import { existingCompany } from './company-admin.ts'
 
 /**
@@ -214,16 +215,28 @@ export interface MetricEdit {
 
 /**
  * Changes a custom metric's definition, named by its API key. Stored values stay; they are rendered by the new
- * kind, and statement rows are rendered again for it.
+ * kind, and statement rows are rendered again for it. A metric a plan writes keeps what the plan's values need
+ * (its kind, its tiers' names as enum values): change or delete the plan first.
  */
 export async function reviseMetric(store: Store, clock: Clock, companyId: string, apiKey: string, edit: MetricEdit): Promise<CustomMetric> {
   const company = (await existingCompany(store, companyId)).id
-  const metric = found((await store.metrics.list(company)).find((item) => item.api_key === apiKey) ?? null, 'custom_metric', apiKey)
+  const metrics = await store.metrics.list(company)
+  const metric = found(metrics.find((item) => item.api_key === apiKey) ?? null, 'custom_metric', apiKey)
   const kind = edit.kind ?? metric.kind
   const enumValues = edit.enum_values === undefined ? metric.enum_values : edit.enum_values
   if (kind === 'enum' && (!enumValues || enumValues.length === 0)) {
     throw new ValidationError({ resource: 'enum_values', description: 'an enum metric needs enum_values' })
   }
+  const revised = metrics.map((item) => (item.id === metric.id ? { ...item, kind, enum_values: enumValues } : item))
+  const resource = kind === metric.kind ? 'enum_values' : 'kind'
+  const issues: Issue[] = []
+  for (const plan of await store.plans.list(company)) {
+    if (!Object.values(plan.metrics).includes(apiKey)) continue
+    checkPlanMetrics(plan, revised, '', (_path, description) =>
+      issues.push({ resource, description: `plan ${plan.name} writes it: ${description}` }),
+    )
+  }
+  if (issues.length > 0) throw new ValidationError(issues)
   const changed = found(
     await store.adminEdits.updateMetric(company, metric.id, { ...edit, modified_at: clock.now().toISOString() }),
     'custom_metric',
