@@ -368,6 +368,10 @@ describe('plans over HTTP', () => {
   })
 })
 
+const metrics = async () => h.server.store.metrics.list(h.companyId)
+const editMetric = (key: string, body: unknown) =>
+  h.admin(`/admin/companies/${h.companyId}/custom-metrics/${key}`, { method: 'PATCH', body })
+
 describe('plans and exchange rates through the admin routes', () => {
   it('shows the plans in the company inventory, with the statements each calculated', async () => {
     const inventory = await h.admin(`/admin/companies/${h.companyId}`)
@@ -579,9 +583,6 @@ describe('plans and exchange rates through the admin routes', () => {
   })
 
   it('refuses an edit of a metric a plan writes that its values would no longer fit, and takes one they still fit', async () => {
-    const metrics = async () => h.server.store.metrics.list(h.companyId)
-    const editMetric = (key: string, body: unknown) =>
-      h.admin(`/admin/companies/${h.companyId}/custom-metrics/${key}`, { method: 'PATCH', body })
     const before = await metrics()
     for (const [key, body, resource] of [
       ['tier', { enum_values: ['silver'] }, 'enum_values'],
