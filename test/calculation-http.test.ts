@@ -387,6 +387,17 @@ describe('plans and exchange rates through the admin routes', () => {
     expect(listed.body.data).toEqual([{ ...salesPlan(), id: expect.any(String), environment: 'live', filters: [], tier_mode: 'whole' }])
     const planId = listed.body.data[0].id
 
+    // What GET shows can be sent back as it is, its id included; another plan's id is refused.
+    const asListed = await h.admin(`/admin/companies/${h.companyId}/plans/${planId}`, { method: 'PUT', body: listed.body.data[0] })
+    expect(asListed.status).toBe(200)
+    expect(asListed.body.calculation).toMatchObject({ statements_written: 0, lines_written: 0 })
+    const otherId = await h.admin(`/admin/companies/${h.companyId}/plans/${planId}`, {
+      method: 'PUT',
+      body: { ...listed.body.data[0], id: '0123456789abcdef01234567', rate: 0.5 },
+    })
+    expect(otherId.status).toBe(400)
+    expect(otherId.body.errors).toEqual([expect.objectContaining({ resource: 'id' })])
+
     const replaced = await h.admin(`/admin/companies/${h.companyId}/plans/${planId}`, {
       method: 'PUT',
       body: { ...salesPlan(), rate: 0.07 },

@@ -1,6 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { calculationProblems, deletePlan, listPlans, savePlan, setExchangeRates } from '../admin/plans.ts'
+import { storedId } from '../domain/ids.ts'
+import { ValidationError } from '../errors.ts'
 import { FixturePlanSchema } from '../fixtures/schema.ts'
 import { NotFoundBodySchema, ObjectIdSchema, UnauthorizedBodySchema, ValidationErrorBodySchema } from './schemas.ts'
 
@@ -14,6 +16,11 @@ const CompanyParams = Type.Object({ id: ObjectIdSchema })
 const PlanParams = Type.Object({ id: ObjectIdSchema, plan_id: Type.String() })
 
 const PlanDefinitionSchema = Type.Intersect([Type.Object({ id: Type.String() }), FixturePlanSchema])
+/** A replacement may keep the `id` that `GET …/plans` shows, so that a plan read can be sent back as it is. */
+const ReplacementPlanSchema = Type.Object(
+  { ...FixturePlanSchema.properties, id: Type.Optional(Type.String({ description: "The plan's id, as the path names it" })) },
+  { additionalProperties: false },
+)
 const ProblemSchema = Type.Object({
   plan: Type.String(),
   record: Type.Optional(Type.String()),
@@ -72,11 +79,16 @@ export const adminPlanRoutes: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'adminReplacePlan',
         description: 'Replaces the definition and recalculates the plan; validated and paid statements stay as they are.',
         params: PlanParams,
-        body: FixturePlanSchema,
+        body: ReplacementPlanSchema,
         response: { 200: PlanChangeSchema, ...AdminErrors },
       },
     },
-    async (request) => savePlan(app.store, app.clock, request.params.id, request.body, request.params.plan_id),
+    async (request) => {
+      const { id, ...definition } = request.body
+      if (id !== undefined && storedId(id) !== storedId(request.params.plan_id))
+        throw new ValidationError({ resource: 'id', description: "a plan's id does not change: give the one the path names, or none" })
+      return savePlan(app.store, app.clock, request.params.id, definition, request.params.plan_id)
+    },
   )
 
   app.delete(
