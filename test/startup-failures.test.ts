@@ -77,7 +77,10 @@ describe('start-up failures are one line naming the cause', () => {
     const foreign = new DatabaseSync(file)
     foreign.exec('CREATE TABLE invoices (id INTEGER PRIMARY KEY); INSERT INTO invoices VALUES (1)')
     foreign.close()
+    const bytes = readFileSync(file)
     expect(failureLine(runCli(['companies'], sqlite({ DATA_DIR: dataDir })))).toMatch(/another application's SQLite database/)
+    // Not a byte written: not even WAL mode in its header.
+    expect(readFileSync(file).equals(bytes)).toBe(true)
     const after = new DatabaseSync(file)
     expect(after.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all()).toEqual([{ name: 'invoices' }])
     after.close()

@@ -22,6 +22,13 @@ class Handle {
     this.db = new DatabaseSync(path)
     // Several processes (the server, the CLI, a second worker) may share the file: wait for a lock, don't fail.
     this.db.exec('PRAGMA busy_timeout = 10000')
+    // Before the first write: another application's file is left as it was (WAL mode is written in its header).
+    try {
+      refuseForeignDatabase(this.db)
+    } catch (error) {
+      this.db.close()
+      throw error
+    }
     this.db.exec('PRAGMA journal_mode = WAL')
     // With WAL, NORMAL loses no committed transaction on a process crash; FULL also survives power loss.
     this.db.exec('PRAGMA synchronous = FULL')
@@ -279,13 +286,18 @@ function isBusy(error: unknown): boolean {
   return typeof code === 'number' && (code & 0xff) === 5
 }
 
+/** A file with tables but no schema version of ours is another application's. */
+function refuseForeignDatabase(db: DatabaseSync): void {
+  const { user_version: version } = db.prepare('PRAGMA user_version').get() as { user_version: number }
+  if (version === 0 && db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' LIMIT 1").get()) {
+    throw new ForeignDatabaseError("the file is another application's SQLite database, not commission-api's: point DATA_DIR elsewhere")
+  }
+}
+
 function migrate(db: DatabaseSync): void {
   db.exec('BEGIN IMMEDIATE')
   try {
     const { user_version: version } = db.prepare('PRAGMA user_version').get() as { user_version: number }
-    if (version === 0 && db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' LIMIT 1").get()) {
-      throw new ForeignDatabaseError("the file is another application's SQLite database, not commission-api's: point DATA_DIR elsewhere")
-    }
     for (let index = version; index < MIGRATIONS.length; index++) db.exec(MIGRATIONS[index])
     if (version < MIGRATIONS.length) db.exec(`PRAGMA user_version = ${MIGRATIONS.length}`)
     db.exec('COMMIT')
