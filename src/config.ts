@@ -1,3 +1,4 @@
+import { isIP } from 'node:net'
 import { resolve } from 'node:path'
 
 /** The service's configuration, read once from the environment at start-up. docs/configuration.md lists every variable. */
@@ -200,8 +201,17 @@ function parseTrustProxy(raw: string): Parsed<boolean | number | string[]> {
   if ('value' in asSwitch) return asSwitch
   if (/^\d+$/.test(raw)) return { value: Number(raw) }
   const addresses = raw.split(',').map((part) => part.trim())
-  if (addresses.every((address) => /^[0-9a-fA-F.:]+(\/\d{1,3})?$/.test(address))) return { value: addresses }
+  if (addresses.every(isAddressOrRange)) return { value: addresses }
   return problem('expected on, off, a hop count, or a comma-separated list of addresses or CIDR ranges')
+}
+
+/** An IPv4 or IPv6 address, alone or with a prefix length its family allows (`10.0.0.0/8`, `fd00::/8`). */
+function isAddressOrRange(text: string): boolean {
+  const [address, prefix, ...rest] = text.split('/')
+  const family = isIP(address)
+  if (family === 0 || rest.length > 0) return false
+  if (prefix === undefined) return true
+  return /^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 4 ? 32 : 128)
 }
 
 /** A comma-separated list of origins (`scheme://host[:port]`, as a browser sends them), or `*`. */
