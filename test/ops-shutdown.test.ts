@@ -1,26 +1,11 @@
 import { once } from 'node:events'
-import { connect, type Socket } from 'node:net'
 import { describe, expect, it } from 'vitest'
+import { openConnection, refusesConnections } from './helpers/raw-http.ts'
 import { runCli, type ServerProcess, startServerProcess, tempDataDir } from './helpers/process.ts'
 import { call } from './helpers/server.ts'
 
 const ADMIN_TOKEN = 'shutdown-test-admin-token'
 const FIXTURE = JSON.stringify({ company: { name: 'In flight', default_currency: 'EUR' }, users: [{ email: 'ann@in-flight.example' }] })
-
-/** A raw HTTP/1.1 connection, so that a request can be held half-sent and another pipelined behind it. */
-async function openConnection(port: number): Promise<{ socket: Socket; received: () => string; waitFor(text: string): Promise<void> }> {
-  const socket = connect(port, '127.0.0.1')
-  await once(socket, 'connect')
-  let received = ''
-  socket.on('data', (chunk) => (received += chunk.toString()))
-  return {
-    socket,
-    received: () => received,
-    async waitFor(text) {
-      while (!received.includes(text)) await once(socket, 'data')
-    },
-  }
-}
 
 /** Starts a POST /admin/companies whose body is not sent yet; resolves once the server holds the request. */
 async function holdRequestInFlight(port: number) {
@@ -33,19 +18,6 @@ async function holdRequestInFlight(port: number) {
   // Node answers 100 Continue once it has the request's headers: from then on the request is in flight.
   await connection.waitFor('100 Continue')
   return connection
-}
-
-/** Resolves once the server refuses new connections, which it does as soon as its shutdown has begun. */
-async function refusesConnections(port: number): Promise<void> {
-  for (;;) {
-    const socket = connect(port, '127.0.0.1')
-    const refused = await new Promise<boolean>((resolve) => {
-      socket.once('connect', () => resolve(false))
-      socket.once('error', () => resolve(true))
-    })
-    socket.destroy()
-    if (refused) return
-  }
 }
 
 async function started(env: Record<string, string>): Promise<{ server: ServerProcess; port: number }> {

@@ -1,7 +1,9 @@
+import { once } from 'node:events'
 import { describe, expect, it } from 'vitest'
 import { smallFixture } from './helpers/fixtures.ts'
 import { finishedImport, sample } from './helpers/operations.ts'
 import { runCli, startServerProcess, tempDataDir } from './helpers/process.ts'
+import { openConnection, refusesConnections } from './helpers/raw-http.ts'
 import { call } from './helpers/server.ts'
 
 describe('serve --role worker with WORKER_HEALTH_PORT', () => {
@@ -46,6 +48,27 @@ describe('serve --role worker with WORKER_HEALTH_PORT', () => {
       expect(await api.stop()).toBe(0)
       expect(await worker.stop()).toBe(0)
     }
+  })
+
+  it('answers a probe that reaches it while it stops in its own 503 body, and stops without a warning', async () => {
+    const worker = startServerProcess({ DATA_DIR: tempDataDir(), WORKER_HEALTH_PORT: '0' }, ['serve', '--role', 'worker'])
+    const [, health] = await worker.waitFor(/worker health and metrics on (http:\/\/\S+)/)
+    const port = Number(new URL(health).port)
+    // A probe whose headers are not all sent yet: the connection is busy, so the stop waits for it.
+    const connection = await openConnection(port)
+    connection.socket.write('GET /health/ready HTTP/1.1\r\nHost: localhost\r\n')
+    worker.child.kill('SIGTERM')
+    await refusesConnections(port)
+    connection.socket.write('\r\n')
+    await once(connection.socket, 'close')
+    const answer = connection.received()
+    expect(answer).toMatch(/^HTTP\/1\.1 503 /)
+    expect(JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4))).toMatchObject({
+      status: 'unavailable',
+      checks: { shutting_down: true },
+    })
+    expect(await worker.stop()).toBe(0)
+    expect(worker.errors()).not.toMatch(/Deprecation|FSTDEP/)
   })
 
   it('serves no HTTP without it', async () => {

@@ -1,4 +1,4 @@
-import Fastify, { type FastifyInstance } from 'fastify'
+import Fastify, { type FastifyInstance, LogController } from 'fastify'
 import type { Clock } from '../clock.ts'
 import type { Config } from '../config.ts'
 import type { ImportWorker } from '../imports/worker.ts'
@@ -22,7 +22,13 @@ export interface WorkerHealthParts {
  * Nothing else: no v1, v2 or admin route. The composition root (`src/server.ts`) listens and closes it.
  */
 export function buildWorkerHealth({ config, store, clock, worker }: WorkerHealthParts): FastifyInstance {
-  const app = Fastify({ logger: loggerOptions(config.logLevel), disableRequestLogging: true })
+  const app = Fastify({
+    logger: loggerOptions(config.logLevel),
+    logController: new LogController({ disableRequestLogging: true }),
+    // A probe that reaches a stopping worker is answered by the readiness route (503, shutting_down), as on an API
+    // instance, rather than by the framework's own 503.
+    return503OnClosing: false,
+  })
   app.decorate('config', config)
   app.decorate('store', store)
   app.decorate('clock', clock)
