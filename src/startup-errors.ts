@@ -2,7 +2,7 @@ import type { Config } from './config.ts'
 import { StoreOpenError } from './store/store-open-error.ts'
 import { storeDescription } from './store/open-store.ts'
 
-type SystemError = Error & { code?: string; syscall?: string; path?: string }
+type SystemError = Error & { code?: string; syscall?: string; path?: string; port?: number }
 
 /**
  * What stopped the process from starting, as one line that names the cause and the setting behind it, for the
@@ -11,14 +11,17 @@ type SystemError = Error & { code?: string; syscall?: string; path?: string }
 export function startupFailure(error: unknown, config: Config): string | null {
   if (error instanceof StoreOpenError) return error.message
   if (!(error instanceof Error)) return null
-  const { code, syscall } = error as SystemError
-  const address = `${config.host}:${config.port}`
+  const { code, syscall, port } = error as SystemError
+  // The worker role's health listener is the one listener on WORKER_HEALTH_PORT; every other is on PORT.
+  const setting = port !== undefined && port === config.workerHealthPort && port !== config.port ? 'WORKER_HEALTH_PORT' : 'PORT'
+  const address = `${config.host}:${port ?? config.port}`
   if (syscall === 'listen' || syscall === 'getaddrinfo' || code === 'EADDRINUSE') {
-    if (code === 'EADDRINUSE') return `cannot listen on ${address}: the port is in use (another process holds it; set PORT to another port)`
+    if (code === 'EADDRINUSE')
+      return `cannot listen on ${address}: the port is in use (another process holds it; set ${setting} to another port)`
     if (code === 'EADDRNOTAVAIL') return `cannot listen on ${address}: HOST=${config.host} is not an address of this machine`
     if (code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'EAI_NONAME')
       return `cannot listen on ${address}: HOST=${config.host} does not resolve to an address`
-    if (code === 'EACCES') return `cannot listen on ${address}: not allowed (ports below 1024 need privileges; set PORT)`
+    if (code === 'EACCES') return `cannot listen on ${address}: not allowed (ports below 1024 need privileges; set ${setting})`
   }
   if (syscall === 'mkdir' || syscall === 'open' || syscall === 'access') {
     const reason =
@@ -32,6 +35,8 @@ export function startupFailure(error: unknown, config: Config): string | null {
   if (error.name === 'MongoServerSelectionError' || error.name === 'MongoNetworkError' || error.name === 'MongoNetworkTimeoutError') {
     return `cannot reach ${storeDescription(config)} (MONGODB_URL): ${error.message}`
   }
-  if (error.name === 'MongoParseError' || error.name === 'MongoAPIError') return `MONGODB_URL is not usable: ${error.message}`
+  // The driver reads some mistakes of the URL (a port out of range) only when it connects: a runtime error then.
+  if (error.name === 'MongoParseError' || error.name === 'MongoAPIError' || error.name === 'MongoRuntimeError')
+    return `MONGODB_URL is not usable: ${error.message}`
   return null
 }

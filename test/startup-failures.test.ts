@@ -28,8 +28,11 @@ describe('start-up failures are one line naming the cause', () => {
     const port = (holder.address() as { port: number }).port
     try {
       expect(failureLine(runCli(['serve'], sqlite({ DATA_DIR: tempDataDir(), PORT: String(port) })))).toMatch(
-        new RegExp(`127\\.0\\.0\\.1:${port}: the port is in use`),
+        new RegExp(`127\\.0\\.0\\.1:${port}: the port is in use .*set PORT`),
       )
+      // The worker's health listener names its own port and variable.
+      const worker = runCli(['serve', '--role', 'worker'], sqlite({ DATA_DIR: tempDataDir(), WORKER_HEALTH_PORT: String(port) }))
+      expect(failureLine(worker)).toMatch(new RegExp(`127\\.0\\.0\\.1:${port}: the port is in use .*set WORKER_HEALTH_PORT`))
     } finally {
       holder.close()
     }
@@ -84,6 +87,12 @@ describe('start-up failures are one line naming the cause', () => {
     const after = new DatabaseSync(file)
     expect(after.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all()).toEqual([{ name: 'invoices' }])
     after.close()
+  })
+
+  it('a MONGODB_URL the driver cannot read, named without its credentials', () => {
+    const result = runCli(['serve'], { DATA_DIR: tempDataDir(), PORT: '0', MONGODB_URL: 'mongodb://ann:s3cret@db.example:99999/shop' })
+    expect(failureLine(result)).toMatch(/MONGODB_URL is not usable/)
+    expect(result.stderr).not.toContain('s3cret')
   })
 
   it('an unreachable MONGODB_URL, named without its credentials', () => {
