@@ -26,9 +26,16 @@ interface Service {
 const compose = parse(read('docker-compose.yml'), { merge: true }) as { services: Record<string, Service> }
 const nginxConf = read('deploy/nginx.conf')
 
-/** Compose's interpolation of `${NAME}` and `${NAME:-default}` from `env`. */
+/**
+ * Compose's interpolation from `env`: `${NAME}`; `${NAME:-default}`, the default when NAME is unset or empty;
+ * `${NAME-default}`, the default only when NAME is unset.
+ */
 function interpolate(value: string, env: Record<string, string>): string {
-  return value.replace(/\$\{(\w+)(?::-([^}]*))?\}/g, (_match, name: string, fallback?: string) => env[name] || (fallback ?? ''))
+  return value.replace(/\$\{(\w+)(?:(:?)-([^}]*))?\}/g, (_match, name: string, colon?: string, fallback?: string) => {
+    const given = env[name]
+    if (given === undefined || (given === '' && colon === ':')) return fallback ?? ''
+    return given
+  })
 }
 
 /** The environment a service's process gets, for the given variables of the shell that runs `docker compose`. */
@@ -92,6 +99,8 @@ describe('docker-compose.yml', () => {
       expect(config.publicUrl).toBe(shell.PUBLIC_URL)
       expect(config.corsOrigins).toEqual([shell.CORS_ORIGINS])
     }
+    // PUBLIC_URL set empty in the shell: the links are built from each request's Host, as deployment.md says.
+    expect(loadConfig(environmentOf('api-1', { PUBLIC_URL: '' })).publicUrl).toBeNull()
     // One instance creates the demo company.
     expect(APP_SERVICES.filter((service) => loadConfig(environmentOf(service)).demo && service !== 'worker')).toEqual(['api-1'])
   })
