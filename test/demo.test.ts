@@ -1,9 +1,14 @@
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ManualClock } from '../src/clock.ts'
 import { demoFixture } from '../src/fixtures/demo.ts'
+import { demoKeyFile, ensureDemoCompany } from '../src/fixtures/demo-company.ts'
 import { loadFixture } from '../src/fixtures/load-fixture.ts'
 import type { CommissionLine, DataTable, Quota, Statement, User } from '../src/store/model.ts'
 import type { Store } from '../src/store/port.ts'
+import { openSqliteStore } from '../src/store/sqlite/sqlite-store.ts'
+import { tempDataDir } from './helpers/process.ts'
 import { startTestServer } from './helpers/server.ts'
 import { openTestStore } from './helpers/test-store.ts'
 
@@ -323,6 +328,25 @@ describe('the demo over HTTP', () => {
       expect(line).toMatchObject({ 'datatable.name': expect.any(String), 'datatable.owner_id': expect.any(String) })
     } finally {
       await server.close()
+    }
+  })
+})
+
+describe('the demo company of a first start', () => {
+  it('is created once when two processes start together on one empty store', async () => {
+    const dataDir = tempDataDir()
+    const file = join(dataDir, 'commission-api.sqlite')
+    const [first, second] = [openSqliteStore(file), openSqliteStore(file)]
+    try {
+      const clock = new ManualClock()
+      const outcomes = await Promise.all([ensureDemoCompany(first, clock, dataDir), ensureDemoCompany(second, clock, dataDir)])
+      expect(outcomes.map((outcome) => outcome.kind).toSorted()).toEqual(['created', 'existing'])
+      expect(await first.companies.list()).toHaveLength(1)
+      const created = outcomes.find((outcome) => outcome.kind === 'created')!
+      expect(readFileSync(demoKeyFile(dataDir), 'utf8').trim()).toBe('apiKey' in created ? created.apiKey : '')
+    } finally {
+      await first.close()
+      await second.close()
     }
   })
 })

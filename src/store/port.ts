@@ -122,6 +122,13 @@ export interface TransactionOptions {
   company?: string
 }
 
+/**
+ * What a transaction names as its `company` when what it reads is the list of companies itself (the demo company
+ * that a first start creates on an empty store): an id no company has, so that two such transactions, on two
+ * instances started together, are serialized with each other.
+ */
+export const COMPANY_LIST = '000000000000000000000000'
+
 /** An id-ordered window over a sequence of rows, for the v2 pages. */
 export interface RowWindow {
   /** Only rows whose id is greater than this one. */
