@@ -78,7 +78,7 @@ export async function buildApp({ config, store, clock, logStream, worker }: AppO
   app.decorate('store', store)
   app.decorate('clock', clock)
   followClockOfStore(app)
-  registerErrorHandling(app)
+  const answerNotFound = registerErrorHandling(app)
   drainRefusedBodies(app)
   if (config.corsOrigins.length > 0) await registerCors(app, config.corsOrigins)
   refuseDeepJson(app)
@@ -100,6 +100,9 @@ export async function buildApp({ config, store, clock, logStream, worker }: AppO
     applyTestKit(api)
     await api.register(v1Routes, { prefix: '/v1' })
     await api.register(v2Routes, { prefix: '/v2' })
+    // A v1 or v2 path no route takes is answered inside `api`, after its hooks: it needs the key, counts against
+    // the rate limit and carries its headers, and is written to the journal, as every v1 and v2 request is.
+    for (const prefix of ['/v1', '/v2']) await api.register(async (version) => version.setNotFoundHandler(answerNotFound), { prefix })
   })
   if (config.adminToken) await app.register(adminRoutes, { prefix: '/admin', worker })
 

@@ -131,6 +131,25 @@ describe('rate limit: 80 requests per second per company', () => {
     }
   })
 
+  it('counts a v1 or v2 path no route takes, and a wrong method, as every other request of the company', async () => {
+    server = await startTestServer({ RATE_LIMIT_PER_SECOND: '3' })
+    const { apiKey } = await server.load(smallFixture())
+    // Without a key: refused as any v1 or v2 request is, before the path is looked at.
+    expect((await server.call('/v1/no-such-route')).status).toBe(401)
+    const unknown = await server.call('/v1/no-such-route', { key: apiKey })
+    expect(unknown.status).toBe(404)
+    expect(unknown.headers['ratelimit-remaining']).toBe('2')
+    const wrongMethod = await server.call('/v2/data-structures', { method: 'POST', key: apiKey })
+    expect(wrongMethod.status).toBe(405)
+    expect(wrongMethod.headers['ratelimit-remaining']).toBe('1')
+    expect((await server.call('/v2/nothing/here', { key: apiKey })).status).toBe(404)
+    expect((await server.call('/v2/data-structures', { key: apiKey })).status).toBe(429)
+    // Outside v1 and v2, an unknown path is a plain 404, asking no key.
+    const elsewhere = await server.call('/no-such-route')
+    expect(elsewhere.status).toBe(404)
+    expect(elsewhere.headers['ratelimit-limit']).toBeUndefined()
+  })
+
   it('takes its limit from RATE_LIMIT_PER_SECOND', async () => {
     server = await startTestServer({ RATE_LIMIT_PER_SECOND: '3' })
     const { apiKey } = await server.load(smallFixture())

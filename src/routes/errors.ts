@@ -75,7 +75,7 @@ function frameworkIssues(error: FastifyError): Issue[] {
  * The one place where errors become HTTP responses, with the specification's bodies. A 5xx never carries
  * the internal message or a stack: it is logged with the request id and answered with a stable body.
  */
-export function registerErrorHandling(app: FastifyInstance): void {
+export function registerErrorHandling(app: FastifyInstance): NotFoundHandler {
   app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     if (error instanceof ValidationError) return reply.code(400).send(validationBody(error.issues))
     if (error instanceof TimedOutError) return reply.code(408).send(validationBody(error.issues))
@@ -106,8 +106,13 @@ export function registerErrorHandling(app: FastifyInstance): void {
   })
 
   const answeredMethodNotAllowed = trackRouteMethods(app)
-  app.setNotFoundHandler((request, reply) => {
+  const answerNotFound: NotFoundHandler = (request, reply) => {
     if (answeredMethodNotAllowed(request, reply)) return
     reply.code(404).send({ message: `No route ${request.method} ${request.url.split('?')[0]}`, resource: 'route', type: 'NotFoundError' })
-  })
+  }
+  app.setNotFoundHandler(answerNotFound)
+  return answerNotFound
 }
+
+/** Answers a request no route took: 405 with `Allow` for a known path under another method, 404 otherwise. */
+export type NotFoundHandler = (request: FastifyRequest, reply: FastifyReply) => void

@@ -41,12 +41,6 @@ export function injectedFaultOf(request: FastifyRequest): Fault | undefined {
 export function registerTestKit(app: FastifyInstance): void {
   const kit = app.config.adminToken ? { faults: new FaultBoard(), journal: new RequestJournal(app.config.requestJournalSize) } : null
   app.decorate('testKit', kit)
-  if (!kit) return
-  // A v1 or v2 path that names no route is answered by the root's not-found handler, outside `api` and its hooks:
-  // a client calling a wrong URL is what a test reading the journal looks for, so it is written there too.
-  app.addHook('onResponse', async (request, reply) => {
-    if (request.is404 && /^\/v[12]\//.test(pathOf(request.url))) await record(kit, request, reply, reply.statusCode)
-  })
 }
 
 /**
