@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { buildApp } from '../src/app.ts'
 import { ManualClock } from '../src/clock.ts'
 import { loadConfig } from '../src/config.ts'
+import { StoreBusyError } from '../src/store/port.ts'
 import { openTestStore } from './helpers/test-store.ts'
 import { call } from './helpers/server.ts'
 
@@ -37,6 +38,9 @@ describe('error mapping', () => {
     )
     app.get('/explode', async () => {
       throw new Error('database password is hunter2 at /srv/secret/path.ts:12')
+    })
+    app.post('/busy', async () => {
+      throw new StoreBusyError('another writer held the store write lock for 10000 ms')
     })
     await app.listen({ port: 0, host: '127.0.0.1' })
     const address = app.server.address()
@@ -92,6 +96,13 @@ describe('error mapping', () => {
     const reply = await call(`${url}/probe/${id}`, { method: 'POST', headers: { 'content-type': 'application/xml' }, body: '<data/>' })
     expect(reply.status).toBe(400)
     expect(reply.body).toEqual(single('Content-Type'))
+  })
+
+  it('a store too busy to write is a 503 to come back after, not a failure', async () => {
+    const reply = await call(`${url}/busy`, { method: 'POST' })
+    expect(reply.status).toBe(503)
+    expect(reply.headers['retry-after']).toBe('1')
+    expect(reply.body).toEqual({ message: expect.stringContaining('try again'), type: 'ServiceUnavailableError' })
   })
 
   it('a 5xx carries no internal message or stack, and is logged with the request id', async () => {

@@ -10,7 +10,7 @@ import { QueueFullError } from '../src/errors.ts'
 import { enqueueImport } from '../src/imports/enqueue.ts'
 import { storeEnqueuingThrough, ThreadedImportWorker } from '../src/imports/threaded-worker.ts'
 import { newId } from '../src/ids.ts'
-import { ImportQueueFullError, type Store } from '../src/store/port.ts'
+import { ImportQueueFullError, type Store, StoreBusyError } from '../src/store/port.ts'
 import { ImportWorker, type WorkerLogger } from '../src/imports/worker.ts'
 import { type RunningServer, startServer } from '../src/server.ts'
 import type { DataImport } from '../src/store/model.ts'
@@ -214,6 +214,24 @@ describe("the worker's thread stores the upserts' payloads for the HTTP thread",
     expect(await store.imports.queuedBytes(companyId)).toBe(1000)
     await store.close()
   })
+
+  it('rejects with StoreBusyError when another writer holds the lock past the wait, for the HTTP thread to answer 503', async () => {
+    const { config, store, companyId } = await loadedStore()
+    const worker = new ThreadedImportWorker({ config, logger: recordingLogger() })
+    await worker.start()
+    // Another process's write transaction, held past the thread's wait for the lock (10 s).
+    const holder = new DatabaseSync(sqliteFile(config))
+    try {
+      holder.exec('BEGIN IMMEDIATE')
+      await expect(worker.enqueue(...enqueueArguments(companyId, 1))).rejects.toBeInstanceOf(StoreBusyError)
+      holder.exec('ROLLBACK')
+      expect(await store.imports.queuedBytes(companyId)).toBe(0)
+    } finally {
+      holder.close()
+      await worker.stop()
+      await store.close()
+    }
+  }, 60_000)
 
   it('is what the default start does: an upsert over HTTP is stored through the thread, and a full queue is a 429', async () => {
     const { server, key } = await serve({ IMPORT_QUEUE_LIMIT_MB: '1' })

@@ -5,6 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { newId } from '../src/ids.ts'
 import { runClaimedImport } from '../src/imports/run-import.ts'
 import { ImportWorker } from '../src/imports/worker.ts'
+import { type Store, StoreBusyError } from '../src/store/port.ts'
 import { loadConfig } from '../src/config.ts'
 import { startServer } from '../src/server.ts'
 import { smallFixture } from './helpers/fixtures.ts'
@@ -145,6 +146,24 @@ describe('the import worker', () => {
       title: 'ValidationError',
       description: expect.stringContaining('internal error'),
     })
+  })
+
+  it('postpones a run the store was too busy for, and applies it at the next claim: never refused for it', async () => {
+    let busy = 1
+    const store: Store = {
+      ...h.store,
+      transaction: (work, options) =>
+        busy-- > 0 ? Promise.reject(new StoreBusyError('another writer held the lock')) : h.store.transaction(work, options),
+    }
+    const worker = new ImportWorker({ store, clock: h.server.clock })
+    const postponed: string[] = []
+    worker.on('postponed', (claimed) => postponed.push(claimed.id))
+    const id = await putUsers([{ email: 'a@acme.example', name: 'A' }])
+    // Claimed twice: postponed, then applied.
+    expect(await worker.drain()).toBe(2)
+    expect(postponed).toEqual([id])
+    expect(await h.importOf(id)).toMatchObject({ status: 'finished', error: false })
+    expect((await h.user('a@acme.example'))?.name).toBe('A')
   })
 
   it('polls once started, and stop() lets the running import finish; start and stop are idempotent', async () => {

@@ -3,7 +3,7 @@ import { EventEmitter } from 'node:events'
 import { hostname } from 'node:os'
 import type { Clock } from '../clock.ts'
 import type { DataImport } from '../store/model.ts'
-import type { Store } from '../store/port.ts'
+import { type Store, StoreBusyError } from '../store/port.ts'
 import { failClaimedImport, runClaimedImport } from './run-import.ts'
 
 /** The little of a pino logger the worker uses. */
@@ -32,6 +32,8 @@ export interface ImportWorkerEvents {
   lost: [DataImport]
   /** The worker stopped during a run: it handed the import back to `scheduled`, for another worker to take at once. */
   handedBack: [DataImport]
+  /** The store was busy (StoreBusyError): the run wrote nothing, and the import is handed back to run again. */
+  postponed: [DataImport]
   /** A round of polling failed (the store was unreachable...); the worker keeps polling. */
   failed: [unknown]
 }
@@ -145,6 +147,13 @@ export class ImportWorker extends EventEmitter<ImportWorkerEvents> {
         this.emit('finished', result.import)
       }
     } catch (error) {
+      if (error instanceof StoreBusyError) {
+        // Nothing was written, and the same run may succeed later: the import waits, its payloads kept.
+        this.#logger.warn({ ...log, err: error }, 'import postponed: the store was busy; it runs again')
+        await this.#handBack(claimed)
+        this.emit('postponed', claimed)
+        return true
+      }
       const reference = randomUUID()
       this.#logger.error({ ...log, err: error, reference }, 'import failed on an internal error')
       if (await failClaimedImport(this.#store, this.#clock, claimed, this.owner, reference)) {
@@ -175,6 +184,15 @@ export class ImportWorker extends EventEmitter<ImportWorkerEvents> {
         }
       })
       this.#wake = null
+    }
+  }
+
+  /** Back to `scheduled` for the next claim; when even that fails, its lease expires and it is claimed again then. */
+  async #handBack(claimed: DataImport): Promise<void> {
+    try {
+      await this.#store.imports.release(claimed.company_id, claimed.id, this.owner)
+    } catch (error) {
+      this.#logger.warn({ err: error, import_id: claimed.id }, 'import hand-back failed: it runs again once its lease expires')
     }
   }
 

@@ -10,6 +10,7 @@ import {
   UnauthorizedError,
   ValidationError,
 } from '../errors.ts'
+import { StoreBusyError } from '../store/port.ts'
 import { trackRouteMethods } from './method-not-allowed.ts'
 import type { ValidationErrorBody } from './schemas.ts'
 
@@ -93,6 +94,13 @@ export function registerErrorHandling(app: FastifyInstance): NotFoundHandler {
         .send({ message: error.message, type: 'TooManyRequestsError' })
     }
     if (error instanceof ServiceUnavailableError) return reply.code(503).send({ message: error.message, type: 'ServiceUnavailableError' })
+    if (error instanceof StoreBusyError) {
+      request.log.warn({ err: error }, 'the store was busy')
+      return reply
+        .code(503)
+        .header('retry-after', 1)
+        .send({ message: 'The store is busy with another write; nothing was done: try again', type: 'ServiceUnavailableError' })
+    }
     if (error instanceof SimulatedServerError) return reply.code(500).send(SERVER_ERROR_BODY)
     if (error.validation) return reply.code(400).send(validationBody(schemaIssues(error)))
     const status = error.statusCode ?? 500

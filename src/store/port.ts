@@ -464,6 +464,15 @@ export class StoreConflictError extends Error {
 }
 
 /**
+ * The store could not run a transaction for now, and wrote nothing of it: another writer held SQLite's write
+ * lock past the wait, MongoDB's transaction kept conflicting or lost its connection. Not a fault of the work: the
+ * same transaction may succeed later (an import is then run again, never refused for it).
+ */
+export class StoreBusyError extends Error {
+  override name = 'StoreBusyError'
+}
+
+/**
  * Imports and the payloads of the calls that joined them. A worker claims an import with a lease; the
  * lease holder applies the payloads and calls `finish` in the same transaction, so that an import is applied
  * exactly once whatever crashes. Times are ISO strings from the caller's clock.

@@ -1,12 +1,13 @@
 import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { DatabaseSync } from 'node:sqlite'
 import { expect, it } from 'vitest'
 import { ManualClock } from '../../src/clock.ts'
 import { loadFixture } from '../../src/fixtures/load-fixture.ts'
 import { newId } from '../../src/ids.ts'
 import type { DataTableRecord } from '../../src/store/model.ts'
-import { rateSubjectKey } from '../../src/store/port.ts'
+import { rateSubjectKey, StoreBusyError } from '../../src/store/port.ts'
 import { rateLimitFile } from '../../src/store/sqlite/rate-limits.ts'
 import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.ts'
 import { smallFixture } from '../helpers/fixtures.ts'
@@ -83,3 +84,27 @@ function recordOf(companyId: string, tableId: string, externalId: string): DataT
     modified_at: at,
   }
 }
+
+it('fails a write with StoreBusyError, writing nothing, when another connection holds the write lock past the wait', async () => {
+  const directory = mkdtempSync(join(tmpdir(), 'store-'))
+  const file = join(directory, 'commission-api.sqlite')
+  const store = openSqliteStore(file, { writeLockTimeoutMs: 200 })
+  const holder = new DatabaseSync(file)
+  try {
+    holder.exec('BEGIN IMMEDIATE')
+    const refused = await loadFixture(store, new ManualClock(), smallFixture()).then(
+      () => null,
+      (error: unknown) => error,
+    )
+    expect(refused).toBeInstanceOf(StoreBusyError)
+    holder.exec('ROLLBACK')
+    expect(await store.companies.list()).toEqual([])
+    // Once the lock is free, the same write goes through.
+    await loadFixture(store, new ManualClock(), smallFixture())
+    expect(await store.companies.list()).toHaveLength(1)
+  } finally {
+    holder.close()
+    await store.close()
+    rmSync(directory, { recursive: true, force: true })
+  }
+})

@@ -67,7 +67,18 @@ export function isDuplicateKey(error: unknown): boolean {
 
 /** A driver error as the port states it: a broken uniqueness rule becomes StoreConflictError; anything else is kept. */
 export function toPortError(error: unknown): unknown {
-  return asStoreError(error, isDuplicateKey)
+  return asStoreError(error, isDuplicateKey, isTransient)
+}
+
+/**
+ * What `withTransaction` still failed with once its retries ran out (a transaction that kept conflicting, a commit
+ * whose result stayed unknown), and a connection lost: the same work may succeed later.
+ */
+function isTransient(error: unknown): boolean {
+  if (!(error instanceof Error)) return false
+  const labelled = error as Error & { hasErrorLabel?: (label: string) => boolean }
+  if (labelled.hasErrorLabel?.('TransientTransactionError') || labelled.hasErrorLabel?.('UnknownTransactionCommitResult')) return true
+  return ['MongoNetworkError', 'MongoNetworkTimeoutError', 'MongoServerSelectionError'].includes(error.name)
 }
 
 /**

@@ -2,6 +2,7 @@ import { mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { DatabaseSync, type SQLInputValue, type SQLOutputValue, type StatementSync } from 'node:sqlite'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { StoreBusyError } from '../port.ts'
 import { asStoreError } from '../shared/conflicts.ts'
 import { SerialQueue } from '../shared/serial-queue.ts'
 import { MIGRATIONS } from './migrations.ts'
@@ -9,7 +10,7 @@ import { ForeignDatabaseError } from './open-errors.ts'
 import { RememberedAnswers } from './remembered-answers.ts'
 
 /** How long a write waits for another connection's write lock before it fails, as `busy_timeout` did. */
-const WRITE_LOCK_TIMEOUT_MS = 10_000
+export const WRITE_LOCK_TIMEOUT_MS = 10_000
 /** The longest pause between two attempts to take the write lock. */
 const WRITE_LOCK_MAX_PAUSE_MS = 20
 
@@ -104,8 +105,10 @@ export class SqliteConnection {
   #commits = 0
   readonly #remembered = new RememberedAnswers()
   #closed = false
+  readonly #writeLockTimeoutMs: number
 
-  constructor(path: string) {
+  constructor(path: string, { writeLockTimeoutMs = WRITE_LOCK_TIMEOUT_MS }: { writeLockTimeoutMs?: number } = {}) {
+    this.#writeLockTimeoutMs = writeLockTimeoutMs
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true })
     this.#writer = new Handle(path)
     migrate(this.#writer.db)
@@ -244,17 +247,19 @@ export class SqliteConnection {
   /**
    * Opens a write transaction on the writer. When another connection (another process, or the import worker's
    * thread) holds the write lock, it waits on a timer rather than inside SQLite, so that the thread's event
-   * loop goes on; after WRITE_LOCK_TIMEOUT_MS it fails with SQLite's own "database is locked".
+   * loop goes on; after its timeout (WRITE_LOCK_TIMEOUT_MS) it fails with StoreBusyError (SQLite's "database is locked" as its cause).
    */
   async #begin(): Promise<void> {
     const db = this.#writer.db
-    const deadline = Date.now() + WRITE_LOCK_TIMEOUT_MS
+    const deadline = Date.now() + this.#writeLockTimeoutMs
     for (let pause = 1; ; pause = Math.min(pause * 2, WRITE_LOCK_MAX_PAUSE_MS)) {
       try {
         db.exec('BEGIN IMMEDIATE')
         return
       } catch (error) {
-        if (!isBusy(error) || Date.now() >= deadline) throw error
+        if (!isBusy(error)) throw error
+        if (Date.now() >= deadline)
+          throw new StoreBusyError(`another writer held the store's write lock for ${this.#writeLockTimeoutMs} ms`, { cause: error })
       }
       await sleep(pause)
     }

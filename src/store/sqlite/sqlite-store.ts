@@ -5,11 +5,14 @@ import { sqliteOpenError } from './open-errors.ts'
 import { rateLimitFile, SqliteRateLimits } from './rate-limits.ts'
 import * as repositories from './repositories.ts'
 
-/** Opens (and migrates) the SQLite store at `path`, a file or `:memory:`. */
-export function openSqliteStore(path: string): Store {
+/**
+ * Opens (and migrates) the SQLite store at `path`, a file or `:memory:`. A write waits `writeLockTimeoutMs` at most
+ * for another connection's write lock (10 s by default), then fails with StoreBusyError.
+ */
+export function openSqliteStore(path: string, options: { writeLockTimeoutMs?: number } = {}): Store {
   let connection: SqliteConnection | null = null
   try {
-    connection = new SqliteConnection(path)
+    connection = new SqliteConnection(path, options)
     return sqliteStore(connection, connection.sql, new SqliteRateLimits(rateLimitFile(path)))
   } catch (error) {
     connection?.close()
