@@ -5,6 +5,15 @@ export function newId(): string {
   return new ObjectId().toHexString()
 }
 
+/**
+ * `candidate` when it sorts after `floor`, else the id right after `floor`: for an id that must come after one
+ * another process made (ObjectIds of two processes in the same second sort by their random part, not by time).
+ */
+export function idAfter(candidate: string, floor: string | null): string {
+  if (floor === null || candidate > floor) return candidate
+  return (BigInt(`0x${floor}`) + 1n).toString(16).padStart(24, '0')
+}
+
 /** Makes new ids and remembers them, in order: what a fixture's load made, so that a reload makes the same. */
 export class IdRecorder {
   readonly ids: string[] = []

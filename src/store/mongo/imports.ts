@@ -2,6 +2,7 @@ import type { Document, ObjectId } from 'bson'
 import type { ClientSession, IndexDescription } from 'mongodb'
 import { type DataImport, scheduledDetail } from '../model.ts'
 import { type ImportOutcome, type ImportProgress, ImportQueueFullError, type ImportRepository } from '../port.ts'
+import { idAfter } from '../../ids.ts'
 import { decode, encode, lookupId } from './codec.ts'
 import { IMPORT_LOCKS, IMPORT_PAYLOAD_PARTS, IMPORT_PAYLOADS, IMPORTS } from './collections.ts'
 import { ensureLock, writeLock } from './locks.ts'
@@ -121,10 +122,19 @@ export function mongoImports(context: MongoContext): ImportRepository {
           { ...inSession(session), sort: { _id: 1 }, returnDocument: 'after' },
         )
         if (!joined) {
-          joined = encode(IMPORTS, { ...fresh, details: [detail], payload_bytes: fresh.payload_bytes + payload.bytes })
+          // After the company's imports still to run, whoever made their ids: they are claimed in id order.
+          const latest = await imports().findOne(inCompany(fresh.company_id, { status: { $in: ['scheduled', 'started'] } }), {
+            ...inSession(session),
+            sort: { _id: -1 },
+            projection: { _id: 1 },
+          })
+          const id = idAfter(fresh.id, latest ? String(latest._id) : null)
+          joined = encode(IMPORTS, { ...fresh, id, details: [detail], payload_bytes: fresh.payload_bytes + payload.bytes })
           await imports().insertOne(joined, inSession(session))
         }
-        await collectionOf(context, IMPORT_PAYLOADS).insertOne({ ...document, import_id: joined._id }, inSession(session))
+        // Its place among the import's calls is its detail's: the order the calls were stored in.
+        const position = (joined.details as unknown[]).length - 1
+        await collectionOf(context, IMPORT_PAYLOADS).insertOne({ ...document, import_id: joined._id, position }, inSession(session))
         return decode<DataImport>(IMPORTS, joined)
       })
     },
@@ -157,7 +167,7 @@ export function mongoImports(context: MongoContext): ImportRepository {
     payloads: (companyId, importId) =>
       call(context, async (session) => {
         const documents = await collectionOf(context, IMPORT_PAYLOADS)
-          .find(inCompany(companyId, { import_id: lookupId(importId) }), { ...inSession(session), sort: { _id: 1 } })
+          .find(inCompany(companyId, { import_id: lookupId(importId) }), { ...inSession(session), sort: { position: 1, _id: 1 } })
           .toArray()
         const split = documents.filter((document) => partCount(document) > 1).map((document) => document._id)
         const parts =

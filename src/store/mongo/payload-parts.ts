@@ -42,7 +42,14 @@ export function partCount(document: Document): number {
 
 /** The payload a stored document holds, given the documents of its other parts (any order). */
 export function payloadFrom(document: Document, parts: readonly Document[]): ImportPayload {
-  const { items_json: first, items_parts: _count, items, ...fields } = decode<Record<string, unknown>>(IMPORT_PAYLOADS, document)
+  // `position` orders an import's payloads (imports.ts); it is not part of the payload.
+  const {
+    items_json: first,
+    items_parts: _count,
+    position: _position,
+    items,
+    ...fields
+  } = decode<Record<string, unknown>>(IMPORT_PAYLOADS, document)
   // A payload stored before parts existed holds its items as an array.
   if (Array.isArray(items)) return { ...fields, items } as unknown as ImportPayload
   const others = parts.toSorted((a, b) => Number(a.index) - Number(b.index)).map((part) => part.bytes as Binary)

@@ -1,7 +1,14 @@
 import { setImmediate } from 'node:timers/promises'
 import { type DataImport, type ImportPayload, scheduledDetail } from '../model.ts'
 import { type ImportOutcome, type ImportProgress, ImportQueueFullError, type ImportRepository } from '../port.ts'
+import { idAfter } from '../../ids.ts'
 import type { Row, Sql, SqlWriter } from './connection.ts'
+
+/** The largest id of the company's imports still to run (scheduled or started), or null. */
+function latestPending(db: SqlWriter, companyId: string): string | null {
+  const [row] = db.all("SELECT max(id) AS id FROM imports WHERE company_id = ? AND status IN ('scheduled', 'started')", companyId)
+  return (row?.id as string | null) ?? null
+}
 
 /** The bytes queued by a company: the payloads of its imports that are not finished. */
 const QUEUED_BYTES = `SELECT coalesce(sum(payload_bytes), 0) FROM imports WHERE company_id = ? AND status IN ('scheduled', 'started')`
@@ -27,7 +34,10 @@ export function sqliteImports(sql: Sql): ImportRepository {
           fresh.join_key,
           now,
         )[0]
-        const joined: DataImport = open ? parseImport(open) : { ...fresh, details: [] }
+        // A new import comes after the company's imports still to run, whoever made their ids: they are claimed in id order.
+        const joined: DataImport = open
+          ? parseImport(open)
+          : { ...fresh, id: idAfter(fresh.id, latestPending(db, fresh.company_id)), details: [] }
         joined.details.push(scheduledDetail(payload))
         joined.payload_bytes += payload.bytes
         if (open) {
@@ -45,11 +55,13 @@ export function sqliteImports(sql: Sql): ImportRepository {
             JSON.stringify(joined),
           )
         }
+        // Its place among the import's calls is its detail's: the order the calls were stored in.
         db.run(
-          'INSERT INTO import_payloads (company_id, import_id, id, doc) VALUES (?, ?, ?, ?)',
+          'INSERT INTO import_payloads (company_id, import_id, id, position, doc) VALUES (?, ?, ?, ?, ?)',
           payload.company_id,
           joined.id,
           payload.id,
+          joined.details.length - 1,
           payloadDoc,
         )
         return joined
@@ -87,7 +99,7 @@ export function sqliteImports(sql: Sql): ImportRepository {
 
     async payloads(companyId, importId) {
       const rows = await sql.all(
-        'SELECT import_id, doc FROM import_payloads WHERE company_id = ? AND import_id = ? ORDER BY id',
+        'SELECT import_id, doc FROM import_payloads WHERE company_id = ? AND import_id = ? ORDER BY position, id',
         companyId,
         importId,
       )

@@ -182,6 +182,16 @@ export const MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE statements ADD COLUMN sums TEXT;
   `,
+  // A payload's place in its import, in the order the calls were stored (src/store/sqlite/imports.ts): ids made by
+  // two processes do not sort in that order. The payloads stored before keep their ids' order.
+  `
+  ALTER TABLE import_payloads ADD COLUMN position INTEGER NOT NULL DEFAULT 0;
+  UPDATE import_payloads SET position = (
+    SELECT count(*) FROM import_payloads AS earlier
+    WHERE earlier.company_id = import_payloads.company_id AND earlier.import_id = import_payloads.import_id
+      AND earlier.id < import_payloads.id
+  );
+  `,
 ]
 
 /** Every table that holds company data, for deleting a company. */

@@ -59,6 +59,31 @@ export function importsContract(adapter: StoreAdapter): void {
         expect(await store.imports.payloads(otherCompanyId, first.id)).toStrictEqual([])
       })
 
+      it('keeps the order calls were stored in, though ids made by another process sort before the earlier ones', async () => {
+        // Two API instances: the second call's ids come from a process whose ObjectIds sort lower.
+        const [high, low] = [newId(), newId()]
+          .map((id) => id.slice(0, 8))
+          .map((time, index) => `${time}${index === 0 ? 'f' : '0'}${'0'.repeat(15)}`)
+        const first = await store.imports.enqueue(anImport(companyId, minute(0), 10), { ...aPayload(companyId), id: high }, minute(0))
+        const joined = await store.imports.enqueue(
+          { ...anImport(companyId, minute(1), 10), id: low },
+          { ...aPayload(companyId), id: low },
+          minute(1),
+        )
+        expect(joined.id).toBe(first.id)
+        expect((await store.imports.payloads(companyId, first.id)).map((payload) => payload.id)).toStrictEqual([high, low])
+
+        // A new import (another join key) made with a lower id still comes after the company's import waiting to run.
+        const later = await store.imports.enqueue(
+          { ...anImport(companyId, minute(2), 0, 'managers'), id: `${high.slice(0, 8)}0${'0'.repeat(15)}` },
+          aPayload(companyId),
+          minute(2),
+        )
+        expect(later.id > first.id).toBe(true)
+        expect(await store.imports.get(companyId, later.id)).toMatchObject({ id: later.id, join_key: 'managers' })
+        expect((await store.imports.claimNext('w1', minute(20), minute(25)))?.id).toBe(first.id)
+      })
+
       it('stores the payload of the largest body the default limit allows, and reads it back whole', async () => {
         const items = heavyItems(LARGEST_BODY_BYTES)
         const joined = await store.imports.enqueue(anImport(companyId, minute(0)), aPayload(companyId, items), minute(0))
