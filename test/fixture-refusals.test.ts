@@ -65,13 +65,14 @@ describe('bad fixtures are refused cleanly', () => {
     expect(resources(await refusalOf(fixture))).toEqual(expect.arrayContaining(['/plans/0', '/plans/1/data_table', '/api_keys/0/user']))
   })
 
-  it('refuses what the loader cannot read as a time or a month, and rates the admin route refuses', async () => {
+  it('refuses what the loader cannot read as a time or a month, rates the admin route refuses, a field named deleted', async () => {
     const fixture = smallFixture() as any
     fixture.users[0].modified_at = '2026-12-31T23:59:60Z' // a leap second: no instant holds it
     fixture.users[1].modified_at = '2026-01-01T00:00:00Z[Europe/Paris]'
     fixture.custom_metrics[0].created_at = '2026-01-01 10:00:00Z'
     fixture.closed_periods = [{ through: '2026-13', status: 'paid' }]
     fixture.company.exchange_rates = { EUR: 2, usd: 3, USD: 1.1 }
+    fixture.data_tables[0].fields.push({ api_key: 'deleted', name: 'Deleted', type: 'boolean' })
     expect(resources(await refusalOf(fixture))).toEqual(
       expect.arrayContaining([
         '/users/0/modified_at',
@@ -80,6 +81,7 @@ describe('bad fixtures are refused cleanly', () => {
         '/closed_periods/0/through',
         '/company/exchange_rates/EUR',
         '/company/exchange_rates/usd',
+        '/data_tables/0/fields/4/api_key',
       ]),
     )
     expect(resources(await refusalOf(fixture))).not.toContain('/company/exchange_rates/USD')

@@ -220,7 +220,8 @@ describe("the worker's thread stores the upserts' payloads for the HTTP thread",
     const worker = new ThreadedImportWorker({ config, logger: recordingLogger() })
     await worker.start()
     // Another process's write transaction, held past the thread's wait for the lock (10 s).
-    const holder = new DatabaseSync(sqliteFile(config))
+    // It waits its turn as any writer does: the thread's worker may be claiming at that moment.
+    const holder = new DatabaseSync(sqliteFile(config), { timeout: 5000 })
     try {
       holder.exec('BEGIN IMMEDIATE')
       await expect(worker.enqueue(...enqueueArguments(companyId, 1))).rejects.toBeInstanceOf(StoreBusyError)

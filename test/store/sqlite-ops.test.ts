@@ -89,7 +89,7 @@ it('fails a write with StoreBusyError, writing nothing, when another connection 
   const directory = mkdtempSync(join(tmpdir(), 'store-'))
   const file = join(directory, 'commission-api.sqlite')
   const store = openSqliteStore(file, { writeLockTimeoutMs: 200 })
-  const holder = new DatabaseSync(file)
+  const holder = new DatabaseSync(file, { timeout: 5000 })
   try {
     holder.exec('BEGIN IMMEDIATE')
     const refused = await loadFixture(store, new ManualClock(), smallFixture()).then(
