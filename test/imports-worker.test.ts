@@ -4,7 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { newId } from '../src/ids.ts'
 import { runClaimedImport } from '../src/imports/run-import.ts'
-import { ImportWorker } from '../src/imports/worker.ts'
+import { BUSY_ATTEMPTS, ImportWorker } from '../src/imports/worker.ts'
 import { type Store, StoreBusyError } from '../src/store/port.ts'
 import { loadConfig } from '../src/config.ts'
 import { startServer } from '../src/server.ts'
@@ -164,6 +164,15 @@ describe('the import worker', () => {
     expect(postponed).toEqual([id])
     expect(await h.importOf(id)).toMatchObject({ status: 'finished', error: false })
     expect((await h.user('a@acme.example'))?.name).toBe('A')
+  })
+
+  it('refuses an import the store stays too busy for, after BUSY_ATTEMPTS claims, so that the next ones run', async () => {
+    const store: Store = { ...h.store, transaction: () => Promise.reject(new StoreBusyError('another writer held the lock')) }
+    const worker = new ImportWorker({ store, clock: h.server.clock })
+    const id = await putUsers([{ email: 'a@acme.example', name: 'A' }])
+    expect(await worker.drain()).toBe(BUSY_ATTEMPTS)
+    expect(await h.importOf(id)).toMatchObject({ status: 'finished', error: true })
+    expect(await h.user('a@acme.example')).toBeUndefined()
   })
 
   it('polls once started, and stop() lets the running import finish; start and stop are idempotent', async () => {

@@ -38,6 +38,13 @@ export interface ImportWorkerEvents {
   failed: [unknown]
 }
 
+/**
+ * How many claims a run may find the store too busy (StoreBusyError) before the import is refused as a failure of
+ * ours: a lock held for minutes, or a MongoDB transaction over its time limit, would otherwise hold every later
+ * import of the company back forever.
+ */
+export const BUSY_ATTEMPTS = 10
+
 export const DEFAULT_POLL_MS = 250
 export const DEFAULT_LEASE_MS = 60_000
 
@@ -147,7 +154,7 @@ export class ImportWorker extends EventEmitter<ImportWorkerEvents> {
         this.emit('finished', result.import)
       }
     } catch (error) {
-      if (error instanceof StoreBusyError) {
+      if (error instanceof StoreBusyError && claimed.attempts < BUSY_ATTEMPTS) {
         // Nothing was written, and the same run may succeed later: the import waits, its payloads kept.
         this.#logger.warn({ ...log, err: error }, 'import postponed: the store was busy; it runs again')
         await this.#handBack(claimed)

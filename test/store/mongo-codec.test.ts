@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest'
 import { newId } from '../../src/ids.ts'
 import { type Codec, decode, encode, lookupId, toObjectId } from '../../src/store/mongo/codec.ts'
 import * as collections from '../../src/store/mongo/collections.ts'
-import { databaseInUrl, isDuplicateKey, toPortError } from '../../src/store/mongo/connection.ts'
+import { databaseInUrl, isDuplicateKey, toPortError, toPortErrorInTransaction } from '../../src/store/mongo/connection.ts'
 import { byId, cursorId, inCompany, inTable, pageFilter } from '../../src/store/mongo/filters.ts'
 import { claimUpdate, runnable } from '../../src/store/mongo/imports.ts'
 import { INDEXES } from '../../src/store/mongo/indexes.ts'
@@ -18,7 +18,7 @@ import { hitPipeline } from '../../src/store/mongo/rate-limits.ts'
 import { EXTRA_INDEXES } from '../../src/store/mongo/mongo-store.ts'
 import { countsFrom } from '../../src/store/mongo/import-statistics.ts'
 import { withDatabase } from '../helpers/test-store.ts'
-import { StoreConflictError } from '../../src/store/port.ts'
+import { StoreBusyError, StoreConflictError } from '../../src/store/port.ts'
 import {
   aCommissionLine,
   aCompany,
@@ -465,5 +465,18 @@ describe('mongo connection helpers', () => {
     expect(toPortError(conflict)).toBe(conflict)
     const plain = new Error('boom')
     expect(toPortError(plain)).toBe(plain)
+  })
+
+  it('keeps a transient error as the driver threw it inside a transaction, for withTransaction to run it again', () => {
+    const transient = new MongoServerError({ message: 'WriteConflict', code: 112, errorLabels: ['TransientTransactionError'] })
+    expect(toPortErrorInTransaction(transient)).toBe(transient)
+    expect(toPortErrorInTransaction(duplicateKeyError())).toBeInstanceOf(StoreConflictError)
+    // Once withTransaction gave up, the transaction was aborted: nothing committed, and the work may run later.
+    const busy = toPortError(transient)
+    expect(busy).toBeInstanceOf(StoreBusyError)
+    expect((busy as Error).cause).toBe(transient)
+    // A commit whose result stayed unknown may have committed: not told as busy.
+    const unknown = new MongoServerError({ message: 'timeout', code: 50, errorLabels: ['UnknownTransactionCommitResult'] })
+    expect(toPortError(unknown)).toBe(unknown)
   })
 })

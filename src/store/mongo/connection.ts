@@ -1,4 +1,4 @@
-import { type ClientSession, type Db, MongoClient, MongoServerError, type TransactionOptions } from 'mongodb'
+import { type ClientSession, type Db, MongoClient, MongoError, MongoServerError, type TransactionOptions } from 'mongodb'
 import { asStoreError } from '../shared/conflicts.ts'
 import { DEFAULT_DATABASE, databaseInUrl } from './url.ts'
 
@@ -65,20 +65,27 @@ export function isDuplicateKey(error: unknown): boolean {
   return error instanceof MongoServerError && error.code === DUPLICATE_KEY
 }
 
-/** A driver error as the port states it: a broken uniqueness rule becomes StoreConflictError; anything else is kept. */
+/**
+ * A driver error as the port states it, once no retry of the driver's is left to make (outside a transaction, or
+ * after `withTransaction` gave up): a broken uniqueness rule becomes StoreConflictError, a transaction that stayed
+ * transient (it kept conflicting, or lost its connection, and was aborted: nothing of it committed)
+ * StoreBusyError; anything else is kept. A commit whose result stayed unknown is kept as it is: it may have
+ * committed.
+ */
 export function toPortError(error: unknown): unknown {
-  return asStoreError(error, isDuplicateKey, isTransient)
+  return asStoreError(error, isDuplicateKey, isAbortedTransient)
 }
 
 /**
- * What `withTransaction` still failed with once its retries ran out (a transaction that kept conflicting, a commit
- * whose result stayed unknown), and a connection lost: the same work may succeed later.
+ * The same inside a transaction, where a transient error must reach `withTransaction` as the driver's own error,
+ * which it recognises and runs the transaction again for.
  */
-function isTransient(error: unknown): boolean {
-  if (!(error instanceof Error)) return false
-  const labelled = error as Error & { hasErrorLabel?: (label: string) => boolean }
-  if (labelled.hasErrorLabel?.('TransientTransactionError') || labelled.hasErrorLabel?.('UnknownTransactionCommitResult')) return true
-  return ['MongoNetworkError', 'MongoNetworkTimeoutError', 'MongoServerSelectionError'].includes(error.name)
+export function toPortErrorInTransaction(error: unknown): unknown {
+  return asStoreError(error, isDuplicateKey)
+}
+
+function isAbortedTransient(error: unknown): boolean {
+  return error instanceof MongoError && error.hasErrorLabel('TransientTransactionError')
 }
 
 /**

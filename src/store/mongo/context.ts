@@ -2,7 +2,7 @@ import type { Document } from 'bson'
 import type { ClientSession, Collection } from 'mongodb'
 import type { SerialQueue } from '../shared/serial-queue.ts'
 import type { Codec } from './codec.ts'
-import { inTransaction, type MongoConnection, toPortError } from './connection.ts'
+import { inTransaction, type MongoConnection, toPortError, toPortErrorInTransaction } from './connection.ts'
 
 /** An open transaction of `Store.transaction`. */
 export interface OpenTransaction {
@@ -64,7 +64,7 @@ export async function call<T>(context: MongoContext, work: (session: ClientSessi
       return await work(transaction.session)
     } catch (error) {
       transaction.failure ??= error
-      throw toPortError(error)
+      throw toPortErrorInTransaction(error)
     }
   })
 }
