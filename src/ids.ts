@@ -1,3 +1,4 @@
+import { randomInt } from 'node:crypto'
 import { ObjectId } from 'bson'
 
 /** A new ObjectId in its stored text form (src/domain/ids.ts): ids sort by creation time, in text and in MongoDB. */
@@ -6,12 +7,16 @@ export function newId(): string {
 }
 
 /**
- * `candidate` when it sorts after `floor`, else the id right after `floor`: for an id that must come after one
- * another process made (ObjectIds of two processes in the same second sort by their random part, not by time).
+ * `candidate` when it sorts after `floor`, else an id after `floor`: for an id that must come after one another
+ * process made (ObjectIds of two processes in the same second sort by their random part, not by time). Not
+ * `floor` + 1, which is the next id `floor`'s process makes itself: an ObjectId is a time (4 bytes), a value drawn
+ * once per process (5 bytes) and a counter (3 bytes), so the id made here takes `floor`'s drawn value moved ahead
+ * by a random step, which no process's counter reaches.
  */
 export function idAfter(candidate: string, floor: string | null): string {
   if (floor === null || candidate > floor) return candidate
-  return (BigInt(`0x${floor}`) + 1n).toString(16).padStart(24, '0')
+  const step = BigInt(1 + randomInt(0xffff)) << 24n
+  return (BigInt(`0x${floor}`) + step).toString(16).padStart(24, '0')
 }
 
 /** Makes new ids and remembers them, in order: what a fixture's load made, so that a reload makes the same. */

@@ -23,7 +23,14 @@ export const IMPORT_INDEXES: ReadonlyMap<string, readonly IndexDescription[]> = 
       { key: { status: 1, _id: 1 }, name: 'status_id' },
     ],
   ],
-  [IMPORT_PAYLOADS.collection, [{ key: { company_id: 1, import_id: 1, _id: 1 }, name: 'company_import_id' }]],
+  [
+    IMPORT_PAYLOADS.collection,
+    [
+      { key: { company_id: 1, import_id: 1, _id: 1 }, name: 'company_import_id' },
+      // payloads: an import's calls in the order they were stored.
+      { key: { company_id: 1, import_id: 1, position: 1, _id: 1 }, name: 'company_import_position' },
+    ],
+  ],
   [IMPORT_PAYLOAD_PARTS.collection, [{ key: { company_id: 1, payload_id: 1, index: 1 }, name: 'company_payload_index' }]],
   [IMPORT_LOCKS.collection, [{ key: { company_id: 1 }, name: 'company_id' }]],
 ])

@@ -82,6 +82,21 @@ export function importsContract(adapter: StoreAdapter): void {
         expect(later.id > first.id).toBe(true)
         expect(await store.imports.get(companyId, later.id)).toMatchObject({ id: later.id, join_key: 'managers' })
         expect((await store.imports.claimNext('w1', minute(20), minute(25)))?.id).toBe(first.id)
+
+        // The id made after another's is not the one that other's process makes next: that one stays free.
+        const next = (BigInt(`0x${first.id}`) + 1n).toString(16).padStart(24, '0')
+        const bumped = await store.imports.enqueue(
+          { ...anImport(companyId, minute(3), 0, 'groups'), id: first.id.replace(/^(.{8})./, '$10') },
+          aPayload(companyId),
+          minute(3),
+        )
+        expect(bumped.id > later.id).toBe(true)
+        const elsewhere = await store.imports.enqueue(
+          { ...anImport(otherCompanyId, minute(3)), id: next },
+          aPayload(otherCompanyId),
+          minute(3),
+        )
+        expect(elsewhere.id).toBe(next)
       })
 
       it('stores the payload of the largest body the default limit allows, and reads it back whole', async () => {
