@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ManualClock } from '../src/clock.ts'
 import { demoFixture } from '../src/fixtures/demo.ts'
 import { demoKeyFile, ensureDemoCompany } from '../src/fixtures/demo-company.ts'
-import { loadFixture } from '../src/fixtures/load-fixture.ts'
+import { loadFixture, loadFixtureIntoEmptyStore } from '../src/fixtures/load-fixture.ts'
 import type { CommissionLine, DataTable, Quota, Statement, User } from '../src/store/model.ts'
 import type { Store } from '../src/store/port.ts'
 import { openSqliteStore } from '../src/store/sqlite/sqlite-store.ts'
@@ -333,13 +333,32 @@ describe('the demo over HTTP', () => {
 })
 
 describe('the demo company of a first start', () => {
-  it('is created once when two processes start together on one empty store', async () => {
+  it('is loaded into an empty store only: one another process filled meanwhile gets nothing, its secret taken or not', async () => {
+    const store = openSqliteStore(':memory:')
+    try {
+      const fixture = { ...demoFixture(), api_keys: [{ user: 'admin@demo.example', secret: 'cak_the-demo-secret-of-both-processes' }] }
+      expect(await loadFixtureIntoEmptyStore(store, new ManualClock(), fixture)).not.toBeNull()
+      expect(await loadFixtureIntoEmptyStore(store, new ManualClock(), fixture)).toBeNull()
+      expect(await loadFixtureIntoEmptyStore(store, new ManualClock(), demoFixture())).toBeNull()
+      expect(await store.companies.list()).toHaveLength(1)
+    } finally {
+      await store.close()
+    }
+  })
+
+  it.each([
+    ['a key of its own', null],
+    ['DEMO_API_KEY, the same secret in both (as --test-mode gives)', 'cak_the-demo-secret-of-both-processes'],
+  ])('is created once when two processes start together on one empty store, with %s', async (_case, secret) => {
     const dataDir = tempDataDir()
     const file = join(dataDir, 'commission-api.sqlite')
     const [first, second] = [openSqliteStore(file), openSqliteStore(file)]
     try {
       const clock = new ManualClock()
-      const outcomes = await Promise.all([ensureDemoCompany(first, clock, dataDir), ensureDemoCompany(second, clock, dataDir)])
+      const outcomes = await Promise.all([
+        ensureDemoCompany(first, clock, dataDir, secret),
+        ensureDemoCompany(second, clock, dataDir, secret),
+      ])
       expect(outcomes.map((outcome) => outcome.kind).toSorted()).toEqual(['created', 'existing'])
       expect(await first.companies.list()).toHaveLength(1)
       const created = outcomes.find((outcome) => outcome.kind === 'created')!

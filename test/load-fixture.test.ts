@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { ManualClock } from '../src/clock.ts'
 import { ValidationError } from '../src/errors.ts'
 import { loadFixture } from '../src/fixtures/load-fixture.ts'
+import { resetCompany } from '../src/admin/reset.ts'
 import { smallFixture } from './helpers/fixtures.ts'
 import { openTestStore } from './helpers/test-store.ts'
 
@@ -85,5 +86,23 @@ describe('loading a fixture', () => {
       '/commission_lines/0/record',
       '/quotas/0/values/3',
     ])
+  })
+
+  it('resets a company loaded before a rule that would refuse its fixture now (rates of its default currency)', async () => {
+    const { store, dispose } = await openTestStore()
+    try {
+      const { company_id: companyId } = await loadFixture(store, new ManualClock(), smallFixture())
+      // Its origin as an earlier version kept it: a rate for its default currency, which a load now refuses.
+      const origin = (await store.companyOrigins.get(companyId))!
+      const fixture = origin.fixture as ReturnType<typeof smallFixture>
+      await store.companyOrigins.save({ ...origin, fixture: { ...fixture, company: { ...fixture.company, exchange_rates: { EUR: 2 } } } })
+      await expect(problemsOf({ ...fixture, company: { ...fixture.company, exchange_rates: { EUR: 2 } } })).resolves.toEqual([
+        '/company/exchange_rates/EUR',
+      ])
+      await resetCompany(store, companyId)
+      expect((await store.companies.get(companyId))?.exchange_rates).toEqual({ EUR: 2 })
+    } finally {
+      await dispose()
+    }
   })
 })
