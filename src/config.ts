@@ -205,13 +205,16 @@ function parseTrustProxy(raw: string): Parsed<boolean | number | string[]> {
   return problem('expected on, off, a hop count, or a comma-separated list of addresses or CIDR ranges')
 }
 
-/** An IPv4 or IPv6 address, alone or with a prefix length its family allows (`10.0.0.0/8`, `fd00::/8`). */
+/**
+ * An IPv4 or IPv6 address, alone or with a prefix length its family allows (`10.0.0.0/8`, `fd00::/8`), from 1: a
+ * range of every address (`/0`) is refused by the proxy check Fastify uses, and would trust any client anyway.
+ */
 function isAddressOrRange(text: string): boolean {
   const [address, prefix, ...rest] = text.split('/')
   const family = isIP(address)
   if (family === 0 || rest.length > 0) return false
   if (prefix === undefined) return true
-  return /^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 4 ? 32 : 128)
+  return /^\d{1,3}$/.test(prefix) && Number(prefix) >= 1 && Number(prefix) <= (family === 4 ? 32 : 128)
 }
 
 /** A comma-separated list of origins (`scheme://host[:port]`, as a browser sends them), or `*`. */

@@ -104,6 +104,8 @@ describe('configuration', () => {
     ['TRUST_PROXY', ':::'],
     ['TRUST_PROXY', '....'],
     ['TRUST_PROXY', '10.0.0.0/8/8'],
+    ['TRUST_PROXY', '0.0.0.0/0'],
+    ['TRUST_PROXY', '::/0'],
     ['RATE_LIMIT_PER_SECOND', '0'],
     ['RATE_LIMIT_PER_SECOND', '1.5'],
     ['SHUTDOWN_TIMEOUT_MS', 'soon'],
