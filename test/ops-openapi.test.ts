@@ -190,6 +190,17 @@ describe('OpenAPI document for client generators and readers', () => {
     )
   })
 
+  it('marks the body optional where the route takes none, and required elsewhere', () => {
+    const operations = Object.values(document.paths).flatMap((item: any) => Object.values(item)) as any[]
+    const byId = (operationId: string) => operations.find((operation) => operation.operationId === operationId)
+    for (const operationId of ['adminCreateApiKey', 'adminResetCompany', 'adminResetEverything', 'adminDrainImports']) {
+      expect(byId(operationId).requestBody.required, operationId).toBe(false)
+    }
+    for (const operationId of ['adminCreatePlan', 'adminSetExchangeRates', 'upsertUsers']) {
+      expect(byId(operationId).requestBody.required, operationId).toBe(true)
+    }
+  })
+
   it('refers to component schemas for rows, pages, errors and imports instead of repeating them', () => {
     const schemas = document.components.schemas
     for (const name of [

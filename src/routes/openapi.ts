@@ -4,7 +4,7 @@ import fastifySwaggerUi from '@fastify/swagger-ui'
 import type { FastifyInstance, FastifySchema, RouteOptions } from 'fastify'
 import { SERVICE_VERSION as version } from '../version.ts'
 import { addComponentSchemas, DocumentedFixtureBody, withComponentRefs } from './openapi-components.ts'
-import { ServerErrorBodySchema, TooManyRequestsBodySchema, ValidationErrorBodySchema } from './schemas.ts'
+import { missingBodyAsEmpty, ServerErrorBodySchema, TooManyRequestsBodySchema, ValidationErrorBodySchema } from './schemas.ts'
 
 /** Examples by operationId, taken from a demo company by `npm run docs:openapi-examples`. */
 const EXAMPLES = JSON.parse(readFileSync(new URL('./openapi-examples.json', import.meta.url), 'utf8')) as Record<
@@ -102,7 +102,7 @@ function documentRoute({ schema, url, route }: { schema: FastifySchema; url: str
 
 interface OpenApiOperation {
   operationId?: string
-  requestBody?: { content?: Record<string, { example?: unknown }> }
+  requestBody?: { required?: boolean; content?: Record<string, { example?: unknown }> }
   responses?: Record<string, { content?: Record<string, { example?: unknown }> }>
 }
 
@@ -122,11 +122,33 @@ function withExamples<Document extends { paths?: Record<string, Record<string, O
 }
 
 /**
+ * Marks as optional the request bodies of `operationIds`: @fastify/swagger marks every body schema required, and
+ * the routes that read a missing body as `{}` (`missingBodyAsEmpty`) take none.
+ */
+function withOptionalBodies<Document extends { paths?: Record<string, Record<string, OpenApiOperation>> }>(
+  document: Document,
+  operationIds: ReadonlySet<string>,
+): Document {
+  for (const operations of Object.values(document.paths ?? {})) {
+    for (const operation of Object.values(operations)) {
+      if (operation.requestBody && operation.operationId && operationIds.has(operation.operationId)) operation.requestBody.required = false
+    }
+  }
+  return document
+}
+
+/** True when the route reads a missing body as `{}`. */
+function takesMissingBody(route: RouteOptions): boolean {
+  return [route.preValidation ?? []].flat().includes(missingBodyAsEmpty as never)
+}
+
+/**
  * Generates the OpenAPI 3.1 document from the route schemas (`GET /openapi.json`) and serves a reading page
  * for it at `/docs`. Register before the routes, so that every route is seen.
  */
 export async function registerOpenApi(app: FastifyInstance): Promise<void> {
   addComponentSchemas(app)
+  const optionalBodies = new Set<string>()
   await app.register(fastifySwagger, {
     openapi: {
       openapi: '3.1.0',
@@ -151,10 +173,14 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
         },
       },
     },
-    transform: documentRoute,
+    transform: (route) => {
+      const operationId = (route.schema as { operationId?: string } | undefined)?.operationId
+      if (operationId && takesMissingBody(route.route)) optionalBodies.add(operationId)
+      return documentRoute(route)
+    },
     transformObject: (documentObject) =>
       'openapiObject' in documentObject
-        ? withExamples(documentObject.openapiObject as Parameters<typeof withExamples>[0])
+        ? withOptionalBodies(withExamples(documentObject.openapiObject as Parameters<typeof withExamples>[0]), optionalBodies)
         : documentObject.swaggerObject,
     // Components are named by their $id (Page, ImportView...), not numbered.
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, index) => (typeof json.$id === 'string' ? json.$id : `def-${index}`) },
