@@ -73,6 +73,9 @@ describe('bad fixtures are refused cleanly', () => {
     fixture.closed_periods = [{ through: '2026-13', status: 'paid' }]
     fixture.company.exchange_rates = { EUR: 2, usd: 3, USD: 1.1 }
     fixture.data_tables[0].fields.push({ api_key: 'deleted', name: 'Deleted', type: 'boolean' })
+    // Times whose offset carries them out of the years 0000 to 9999.
+    fixture.statements[0].modified_at = '9999-12-31T23:59:59-23:59'
+    fixture.quotas[0].values[0].modified_at = '0000-01-01T00:00:00+01:00'
     expect(resources(await refusalOf(fixture))).toEqual(
       expect.arrayContaining([
         '/users/0/modified_at',
@@ -82,6 +85,8 @@ describe('bad fixtures are refused cleanly', () => {
         '/company/exchange_rates/EUR',
         '/company/exchange_rates/usd',
         '/data_tables/0/fields/4/api_key',
+        '/statements/0/modified_at',
+        '/quotas/0/values/0/modified_at',
       ]),
     )
     expect(resources(await refusalOf(fixture))).not.toContain('/company/exchange_rates/USD')
