@@ -123,6 +123,15 @@ describe('the request journal', () => {
     ])
   })
 
+  it('keeps the first 100 query values of a request, however many times a URL repeats a parameter', async () => {
+    server = await startKitServer()
+    const repeated = Array.from({ length: 500 }, (_, index) => `tag=${index}`).join('&')
+    await server.api(`/v2/data-structures?${repeated}&last=1`)
+    const [entry] = (await journal()).body.data
+    expect(entry.query.tag).toEqual(Array.from({ length: 100 }, (_, index) => String(index)))
+    expect(entry.query.last).toBeUndefined()
+  })
+
   it('keeps the last REQUEST_JOURNAL_SIZE requests of each company, and is cleared on demand', async () => {
     server = await startKitServer({ REQUEST_JOURNAL_SIZE: '3' })
     for (let offset = 0; offset < 5; offset++) await server.api(`/v1/users?limit=1&offset=${offset}`)

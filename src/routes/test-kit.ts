@@ -13,7 +13,7 @@ import {
   ValidationError,
 } from '../errors.ts'
 import { type Fault, FaultBoard } from '../test-kit/faults.ts'
-import { MAX_RECORDED_CHARS, RequestJournal } from '../test-kit/journal.ts'
+import { MAX_RECORDED_CHARS, MAX_RECORDED_QUERY_VALUES, RequestJournal } from '../test-kit/journal.ts'
 
 /** What tests set and read in a running service, beside its data: fault scenarios, and the request journal. */
 export interface TestKit {
@@ -115,17 +115,21 @@ async function isSecret(request: FastifyRequest, value: string): Promise<boolean
 
 /**
  * The query as sent: each parameter once, a repeated one as an array of its values, API keys redacted: a value
- * that carries one (`carriesApiKey`), or that is the secret of any key of the service.
+ * that carries one (`carriesApiKey`), or that is the secret of any key of the service. The first
+ * MAX_RECORDED_QUERY_VALUES values only: an entry stays small, and its redaction cheap, whatever a URL repeats.
  */
 async function queryOf(request: FastifyRequest): Promise<Record<string, string | string[]>> {
   const search = request.url.includes('?') ? request.url.slice(request.url.indexOf('?') + 1) : ''
-  const query: Record<string, string | string[]> = Object.create(null)
+  const values = new Map<string, string[]>()
+  let kept = 0
   for (const [name, raw] of new URLSearchParams(search)) {
+    if (kept++ === MAX_RECORDED_QUERY_VALUES) break
     const value = (await isSecret(request, raw)) ? REDACTED : raw.slice(0, MAX_RECORDED_CHARS)
-    const previous = query[name]
-    query[name] = previous === undefined ? value : [...(Array.isArray(previous) ? previous : [previous]), value]
+    const named = values.get(name)
+    if (named) named.push(value)
+    else values.set(name, [value])
   }
-  return { ...query }
+  return Object.fromEntries([...values].map(([name, list]) => [name, list.length === 1 ? list[0] : list]))
 }
 
 /** The error a fault's status is answered with: the body the specification (or this service) gives that status. */

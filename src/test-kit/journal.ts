@@ -32,6 +32,8 @@ export interface JournalFilter {
 
 /** Paths and query values longer than this are cut: an entry stays small whatever a client sends. */
 export const MAX_RECORDED_CHARS = 2048
+/** The query values kept of a request, in the order sent: a URL may repeat a parameter thousands of times. */
+export const MAX_RECORDED_QUERY_VALUES = 100
 
 /** A fixed-size ring of a company's latest entries. */
 class Ring {
