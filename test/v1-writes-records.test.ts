@@ -386,4 +386,24 @@ describe('POST /v1/tables/{data_table_key}/records/bulk', () => {
       await server.close()
     }
   })
+
+  it('bounds the bodies of the small calls (users, attributions, archives) at 2 MiB, before their items are read', async () => {
+    const padding = 'x'.repeat(2 * 1024 * 1024)
+    const refusals = [
+      ['/v1/users/bulk', 'PUT', { data: [{ email: 'a@acme.example', name: padding }] }],
+      ['/v1/users/managers/bulk', 'PUT', { data: [{ user: 'rep@acme.example', manager: padding }] }],
+      ['/v1/users/groups/bulk', 'PUT', { data: [{ user: 'rep@acme.example', group: padding }] }],
+      ['/v1/users/archive/bulk', 'DELETE', { data: [{ user: padding }] }],
+    ] as const
+    for (const [path, method, body] of refusals) {
+      const reply = await h.call(path, { method, body })
+      expect(reply.status, path).toBe(413)
+      expect(reply.body.errors, path).toEqual([expect.objectContaining({ resource: 'body' })])
+    }
+    // A records call of the same size is within the service-wide limit.
+    expect((await post('deals', [{ deal_id: 'D-1', deal_name: padding }])).status).toBe(200)
+    expect(
+      (await h.call('/v1/users/bulk', { method: 'PUT', body: { data: [{ email: 'a@acme.example', name: 'x'.repeat(1024) }] } })).status,
+    ).toBe(200)
+  })
 })

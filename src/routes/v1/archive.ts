@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { ARCHIVED_MESSAGE, archiveUsers, MAX_ARCHIVED_PER_CALL } from '../../v1/archive-users.ts'
+import { smallCallBodyLimit } from '../../imports/limits.ts'
 import { AuthenticatedErrorResponses } from '../schemas.ts'
 import { bulkBodySchema } from './import-schemas.ts'
 
@@ -9,6 +10,7 @@ export const archiveRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.delete(
     '/users/archive/bulk',
     {
+      bodyLimit: smallCallBodyLimit(app.config.bodyLimitMb),
       schema: {
         summary: 'Archive users (synchronous, all or nothing)',
         operationId: 'archiveUsers',

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { enqueueImport } from '../../imports/enqueue.ts'
-import { MAX_ATTRIBUTIONS_PER_CALL } from '../../imports/limits.ts'
+import { MAX_ATTRIBUTIONS_PER_CALL, smallCallBodyLimit } from '../../imports/limits.ts'
 import { AuthenticatedErrorResponses } from '../schemas.ts'
 import { admitUpsert, bodyBytes } from './import-admission.ts'
 import { AttributionReceiptSchema, bulkBodySchema } from './import-schemas.ts'
@@ -33,6 +33,7 @@ export const attributionRoutes: FastifyPluginAsyncTypebox = async (app) => {
       `/users/${target}/bulk`,
       {
         preParsing: admitUpsert,
+        bodyLimit: smallCallBodyLimit(app.config.bodyLimitMb),
         schema: {
           summary,
           operationId,

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { enqueueImport } from '../../imports/enqueue.ts'
-import { MAX_USERS_PER_CALL } from '../../imports/limits.ts'
+import { MAX_USERS_PER_CALL, smallCallBodyLimit } from '../../imports/limits.ts'
 import { AuthenticatedErrorResponses } from '../schemas.ts'
 import { admitUpsert, bodyBytes } from './import-admission.ts'
 import { bulkBodySchema, DebounceSchema, ImportReceiptSchema } from './import-schemas.ts'
@@ -12,6 +12,7 @@ export const userWriteRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/users/bulk',
     {
       preParsing: admitUpsert,
+      bodyLimit: smallCallBodyLimit(app.config.bodyLimitMb),
       schema: {
         summary: 'Create or update users (asynchronous import)',
         operationId: 'upsertUsers',
