@@ -22,6 +22,8 @@ export interface Config {
   rateLimitPerSecond: number
   /** How long a graceful shutdown may take before the process exits anyway. */
   shutdownTimeoutMs: number
+  /** How long a client may take to send a whole request (headers and body) before it is answered 408. */
+  requestTimeoutMs: number
   /** How often an idle import worker looks for an import to run. */
   importPollMs: number
   /** How long a worker's claim on an import holds without renewal (a dead worker's import is redone after it). */
@@ -127,6 +129,7 @@ export function loadConfig(env: Env = process.env): Config {
     trustProxy: read<boolean | number | string[]>('TRUST_PROXY', false, parseTrustProxy),
     rateLimitPerSecond: read('RATE_LIMIT_PER_SECOND', 80, (raw) => parseWholeNumber(raw, 1, 1_000_000)),
     shutdownTimeoutMs: read('SHUTDOWN_TIMEOUT_MS', 10_000, (raw) => parseWholeNumber(raw, 1, 3_600_000)),
+    requestTimeoutMs: read('REQUEST_TIMEOUT_MS', 120_000, (raw) => parseWholeNumber(raw, 1000, 3_600_000)),
     importPollMs: read('IMPORT_POLL_MS', 250, (raw) => parseWholeNumber(raw, 10, 60_000)),
     importLeaseMs: read('IMPORT_LEASE_MS', 60_000, (raw) => parseWholeNumber(raw, 1_000, 3_600_000)),
     // The default holds the top of the recommended batch, 5,000 records of 4 KiB, with its JSON (docs/decisions.md).

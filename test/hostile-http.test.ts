@@ -142,6 +142,29 @@ describe('hostile HTTP: every refusal in the documented bodies', () => {
   })
 })
 
+describe('a request sent too slowly', () => {
+  it('is answered 408 once REQUEST_TIMEOUT_MS has passed, and its connection closed', async () => {
+    const server = await startTestServer({ REQUEST_TIMEOUT_MS: '1000' })
+    try {
+      const { apiKey } = await server.load(smallFixture())
+      // A body announced as 100 bytes of which 10 ever come.
+      const started = Date.now()
+      const answer = await rawExchange(
+        server.url,
+        `PUT /v1/users/bulk HTTP/1.1\r\nHost: localhost\r\nX-API-Key: ${apiKey}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"data": [`,
+      )
+      expect(answer.status).toBe(408)
+      expect(JSON.parse(answer.body)).toEqual(validationFamily('request'))
+      expect(Date.now() - started).toBeGreaterThanOrEqual(1000)
+      // The company's turn to upsert was given back: its next call is answered.
+      const next = await server.call('/v1/users/bulk', { method: 'PUT', key: apiKey, body: { data: [{ email: 'next@acme.example' }] } })
+      expect(next.status).toBe(200)
+    } finally {
+      await server.close()
+    }
+  })
+})
+
 describe('isValidHost', () => {
   it.each(['localhost', 'localhost:3000', 'api.example.com', 'api-1', 'api_1:80', '127.0.0.1:8080', '[::1]', '[::1]:3000', 'example.com.'])(
     'accepts %s',
