@@ -49,6 +49,22 @@ describe('VersionedAnswers', () => {
     expect(await answers.answer(store, 'a', async () => 'found')).toBe('found')
   })
 
+  it('drops every stale answer as soon as the version moves, and keeps no answer too large to keep', async () => {
+    const store = versionedStore('v1')
+    const answers = new VersionedAnswers<string>(10, (answer) => answer.length <= 8)
+    let computed = 0
+    const compute = async () => `answer ${++computed}`
+    for (const key of ['a', 'b', 'c']) await answers.answer(store, key, compute)
+    expect(answers.size).toBe(3)
+    store.version = 'v2'
+    await answers.answer(store, 'd', compute)
+    expect(answers.size).toBe(1)
+    // Too large: given, then forgotten.
+    expect(await answers.answer(store, 'big', async () => 'a long answer')).toBe('a long answer')
+    expect(answers.size).toBe(1)
+    expect(await answers.answer(store, 'big', async () => 'computed again')).toBe('computed again')
+  })
+
   it('keeps at most its capacity, the oldest going first', async () => {
     const store = versionedStore('v1')
     const answers = new VersionedAnswers<string>(2)

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { USER_STATUSES } from '../../store/model.ts'
-import { KEPT_PAGE_ROWS, KEPT_PAGES, VersionedAnswers } from '../../reporting/versioned-answers.ts'
+import { KEPT_PAGE_BYTES, KEPT_PAGE_ROWS, KEPT_PAGES, VersionedAnswers } from '../../reporting/versioned-answers.ts'
 import type { OffsetPage } from '../../v1/offset-page.ts'
 import { listUsers, type V1User } from '../../v1/user-rows.ts'
 import { baseUrl } from '../base-url.ts'
@@ -25,7 +25,7 @@ export const V1UserSchema = Type.Object(
 /** `GET /v1/users`. The writes on users live in their own plugins. */
 export const userReadRoutes: FastifyPluginAsyncTypebox = async (app) => {
   // Small pages are answered again while the data version holds: a connector checking its key, a poll.
-  const pages = new VersionedAnswers<OffsetPage<V1User>>(KEPT_PAGES)
+  const pages = new VersionedAnswers<OffsetPage<V1User>>(KEPT_PAGES, (page) => JSON.stringify(page).length <= KEPT_PAGE_BYTES)
   app.get(
     '/users',
     {

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { type Static, Type } from 'typebox'
-import { KEPT_PAGES, VersionedAnswers } from '../../reporting/versioned-answers.ts'
+import { KEPT_PAGE_BYTES, KEPT_PAGES, VersionedAnswers } from '../../reporting/versioned-answers.ts'
 import { type KeptPages, type PageBytes, reportingPage } from '../../v2/extraction.ts'
 import { PageReadAhead } from '../../v2/read-ahead.ts'
 import { baseUrl } from '../base-url.ts'
@@ -12,7 +12,10 @@ type ReportingRequest = FastifyRequest<{ Params: Static<typeof TableParamsSchema
 
 export const reportingRoutes: FastifyPluginAsyncTypebox = async (app) => {
   // One for both endpoints: a walk holds one page at a time, whichever it walks.
-  const kept: KeptPages = { readAhead: new PageReadAhead<PageBytes>(), answered: new VersionedAnswers<PageBytes>(KEPT_PAGES) }
+  const kept: KeptPages = {
+    readAhead: new PageReadAhead<PageBytes>(),
+    answered: new VersionedAnswers<PageBytes>(KEPT_PAGES, (page) => page.bytes.length <= KEPT_PAGE_BYTES),
+  }
   const answer = (endpoint: 'statements' | 'records') => async (request: ReportingRequest, reply: FastifyReply) => {
     const { company } = request.principal
     const page = await reportingPage(endpoint, app.store, company.id, request.params.table_id, request.query, baseUrl(request), kept)
