@@ -10,9 +10,10 @@
  * as an import is running, the server is killed with SIGKILL; the next cycle starts it again on the same store, and the imports the dead
  * worker held are taken over once their lease (1.5 s here) expires. After the last cycle the server runs until
  * no import is left, and the store is checked:
- * - every acknowledged call is in a finished import without error, exactly once (one payload, one detail), and
- *   each of its items is there with its values, written by the run that finished its import (its `modified_at`
- *   is the import's `finished_at`): nothing lost, nothing applied twice;
+ * - every acknowledged call is in a finished import without error, once (an import has a detail for each of its
+ *   acknowledged calls, and no more but for calls cut by the kill and applied; its payloads are gone with its
+ *   finish), and each of its items is there with its values, written by the run that finished its import (its
+ *   `modified_at` is the import's `finished_at`): nothing lost, nothing applied twice;
  * - every unknown call is there whole or not at all; no refused call left anything; nothing else is there;
  * - no import is left scheduled or started;
  * - the first company's plan results are what a full recalculation of the records gives: the recalculations the
@@ -31,7 +32,7 @@ import { fullRecalculationDryRun } from '../src/calculation/recalculation.ts'
 import { systemClock } from '../src/clock.ts'
 import { loadConfig } from '../src/config.ts'
 import { loadFixture } from '../src/fixtures/load-fixture.ts'
-import type { DataImport, ImportPayload } from '../src/store/model.ts'
+import type { DataImport } from '../src/store/model.ts'
 import { openStore } from '../src/store/open-store.ts'
 import type { Store } from '../src/store/port.ts'
 
@@ -119,12 +120,6 @@ function itemsOf(call: Call): unknown[] {
         amount_currency: 'EUR',
       }))
     : call.keys.map((email) => ({ email, name: call.id }))
-}
-
-/** The id of the first item of a payload: a record's deal_id or a user's email. */
-function firstKeyOf(items: unknown[]): unknown {
-  const first = items[0] as { deal_id?: unknown; email?: unknown } | undefined
-  return first?.deal_id ?? first?.email
 }
 
 /** One client: posts calls one after the other until `stop()` says the server was killed. */
@@ -290,7 +285,6 @@ async function verify(
 ): Promise<Pick<CrashLoopReport, 'problems' | 'unknownApplied' | 'imports' | 'importsTakenOver'>> {
   const problems: string[] = []
   const imports = new Map<string, DataImport>()
-  const payloadsByImport = new Map<string, ImportPayload[]>()
   let unknownApplied = 0
   for (const company of companies) {
     const table = (await store.dataTables.getByKey(company.id, 'live', 'deals'))!
@@ -303,15 +297,6 @@ async function verify(
     const importOf = async (id: string) => {
       if (!imports.has(id)) imports.set(id, (await store.imports.get(company.id, id))!)
       return imports.get(id)!
-    }
-    const payloadsOf = async (companyId: string, found: DataImport) => {
-      if (!payloadsByImport.has(found.id)) {
-        const payloads = await store.imports.payloads(companyId, found.id)
-        if (payloads.length !== found.details.length)
-          problems.push(`import ${found.id}: ${found.details.length} details for ${payloads.length} payloads`)
-        payloadsByImport.set(found.id, payloads)
-      }
-      return payloadsByImport.get(found.id)!
     }
 
     for (const call of ours) {
@@ -330,9 +315,6 @@ async function verify(
         )
         continue
       }
-      const payloads = await payloadsOf(company.id, found)
-      const stored = payloads.filter((payload) => firstKeyOf(payload.items) === call.keys[0]).length
-      if (stored !== 1) problems.push(`${call.id}: acknowledged, and stored ${stored} times in import ${found.id}`)
       if (present !== call.keys.length)
         problems.push(`${call.id}: acknowledged, ${call.keys.length - present} of its ${call.keys.length} items are missing`)
       for (const key of call.keys) {
@@ -348,6 +330,19 @@ async function verify(
             `${call.id}: ${key} was written at ${item.modified_at}, not by the run that finished its import (${found.finished_at})`,
           )
       }
+    }
+
+    // Each finished import holds a detail per call it applied, and no payload any more.
+    const unknownAppliedHere = ours.filter(
+      (call) => call.outcome === 'unknown' && call.keys.every((key) => itemOf(call, key) !== undefined),
+    ).length
+    for (const found of new Set(ours.filter((call) => call.outcome === 'acknowledged').map((call) => imports.get(call.importId!)))) {
+      if (found?.status !== 'finished') continue
+      const acknowledged = ours.filter((call) => call.outcome === 'acknowledged' && call.importId === found.id).length
+      if (found.details.length < acknowledged || found.details.length > acknowledged + unknownAppliedHere)
+        problems.push(`import ${found.id}: ${found.details.length} details for ${acknowledged} acknowledged calls`)
+      const kept = (await store.imports.payloads(company.id, found.id)).length
+      if (kept > 0) problems.push(`import ${found.id}: finished, and ${kept} of its payloads kept`)
     }
 
     // Nothing but the calls' items (and the seeded owner and reps).

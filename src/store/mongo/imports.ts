@@ -273,7 +273,23 @@ export function mongoImports(context: MongoContext): ImportRepository {
           },
           inSession(session),
         )
-        return result.matchedCount > 0
+        if (result.matchedCount === 0) return false
+        // A finished import is never run again: its calls' bodies go (its details stay), in the transaction that
+        // finished it when there is one.
+        const payloads = collectionOf(context, IMPORT_PAYLOADS)
+        const split = await payloads
+          .find(inCompany(companyId, { import_id: lookupId(id), items_parts: { $gt: 1 } }), {
+            ...inSession(session),
+            projection: { _id: 1 },
+          })
+          .toArray()
+        if (split.length > 0)
+          await collectionOf(context, IMPORT_PAYLOAD_PARTS).deleteMany(
+            inCompany(companyId, { payload_id: { $in: split.map((document) => document._id) } }),
+            inSession(session),
+          )
+        await payloads.deleteMany(inCompany(companyId, { import_id: lookupId(id) }), inSession(session))
+        return true
       }),
   }
 }

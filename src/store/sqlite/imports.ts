@@ -195,8 +195,8 @@ export function sqliteImports(sql: Sql): ImportRepository {
     },
 
     async finish(companyId, id, owner, outcome: ImportOutcome) {
-      return changed(
-        await sql.write((db) =>
+      return sql.write((db) => {
+        const finished = changed(
           db.run(
             `UPDATE imports SET status = 'finished', lease_owner = NULL, lease_expires_at = NULL,
                doc = json_remove(json_set(doc, '$.status', 'finished', '$.lease_owner', NULL, '$.lease_expires_at', NULL,
@@ -210,8 +210,11 @@ export function sqliteImports(sql: Sql): ImportRepository {
             companyId,
             owner,
           ),
-        ),
-      )
+        )
+        // A finished import is never run again: its calls' bodies go with the same commit (its details stay).
+        if (finished) db.run('DELETE FROM import_payloads WHERE company_id = ? AND import_id = ?', companyId, id)
+        return finished
+      })
     },
   }
 }

@@ -315,9 +315,14 @@ export function importsContract(adapter: StoreAdapter): void {
           { payload_id: queued.details[0].payload_id, data_table_key: 'users', number_of_records: 1, error, ignored_keys: ['b', 'c'] },
         ]
         const outcome = { finished_at: minute(2), error: true, details }
+        const waiting = await enqueue(0, 0, otherCompanyId)
         expect(await store.imports.finish(companyId, queued.id, 'other', outcome)).toBe(false)
         expect(await store.imports.finish(otherCompanyId, queued.id, 'w', outcome)).toBe(false)
+        expect(await store.imports.payloads(companyId, queued.id)).toHaveLength(1)
         expect(await store.imports.finish(companyId, queued.id, 'w', outcome)).toBe(true)
+        // Its calls' bodies go with it; another import's stay.
+        expect(await store.imports.payloads(companyId, queued.id)).toStrictEqual([])
+        expect(await store.imports.payloads(otherCompanyId, waiting.id)).toHaveLength(1)
         expect(await store.imports.finish(companyId, queued.id, 'w', outcome)).toBe(false)
         expect(await store.imports.get(companyId, queued.id)).toStrictEqual({
           ...queued,
@@ -328,7 +333,7 @@ export function importsContract(adapter: StoreAdapter): void {
           details,
           attempts: 1,
         })
-        expect(await store.imports.claimNext('w', minute(60), minute(70))).toBeNull()
+        expect(await store.imports.claimNext('w', minute(60), minute(70), companyId)).toBeNull()
       })
 
       it('holds an import for the worker that claimed it only, and leaves no trace of the hold', async () => {
