@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { newId } from '../src/ids.ts'
+import { VersionedAnswers } from '../src/reporting/versioned-answers.ts'
+import { type KeptPages, type PageBytes, reportingPage } from '../src/v2/extraction.ts'
 import { PageReadAhead, READ_AHEAD_PATIENCE_MS } from '../src/v2/read-ahead.ts'
 import { smallFixture } from './helpers/fixtures.ts'
 import { startTestServer, type TestServer } from './helpers/server.ts'
@@ -143,6 +145,26 @@ describe('v2 statement and record pages read ahead over HTTP', () => {
     const second = await server.call(next.pathname + next.search, { key: small.apiKey, headers: { host: 'sync.example:8080' } })
     expect(second.status).toBe(200)
     expect(second.body.meta.next_url).toMatch(/^http:\/\/sync\.example:8080\/v2\/reporting\//)
+  })
+
+  it('reads nothing ahead after a page larger than its bound: a walk of large pages reads each when asked', async () => {
+    const statements = (await server.store.structures.list(small.companyId)).find((structure) => structure.name === 'Statements')!
+    const answerWith = async (kept: KeptPages) => {
+      const page = await reportingPage('statements', server.store, small.companyId, statements.id, { limit: 2 }, 'http://x', kept)
+      page.readNext()
+      // Let the read ahead, if any, be kept.
+      await new Promise((resolve) => setImmediate(resolve))
+      return page
+    }
+    const roomy = { readAhead: new PageReadAhead<PageBytes>(), answered: new VersionedAnswers<PageBytes>(0) }
+    const first = await answerWith(roomy)
+    expect(roomy.readAhead.size).toBe(1)
+    const tight = {
+      readAhead: new PageReadAhead<PageBytes>(16, undefined, first.bytes.length - 1),
+      answered: new VersionedAnswers<PageBytes>(0),
+    }
+    await answerWith(tight)
+    expect(tight.readAhead.size).toBe(0)
   })
 
   it('never answers another company with a page read ahead for the first', async () => {

@@ -95,7 +95,7 @@ async function answerPage(
   const page = kept ?? (await (request.window.limit <= KEPT_PAGE_ROWS ? answered.answerAt(version, key, readNow) : readNow()))
   const { nextWindow } = page
   const readNext = () => {
-    if (!nextWindow) return
+    if (!nextWindow || page.bytes.length > readAhead.maxPageBytes) return
     const next = { ...request, window: nextWindow }
     void readAhead.readAhead(
       keyOf(nextWindow),

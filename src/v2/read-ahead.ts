@@ -12,6 +12,11 @@
 export const READ_AHEAD_PAGES = 16
 /** How long a page read ahead keeps its place against another: a walk asks for its next page within milliseconds. */
 export const READ_AHEAD_PATIENCE_MS = 2_000
+/**
+ * The largest page after which the next is read ahead, in bytes: the next page of a walk is about as large, and
+ * 16 pages of 2,000 large rows each would hold gigabytes. A walk of larger pages reads each when it is asked for.
+ */
+export const READ_AHEAD_PAGE_BYTES = 4 * 1024 * 1024
 
 interface KeptPage<Page> {
   version: string
@@ -24,11 +29,14 @@ export class PageReadAhead<Page> {
   readonly #pages = new Map<string, KeptPage<Page>>()
   readonly #capacity: number
   readonly #now: () => number
+  /** After a page larger than this, the next one is not read ahead (`READ_AHEAD_PAGE_BYTES`). */
+  readonly maxPageBytes: number
 
   /** `now`: milliseconds on a monotonic clock (a test's own). */
-  constructor(capacity = READ_AHEAD_PAGES, now: () => number = () => performance.now()) {
+  constructor(capacity = READ_AHEAD_PAGES, now: () => number = () => performance.now(), pageBytes = READ_AHEAD_PAGE_BYTES) {
     this.#capacity = capacity
     this.#now = now
+    this.maxPageBytes = pageBytes
   }
 
   /** The page kept for `key` when it was read at `version` (it is given once), else null. */
