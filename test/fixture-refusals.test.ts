@@ -76,6 +76,8 @@ describe('bad fixtures are refused cleanly', () => {
     // Times whose offset carries them out of the years 0000 to 9999.
     fixture.statements[0].modified_at = '9999-12-31T23:59:59-23:59'
     fixture.quotas[0].values[0].modified_at = '0000-01-01T00:00:00+01:00'
+    fixture.data_tables[0].records[0].modified_at = '9999-12-31T23:59:59-23:59'
+    fixture.data_tables[0].records[1].modified_at = 'March 1, 2026 10:00'
     expect(resources(await refusalOf(fixture))).toEqual(
       expect.arrayContaining([
         '/users/0/modified_at',
@@ -87,6 +89,8 @@ describe('bad fixtures are refused cleanly', () => {
         '/data_tables/0/fields/4/api_key',
         '/statements/0/modified_at',
         '/quotas/0/values/0/modified_at',
+        '/data_tables/0/records/0/modified_at',
+        '/data_tables/0/records/1/modified_at',
       ]),
     )
     expect(resources(await refusalOf(fixture))).not.toContain('/company/exchange_rates/USD')
