@@ -141,6 +141,9 @@ describe('SQLite migrations', () => {
       expect(await store.imports.queuedBytes(companyId)).toBe(waitingBytes)
       expect((await store.imports.get(companyId, waiting.id))?.payload_bytes).toBe(waitingBytes)
       expect((await store.imports.get(companyId, done.id))?.payload_bytes).toBe(0)
+      // The payloads of an import finished before the upgrade go; those of an import still to run stay.
+      expect(await store.imports.payloads(companyId, done.id)).toEqual([])
+      expect(await store.imports.payloads(companyId, waiting.id)).toHaveLength(2)
       // A payload's place in its import is its id's order among the import's payloads stored before.
       const reader = new DatabaseSync(path)
       const positions = reader.prepare('SELECT position FROM import_payloads WHERE import_id = ? ORDER BY id').all(waiting.id)

@@ -255,8 +255,9 @@ export function mongoImports(context: MongoContext): ImportRepository {
         return result.matchedCount > 0
       }),
 
+    // Atomically: the finish mark and the deletion of the payloads, also outside a run's transaction (a failure of ours).
     finish: (companyId, id, owner, outcome: ImportOutcome) =>
-      call(context, async (session) => {
+      atomically(context, async (session) => {
         const result = await imports().updateOne(
           held(companyId, id, owner),
           {

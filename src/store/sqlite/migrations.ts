@@ -192,6 +192,14 @@ export const MIGRATIONS: readonly string[] = [
       AND earlier.id < import_payloads.id
   );
   `,
+  // The payloads of finished imports, which were kept until the finish deleted them (src/store/sqlite/imports.ts).
+  `
+  DELETE FROM import_payloads
+  WHERE EXISTS (
+    SELECT 1 FROM imports
+    WHERE imports.company_id = import_payloads.company_id AND imports.id = import_payloads.import_id AND imports.status = 'finished'
+  );
+  `,
 ]
 
 /** Every table that holds company data, for deleting a company. */
