@@ -332,15 +332,19 @@ async function verify(
       }
     }
 
-    // Each finished import holds a detail per call it applied, and no payload any more.
-    const unknownAppliedHere = ours.filter(
+    // Each finished import holds a detail for each call it applied, no more, and no payload any more. A call cut
+    // by the kill and applied is told to its import by the time its items were written: the import's finish.
+    const appliedUnknownCalls = ours.filter(
       (call) => call.outcome === 'unknown' && call.keys.every((key) => itemOf(call, key) !== undefined),
-    ).length
+    )
     for (const found of new Set(ours.filter((call) => call.outcome === 'acknowledged').map((call) => imports.get(call.importId!)))) {
       if (found?.status !== 'finished') continue
       const acknowledged = ours.filter((call) => call.outcome === 'acknowledged' && call.importId === found.id).length
-      if (found.details.length < acknowledged || found.details.length > acknowledged + unknownAppliedHere)
-        problems.push(`import ${found.id}: ${found.details.length} details for ${acknowledged} acknowledged calls`)
+      const unknown = appliedUnknownCalls.filter((call) => itemOf(call, call.keys[0])?.modified_at === found.finished_at).length
+      if (found.details.length !== acknowledged + unknown)
+        problems.push(
+          `import ${found.id}: ${found.details.length} details for ${acknowledged} acknowledged and ${unknown} unknown calls it applied`,
+        )
       const kept = (await store.imports.payloads(company.id, found.id)).length
       if (kept > 0) problems.push(`import ${found.id}: finished, and ${kept} of its payloads kept`)
     }
