@@ -313,6 +313,23 @@ describe('the calculation engine', () => {
     expect(addToCell({ ...inputs, entries: [placed(aDeal(ann.email, '2026-03-06', 10))] }, sums, EUR)).toBeNull()
   })
 
+  it.each([
+    // 10 at a rate of 1e308 is 1e309; an amount of 1e308 is 1e310 cents; 10 of a 1e-320 target is an infinite attainment.
+    { case: 'a rate', plan: { rate: 1e308, quota_id: null, tiers: [] }, amount: 10, target: null },
+    { case: 'an amount', plan: { quota_id: null, tiers: [] }, amount: 1e308, target: null },
+    { case: 'a target', plan: {}, amount: 10, target: 1e-320 },
+  ])('states no figure, and reports it, where $case takes a figure past what a number holds', ({ plan, amount, target }) => {
+    // JSON has no infinity: such a figure would be shown as null, and summed into totals as infinite.
+    const inputs = { plan: aPlan(plan), user: ann, period: '2026-03', quota, quotaValue: target }
+    const entries = [placed(aDeal(ann.email, '2026-03-05', amount))]
+    const result = calculateCell({ ...inputs, entries }, EUR)
+    expect(result.statement).toMatchObject({ payment: null, achievement: null, target_achievement: null, sums: null })
+    expect(result.lines).toEqual([])
+    expect(result.problems.map((problem) => problem.message)).toEqual([expect.stringContaining('too large to calculate')])
+    // Adding to such a cell from its sums is left to the whole cell, which reports it.
+    expect(addToCell({ ...inputs, entries }, { achievement: 0, payment: 0, bonus: 0 }, EUR)).toBeNull()
+  })
+
   it('reports a target of the wrong quota type and pays the base rate', () => {
     const percentage = { ...quota, type: 'percentage' as const }
     const deal = aDeal(ann.email, '2026-03-05', 1_000)

@@ -1,4 +1,4 @@
-import { centsOf, isMoney, roundToCents } from '../domain/money.ts'
+import { centsOf, isMoney, numberOf, roundToCents } from '../domain/money.ts'
 import { firstDayOf, firstMonthOfPeriod, isPeriodOf, monthOfDate, monthText, periodOfMonth } from '../domain/periods.ts'
 import { recordDateOf } from '../domain/stored-values.ts'
 import type { CellSums, DataTableRecord, ExchangeRates, Money, Plan, PlanFilter, PlanTier, Quota, Statement, User } from '../store/model.ts'
@@ -184,6 +184,7 @@ interface CellFrame {
   currency: string
   base: Pick<CalculatedStatement, 'user_id' | 'period' | 'date' | 'plan' | 'currency'>
   problems: CalculationProblem[]
+  report: (message: string, record?: string) => void
   /** A record's amount in the user's currency, to the cent; null (and reported) when it cannot be converted. */
   basisOf: (entry: CellEntry) => number | null
   target: number | null
@@ -209,7 +210,7 @@ function cellFrame(inputs: CellInputs, company: CompanySettings): CellFrame {
   }
   const target = targetOf(inputs, toUserCurrency, report)
   const base = { user_id: user.id, period, date: periodStartDate(plan, period, company), plan: plan.name, currency }
-  return { currency, base, problems, basisOf, target: target ?? null, targetUnknown: target === undefined }
+  return { currency, base, problems, report, basisOf, target: target ?? null, targetUnknown: target === undefined }
 }
 
 /** Calculates one cell. */
@@ -221,30 +222,44 @@ export function calculateCell(inputs: CellInputs, company: CompanySettings): Cel
   if (entries.length === 0 && target === null && !frame.targetUnknown) return { statement: null, lines: [], problems }
 
   const amounts = entries.map(frame.basisOf)
-  if (frame.targetUnknown || amounts.some((amount) => amount === null)) {
-    // A cell with an amount or a target it cannot convert is not stated with a wrong total: its figures stay unknown.
-    return {
-      statement: {
-        ...frame.base,
-        payment: null,
-        target,
-        target_achievement: null,
-        on_target_earning: null,
-        achievement: null,
-        metrics: emptyMetrics(plan),
-        sums: null,
-      },
-      lines: [],
-      problems,
-    }
-  }
+  // A cell with an amount or a target it cannot convert is not stated with a wrong total: its figures stay unknown.
+  if (frame.targetUnknown || amounts.some((amount) => amount === null)) return unknownCell(plan, frame)
 
   const bases = amounts as number[]
   const achieved = centsOf(bases)
   const commissions = lineCommissions(plan, bases, achieved / 100, target)
   const lines = entries.map((entry, index) => calculatedLine(plan, entry, commissions[index], bases[index], frame.currency))
   const sums = { achievement: achieved, payment: centsOf(commissions), bonus: bonusCents(plan, lines) }
-  return { statement: statedCell(plan, frame, sums), lines, problems }
+  const statement = statedCell(plan, frame, sums)
+  if (hasFiniteFigures(statement, lines)) return { statement, lines, problems }
+  // JSON has no infinity: a figure past what a number holds would be shown as null, or stored as a wrong total.
+  frame.report('a figure is too large to calculate: an amount, a rate or a target is out of range')
+  return unknownCell(plan, frame)
+}
+
+/** A cell stated without figures: they cannot be calculated (reported in the frame's problems). */
+function unknownCell(plan: Plan, frame: CellFrame): CellResult {
+  return {
+    statement: {
+      ...frame.base,
+      payment: null,
+      target: frame.target,
+      target_achievement: null,
+      on_target_earning: null,
+      achievement: null,
+      metrics: emptyMetrics(plan),
+      sums: null,
+    },
+    lines: [],
+    problems: frame.problems,
+  }
+}
+
+function hasFiniteFigures(statement: CalculatedStatement, lines: readonly CalculatedLine[]): boolean {
+  const { payment, target, target_achievement, on_target_earning, achievement } = statement
+  const figures = [payment, target, target_achievement, on_target_earning, achievement, ...Object.values(statement.sums ?? {})]
+  for (const line of lines) figures.push(line.commission, line.basis, ...Object.values(line.metrics).map(numberOf))
+  return figures.every((figure) => figure === null || Number.isFinite(figure))
 }
 
 /**
@@ -269,7 +284,8 @@ export function addToCell(inputs: CellInputs, sums: CellSums, company: CompanySe
   const commissions = bases.map((basis) => roundToCents(basis * rate))
   const lines = inputs.entries.map((entry, index) => calculatedLine(plan, entry, commissions[index], bases[index], frame.currency))
   const added = { achievement: achieved, payment: sums.payment + centsOf(commissions), bonus: sums.bonus + bonusCents(plan, lines) }
-  return { statement: statedCell(plan, frame, added), lines, problems: frame.problems }
+  const statement = statedCell(plan, frame, added)
+  return hasFiniteFigures(statement, lines) ? { statement, lines, problems: frame.problems } : null
 }
 
 function calculatedLine(plan: Plan, entry: CellEntry, commission: number, basis: number, currency: string): CalculatedLine {
