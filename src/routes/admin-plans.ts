@@ -15,7 +15,7 @@ const AdminErrors = { 400: ValidationErrorBodySchema, 401: UnauthorizedBodySchem
 const CompanyParams = Type.Object({ id: ObjectIdSchema })
 const PlanParams = Type.Object({ id: ObjectIdSchema, plan_id: Type.String() })
 
-const PlanDefinitionSchema = Type.Intersect([Type.Object({ id: Type.String() }), FixturePlanSchema])
+const PlanDefinitionSchema = Type.Object({ id: Type.String(), ...FixturePlanSchema.properties }, { additionalProperties: false })
 /** A replacement may keep the `id` that `GET …/plans` shows, so that a plan read can be sent back as it is. */
 const ReplacementPlanSchema = Type.Object(
   { ...FixturePlanSchema.properties, id: Type.Optional(Type.String({ description: "The plan's id, as the path names it" })) },

@@ -4,7 +4,14 @@ import fastifySwaggerUi from '@fastify/swagger-ui'
 import type { FastifyInstance, FastifySchema, RouteOptions } from 'fastify'
 import { SERVICE_VERSION as version } from '../version.ts'
 import { addComponentSchemas, DocumentedFixtureBody, withComponentRefs } from './openapi-components.ts'
-import { missingBodyAsEmpty, ServerErrorBodySchema, TooManyRequestsBodySchema, ValidationErrorBodySchema } from './schemas.ts'
+import {
+  missingBodyAsEmpty,
+  ServerErrorBodySchema,
+  ServiceUnavailableBodySchema,
+  TooManyRequestsBodySchema,
+  ValidationErrorBodySchema,
+} from './schemas.ts'
+import { MAX_PARAM_LENGTH } from './framework-errors.ts'
 
 /** Examples by operationId, taken from a demo company by `npm run docs:openapi-examples`. */
 const EXAMPLES = JSON.parse(readFileSync(new URL('./openapi-examples.json', import.meta.url), 'utf8')) as Record<
@@ -28,22 +35,24 @@ const DESCRIPTIONS: Record<string, string> = {
   404: 'Unknown route or id, or a sandbox id',
   408: 'Waited longer than the request allowed (`timeout_ms`): `resource` names what ran out',
   413: 'Request body over the limit (`BODY_LIMIT_MB`, 32 MiB by default): `resource` is `body`',
+  414: `A path parameter over ${MAX_PARAM_LENGTH} characters: \`resource\` is \`path\``,
   429: "Over the rate limit, or (upserts) the company's import queue is full: retry after `Retry-After` seconds",
   500: 'A fault of the service, logged with the request id',
-  503: 'Not ready',
+  503: 'Not now: not ready (probes); a write found the store busy past the wait, nothing of it done (retry after `Retry-After`); or a fault set through the admin routes',
 }
 
+type Area = 'v1' | 'v2' | 'admin' | 'operations'
+const isPublic = (area: Area) => area === 'v1' || area === 'v2'
+
 /** The part of the interface a route belongs to, by its path. */
-function areaOf(url: string): 'v1' | 'v2' | 'admin' | 'operations' {
+function areaOf(url: string): Area {
   if (url.startsWith('/v1/')) return 'v1'
   if (url.startsWith('/v2/')) return 'v2'
   if (url.startsWith('/admin/')) return 'admin'
   return 'operations'
 }
 
-/** The rate-limit headers of a public route's answer: `Retry-After` too on a 429. */
-const rateHeaders = (status: string) =>
-  status === '429' ? { ...RATE_HEADERS, 'Retry-After': { type: 'integer', description: 'Seconds to wait before retrying' } } : RATE_HEADERS
+const RETRY_AFTER = { 'Retry-After': { type: 'integer', description: 'Seconds to wait before retrying' } }
 
 type ResponseSchemas = Record<string, { description?: string; [keyword: string]: unknown }>
 
@@ -57,10 +66,14 @@ const SUCCESSOR_HEADER = {
 /** Bodies the document shows though the route checks them itself (for errors listed with their JSON paths). */
 const DOCUMENTED_BODIES: Record<string, unknown> = { 'POST /admin/companies': DocumentedFixtureBody }
 
-/** The headers of a response: rate limit on public routes, `Deprecation` (and `Link` on success) on deprecated ones. */
-function headersOf(status: string, isPublic: boolean, deprecated: boolean): Record<string, unknown> | undefined {
+/**
+ * The headers of a response: rate limit on public routes, `Retry-After` on a 429 and on a busy store's 503,
+ * `Deprecation` (and `Link` on success) on deprecated routes.
+ */
+function headersOf(status: string, area: Area, deprecated: boolean): Record<string, unknown> | undefined {
   const headers = {
-    ...(isPublic ? rateHeaders(status) : {}),
+    ...(isPublic(area) ? RATE_HEADERS : {}),
+    ...(status === '429' || (status === '503' && area !== 'operations') ? RETRY_AFTER : {}),
     ...(deprecated ? DEPRECATION_HEADERS : {}),
     ...(deprecated && status.startsWith('2') ? SUCCESSOR_HEADER : {}),
   }
@@ -69,8 +82,9 @@ function headersOf(status: string, isPublic: boolean, deprecated: boolean): Reco
 
 /**
  * Completes a route's schema for the document: its tag and security by area, a description for each
- * response, the answers every public route can give whatever its own schema says (429 from the rate limiter,
- * 500; 413 where a body is read), the headers of each answer, and references to the shared components in
+ * response, the answers every route can give whatever its own schema says (public ones: 429 from the rate limiter,
+ * 500; v1, v2 and admin: 503 when the store stays busy; 413 where a body is read; 414 where a path has a
+ * parameter), the headers of each answer, and references to the shared components in
  * place of their inline copies. The route's own schema is not changed.
  */
 function documentRoute({ schema, url, route }: { schema: FastifySchema; url: string; route: RouteOptions }): {
@@ -78,13 +92,14 @@ function documentRoute({ schema, url, route }: { schema: FastifySchema; url: str
   url: string
 } {
   const area = areaOf(url)
-  const isPublic = area === 'v1' || area === 'v2'
   const deprecated = (schema as { deprecated?: boolean } | undefined)?.deprecated === true
   const responses: ResponseSchemas = { ...(schema?.response as ResponseSchemas | undefined) }
-  if (isPublic) {
+  if (isPublic(area)) {
     responses[429] ??= { ...TooManyRequestsBodySchema }
     responses[500] ??= { ...ServerErrorBodySchema }
   }
+  if (area !== 'operations') responses[503] ??= { ...ServiceUnavailableBodySchema }
+  if (url.includes('/:')) responses[414] ??= { ...ValidationErrorBodySchema }
   const body = DOCUMENTED_BODIES[`${String(route.method)} ${url}`] ?? schema?.body
   if (body) responses[413] ??= { ...ValidationErrorBodySchema }
   for (const [status, response] of Object.entries(responses)) {
@@ -92,10 +107,10 @@ function documentRoute({ schema, url, route }: { schema: FastifySchema; url: str
       ...(withComponentRefs(response) as object),
       description: response.description ?? DESCRIPTIONS[status] ?? 'Response',
     }
-    const headers = headersOf(status, isPublic, deprecated)
+    const headers = headersOf(status, area, deprecated)
     responses[status] = headers ? { ...described, headers } : described
   }
-  const security = isPublic ? [{ ApiKey: [] }] : area === 'admin' ? [{ AdminToken: [] }] : []
+  const security = isPublic(area) ? [{ ApiKey: [] }] : area === 'admin' ? [{ AdminToken: [] }] : []
   const documented = { ...schema, tags: [area], security, response: responses, ...(body ? { body: withComponentRefs(body) } : {}) }
   return { url, schema: documented as FastifySchema }
 }

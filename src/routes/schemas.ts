@@ -50,6 +50,9 @@ export const NotFoundBodySchema = Type.Object({
 
 export const ServerErrorBodySchema = Type.Object({ message: Type.String(), type: Type.String() })
 
+/** The service cannot serve the request now: a write found the store busy (`Retry-After`), or an injected fault. */
+export const ServiceUnavailableBodySchema = Type.Object({ message: Type.String(), type: Type.Literal('ServiceUnavailableError') })
+
 /** Over the rate limit, or an upsert over its company's import queue (`Retry-After` says when to come back). */
 export const TooManyRequestsBodySchema = Type.Object({ message: Type.String(), type: Type.Literal('TooManyRequestsError') })
 
