@@ -164,6 +164,19 @@ describe('deprecated v1 reporting reads', () => {
       expect(reply.body).toEqual({ count: 1, errors: [{ error: 'ValidationError', resource: 'limit', description: expect.any(String) }] })
     })
 
+    it('marks the refusals of the key and of the rate limit as deprecated too', async () => {
+      const missingKey = await server.call('/v1/reporting?limit=1')
+      expect(missingKey.status).toBe(401)
+      expect(missingKey.headers.deprecation).toBe('true')
+      // 90 calls in one second of the injected clock: the rate limit refuses those past 80.
+      server.clock.advance(1000)
+      const burst = await Promise.all(Array.from({ length: 90 }, () => server.call('/v1/reporting?limit=0', { key: acme.apiKey })))
+      const refused = burst.filter((reply) => reply.status === 429)
+      expect(refused.length).toBeGreaterThanOrEqual(10)
+      for (const reply of refused) expect(reply.headers.deprecation).toBe('true')
+      server.clock.advance(1000)
+    })
+
     it('links to discovery when the company has no live statement structure', async () => {
       const fixture = smallFixture('Bare')
       fixture.reporting_structures = fixture.reporting_structures!.filter(

@@ -65,8 +65,10 @@ function answerDeprecated<Row>(reply: FastifyReply, { page, successor }: Depreca
 
 /** The two deprecated reporting reads. Every answer, errors included, carries `Deprecation`. */
 export const reportingRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  app.addHook('onRequest', async (_request, reply) => {
+  // On sending, not on the request: the key's and the rate limit's hooks run first and may refuse the call.
+  app.addHook('onSend', (_request, reply, payload, done) => {
     reply.header('deprecation', 'true')
+    done(null, payload)
   })
 
   // `/v1/reporting/statements` is the path of the real service's documentation: an alias, with the same headers.
