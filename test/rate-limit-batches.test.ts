@@ -1,8 +1,12 @@
 import * as fc from 'fast-check'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { batchSize, BatchedRateCounts } from '../src/rate-limit/batched-counts.ts'
-import type { Store } from '../src/store/port.ts'
+import { DatabaseSync } from 'node:sqlite'
+import { join } from 'node:path'
+import { ALONE_AFTER_BUSY_MS, batchSize, BatchedRateCounts } from '../src/rate-limit/batched-counts.ts'
+import { type Store, StoreBusyError } from '../src/store/port.ts'
+import { SqliteRateLimits } from '../src/store/sqlite/rate-limits.ts'
 import { openSqliteStore } from '../src/store/sqlite/sqlite-store.ts'
+import { tempDataDir } from './helpers/process.ts'
 
 const KEY = 'company:0123456789abcdef01234567'
 const T0 = Date.parse('2026-06-01T10:00:00.000Z')
@@ -109,5 +113,67 @@ describe('rate limit: requests counted in batches', () => {
       ),
       { numRuns: 150 },
     )
+  })
+})
+
+describe('rate limit: a counter store that stays busy', () => {
+  it('counts alone for a while, refusing past the limit as one instance would, and writes again after it', async () => {
+    const store = openSqliteStore(':memory:')
+    let busy = true
+    const writes: number[] = []
+    const counter = new BatchedRateCounts((key, windowMs, now, hits) => {
+      writes.push(hits)
+      if (busy) return Promise.reject(new StoreBusyError('the counters are locked'))
+      return store.rateLimits.hit(key, windowMs, now, hits)
+    })
+    const results = []
+    for (let index = 0; index < 100; index++) results.push(await counter.count(KEY, 1000, 80, new Date(T0 + index)))
+    expect(results.slice(0, 80).map((result) => result.current)).toEqual(Array.from({ length: 80 }, (_, index) => index + 1))
+    expect(results.slice(80).every((result) => result.current > 80)).toBe(true)
+    // One write refused, then none while the instance counts alone.
+    expect(writes).toEqual([1])
+
+    busy = false
+    await counter.count(KEY, 1000, 80, new Date(T0 + ALONE_AFTER_BUSY_MS + 1))
+    expect(writes).toEqual([1, 1])
+    expect((await store.rateLimits.peek(KEY, new Date(T0 + ALONE_AFTER_BUSY_MS + 1)))?.hits).toBe(1)
+    await store.close()
+  })
+
+  it('carries the requests of a refused batch into the next write', async () => {
+    const store = openSqliteStore(':memory:')
+    let refuse = 0
+    const counter = new BatchedRateCounts((key, windowMs, now, hits) =>
+      refuse-- > 0 ? Promise.reject(new StoreBusyError('the counters are locked')) : store.rateLimits.hit(key, windowMs, now, hits),
+    )
+    await counter.count(KEY, 60_000, 80, new Date(T0))
+    refuse = 1
+    // Requests 2 to 5: the fifth writes the batch of 4, refused; they stay counted here.
+    for (let index = 1; index <= 4; index++) await counter.count(KEY, 60_000, 80, new Date(T0 + index))
+    expect((await store.rateLimits.peek(KEY, new Date(T0 + 5)))?.hits).toBe(1)
+    // After the pause, the next request writes them with itself: 1 + 4 + 1.
+    const after = T0 + 4 + ALONE_AFTER_BUSY_MS
+    expect((await counter.count(KEY, 60_000, 80, new Date(after))).current).toBe(6)
+    expect((await store.rateLimits.peek(KEY, new Date(after)))?.hits).toBe(6)
+    await store.close()
+  })
+
+  it("SQLite: a count waits for the counters' lock on a timer, not holding the event loop, and fails as busy past the wait", async () => {
+    const file = join(tempDataDir(), 'counters.sqlite')
+    const counters = new SqliteRateLimits(file)
+    await counters.hit(KEY, 1000, new Date(T0))
+    const holder = new DatabaseSync(file)
+    holder.exec('BEGIN IMMEDIATE')
+    holder.exec('DELETE FROM rate_windows WHERE 0')
+    let ticks = 0
+    const ticking = setInterval(() => ticks++, 5)
+    await expect(counters.hit(KEY, 1000, new Date(T0 + 1))).rejects.toBeInstanceOf(StoreBusyError)
+    clearInterval(ticking)
+    // The timer ran while the count waited: the wait was not a sleep of the thread inside SQLite.
+    expect(ticks).toBeGreaterThan(3)
+    holder.exec('ROLLBACK')
+    expect((await counters.hit(KEY, 1000, new Date(T0 + 2))).hits).toBe(2)
+    holder.close()
+    counters.close()
   })
 })

@@ -1,5 +1,9 @@
+import { DatabaseSync } from 'node:sqlite'
+import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { smallFixture } from './helpers/fixtures.ts'
+import { startKitServer } from './helpers/kit-server.ts'
+import { tempDataDir } from './helpers/process.ts'
 import { type Reply, startTestServer, type TestServer } from './helpers/server.ts'
 
 const statuses = (replies: Reply[]) => replies.map((reply) => reply.status)
@@ -157,5 +161,33 @@ describe('rate limit: 80 requests per second per company', () => {
     for (let index = 0; index < 4; index++) replies.push(await server.call('/v2/data-structures', { key: apiKey }))
     expect(statuses(replies)).toEqual([200, 200, 200, 429])
     expect(replies[0].headers['ratelimit-limit']).toBe('3')
+  })
+})
+
+describe('rate limit: counters another process holds locked', () => {
+  it('answers every request, and liveness, while the counter file stays locked', async () => {
+    const dataDir = tempDataDir()
+    const server = await startKitServer({ DATA_DIR: dataDir })
+    try {
+      expect((await server.api('/v2/data-structures')).status).toBe(200)
+      // A process stopped inside a write transaction of the counter file (a CLI, a frozen container).
+      const holder = new DatabaseSync(join(dataDir, 'commission-api.rate-limits.sqlite'))
+      holder.exec('BEGIN IMMEDIATE')
+      holder.exec('DELETE FROM rate_windows WHERE 0')
+      try {
+        const replies = await Promise.all([
+          ...Array.from({ length: 6 }, () => server.api('/v2/data-structures')),
+          server.call('/health/live'),
+          server.call('/v1/users?limit=1', { key: 'cak_not-a-key-of-anyone-0000000000' }),
+        ])
+        expect(replies.map((reply) => reply.status)).toEqual([200, 200, 200, 200, 200, 200, 200, 401])
+        expect(replies[0].headers['ratelimit-limit']).toBe('80')
+      } finally {
+        holder.exec('ROLLBACK')
+        holder.close()
+      }
+    } finally {
+      await server.close()
+    }
   })
 })

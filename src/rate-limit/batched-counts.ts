@@ -1,4 +1,4 @@
-import type { RateWindow } from '../store/port.ts'
+import { type RateWindow, StoreBusyError } from '../store/port.ts'
 
 /** Writes a subject's `count` requests to the shared store (`store.rateLimits.hit`) and returns its window. */
 export type WriteHits = (key: string, windowMs: number, now: Date, count: number) => Promise<RateWindow>
@@ -11,6 +11,9 @@ export interface Counted {
 
 /** Closed windows are forgotten at most this often (clock time), so that the map holds only open ones. */
 const FORGET_EVERY_MS = 60_000
+
+/** After the store refused a count as busy, how long (clock time) this instance counts alone before writing again. */
+export const ALONE_AFTER_BUSY_MS = 1000
 
 /**
  * How many requests of a subject an instance counts before it writes them: a twentieth of the limit, at least
@@ -43,6 +46,10 @@ interface Window {
  * never exceeds the truth, so no request is refused below the limit; what other instances counted since
  * their last write is unknown here, so across N instances a window may let through up to
  * (N − 1) × batchSize(max) requests more than `max`. With one instance, or a batch of one, the count is exact.
+ *
+ * When the store refuses a write as busy (StoreBusyError: its lock held by something else past the wait), the
+ * instance counts alone, writing nothing, for `ALONE_AFTER_BUSY_MS`: a request is neither refused nor failed
+ * for it, and across N instances a window may then let through up to N × `max`.
  */
 export class BatchedRateCounts {
   readonly #write: WriteHits
@@ -50,6 +57,8 @@ export class BatchedRateCounts {
   /** First requests of a window whose write is under way: the subject's other requests wait for it. */
   readonly #opening = new Map<string, Promise<unknown>>()
   #forgottenAt = 0
+  /** Until when (clock time) this instance counts alone: the store refused a write as busy. */
+  #aloneUntil = Number.NEGATIVE_INFINITY
 
   constructor(write: WriteHits) {
     this.#write = write
@@ -80,7 +89,7 @@ export class BatchedRateCounts {
       // Known to be full: refused without a write, for the window's count can only grow until it closes.
       if (known >= max) return { current: known + 1, ttl: window.resetsAt - at }
       window.unwritten++
-      if (window.unwritten < batch || window.write) return { current: known + 1, ttl: window.resetsAt - at }
+      if (window.unwritten < batch || window.write || at < this.#aloneUntil) return { current: known + 1, ttl: window.resetsAt - at }
       return this.#writeBatch(key, window, windowMs, now)
     }
   }
@@ -95,16 +104,28 @@ export class BatchedRateCounts {
 
   /** The window's first request here: written at once; the subject's other requests wait for its answer. */
   async #open(key: string, windowMs: number, now: Date): Promise<Counted> {
+    const at = now.getTime()
+    if (at < this.#aloneUntil) return this.#openAlone(key, windowMs, at)
     const written = this.#write(key, windowMs, now, 1)
     this.#opening.set(key, written)
     try {
       const stored = await written
       const resetsAt = Date.parse(stored.resetsAt)
       this.#windows.set(key, { resetsAt, stored: stored.hits, writing: 0, unwritten: 0, write: null })
-      return { current: stored.hits, ttl: Math.max(0, resetsAt - now.getTime()) }
+      return { current: stored.hits, ttl: Math.max(0, resetsAt - at) }
+    } catch (error) {
+      if (!(error instanceof StoreBusyError)) throw error
+      this.#aloneUntil = at + ALONE_AFTER_BUSY_MS
+      return this.#openAlone(key, windowMs, at)
     } finally {
       this.#opening.delete(key)
     }
+  }
+
+  /** A window this instance opens without the store: its first request, counted here and not written. */
+  #openAlone(key: string, windowMs: number, at: number): Counted {
+    this.#windows.set(key, { resetsAt: at + windowMs, stored: 0, writing: 0, unwritten: 1, write: null })
+    return { current: 1, ttl: windowMs }
   }
 
   /**
@@ -122,6 +143,12 @@ export class BatchedRateCounts {
       window.stored = stored.hits
       window.resetsAt = Date.parse(stored.resetsAt)
       return { current: stored.hits, ttl: Math.max(0, window.resetsAt - now.getTime()) }
+    } catch (error) {
+      if (!(error instanceof StoreBusyError)) throw error
+      // Nothing was written: the requests are counted here again, to be written once the store answers.
+      window.unwritten += count
+      this.#aloneUntil = now.getTime() + ALONE_AFTER_BUSY_MS
+      return { current: window.stored + window.unwritten, ttl: Math.max(0, window.resetsAt - now.getTime()) }
     } finally {
       window.writing = 0
       window.write = null

@@ -251,18 +251,7 @@ export class SqliteConnection {
    */
   async #begin(): Promise<void> {
     const db = this.#writer.db
-    const deadline = Date.now() + this.#writeLockTimeoutMs
-    for (let pause = 1; ; pause = Math.min(pause * 2, WRITE_LOCK_MAX_PAUSE_MS)) {
-      try {
-        db.exec('BEGIN IMMEDIATE')
-        return
-      } catch (error) {
-        if (!isBusy(error)) throw error
-        if (Date.now() >= deadline)
-          throw new StoreBusyError(`another writer held the store's write lock for ${this.#writeLockTimeoutMs} ms`, { cause: error })
-      }
-      await sleep(pause)
-    }
+    await retriedWhileLocked(() => db.exec('BEGIN IMMEDIATE'), this.#writeLockTimeoutMs, "the store's write lock")
   }
 
   /** Runs `work` in the write transaction `#begin` opened: committed when it returns, rolled back when it throws. */
@@ -283,6 +272,24 @@ export class SqliteConnection {
 /** A unique index or primary key refused a write. */
 function isUniqueViolation(error: unknown): boolean {
   return error instanceof Error && /UNIQUE constraint failed/.test(error.message)
+}
+
+/**
+ * Runs `attempt` again while SQLite refuses it for a lock another connection holds, pausing on a timer rather
+ * than inside SQLite (its busy handler sleeps the thread), so that the event loop goes on meanwhile. Past
+ * `timeoutMs` it fails with StoreBusyError, SQLite's "database is locked" as its cause.
+ */
+export async function retriedWhileLocked<T>(attempt: () => T, timeoutMs: number, lock: string): Promise<T> {
+  const deadline = Date.now() + timeoutMs
+  for (let pause = 1; ; pause = Math.min(pause * 2, WRITE_LOCK_MAX_PAUSE_MS)) {
+    try {
+      return attempt()
+    } catch (error) {
+      if (!isBusy(error)) throw error
+      if (Date.now() >= deadline) throw new StoreBusyError(`another writer held ${lock} for ${timeoutMs} ms`, { cause: error })
+    }
+    await sleep(pause)
+  }
 }
 
 /** SQLITE_BUSY (or one of its extended codes): another connection holds the lock. */

@@ -2,9 +2,17 @@ import { mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { DatabaseSync, type StatementSync } from 'node:sqlite'
 import type { RateLimitRepository, RateSubjectKey, RateWindow } from '../port.ts'
+import { retriedWhileLocked } from './connection.ts'
 
 /** Closed windows are deleted at most this often (store time), so that the table stays small. */
 const PURGE_EVERY_MS = 60_000
+
+/**
+ * How long a count waits for the counter file's write lock. Another instance's count holds it for microseconds;
+ * held longer, something else holds it (a process stopped inside a transaction), and the count fails with
+ * StoreBusyError, which the batched counts answer by counting in this instance alone for a while.
+ */
+const HIT_LOCK_WAIT_MS = 250
 
 /**
  * The counter file beside the main SQLite file. The counters live in a file of their own so that counting a
@@ -30,6 +38,7 @@ export class SqliteRateLimits implements RateLimitRepository {
   constructor(path: string) {
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true })
     this.#db = new DatabaseSync(path)
+    // Opening waits inside SQLite: instances started together set the file up at the same time.
     this.#db.exec('PRAGMA busy_timeout = 10000')
     this.#db.exec('PRAGMA journal_mode = WAL')
     // Counters are transient: losing the last second of them in a crash is harmless, an fsync per request is not.
@@ -49,14 +58,23 @@ export class SqliteRateLimits implements RateLimitRepository {
     )
     this.#peek = this.#db.prepare('SELECT hits, resets_at FROM rate_windows WHERE subject = ? AND resets_at > ?')
     this.#purge = this.#db.prepare('DELETE FROM rate_windows WHERE resets_at <= ?')
+    // Counting does not: that would hold the event loop. A locked count is retried on a timer (`hit`).
+    this.#db.exec('PRAGMA busy_timeout = 0')
   }
 
   async hit(subject: RateSubjectKey, windowMs: number, now: Date, count = 1): Promise<RateWindow> {
     const at = now.getTime()
-    this.#purgeClosed(at)
-    // `all`, not `get`: a write stepped to its one row only, without running it to its end, left the connection's
-    // read of the WAL open past its commit, so that no checkpoint could reset the WAL (it grew about 4 KiB a hit).
-    const [row] = this.#hit.all({ subject, now: at, window: windowMs, count }) as { hits: number; resets_at: number }[]
+    const row = await retriedWhileLocked(
+      () => {
+        this.#purgeClosed(at)
+        // `all`, not `get`: a write stepped to its one row only, without running it to its end, left the connection's
+        // read of the WAL open past its commit, so that no checkpoint could reset the WAL (it grew about 4 KiB a hit).
+        const [counted] = this.#hit.all({ subject, now: at, window: windowMs, count }) as { hits: number; resets_at: number }[]
+        return counted
+      },
+      HIT_LOCK_WAIT_MS,
+      "the rate-limit counters' write lock",
+    )
     return { hits: row.hits, resetsAt: new Date(row.resets_at).toISOString() }
   }
 
