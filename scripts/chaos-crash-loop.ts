@@ -248,7 +248,7 @@ async function cycle(
   await sleep(random(durationMs / 2, durationMs * 0.9))
   let duringImport = false
   while (Date.now() - started < durationMs) {
-    if ((await store.importStatistics.countByStatus()).started > 0) {
+    if ((await store.importStatistics.countUnfinished()).started > 0) {
       duringImport = true
       await sleep(random(0, 20))
       break
@@ -268,7 +268,7 @@ async function drain(env: Record<string, string>, store: Store): Promise<void> {
   const { child } = await startServer(env)
   const deadline = Date.now() + 120_000
   for (;;) {
-    const counts = await store.importStatistics.countByStatus()
+    const counts = await store.importStatistics.countUnfinished()
     if (counts.scheduled === 0 && counts.started === 0) break
     if (Date.now() > deadline) throw new Error(`imports still waiting after two minutes: ${JSON.stringify(counts)}`)
     await sleep(100)
@@ -356,7 +356,7 @@ async function verify(
       if (!keys.has(email) && !email.startsWith('owner@') && !REPS.includes(email)) problems.push(`user ${email} belongs to no call`)
   }
   for (const company of companies) problems.push(...(await planResultProblems(store, company)))
-  const counts = await store.importStatistics.countByStatus()
+  const counts = await store.importStatistics.countUnfinished()
   if (counts.scheduled > 0 || counts.started > 0) problems.push(`imports left waiting: ${JSON.stringify(counts)}`)
   const all = [...imports.values()].filter(Boolean)
   return { problems, unknownApplied, imports: all.length, importsTakenOver: all.filter((found) => found.attempts > 1).length }

@@ -6,7 +6,7 @@ import type { DataImport } from '../store/model.ts'
 /** What the metrics read at every scrape, and the labels of `commission_api_build_info`. */
 export interface MetricsSources {
   /** Import counts and the oldest due import, from the store: every instance reports the same, shared queue. */
-  imports: Pick<ImportStatisticsRepository, 'countByStatus' | 'oldestScheduledDueAt'>
+  imports: Pick<ImportStatisticsRepository, 'countUnfinished' | 'oldestScheduledDueAt'>
   clock: Clock
   build: { version: string; store: string }
 }
@@ -91,10 +91,10 @@ export class ServiceMetrics {
       buckets: [0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900],
       registers,
     })
-    const counts = () => imports.countByStatus()
+    const counts = () => imports.countUnfinished()
     this.importsByState = new Gauge({
       name: 'commission_api_imports',
-      help: 'Imports by state, read from the store at scrape time',
+      help: 'Imports waiting (scheduled) and running (started), read from the store at scrape time',
       labelNames: ['state'],
       registers,
       async collect() {

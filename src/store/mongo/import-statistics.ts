@@ -1,31 +1,34 @@
-import type { ImportStatisticsRepository } from '../import-statistics.ts'
-import type { ImportStatus } from '../model.ts'
+import type { ImportStatisticsRepository, UnfinishedImports } from '../import-statistics.ts'
 import { IMPORTS } from './collections.ts'
 import { call, collectionOf, inSession, type MongoContext } from './context.ts'
 
-const STATUSES: readonly ImportStatus[] = ['scheduled', 'started', 'finished']
+const UNFINISHED = ['scheduled', 'started'] as const
 
-/** Per-status counts from one `$group` aggregation, in one consistent read. */
-export function countsFrom(groups: ReadonlyArray<{ _id: unknown; n: number }>): Record<ImportStatus, number> {
-  const counts = Object.fromEntries(STATUSES.map((status) => [status, 0])) as Record<ImportStatus, number>
+/** The counts of one `$group` aggregation by status, 0 for a status with none. */
+export function countsFrom(groups: ReadonlyArray<{ _id: unknown; n: number }>): UnfinishedImports {
+  const counts: UnfinishedImports = { scheduled: 0, started: 0 }
   for (const group of groups) {
-    if ((STATUSES as readonly unknown[]).includes(group._id)) counts[group._id as ImportStatus] = group.n
+    if ((UNFINISHED as readonly unknown[]).includes(group._id)) counts[group._id as keyof UnfinishedImports] = group.n
   }
   return counts
 }
 
 export function mongoImportStatistics(context: MongoContext): ImportStatisticsRepository {
   return {
-    countByStatus: () =>
+    countUnfinished: () =>
       call(context, async (session) => {
         // Outside a transaction, read concern "snapshot" (MongoDB 5.0+) makes the aggregation one point-in-time
         // read; inside one, the transaction's snapshot already is (a read concern may not be set per operation).
         const readConcern = session ? {} : { readConcern: { level: 'snapshot' as const } }
         const groups = await collectionOf(context, IMPORTS)
-          .aggregate<{ _id: unknown; n: number }>([{ $group: { _id: '$status', n: { $sum: 1 } } }], {
-            ...inSession(session),
-            ...readConcern,
-          })
+          // The match reads the unfinished imports' part of the `status_id` index only.
+          .aggregate<{ _id: unknown; n: number }>(
+            [{ $match: { status: { $in: UNFINISHED } } }, { $group: { _id: '$status', n: { $sum: 1 } } }],
+            {
+              ...inSession(session),
+              ...readConcern,
+            },
+          )
           .toArray()
         return countsFrom(groups)
       }),

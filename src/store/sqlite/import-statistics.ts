@@ -1,15 +1,13 @@
-import type { ImportStatisticsRepository } from '../import-statistics.ts'
-import type { ImportStatus } from '../model.ts'
+import type { ImportStatisticsRepository, UnfinishedImports } from '../import-statistics.ts'
 import type { Sql } from './connection.ts'
 
-/** Counts imports by status with one grouped read of the `imports` table (its `(status, id)` index). */
+/** Counts the unfinished imports with one grouped read of their part of the `(status, id)` index. */
 export function sqliteImportStatistics(sql: Sql): ImportStatisticsRepository {
   return {
-    async countByStatus() {
-      const counts: Record<ImportStatus, number> = { scheduled: 0, started: 0, finished: 0 }
-      for (const row of await sql.all('SELECT status, count(*) AS n FROM imports GROUP BY status')) {
-        counts[row.status as ImportStatus] = Number(row.n)
-      }
+    async countUnfinished() {
+      const counts: UnfinishedImports = { scheduled: 0, started: 0 }
+      const rows = await sql.all("SELECT status, count(*) AS n FROM imports WHERE status IN ('scheduled', 'started') GROUP BY status")
+      for (const row of rows) counts[row.status as keyof UnfinishedImports] = Number(row.n)
       return counts
     },
     async oldestScheduledDueAt() {
