@@ -103,6 +103,11 @@ export class OneLinePerRequest extends LogController {
   override incomingRequest(): void {}
 
   override requestCompleted(_error: unknown, request: FastifyRequest, reply: FastifyReply): void {
-    reply.log.info({ req: request, res: { statusCode: reply.statusCode }, responseTime: reply.elapsedTime }, 'request')
+    logRequestLine(request, reply)
   }
+}
+
+/** A request's one line (method, url, status, time), labelled with its id. */
+export function logRequestLine(request: FastifyRequest, reply: FastifyReply): void {
+  reply.log.info({ req: request, res: { statusCode: reply.statusCode }, responseTime: reply.elapsedTime }, 'request')
 }

@@ -50,6 +50,40 @@ describe('hostile HTTP: every refusal in the documented bodies', () => {
     expect((await server.call(`/v2/data-structures/${'a'.repeat(100)}/fields`, { key })).status).toBe(404)
   })
 
+  it('logs and counts these refusals as every answered request: one request line, one sample of the metrics', async () => {
+    const metricOf = async (status: string) => {
+      const text = (await server.call('/metrics')).text
+      const line = text
+        .split('\n')
+        .find(
+          (sample) =>
+            sample.startsWith('commission_api_http_requests_total{') &&
+            sample.includes(`status_code="${status}"`) &&
+            sample.includes('route="unmatched"'),
+        )
+      return line ? Number(line.split(' ').at(-1)) : 0
+    }
+    const before = { 400: await metricOf('400'), 414: await metricOf('414') }
+    await server.call('/v2/data-structures/%zz/fields', { key, headers: { 'x-request-id': 'logged-bad-url' } })
+    await server.call(`/v2/data-structures/${'a'.repeat(101)}/fields`, { key, headers: { 'x-request-id': 'logged-long-param' } })
+    expect(await metricOf('400')).toBe(before[400] + 1)
+    expect(await metricOf('414')).toBe(before[414] + 1)
+    const lines = server.logs.filter((line) => line.msg === 'request')
+    expect(lines.find((line) => line.request_id === 'logged-bad-url')).toMatchObject({ res: { statusCode: 400 } })
+    expect(lines.find((line) => line.request_id === 'logged-long-param')).toMatchObject({ res: { statusCode: 414 } })
+    expect(lines.find((line) => line.request_id === 'logged-bad-url')?.responseTime).toEqual(expect.any(Number))
+
+    // What the HTTP parser refuses is counted too, by its status; its method is not known.
+    const unparsed = async () => {
+      const text = (await server.call('/metrics')).text
+      const line = text.split('\n').find((sample) => sample.startsWith('commission_api_http_requests_total{method="unparsed"'))
+      return line ? Number(line.split(' ').at(-1)) : 0
+    }
+    const countedBefore = await unparsed()
+    expect((await rawExchange(server.url, 'GARBAGE\r\n\r\n')).status).toBe(400)
+    expect(await unparsed()).toBe(countedBefore + 1)
+  })
+
   it('a wrong method on a known path is a 405 with Allow and a body of the 404 family', async () => {
     const reply = await server.call('/v2/data-structures', { method: 'DELETE', key })
     expect(reply.status).toBe(405)

@@ -48,6 +48,14 @@ export class ServiceMetrics {
   readonly importQueueDepth: Gauge
   readonly oldestImportAge: Gauge
   readonly buildInfo: Gauge<'version' | 'store'>
+
+  /** One answered request: counted, and timed when its time is known (`seconds`). */
+  countAnswer(method: string, route: string, status: number, seconds?: number): void {
+    const labels = { method, route, status_code: String(status) }
+    this.requests.inc(labels)
+    if (seconds !== undefined) this.latency.observe(labels, seconds)
+  }
+
   constructor({ imports, clock, build }: MetricsSources) {
     const registers = [this.registry]
     this.requests = new Counter({

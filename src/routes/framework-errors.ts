@@ -2,6 +2,7 @@ import { STATUS_CODES } from 'node:http'
 import type { Socket } from 'node:net'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Issue } from '../errors.ts'
+import { logRequestLine } from '../logger.ts'
 import { validationBody } from './errors.ts'
 
 /**
@@ -12,8 +13,18 @@ import { validationBody } from './errors.ts'
 /** The longest path parameter the router reads (Fastify's default); a longer one is a 414. */
 export const MAX_PARAM_LENGTH = 100
 
-/** Fastify's `frameworkErrors`: a path that is not valid percent-encoding, an over-long path parameter. */
+/**
+ * Fastify's `frameworkErrors`: a path that is not valid percent-encoding, an over-long path parameter. Fastify
+ * answers these outside the request lifecycle, so without its hooks: the request's line and its count in the
+ * metrics are written here.
+ */
 export function answerFrameworkError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  answerRefusal(error, request, reply)
+  logRequestLine(request, reply)
+  request.server.metrics.countAnswer(request.method, 'unmatched', reply.statusCode, reply.elapsedTime / 1000)
+}
+
+function answerRefusal(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
   reply.header('x-request-id', request.id)
   if (error.code === 'FST_ERR_BAD_URL') {
     reply
@@ -51,6 +62,8 @@ export function answerClientError(this: FastifyInstance, error: NodeJS.ErrnoExce
   if (error.code === 'ECONNRESET' || socket.destroyed) return
   const { status, issue } = clientIssue(error.code)
   this.log.debug({ code: error.code, remoteAddress: socket.remoteAddress }, 'malformed HTTP request refused')
+  // Counted, not timed: the parser knows neither the method nor when the request began.
+  this.metrics.countAnswer('unparsed', 'unmatched', status)
   // A response already under way on this connection cannot be replaced by another: the socket is only closed.
   // Node's own clientError default reads the same private field; there is no public one.
   // oxlint-disable-next-line no-underscore-dangle

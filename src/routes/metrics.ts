@@ -39,13 +39,7 @@ export function registerMetrics(app: FastifyInstance): void {
   })
 
   app.addHook('onResponse', async (request, reply) => {
-    const labels = {
-      method: request.method,
-      route: routeLabel(request.routeOptions.url),
-      status_code: String(reply.statusCode),
-    }
-    metrics.requests.inc(labels)
-    metrics.latency.observe(labels, reply.elapsedTime / 1000)
+    metrics.countAnswer(request.method, routeLabel(request.routeOptions.url), reply.statusCode, reply.elapsedTime / 1000)
     // An injected 429 is counted with the faults, not as a refusal of the service's own.
     if (reply.statusCode === 429 && !injectedFaultOf(request))
       (refusedForQueue.has(request) ? metrics.importQueueFull : metrics.rateLimited).inc()
