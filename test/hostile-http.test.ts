@@ -162,15 +162,21 @@ describe('hostile HTTP: every refusal in the documented bodies', () => {
     await server.call(`/v1/users?limit=1&offset=${key}`, { key })
     await server.call(`/v1/tables/${other}/records?limit=1`, { key })
     await server.call(`/v1/tables/x${key}y/records`, { key })
+    // Percent-encoded in the path, which keeps its encoding: `%63` is `c`, `%5F` is `_`.
+    await server.call(`/v1/tables/%63ak_another-key-of-the-service/records?limit=2`, { key })
+    await server.call(`/v1/tables/${key.replace('_', '%5F')}/records?limit=3`, { key })
     const urls = server.logs.map((line) => (line.req as { url?: string } | undefined)?.url).filter((url) => url !== undefined)
     expect(server.rawLogs()).not.toContain(other)
     expect(server.rawLogs()).not.toContain(key)
+    expect(server.rawLogs()).not.toContain('another-key-of-the-service')
     expect(urls).toEqual(
       expect.arrayContaining([
         '/v2/data-structures?start_id=%5BRedacted%5D&limit=5',
         '/v1/users?limit=1&offset=%5BRedacted%5D',
         '/v1/tables/[Redacted]/records?limit=1',
         '/v1/tables/[Redacted]/records',
+        '/v1/tables/[Redacted]/records?limit=2',
+        '/v1/tables/[Redacted]/records?limit=3',
       ]),
     )
   })

@@ -102,11 +102,14 @@ describe('the request journal', () => {
     await server.api(`/v1/users?limit=1&start=${secret}&plain=not-a-key-but-long-enough`)
     await server.api(`/v1/tables/${KIT_DEMO_KEY}/records`)
     await server.api(`/v1/imports/${secret}`)
-    const [otherInPath, inPath, inQuery] = (await journal()).body.data
+    await server.api(`/v1/imports/${secret.replace('a', '%61')}`)
+    const [encodedInPath, otherInPath, inPath, inQuery] = (await journal()).body.data
+    expect(encodedInPath.path).toBe('/v1/imports/[Redacted]')
     expect(inQuery.query).toEqual({ limit: '1', start: '[Redacted]', plain: 'not-a-key-but-long-enough' })
     expect(inPath.path).toBe('/v1/tables/[Redacted]/records')
     expect(otherInPath.path).toBe('/v1/imports/[Redacted]')
     expect((await journal()).text).not.toContain(secret)
+    expect((await journal()).text).not.toContain('integration-secret')
   })
 
   it('keeps a v1 or v2 request to a path that names no route, which a client calling a wrong URL sends', async () => {

@@ -15,16 +15,34 @@ const SHORTEST_SECRET = 16
 
 /**
  * Whether a value a request carries (a query value, a path segment, a request id) holds an API key: one of the
- * service's form, or the key the request presents (a fixture's or DEMO_API_KEY's secret may have any form). Such a
- * value is never written to a log line or the request journal.
+ * service's form, or the key the request presents (a fixture's or DEMO_API_KEY's secret may have any form), as
+ * written or percent-decoded (a path keeps its encoding: `%63ak_…` is `cak_…`). Such a value is never written to
+ * a log line or the request journal.
  */
 export function carriesApiKey(value: string, presented: unknown): boolean {
+  return holdsApiKey(value, presented) || (value.includes('%') && holdsApiKey(percentDecoded(value), presented))
+}
+
+function holdsApiKey(value: string, presented: unknown): boolean {
   return SECRET_SHAPED.test(value) || (typeof presented === 'string' && presented.length >= SHORTEST_SECRET && value.includes(presented))
 }
 
-/** Whether `value` is the secret of a key of the service, whatever its form: looked up as a presented key is. */
+/** A value percent-decoded, as written when it is not valid percent-encoding. */
+export function percentDecoded(value: string): string {
+  try {
+    return decodeURIComponent(value)
+  } catch {
+    return value
+  }
+}
+
+/** Whether `value`, as written or percent-decoded, is the secret of a key of the service, whatever its form. */
 export async function isKeySecret(store: Store, value: string): Promise<boolean> {
-  return value.length >= SHORTEST_SECRET && (await store.apiKeys.findByHash(hashApiKey(value))) !== null
+  const decoded = percentDecoded(value)
+  for (const candidate of decoded === value ? [value] : [value, decoded]) {
+    if (candidate.length >= SHORTEST_SECRET && (await store.apiKeys.findByHash(hashApiKey(candidate))) !== null) return true
+  }
+  return false
 }
 
 /** SHA-256 of a key's secret: what the store keeps, and what a presented key is looked up by. */
