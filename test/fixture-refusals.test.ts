@@ -43,6 +43,22 @@ describe('bad fixtures are refused cleanly', () => {
     )
   })
 
+  it("refuses a user's amount attribute without its currency beside it, and one of the wrong type", async () => {
+    const fixture = smallFixture() as any
+    fixture.users[0].attributes = { region: 'EMEA', base_salary: 50000 }
+    fixture.users[1].attributes = { region: 7 }
+    const issues = (await refusalOf(fixture)).issues
+    expect(issues).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({
+          resource: '/users/0/attributes/base_salary',
+          description: expect.stringContaining('base_salary_currency beside it'),
+        }),
+        expect.objectContaining({ resource: '/users/1/attributes/region', description: expect.stringContaining('expected a string') }),
+      ]),
+    )
+  })
+
   it('a user left out for a schema problem does not hide the problems of the items that name it', async () => {
     const fixture = smallFixture() as any
     fixture.users[1].junior = 'yes'

@@ -75,6 +75,8 @@ describe('authentication reused for a moment (PrincipalCache)', () => {
       expect((await shared.authenticate('cak_the-shared-owner-key')).user.status).toBe('active')
       now += 1
       await expect(shared.authenticate('cak_the-shared-owner-key')).rejects.toBeInstanceOf(UnauthorizedError)
+      // What the service promises every instance: a revoked key or an archived owner refused within one second.
+      expect(PRINCIPAL_FRESH_MS).toBeLessThanOrEqual(1000)
     } finally {
       await here.close()
       await elsewhere.close()

@@ -106,6 +106,22 @@ describe('v2 pagination and filters', () => {
     })
   })
 
+  it('ends a walk whose last page is exactly full, rather than pointing to an empty page', async () => {
+    for (const endpoint of endpoints) {
+      const all = (await server.call(`${endpoint}?limit=2000`, { key: small.apiKey })).body.data
+      expect(all.length, endpoint).toBeGreaterThanOrEqual(2)
+      const whole = await server.call(`${endpoint}?limit=${all.length}`, { key: small.apiKey })
+      expect(whole.body.data, endpoint).toHaveLength(all.length)
+      expect(whole.body.meta, endpoint).toEqual({ next_start_id: null, has_more: false, next_url: null })
+      // The rest after a first row, in a page exactly its size.
+      const first = await server.call(`${endpoint}?limit=1`, { key: small.apiKey })
+      expect(first.body.meta.has_more, endpoint).toBe(true)
+      const rest = await server.call(`${endpoint}?start_id=${first.body.meta.next_start_id}&limit=${all.length - 1}`, { key: small.apiKey })
+      expect(rest.body.data, endpoint).toEqual(all.slice(1))
+      expect(rest.body.meta, endpoint).toEqual({ next_start_id: null, has_more: false, next_url: null })
+    }
+  })
+
   it('returns every row exactly once while rows are being added during the walk', async () => {
     const company = await server.load(smallFixture('Growing'))
     const structure = (await idsByName(server, company.companyId))('Statements')

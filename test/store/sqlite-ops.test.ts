@@ -8,6 +8,7 @@ import { loadFixture } from '../../src/fixtures/load-fixture.ts'
 import { newId } from '../../src/ids.ts'
 import type { DataTableRecord } from '../../src/store/model.ts'
 import { rateSubjectKey, StoreBusyError } from '../../src/store/port.ts'
+import { SqliteConnection } from '../../src/store/sqlite/connection.ts'
 import { rateLimitFile } from '../../src/store/sqlite/rate-limits.ts'
 import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.ts'
 import { smallFixture } from '../helpers/fixtures.ts'
@@ -122,6 +123,19 @@ it('fails a write with StoreBusyError, writing nothing, when another connection 
   } finally {
     holder.close()
     await store.close()
+    rmSync(directory, { recursive: true, force: true })
+  }
+})
+
+it('commits durably: the writer runs with synchronous = FULL, which survives a power loss as well as a crash', async () => {
+  const directory = mkdtempSync(join(tmpdir(), 'store-'))
+  const connection = new SqliteConnection(join(directory, 'commission-api.sqlite'))
+  try {
+    // 2 is FULL; NORMAL (1) in WAL mode may lose the last commits on a power loss, which decisions.md rules out.
+    expect(await connection.sql.write((db) => db.all('PRAGMA synchronous'))).toEqual([{ synchronous: 2 }])
+    expect(await connection.sql.write((db) => db.all('PRAGMA journal_mode'))).toEqual([{ journal_mode: 'wal' }])
+  } finally {
+    connection.close()
     rmSync(directory, { recursive: true, force: true })
   }
 })

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest'
+import { ManualClock } from '../../../src/clock.ts'
 import { newId } from '../../../src/ids.ts'
+import { enqueueImport } from '../../../src/imports/enqueue.ts'
 import type { Store } from '../../../src/store/port.ts'
 import { aCompany, byId } from '../builders.ts'
 import { storePerTest, type StoreAdapter } from './support.ts'
@@ -30,6 +32,21 @@ export function companiesContract(adapter: StoreAdapter): void {
       expect(await store.companies.get(kept.company.id)).toStrictEqual(kept.company)
       expect(await store.apiKeys.findByHash(kept.apiKey.hash)).toStrictEqual(kept.apiKey)
       expect(await readAll(store, kept.company.id, kept)).toStrictEqual(readsOf(kept))
+    })
+
+    it("deletes a company's imports with the payloads of their calls, and no other company's", async () => {
+      const [doomed, kept] = await populateTwo(store)
+      const clock = new ManualClock('2026-06-01T10:00:00.000Z')
+      const enqueue = (company: typeof doomed.company) =>
+        enqueueImport(store, clock, { company, target: 'users', items: [{ email: 'a@b.example' }], bytes: 30, queueLimitBytes: 1024 })
+      const [doomedImport, keptImport] = [await enqueue(doomed.company), await enqueue(kept.company)]
+      expect(await store.imports.payloads(doomed.company.id, doomedImport.import_id)).toHaveLength(1)
+
+      expect(await store.companies.delete(doomed.company.id)).toBe(true)
+      expect(await store.imports.get(doomed.company.id, doomedImport.import_id)).toBeNull()
+      expect(await store.imports.payloads(doomed.company.id, doomedImport.import_id)).toStrictEqual([])
+      expect(await store.imports.queuedBytes(doomed.company.id)).toBe(0)
+      expect(await store.imports.payloads(kept.company.id, keptImport.import_id)).toHaveLength(1)
     })
 
     it('answers false when deleting an unknown company', async () => {

@@ -1,0 +1,23 @@
+import { describe, expect, it } from 'vitest'
+import { ControlledClock } from '../src/clock.ts'
+import type { ClockOffsetRepository } from '../src/store/clock-offset.ts'
+
+describe('the controlled clock of a process', () => {
+  it('keeps the latest offset it learnt: a read that began before a move and answers after it moves nothing back', async () => {
+    let stored = 0
+    const read = Promise.withResolvers<number>()
+    const offsets: ClockOffsetRepository = {
+      read: () => read.promise,
+      advance: async (milliseconds) => (stored += milliseconds),
+      raiseTo: async (offset) => (stored = Math.max(stored, offset)),
+    }
+    const clock = new ControlledClock(offsets)
+    const syncing = clock.sync()
+    const start = Date.now()
+    await clock.advance(60_000)
+    // The read saw the offset as it was before the move.
+    read.resolve(0)
+    await syncing
+    expect(clock.now().getTime()).toBeGreaterThanOrEqual(start + 60_000)
+  })
+})
