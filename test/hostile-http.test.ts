@@ -156,6 +156,17 @@ describe('hostile HTTP: every refusal in the documented bodies', () => {
     expect((lines.at(-1)!.req as { url: string }).url).toBe('/v2/data-structures?limit=5&token=%5BRedacted%5D')
   })
 
+  it('logs a URL of thousands of parameter names with each unknown name once, redacted, and the known ones as sent', async () => {
+    const names = Array.from({ length: 2000 }, (_, index) => `p${index}`)
+    const reply = await server.call(`/health/live?${names.join('&')}&limit=1&p7=again&limit=2`, {
+      headers: { 'x-request-id': 'many-names' },
+    })
+    expect(reply.status).toBe(200)
+    const url = (server.logs.find((line) => line.request_id === 'many-names')?.req as { url: string }).url
+    const logged = [...new URLSearchParams(url.slice(url.indexOf('?') + 1))]
+    expect(logged).toEqual([...names.map((name) => [name, '[Redacted]']), ['limit', '1'], ['limit', '2']])
+  })
+
   it("logs no API key put under an interface parameter's name or in the path, of the service's form or the one presented", async () => {
     const other = 'cak_another-key-of-the-service'
     await server.call(`/v2/data-structures?start_id=${other}&limit=5`, { key })
