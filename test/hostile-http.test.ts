@@ -162,7 +162,7 @@ describe('hostile HTTP: every refusal in the documented bodies', () => {
       headers: { 'x-request-id': 'many-names' },
     })
     expect(reply.status).toBe(200)
-    const url = (server.logs.find((line) => line.request_id === 'many-names')?.req as { url: string }).url
+    const url = (server.logs.find((line) => line.request_id === 'many-names')!.req as { url: string }).url
     const logged = [...new URLSearchParams(url.slice(url.indexOf('?') + 1))]
     expect(logged).toEqual([...names.map((name) => [name, '[Redacted]']), ['limit', '1'], ['limit', '2']])
   })
