@@ -249,6 +249,12 @@ describe('v2 pagination and filters', () => {
       const bad = await server.call(`${path}?_=1717171717&limit=0`, { key: small.apiKey })
       expect(bad.status, path).toBe(400)
       expect(bad.body).toEqual(badParameter('limit'))
+      // A number too large for a double is read as Infinity: not an integer a page can have.
+      for (const limit of ['1e400', '-1e400', '9'.repeat(400)]) {
+        const infinite = await server.call(`${path}?limit=${limit}`, { key: small.apiKey })
+        expect(infinite.status, `${path} ${limit}`).toBe(400)
+        expect(infinite.body).toEqual(badParameter('limit'))
+      }
     }
     const fields = await server.call(`/v2/data-structures/${smallId('Statements')}/fields?_=1`, { key: small.apiKey })
     expect(fields.status).toBe(200)

@@ -17,6 +17,29 @@ export function validatorsKeepingBodyTypes(): ValidatorFactory {
     const forText = fromPool(externalSchemas, options)
     const exact = { ...options, customOptions: { ...options?.customOptions, coerceTypes: false } } as typeof options
     const forBodies = fromPool(externalSchemas, exact)
-    return (route: { httpPart?: string }) => (route.httpPart === 'body' ? forBodies : forText)(route as never)
+    return (route: { httpPart?: string }) => (route.httpPart === 'body' ? forBodies(route as never) : finiteOnly(forText(route as never)))
   }) as ValidatorFactory
+}
+
+type Validate = ((data: unknown) => unknown) & { errors?: unknown }
+
+/**
+ * A text part's validator that also refuses a number read as Infinity. Ajv coerces "1e400" (or 400 nines) to
+ * Infinity and skips its numeric keywords for a value that is not finite, so it passed `maximum`: a page limit
+ * reached SQLite, and a debounce a Date, as Infinity (a 500).
+ */
+function finiteOnly(validate: Validate): Validate {
+  const checked: Validate = (data) => {
+    const valid = validate(data)
+    checked.errors = validate.errors
+    if (valid !== true || typeof data !== 'object' || data === null) return valid
+    for (const [name, value] of Object.entries(data)) {
+      if ([value].flat().some((item) => typeof item === 'number' && !Number.isFinite(item))) {
+        checked.errors = [{ instancePath: `/${name}`, keyword: 'type', params: {}, message: 'must be a finite number' }]
+        return false
+      }
+    }
+    return true
+  }
+  return checked
 }
