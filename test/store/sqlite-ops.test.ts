@@ -8,7 +8,7 @@ import { loadFixture } from '../../src/fixtures/load-fixture.ts'
 import { newId } from '../../src/ids.ts'
 import type { DataTableRecord } from '../../src/store/model.ts'
 import { rateSubjectKey, StoreBusyError } from '../../src/store/port.ts'
-import { SqliteConnection } from '../../src/store/sqlite/connection.ts'
+import { SqliteConnection, WAL_SIZE_LIMIT_BYTES } from '../../src/store/sqlite/connection.ts'
 import { rateLimitFile } from '../../src/store/sqlite/rate-limits.ts'
 import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.ts'
 import { smallFixture } from '../helpers/fixtures.ts'
@@ -134,8 +134,31 @@ it('commits durably: the writer runs with synchronous = FULL, which survives a p
     // 2 is FULL; NORMAL (1) in WAL mode may lose the last commits on a power loss, which decisions.md rules out.
     expect(await connection.sql.write((db) => db.all('PRAGMA synchronous'))).toEqual([{ synchronous: 2 }])
     expect(await connection.sql.write((db) => db.all('PRAGMA journal_mode'))).toEqual([{ journal_mode: 'wal' }])
+    // A checkpointed WAL is cut back, not kept at the size of the largest transaction it ever held.
+    expect(await connection.sql.write((db) => db.all('PRAGMA journal_size_limit'))).toEqual([{ journal_size_limit: WAL_SIZE_LIMIT_BYTES }])
   } finally {
     connection.close()
+    rmSync(directory, { recursive: true, force: true })
+  }
+})
+
+it('opens a store that is up to date while another process holds its write lock, and reads it', async () => {
+  const directory = mkdtempSync(join(tmpdir(), 'store-'))
+  const file = join(directory, 'commission-api.sqlite')
+  const first = openSqliteStore(file)
+  await loadFixture(first, new ManualClock(), smallFixture())
+  // Another process inside a long write transaction (an import, a reset of a large company).
+  const holder = new DatabaseSync(file)
+  holder.exec('BEGIN IMMEDIATE')
+  holder.exec('DELETE FROM companies WHERE 0')
+  try {
+    const second = openSqliteStore(file)
+    expect((await second.companies.list()).map((company) => company.name)).toEqual(['Acme'])
+    await second.close()
+  } finally {
+    holder.exec('ROLLBACK')
+    holder.close()
+    await first.close()
     rmSync(directory, { recursive: true, force: true })
   }
 })
