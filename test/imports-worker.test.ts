@@ -63,6 +63,38 @@ describe('the import worker', () => {
     })
   })
 
+  it('deletes, unapplied, an import stored for a company deleted meanwhile (a call authenticated just before), and goes on', async () => {
+    const other = await h.server.load(smallFixture('Other'))
+    const company = (await h.store.companies.get(other.companyId))!
+    const keptId = await putUsers([{ email: 'kept@acme.example', name: 'Kept' }])
+    await h.store.companies.delete(company.id)
+    // The race: the call's payload is stored after the deletion committed.
+    const now = at()
+    const orphan = await h.store.imports.enqueue(
+      anImport(company.id, now, 0, 'users'),
+      {
+        id: newId(),
+        company_id: company.id,
+        items: [{ email: 'late@other.example' }],
+        options: { all: false, keep_overrides: false },
+        received_at: now,
+        bytes: 40,
+      },
+      now,
+    )
+    const discarded: unknown[] = []
+    h.worker.on('discarded', (found) => discarded.push(found.id))
+    expect(await h.drain()).toBe(2)
+    expect(discarded).toEqual([orphan.id])
+    expect(await h.store.imports.get(company.id, orphan.id)).toBeNull()
+    expect(await h.store.imports.payloads(company.id, orphan.id)).toStrictEqual([])
+    expect(await h.store.companies.get(company.id)).toBeNull()
+    expect(await h.store.users.count(company.id)).toBe(0)
+    expect((await h.importOf(keptId)).status).toBe('finished')
+    // Nothing is left to claim again and again.
+    expect(await h.drain()).toBe(0)
+  })
+
   it('runs one import per company at a time; the others wait in scheduled, other companies go on', async () => {
     const globex = await h.server.load(smallFixture('Globex'))
     const first = await putUsers([{ email: 'a@acme.example' }])

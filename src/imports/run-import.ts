@@ -12,10 +12,16 @@ import { applyUsers } from './users.ts'
  * handed back to `scheduled` because its worker stops.
  */
 export type RunResult =
-  { kind: 'finished'; import: DataImport; calculation: RecalculationSummary } | { kind: 'lost' } | { kind: 'handed back' }
+  | { kind: 'finished'; import: DataImport; calculation: RecalculationSummary }
+  | { kind: 'lost' }
+  | { kind: 'handed back' }
+  | { kind: 'discarded' }
 
 /** The claim was taken over by another worker (our lease expired): this run must leave no trace. */
 class LostClaim extends Error {}
+
+/** What a step's transaction answers when the import's company was deleted (and what it left with it). */
+const COMPANY_GONE = Symbol('company gone')
 
 /** The worker stops: the run goes no further than the transactions it committed. */
 class Stopping extends Error {}
@@ -69,8 +75,12 @@ export async function runClaimedImport(
           // First: from here on this transaction holds the import, so the worker's lease renewals wait for it.
           if (!(await tx.imports.hold(claimed.company_id, claimed.id, owner))) throw new LostClaim()
           const company = await tx.companies.get(claimed.company_id)
-          // A deleted company takes its imports with it: there is nothing left to finish.
-          if (!company) throw new LostClaim()
+          if (!company) {
+            // A deletion takes the company's imports with it, but a call stored while it ran (authenticated just
+            // before) may have left one: it is deleted with the rest of what the company left, never applied.
+            await tx.companies.delete(claimed.company_id)
+            return COMPANY_GONE
+          }
           const now = clock.now().toISOString()
           const stepPayloads = payloads.slice(step.start, step.end)
           const stepCalls = recordCalls.slice(step.start, step.end)
@@ -103,6 +113,7 @@ export async function runClaimedImport(
         },
         { company: claimed.company_id },
       )
+      if (ran === COMPANY_GONE) return { kind: 'discarded' }
       details = ran.applied
       calculation = addedCalculation(calculation, ran.stepCalculation)
       if (ran.finished) return { kind: 'finished', import: ran.finished, calculation }

@@ -34,6 +34,8 @@ export interface ImportWorkerEvents {
   handedBack: [DataImport]
   /** The store was busy (StoreBusyError): the run wrote nothing, and the import is handed back to run again. */
   postponed: [DataImport]
+  /** The import's company was deleted (a call stored while it was): the import was deleted, never applied. */
+  discarded: [DataImport]
   /** A round of polling failed (the store was unreachable...); the worker keeps polling. */
   failed: [unknown]
 }
@@ -141,6 +143,9 @@ export class ImportWorker extends EventEmitter<ImportWorkerEvents> {
       } else if (result.kind === 'handed back') {
         this.#logger.info(log, 'import handed back: the worker stops, another one takes it over')
         this.emit('handedBack', claimed)
+      } else if (result.kind === 'discarded') {
+        this.#logger.info(log, 'import discarded: its company was deleted')
+        this.emit('discarded', claimed)
       } else {
         const { cells, statements_written, lines_written, problems } = result.calculation
         const calculation = { cells, statements_written, lines_written, problems: problems.length }
@@ -178,7 +183,9 @@ export class ImportWorker extends EventEmitter<ImportWorkerEvents> {
       try {
         await this.drain()
       } catch (error) {
-        this.#logger.error({ err: error }, 'import worker: polling failed')
+        // Another process holding the write lock past the wait (a long import or reset) is not a failure of ours.
+        if (error instanceof StoreBusyError) this.#logger.warn({ err: error }, 'import worker: the store was busy; polling again')
+        else this.#logger.error({ err: error }, 'import worker: polling failed')
         this.emit('failed', error)
       }
       if (this.#stopping) break
