@@ -297,6 +297,18 @@ describe('the calculation engine', () => {
     expect(outcome?.statement?.metrics.bonus).toEqual({ value: 0, currency: 'EUR' })
   })
 
+  it('states the target to the cent in a cell whose deal cannot be converted', () => {
+    // A target of 20,531.41 USD is 18,478.269 EUR at 0.9, stated 18,478.27; the GBP deal has no rate.
+    const inDollars = { ...quota, currency: 'USD' }
+    const inGbp = placed(aDeal(ann.email, '2026-03-05', 1_000, 'GBP'))
+    const result = calculateCell(
+      { plan: aPlan(), user: ann, period: '2026-03', entries: [inGbp], quota: inDollars, quotaValue: 20_531.41 },
+      EUR,
+    )
+    expect(result.statement).toMatchObject({ payment: null, achievement: null, target: 18_478.27 })
+    expect(result.problems.map((problem) => problem.message)).toEqual([expect.stringContaining('GBP')])
+  })
+
   it('states no figure for a cell whose target cannot be converted, rather than paying it as if it had none', () => {
     // A 9,000 CHF target, and no CHF rate: with it, 100 % would pay silver. Its figures are unknown, and reported.
     const inSwissFrancs = { ...quota, currency: 'CHF' }

@@ -243,7 +243,8 @@ function unknownCell(plan: Plan, frame: CellFrame): CellResult {
     statement: {
       ...frame.base,
       payment: null,
-      target: frame.target,
+      // To the cent, as every stated target is; one past what a number holds is no target to state.
+      target: frame.target === null || !Number.isFinite(frame.target) ? null : roundToCents(frame.target),
       target_achievement: null,
       on_target_earning: null,
       achievement: null,
