@@ -63,6 +63,19 @@ describe('CORS', () => {
     expect(refused.headers['access-control-allow-origin']).toBe(TOOL)
   })
 
+  it('keeps the 404 of an unknown path and the 405 of a wrong method, as without CORS', async () => {
+    server = await startTestServer({ CORS_ORIGINS: TOOL })
+    const { apiKey } = await server.load(smallFixture())
+    const unknown = await server.call('/nonexistent', { key: apiKey })
+    expect(unknown.status).toBe(404)
+    expect(unknown.body.type).toBe('NotFoundError')
+    expect((await server.call('/v1/no-such-resource', { key: apiKey })).status).toBe(404)
+    const wrongMethod = await server.call('/v2/data-structures', { method: 'DELETE', key: apiKey })
+    expect(wrongMethod.status).toBe(405)
+    expect(listOf(wrongMethod.headers.allow)).toEqual(['get', 'head'])
+    expect((await preflight(server, '/v2/data-structures', TOOL)).status).toBe(204)
+  })
+
   it('gives an origin that is not listed no CORS header', async () => {
     server = await startTestServer({ CORS_ORIGINS: TOOL })
     const { apiKey } = await server.load(smallFixture())

@@ -17,7 +17,10 @@ function pathPattern(url: string): RegExp {
 export function trackRouteMethods(app: FastifyInstance): (request: FastifyRequest, reply: FastifyReply) => boolean {
   const routes: { pattern: RegExp; methods: string[] }[] = []
   app.addHook('onRoute', (route) => {
-    routes.push({ pattern: pathPattern(route.url ?? route.path), methods: [route.method].flat() })
+    const url = route.url ?? route.path
+    // A catch-all (CORS's `OPTIONS *`, for preflights) names no path: with it, every unknown path was a 405.
+    if (url === '*' || url === '/*') return
+    routes.push({ pattern: pathPattern(url), methods: [route.method].flat() })
   })
 
   /** Answers 405 when the path is a route's under other methods; false (nothing sent) otherwise. */
