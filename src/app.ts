@@ -13,6 +13,7 @@ import { registerCors } from './routes/cors.ts'
 import { drainRefusedBodies } from './routes/refused-bodies.ts'
 import { registerErrorHandling } from './routes/errors.ts'
 import { answerClientError, answerFrameworkError, MAX_PARAM_LENGTH } from './routes/framework-errors.ts'
+import { requestTimeouts } from './routes/request-timeouts.ts'
 import { registerHealth, type WorkerProbe } from './routes/health.ts'
 import { refuseInvalidHost } from './routes/host-header.ts'
 import { refuseDeepJson } from './routes/json-depth.ts'
@@ -63,14 +64,7 @@ export async function buildApp({ config, store, clock, logStream, worker }: AppO
     // Fastify takes a hop count at run time; its types only list the other forms.
     trustProxy: config.trustProxy as boolean | string[],
     bodyLimit: config.bodyLimitMb * 1024 * 1024,
-    // A request sent slowly is cut off (408), so that slow clients cannot hold connections, and a company's upsert
-    // turn, without end. Node checks at an interval: a quarter of the timeout, at most its default 30 s. Node
-    // enforces a request's timeout only when the headers' own (60 s by default) is not longer.
-    requestTimeout: config.requestTimeoutMs,
-    http: {
-      connectionsCheckingInterval: Math.min(30_000, Math.ceil(config.requestTimeoutMs / 4)),
-      headersTimeout: Math.min(60_000, config.requestTimeoutMs),
-    },
+    ...requestTimeouts(config.requestTimeoutMs),
     // A request that reaches a draining instance on an open connection is still answered (with Connection:
     // close), in the specification's bodies, rather than by the framework's own 503.
     return503OnClosing: false,

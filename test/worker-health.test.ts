@@ -90,3 +90,24 @@ describe('serve --role worker with WORKER_HEALTH_PORT', () => {
     }
   })
 })
+
+describe("the worker's health port, against a client sending slowly", () => {
+  it('answers 408 once REQUEST_TIMEOUT_MS has passed and closes the connection, as an API instance does', async () => {
+    const dataDir = tempDataDir()
+    const worker = startServerProcess({ DATA_DIR: dataDir, WORKER_HEALTH_PORT: '0', REQUEST_TIMEOUT_MS: '1000' }, [
+      'serve',
+      '--role',
+      'worker',
+    ])
+    try {
+      const [, health] = await worker.waitFor(/worker health and metrics on (http:\/\/\S+)/)
+      const connection = await openConnection(Number(new URL(health).port))
+      // Headers that never end.
+      connection.socket.write('GET /health/live HTTP/1.1\r\nHost: localhost\r\n')
+      await once(connection.socket, 'close')
+      expect(connection.received()).toMatch(/^HTTP\/1\.1 408 /)
+    } finally {
+      expect(await worker.stop()).toBe(0)
+    }
+  })
+})

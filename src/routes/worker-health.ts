@@ -7,6 +7,7 @@ import type { Store } from '../store/port.ts'
 import { registerErrorHandling } from './errors.ts'
 import { registerHealth } from './health.ts'
 import { registerMetrics } from './metrics.ts'
+import { requestTimeouts } from './request-timeouts.ts'
 
 export interface WorkerHealthParts {
   config: Config
@@ -28,6 +29,8 @@ export function buildWorkerHealth({ config, store, clock, worker }: WorkerHealth
     // A probe that reaches a stopping worker is answered by the readiness route (503, shutting_down), as on an API
     // instance, rather than by the framework's own 503.
     return503OnClosing: false,
+    // As on an API instance: a probe sent slowly cannot hold its connection for good (Fastify's default is none).
+    ...requestTimeouts(config.requestTimeoutMs),
   })
   app.decorate('config', config)
   app.decorate('store', store)
