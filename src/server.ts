@@ -167,6 +167,10 @@ async function startApi(
       if (config.clock === 'controlled')
         text += `Clock: controlled, now ${clock.now().toISOString()}: POST /admin/clock moves it (docs/testing.md)\n`
       if (options.testMode) text += `Test mode: admin token ${config.adminToken} (Authorization: Bearer ${config.adminToken})\n`
+      if (options.testMode && !isLoopback(config.host))
+        text +=
+          `Warning: HOST=${config.host} serves this well-known admin token beyond this machine: whoever reaches the port ` +
+          'can load, reset and read every company. Keep HOST at 127.0.0.1, or set ADMIN_TOKEN to a secret of your own.\n'
       return text
     },
   }
@@ -215,4 +219,9 @@ function apiBanner(url: string, publicUrl: string, demo: DemoOutcome | null, sto
     lines.push(`  curl -H "X-API-Key: $(cat ${demo.keyFile})" ${publicUrl}/v2/data-structures`)
   }
   return `${lines.join('\n')}\n`
+}
+
+/** Whether a listening address is reached from this machine only. */
+function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || host.startsWith('127.')
 }

@@ -18,9 +18,9 @@ describe('serve --test-mode', () => {
   const started: ServerProcess[] = []
   const run = (args: string[]) =>
     spawnSync(process.execPath, [CLI, ...args], { env: parent, cwd: directory, encoding: 'utf8', timeout: 30_000 })
-  const start = () => {
+  const start = (env: Record<string, string> = {}) => {
     const server = startProcess(process.execPath, [CLI, 'serve', '--test-mode'], {
-      env: { ...parent, PORT: '0', LOG_LEVEL: 'warn' },
+      env: { ...parent, PORT: '0', LOG_LEVEL: 'warn', ...env },
       cwd: directory,
     })
     started.push(server)
@@ -41,6 +41,7 @@ describe('serve --test-mode', () => {
     expect(banner).toMatch(/Clock: controlled, now \d{4}-/)
     expect(banner).toContain(`Test mode: admin token ${TEST_MODE_DEFAULTS.ADMIN_TOKEN}`)
     expect(banner).toContain(TEST_MODE_DEFAULTS.DEMO_API_KEY)
+    expect(banner).not.toContain('Warning')
 
     const admin = { authorization: `Bearer ${TEST_MODE_DEFAULTS.ADMIN_TOKEN}` }
     expect((await call(`${url}/admin/clock`, { headers: admin })).body.mode).toBe('controlled')
@@ -51,6 +52,15 @@ describe('serve --test-mode', () => {
     expect(users.body.count).toBeGreaterThan(0)
     // Nothing is written to disk: no data directory, no key file.
     expect(readdirSync(directory)).toEqual([])
+  })
+
+  it('warns when it listens beyond this machine with the well-known admin token', async () => {
+    const server = start({ HOST: '0.0.0.0' })
+    await server.waitFor(/Warning: HOST=0\.0\.0\.0 serves this well-known admin token/)
+    const mine = start({ HOST: '0.0.0.0', ADMIN_TOKEN: 'a-secret-admin-token-of-my-own' })
+    await mine.waitFor(/listening on/)
+    await mine.waitFor(/Clock: controlled/)
+    expect(mine.output()).not.toContain('Warning')
   })
 
   it('gives the demo company the same key on every start', async () => {
