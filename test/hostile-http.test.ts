@@ -176,6 +176,8 @@ describe('hostile HTTP: every refusal in the documented bodies', () => {
     // Percent-encoded in the path, which keeps its encoding: `%63` is `c`, `%5F` is `_`.
     await server.call(`/v1/tables/%63ak_another-key-of-the-service/records?limit=2`, { key })
     await server.call(`/v1/tables/${key.replace('_', '%5F')}/records?limit=3`, { key })
+    // Beside a bad escape, which makes the path a 400 (logged too) and not valid percent-encoding as a whole.
+    await server.call(`/v1/tables/%63ak_another-key-of-the-service/records%zz`, { key })
     const urls = server.logs.map((line) => (line.req as { url?: string } | undefined)?.url).filter((url) => url !== undefined)
     expect(server.rawLogs()).not.toContain(other)
     expect(server.rawLogs()).not.toContain(key)
@@ -188,6 +190,7 @@ describe('hostile HTTP: every refusal in the documented bodies', () => {
         '/v1/tables/[Redacted]/records',
         '/v1/tables/[Redacted]/records?limit=2',
         '/v1/tables/[Redacted]/records?limit=3',
+        '/v1/tables/[Redacted]/records%zz',
       ]),
     )
   })

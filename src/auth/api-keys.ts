@@ -27,12 +27,16 @@ function holdsApiKey(value: string, presented: unknown): boolean {
   return SECRET_SHAPED.test(value) || (typeof presented === 'string' && presented.length >= SHORTEST_SECRET && value.includes(presented))
 }
 
-/** A value percent-decoded, as written when it is not valid percent-encoding. */
+/**
+ * A value percent-decoded. Where it is not valid percent-encoding throughout (a `%zz` elsewhere in the path), its
+ * ASCII escapes are decoded all the same, and the others kept as written: the keys' characters are ASCII, and one
+ * bad escape must not hide a key encoded beside it.
+ */
 export function percentDecoded(value: string): string {
   try {
     return decodeURIComponent(value)
   } catch {
-    return value
+    return value.replace(/%([0-7][0-9a-f])/gi, (_escape, hex: string) => String.fromCharCode(Number.parseInt(hex, 16)))
   }
 }
 
