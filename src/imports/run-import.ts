@@ -20,7 +20,7 @@ export type RunResult =
 /** The claim was taken over by another worker (our lease expired): this run must leave no trace. */
 class LostClaim extends Error {}
 
-/** What a step's transaction answers when the import's company was deleted (and what it left with it). */
+/** What a step's transaction answers when the import's company was deleted: the import was finished unapplied. */
 const COMPANY_GONE = Symbol('company gone')
 
 /** The worker stops: the run goes no further than the transactions it committed. */
@@ -77,8 +77,11 @@ export async function runClaimedImport(
           const company = await tx.companies.get(claimed.company_id)
           if (!company) {
             // A deletion takes the company's imports with it, but a call stored while it ran (authenticated just
-            // before) may have left one: it is deleted with the rest of what the company left, never applied.
-            await tx.companies.delete(claimed.company_id)
+            // before) may have left one, or the deletion (in parts, on MongoDB) has not reached its imports yet.
+            // The import is finished unapplied, its payloads deleted with it, and never claimed again. Nothing else
+            // is deleted here: what the deletion has still to remove may be far more than a transaction holds.
+            const outcome = { finished_at: clock.now().toISOString(), error: true, details: claimed.details }
+            if (!(await tx.imports.finish(claimed.company_id, claimed.id, owner, outcome))) throw new LostClaim()
             return COMPANY_GONE
           }
           const now = clock.now().toISOString()

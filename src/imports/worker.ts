@@ -34,7 +34,7 @@ export interface ImportWorkerEvents {
   handedBack: [DataImport]
   /** The store was busy (StoreBusyError): the run wrote nothing, and the import is handed back to run again. */
   postponed: [DataImport]
-  /** The import's company was deleted (a call stored while it was): the import was deleted, never applied. */
+  /** The import's company was deleted (a call stored while it was): the import was finished, never applied. */
   discarded: [DataImport]
   /** A round of polling failed (the store was unreachable...); the worker keeps polling. */
   failed: [unknown]
@@ -144,7 +144,7 @@ export class ImportWorker extends EventEmitter<ImportWorkerEvents> {
         this.#logger.info(log, 'import handed back: the worker stops, another one takes it over')
         this.emit('handedBack', claimed)
       } else if (result.kind === 'discarded') {
-        this.#logger.info(log, 'import discarded: its company was deleted')
+        this.#logger.info(log, 'import finished unapplied: its company was deleted')
         this.emit('discarded', claimed)
       } else {
         const { cells, statements_written, lines_written, problems } = result.calculation
