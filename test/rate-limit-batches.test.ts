@@ -158,6 +158,21 @@ describe('rate limit: a counter store that stays busy', () => {
     await store.close()
   })
 
+  it('writes nothing counted alone into the store once it may write again: the next request joins the store window', async () => {
+    const store = openSqliteStore(':memory:')
+    let busy = true
+    const counter = new BatchedRateCounts((key, windowMs, now, hits) =>
+      busy ? Promise.reject(new StoreBusyError('the counters are locked')) : store.rateLimits.hit(key, windowMs, now, hits),
+    )
+    // A minute's window, counted alone for its first 12 requests.
+    for (let index = 0; index < 12; index++) await counter.count(KEY, 60_000, 80, new Date(T0 + index))
+    busy = false
+    const after = new Date(T0 + ALONE_AFTER_BUSY_MS + 500)
+    expect((await counter.count(KEY, 60_000, 80, after)).current).toBe(1)
+    expect((await store.rateLimits.peek(KEY, after))?.hits).toBe(1)
+    await store.close()
+  })
+
   it("SQLite: a count waits for the counters' lock on a timer, not holding the event loop, and fails as busy past the wait", async () => {
     const file = join(tempDataDir(), 'counters.sqlite')
     const counters = new SqliteRateLimits(file)

@@ -35,6 +35,11 @@ interface Window {
   unwritten: number
   /** The write in flight, if any. */
   write: Promise<unknown> | null
+  /**
+   * Opened while the store was busy: a window of this instance's own, not the store's (its end is not the store
+   * window's). Its requests are never written, which would count them in whatever store window is open then.
+   */
+  alone: boolean
 }
 
 /**
@@ -75,8 +80,9 @@ export class BatchedRateCounts {
         continue
       }
       const window = this.#windows.get(key)
-      if (!window || window.resetsAt <= at) {
-        // Requests counted in a closed window and never written are dropped with it: they no longer count.
+      if (!window || window.resetsAt <= at || (window.alone && !this.#isAlone(at))) {
+        // Requests counted in a closed window and never written are dropped with it: they no longer count. So are
+        // those of a window counted alone once the store may be written again: the next request joins the store's.
         this.#windows.delete(key)
         return this.#open(key, windowMs, now)
       }
@@ -89,7 +95,7 @@ export class BatchedRateCounts {
       // Known to be full: refused without a write, for the window's count can only grow until it closes.
       if (known >= max) return { current: known + 1, ttl: window.resetsAt - at }
       window.unwritten++
-      if (window.unwritten < batch || window.write || at < this.#aloneUntil) return { current: known + 1, ttl: window.resetsAt - at }
+      if (window.unwritten < batch || window.write || this.#isAlone(at)) return { current: known + 1, ttl: window.resetsAt - at }
       return this.#writeBatch(key, window, windowMs, now)
     }
   }
@@ -105,13 +111,13 @@ export class BatchedRateCounts {
   /** The window's first request here: written at once; the subject's other requests wait for its answer. */
   async #open(key: string, windowMs: number, now: Date): Promise<Counted> {
     const at = now.getTime()
-    if (at < this.#aloneUntil) return this.#openAlone(key, windowMs, at)
+    if (this.#isAlone(at)) return this.#openAlone(key, windowMs, at)
     const written = this.#write(key, windowMs, now, 1)
     this.#opening.set(key, written)
     try {
       const stored = await written
       const resetsAt = Date.parse(stored.resetsAt)
-      this.#windows.set(key, { resetsAt, stored: stored.hits, writing: 0, unwritten: 0, write: null })
+      this.#windows.set(key, { resetsAt, stored: stored.hits, writing: 0, unwritten: 0, write: null, alone: false })
       return { current: stored.hits, ttl: Math.max(0, resetsAt - at) }
     } catch (error) {
       if (!(error instanceof StoreBusyError)) throw error
@@ -124,7 +130,7 @@ export class BatchedRateCounts {
 
   /** A window this instance opens without the store: its first request, counted here and not written. */
   #openAlone(key: string, windowMs: number, at: number): Counted {
-    this.#windows.set(key, { resetsAt: at + windowMs, stored: 0, writing: 0, unwritten: 1, write: null })
+    this.#windows.set(key, { resetsAt: at + windowMs, stored: 0, writing: 0, unwritten: 1, write: null, alone: true })
     return { current: 1, ttl: windowMs }
   }
 
@@ -153,6 +159,11 @@ export class BatchedRateCounts {
       window.writing = 0
       window.write = null
     }
+  }
+
+  /** Whether this instance counts alone at `at`; a clock stepped back does not stretch the pause. */
+  #isAlone(at: number): boolean {
+    return at < this.#aloneUntil && this.#aloneUntil - at <= ALONE_AFTER_BUSY_MS
   }
 
   #forgetClosed(at: number): void {
