@@ -40,7 +40,7 @@ export function redactUrl(url: string, presentedKey: unknown): string {
   const safePath = redactPath(question === -1 ? url : url.slice(0, question), presentedKey)
   if (question === -1) return safePath
   // In two passes over the parameters: `set` and `getAll` each scan every parameter, which made a URL of a few
-  // thousand names cost seconds of CPU to log (before any key or rate-limit check).
+  // thousand names cost about 100 ms of CPU to log (before any key or rate-limit check).
   const entries = [...new URLSearchParams(url.slice(question + 1))]
   const redacted = new Set<string>()
   for (const [name, value] of entries) {

@@ -1,5 +1,6 @@
 import { mkdirSync } from 'node:fs'
 import { flushCompileCache } from 'node:module'
+import { BlockList, isIP } from 'node:net'
 import type { FastifyInstance } from 'fastify'
 import pino from 'pino'
 import { type Clock, clockFor } from './clock.ts'
@@ -223,5 +224,12 @@ function apiBanner(url: string, publicUrl: string, demo: DemoOutcome | null, sto
 
 /** Whether a listening address is reached from this machine only. */
 function isLoopback(host: string): boolean {
-  return host === 'localhost' || host === '::1' || host.startsWith('127.')
+  const address = host.replace(/^\[(.*)\]$/, '$1')
+  if (address === 'localhost') return true
+  const family = isIP(address)
+  return family !== 0 && LOOPBACK.check(address, family === 4 ? 'ipv4' : 'ipv6')
 }
+
+const LOOPBACK = new BlockList()
+LOOPBACK.addSubnet('127.0.0.0', 8, 'ipv4')
+LOOPBACK.addAddress('::1', 'ipv6')

@@ -32,8 +32,8 @@ function expectDeclared(reply: Reply, method: string, template: string): void {
   expect(operation, `${method} ${template} is documented`).toBeDefined()
   const response = operation.responses[String(reply.status)]
   expect(response, `${label} is declared`).toBeDefined()
-  const media = response.content?.['application/json']
-  if (!media) return
+  // Every answer below is JSON: its declaration must say so, with a schema.
+  expect(response.content?.['application/json']?.schema, `${label} has a JSON body`).toBeDefined()
   const validate = ajv.getSchema(
     `openapi#/${pointer('paths', template, method.toLowerCase(), 'responses', String(reply.status))}/content/application~1json/schema`,
   )

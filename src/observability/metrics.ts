@@ -49,13 +49,6 @@ export class ServiceMetrics {
   readonly oldestImportAge: Gauge
   readonly buildInfo: Gauge<'version' | 'store'>
 
-  /** One answered request: counted, and timed when its time is known (`seconds`). */
-  countAnswer(method: string, route: string, status: number, seconds?: number): void {
-    const labels = { method, route, status_code: String(status) }
-    this.requests.inc(labels)
-    if (seconds !== undefined) this.latency.observe(labels, seconds)
-  }
-
   constructor({ imports, clock, build }: MetricsSources) {
     const registers = [this.registry]
     this.requests = new Counter({
@@ -135,6 +128,13 @@ export class ServiceMetrics {
       registers,
     })
     this.buildInfo.set(build, 1)
+  }
+
+  /** One answered request: counted, and timed when its time is known (`seconds`). */
+  countAnswer(method: string, route: string, status: number, seconds?: number): void {
+    const labels = { method, route, status_code: String(status) }
+    this.requests.inc(labels)
+    if (seconds !== undefined) this.latency.observe(labels, seconds)
   }
 
   /** The content type of `exposition()`: the Prometheus text format 0.0.4. */

@@ -21,7 +21,8 @@ export const MAX_PARAM_LENGTH = 100
 export function answerFrameworkError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
   answerRefusal(error, request, reply)
   logRequestLine(request, reply)
-  request.server.metrics.countAnswer(request.method, 'unmatched', reply.statusCode, reply.elapsedTime / 1000)
+  // Counted, not timed: Fastify starts no timer for these (its elapsed time is always 0).
+  request.server.metrics.countAnswer(request.method, 'unmatched', reply.statusCode)
 }
 
 function answerRefusal(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
@@ -62,8 +63,6 @@ export function answerClientError(this: FastifyInstance, error: NodeJS.ErrnoExce
   if (error.code === 'ECONNRESET' || socket.destroyed) return
   const { status, issue } = clientIssue(error.code)
   this.log.debug({ code: error.code, remoteAddress: socket.remoteAddress }, 'malformed HTTP request refused')
-  // Counted, not timed: the parser knows neither the method nor when the request began.
-  this.metrics.countAnswer('unparsed', 'unmatched', status)
   // A response already under way on this connection cannot be replaced by another: the socket is only closed.
   // Node's own clientError default reads the same private field; there is no public one.
   // oxlint-disable-next-line no-underscore-dangle
@@ -74,6 +73,8 @@ export function answerClientError(this: FastifyInstance, error: NodeJS.ErrnoExce
       `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
         `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
     )
+    // Counted once answered, not timed: the parser knows neither the method nor when the request began.
+    this.metrics.countAnswer('unparsed', 'unmatched', status)
   }
   socket.destroy()
 }

@@ -17,11 +17,15 @@ export function validatorsKeepingBodyTypes(): ValidatorFactory {
     const forText = fromPool(externalSchemas, options)
     const exact = { ...options, customOptions: { ...options?.customOptions, coerceTypes: false } } as typeof options
     const forBodies = fromPool(externalSchemas, exact)
-    return (route: { httpPart?: string }) => (route.httpPart === 'body' ? forBodies(route as never) : finiteOnly(forText(route as never)))
+    return (route: { httpPart?: string }) => {
+      if (route.httpPart === 'body') return forBodies(route as never)
+      const validate = forText(route as never)
+      return finiteOnly(validate as unknown as Validate) as unknown as typeof validate
+    }
   }) as ValidatorFactory
 }
 
-type Validate = ((data: unknown) => unknown) & { errors?: unknown }
+type Validate = ((data: unknown, ...context: unknown[]) => unknown) & { errors?: unknown }
 
 /**
  * A text part's validator that also refuses a number read as Infinity. Ajv coerces "1e400" (or 400 nines) to
@@ -29,8 +33,8 @@ type Validate = ((data: unknown) => unknown) & { errors?: unknown }
  * reached SQLite, and a debounce a Date, as Infinity (a 500).
  */
 function finiteOnly(validate: Validate): Validate {
-  const checked: Validate = (data) => {
-    const valid = validate(data)
+  const checked: Validate = (data, ...context) => {
+    const valid = validate(data, ...context)
     checked.errors = validate.errors
     if (valid !== true || typeof data !== 'object' || data === null) return valid
     for (const [name, value] of Object.entries(data)) {
@@ -41,5 +45,6 @@ function finiteOnly(validate: Validate): Validate {
     }
     return true
   }
-  return checked
+  // Ajv's own properties (schema, schemaEnv...), which Fastify may read, stay on the validator it is given.
+  return Object.assign(checked, validate)
 }
