@@ -38,7 +38,7 @@ function finiteOnly(validate: Validate): Validate {
     checked.errors = validate.errors
     if (valid !== true || typeof data !== 'object' || data === null) return valid
     for (const [name, value] of Object.entries(data)) {
-      if ([value].flat().some((item) => typeof item === 'number' && !Number.isFinite(item))) {
+      if (isInfinite(value) || (Array.isArray(value) && value.some(isInfinite))) {
         checked.errors = [{ instancePath: `/${name}`, keyword: 'type', params: {}, message: 'must be a finite number' }]
         return false
       }
@@ -48,3 +48,6 @@ function finiteOnly(validate: Validate): Validate {
   // Ajv's own properties (schema, schemaEnv...), which Fastify may read, stay on the validator it is given.
   return Object.assign(checked, validate)
 }
+
+/** Run on every request's query values: no array made for a value that is not one. */
+const isInfinite = (value: unknown) => typeof value === 'number' && !Number.isFinite(value)
