@@ -162,3 +162,22 @@ it('opens a store that is up to date while another process holds its write lock,
     rmSync(directory, { recursive: true, force: true })
   }
 })
+
+it('gives a claim up after CLAIM_LOCK_WAIT_MS of another connection holding the lock, shorter than a write waits', async () => {
+  const directory = mkdtempSync(join(tmpdir(), 'store-'))
+  const file = join(directory, 'commission-api.sqlite')
+  // Writes would wait a minute; the test's own timeout is far shorter.
+  const store = openSqliteStore(file, { writeLockTimeoutMs: 60_000 })
+  const holder = new DatabaseSync(file, { timeout: 5000 })
+  try {
+    holder.exec('BEGIN IMMEDIATE')
+    const now = new Date().toISOString()
+    await expect(store.imports.claimNext('worker', now, now)).rejects.toBeInstanceOf(StoreBusyError)
+    holder.exec('ROLLBACK')
+    expect(await store.imports.claimNext('worker', now, now)).toBeNull()
+  } finally {
+    holder.close()
+    await store.close()
+    rmSync(directory, { recursive: true, force: true })
+  }
+})

@@ -76,9 +76,10 @@ export interface Sql {
   values(sql: string, ...params: Params): Promise<Values[]>
   /**
    * Runs `work` on the writer, atomically: inside a transaction it joins it as a savepoint, outside it is one.
-   * A broken uniqueness rule rejects with the port's StoreConflictError.
+   * A broken uniqueness rule rejects with the port's StoreConflictError. Outside a transaction, `lockWaitMs`
+   * shortens the wait for another connection's write lock (never past the connection's own).
    */
-  write<T>(work: (db: SqlWriter) => T): Promise<T>
+  write<T>(work: (db: SqlWriter) => T, options?: { lockWaitMs?: number }): Promise<T>
   /** Runs several reads that must see the same data: one read transaction, or the open transaction. */
   snapshot<T>(read: (db: SqlReader) => T): Promise<T>
   /**
@@ -128,9 +129,9 @@ export class SqliteConnection {
     all: (sql, ...params) => this.#committed(() => this.#reader.prepare(sql).all(...params) as Row[]),
     get: (sql, ...params) => this.#committed(() => this.#reader.prepare(sql).get(...params) as Row | undefined),
     values: (sql, ...params) => this.#committed(() => this.#reader.prepareArrays(sql).all(...params) as unknown as Values[]),
-    write: (work) =>
+    write: (work, options) =>
       this.#writes.run(async () => {
-        await this.#begin()
+        await this.#begin(Math.min(options?.lockWaitMs ?? this.#writeLockTimeoutMs, this.#writeLockTimeoutMs))
         return this.#atomically(work)
       }),
     snapshot: (read) => this.#committed(() => this.#readTransaction(read)),
@@ -254,9 +255,9 @@ export class SqliteConnection {
    * thread) holds the write lock, it waits on a timer rather than inside SQLite, so that the thread's event
    * loop goes on; after its timeout (WRITE_LOCK_TIMEOUT_MS) it fails with StoreBusyError (SQLite's "database is locked" as its cause).
    */
-  async #begin(): Promise<void> {
+  async #begin(lockWaitMs = this.#writeLockTimeoutMs): Promise<void> {
     const db = this.#writer.db
-    await retriedWhileLocked(() => db.exec('BEGIN IMMEDIATE'), this.#writeLockTimeoutMs, "the store's write lock")
+    await retriedWhileLocked(() => db.exec('BEGIN IMMEDIATE'), lockWaitMs, "the store's write lock")
   }
 
   /** Runs `work` in the write transaction `#begin` opened: committed when it returns, rolled back when it throws. */

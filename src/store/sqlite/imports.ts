@@ -4,6 +4,9 @@ import { type ImportOutcome, type ImportProgress, ImportQueueFullError, type Imp
 import { idAfter } from '../../ids.ts'
 import type { Row, Sql, SqlWriter } from './connection.ts'
 
+/** How long a claim waits for another connection's write lock before it gives up until the next poll. */
+export const CLAIM_LOCK_WAIT_MS = 1000
+
 /** The largest id of the company's imports still to run (scheduled or started), or null. */
 function latestPending(db: SqlWriter, companyId: string): string | null {
   const [row] = db.all("SELECT max(id) AS id FROM imports WHERE company_id = ? AND status IN ('scheduled', 'started')", companyId)
@@ -111,9 +114,10 @@ export function sqliteImports(sql: Sql): ImportRepository {
 
     async claimNext(owner, now, leaseExpiresAt, companyId) {
       // One conditional UPDATE picks and stamps the import, so that two workers can never claim the same one.
-      const rows = await sql.write((db) =>
-        db.all(
-          `UPDATE imports SET status = 'started', lease_owner = ?1, lease_expires_at = ?2,
+      const rows = await sql.write(
+        (db) =>
+          db.all(
+            `UPDATE imports SET status = 'started', lease_owner = ?1, lease_expires_at = ?2,
              doc = json_set(doc, '$.status', 'started', '$.lease_owner', ?1, '$.lease_expires_at', ?2,
                             '$.launched_at', coalesce(json_extract(doc, '$.launched_at'), ?3),
                             '$.attempts', json_extract(doc, '$.attempts') + 1)
@@ -128,11 +132,14 @@ export function sqliteImports(sql: Sql): ImportRepository {
                    AND running.lease_expires_at > ?3 AND running.id <> candidate.id)
              ORDER BY candidate.id LIMIT 1)
            RETURNING doc`,
-          owner,
-          leaseExpiresAt,
-          now,
-          companyId ?? null,
-        ),
+            owner,
+            leaseExpiresAt,
+            now,
+            companyId ?? null,
+          ),
+        // A claim is tried again at the next poll: it does not hold the writes queued behind it (an upsert's payload,
+        // in the worker's thread) for the whole wait while another process holds the lock.
+        { lockWaitMs: CLAIM_LOCK_WAIT_MS },
       )
       return rows[0] ? parseImport(rows[0]) : null
     },
