@@ -95,6 +95,38 @@ describe('the import worker', () => {
     expect(await h.drain()).toBe(0)
   })
 
+  it('says once that the store is busy while its polls keep finding it so, and again after a poll got through', async () => {
+    let refusals = 0
+    let claims = 0
+    const busyFor = (count: number) => (refusals = count)
+    const store: Store = {
+      ...h.store,
+      imports: {
+        ...h.store.imports,
+        claimNext: (...args) => {
+          claims++
+          if (refusals-- > 0) return Promise.reject(new StoreBusyError('another process holds the lock'))
+          return h.store.imports.claimNext(...args)
+        },
+      },
+    }
+    const warnings: string[] = []
+    const logger = { info: () => undefined, error: () => undefined, warn: (_details: object, message: string) => warnings.push(message) }
+    const worker = new ImportWorker({ store, clock: h.server.clock, logger, pollMs: 10, owner: 'busy-spells' })
+    const pollsFrom = async (count: number) => {
+      const target = claims + count
+      while (claims < target) await sleep(5)
+    }
+    busyFor(5)
+    worker.start()
+    await pollsFrom(8)
+    expect(warnings).toEqual(['import worker: the store is busy; polling on until it is free'])
+    busyFor(3)
+    await pollsFrom(5)
+    await worker.stop()
+    expect(warnings).toHaveLength(2)
+  })
+
   it('runs one import per company at a time; the others wait in scheduled, other companies go on', async () => {
     const globex = await h.server.load(smallFixture('Globex'))
     const first = await putUsers([{ email: 'a@acme.example' }])

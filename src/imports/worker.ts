@@ -72,6 +72,8 @@ export class ImportWorker extends EventEmitter<ImportWorkerEvents> {
   #wake: (() => void) | null = null
   /** A `wake()` came while the worker was not waiting: it looks again before it waits. */
   #woken = false
+  /** The last poll found the store busy: said once, until a poll gets through. */
+  #storeBusy = false
 
   constructor(options: ImportWorkerOptions) {
     super()
@@ -182,10 +184,13 @@ export class ImportWorker extends EventEmitter<ImportWorkerEvents> {
       this.#woken = false
       try {
         await this.drain()
+        this.#storeBusy = false
       } catch (error) {
-        // Another process holding the write lock past the wait (a long import or reset) is not a failure of ours.
-        if (error instanceof StoreBusyError) this.#logger.warn({ err: error }, 'import worker: the store was busy; polling again')
-        else this.#logger.error({ err: error }, 'import worker: polling failed')
+        // Another process holding the write lock past the wait (a long import or reset) is not a failure of ours:
+        // said once per spell, as the polls that find it so follow each other every IMPORT_POLL_MS.
+        if (!(error instanceof StoreBusyError)) this.#logger.error({ err: error }, 'import worker: polling failed')
+        else if (!this.#storeBusy) this.#logger.warn({ err: error }, 'import worker: the store is busy; polling on until it is free')
+        this.#storeBusy = error instanceof StoreBusyError
         this.emit('failed', error)
       }
       if (this.#stopping) break
