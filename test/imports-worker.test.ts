@@ -115,7 +115,8 @@ describe('the import worker', () => {
     const worker = new ImportWorker({ store, clock: h.server.clock, logger, pollMs: 10, owner: 'busy-spells' })
     const pollsFrom = async (count: number) => {
       const target = claims + count
-      while (claims < target) await sleep(5)
+      const reached = () => claims >= target
+      while (!reached()) await sleep(5)
     }
     busyFor(5)
     worker.start()
