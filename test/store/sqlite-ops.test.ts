@@ -15,6 +15,16 @@ import { smallFixture } from '../helpers/fixtures.ts'
 
 // The SQLite adapter's own ways (the store contract runs in sqlite.test.ts).
 
+/** Runs `body` with the path of a store file in a directory of its own, removed afterwards. */
+async function withStoreFile(body: (file: string) => Promise<void>): Promise<void> {
+  const directory = mkdtempSync(join(tmpdir(), 'store-'))
+  try {
+    await body(join(directory, 'commission-api.sqlite'))
+  } finally {
+    rmSync(directory, { recursive: true, force: true })
+  }
+}
+
 it('keeps the counters in a file of their own beside the main file', async () => {
   const directory = mkdtempSync(join(tmpdir(), 'store-'))
   const store = openSqliteStore(join(directory, 'commission-api.sqlite'))
@@ -103,81 +113,76 @@ function recordOf(companyId: string, tableId: string, externalId: string): DataT
   }
 }
 
-it('fails a write with StoreBusyError, writing nothing, when another connection holds the write lock past the wait', async () => {
-  const directory = mkdtempSync(join(tmpdir(), 'store-'))
-  const file = join(directory, 'commission-api.sqlite')
-  const store = openSqliteStore(file, { writeLockTimeoutMs: 200 })
-  const holder = new DatabaseSync(file, { timeout: 5000 })
-  try {
+it('fails a write with StoreBusyError, writing nothing, when another connection holds the write lock past the wait', () =>
+  withStoreFile(async (file) => {
+    const store = openSqliteStore(file, { writeLockTimeoutMs: 200 })
+    const holder = new DatabaseSync(file, { timeout: 5000 })
+    try {
+      holder.exec('BEGIN IMMEDIATE')
+      const refused = await loadFixture(store, new ManualClock(), smallFixture()).then(
+        () => null,
+        (error: unknown) => error,
+      )
+      expect(refused).toBeInstanceOf(StoreBusyError)
+      holder.exec('ROLLBACK')
+      expect(await store.companies.list()).toEqual([])
+      // Once the lock is free, the same write goes through.
+      await loadFixture(store, new ManualClock(), smallFixture())
+      expect(await store.companies.list()).toHaveLength(1)
+    } finally {
+      holder.close()
+      await store.close()
+    }
+  }))
+
+it('commits durably: the writer runs with synchronous = FULL, which survives a power loss as well as a crash', () =>
+  withStoreFile(async (file) => {
+    const connection = new SqliteConnection(file)
+    try {
+      // 2 is FULL; NORMAL (1) in WAL mode may lose the last commits on a power loss, which decisions.md rules out.
+      expect(await connection.sql.write((db) => db.all('PRAGMA synchronous'))).toEqual([{ synchronous: 2 }])
+      expect(await connection.sql.write((db) => db.all('PRAGMA journal_mode'))).toEqual([{ journal_mode: 'wal' }])
+      // A checkpointed WAL is cut back, not kept at the size of the largest transaction it ever held.
+      expect(await connection.sql.write((db) => db.all('PRAGMA journal_size_limit'))).toEqual([
+        { journal_size_limit: WAL_SIZE_LIMIT_BYTES },
+      ])
+    } finally {
+      connection.close()
+    }
+  }))
+
+it('opens a store that is up to date while another process holds its write lock, and reads it', () =>
+  withStoreFile(async (file) => {
+    const first = openSqliteStore(file)
+    await loadFixture(first, new ManualClock(), smallFixture())
+    // Another process inside a long write transaction (an import, a reset of a large company).
+    const holder = new DatabaseSync(file)
     holder.exec('BEGIN IMMEDIATE')
-    const refused = await loadFixture(store, new ManualClock(), smallFixture()).then(
-      () => null,
-      (error: unknown) => error,
-    )
-    expect(refused).toBeInstanceOf(StoreBusyError)
-    holder.exec('ROLLBACK')
-    expect(await store.companies.list()).toEqual([])
-    // Once the lock is free, the same write goes through.
-    await loadFixture(store, new ManualClock(), smallFixture())
-    expect(await store.companies.list()).toHaveLength(1)
-  } finally {
-    holder.close()
-    await store.close()
-    rmSync(directory, { recursive: true, force: true })
-  }
-})
+    holder.exec('DELETE FROM companies WHERE 0')
+    try {
+      const second = openSqliteStore(file)
+      expect((await second.companies.list()).map((company) => company.name)).toEqual(['Acme'])
+      await second.close()
+    } finally {
+      holder.exec('ROLLBACK')
+      holder.close()
+      await first.close()
+    }
+  }))
 
-it('commits durably: the writer runs with synchronous = FULL, which survives a power loss as well as a crash', async () => {
-  const directory = mkdtempSync(join(tmpdir(), 'store-'))
-  const connection = new SqliteConnection(join(directory, 'commission-api.sqlite'))
-  try {
-    // 2 is FULL; NORMAL (1) in WAL mode may lose the last commits on a power loss, which decisions.md rules out.
-    expect(await connection.sql.write((db) => db.all('PRAGMA synchronous'))).toEqual([{ synchronous: 2 }])
-    expect(await connection.sql.write((db) => db.all('PRAGMA journal_mode'))).toEqual([{ journal_mode: 'wal' }])
-    // A checkpointed WAL is cut back, not kept at the size of the largest transaction it ever held.
-    expect(await connection.sql.write((db) => db.all('PRAGMA journal_size_limit'))).toEqual([{ journal_size_limit: WAL_SIZE_LIMIT_BYTES }])
-  } finally {
-    connection.close()
-    rmSync(directory, { recursive: true, force: true })
-  }
-})
-
-it('opens a store that is up to date while another process holds its write lock, and reads it', async () => {
-  const directory = mkdtempSync(join(tmpdir(), 'store-'))
-  const file = join(directory, 'commission-api.sqlite')
-  const first = openSqliteStore(file)
-  await loadFixture(first, new ManualClock(), smallFixture())
-  // Another process inside a long write transaction (an import, a reset of a large company).
-  const holder = new DatabaseSync(file)
-  holder.exec('BEGIN IMMEDIATE')
-  holder.exec('DELETE FROM companies WHERE 0')
-  try {
-    const second = openSqliteStore(file)
-    expect((await second.companies.list()).map((company) => company.name)).toEqual(['Acme'])
-    await second.close()
-  } finally {
-    holder.exec('ROLLBACK')
-    holder.close()
-    await first.close()
-    rmSync(directory, { recursive: true, force: true })
-  }
-})
-
-it('gives a claim up after CLAIM_LOCK_WAIT_MS of another connection holding the lock, shorter than a write waits', async () => {
-  const directory = mkdtempSync(join(tmpdir(), 'store-'))
-  const file = join(directory, 'commission-api.sqlite')
-  // Writes would wait a minute; the test's own timeout is far shorter.
-  const store = openSqliteStore(file, { writeLockTimeoutMs: 60_000 })
-  const holder = new DatabaseSync(file, { timeout: 5000 })
-  try {
-    holder.exec('BEGIN IMMEDIATE')
-    const now = new Date().toISOString()
-    await expect(store.imports.claimNext('worker', now, now)).rejects.toBeInstanceOf(StoreBusyError)
-    holder.exec('ROLLBACK')
-    expect(await store.imports.claimNext('worker', now, now)).toBeNull()
-  } finally {
-    holder.close()
-    await store.close()
-    rmSync(directory, { recursive: true, force: true })
-  }
-})
+it('gives a claim up after CLAIM_LOCK_WAIT_MS of another connection holding the lock, shorter than a write waits', () =>
+  withStoreFile(async (file) => {
+    // Writes would wait a minute; the test's own timeout is far shorter.
+    const store = openSqliteStore(file, { writeLockTimeoutMs: 60_000 })
+    const holder = new DatabaseSync(file, { timeout: 5000 })
+    try {
+      holder.exec('BEGIN IMMEDIATE')
+      const now = new Date().toISOString()
+      await expect(store.imports.claimNext('worker', now, now)).rejects.toBeInstanceOf(StoreBusyError)
+      holder.exec('ROLLBACK')
+      expect(await store.imports.claimNext('worker', now, now)).toBeNull()
+    } finally {
+      holder.close()
+      await store.close()
+    }
+  }))
