@@ -9,7 +9,7 @@ import { buildApp } from '../src/app.ts'
 import { ManualClock } from '../src/clock.ts'
 import { loadConfig } from '../src/config.ts'
 import { openTestStore } from './helpers/test-store.ts'
-import { call } from './helpers/server.ts'
+import { call, startTestServer } from './helpers/server.ts'
 
 /** TypeScript's compiler, as `npm run typecheck` runs it. */
 const TSC = resolve(import.meta.dirname, '../node_modules/typescript/bin/tsc')
@@ -136,6 +136,29 @@ describe('OpenAPI document', () => {
     expect(page.text).toContain('swagger-ui')
     const initializer = await call(`${url}/docs/static/swagger-initializer.js`)
     expect(initializer.text).toContain('/openapi.json')
+  })
+
+  it('keeps the documentation page from being framed, sniffed or made to run foreign scripts', async () => {
+    for (const path of ['/docs', '/docs/static/swagger-initializer.js']) {
+      const answer = await call(`${url}${path}`)
+      expect(answer.headers['x-frame-options']).toBe('DENY')
+      expect(answer.headers['x-content-type-options']).toBe('nosniff')
+      const policy = String(answer.headers['content-security-policy'])
+      expect(policy).toContain("script-src 'self';")
+      expect(policy).toContain("frame-ancestors 'none'")
+      // A page served over plain HTTP must still load its scripts.
+      expect(policy).not.toContain('upgrade-insecure-requests')
+    }
+  })
+
+  it("lets the documentation page's calls reach PUBLIC_URL when the service is read elsewhere", async () => {
+    const behindProxy = await startTestServer({ PUBLIC_URL: 'https://api.example.com/base' })
+    try {
+      const page = await call(`${behindProxy.url}/docs`)
+      expect(page.headers['content-security-policy']).toContain("connect-src 'self' https://api.example.com;")
+    } finally {
+      await behindProxy.close()
+    }
   })
 })
 

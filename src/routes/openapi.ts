@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs'
 import fastifySwagger from '@fastify/swagger'
 import fastifySwaggerUi from '@fastify/swagger-ui'
-import type { FastifyInstance, FastifySchema, RouteOptions } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest, FastifySchema, RouteOptions } from 'fastify'
 import { SERVICE_VERSION as version } from '../version.ts'
 import { addComponentSchemas, DocumentedFixtureBody, withComponentRefs } from './openapi-components.ts'
 import {
@@ -158,6 +158,27 @@ function takesMissingBody(route: RouteOptions): boolean {
 }
 
 /**
+ * The reading page runs only its own scripts, and no other site may frame it (clickjacking). Its "Try it out"
+ * calls the service: its own origin, or PUBLIC_URL's. Inline styles stay allowed: Swagger UI sets some. Not the plugin's default policy: its
+ * `upgrade-insecure-requests` sends a page served over plain HTTP (a LAN host, a container) for its scripts over
+ * HTTPS, where nothing answers.
+ */
+function documentationPagePolicy(publicUrl: string | null): Record<string, string> {
+  return {
+    'default-src': "'self'",
+    'connect-src': publicUrl ? `'self' ${new URL(publicUrl).origin}` : "'self'",
+    'base-uri': "'self'",
+    'object-src': "'none'",
+    'script-src': "'self'",
+    'script-src-attr': "'none'",
+    'style-src': "'self' 'unsafe-inline'",
+    'img-src': "'self' data:",
+    'frame-ancestors': "'none'",
+    'form-action': "'self'",
+  }
+}
+
+/**
  * Generates the OpenAPI 3.1 document from the route schemas (`GET /openapi.json`) and serves a reading page
  * for it at `/docs`. Register before the routes, so that every route is seen.
  */
@@ -205,5 +226,17 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
   // The service's root is its documentation.
   app.get('/', { schema: { hide: true } }, async (_request, reply) => reply.redirect('/docs'))
 
-  await app.register(fastifySwaggerUi, { routePrefix: '/docs', uiConfig: { url: '/openapi.json' } })
+  await app.register(async (documentation) => {
+    documentation.addHook('onRequest', refuseFramingAndSniffing)
+    await documentation.register(fastifySwaggerUi, {
+      routePrefix: '/docs',
+      uiConfig: { url: '/openapi.json' },
+      staticCSP: documentationPagePolicy(app.config.publicUrl),
+    })
+  })
+}
+
+async function refuseFramingAndSniffing(_request: FastifyRequest, reply: FastifyReply): Promise<void> {
+  reply.header('x-frame-options', 'DENY')
+  reply.header('x-content-type-options', 'nosniff')
 }
