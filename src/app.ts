@@ -17,6 +17,7 @@ import { requestTimeouts } from './routes/request-timeouts.ts'
 import { registerHealth, type WorkerProbe } from './routes/health.ts'
 import { refuseInvalidHost } from './routes/host-header.ts'
 import { refuseDeepJson } from './routes/json-depth.ts'
+import { keepOutOfCaches } from './routes/no-store.ts'
 import { registerMetrics } from './routes/metrics.ts'
 import { registerOpenApi } from './routes/openapi.ts'
 import { applyTestKit, registerTestKit } from './routes/test-kit.ts'
@@ -97,6 +98,7 @@ export async function buildApp({ config, store, clock, logStream, worker }: AppO
   })
 
   await app.register(async (api) => {
+    keepOutOfCaches(api)
     await limitRequestRate(api)
     requireApiKey(api)
     applyTestKit(api)

@@ -64,6 +64,29 @@ describe('authentication and error bodies over HTTP', () => {
     expect(reply.body).toEqual({ message: expect.any(String), type: 'UnauthorizedError' })
   })
 
+  it('tells caches to keep no answer read with a key or the admin token, refusals included, and only those', async () => {
+    const adminToken = 'a-long-enough-admin-token'
+    const withAdmin = await startTestServer({ ADMIN_TOKEN: adminToken })
+    try {
+      const { apiKey } = await withAdmin.load(smallFixture())
+      const authorization = `Bearer ${adminToken}`
+      const answers = [
+        await withAdmin.call('/v2/data-structures', { key: apiKey }),
+        await withAdmin.call('/v1/users?limit=1', { key: apiKey }),
+        await withAdmin.call('/v2/data-structures'),
+        await withAdmin.call('/v2/no-such-route', { key: apiKey }),
+        await withAdmin.call('/admin/companies', { headers: { authorization } }),
+        await withAdmin.call('/admin/companies'),
+      ]
+      expect(answers.map((answer) => answer.status)).toEqual([200, 200, 401, 404, 200, 401])
+      for (const answer of answers) expect(answer.headers['cache-control']).toBe('no-store')
+      const probe = await withAdmin.call('/health/live')
+      expect(probe.headers['cache-control']).toBeUndefined()
+    } finally {
+      await withAdmin.close()
+    }
+  })
+
   it('404 with the NotFoundError body for an unknown route', async () => {
     const reply = await server.call('/v2/no-such-thing', { key })
     expect(reply.status).toBe(404)

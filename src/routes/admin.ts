@@ -12,6 +12,7 @@ import { adminRequestRoutes } from './admin-requests.ts'
 import { adminResetRoutes } from './admin-reset.ts'
 import { adminEditRoutes } from './admin-edits.ts'
 import type { WorkerProbe } from './health.ts'
+import { keepOutOfCaches } from './no-store.ts'
 import { missingBodyAsEmpty, NotFoundBodySchema, ObjectIdSchema, UnauthorizedBodySchema, ValidationErrorBodySchema } from './schemas.ts'
 
 const digest = (text: string) => createHash('sha256').update(text).digest()
@@ -65,6 +66,7 @@ const CompanyInventorySchema = Type.Object({
  */
 export const adminRoutes: FastifyPluginAsyncTypebox<{ worker?: WorkerProbe }> = async (app, { worker }) => {
   const expected = digest(`Bearer ${app.config.adminToken}`)
+  keepOutOfCaches(app)
   app.addHook('onRequest', async (request) => {
     const presented = request.headers.authorization
     // Compare digests so that the comparison takes the same time whatever the presented length.
