@@ -234,7 +234,15 @@ describe.skipIf(NGINX === null)(
       expect(queried.status).toBe(200)
       await eventually(() => nginx.log().includes('request_id=key-in-query'), 'the request in the access log')
       expect(nginx.log()).toContain('"GET /v2/data-structures HTTP/1.1" 200')
+      // A key in the path, as it came and percent-encoded.
+      for (const [index, path] of [`/v2/data-structures/${key}/fields`, `/v2/reporting/%63${key.slice(1)}/statements`].entries()) {
+        const inPath = await call(`${publicUrl}${path}`, { key, headers: { 'x-request-id': `key-in-path-${index}` } })
+        expect(inPath.status).toBe(404)
+        await eventually(() => nginx.log().includes(`request_id=key-in-path-${index}`), 'the request in the access log')
+      }
+      expect(nginx.log()).toContain('"GET /[redacted] HTTP/1.1" 404')
       expect(nginx.log()).not.toContain(key)
+      expect(nginx.log()).not.toContain(key.slice(1))
     })
 
     it('tells the instances the address it saw, whatever X-Forwarded-For a client sends', async () => {
