@@ -20,6 +20,20 @@ async function problemsOf(fixture: unknown): Promise<string[]> {
   return (error as ValidationError).issues.map((issue) => issue.resource)
 }
 
+/** How many turns the event loop gets while `work` runs. */
+async function turnsDuring(work: () => Promise<unknown>): Promise<number> {
+  let turns = 0
+  let working = true
+  const tick = (): void => {
+    turns++
+    if (working) setImmediate(tick)
+  }
+  setImmediate(tick)
+  await work()
+  working = false
+  return turns
+}
+
 describe('loading a fixture', () => {
   it('loads the whole company, with explicit modification times kept', async () => {
     const { store, dispose } = await openTestStore()
@@ -86,6 +100,29 @@ describe('loading a fixture', () => {
       '/commission_lines/0/record',
       '/quotas/0/values/3',
     ])
+  })
+
+  it('gives the event loop turns while it loads and resets a large company, whose planning and writes take a while', async () => {
+    const { store, dispose } = await openTestStore()
+    try {
+      const fixture = smallFixture()
+      const [deals] = fixture.data_tables!
+      const template = deals.records![0]
+      deals.records = Array.from({ length: 5_000 }, (_, index) => ({ ...template, deal_id: `D-${index}` }))
+      // No plan: the recalculation, which paces itself, is not what is checked here.
+      delete (fixture as { plans?: unknown }).plans
+      let companyId = ''
+      const loadTurns = await turnsDuring(async () => {
+        companyId = (await loadFixture(store, new ManualClock(), fixture)).company_id
+      })
+      const resetTurns = await turnsDuring(() => resetCompany(store, companyId))
+      expect(await store.records.count(companyId, (await store.dataTables.list(companyId))[0].id)).toBe(5_000)
+      // 5,000 records take far more than the 10 ms the work runs between two turns.
+      expect(loadTurns).toBeGreaterThan(3)
+      expect(resetTurns).toBeGreaterThan(3)
+    } finally {
+      await dispose()
+    }
   })
 
   it('resets a company loaded before a rule that would refuse its fixture now (rates of its default currency)', async () => {

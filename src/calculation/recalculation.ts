@@ -1,6 +1,6 @@
 import { isDeepStrictEqual } from 'node:util'
 import { newId } from '../ids.ts'
-import { Pacer } from '../pacing.ts'
+import { inSlices, Pacer, PACING_MS } from '../pacing.ts'
 import type { CellSums, CommissionLine, Company, DataTableRecord, Money, Plan, Quota, Statement, StatementStatus } from '../store/model.ts'
 import type { CalculationCell, LineFigures, LineRepricing, Store } from '../store/port.ts'
 import { renderStatementRows } from '../v2/statement-texts.ts'
@@ -117,13 +117,6 @@ const RECORD_PAGE = 1000
 
 /** Lines written per store call: a few milliseconds of work each. */
 const WRITE_SLICE = 1000
-
-/**
- * How long a recalculation works before it gives the event loop a turn. It may run on the thread that serves HTTP
- * (an admin edit, an import run inline), where a full recalculation of a large company takes seconds: every request
- * of every company would wait that long.
- */
-const PACING_MS = 10
 
 /** What a plan needs to know of its company. */
 export function companySettings(company: Company): CompanySettings {
@@ -676,9 +669,11 @@ function diffCell(context: Context, plan: Plan, cell: CellWrite, writes: Writes)
 
 async function flush(context: Context, plan: Plan, writes: Writes): Promise<void> {
   const { tx, company, summary } = context
-  await inSlices(context, writes.goneLines, (ids) => tx.commissionLines.deleteMany(company.id, ids))
-  await inSlices(context, writes.savedLines, (lines) => tx.commissionLines.save(lines))
-  await inSlices(context, writes.repricedLines, (changes) => tx.commissionLines.reprice(company.id, plan.table_id, changes))
+  await inSlices(context.pacer, writes.goneLines, WRITE_SLICE, (ids) => tx.commissionLines.deleteMany(company.id, ids))
+  await inSlices(context.pacer, writes.savedLines, WRITE_SLICE, (lines) => tx.commissionLines.save(lines))
+  await inSlices(context.pacer, writes.repricedLines, WRITE_SLICE, (changes) =>
+    tx.commissionLines.reprice(company.id, plan.table_id, changes),
+  )
   if (writes.goneStatements.length > 0) await tx.statements.deleteMany(company.id, writes.goneStatements)
   if (writes.savedStatements.length > 0) await tx.statements.save(writes.savedStatements)
   for (const statement of writes.savedStatements) context.written.push(statement)
@@ -686,14 +681,6 @@ async function flush(context: Context, plan: Plan, writes: Writes): Promise<void
   summary.lines_deleted += writes.goneLines.length
   summary.statements_written += writes.savedStatements.length
   summary.statements_deleted += writes.goneStatements.length
-}
-
-/** Writes rows a slice at a time, pacing between slices: a full calculation writes hundreds of thousands. */
-async function inSlices<T>(context: Context, rows: readonly T[], write: (slice: T[]) => Promise<void>): Promise<void> {
-  for (let start = 0; start < rows.length; start += WRITE_SLICE) {
-    if (start > 0) await context.pacer.pause()
-    await write(rows.slice(start, start + WRITE_SLICE))
-  }
 }
 
 function lineOf(

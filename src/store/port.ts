@@ -163,8 +163,10 @@ export interface CompanyRepository {
    * the company and its API keys go at once, and nothing reaches its records from then on. Inside a transaction
    * everything goes with it. Outside one, MongoDB deletes the records after the company, outside a transaction
    * (a large company would not fit in one); an interrupted deletion is finished by deleting the company again.
+   * `pause`, given only inside a transaction (which keeps the deletion atomic), is awaited between the steps of a
+   * deletion done in several (SQLite: table by table), so that a large company's deletion shares its thread.
    */
-  delete(id: string): Promise<boolean>
+  delete(id: string, options?: { pause?: () => Promise<void> }): Promise<boolean>
 }
 
 export interface ApiKeyRepository {

@@ -186,3 +186,23 @@ it('gives a claim up after CLAIM_LOCK_WAIT_MS of another connection holding the 
       await store.close()
     }
   }))
+
+it('deletes a company table by table inside a transaction when told to pause, pausing between tables', async () => {
+  const store = openSqliteStore(':memory:')
+  try {
+    const { company_id: companyId } = await loadFixture(store, new ManualClock(), smallFixture())
+    let pauses = 0
+    await store.transaction(async (tx) => {
+      await tx.companies.delete(companyId, {
+        pause: async () => {
+          pauses++
+        },
+      })
+    })
+    expect(pauses).toBeGreaterThan(10)
+    expect(await store.companies.get(companyId)).toBeNull()
+    expect(await store.users.count(companyId)).toBe(0)
+  } finally {
+    await store.close()
+  }
+})

@@ -23,10 +23,17 @@ export function sqliteCompanies(sql: Sql): CompanyRepository {
     async list() {
       return parseDocuments<Company>(await sql.all('SELECT doc FROM companies ORDER BY id'))
     },
-    // One write: the company and everything it holds go at once.
-    async delete(id) {
+    // Without `pause`, one write: the company and everything it holds go at once. With it, inside a transaction,
+    // a write per table (a large company's records and lines take a second or two each), pausing between them.
+    async delete(id, { pause } = {}) {
+      if (pause) {
+        for (const table of COMPANY_TABLES) {
+          await sql.write((db) => db.run(`DELETE FROM ${table} WHERE company_id = ?`, id))
+          await pause()
+        }
+      }
       return sql.write((db) => {
-        for (const table of COMPANY_TABLES) db.run(`DELETE FROM ${table} WHERE company_id = ?`, id)
+        if (!pause) for (const table of COMPANY_TABLES) db.run(`DELETE FROM ${table} WHERE company_id = ?`, id)
         return Number(db.run('DELETE FROM companies WHERE id = ?', id).changes) > 0
       })
     },

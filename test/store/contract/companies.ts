@@ -7,6 +7,9 @@ import { aCompany, byId } from '../builders.ts'
 import { storePerTest, type StoreAdapter } from './support.ts'
 import { populateTwo, readAll, readsOf, nothingOf } from './world.ts'
 
+/** A pause as a paced deletion takes: one turn of the event loop. */
+const turn = () => new Promise<void>((resolve) => setImmediate(resolve))
+
 export function companiesContract(adapter: StoreAdapter): void {
   describe('companies', () => {
     let store: Store
@@ -47,6 +50,26 @@ export function companiesContract(adapter: StoreAdapter): void {
       expect(await store.imports.payloads(doomed.company.id, doomedImport.import_id)).toStrictEqual([])
       expect(await store.imports.queuedBytes(doomed.company.id)).toBe(0)
       expect(await store.imports.payloads(kept.company.id, keptImport.import_id)).toHaveLength(1)
+    })
+
+    it('deletes a company inside a transaction when told to pause, and keeps it all when the transaction fails', async () => {
+      const [doomed, kept] = await populateTwo(store)
+      await expect(
+        store.transaction(async (tx) => {
+          expect(await tx.companies.delete(doomed.company.id, { pause: turn })).toBe(true)
+          throw new Error('the work after the deletion failed')
+        }),
+      ).rejects.toThrow('the work after the deletion failed')
+      expect(await store.companies.get(doomed.company.id)).toStrictEqual(doomed.company)
+      expect(await readAll(store, doomed.company.id, doomed)).toStrictEqual(readsOf(doomed))
+
+      await store.transaction(async (tx) => {
+        expect(await tx.companies.delete(doomed.company.id, { pause: turn })).toBe(true)
+      })
+      expect(await store.companies.get(doomed.company.id)).toBeNull()
+      expect(await store.apiKeys.findByHash(doomed.apiKey.hash)).toBeNull()
+      expect(await readAll(store, doomed.company.id, doomed)).toStrictEqual(nothingOf())
+      expect(await readAll(store, kept.company.id, kept)).toStrictEqual(readsOf(kept))
     })
 
     it('answers false when deleting an unknown company', async () => {
