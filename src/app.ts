@@ -16,7 +16,7 @@ import { answerClientError, answerFrameworkError, MAX_PARAM_LENGTH } from './rou
 import { requestTimeouts } from './routes/request-timeouts.ts'
 import { registerHealth, type WorkerProbe } from './routes/health.ts'
 import { refuseInvalidHost } from './routes/host-header.ts'
-import { refuseDeepJson } from './routes/json-depth.ts'
+import { refuseUnstorableJson } from './routes/json-body.ts'
 import { keepOutOfCaches } from './routes/no-store.ts'
 import { registerMetrics } from './routes/metrics.ts'
 import { registerOpenApi } from './routes/openapi.ts'
@@ -84,7 +84,7 @@ export async function buildApp({ config, store, clock, logStream, worker }: AppO
   const answerNotFound = registerErrorHandling(app)
   drainRefusedBodies(app)
   if (config.corsOrigins.length > 0) await registerCors(app, config.corsOrigins)
-  refuseDeepJson(app)
+  refuseUnstorableJson(app)
   refuseInvalidHost(app)
   await registerCompression(app)
   // The OpenAPI generator first: it sees only the routes registered after it.

@@ -1,11 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { MAX_JSON_DEPTH, tooDeepPath } from '../src/routes/json-depth.ts'
+import { MAX_JSON_DEPTH, unstorablePart } from '../src/routes/json-body.ts'
 import { type ImportHarness, startImportHarness } from './imports-support.ts'
 
 /** `levels` arrays nested in one another, as JSON text: `[[[]]]` is 3. */
 const nested = (levels: number) => '['.repeat(levels) + ']'.repeat(levels)
 
-describe('tooDeepPath', () => {
+/** The path to the first value nested deeper than `limit`, as `unstorablePart` finds it. */
+const tooDeepPath = (body: unknown, limit = MAX_JSON_DEPTH) => unstorablePart(body, limit)?.path ?? null
+
+describe('unstorablePart', () => {
   it('measures the body itself as level 1 and names the path to the first value too deep', () => {
     expect(tooDeepPath([], 1)).toBeNull()
     expect(tooDeepPath([[]], 1)).toEqual([0])
@@ -17,6 +20,21 @@ describe('tooDeepPath', () => {
   it('measures a body far deeper than the stack allows', () => {
     const path = tooDeepPath(JSON.parse(nested(200_000)))
     expect(path).toHaveLength(MAX_JSON_DEPTH)
+  })
+
+  it('finds a number JSON.parse made infinite, and text that is not well-formed Unicode, in values and keys', () => {
+    expect(unstorablePart(JSON.parse('[{"a":1},{"a":{"b":[1e400]}}]'))).toEqual({
+      path: [1, 'a', 'b', 0],
+      problem: expect.stringContaining('number'),
+    })
+    expect(unstorablePart(JSON.parse('{"data":[{"email":"a\\\\ud800@x.example"},{"email":"b\\ud800@x.example"}]}'))).toEqual({
+      path: ['data', 1, 'email'],
+      problem: expect.stringContaining('Unicode'),
+    })
+    expect(unstorablePart(JSON.parse('[{"id":"1","\udc00":"x"}]'))?.path).toEqual([0])
+    expect(unstorablePart(JSON.parse('-1e999'))?.path).toEqual([])
+    // Well-formed text, surrogate pairs included, and large but finite numbers are stored as they came.
+    expect(unstorablePart(JSON.parse('[{"id":"\ud83d\ude00","n":1.7976931348623157e308,"m":-0,"t":"\u2028"}]'))).toBeNull()
   })
 })
 
@@ -51,6 +69,23 @@ describe('deeply nested JSON bodies', () => {
     const managers = await harness.call('/v1/users/managers/bulk', { method: 'PUT', body: `{"data":[{"user":${deep}}]}` })
     expect(managers.status).toBe(400)
     expect(managers.body.errors[0]).toMatchObject({ resource: 'data', description: expect.stringContaining('at /data/0/user') })
+  })
+
+  it('a record or user with an infinite number or an unpaired surrogate is a 400 naming the item, and nothing is stored', async () => {
+    // Stored, the number would have been null (the field emptied) and the surrogate U+FFFD (two ids made one).
+    const records = await postRecords('[{"deal_id":"X","deal_name":"ok"},{"deal_id":"Y","amount":1e400,"amount_currency":"EUR"}]')
+    expect(records.status).toBe(400)
+    expect(records.body).toEqual({
+      count: 1,
+      errors: [{ error: 'ValidationError', resource: 'body', description: expect.stringContaining('at /1/amount') }],
+    })
+    const surrogate = await postRecords('[{"deal_id":"X\\\\ud800","deal_name":"a"},{"deal_id":"X\\ud800","deal_name":"b"}]')
+    expect(surrogate.status).toBe(400)
+    expect(surrogate.body.errors[0]).toMatchObject({ resource: 'body', description: expect.stringContaining('at /1/deal_id') })
+    const users = await harness.call('/v1/users/bulk', { method: 'PUT', body: '{"data":[{"email":"a\\udc00@acme.example"}]}' })
+    expect(users.status).toBe(400)
+    expect(users.body.errors[0]).toMatchObject({ resource: 'data', description: expect.stringContaining('at /data/0/email') })
+    expect(await harness.drain()).toBe(0)
   })
 
   it('a body at the limit is accepted, and its import reports the record without failing', async () => {
