@@ -110,6 +110,8 @@ describe('parseInstant: an ISO 8601 date or date-time as an instant', () => {
     ['2026-01-31t10:00:00z', '2026-01-31T10:00:00.000Z'],
     ['2026-01-31T10:00', '2026-01-31T10:00:00.000Z'],
     ['2026-01-31', '2026-01-31T00:00:00.000Z'],
+    ['9999-12-31T23:59:59.999Z', '9999-12-31T23:59:59.999Z'],
+    ['0000-01-01T00:30:00+00:30', '0000-01-01T00:00:00.000Z'],
   ])('reads %s as %s', (text, instant) => {
     expect(parseInstant(text)?.toISOString()).toBe(instant)
   })
@@ -121,6 +123,9 @@ describe('parseInstant: an ISO 8601 date or date-time as an instant', () => {
     '2026-02-30T10:00:00Z',
     '2026-01-31-05',
     '2026-01-31 10:00:00Z',
+    // Past the end of year 9999, or before year 0, in UTC: no four-digit year writes them.
+    '9999-12-31T23:30:00-05:00',
+    '0000-01-01T00:30:00+01:00',
     '',
     20260131,
   ])('refuses %s', (text) => {

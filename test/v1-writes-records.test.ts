@@ -127,18 +127,21 @@ describe('POST /v1/tables/{data_table_key}/records/bulk', () => {
       'not a record',
       { activity_id: 'A-3', amount: 5 },
       { activity_id: 'A-4', close_date: '31/05/2026', color: 'red' },
+      // Its offset takes it past the end of year 9999 in UTC, which no four-digit year writes.
+      { activity_id: 'A-5', done_at: '9999-12-31T23:30:00-05:00' },
     ]
     const result = await imported('activities', records)
     expect(result.error).toBe(true)
     expect(result.data_tables_details[0].error).toStrictEqual({
       title: 'PartialFailure',
-      description: expect.stringMatching(/^5 of 6 records reported an issue/),
+      description: expect.stringMatching(/^6 of 7 records reported an issue/),
       parsing_error_details: [
         { line_number: 1, row: records[0], details: 'calls: expected a number, got "many"' },
         { line_number: 3, row: records[2], details: 'activity_id: the id field is required' },
         { line_number: 4, row: 'not a record', details: 'expected a record object' },
         { line_number: 5, row: records[4], details: 'amount: expected amount_currency, a currency code such as EUR' },
         { line_number: 6, row: records[5], details: expect.stringMatching(/^close_date: expected a date YYYY-MM-DD[^;]*$/) },
+        { line_number: 7, row: records[6], details: 'done_at: expected an ISO 8601 date-time, got "9999-12-31T23:30:00-05:00"' },
       ],
     })
     expect(result.data_tables_details[0].ignored_keys).toStrictEqual(['color'])

@@ -1,4 +1,4 @@
-import { type Clock, ControlledClock } from '../clock.ts'
+import { type Clock, ControlledClock, LATEST_TIME } from '../clock.ts'
 import type { ClockMode } from '../config.ts'
 import { parseInstant } from '../domain/formats.ts'
 import { ValidationError } from '../errors.ts'
@@ -15,12 +15,6 @@ export async function clockState(clock: Clock) {
   const mode: ClockMode = clock instanceof ControlledClock ? 'controlled' : 'system'
   return { mode, now: clock.now().toISOString() }
 }
-
-/**
- * The latest time the clock may reach: dates are written with four-digit years, and every process reads the
- * stored offset at start, so a clock moved past it could not be shown, nor moved back, nor started again.
- */
-const LATEST_TIME = new Date(Date.UTC(9999, 11, 31, 23, 59, 59, 999))
 
 /**
  * Moves the controlled clock, for every process sharing the store, and answers its new state. Time never goes
@@ -44,7 +38,12 @@ export async function moveClock(clock: Clock, move: ClockMove): ReturnType<typeo
     return clockState(clock)
   }
   const target = parseInstant(move.set)
-  if (!target) throw new ValidationError({ resource: 'set', description: 'expected an ISO 8601 date-time, such as 2027-01-31T10:00:00Z' })
+  if (!target) {
+    throw new ValidationError({
+      resource: 'set',
+      description: `expected an ISO 8601 date-time up to ${LATEST_TIME.toISOString()}, such as 2027-01-31T10:00:00Z`,
+    })
+  }
   await clock.sync()
   const now = clock.now()
   if (target.getTime() < now.getTime()) {

@@ -30,7 +30,8 @@ const HOURS_OFFSET = /[+-]\d{2}$/
 /**
  * Reads an ISO 8601 date or date-time as an instant: its offset written `Z`, `±hh:mm`, `±hhmm` or `±hh`, and `T`
  * and `Z` in either case (RFC 3339 allows lower case). A value without an offset is read as UTC (the documented
- * rule), a bare date as its midnight UTC. Returns null for anything else.
+ * rule), a bare date as its midnight UTC. Returns null for anything else, and for an instant outside years 0000 to
+ * 9999 in UTC.
  */
 export function parseInstant(value: unknown): Date | null {
   if (typeof value !== 'string') return null
@@ -42,6 +43,10 @@ export function parseInstant(value: unknown): Date | null {
   const text = time ? (hasOffset ? withOffset : `${upper}Z`) : `${upper}T00:00:00Z`
   const date = new Date(text)
   if (Number.isNaN(date.getTime())) return null
+  // An offset can carry a time of year 9999 past its end, or one of year 0 before it: its UTC form could not be
+  // written as ISO 8601 with four digits (`+010000-…`), which every reader and comparison of ours expects.
+  const year = date.getUTCFullYear()
+  if (year < 0 || year > 9999) return null
   // Reject impossible calendar dates that Date would roll over (2026-02-30).
   return isDateString(value.slice(0, 10)) ? date : null
 }
