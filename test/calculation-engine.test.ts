@@ -258,6 +258,21 @@ describe('the calculation engine', () => {
     expect(cell(result, ann, '9999')?.statement?.payment).toBe(50)
   })
 
+  it('reports a date whose fiscal period would start before year 0000, and calculates the rest', () => {
+    // January 0000 is in fiscal year 0000, which starts in year -1 unless it starts in January: a fiscal year of
+    // April puts it in an annual and a semesterly period that start in year -1, one of March in such a quarter.
+    const deals = [aDeal(ann.email, '0000-01-15', 1_000), aDeal(ann.email, '0000-04-02', 1_000)]
+    for (const [frequency, fiscalYearStartMonth, period, date] of [
+      ['annually', 4, '0001', '0000-04-01'],
+      ['semesterly', 4, '0001-S1', '0000-04-01'],
+      ['quarterly', 3, '0001-Q1', '0000-03-01'],
+    ] as const) {
+      const result = run(aPlan({ quota_id: null, frequency }), deals, {}, { ...EUR, fiscalYearStartMonth })
+      expect(result.problems.map((problem) => problem.message)).toEqual([`close_date: 0000-01-15 is in no ${frequency} period`])
+      expect(cell(result, ann, period)?.statement).toMatchObject({ payment: 50, date })
+    }
+  })
+
   it('reports a record it cannot place: no user, an unknown user, no date, no amount', () => {
     const plan = aPlan({ quota_id: null })
     const records = [

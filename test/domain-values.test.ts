@@ -41,6 +41,9 @@ describe('periods', () => {
     expect(addMonths({ year: 2025, month: 11 }, 14)).toEqual({ year: 2027, month: 1 })
     expect(shiftMonth('2026-01', -13)).toBe('2024-12')
     expect(shiftMonth('0001-01', -1)).toBe('0000-12')
+    // Before year 0, as fiscal year 0000 of a year that starts in April begins.
+    expect(addMonths({ year: 0, month: 4 }, -12)).toEqual({ year: -1, month: 4 })
+    expect(addMonths({ year: 0, month: 1 }, -1)).toEqual({ year: -1, month: 12 })
   })
 
   it('takes months out of a range: the parts before and after remain, open ends included', () => {
@@ -51,6 +54,9 @@ describe('periods', () => {
     expect(monthRangeWithout(range(null, null), range('2026-04', null))).toEqual([range(null, '2026-03')])
     expect(monthRangeWithout(range('2026-01', '2026-03'), range('2026-04', null))).toEqual([range('2026-01', '2026-03')])
     expect(monthRangeWithout(range('2026-05', '2026-06'), range(null, null))).toEqual([])
+    // Nothing comes after 9999-12, nor before 0000-01: no piece of a month that cannot be written.
+    expect(monthRangeWithout(range('2026-01', null), range('2027-01', '9999-12'))).toEqual([range('2026-01', '2026-12')])
+    expect(monthRangeWithout(range(null, '2030-12'), range('0000-01', '2026-12'))).toEqual([range('2027-01', '2030-12')])
   })
 })
 

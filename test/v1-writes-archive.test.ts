@@ -52,6 +52,12 @@ describe('DELETE /v1/users/archive/bulk', () => {
     expect((await archive([{ user: 'owner@acme.example', end_date: '2026-05' }])).status).toBe(200)
   })
 
+  it('archives with end_date 9999-12, the last month there is: the archive period is empty, so no management conflicts', async () => {
+    const reply = await archive([{ user: 'owner@acme.example', end_date: '9999-12' }])
+    expect(reply.status).toBe(200)
+    expect(await h.user('owner@acme.example')).toMatchObject({ status: 'archived', archived_until: '9999-12' })
+  })
+
   it('counts a management with an open start (sent without start_date) as a conflict', async () => {
     const reply = await h.call('/v1/users/managers/bulk', {
       method: 'PUT',

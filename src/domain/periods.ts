@@ -82,7 +82,9 @@ export const firstDayOf = (month: CalendarMonth): string => `${monthText(month)}
 /** The calendar month `by` months after (or before, when negative) `month`. */
 export function addMonths({ year, month }: CalendarMonth, by: number): CalendarMonth {
   const index = year * 12 + (month - 1) + by
-  return { year: Math.floor(index / 12), month: (index % 12) + 1 }
+  // Floored, not `%`: a month before year 0 (fiscal year 0000 of a year that starts in April) stays a month 1 to 12.
+  const shiftedYear = Math.floor(index / 12)
+  return { year: shiftedYear, month: index - shiftedYear * 12 + 1 }
 }
 
 /** The month `by` months after (or before, when negative) a YYYY-MM month. */
@@ -92,6 +94,10 @@ export function shiftMonth(month: string, by: number): string {
 
 export const previousMonth = (month: string) => shiftMonth(month, -1)
 export const nextMonth = (month: string) => shiftMonth(month, 1)
+
+/** The first and last months that YYYY-MM writes: there is no month before the one, nor after the other. */
+export const FIRST_MONTH = '0000-01'
+export const LAST_MONTH = '9999-12'
 
 /** A span of months, YYYY-MM to YYYY-MM inclusive; an open start runs from the beginning, an open end forever. */
 export interface MonthRange {
@@ -113,11 +119,13 @@ function startsBy(range: MonthRange, month: string | null): boolean {
 export function monthRangeWithout(range: MonthRange, taken: MonthRange): MonthRange[] {
   if (!monthRangesOverlap(range, taken)) return [range]
   const pieces: MonthRange[] = []
-  if (taken.start_month !== null && (range.start_month === null || range.start_month < taken.start_month)) {
-    pieces.push({ start_month: range.start_month, end_month: previousMonth(taken.start_month) })
+  const { start_month: takenStart, end_month: takenEnd } = taken
+  // Nothing comes before the first month, nor after the last (a piece from 10000-01 would compare before 2026-01).
+  if (takenStart !== null && takenStart !== FIRST_MONTH && (range.start_month === null || range.start_month < takenStart)) {
+    pieces.push({ start_month: range.start_month, end_month: previousMonth(takenStart) })
   }
-  if (taken.end_month !== null && (range.end_month === null || range.end_month > taken.end_month)) {
-    pieces.push({ start_month: nextMonth(taken.end_month), end_month: range.end_month })
+  if (takenEnd !== null && takenEnd !== LAST_MONTH && (range.end_month === null || range.end_month > takenEnd)) {
+    pieces.push({ start_month: nextMonth(takenEnd), end_month: range.end_month })
   }
   return pieces
 }

@@ -1,6 +1,6 @@
 import type { Clock } from '../clock.ts'
 import { isEmail, isMonthString } from '../domain/formats.ts'
-import { monthRangesOverlap, nextMonth, previousMonth } from '../domain/periods.ts'
+import { LAST_MONTH, monthRangesOverlap, nextMonth, previousMonth } from '../domain/periods.ts'
 import { type Issue, ValidationError } from '../errors.ts'
 import { recalculate } from '../calculation/recalculation.ts'
 import type { User } from '../store/model.ts'
@@ -14,10 +14,8 @@ export const ARCHIVED_MESSAGE = 'users archived successfully'
 interface ArchiveRequest {
   user: User
   email: string
-  /** YYYY-MM, the last month of activity, or null. */
-  endDate: string | null
-  /** The first month of the archive period. */
-  archivedFrom: string
+  /** YYYY-MM, the last month of activity: the `end_date` given, else the month before the current one. */
+  lastActiveMonth: string
 }
 
 /**
@@ -44,15 +42,15 @@ export async function archiveUsers(store: Store, clock: Clock, companyId: string
       for (const { email, endDate, line } of wanted) {
         const user = found.get(email.toLowerCase())
         if (!user) issues.push({ error: 'NotFoundError', resource: 'user', description: `line ${line}: no user with email ${email}` })
-        else requests.push({ user, email, endDate, archivedFrom: endDate ? nextMonth(endDate) : currentMonth })
+        else requests.push({ user, email, lastActiveMonth: endDate ?? previousMonth(currentMonth) })
       }
       issues.push(...(await managerConflicts(tx, companyId, requests)))
       if (issues.length > 0) throw new ValidationError(issues)
       // The last month of activity is kept whether or not it was given: plans pay an archived user up to it.
-      const archived = requests.map(({ user, archivedFrom }) => ({
+      const archived = requests.map(({ user, lastActiveMonth }) => ({
         ...user,
         status: 'archived' as const,
-        archived_until: previousMonth(archivedFrom),
+        archived_until: lastActiveMonth,
         modified_at: now,
       }))
       await tx.users.save(companyId, archived)
@@ -96,12 +94,15 @@ async function managerConflicts(tx: Store, companyId: string, requests: readonly
     const request = leaving.get(attribution.manager_id)!
     const person = people.get(attribution.user_id)
     if (!person || person.status === 'archived' || leaving.has(person.id)) continue
-    if (!monthRangesOverlap(attribution, { start_month: request.archivedFrom, end_month: null })) continue
+    // Active up to the last month there is: the archive period is empty.
+    if (request.lastActiveMonth === LAST_MONTH) continue
+    const archivedFrom = nextMonth(request.lastActiveMonth)
+    if (!monthRangesOverlap(attribution, { start_month: archivedFrom, end_month: null })) continue
     const months = `${attribution.start_month ?? 'the beginning'} to ${attribution.end_month ?? 'no end'}`
     issues.push({
       error: 'ConflictError',
       resource: 'user',
-      description: `${request.email} manages ${person.email} (${months}) in the archive period starting ${request.archivedFrom}`,
+      description: `${request.email} manages ${person.email} (${months}) in the archive period starting ${archivedFrom}`,
     })
   }
   return issues
