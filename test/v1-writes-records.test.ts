@@ -101,6 +101,35 @@ describe('POST /v1/tables/{data_table_key}/records/bulk', () => {
     expect(stored.get('7')?.values).toStrictEqual({ activity_id: '7', title: 'Numeric id', won: false })
   })
 
+  it('reads numbers written in decimal only: 0x1F and 0b101 are refused, not read as 31 and 5', async () => {
+    const records = [
+      { activity_id: 'N-1', calls: '0x1F' },
+      { activity_id: 'N-2', calls: '0b101' },
+      { activity_id: 'N-3', calls: ' -1.5e2 ', amount: '.5', amount_currency: 'EUR' },
+    ]
+    const result = await imported('activities', records)
+    expect(result.data_tables_details[0].error.parsing_error_details).toStrictEqual([
+      { line_number: 1, row: records[0], details: 'calls: expected a number, got "0x1F"' },
+      { line_number: 2, row: records[1], details: 'calls: expected a number, got "0b101"' },
+    ])
+    expect((await recordsOf(activities)).get('N-3')?.values).toMatchObject({ calls: -150, amount: { value: 0.5, currency: 'EUR' } })
+  })
+
+  it('matches a record of a table whose id field is a number by the number, however it is written', async () => {
+    const events: DataTable = { ...activitiesTable(h.companyId, 'live', 'events'), id_field: 'calls' }
+    await h.store.dataTables.insert(events)
+    await imported('events', [
+      { calls: 7, title: 'first' },
+      { calls: '07', title: 'second' },
+      { calls: '7.0', title: 'third' },
+    ])
+    const stored = await recordsOf(events)
+    expect([...stored.keys()]).toStrictEqual(['7'])
+    expect(stored.get('7')?.values).toMatchObject({ calls: 7, title: 'third' })
+    await imported('events', [{ calls: ' 7.00 ', deleted: true }])
+    expect((await recordsOf(events)).size).toBe(0)
+  })
+
   it('updates a record field by field, keeps its id, and deletes one sent with deleted: true', async () => {
     const before = await recordsOf(deals)
     h.server.clock.advance(60_000)

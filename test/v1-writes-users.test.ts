@@ -183,6 +183,21 @@ describe('PUT /v1/users/bulk: applying the users', () => {
     expect(await h.user('b@acme.example')).toBeUndefined()
   })
 
+  it('lists, beside an invalid item, the amounts without a currency it finds only against the stored users', async () => {
+    const result = await imported([
+      { email: 'new4@acme.example', base_salary: 5 },
+      { email: 'new5@acme.example', junior: 1 },
+      { email: 'new6@acme.example', base_salary: 6 },
+    ])
+    const error = result.data_tables_details[0].error
+    expect(error.parsing_error_details.map((item: any) => [item.line_number, item.details])).toStrictEqual([
+      [1, expect.stringMatching(/^base_salary_currency: required/)],
+      [2, expect.stringMatching(/^junior: /)],
+      [3, expect.stringMatching(/^base_salary_currency: required/)],
+    ])
+    expect(await h.user('new4@acme.example')).toBeUndefined()
+  })
+
   it('reports, in a refused call, the repeated emails it would have skipped too, in line order', async () => {
     const result = await imported([{ email: 'new2@acme.example' }, { email: 'new3@acme.example', foo: 1 }, { email: 'NEW2@acme.example' }])
     const error = result.data_tables_details[0].error

@@ -61,7 +61,10 @@ export function parseRecord(table: DataTable, input: Record<string, unknown>): P
   }
 
   const rawId = input[table.id_field]
-  const externalId = typeof rawId === 'string' || typeof rawId === 'number' ? String(rawId).trim() : null
+  // A number id is matched by its value, not by how it was written: 7, "07" and "7.0" are one record.
+  const parsedId = values[table.id_field]
+  const externalId =
+    typeof parsedId === 'number' ? String(parsedId) : typeof rawId === 'string' || typeof rawId === 'number' ? String(rawId).trim() : null
   if (!externalId) problems.unshift(`${table.id_field}: the id field is required`)
   // The record is matched by its trimmed id: it is stored so too, so that it reads back as it is matched.
   else if (typeof values[table.id_field] === 'string') values[table.id_field] = externalId
@@ -105,9 +108,12 @@ function parseValue(field: DataTableField, raw: unknown, currency: unknown): Par
 
 function toNumber(raw: unknown): number | null {
   if (typeof raw === 'number') return Number.isFinite(raw) ? raw : null
-  if (typeof raw === 'string' && raw.trim() !== '' && Number.isFinite(Number(raw))) return Number(raw)
+  if (typeof raw === 'string' && DECIMAL_TEXT.test(raw) && Number.isFinite(Number(raw))) return Number(raw)
   return null
 }
+
+/** A number written in decimal, as JSON writes one (a sign, a fraction, an exponent); not `0x1F` nor `0b101`, which Number reads. */
+const DECIMAL_TEXT = /^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$/
 
 /** What separates the values of a multi-valued field in its text form, the one the v1 upsert takes. */
 const MULTI_SEPARATOR = ';'

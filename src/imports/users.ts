@@ -60,8 +60,9 @@ export async function applyUsers(
     seen.add((email as string).toLowerCase())
     accepted.push({ issue: { line_number, row: item }, item, email: email as string })
   })
-  if (invalid.length > 0) return refused('user', invalid, skipped)
 
+  // The amounts are checked against the stored users also when an item is invalid already: a refusal lists
+  // every invalid item, so that the client fixes them all at once.
   const stored = await tx.users.findByEmails(
     company.id,
     accepted.map((entry) => entry.email),
@@ -78,19 +79,17 @@ export async function applyUsers(
     if (problems.length > 0) invalid.push({ ...issue, details: problems.join('; ') })
     changed.push(user)
   }
-  if (invalid.length > 0) return refused('user', invalid, skipped)
+  if (invalid.length > 0) return refused('user', invalid.toSorted(byLine), skipped.toSorted(byLine))
 
   await tx.users.save(company.id, changed)
   for (const user of changed) {
     const before = stored.get(user.email.toLowerCase())
     if (!before || before.currency !== user.currency) changes.userChanged(user.id)
   }
-  return partial(
-    'user',
-    items.length,
-    skipped.toSorted((a, b) => a.line_number - b.line_number),
-  )
+  return partial('user', items.length, skipped.toSorted(byLine))
 }
+
+const byLine = (a: ImportItemIssue, b: ImportItemIssue) => a.line_number - b.line_number
 
 /** What is wrong with one item on its own, field by field. */
 function userProblems(item: Record<string, unknown>, attributeTypes: Map<string, UserAttributeType>): string[] {
