@@ -17,6 +17,7 @@ import { requestTimeouts } from './routes/request-timeouts.ts'
 import { registerHealth, type WorkerProbe } from './routes/health.ts'
 import { refuseInvalidHost } from './routes/host-header.ts'
 import { refuseUnstorableJson } from './routes/json-body.ts'
+import { readJsonBodies } from './routes/json-parser.ts'
 import { keepOutOfCaches } from './routes/no-store.ts'
 import { registerMetrics } from './routes/metrics.ts'
 import { registerOpenApi } from './routes/openapi.ts'
@@ -84,6 +85,7 @@ export async function buildApp({ config, store, clock, logStream, worker }: AppO
   const answerNotFound = registerErrorHandling(app)
   drainRefusedBodies(app)
   if (config.corsOrigins.length > 0) await registerCors(app, config.corsOrigins)
+  readJsonBodies(app)
   refuseUnstorableJson(app)
   refuseInvalidHost(app)
   await registerCompression(app)

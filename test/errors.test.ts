@@ -1,5 +1,7 @@
 import { Writable } from 'node:stream'
+import { gzipSync } from 'node:zlib'
 import { Type } from 'typebox'
+import { request } from 'undici'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { buildApp } from '../src/app.ts'
 import { ManualClock } from '../src/clock.ts'
@@ -36,6 +38,7 @@ describe('error mapping', () => {
       },
       async () => ({ ok: true }),
     )
+    app.post('/echo', async (echoed) => ({ received: echoed.body }))
     app.get('/explode', async () => {
       throw new Error('database password is hunter2 at /srv/secret/path.ts:12')
     })
@@ -96,6 +99,46 @@ describe('error mapping', () => {
     const reply = await call(`${url}/probe/${id}`, { method: 'POST', headers: { 'content-type': 'application/xml' }, body: '<data/>' })
     expect(reply.status).toBe(400)
     expect(reply.body).toEqual(single('Content-Type'))
+  })
+
+  /** A POST of raw bytes to the echo route. */
+  async function postBytes(bytes: Buffer, headers: Record<string, string>): Promise<{ status: number; body: any }> {
+    const response = await request(`${url}/echo`, { method: 'POST', headers, body: bytes })
+    return { status: response.statusCode, body: await response.body.json() }
+  }
+
+  it('reads a body in the charset its Content-Type names, and refuses bytes not valid in it rather than replacing them', async () => {
+    const latin1 = Buffer.from('{"name":"caf\u00e9"}', 'latin1')
+    expect(await postBytes(latin1, { 'content-type': 'application/json; charset=ISO-8859-1' })).toEqual({
+      status: 200,
+      body: { received: { name: 'café' } },
+    })
+    const utf8 = Buffer.from('{"name":"café"}', 'utf8')
+    expect((await postBytes(utf8, { 'content-type': 'application/json; charset="utf-8"' })).body).toEqual({ received: { name: 'café' } })
+    // Latin-1 bytes sent as UTF-8 (no charset): refused, not stored as caf\ufffd.
+    const mislabelled = await postBytes(latin1, { 'content-type': 'application/json' })
+    expect(mislabelled).toEqual({ status: 400, body: single('body') })
+    expect(mislabelled.body.errors[0].description).toContain('not valid UTF-8')
+    const unknown = await postBytes(utf8, { 'content-type': 'application/json; charset=klingon' })
+    expect(unknown).toEqual({ status: 400, body: single('Content-Type') })
+  })
+
+  it('refuses a compressed body by its Content-Encoding, which the service does not inflate', async () => {
+    const body = Buffer.from('{"name":"x"}')
+    for (const encoding of ['gzip', 'br']) {
+      const refused = await postBytes(gzipSync(body), { 'content-type': 'application/json', 'content-encoding': encoding })
+      expect(refused).toEqual({ status: 400, body: single('Content-Encoding') })
+    }
+    expect((await postBytes(body, { 'content-type': 'application/json', 'content-encoding': 'identity' })).status).toBe(200)
+  })
+
+  it('refuses a __proto__ key, or a constructor key holding prototype, saying so rather than that the body is not JSON', async () => {
+    for (const text of ['{"data":[{"x":{"__proto__":{"polluted":1}}}]}', '{"constructor":{"prototype":{"polluted":1}}}']) {
+      const refused = await postBytes(Buffer.from(text), { 'content-type': 'application/json' })
+      expect(refused).toEqual({ status: 400, body: single('body') })
+      expect(refused.body.errors[0].description).toContain('__proto__')
+    }
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined()
   })
 
   it('a store too busy to write is a 503 to come back after, not a failure', async () => {

@@ -1,0 +1,90 @@
+import { isUtf8 } from 'node:buffer'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { ValidationError } from '../errors.ts'
+
+/**
+ * Reads JSON bodies as Fastify's own parser does (secure-json-parse: a `__proto__` key, or a `constructor` holding
+ * `prototype`, is refused), except for what it does silently:
+ * - bytes that are not valid in the body's charset are refused, not replaced with U+FFFD (a name stored as
+ *   `caf\ufffd` would be the client's data changed, and acknowledged);
+ * - a charset other than UTF-8 that the Content-Type names is read as that charset (`ISO-8859-1`, which some
+ *   clients name by default), and one unknown is refused;
+ * - a compressed body (`Content-Encoding: gzip`) is refused by name: it is not inflated, and would otherwise be
+ *   reported as invalid JSON, or read as JSON when it is not compressed at all;
+ * - a body refused for a forbidden key says so, rather than that it is not JSON.
+ */
+export function readJsonBodies(app: FastifyInstance): void {
+  const parseJson = app.getDefaultJsonParser('error', 'error')
+  app.removeContentTypeParser('application/json')
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body: Buffer, done) => {
+    let text: string
+    try {
+      refuseContentEncoding(request)
+      text = decode(body, charsetOf(request.headers['content-type']))
+    } catch (error) {
+      return done(error as Error, undefined)
+    }
+    parseJson(request, text, (error, parsed) => {
+      if (error && text.length > 0 && isPlainJson(text)) return done(forbiddenKeyError(), undefined)
+      done(error, parsed)
+    })
+  })
+}
+
+function refuseContentEncoding(request: FastifyRequest): void {
+  const encoding = request.headers['content-encoding']
+  if (encoding === undefined || encoding.trim().toLowerCase() === 'identity') return
+  throw new ValidationError({
+    resource: 'Content-Encoding',
+    description: `unsupported content encoding ${encoding}: send the body uncompressed`,
+  })
+}
+
+/** The charset parameter of a Content-Type, lower case and unquoted; null when it names none. */
+function charsetOf(contentType: string | undefined): string | null {
+  const match = /;\s*charset\s*=\s*("?)([^";\s]+)\1/i.exec(contentType ?? '')
+  return match ? match[2].toLowerCase() : null
+}
+
+function decode(body: Buffer, charset: string | null): string {
+  if (charset === null || charset === 'utf-8' || charset === 'utf8') {
+    if (!isUtf8(body)) throw invalidBytes('UTF-8')
+    return body.toString('utf8')
+  }
+  const decoder = decoderOf(charset)
+  try {
+    return decoder.decode(body)
+  } catch {
+    throw invalidBytes(charset)
+  }
+}
+
+function decoderOf(charset: string) {
+  try {
+    return new TextDecoder(charset, { fatal: true })
+  } catch {
+    throw new ValidationError({ resource: 'Content-Type', description: `unsupported charset ${charset}: send UTF-8` })
+  }
+}
+
+const invalidBytes = (charset: string) =>
+  new ValidationError({
+    resource: 'body',
+    description: `the body is not valid ${charset}: send UTF-8 (or name its charset in Content-Type)`,
+  })
+
+/** True when JSON.parse reads the text: then what the secure parser refused was a forbidden key. */
+function isPlainJson(text: string): boolean {
+  try {
+    JSON.parse(text)
+    return true
+  } catch {
+    return false
+  }
+}
+
+const forbiddenKeyError = () =>
+  new ValidationError({
+    resource: 'body',
+    description: 'a key named __proto__, or a constructor key holding prototype, is not accepted anywhere in the body',
+  })
