@@ -11,12 +11,16 @@ import { ValidationError } from '../errors.ts'
  *   clients name by default), and one unknown is refused;
  * - a compressed body (`Content-Encoding: gzip`) is refused by name: it is not inflated, and would otherwise be
  *   reported as invalid JSON, or read as JSON when it is not compressed at all;
- * - a body refused for a forbidden key says so, rather than that it is not JSON.
+ * - a body refused for a forbidden key says so, rather than that it is not JSON;
+ * - an empty body is no body, rather than a 400 on a route that takes none.
  */
 export function readJsonBodies(app: FastifyInstance): void {
   const parseJson = app.getDefaultJsonParser('error', 'error')
   app.removeContentTypeParser('application/json')
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body: Buffer, done) => {
+    // No body at all, labelled JSON (as some clients label every request): read as no body, which the routes that
+    // take none accept and the others refuse by their schema.
+    if (body.length === 0) return done(null, undefined)
     let text: string
     try {
       refuseContentEncoding(request)
@@ -25,7 +29,7 @@ export function readJsonBodies(app: FastifyInstance): void {
       return done(error as Error, undefined)
     }
     parseJson(request, text, (error, parsed) => {
-      if (error && text.length > 0 && isPlainJson(text)) return done(forbiddenKeyError(), undefined)
+      if (error && isPlainJson(text)) return done(forbiddenKeyError(), undefined)
       done(error, parsed)
     })
   })
