@@ -1,4 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { newId } from '../src/ids.ts'
 import { ImportWorker } from '../src/imports/worker.ts'
 import { type CallOptions, type Reply, startTestServer, type TestServer } from './helpers/server.ts'
 
@@ -141,6 +142,8 @@ async function startHarness(): Promise<Harness> {
 }
 
 const salesPlan = () => plannedCompany().plans[0]
+/** Ann's one renewal, in May. */
+const renewal = (amount: number) => [deal('R-1', 'ann@planned.example', '2026-05-20T10:00:00Z', amount)]
 const byDateOf = (rows: any[], date: string) => rows.filter((row) => row['standard.date'] === date)
 const dealOf = (row: any) => row['datatable.name']
 
@@ -416,6 +419,44 @@ describe('plans and exchange rates through the admin routes', () => {
     const left = await h.walk(h.statementsPath)
     expect(left.map((row) => row['standard.date'])).toEqual(['2026-04-01'])
     expect((await h.walk(h.recordsPath)).map(dealOf)).toEqual(['Deal D-0'])
+  })
+
+  it('moves a plan to another table: the lines of the one it left go, but for its paid cells, and are never counted again', async () => {
+    const deals = (await h.server.store.dataTables.getByKey(h.companyId, 'live', 'deals'))!
+    await h.server.store.dataTables.insert({ ...deals, id: newId(), key: 'renewals', name: 'Renewals' })
+    const posted = await h.call('/v1/tables/renewals/records/bulk', { method: 'POST', body: renewal(1_000) })
+    expect(posted.status).toBe(200)
+    await h.worker.drain()
+    const planId = (await h.admin(`/admin/companies/${h.companyId}/plans`)).body.data[0].id
+
+    const moved = await h.admin(`/admin/companies/${h.companyId}/plans/${planId}`, {
+      method: 'PUT',
+      body: { ...salesPlan(), data_table: 'renewals' },
+    })
+    expect(moved.status).toBe(200)
+    // May: 1,000 of a 10,000 target, at the base rate. Of the deals' lines, the paid April cell's stays; May's goes.
+    const may = async () => byDateOf(await h.walk(h.statementsPath), '2026-05-01')[0]['standard.total_commission'].value
+    expect(await may()).toBe(50)
+    expect((await h.walk(h.recordsPath)).map(dealOf)).toEqual(['Deal D-0'])
+
+    // A change of the renewal recalculates its cell from its records alone: D-1's former line is not one of them.
+    const changed = await h.call('/v1/tables/renewals/records/bulk', { method: 'POST', body: renewal(1_200) })
+    expect(changed.status).toBe(200)
+    await h.worker.drain()
+    expect(await may()).toBe(60)
+  })
+
+  it('refuses to move a statement of a deleted plan back to pending, where no calculation would ever state or remove it', async () => {
+    const planId = (await h.admin(`/admin/companies/${h.companyId}/plans`)).body.data[0].id
+    const april = byDateOf(await h.walk(h.statementsPath), '2026-04-01')[0]
+    expect((await h.admin(`/admin/companies/${h.companyId}/plans/${planId}`, { method: 'DELETE' })).status).toBe(204)
+    const reopened = await h.admin(`/admin/companies/${h.companyId}/statements/${april['standard.id']}`, {
+      method: 'PATCH',
+      body: { status: 'pending' },
+    })
+    expect(reopened.status).toBe(400)
+    expect(reopened.body.errors).toEqual([expect.objectContaining({ error: 'ConflictError', resource: 'status' })])
+    expect(byDateOf(await h.walk(h.statementsPath), '2026-04-01')[0]).toEqual(april)
   })
 
   it('creates a plan with a filter and calculates it at once; refuses one that names what does not exist', async () => {

@@ -363,6 +363,22 @@ describe("a statement's sums: records added to its cell are counted from them", 
     await expectExactlyWhatChanged(1, 'a deal added to a cell whose payment was edited')
   })
 
+  it('count every record of a cell that could not be converted, also once its payment was edited by hand', async () => {
+    const { store, companyId, importCall, expectExactlyWhatChanged } = await incrementalCompany()
+    // JPY has no rate: the cell states no figures, and has no lines to be calculated from.
+    await importCall('records', [{ ...februaryDeal('D-1', 1_000), amount_currency: 'JPY' }, februaryDeal('D-2', 1_000)])
+    const cell = await february(store, companyId)
+    expect((await cell.statement()).payment).toBeNull()
+    await reviseStatement(store, each.clock, companyId, (await cell.statement()).id, { payment: 5 })
+    await importCall('records', [februaryDeal('D-3', 200)])
+    // Still unknown: D-1 cannot be converted; before, the cell was taken for one with lines, and stated D-3 alone.
+    expect((await cell.statement()).payment).toBeNull()
+    await importCall('records', [{ id: 'D-1', deleted: true }])
+    expect((await cell.statement()).payment).toBe(60)
+    expect((await cell.lines()).map((line) => line.commission).toSorted((a, b) => a - b)).toEqual([10, 50])
+    await expectExactlyWhatChanged(1, 'records added to and deleted from a cell that could not be converted')
+  })
+
   it('are stated for a statement calculated before they were kept, without a new modification time when nothing served changes', async () => {
     const { store, companyId, importCall, expectExactlyWhatChanged } = await incrementalCompany()
     await importCall('records', [februaryDeal('D-1', 1_000), februaryDeal('D-2', 2_000)])

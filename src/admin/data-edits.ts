@@ -91,6 +91,14 @@ export async function reviseStatement(store: Store, clock: Clock, companyId: str
       const revised = await reviseRow(clock, id, edit, (row, changes) => tx.adminEdits.updateStatement(company, row, changes), 'statement')
       await renderStatementRows(tx, company, [revised])
       if (edit.status !== 'pending' || !revised.plan_id || !revised.period) return revised
+      // Pending, it would be a result of no plan, which no calculation would ever state again nor remove.
+      if (!(await tx.plans.get(company, revised.plan_id))) {
+        throw new ValidationError({
+          error: 'ConflictError',
+          resource: 'status',
+          description: 'the plan that calculated this statement was deleted: it stays validated or paid',
+        })
+      }
       const cell = { user_id: revised.user_id, period: revised.period }
       await recalculate(tx, company, { cells: new Map([[revised.plan_id, [cell]]]) }, { now: clock.now().toISOString() })
       // The cell may state nothing any more (its records are gone): the statement as edited is what there was.

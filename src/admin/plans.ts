@@ -8,7 +8,7 @@ import { type Issue, NotFoundError, ValidationError } from '../errors.ts'
 import { describePlan, resolvePlan } from '../fixtures/plan-definitions.ts'
 import type { FixturePlan } from '../fixtures/schema.ts'
 import { newId } from '../ids.ts'
-import type { ExchangeRates, Plan } from '../store/model.ts'
+import type { ExchangeRates, Plan, Statement } from '../store/model.ts'
 import { type Store, StoreConflictError } from '../store/port.ts'
 import { existingCompany } from './company-admin.ts'
 
@@ -58,6 +58,9 @@ export async function savePlan(store: Store, clock: Clock, companyId: string, in
           issues.push({ resource: resource.replace(/^\//, '') || 'body', description }),
         )
         if (issues.length > 0) throw new ValidationError(issues)
+        // Its lines are read by the table they were calculated from: those of the table it no longer reads would
+        // never be found again, and a cell recalculated in part would count them as records.
+        if (existing && existing.table_id !== plan.table_id) await deleteUnfrozenLines(tx, company.id, existing.id)
         await tx.plans.save([plan])
         return { plan, calculation: await recalculate(tx, company.id, { plans: new Set([plan.id]) }, { now }) }
       },
@@ -79,15 +82,7 @@ export async function deletePlan(store: Store, companyId: string, planId: string
     async (tx) => {
       const id = storedId(planId)
       if (!id || !(await tx.plans.get(company.id, id))) throw planNotFound(planId)
-      const statements = await tx.statements.findOfPlan(company.id, id)
-      const kept = new Set(
-        statements.filter((statement) => statement.status !== 'pending').map((statement) => `${statement.user_id}|${statement.period}`),
-      )
-      const lines = await tx.commissionLines.findOfPlan(company.id, id)
-      await tx.commissionLines.deleteMany(
-        company.id,
-        lines.filter((line) => !kept.has(`${line.user_id}|${line.period}`)).map((line) => line.id),
-      )
+      const statements = await deleteUnfrozenLines(tx, company.id, id)
       await tx.statements.deleteMany(
         company.id,
         statements.filter((statement) => statement.status === 'pending').map((statement) => statement.id),
@@ -96,6 +91,20 @@ export async function deletePlan(store: Store, companyId: string, planId: string
     },
     { company: company.id },
   )
+}
+
+/** Deletes a plan's lines but those of its validated and paid cells, which keep what they state; answers its statements. */
+async function deleteUnfrozenLines(tx: Store, companyId: string, planId: string): Promise<Statement[]> {
+  const statements = await tx.statements.findOfPlan(companyId, planId)
+  const kept = new Set(
+    statements.filter((statement) => statement.status !== 'pending').map((statement) => `${statement.user_id}|${statement.period}`),
+  )
+  const lines = await tx.commissionLines.findOfPlan(companyId, planId)
+  await tx.commissionLines.deleteMany(
+    companyId,
+    lines.filter((line) => !kept.has(`${line.user_id}|${line.period}`)).map((line) => line.id),
+  )
+  return statements
 }
 
 export async function listPlans(store: Store, companyId: string): Promise<PlanDefinition[]> {

@@ -358,6 +358,15 @@ function holdsItsSums(statement: Statement, currency: string): boolean {
   return Boolean(statement.sums) && !FROZEN.has(statement.status) && statement.currency === currency
 }
 
+/**
+ * Whether a statement's last calculation could not state its figures (an amount or its target not converted, a
+ * figure past what a number holds), so that its cell has no lines to be recalculated from. Its achievement tells,
+ * which no edit changes: a payment edited by hand (set on such a statement, or emptied on another) does not.
+ */
+function stoodUnknown(statement: Statement): boolean {
+  return statement.achievement === null || statement.payment === null
+}
+
 /** Calls `visit` with every record of the plan's table, a page at a time. */
 async function eachRecord(context: Context, plan: Plan, visit: (record: DataTableRecord) => void): Promise<void> {
   const { tx, company, pacer } = context
@@ -435,7 +444,7 @@ async function recalculateCells(
     )
     const unconverted = new Set(
       statements
-        .filter((statement) => statement.payment === null && !FROZEN.has(statement.status))
+        .filter((statement) => stoodUnknown(statement) && !FROZEN.has(statement.status))
         .map((statement) => cellKey(statement.user_id, statement.period ?? '')),
     )
 
