@@ -115,6 +115,18 @@ describe('POST /v1/tables/{data_table_key}/records/bulk', () => {
     expect((await recordsOf(activities)).get('N-3')?.values).toMatchObject({ calls: -150, amount: { value: 0.5, currency: 'EUR' } })
   })
 
+  it('takes a multi-valued field as a list too, but no value holding ;, which would read back as two', async () => {
+    const records = [
+      { activity_id: 'M-1', tags: ['inbound', ' phone '] },
+      { activity_id: 'M-2', tags: ['x;y', 'z'] },
+    ]
+    const result = await imported('activities', records)
+    expect(result.data_tables_details[0].error.parsing_error_details).toStrictEqual([
+      { line_number: 2, row: records[1], details: 'tags: a value cannot hold ;, which separates them' },
+    ])
+    expect((await recordsOf(activities)).get('M-1')?.values).toMatchObject({ tags: ['inbound', 'phone'] })
+  })
+
   it('matches a record of a table whose id field is a number by the number, however it is written', async () => {
     const events: DataTable = { ...activitiesTable(h.companyId, 'live', 'events'), id_field: 'calls' }
     await h.store.dataTables.insert(events)

@@ -101,7 +101,12 @@ function parseValue(field: DataTableField, raw: unknown, currency: unknown): Par
       return { problem: `expected a boolean, got ${JSON.stringify(raw)}` }
     case 'multi':
       if (typeof raw === 'string') return { value: splitMulti(raw) }
-      if (Array.isArray(raw) && raw.every((item) => typeof item === 'string')) return { value: raw.map((item) => item.trim()) }
+      if (Array.isArray(raw) && raw.every((item) => typeof item === 'string')) {
+        // Read back, the values are one text separated by ;: a value holding one would come back as two.
+        if (raw.some((item) => item.includes(MULTI_SEPARATOR)))
+          return { problem: `a value cannot hold ${MULTI_SEPARATOR}, which separates them` }
+        return { value: raw.map((item) => item.trim()) }
+      }
       return { problem: 'expected values separated by ;' }
   }
 }
