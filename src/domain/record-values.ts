@@ -61,10 +61,7 @@ export function parseRecord(table: DataTable, input: Record<string, unknown>): P
   }
 
   const rawId = input[table.id_field]
-  // A number id is matched by its value, not by how it was written: 7, "07" and "7.0" are one record.
-  const parsedId = values[table.id_field]
-  const externalId =
-    typeof parsedId === 'number' ? String(parsedId) : typeof rawId === 'string' || typeof rawId === 'number' ? String(rawId).trim() : null
+  const externalId = typeof rawId === 'string' || typeof rawId === 'number' ? String(rawId).trim() : null
   if (!externalId) problems.unshift(`${table.id_field}: the id field is required`)
   // The record is matched by its trimmed id: it is stored so too, so that it reads back as it is matched.
   else if (typeof values[table.id_field] === 'string') values[table.id_field] = externalId
