@@ -14,13 +14,6 @@ export interface Clock {
 
 export const systemClock: Clock = { now: () => new Date() }
 
-/**
- * The last instant a controlled clock tells: dates are written with four-digit years, and every process reads the
- * stored offset at start, so a clock past it could not be shown, nor moved back, nor started again. It may be
- * moved up to there, and once there it stops, rather than run on past it at the system clock's pace.
- */
-export const LATEST_TIME = new Date(Date.UTC(9999, 11, 31, 23, 59, 59, 999))
-
 /** A clock that only moves when told to, for tests. */
 export class ManualClock implements Clock {
   #now: number
@@ -57,7 +50,7 @@ export class ControlledClock implements Clock {
   }
 
   now(): Date {
-    return new Date(Math.min(Date.now() + this.#offsetMs, LATEST_TIME.getTime()))
+    return new Date(Date.now() + this.#offsetMs)
   }
 
   async sync(): Promise<void> {
