@@ -7,8 +7,8 @@ import { ValidationError } from '../errors.ts'
  * `prototype`, is refused), except for what it does silently:
  * - bytes that are not valid in the body's charset are refused, not replaced with U+FFFD (a name stored as
  *   `caf\ufffd` would be the client's data changed, and acknowledged);
- * - a charset other than UTF-8 that the Content-Type names is read as that charset (`ISO-8859-1`, which some
- *   clients name by default), and one unknown is refused;
+ * - a body that is not valid UTF-8 is read in the charset its Content-Type names (`ISO-8859-1`), or refused when
+ *   it names none or one unknown;
  * - a compressed body (`Content-Encoding: gzip`) is refused by name: it is not inflated, and would otherwise be
  *   reported as invalid JSON, or read as JSON when it is not compressed at all;
  * - a body refused for a forbidden key says so, rather than that it is not JSON;
@@ -50,11 +50,14 @@ function charsetOf(contentType: string | undefined): string | null {
   return match ? match[2].toLowerCase() : null
 }
 
+/**
+ * JSON between systems is UTF-8, and RFC 8259 gives a charset parameter no effect: a body that is valid UTF-8 is read
+ * so whatever its label (some clients label every body ISO-8859-1). Only one that is not is read in the charset
+ * its Content-Type names, when the service knows it.
+ */
 function decode(body: Buffer, charset: string | null): string {
-  if (charset === null || charset === 'utf-8' || charset === 'utf8') {
-    if (!isUtf8(body)) throw invalidBytes('UTF-8')
-    return body.toString('utf8')
-  }
+  if (isUtf8(body)) return body.toString('utf8')
+  if (charset === null || charset === 'utf-8' || charset === 'utf8') throw invalidBytes('UTF-8')
   const decoder = decoderOf(charset)
   try {
     return decoder.decode(body)
