@@ -271,6 +271,10 @@ describe('the calculation engine', () => {
       expect(result.problems.map((problem) => problem.message)).toEqual([`close_date: 0000-01-15 is in no ${frequency} period`])
       expect(cell(result, ann, period)?.statement).toMatchObject({ payment: 50, date })
     }
+    // Nor does a target of such a period make a cell: it could not be dated.
+    const annual = aPlan({ frequency: 'annually' })
+    const targets = run(annual, [], { [`${ann.id}|0000`]: 1_000, [`${ann.id}|0001`]: 1_000 }, { ...EUR, fiscalYearStartMonth: 4 })
+    expect([...targets.cells.keys()]).toEqual([`${ann.id}|0001`])
   })
 
   it('reports a record it cannot place: no user, an unknown user, no date, no amount', () => {

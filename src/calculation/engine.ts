@@ -101,19 +101,16 @@ export function placeRecord(plan: Plan, record: DataTableRecord, users: UserDire
   // A monthly period is the date's month as it is written (YYYY-MM), which is what periodOfMonth writes.
   const period = plan.frequency === 'monthly' ? date.slice(0, 7) : periodOfDate(plan, date, company)
   // A fiscal year past 9999 cannot be written as a period; nor can the first day of one that starts before year
-  // 0000, which dates its statement.
-  if (!isPeriodOf(plan.frequency, period) || startsBeforeYearZero(plan, period, company))
+  // 0000, which dates its statement (checked on every record: the cheap test first).
+  if (
+    !isPeriodOf(plan.frequency, period) ||
+    (period.startsWith('0000') && !firstMonthOfPeriod(plan.frequency, period, company.fiscalYearStartMonth))
+  )
     return placementProblem(plan, record, `${plan.date_field}: ${date} is in no ${plan.frequency} period`)
   return { kind: 'placed', placement: { recordId: record.id, externalId: record.external_id, userId: user.id, period, date, amount } }
 }
 
 const EXCLUDED: PlacementOutcome = { kind: 'excluded' }
-
-/** Fiscal year 0000 of a year that does not start in January begins in year -1 (checked on every record: cheap first). */
-function startsBeforeYearZero(plan: Plan, period: string, company: CompanySettings): boolean {
-  if (company.fiscalYearStartMonth === 1 || !period.startsWith('0000')) return false
-  return (firstMonthOfPeriod(plan.frequency, period, company.fiscalYearStartMonth)?.year ?? 0) < 0
-}
 
 function placementProblem(plan: Plan, record: DataTableRecord, message: string): PlacementOutcome {
   return { kind: 'problem', problem: { plan: plan.name, record: record.external_id, message } }

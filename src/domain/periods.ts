@@ -45,7 +45,8 @@ export interface CalendarMonth {
 
 /**
  * The first calendar month of a period written in the format of `frequency` (`2026-Q1` of a fiscal year that
- * starts in April is April 2025), the inverse of `periodOfMonth`. Null when `period` is not of that format.
+ * starts in April is April 2025), the inverse of `periodOfMonth`. Null when `period` is not of that format, or when
+ * it starts before year 0000 (fiscal year 0000 of a year that starts in April), which no date can write.
  */
 export function firstMonthOfPeriod(frequency: QuotaFrequency, period: string, fiscalStartMonth = 1): CalendarMonth | null {
   if (!isPeriodOf(frequency, period)) return null
@@ -55,7 +56,8 @@ export function firstMonthOfPeriod(frequency: QuotaFrequency, period: string, fi
   const monthsIn = frequency === 'quarterly' ? (index - 1) * 3 : frequency === 'semesterly' ? (index - 1) * 6 : 0
   // Fiscal year N ends in calendar year N, so a year that does not start in January starts in N - 1.
   const startYear = fiscalStartMonth === 1 ? fiscalYear : fiscalYear - 1
-  return addMonths({ year: startYear, month: fiscalStartMonth }, monthsIn)
+  const first = addMonths({ year: startYear, month: fiscalStartMonth }, monthsIn)
+  return first.year < 0 ? null : first
 }
 
 /** YYYY-MM: the last calendar month of a period of `frequency`; null when `period` is not of that format. */
