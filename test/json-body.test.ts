@@ -33,6 +33,8 @@ describe('unstorablePart', () => {
     })
     expect(unstorablePart(JSON.parse('[{"id":"1","\udc00":"x"}]'))?.path).toEqual([0])
     expect(unstorablePart(JSON.parse('-1e999'))?.path).toEqual([])
+    // The first in document order: what an earlier key holds, however deep, before a later key's value.
+    expect(unstorablePart({ data: [{ a: { b: Infinity } }], z: '\ud800' })?.path).toEqual(['data', 0, 'a', 'b'])
     // Well-formed text, surrogate pairs included, and large but finite numbers are stored as they came.
     expect(unstorablePart(JSON.parse('[{"id":"\ud83d\ude00","n":1.7976931348623157e308,"m":-0,"t":"\u2028"}]'))).toBeNull()
   })
