@@ -288,14 +288,15 @@ export interface CurrenciesInUse {
   rows: string[]
   /**
    * By key of the rows' `metrics`: the currencies of its values as an amount metric renders them, an amount
-   * `{value, currency}` in its currency (the row's when it has none), a number in the row's currency.
+   * `{value, currency}` in its currency (the row's when it has none), a number in the row's currency. A Map: the
+   * keys are API keys, which may be named like an Object.prototype member (`valueOf`).
    */
-  metrics: Record<string, string[]>
+  metrics: ReadonlyMap<string, string[]>
 }
 
 /** Commission lines: also by key of `record_values`, the currencies of the amounts `{value, currency}` there. */
 export interface LineCurrenciesInUse extends CurrenciesInUse {
-  recordValues: Record<string, string[]>
+  recordValues: ReadonlyMap<string, string[]>
 }
 
 export interface StatementRepository {

@@ -132,7 +132,7 @@ function customFields(metrics: readonly CustomMetric[], currenciesInUse: Currenc
     name: metric.name,
     origin: 'custom',
     created_at: metric.created_at,
-    ...metricShape(metric, currenciesInUse[metric.api_key]),
+    ...metricShape(metric, currenciesInUse.get(metric.api_key)),
   }))
 }
 
@@ -142,7 +142,7 @@ function dataTableFields(fields: readonly DataTableField[], currenciesInUse: Lin
     name: field.name,
     origin: 'datatable',
     created_at: field.created_at,
-    ...dataTableFieldShape(field.type, currenciesInUse[field.api_key]),
+    ...dataTableFieldShape(field.type, currenciesInUse.get(field.api_key)),
   }))
 }
 

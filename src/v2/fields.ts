@@ -32,7 +32,7 @@ export async function fieldSchemaOf(store: Store, companyId: string, id: string)
     }
     const currencies = structure.data_table_id
       ? await store.commissionLines.currenciesInUse(companyId, structure.data_table_id)
-      : { rows: [], metrics: {}, recordValues: {} }
+      : { rows: [], metrics: new Map(), recordValues: new Map() }
     return fieldSchema(recordFields(columns.fields, columns.metrics, currencies))
   }
   const quota = await findLiveQuota(store, companyId, id)

@@ -1,5 +1,6 @@
 import type { Document } from 'bson'
 import type { CurrenciesInUse, LineCurrenciesInUse } from '../port.ts'
+import { currencyListsByKey } from '../shared/currency-lists.ts'
 import type { Codec } from './codec.ts'
 import { call, collectionOf, inSession, type MongoContext } from './context.ts'
 
@@ -33,7 +34,7 @@ async function mapCurrencies(
   filter: Document,
   field: string,
   numbersInRowCurrency: boolean,
-): Promise<Record<string, string[]>> {
+): Promise<Map<string, string[]>> {
   const pipeline: Document[] = [
     { $match: filter },
     { $project: { currency: 1, entry: { $objectToArray: { $ifNull: [`$${field}`, {}] } } } },
@@ -43,10 +44,7 @@ async function mapCurrencies(
     { $group: { _id: { key: '$key', currency: '$currency' } } },
   ]
   const groups = await call(context, (session) => collectionOf(context, codec).aggregate(pipeline, inSession(session)).toArray())
-  const lists: Record<string, string[]> = {}
-  for (const { _id } of groups) (lists[_id.key as string] ??= []).push(_id.currency as string)
-  for (const list of Object.values(lists)) list.sort()
-  return lists
+  return currencyListsByKey(groups.map(({ _id }) => [_id.key as string, _id.currency as string]))
 }
 
 async function rowCurrencies(context: MongoContext, codec: Codec, filter: Document): Promise<string[]> {

@@ -1,5 +1,6 @@
 import type { Environment } from '../model.ts'
 import type { CurrenciesInUse, LineCurrenciesInUse } from '../port.ts'
+import { currencyListsByKey } from '../shared/currency-lists.ts'
 import type { Sql, Values } from './connection.ts'
 
 /**
@@ -32,12 +33,7 @@ function entryCurrencies(map: string, rowCurrency: string, numbersInRowCurrency:
 }
 
 /** `[key, currency]` rows as sorted lists by key. */
-function byKey(rows: Values[]): Record<string, string[]> {
-  const lists: Record<string, string[]> = {}
-  for (const [key, currency] of rows) (lists[key as string] ??= []).push(currency as string)
-  for (const list of Object.values(lists)) list.sort()
-  return lists
-}
+const byKey = (rows: Values[]) => currencyListsByKey(rows.map(([key, currency]) => [key as string, currency as string]))
 
 const sorted = (rows: Values[]) => rows.map((row) => row[0] as string).toSorted()
 

@@ -21,10 +21,16 @@ export function currenciesContract(adapter: StoreAdapter): void {
       ])
       expect(await store.statements.currenciesInUse(companyId, 'live')).toStrictEqual({
         rows: ['EUR', 'USD'],
-        metrics: { bonus: ['EUR', 'GBP'], rate: ['EUR', 'USD'] },
+        metrics: new Map([
+          ['bonus', ['EUR', 'GBP']],
+          ['rate', ['EUR', 'USD']],
+        ]),
       })
-      expect(await store.statements.currenciesInUse(companyId, 'sandbox')).toStrictEqual({ rows: ['SEK'], metrics: { bonus: ['SEK'] } })
-      expect(await store.statements.currenciesInUse(await aStoredCompany(store), 'live')).toStrictEqual({ rows: [], metrics: {} })
+      expect(await store.statements.currenciesInUse(companyId, 'sandbox')).toStrictEqual({
+        rows: ['SEK'],
+        metrics: new Map([['bonus', ['SEK']]]),
+      })
+      expect(await store.statements.currenciesInUse(await aStoredCompany(store), 'live')).toStrictEqual({ rows: [], metrics: new Map() })
     })
 
     it("commission lines: the table's lines' currencies, per metric, and per record value that is an amount", async () => {
@@ -51,14 +57,39 @@ export function currenciesContract(adapter: StoreAdapter): void {
       ])
       expect(await store.commissionLines.currenciesInUse(companyId, table.id)).toStrictEqual({
         rows: ['EUR', 'USD'],
-        metrics: { bonus: ['JPY', 'USD'] },
-        recordValues: { amount: ['EUR', 'GBP'] },
+        metrics: new Map([['bonus', ['JPY', 'USD']]]),
+        recordValues: new Map([['amount', ['EUR', 'GBP']]]),
       })
       expect(await store.commissionLines.currenciesInUse(await aStoredCompany(store), table.id)).toStrictEqual({
         rows: [],
-        metrics: {},
-        recordValues: {},
+        metrics: new Map(),
+        recordValues: new Map(),
       })
+    })
+
+    it('keys named like Object.prototype members (valueOf, toString) are listed as any other', async () => {
+      const companyId = await aStoredCompany(store)
+      const table = aDataTable(companyId)
+      await store.dataTables.insert(table)
+      await store.statements.insertMany([
+        aStatement(companyId, { currency: 'USD', metrics: { valueOf: { value: 1, currency: 'GBP' }, toString: 2 } }),
+      ])
+      await store.commissionLines.insertMany([
+        aCommissionLine(companyId, table.id, {
+          currency: 'EUR',
+          metrics: { valueOf: 3 },
+          record_values: { toString: { value: 5, currency: 'JPY' } },
+        }),
+      ])
+      expect((await store.statements.currenciesInUse(companyId, 'live')).metrics).toStrictEqual(
+        new Map([
+          ['toString', ['USD']],
+          ['valueOf', ['GBP']],
+        ]),
+      )
+      const lines = await store.commissionLines.currenciesInUse(companyId, table.id)
+      expect(lines.metrics).toStrictEqual(new Map([['valueOf', ['EUR']]]))
+      expect(lines.recordValues).toStrictEqual(new Map([['toString', ['JPY']]]))
     })
   })
 }
