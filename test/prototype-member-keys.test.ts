@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Fixture } from '../src/fixtures/schema.ts'
+import { ImportWorker } from '../src/imports/worker.ts'
 import { startTestServer, type TestServer } from './helpers/server.ts'
 import { idsByName } from './v2-support.ts'
 
@@ -51,6 +52,7 @@ function prototypeKeysFixture(): Fixture {
         currency: 'EUR',
         payment: 100,
         metrics: { valueOf: { value: 5, currency: 'USD' } },
+        dimensions: { toString: ['North'] },
       },
     ],
     commission_lines: [
@@ -74,6 +76,12 @@ describe('API keys named like Object.prototype members (valueOf, toString, hasOw
   })
   afterAll(() => server.close())
 
+  const get = async (path: string) => {
+    const reply = await server.call(path, { key })
+    expect(reply.status, reply.text).toBe(200)
+    return reply.body
+  }
+
   /** A structure's field descriptors by api_key. */
   const fieldsOf = async (structure: string) => {
     const reply = await server.call(`/v2/data-structures/${id(structure)}/fields`, { key })
@@ -93,5 +101,39 @@ describe('API keys named like Object.prototype members (valueOf, toString, hasOw
     expect(fields.get('datatable.valueOf')).toMatchObject({ type: 'string', format: null })
     // No line has a value for the metric: no currency is in use.
     expect(fields.get('custom.valueOf')).toMatchObject({ type: 'object', format: 'currency', currencies: [] })
+  })
+
+  it('GET /v1/users shows an attribute written by PUT /v1/users/bulk, and null for one a user has no value for', async () => {
+    const reply = await server.call('/v1/users/bulk', {
+      method: 'PUT',
+      key,
+      body: { data: [{ email: 'bob@protokeys.example', toString: 'NEW', valueOf: 12, valueOf_currency: 'EUR' }] },
+    })
+    expect(reply.status, reply.text).toBe(200)
+    const worker = new ImportWorker({ store: server.store, clock: server.clock, owner: 'test-worker' })
+    expect(await worker.drain()).toBe(1)
+    await worker.stop()
+    const users = (await get('/v1/users')).data
+    expect(users[0]).toMatchObject({ email: 'owner@protokeys.example', toString: null, valueOf: null, valueOf_currency: null })
+    expect(users[1]).toMatchObject({ email: 'bob@protokeys.example', toString: 'NEW', valueOf: 12, valueOf_currency: 'EUR' })
+  })
+
+  it('GET /v1/reporting shows every custom metric and dimension, and the user attributes', async () => {
+    const [row] = (await get('/v1/reporting')).data
+    expect(row).toMatchObject({
+      valueOf: 5,
+      valueOf_currency: 'USD',
+      hasOwnProperty: null,
+      hasOwnProperty_currency: null,
+      toString: ['North'],
+      user: { email: 'owner@protokeys.example', toString: null, valueOf: null, valueOf_currency: null },
+    })
+  })
+
+  it('GET /v1/tables/{key}/records shows every configured field, null when the record has no value', async () => {
+    expect((await get('/v1/tables/deals/records')).data).toStrictEqual([
+      { deal_id: 'D-1', valueOf: null, toString: 5, toString_currency: 'USD' },
+      { deal_id: 'D-2', valueOf: null, toString: null, toString_currency: null },
+    ])
   })
 })

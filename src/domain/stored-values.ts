@@ -9,6 +9,14 @@ import { joinMulti } from './record-values.ts'
  * through these functions, so that they show the same figure for the same stored value.
  */
 
+/**
+ * The value a stored map (values, attributes, metrics) holds under an API key; undefined when it holds none. Its
+ * own only: a company may name a key like an Object.prototype member (`valueOf`), which the map would inherit.
+ */
+export function ownValue(map: Record<string, unknown>, key: string): unknown {
+  return Object.hasOwn(map, key) ? map[key] : undefined
+}
+
 /** A string; a number or a boolean as its text. */
 export function textOf(raw: unknown): string | null {
   if (typeof raw === 'string') return raw

@@ -59,7 +59,7 @@ export interface DeprecatedPage<Row> {
 
 /** Sets `key` unless the row has it already: the standard fields win over a custom metric or dimension of the same name. */
 function addMissing(row: { [key: string]: unknown }, key: string, value: unknown): void {
-  if (!(key in row)) row[key] = value
+  if (!Object.hasOwn(row, key)) row[key] = value
 }
 
 /**

@@ -1,5 +1,5 @@
 import { flatAmount, moneyOf } from '../domain/money.ts'
-import { multiText } from '../domain/stored-values.ts'
+import { multiText, ownValue } from '../domain/stored-values.ts'
 import { NotFoundError } from '../errors.ts'
 import type { DataTable, DataTableField, DataTableRecord } from '../store/model.ts'
 import type { Store } from '../store/port.ts'
@@ -32,7 +32,7 @@ function addField(row: V1Record, field: DataTableField, value: unknown): void {
 export function v1Record(table: DataTable, record: DataTableRecord): V1Record {
   const values = { ...record.values, ...record.overrides }
   const row: V1Record = {}
-  for (const field of table.fields) addField(row, field, values[field.api_key])
+  for (const field of table.fields) addField(row, field, ownValue(values, field.api_key))
   return row
 }
 

@@ -1,4 +1,5 @@
 import { currencyKey } from '../domain/money.ts'
+import { ownValue } from '../domain/stored-values.ts'
 import type { User, UserAttributeDefinition } from '../store/model.ts'
 import type { Store } from '../store/port.ts'
 import { checkOffsetQuery, type OffsetPage, type OffsetQuery, pageUrl, readOffsetPage } from './offset-page.ts'
@@ -33,7 +34,7 @@ export function addCustomAttributes(
 ): void {
   for (const { api_key: key, type } of definitions) {
     const keys = type === 'amount' ? [key, currencyKey(key)] : [key]
-    for (const name of keys) if (!(name in row)) row[name] = attributes[name] ?? null
+    for (const name of keys) if (!Object.hasOwn(row, name)) row[name] = ownValue(attributes, name) ?? null
   }
 }
 
