@@ -67,12 +67,14 @@ describe('API keys named like Object.prototype members (valueOf, toString, hasOw
   let server: TestServer
   let key: string
   let id: (name: string) => string
+  let tableId: string
 
   beforeAll(async () => {
     server = await startTestServer()
     const loaded = await server.load(prototypeKeysFixture())
     key = loaded.apiKey
     id = await idsByName(server, loaded.companyId)
+    tableId = (await server.store.dataTables.list(loaded.companyId))[0].id
   })
   afterAll(() => server.close())
 
@@ -128,6 +130,14 @@ describe('API keys named like Object.prototype members (valueOf, toString, hasOw
       toString: ['North'],
       user: { email: 'owner@protokeys.example', toString: null, valueOf: null, valueOf_currency: null },
     })
+  })
+
+  it('GET /v1/reporting/{data_table_id}/records shows a null name for a record without one', async () => {
+    const rows = (await get(`/v1/reporting/${tableId}/records`)).data
+    expect(rows.map((row: { record: unknown }) => row.record)).toStrictEqual([
+      { id: 'D-1', name: null },
+      { id: 'D-2', name: null },
+    ])
   })
 
   it('GET /v1/tables/{key}/records shows every configured field, null when the record has no value', async () => {

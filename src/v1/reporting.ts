@@ -1,6 +1,6 @@
 import { storedId } from '../domain/ids.ts'
 import { flatAmount } from '../domain/money.ts'
-import { metricValue } from '../domain/stored-values.ts'
+import { metricValue, ownValue } from '../domain/stored-values.ts'
 import { NotFoundError } from '../errors.ts'
 import { findLiveStructure, rowsPath } from '../reporting/structures.ts'
 import type {
@@ -116,7 +116,7 @@ export function v1StatementRow(statement: Statement, user: V1ReportingUser, metr
 
 /** One commission line as `GET /v1/reporting/{data_table_id}/records` shows it. */
 export function v1RecordRow(line: CommissionLine, table: DataTable, user: V1ReportingUser): V1RecordRow {
-  const recordId = line.record_values[table.id_field]
+  const recordId = ownValue(line.record_values, table.id_field)
   return {
     id: line.id,
     date: line.date,
@@ -125,7 +125,7 @@ export function v1RecordRow(line: CommissionLine, table: DataTable, user: V1Repo
     // The record as it was when the commission was calculated, as the v2 records route shows it.
     record: {
       id: recordId === undefined || recordId === null ? null : String(recordId),
-      name: line.record_values[table.name_field] ?? null,
+      name: ownValue(line.record_values, table.name_field) ?? null,
     },
     commission: line.commission,
     commission_currency: line.currency,
