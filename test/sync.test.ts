@@ -10,6 +10,7 @@ import { commitMerge } from '../src/sync/row-files.ts'
 import { readState } from '../src/sync/state.ts'
 import { syncStructures } from '../src/sync/sync.ts'
 import { collect, requestLines } from './helpers/client-support.ts'
+import { smallFixture } from './helpers/fixtures.ts'
 import { startCuttingProxy } from './helpers/cutting-proxy.ts'
 import { runCliAsync, spawnCli, tempDataDir } from './helpers/process.ts'
 import { startTestServer, type TestServer } from './helpers/server.ts'
@@ -230,7 +231,39 @@ describe('sync: export every live structure, then only what changed', () => {
   })
 })
 
+describe('sync of a value holding U+2028 and U+2029, which JSON leaves unescaped', () => {
+  const value = 'line\u2028separator, paragraph\u2029separator'
+
+  it.each(['ndjson', 'csv'] as const)('%s: a full run, then incremental ones, keep the value in one row', async (format) => {
+    const server = await startTestServer({}, {}, { runningClock: true })
+    const fixture = smallFixture()
+    fixture.data_tables![0].records![0].deal_name = value
+    const { apiKey } = await server.load(fixture)
+    const client = new CommissionClient({ baseUrl: server.url, apiKey })
+    try {
+      const structure = (await client.listDataStructures()).data.find((item) => item.name === 'Deal commissions')!
+      const outDir = tempDataDir()
+      const file = join(outDir, `${structure.id}.${format}`)
+      const names = () => {
+        if (format === 'ndjson') return readNdjson(file).map((line) => line['datatable.deal_name'])
+        const [header, ...records] = parse(readFileSync(file, 'utf8')) as string[][]
+        return records.map((record) => record[header.indexOf('datatable.deal_name')])
+      }
+      for (const kind of ['full', 'incremental', 'incremental']) {
+        const outcome = (await syncStructures(client, { outDir, format })).find((item) => item.id === structure.id)
+        expect(outcome).toMatchObject({ kind, rows: 2 })
+        expect(names()).toEqual([value, 'Second deal'])
+      }
+    } finally {
+      await client.close()
+      await server.close()
+    }
+  })
+})
+
 const row = (id: string, value: number) => ({ 'standard.id': id, 'standard.value': { value, currency: 'EUR' } })
+/** A row of about 120 KB in UTF-8, which spans reads of 64 KiB, holding U+2028. */
+const longRow = (id: string) => ({ 'standard.id': id, 'datatable.note': `${id}\u2028`.repeat(30_000) })
 
 describe('sync files', () => {
   it('a merge replaces changed rows in place and appends new ones, in NDJSON and CSV', async () => {
@@ -246,6 +279,14 @@ describe('sync files', () => {
     expect(readFileSync(join(dir, 'rows.csv'), 'utf8')).toBe(
       'standard.id,standard.value.value,standard.value.currency\na,1,EUR\nb,20,EUR\nc,3,EUR\nd,4,EUR\n',
     )
+  })
+
+  it('reads NDJSON rows longer than a read of the file, holding U+2028, each as one line', async () => {
+    const dir = tempDataDir()
+    writeFileSync(join(dir, 'changes.ndjson'), `${JSON.stringify(longRow('b'))}\n`)
+    writeFileSync(join(dir, 'rows.ndjson'), [longRow('a'), row('b', 2), longRow('c')].map((item) => JSON.stringify(item)).join('\n') + '\n')
+    expect(await commitMerge(join(dir, 'changes.ndjson'), join(dir, 'rows.ndjson'), 'ndjson', [])).toBe(3)
+    expect(readNdjson(join(dir, 'rows.ndjson'))).toEqual([longRow('a'), longRow('b'), longRow('c')])
   })
 
   it('shows a progress bar on a terminal, and nothing elsewhere', () => {

@@ -1,6 +1,5 @@
 import { createReadStream, existsSync, linkSync, renameSync, rmSync } from 'node:fs'
 import { type FileHandle, open } from 'node:fs/promises'
-import { createInterface } from 'node:readline'
 import { parse } from 'csv-parse'
 import { stringify } from 'csv-stringify/sync'
 import type { FieldSchema, Row } from '../client/index.ts'
@@ -63,10 +62,20 @@ export async function truncateTo(path: string, bytes: number): Promise<void> {
   }
 }
 
+/**
+ * The lines of an NDJSON file, split at "\n" alone: JSON.stringify leaves U+2028 and U+2029 unescaped inside
+ * strings, and readline would end a line at each of them too.
+ */
 async function* ndjsonLines(path: string): AsyncGenerator<string> {
   if (!existsSync(path)) return
-  const lines = createInterface({ input: createReadStream(path, 'utf8'), crlfDelay: Infinity })
-  for await (const line of lines) if (line !== '') yield line
+  let pending = ''
+  for await (const chunk of createReadStream(path, 'utf8') as AsyncIterable<string>) {
+    const lines = (pending + chunk).split('\n')
+    // The text after the last "\n": the start of a line the next chunk goes on with.
+    pending = lines.pop()!
+    for (const line of lines) if (line !== '') yield line
+  }
+  if (pending !== '') yield pending
 }
 
 /** Writes a file through a temporary one, renamed over it once complete. */
