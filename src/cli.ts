@@ -409,7 +409,8 @@ async function main(argv: string[]): Promise<number> {
     return -1
   }
   if (values['test-mode']) throw new UsageError('--test-mode is an option of serve')
-  const clientCommand = CLIENT_COMMANDS[name]
+  // Own properties only: a command named like an Object.prototype member (`toString`) is unknown, not inherited.
+  const clientCommand = Object.hasOwn(CLIENT_COMMANDS, name) ? CLIENT_COMMANDS[name] : undefined
   if (clientCommand) {
     const client = clientOf(values)
     try {
@@ -420,7 +421,7 @@ async function main(argv: string[]): Promise<number> {
       await client.close()
     }
   }
-  const command = COMMANDS[name]
+  const command = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined
   if (!command) throw new UsageError(`unknown command ${name}`)
   const config = loadConfig()
   const store = await openStore(config)

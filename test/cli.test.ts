@@ -64,6 +64,12 @@ describe('the CLI', () => {
     expect(runCli(['structures'], env).stderr).toContain('--company is required')
     expect(runCli(['demo', '--users', 'many'], env).code).toBe(2)
     expect(runCli(['companies', '--bogus'], env).code).toBe(2)
+    // Not Object.prototype's members: with what a client command needs, they would otherwise run as one.
+    for (const name of ['toString', 'constructor', 'valueOf']) {
+      const unknown = runCli([name, '--key', 'k', '--base-url', 'http://127.0.0.1:46999'], env)
+      expect(unknown.code, name).toBe(2)
+      expect(unknown.stderr).toContain(`unknown command ${name}`)
+    }
   })
 
   it('works on the DATA_DIR of a running server, which sees what it wrote', async () => {
