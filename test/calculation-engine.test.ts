@@ -213,6 +213,8 @@ describe('the calculation engine', () => {
     { filter: { field: 'deal_types', contains: 'new' }, counted: ['new;upsell'] },
     { filter: { field: 'product', in: ['Platform', 'Support'] }, counted: ['new;upsell', 'renewal'] },
     { filter: { field: 'deal_types', in: ['renewal'] }, counted: ['renewal'] },
+    // No deal has a value for a field named like an Object.prototype member: none matches, not even its member's text.
+    { filter: { field: 'toString', in: [String(Object.prototype.toString)] }, counted: [] },
   ])('counts only the records its filters let through: $filter', ({ filter, counted }) => {
     const deals = [
       aDeal(ann.email, '2026-03-01', 1_000, 'EUR', { product: 'Platform', deal_types: ['new', 'upsell'] }),

@@ -1,6 +1,6 @@
 import { centsOf, isMoney, numberOf, roundToCents } from '../domain/money.ts'
 import { firstDayOf, firstMonthOfPeriod, isPeriodOf, monthOfDate, monthText, periodOfMonth } from '../domain/periods.ts'
-import { recordDateOf } from '../domain/stored-values.ts'
+import { ownValue, recordDateOf } from '../domain/stored-values.ts'
 import type { CellSums, DataTableRecord, ExchangeRates, Money, Plan, PlanFilter, PlanTier, Quota, Statement, User } from '../store/model.ts'
 import { convert } from './exchange-rates.ts'
 
@@ -81,7 +81,7 @@ export function effectiveValues(record: DataTableRecord): Record<string, unknown
 
 /** One field of a record, its manual override winning over the imported value. */
 function fieldValue(record: DataTableRecord, field: string): unknown {
-  return Object.hasOwn(record.overrides, field) ? record.overrides[field] : record.values[field]
+  return Object.hasOwn(record.overrides, field) ? record.overrides[field] : ownValue(record.values, field)
 }
 
 /** Where a record counts for a plan, if it counts. */
