@@ -287,6 +287,9 @@ describe('v2 pagination and filters', () => {
         ['2026-02-01T10:00:00Z', '2026-02-01T10:00:00Z'],
         ['2026-02-01T12:00:00+02:00', '2026-02-01T10:00:00Z'],
         ['2026-02-02T00:00:00Z', '2026-02-01T00:00:00Z'],
+        // Compared with their digits past the millisecond.
+        ['2026-02-01T10:00:00.0005Z', '2026-02-01T10:00:00.0005Z'],
+        ['2026-02-01T10:00:00.0009Z', '2026-02-01T10:00:00.0001Z'],
       ]
       for (const path of endpoints) {
         for (const [after, before] of cases) {
@@ -309,6 +312,14 @@ describe('v2 pagination and filters', () => {
       expect(await statementDates('last_modified_after=2026-02-02T09:59:59.999Z&last_modified_before=2026-02-02T10:00:00.001Z')).toEqual([
         '2026-01-31/pending',
       ])
+      // Digits past the millisecond count: 10:00:00.000 is before 10:00:00.0005, and not after it.
+      expect(await statementDates('last_modified_before=2026-02-02T10:00:00.0005Z')).toEqual(['2026-01-31/paid', '2026-01-31/pending'])
+      expect(await statementDates('last_modified_after=2026-02-02T09:59:59.9995Z')).toEqual(['2026-01-31/pending', '2026-02-28/validated'])
+      expect(await statementDates('last_modified_after=2026-02-02T10:00:00.0005Z')).toEqual(['2026-02-28/validated'])
+      // Two bounds within one millisecond differ: no row is between them, and no 400.
+      expect(await statementDates('last_modified_after=2026-02-02T10:00:00.0001Z&last_modified_before=2026-02-02T10:00:00.0009Z')).toEqual(
+        [],
+      )
     })
 
     it('quota values: both bounds inclusive', async () => {
@@ -320,6 +331,9 @@ describe('v2 pagination and filters', () => {
         'rep@acme.example',
         null,
       ])
+      // At or after 00:00:00.0005 is from the next millisecond; at or before it, up to 00:00:00.000 included.
+      expect(await valueEmails('last_modified_after=2026-06-01T00:00:00.0005Z')).toEqual([])
+      expect(await valueEmails('last_modified_before=2026-01-05T00:00:00.0005Z')).toEqual(['owner@acme.example'])
     })
 
     it('reads a date-time without an offset as UTC, and an offset as given', async () => {

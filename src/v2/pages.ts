@@ -49,7 +49,18 @@ export interface PageRequest {
   carried: string
 }
 
-function instantOf(name: string, value: string | undefined, issues: Issue[]): string | undefined {
+/**
+ * A date bound as given: its millisecond, and its digits past the millisecond (up to nanoseconds), which rows,
+ * stamped to the millisecond, never have.
+ */
+interface Bound {
+  /** ISO 8601 UTC, to the millisecond (the digits past it dropped). */
+  at: string
+  /** Digits past the millisecond, as nanoseconds: 0 to 999,999. */
+  beyond: number
+}
+
+function boundOf(name: string, value: string | undefined, issues: Issue[]): Bound | undefined {
   if (value === undefined) return undefined
   const instant = parseInstant(value)
   if (!instant) {
@@ -59,7 +70,19 @@ function instantOf(name: string, value: string | undefined, issues: Issue[]): st
     })
     return undefined
   }
-  return instant.toISOString()
+  const fraction = /T[^.]*\.(\d+)/i.exec(value)?.[1] ?? ''
+  return { at: instant.toISOString(), beyond: Number(fraction.slice(3, 9).padEnd(6, '0')) }
+}
+
+/** Whether bound `a` is later than `b`, or the same instant. */
+const notBefore = (a: Bound, b: Bound) => a.at > b.at || (a.at === b.at && a.beyond >= b.beyond)
+
+/**
+ * The millisecond a bound selects rows by: a row (stamped to the millisecond) is after an instant with digits past
+ * its millisecond when it is after that millisecond, but it is at or after it, or before it, only from the next one.
+ */
+function selecting(bound: Bound, roundUp: boolean): string {
+  return roundUp && bound.beyond > 0 ? new Date(Date.parse(bound.at) + 1).toISOString() : bound.at
 }
 
 /**
@@ -68,21 +91,25 @@ function instantOf(name: string, value: string | undefined, issues: Issue[]): st
  */
 export function pageRequest(query: PageQuery, rule: BoundRule, defaultLimit: number): PageRequest {
   const issues: Issue[] = []
-  const after = instantOf('last_modified_after', query.last_modified_after, issues)
-  const before = instantOf('last_modified_before', query.last_modified_before, issues)
+  const afterBound = boundOf('last_modified_after', query.last_modified_after, issues)
+  const beforeBound = boundOf('last_modified_before', query.last_modified_before, issues)
   const afterId = query.start_id === undefined ? undefined : storedId(query.start_id)
   if (afterId === null) issues.push({ resource: 'start_id', description: 'expected an ObjectId (24 hex digits)' })
-  if (after !== undefined && before !== undefined && after >= before) {
+  if (afterBound && beforeBound && notBefore(afterBound, beforeBound)) {
     issues.push({
       resource: 'last_modified_after',
-      description:
-        after === before ? 'last_modified_after equals last_modified_before' : 'last_modified_after is later than last_modified_before',
+      description: notBefore(beforeBound, afterBound)
+        ? 'last_modified_after equals last_modified_before'
+        : 'last_modified_after is later than last_modified_before',
     })
   }
   if (issues.length > 0) throw new ValidationError(issues)
 
   const limit = query.limit ?? defaultLimit
   const inclusive = rule === 'inclusive'
+  // Which millisecond each bound selects by: an inclusive start and an exclusive end begin at the next one.
+  const after = afterBound && selecting(afterBound, inclusive)
+  const before = beforeBound && selecting(beforeBound, !inclusive)
   const window: RowWindow = { limit: limit + 1 }
   if (afterId) window.afterId = afterId
   if (after !== undefined) window.modifiedAfter = { at: after, inclusive }
