@@ -14,6 +14,15 @@ export interface Clock {
 
 export const systemClock: Clock = { now: () => new Date() }
 
+/**
+ * The last instant a date of the interface writes (four-digit years). A controlled clock stops there rather than
+ * run on into year 10000, whose dates (`+010000-…`) every reader would refuse and every comparison of text would put
+ * before the others: moves stop a day short of it (src/admin/clock.ts), so only a day of running gets it there. A
+ * store left past it by an earlier version tells it too. Once there, time stands still: rate-limit windows,
+ * leases and debounce windows opened then no longer end.
+ */
+export const LAST_WRITABLE_TIME = new Date(Date.UTC(9999, 11, 31, 23, 59, 59, 999))
+
 /** A clock that only moves when told to, for tests. */
 export class ManualClock implements Clock {
   #now: number
@@ -50,7 +59,7 @@ export class ControlledClock implements Clock {
   }
 
   now(): Date {
-    return new Date(Date.now() + this.#offsetMs)
+    return new Date(Math.min(Date.now() + this.#offsetMs, LAST_WRITABLE_TIME.getTime()))
   }
 
   async sync(): Promise<void> {

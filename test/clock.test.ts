@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { ControlledClock } from '../src/clock.ts'
+import { ControlledClock, LAST_WRITABLE_TIME } from '../src/clock.ts'
 import type { ClockOffsetRepository } from '../src/store/clock-offset.ts'
 
 describe('the controlled clock of a process', () => {
@@ -19,5 +19,19 @@ describe('the controlled clock of a process', () => {
     read.resolve(0)
     await syncing
     expect(clock.now().getTime()).toBeGreaterThanOrEqual(start + 60_000)
+  })
+
+  it('stops at the last instant four-digit years write, rather than run on into year 10000', async () => {
+    let stored = 0
+    const offsets: ClockOffsetRepository = {
+      read: async () => stored,
+      advance: async (milliseconds) => (stored += milliseconds),
+      raiseTo: async (offset) => (stored = Math.max(stored, offset)),
+    }
+    const clock = new ControlledClock(offsets)
+    // A second before it, then five seconds on: as a store an earlier version moved to the end, read a while later.
+    await clock.raiseTo(new Date(LAST_WRITABLE_TIME.getTime() - 1000))
+    await clock.advance(5000)
+    expect(clock.now().toISOString()).toBe('9999-12-31T23:59:59.999Z')
   })
 })

@@ -1,4 +1,4 @@
-import { type Clock, ControlledClock } from '../clock.ts'
+import { type Clock, ControlledClock, LAST_WRITABLE_TIME } from '../clock.ts'
 import type { ClockMode } from '../config.ts'
 import { parseInstant } from '../domain/formats.ts'
 import { ValidationError } from '../errors.ts'
@@ -58,12 +58,11 @@ export async function moveClock(clock: Clock, move: ClockMove): ReturnType<typeo
 }
 
 /**
- * The latest time the clock may be moved to: a day before the last instant four-digit years write
- * (9999-12-31T23:59:59.999Z). Dates are written with four-digit years, and every process reads the stored offset at
- * start, so a clock past that instant could not be shown, nor moved back, nor started again; and from a move it runs
- * on at the system clock's pace, which a day of leaves it short of that instant.
+ * The latest time the clock may be moved to: a day before the last instant four-digit years write, where the clock
+ * stops (`LAST_WRITABLE_TIME`), as it runs on from a move at the system clock's pace. A clock stopped there no
+ * longer closes rate-limit windows: a day of running is the margin before it does.
  */
-const LATEST_TIME = new Date(Date.UTC(9999, 11, 30, 23, 59, 59, 999))
+const LATEST_TIME = new Date(LAST_WRITABLE_TIME.getTime() - 24 * 60 * 60 * 1000)
 
 function refusePastLatest(resource: string, time: number): void {
   if (time > LATEST_TIME.getTime())
