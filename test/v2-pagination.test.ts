@@ -359,6 +359,31 @@ describe('v2 pagination and filters', () => {
       const { rows } = await walk(server, small.apiKey, `${endpoints[0]}?${query}`)
       expect(rows).toHaveLength(3)
     })
+
+    it('carries digits past the millisecond in next_url, so that every page selects the rows the first did', async () => {
+      // Quota values, inclusive bounds within one millisecond of each other: those of 00:00:00.000 (the rep's and the
+      // unassigned one, loaded then) are in, and rounded to the millisecond the two bounds would be equal.
+      const [, , quota] = endpoints
+      const query = 'limit=1&last_modified_after=2026-05-31T23:59:59.9995Z&last_modified_before=2026-06-01T00:00:00.0005Z'
+      const first = await server.call(`${quota}?${query}`, { key: small.apiKey })
+      expect(first.status).toBe(200)
+      expect(Object.fromEntries(new URL(first.body.meta.next_url).searchParams)).toMatchObject({
+        last_modified_after: '2026-05-31T23:59:59.999500000Z',
+        last_modified_before: '2026-06-01T00:00:00.000500000Z',
+      })
+      const { rows } = await walk(server, small.apiKey, `${quota}?${query}`)
+      expect(rows.map((row: any) => row['standard.user'].email)).toEqual(['rep@acme.example', null])
+    })
+
+    it('keeps every row before an end, and none after a start, that lies past the last millisecond of year 9999', async () => {
+      const [statements, , quota] = endpoints
+      expect(await statementDates('last_modified_before=9999-12-31T23:59:59.9995Z')).toHaveLength(3)
+      const after = await server.call(`${quota}?last_modified_after=9999-12-31T23:59:59.9995Z`, { key: small.apiKey })
+      expect(after.body.data).toEqual([])
+      expect((await server.call(`${statements}?last_modified_after=9999-12-31T23:59:59.9995Z`, { key: small.apiKey })).body.data).toEqual(
+        [],
+      )
+    })
   })
 
   describe('incremental sync', () => {

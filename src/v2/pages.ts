@@ -80,10 +80,21 @@ const notBefore = (a: Bound, b: Bound) => a.at > b.at || (a.at === b.at && a.bey
 /**
  * The millisecond a bound selects rows by: a row (stamped to the millisecond) is after an instant with digits past
  * its millisecond when it is after that millisecond, but it is at or after it, or before it, only from the next one.
+ * Null when that next one would be past the last millisecond of year 9999, which no row is stamped with.
  */
-function selecting(bound: Bound, roundUp: boolean): string {
-  return roundUp && bound.beyond > 0 ? new Date(Date.parse(bound.at) + 1).toISOString() : bound.at
+function selecting(bound: Bound, roundUp: boolean): string | null {
+  if (!roundUp || bound.beyond === 0) return bound.at
+  const next = Date.parse(bound.at) + 1
+  return next > LAST_MILLISECOND ? null : new Date(next).toISOString()
 }
+
+const LAST_MILLISECOND = Date.UTC(9999, 11, 31, 23, 59, 59, 999)
+
+/** No row is modified after the last millisecond of year 9999. */
+const NO_ROW_AFTER = new Date(LAST_MILLISECOND).toISOString()
+
+/** A bound as `next_url` carries it: in UTC, with its digits past the millisecond, so that the next page selects the same rows. */
+const carriedText = ({ at, beyond }: Bound) => (beyond === 0 ? at : `${at.slice(0, 23)}${String(beyond).padStart(6, '0')}Z`)
 
 /**
  * Checks the date filters and turns the query into a store window, with `defaultLimit` rows when the query
@@ -107,17 +118,22 @@ export function pageRequest(query: PageQuery, rule: BoundRule, defaultLimit: num
 
   const limit = query.limit ?? defaultLimit
   const inclusive = rule === 'inclusive'
-  // Which millisecond each bound selects by: an inclusive start and an exclusive end begin at the next one.
-  const after = afterBound && selecting(afterBound, inclusive)
-  const before = beforeBound && selecting(beforeBound, !inclusive)
   const window: RowWindow = { limit: limit + 1 }
   if (afterId) window.afterId = afterId
-  if (after !== undefined) window.modifiedAfter = { at: after, inclusive }
-  if (before !== undefined) window.modifiedBefore = { at: before, inclusive }
+  // Which millisecond each bound selects by: an inclusive start and an exclusive end begin at the next one. Past
+  // year 9999, an end keeps every row and a start none.
+  if (afterBound) {
+    const after = selecting(afterBound, inclusive)
+    window.modifiedAfter = after === null ? { at: NO_ROW_AFTER, inclusive: false } : { at: after, inclusive }
+  }
+  if (beforeBound) {
+    const before = selecting(beforeBound, !inclusive)
+    if (before !== null) window.modifiedBefore = { at: before, inclusive }
+  }
 
   const carried = new URLSearchParams({ limit: String(limit) })
-  if (after !== undefined) carried.set('last_modified_after', after)
-  if (before !== undefined) carried.set('last_modified_before', before)
+  if (afterBound) carried.set('last_modified_after', carriedText(afterBound))
+  if (beforeBound) carried.set('last_modified_before', carriedText(beforeBound))
   return { window, limit, carried: carried.toString() }
 }
 
