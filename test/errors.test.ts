@@ -123,6 +123,13 @@ describe('error mapping', () => {
     const mislabelled = await postBytes(latin1, { 'content-type': 'application/json' })
     expect(mislabelled).toEqual({ status: 400, body: single('body') })
     expect(mislabelled.body.errors[0].description).toContain('not valid UTF-8')
+    // UTF-16 without a byte-order mark: ASCII text in it is valid UTF-8 too, but must be read as labelled.
+    const utf16 = Buffer.from('{"name":"café"}', 'utf16le')
+    expect((await postBytes(utf16, { 'content-type': 'application/json; charset=utf-16le' })).body).toEqual({ received: { name: 'café' } })
+    const ascii16 = Buffer.from('{"name":"cafe"}', 'utf16le')
+    expect((await postBytes(ascii16, { 'content-type': 'application/json; charset=UTF-16LE' })).body).toEqual({
+      received: { name: 'cafe' },
+    })
     const unknown = await postBytes(latin1, { 'content-type': 'application/json; charset=klingon' })
     expect(unknown).toEqual({ status: 400, body: single('Content-Type') })
   })

@@ -52,11 +52,12 @@ function charsetOf(contentType: string | undefined): string | null {
 
 /**
  * JSON between systems is UTF-8, and RFC 8259 gives a charset parameter no effect: a body that is valid UTF-8 is read
- * so whatever its label (some clients label every body ISO-8859-1). Only one that is not is read in the charset
- * its Content-Type names, when the service knows it.
+ * so whatever its label (some clients label every body ISO-8859-1), but for a UTF-16 one. Only one that is not is
+ * read in the charset its Content-Type names, when the service knows it.
  */
 function decode(body: Buffer, charset: string | null): string {
-  if (isUtf8(body)) return body.toString('utf8')
+  // UTF-16 is no superset of ASCII: its text of ASCII characters is valid UTF-8 too (with NULs), but not that text.
+  if (isUtf8(body) && !charset?.startsWith('utf-16')) return body.toString('utf8')
   if (charset === null || charset === 'utf-8' || charset === 'utf8') throw invalidBytes('UTF-8')
   const decoder = decoderOf(charset)
   try {
