@@ -289,6 +289,14 @@ describe('sync files', () => {
     expect(readNdjson(join(dir, 'rows.ndjson'))).toEqual([longRow('a'), longRow('b'), longRow('c')])
   })
 
+  it('reads NDJSON lines ended with CRLF, as a file edited on Windows has them, blank ones skipped', async () => {
+    const dir = tempDataDir()
+    writeFileSync(join(dir, 'changes.ndjson'), `${JSON.stringify(row('b', 20))}\r\n\r\n`)
+    writeFileSync(join(dir, 'rows.ndjson'), [row('a', 1), row('b', 2)].map((item) => `${JSON.stringify(item)}\r\n`).join('') + '\r\n')
+    expect(await commitMerge(join(dir, 'changes.ndjson'), join(dir, 'rows.ndjson'), 'ndjson', [])).toBe(2)
+    expect(readNdjson(join(dir, 'rows.ndjson'))).toEqual([row('a', 1), row('b', 20)])
+  })
+
   it('shows a progress bar on a terminal, and nothing elsewhere', () => {
     let written = ''
     const terminal = Object.assign(

@@ -68,15 +68,25 @@ export async function truncateTo(path: string, bytes: number): Promise<void> {
  */
 async function* ndjsonLines(path: string): AsyncGenerator<string> {
   if (!existsSync(path)) return
-  let pending = ''
+  // The pieces of a line begun in earlier chunks, joined once its "\n" comes: a line of many chunks is copied once.
+  let pending: string[] = []
   for await (const chunk of createReadStream(path, 'utf8') as AsyncIterable<string>) {
-    const lines = (pending + chunk).split('\n')
-    // The text after the last "\n": the start of a line the next chunk goes on with.
-    pending = lines.pop()!
-    for (const line of lines) if (line !== '') yield line
+    let start = 0
+    for (let end = chunk.indexOf('\n'); end !== -1; end = chunk.indexOf('\n', start)) {
+      pending.push(chunk.slice(start, end))
+      const line = withoutCarriageReturn(pending.join(''))
+      pending = []
+      start = end + 1
+      if (line !== '') yield line
+    }
+    if (start < chunk.length) pending.push(chunk.slice(start))
   }
-  if (pending !== '') yield pending
+  const last = withoutCarriageReturn(pending.join(''))
+  if (last !== '') yield last
 }
+
+/** A line as a file edited on Windows ends it. */
+const withoutCarriageReturn = (line: string) => (line.endsWith('\r') ? line.slice(0, -1) : line)
 
 /** Writes a file through a temporary one, renamed over it once complete. */
 async function replaceFile(path: string, write: (out: FileHandle) => Promise<void>): Promise<void> {
