@@ -144,7 +144,11 @@ describe('error mapping', () => {
   })
 
   it('refuses a __proto__ key, or a constructor key holding prototype, saying so rather than that the body is not JSON', async () => {
-    for (const text of ['{"data":[{"x":{"__proto__":{"polluted":1}}}]}', '{"constructor":{"prototype":{"polluted":1}}}']) {
+    for (const text of [
+      '{"data":[{"x":{"__proto__":{"polluted":1}}}]}',
+      '{"constructor":{"prototype":{"polluted":1}}}',
+      '{"__pr\\u006fto__":{"polluted":1}}',
+    ]) {
       const refused = await postBytes(Buffer.from(text), { 'content-type': 'application/json' })
       expect(refused).toEqual({ status: 400, body: single('body') })
       expect(refused.body.errors[0].description).toContain('__proto__')
