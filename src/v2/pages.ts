@@ -1,3 +1,4 @@
+import { LAST_WRITABLE_TIME } from '../clock.ts'
 import { parseInstant } from '../domain/formats.ts'
 import { storedId } from '../domain/ids.ts'
 import { type Issue, ValidationError } from '../errors.ts'
@@ -85,13 +86,11 @@ const notBefore = (a: Bound, b: Bound) => a.at > b.at || (a.at === b.at && a.bey
 function selecting(bound: Bound, roundUp: boolean): string | null {
   if (!roundUp || bound.beyond === 0) return bound.at
   const next = Date.parse(bound.at) + 1
-  return next > LAST_MILLISECOND ? null : new Date(next).toISOString()
+  return next > LAST_WRITABLE_TIME.getTime() ? null : new Date(next).toISOString()
 }
 
-const LAST_MILLISECOND = Date.UTC(9999, 11, 31, 23, 59, 59, 999)
-
 /** No row is modified after the last millisecond of year 9999. */
-const NO_ROW_AFTER = new Date(LAST_MILLISECOND).toISOString()
+const NO_ROW_AFTER = LAST_WRITABLE_TIME.toISOString()
 
 /** A bound as `next_url` carries it: in UTC, with its digits past the millisecond, so that the next page selects the same rows. */
 const carriedText = ({ at, beyond }: Bound) => (beyond === 0 ? at : `${at.slice(0, 23)}${String(beyond).padStart(6, '0')}Z`)
