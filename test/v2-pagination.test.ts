@@ -375,6 +375,26 @@ describe('v2 pagination and filters', () => {
       expect(rows.map((row: any) => row['standard.user'].email)).toEqual(['rep@acme.example', null])
     })
 
+    it("writes each request's own filters in next_url, also after a request of the same rows written otherwise", async () => {
+      const [statements] = endpoints
+      const nextFilters = async (query: string) =>
+        Object.fromEntries(
+          [...new URL((await server.call(`${statements}?${query}`, { key: small.apiKey })).body.meta.next_url).searchParams].filter(
+            ([name]) => name.startsWith('last_modified'),
+          ),
+        )
+      expect(await nextFilters('limit=1&last_modified_after=2026-01-01T00:00:00Z')).toEqual({
+        last_modified_after: '2026-01-01T00:00:00.000Z',
+      })
+      expect(await nextFilters('limit=1&last_modified_after=2026-01-01T00:00:00.0005Z')).toEqual({
+        last_modified_after: '2026-01-01T00:00:00.000500000Z',
+      })
+      expect(await nextFilters('limit=1&last_modified_before=9999-12-31T23:59:59.9995Z')).toEqual({
+        last_modified_before: '9999-12-31T23:59:59.999500000Z',
+      })
+      expect(await nextFilters('limit=1')).toEqual({})
+    })
+
     it('keeps every row before an end, and none after a start, that lies past the last millisecond of year 9999', async () => {
       const [statements, , quota] = endpoints
       expect(await statementDates('last_modified_before=9999-12-31T23:59:59.9995Z')).toHaveLength(3)

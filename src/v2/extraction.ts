@@ -86,7 +86,7 @@ async function answerPage(
   request: PageRequest,
   read: (request: PageRequest) => Promise<PageBytes>,
 ): Promise<AnsweredPage> {
-  const keyOf = (window: RowWindow) => readAheadKey(source, window)
+  const keyOf = (window: RowWindow) => readAheadKey(source, request.carried, window)
   const key = keyOf(request.window)
   // One read of the version for both places a page may be kept in: it is a query of its own.
   const version = await store.dataVersion()
@@ -108,11 +108,23 @@ async function answerPage(
 
 const timeBoundKey = (time: RowWindow['modifiedAfter']) => (time ? `${time.at}${time.inclusive ? '=' : ''}` : '')
 
-function readAheadKey({ endpoint, companyId, tableId, baseUrl }: PageSource, window: RowWindow): string {
+/**
+ * A page's key: what it is read from, and what its `next_url` carries (`carried`: the filters as the request wrote
+ * them, which two requests of one window may write differently, as `…00.0005Z` and `…00Z`).
+ */
+function readAheadKey({ endpoint, companyId, tableId, baseUrl }: PageSource, carried: string, window: RowWindow): string {
   const { afterId, limit, modifiedAfter, modifiedBefore } = window
-  return [endpoint, companyId, tableId, afterId ?? '', limit, timeBoundKey(modifiedAfter), timeBoundKey(modifiedBefore), baseUrl].join(
-    '\u0000',
-  )
+  return [
+    endpoint,
+    companyId,
+    tableId,
+    afterId ?? '',
+    limit,
+    timeBoundKey(modifiedAfter),
+    timeBoundKey(modifiedBefore),
+    baseUrl,
+    carried,
+  ].join('\u0000')
 }
 
 /** The window of the page after the one `meta` describes. */
