@@ -127,9 +127,11 @@ describe('error mapping', () => {
     const utf16 = Buffer.from('{"name":"café"}', 'utf16le')
     expect((await postBytes(utf16, { 'content-type': 'application/json; charset=utf-16le' })).body).toEqual({ received: { name: 'café' } })
     const ascii16 = Buffer.from('{"name":"cafe"}', 'utf16le')
-    expect((await postBytes(ascii16, { 'content-type': 'application/json; charset=UTF-16LE' })).body).toEqual({
-      received: { name: 'cafe' },
-    })
+    for (const label of ['UTF-16LE', 'ucs-2', 'unicode', 'csunicode']) {
+      expect((await postBytes(ascii16, { 'content-type': `application/json; charset=${label}` })).body).toEqual({
+        received: { name: 'cafe' },
+      })
+    }
     const unknown = await postBytes(latin1, { 'content-type': 'application/json; charset=klingon' })
     expect(unknown).toEqual({ status: 400, body: single('Content-Type') })
   })

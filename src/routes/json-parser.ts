@@ -57,22 +57,27 @@ function charsetOf(contentType: string | undefined): string | null {
  * read in the charset its Content-Type names, when the service knows it.
  */
 function decode(body: Buffer, charset: string | null): string {
-  // UTF-16 is no superset of ASCII: its text of ASCII characters is valid UTF-8 too (with NULs), but not that text.
-  if (isUtf8(body) && !charset?.startsWith('utf-16')) return body.toString('utf8')
-  if (charset === null || charset === 'utf-8' || charset === 'utf8') throw invalidBytes('UTF-8')
-  const decoder = decoderOf(charset)
+  const named = charset === null || charset === 'utf-8' || charset === 'utf8' ? null : decoderOf(charset)
+  // UTF-16 (under any of its labels: ucs-2, unicode…) is no superset of ASCII: its text of ASCII characters is valid
+  // UTF-8 too (with NULs), but not that text.
+  if (isUtf8(body) && !named?.encoding.startsWith('utf-16')) return body.toString('utf8')
+  if (charset === null || named === null) throw invalidBytes('UTF-8')
+  if (named === undefined) {
+    throw new ValidationError({ resource: 'Content-Type', description: `unsupported charset ${charset}: send UTF-8` })
+  }
   try {
-    return decoder.decode(body)
+    return named.decode(body)
   } catch {
     throw invalidBytes(charset)
   }
 }
 
-function decoderOf(charset: string) {
+/** The decoder of a charset label, undefined when TextDecoder knows none by it. */
+function decoderOf(charset: string): InstanceType<typeof TextDecoder> | undefined {
   try {
     return new TextDecoder(charset, { fatal: true })
   } catch {
-    throw new ValidationError({ resource: 'Content-Type', description: `unsupported charset ${charset}: send UTF-8` })
+    return undefined
   }
 }
 
