@@ -14,14 +14,20 @@ export interface Clock {
 
 export const systemClock: Clock = { now: () => new Date() }
 
-/**
- * The last instant a date of the interface writes (four-digit years). A controlled clock stops there rather than
- * run on into year 10000, whose dates (`+010000-…`) every reader would refuse and every comparison of text would put
- * before the others: moves stop a day short of it (src/admin/clock.ts), so only a day of running gets it there. A
- * store left past it by an earlier version tells it too. Once there, time stands still: rate-limit windows,
- * leases and debounce windows opened then no longer end.
- */
+/** The last instant a date of the interface writes (four-digit years). */
 export const LAST_WRITABLE_TIME = new Date(Date.UTC(9999, 11, 31, 23, 59, 59, 999))
+
+const DAY_MS = 24 * 60 * 60 * 1000
+
+/**
+ * Where a controlled clock stops rather than run on into year 10000, whose dates (`+010000-…`) every reader would
+ * refuse and every comparison of text would put before the others: two days before the last instant, so that what
+ * is written ahead of now (an import's lease, up to an hour; a debounce window's end, up to a day) stays a date of
+ * four digits, and so later than now. Moves stop a day short of it (src/admin/clock.ts), so only a day of running
+ * gets it there; a store left past it by an earlier version tells it too. Once there, time stands still:
+ * rate-limit windows, leases and debounce windows opened then no longer end.
+ */
+export const CLOCK_STOP_TIME = new Date(LAST_WRITABLE_TIME.getTime() - 2 * DAY_MS)
 
 /** A clock that only moves when told to, for tests. */
 export class ManualClock implements Clock {
@@ -59,7 +65,7 @@ export class ControlledClock implements Clock {
   }
 
   now(): Date {
-    return new Date(Math.min(Date.now() + this.#offsetMs, LAST_WRITABLE_TIME.getTime()))
+    return new Date(Math.min(Date.now() + this.#offsetMs, CLOCK_STOP_TIME.getTime()))
   }
 
   async sync(): Promise<void> {

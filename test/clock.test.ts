@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest'
-import { ControlledClock, LAST_WRITABLE_TIME } from '../src/clock.ts'
+import { CLOCK_STOP_TIME, ControlledClock, LAST_WRITABLE_TIME } from '../src/clock.ts'
+import { MAX_IMPORT_LEASE_MS } from '../src/config.ts'
+import { MAX_DEBOUNCE_SECONDS } from '../src/imports/limits.ts'
 import type { ClockOffsetRepository } from '../src/store/clock-offset.ts'
 
 describe('the controlled clock of a process', () => {
@@ -21,7 +23,7 @@ describe('the controlled clock of a process', () => {
     expect(clock.now().getTime()).toBeGreaterThanOrEqual(start + 60_000)
   })
 
-  it('stops at the last instant four-digit years write, rather than run on into year 10000', async () => {
+  it('stops two days before the last instant four-digit years write, rather than run on into year 10000', async () => {
     let stored = 0
     const offsets: ClockOffsetRepository = {
       read: async () => stored,
@@ -29,9 +31,11 @@ describe('the controlled clock of a process', () => {
       raiseTo: async (offset) => (stored = Math.max(stored, offset)),
     }
     const clock = new ControlledClock(offsets)
-    // A second before it, then five seconds on: as a store an earlier version moved to the end, read a while later.
+    // Past it: as a store an earlier version moved to the end of the year 9999, read a while later.
     await clock.raiseTo(new Date(LAST_WRITABLE_TIME.getTime() - 1000))
     await clock.advance(5000)
-    expect(clock.now().toISOString()).toBe('9999-12-31T23:59:59.999Z')
+    expect(clock.now().toISOString()).toBe('9999-12-29T23:59:59.999Z')
+    // What is written ahead of a stopped clock, the longest lease or debounce window, is still a date of four digits.
+    expect(CLOCK_STOP_TIME.getTime() + MAX_IMPORT_LEASE_MS + MAX_DEBOUNCE_SECONDS * 1000).toBeLessThanOrEqual(LAST_WRITABLE_TIME.getTime())
   })
 })

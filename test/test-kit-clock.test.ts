@@ -65,27 +65,27 @@ describe('the controlled clock', () => {
     expect((await server.call('/admin/clock')).status).toBe(401)
   })
 
-  it('refuses a move into the last day of year 9999 or past it, so that the running clock stays in it, and goes on serving', async () => {
+  it('refuses a move into the last three days of year 9999, so that the running clock stays short of them, and goes on serving', async () => {
     server = await startKitServer()
     const before = await clockNow()
     for (const body of [
       { advance_ms: 700_000_000_000_000 },
       { advance_ms: Number.MAX_SAFE_INTEGER },
-      { set: '9999-12-31T00:00:00Z' },
+      { set: '9999-12-29T00:00:00Z' },
       { set: '9999-12-31T23:00:00-14:00' },
     ]) {
       const refused = await server.admin('/admin/clock', { method: 'POST', body })
       expect(refused.status, JSON.stringify(body)).toBe(400)
       expect(refused.body.errors).toEqual([
-        expect.objectContaining({ resource: Object.keys(body)[0], description: expect.stringContaining('9999-12-30T23:59:59.999Z') }),
+        expect.objectContaining({ resource: Object.keys(body)[0], description: expect.stringContaining('9999-12-28T23:59:59.999Z') }),
       ])
     }
     expect(await clockNow()).toBeLessThan(before + 60_000)
     expect((await server.api('/v2/data-structures')).status).toBe(200)
 
-    const toTheEnd = await server.admin('/admin/clock', { method: 'POST', body: { set: '9999-12-30T00:00:00Z' } })
+    const toTheEnd = await server.admin('/admin/clock', { method: 'POST', body: { set: '9999-12-28T00:00:00Z' } })
     expect(toTheEnd.status).toBe(200)
-    expect(toTheEnd.body.now).toMatch(/^9999-12-30T/)
+    expect(toTheEnd.body.now).toMatch(/^9999-12-28T/)
     expect((await advance(DAY)).status).toBe(400)
   })
 

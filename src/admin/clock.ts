@@ -1,4 +1,4 @@
-import { type Clock, ControlledClock, LAST_WRITABLE_TIME } from '../clock.ts'
+import { CLOCK_STOP_TIME, type Clock, ControlledClock } from '../clock.ts'
 import type { ClockMode } from '../config.ts'
 import { parseInstant } from '../domain/formats.ts'
 import { ValidationError } from '../errors.ts'
@@ -58,11 +58,11 @@ export async function moveClock(clock: Clock, move: ClockMove): ReturnType<typeo
 }
 
 /**
- * The latest time the clock may be moved to: a day before the last instant four-digit years write, where the clock
- * stops (`LAST_WRITABLE_TIME`), as it runs on from a move at the system clock's pace. A clock stopped there no
- * longer closes rate-limit windows: a day of running is the margin before it does.
+ * The latest time the clock may be moved to: a day before it stops (`CLOCK_STOP_TIME`), as it runs on from a move at
+ * the system clock's pace. A clock stopped there no longer closes rate-limit windows: a day of running is the
+ * margin before it does.
  */
-const LATEST_TIME = new Date(LAST_WRITABLE_TIME.getTime() - 24 * 60 * 60 * 1000)
+const LATEST_TIME = new Date(CLOCK_STOP_TIME.getTime() - 24 * 60 * 60 * 1000)
 
 function refusePastLatest(resource: string, time: number): void {
   if (time > LATEST_TIME.getTime())
