@@ -379,6 +379,22 @@ describe("a statement's sums: records added to its cell are counted from them", 
     await expectExactlyWhatChanged(1, 'records added to and deleted from a cell that could not be converted')
   })
 
+  it('give no new modification time when a plan stops writing a metric whose value was null, as nothing served changes', async () => {
+    const { store, companyId, importCall, expectExactlyWhatChanged } = await incrementalCompany()
+    await importCall('records', [februaryDeal('D-1', 1_000)])
+    const cell = await february(store, companyId)
+    const before = await cell.statement()
+    // Far below the first tier: no tier.
+    expect(before.metrics.tier).toBeNull()
+    const [monthly] = company().plans
+    const [stored] = await store.plans.list(companyId)
+    const { tier: _tier, ...metrics } = monthly.metrics!
+    each.clock.advance(1_000)
+    await savePlan(store, each.clock, companyId, { ...monthly, metrics } as FixturePlan, stored.id)
+    expect((await cell.statement()).modified_at).toBe(before.modified_at)
+    await expectExactlyWhatChanged(1, 'a metric whose value was null no longer written')
+  })
+
   it('are stated for a statement calculated before they were kept, without a new modification time when nothing served changes', async () => {
     const { store, companyId, importCall, expectExactlyWhatChanged } = await incrementalCompany()
     await importCall('records', [februaryDeal('D-1', 1_000), februaryDeal('D-2', 2_000)])

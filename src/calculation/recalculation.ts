@@ -1,4 +1,5 @@
 import { isDeepStrictEqual } from 'node:util'
+import { ownValue } from '../domain/stored-values.ts'
 import { newId } from '../ids.ts'
 import { inSlices, Pacer, PACING_MS } from '../pacing.ts'
 import type { CellSums, CommissionLine, Company, DataTableRecord, Money, Plan, Quota, Statement, StatementStatus } from '../store/model.ts'
@@ -751,10 +752,26 @@ function inputsStamp(cell: CellWrite, lines: readonly CommissionLine[], fallback
   return stamps.length === 0 ? fallback : stamps.reduce((latest, stamp) => (stamp > latest ? stamp : latest))
 }
 
+/**
+ * Whether two rows' metrics serve the same. Every read of a metric shows one without a value as null, so a null value
+ * and none are alike: a plan whose metric is renamed while its value is null changes nothing served.
+ */
+function sameMetrics(a: Record<string, unknown>, b: Record<string, unknown>): boolean {
+  return servesAsIn(a, b) && servesAsIn(b, a)
+}
+
+/** Whether every metric of `one` serves in `other` what it serves in `one`. */
+function servesAsIn(one: Record<string, unknown>, other: Record<string, unknown>): boolean {
+  return Object.keys(one).every((key) =>
+    one[key] === null ? (ownValue(other, key) ?? null) === null : isDeepStrictEqual(one[key], ownValue(other, key)),
+  )
+}
+
 /** Whether two lines state the same (their id and modification time aside), whatever the order of their keys. */
 function sameLine(stored: CommissionLine, calculated: Omit<CommissionLine, 'id' | 'modified_at'>): boolean {
-  const { id: _id, modified_at: _modified, ...fields } = stored
-  return isDeepStrictEqual(fields, calculated)
+  const { id: _id, modified_at: _modified, metrics: storedMetrics, ...fields } = stored
+  const { metrics, ...rest } = calculated
+  return sameMetrics(storedMetrics, metrics) && isDeepStrictEqual(fields, rest)
 }
 
 /** Whether a stored line states what was calculated for its record, which has not changed (so its values did not). */
@@ -764,20 +781,21 @@ function sameFigures(stored: StoredFigures, calculated: CalculatedLine, plan: Pl
     stored.currency === calculated.currency &&
     stored.date === calculated.date &&
     stored.plan === plan.name &&
-    isDeepStrictEqual(stored.metrics, calculated.metrics)
+    sameMetrics(stored.metrics, calculated.metrics)
   )
 }
 
 function sameStatement(stored: Statement, calculated: Omit<Statement, 'modified_at'>): boolean {
-  const { modified_at: _modified, ...fields } = stored
-  return isDeepStrictEqual(fields, calculated)
+  const { modified_at: _modified, metrics: storedMetrics, ...fields } = stored
+  const { metrics, ...rest } = calculated
+  return sameMetrics(storedMetrics, metrics) && isDeepStrictEqual(fields, rest)
 }
 
 /** Whether two statements serve the same: their sums aside. */
 function sameServedStatement(stored: Statement, calculated: Omit<Statement, 'modified_at'>): boolean {
-  const { modified_at: _modified, sums: _stored, ...fields } = stored
-  const { sums: _calculated, ...served } = calculated
-  return isDeepStrictEqual(fields, served)
+  const { modified_at: _modified, sums: _stored, metrics: storedMetrics, ...fields } = stored
+  const { sums: _calculated, metrics, ...served } = calculated
+  return sameMetrics(storedMetrics, metrics) && isDeepStrictEqual(fields, served)
 }
 
 function keepProblem(summary: RecalculationSummary, problem: CalculationProblem): void {
