@@ -6,7 +6,7 @@ import { Value } from 'typebox/value'
 import { clockState, moveClock } from './admin/clock.ts'
 import { companyInventory, createCompanyKey, existingCompany } from './admin/company-admin.ts'
 import { DEFAULT_DRAIN_TIMEOUT_MS, drainImports, IMPORT_STATUSES, listImports } from './admin/imports.ts'
-import { resetCompany, resetEveryCompany } from './admin/reset.ts'
+import { type ResetOutcome, resetCompany, resetEveryCompany } from './admin/reset.ts'
 import { calculationProblems, deletePlan, listPlans, savePlan, setExchangeRates } from './admin/plans.ts'
 import { changeQuotaType } from './admin/data-edits.ts'
 import { ApiError, CommissionClient, ConnectionError, instantParam } from './client/index.ts'
@@ -133,6 +133,14 @@ const created = (loaded: { company_id: string; api_keys: string[] }) => ({
 
 /** The clock as the `clock` command prints it. */
 const shownClock = (state: { mode: string; now: string }) => ({ json: state, text: `${state.now}  (${state.mode})` })
+
+/** What a reset did to a company, as a line of text. */
+function resetText(outcome: ResetOutcome): string {
+  if (outcome.reset) return 'reset'
+  if (!outcome.problems) return 'left as it is (created before fixtures were kept)'
+  const problems = outcome.problems.map((problem) => `${problem.resource}: ${problem.description}`).join('; ')
+  return `left as it is (its fixture is refused now: ${problems})`
+}
 
 const COMMANDS: Record<string, Command> = {
   async demo(store, _positionals, options, { clock }) {
@@ -283,9 +291,7 @@ const COMMANDS: Record<string, Command> = {
 
   async reset(store, _positionals, options) {
     const outcomes = typeof options.company === 'string' ? [await resetCompany(store, options.company)] : await resetEveryCompany(store)
-    const text = outcomes.map(
-      (outcome) => `${outcome.id}  ${outcome.name}: ${outcome.reset ? 'reset' : 'left as it is (created before fixtures were kept)'}`,
-    )
+    const text = outcomes.map((outcome) => `${outcome.id}  ${outcome.name}: ${resetText(outcome)}`)
     return { json: outcomes, text: text.join('\n') || '(no company)' }
   },
 

@@ -156,6 +156,40 @@ describe('reset', () => {
   })
 })
 
+describe('a reset of every company, one of whose fixtures the rules now refuse', () => {
+  it('resets the others, and leaves that one as it is with the problems', async () => {
+    server = await startKitServer()
+    const loaded = await server.admin('/admin/companies', { method: 'POST', body: smallFixture('Earlier') })
+    const earlierId = (loaded.body as { company_id: string }).company_id
+    // Its fixture as an earlier version kept it: a list value holding ;, which this version refuses.
+    const store = server.running.store
+    const origin = (await store.companyOrigins.get(earlierId))!
+    const fixture = structuredClone(origin.fixture) as ReturnType<typeof smallFixture>
+    fixture.data_tables![0].records![0].deal_types = ['new;upsell']
+    await store.companyOrigins.save({ ...origin, fixture })
+    await change(KIT_DEMO_KEY, server.demoId, 'deals', { id: 'D-NEW', name: 'New deal' })
+
+    const reset = await server.admin('/admin/reset', { method: 'POST' })
+    expect(reset.status).toBe(200)
+    expect(reset.body.data).toEqual(
+      expect.arrayContaining([
+        { id: server.demoId, name: expect.any(String), reset: true },
+        {
+          id: earlierId,
+          name: 'Earlier',
+          reset: false,
+          problems: [
+            { error: 'ValidationError', resource: '/data_tables/0/records/0', description: expect.stringContaining('deal_types') },
+          ],
+        },
+      ]),
+    )
+    // The demo company was reset all the same: the deal written since is gone.
+    const deals = await server.api('/v1/tables/deals/records?limit=1000')
+    expect(deals.body.data.map((record: { id: string }) => record.id)).not.toContain('D-NEW')
+  })
+})
+
 describe('reset in the CLI', () => {
   it('puts a company, or every company, back to its fixture', async () => {
     const dataDir = tempDataDir()

@@ -1,4 +1,4 @@
-import { ValidationError } from '../errors.ts'
+import { type Issue, ValidationError } from '../errors.ts'
 import { reloadFixture } from '../fixtures/load-fixture.ts'
 import type { Store } from '../store/port.ts'
 import { existingCompany } from './company-admin.ts'
@@ -8,6 +8,8 @@ export interface ResetOutcome {
   id: string
   name: string
   reset: boolean
+  /** Why its fixture was not written again, when the rules of this version refuse it (a reset of every company). */
+  problems?: Required<Issue>[]
 }
 
 /**
@@ -29,13 +31,28 @@ export async function resetCompany(store: Store, companyId: string): Promise<Res
   return { id: company.id, name: company.name, reset: true }
 }
 
-/** Puts every company back to its fixture, one after the other; a company without one is left as it is. */
+/**
+ * Puts every company back to its fixture, one after the other; a company without one is left as it is, and so is
+ * one whose fixture the rules of this version refuse (loaded by an earlier one), with the problems, so that one
+ * such company does not keep the others from being reset.
+ */
 export async function resetEveryCompany(store: Store): Promise<ResetOutcome[]> {
   const outcomes: ResetOutcome[] = []
   for (const company of await store.companies.list()) {
     const origin = await store.companyOrigins.get(company.id)
-    if (origin) await reloadFixture(store, origin)
-    outcomes.push({ id: company.id, name: company.name, reset: origin !== null })
+    const outcome: ResetOutcome = { id: company.id, name: company.name, reset: origin !== null }
+    if (origin) {
+      try {
+        await reloadFixture(store, origin)
+      } catch (error) {
+        if (!(error instanceof ValidationError)) throw error
+        Object.assign(outcome, {
+          reset: false,
+          problems: error.issues.map((issue) => ({ ...issue, error: issue.error ?? 'ValidationError' })),
+        })
+      }
+    }
+    outcomes.push(outcome)
   }
   return outcomes
 }

@@ -3,6 +3,7 @@ import { Type } from 'typebox'
 import { resetCompany, resetEveryCompany } from '../admin/reset.ts'
 import type { TestKit } from './test-kit.ts'
 import {
+  ErrorItemSchema,
   missingBodyAsEmpty,
   NoBodySchema,
   NotFoundBodySchema,
@@ -14,7 +15,11 @@ import {
 const ResetOutcomeSchema = Type.Object({
   id: Type.String(),
   name: Type.String(),
-  reset: Type.Boolean({ description: 'false: the company was created before fixtures were kept with companies, and is left as it is' }),
+  reset: Type.Boolean({
+    description:
+      'false: the company was created before fixtures were kept with companies, or (with problems) its fixture is refused by the rules of this version, and it is left as it is',
+  }),
+  problems: Type.Optional(Type.Array(ErrorItemSchema, { description: 'Why its fixture was not written again (a reset of every company)' })),
 })
 
 /**

@@ -28,9 +28,12 @@ export const PageMetaSchema = Type.Object({
   next_url: Type.Union([Type.String(), Type.Null()]),
 })
 
+/** One problem of a 400-family body: its error family, what it is about, what is wrong. */
+export const ErrorItemSchema = Type.Object({ error: Type.String(), resource: Type.String(), description: Type.String() })
+
 export const ValidationErrorBodySchema = Type.Object({
   count: Type.Integer(),
-  errors: Type.Array(Type.Object({ error: Type.String(), resource: Type.String(), description: Type.String() })),
+  errors: Type.Array(ErrorItemSchema),
 })
 export type ValidationErrorBody = Static<typeof ValidationErrorBodySchema>
 
