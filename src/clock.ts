@@ -17,7 +17,7 @@ export const systemClock: Clock = { now: () => new Date() }
 /** The last instant a date of the interface writes (four-digit years). */
 export const LAST_WRITABLE_TIME = new Date(Date.UTC(9999, 11, 31, 23, 59, 59, 999))
 
-const DAY_MS = 24 * 60 * 60 * 1000
+export const DAY_MS = 24 * 60 * 60 * 1000
 
 /**
  * Where a controlled clock stops rather than run on into year 10000, whose dates (`+010000-…`) every reader would

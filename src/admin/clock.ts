@@ -1,4 +1,4 @@
-import { CLOCK_STOP_TIME, type Clock, ControlledClock } from '../clock.ts'
+import { CLOCK_STOP_TIME, type Clock, ControlledClock, DAY_MS } from '../clock.ts'
 import type { ClockMode } from '../config.ts'
 import { parseInstant } from '../domain/formats.ts'
 import { ValidationError } from '../errors.ts'
@@ -62,7 +62,7 @@ export async function moveClock(clock: Clock, move: ClockMove): ReturnType<typeo
  * the system clock's pace. A clock stopped there no longer closes rate-limit windows: a day of running is the
  * margin before it does.
  */
-const LATEST_TIME = new Date(CLOCK_STOP_TIME.getTime() - 24 * 60 * 60 * 1000)
+const LATEST_TIME = new Date(CLOCK_STOP_TIME.getTime() - DAY_MS)
 
 function refusePastLatest(resource: string, time: number): void {
   if (time > LATEST_TIME.getTime())

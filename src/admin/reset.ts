@@ -1,5 +1,6 @@
 import { type Issue, ValidationError } from '../errors.ts'
 import { reloadFixture } from '../fixtures/load-fixture.ts'
+import type { CompanyOrigin } from '../store/company-origins.ts'
 import type { Store } from '../store/port.ts'
 import { existingCompany } from './company-admin.ts'
 
@@ -40,19 +41,18 @@ export async function resetEveryCompany(store: Store): Promise<ResetOutcome[]> {
   const outcomes: ResetOutcome[] = []
   for (const company of await store.companies.list()) {
     const origin = await store.companyOrigins.get(company.id)
-    const outcome: ResetOutcome = { id: company.id, name: company.name, reset: origin !== null }
-    if (origin) {
-      try {
-        await reloadFixture(store, origin)
-      } catch (error) {
-        if (!(error instanceof ValidationError)) throw error
-        Object.assign(outcome, {
-          reset: false,
-          problems: error.issues.map((issue) => ({ ...issue, error: issue.error ?? 'ValidationError' })),
-        })
-      }
-    }
-    outcomes.push(outcome)
+    outcomes.push({ id: company.id, name: company.name, ...(origin ? await reloadedOrRefused(store, origin) : { reset: false }) })
   }
   return outcomes
+}
+
+/** The fixture written again, or the problems for which the rules of this version refuse it. */
+async function reloadedOrRefused(store: Store, origin: CompanyOrigin): Promise<Pick<ResetOutcome, 'reset' | 'problems'>> {
+  try {
+    await reloadFixture(store, origin)
+    return { reset: true }
+  } catch (error) {
+    if (!(error instanceof ValidationError)) throw error
+    return { reset: false, problems: error.issues.map((issue) => ({ ...issue, error: issue.error ?? 'ValidationError' })) }
+  }
 }

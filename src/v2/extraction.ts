@@ -106,25 +106,13 @@ async function answerPage(
   return { bytes: page.bytes, readAhead: kept !== null, readNext }
 }
 
-const timeBoundKey = (time: RowWindow['modifiedAfter']) => (time ? `${time.at}${time.inclusive ? '=' : ''}` : '')
-
 /**
- * A page's key: what it is read from, and what its `next_url` carries (`carried`: the filters as the request wrote
- * them, which two requests of one window may write differently, as `…00.0005Z` and `…00Z`).
+ * A page's key: what it is read from, where it starts, and what its `next_url` carries (`carried`: the limit and the
+ * filters as the request wrote them, from which its window's bounds follow; two requests of one window may write
+ * them differently, as `…00.0005Z` and `…00Z`, and each gets its own `next_url`).
  */
-function readAheadKey({ endpoint, companyId, tableId, baseUrl }: PageSource, carried: string, window: RowWindow): string {
-  const { afterId, limit, modifiedAfter, modifiedBefore } = window
-  return [
-    endpoint,
-    companyId,
-    tableId,
-    afterId ?? '',
-    limit,
-    timeBoundKey(modifiedAfter),
-    timeBoundKey(modifiedBefore),
-    baseUrl,
-    carried,
-  ].join('\u0000')
+function readAheadKey({ endpoint, companyId, tableId, baseUrl }: PageSource, carried: string, { afterId }: RowWindow): string {
+  return [endpoint, companyId, tableId, afterId ?? '', baseUrl, carried].join('\u0000')
 }
 
 /** The window of the page after the one `meta` describes. */
