@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ManualClock } from '../src/clock.ts'
@@ -366,6 +366,55 @@ describe('the demo company of a first start', () => {
     } finally {
       await first.close()
       await second.close()
+    }
+  })
+
+  it('leaves its key in the key file, readable by its owner only, and no pending file beside it', async () => {
+    const dataDir = tempDataDir()
+    const store = openSqliteStore(join(dataDir, 'commission-api.sqlite'))
+    try {
+      const outcome = await ensureDemoCompany(store, new ManualClock(), dataDir)
+      expect(outcome.kind).toBe('created')
+      expect(readFileSync(demoKeyFile(dataDir), 'utf8')).toBe(`${'apiKey' in outcome ? outcome.apiKey : ''}\n`)
+      expect(statSync(demoKeyFile(dataDir)).mode & 0o777).toBe(0o600)
+      expect(readdirSync(dataDir).filter((name) => name.startsWith('demo-api-key.'))).toEqual([])
+    } finally {
+      await store.close()
+    }
+  })
+
+  it('gets its key file at the next start when a crash came between the commit and the key file', async () => {
+    const dataDir = tempDataDir()
+    const store = openSqliteStore(join(dataDir, 'commission-api.sqlite'))
+    try {
+      // What the start cut short left: the company committed with the key of its pending file, and no key file.
+      const secret = 'cak_the-key-of-a-start-cut-short-000000'
+      writeFileSync(`${demoKeyFile(dataDir)}.pending-4242-abcdefgh`, `${secret}\n`, { mode: 0o600 })
+      writeFileSync(`${demoKeyFile(dataDir)}.pending-4243-abcdefgh`, 'cak_a-key-that-was-never-committed-0000\n', { mode: 0o600 })
+      const fixture = { ...demoFixture(), api_keys: [{ user: 'admin@demo.example', secret }] }
+      expect(await loadFixtureIntoEmptyStore(store, new ManualClock(), fixture)).not.toBeNull()
+
+      const outcome = await ensureDemoCompany(store, new ManualClock(), dataDir)
+      expect(outcome).toEqual({ kind: 'existing', keyFile: demoKeyFile(dataDir) })
+      expect(readFileSync(demoKeyFile(dataDir), 'utf8').trim()).toBe(secret)
+      expect(readdirSync(dataDir).filter((name) => name.startsWith('demo-api-key.'))).toEqual([])
+    } finally {
+      await store.close()
+    }
+  })
+
+  it('removes a pending key the store does not know, leaving the key file as it is', async () => {
+    const dataDir = tempDataDir()
+    const store = openSqliteStore(join(dataDir, 'commission-api.sqlite'))
+    try {
+      const created = await ensureDemoCompany(store, new ManualClock(), dataDir)
+      writeFileSync(`${demoKeyFile(dataDir)}.pending-4244-abcdefgh`, 'cak_a-key-that-was-never-committed-0000\n', { mode: 0o600 })
+
+      expect(await ensureDemoCompany(store, new ManualClock(), dataDir)).toEqual({ kind: 'existing', keyFile: demoKeyFile(dataDir) })
+      expect(readFileSync(demoKeyFile(dataDir), 'utf8').trim()).toBe('apiKey' in created ? created.apiKey : '')
+      expect(existsSync(`${demoKeyFile(dataDir)}.pending-4244-abcdefgh`)).toBe(false)
+    } finally {
+      await store.close()
     }
   })
 })

@@ -1,5 +1,6 @@
-import { closeSync, existsSync, fsyncSync, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs'
+import { closeSync, existsSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs'
 import { join } from 'node:path'
+import { renameDurably, writeDurably } from '../durable-files.ts'
 
 /**
  * The state file of a sync directory: per structure, what the files hold (the high-water mark, the schema
@@ -65,17 +66,7 @@ export function readState(dir: string): SyncState | null {
 export function saveState(dir: string, state: SyncState): void {
   const path = join(dir, STATE_FILE)
   writeDurably(`${path}.tmp`, `${JSON.stringify(state, null, 2)}\n`)
-  renameSync(`${path}.tmp`, path)
-}
-
-export function writeDurably(path: string, text: string): void {
-  const fd = openSync(path, 'w')
-  try {
-    writeSync(fd, text)
-    fsyncSync(fd)
-  } finally {
-    closeSync(fd)
-  }
+  renameDurably(`${path}.tmp`, path)
 }
 
 /**
