@@ -11,7 +11,7 @@ import { getPriority, setPriority } from 'node:os'
 import { parentPort, workerData } from 'node:worker_threads'
 import pino from 'pino'
 import { startServer } from '../server.ts'
-import { ImportQueueFullError, type Store, StoreBusyError } from '../store/port.ts'
+import { ImportQueueFullError, type Store, StoreBusyError, StoreUpgradedError } from '../store/port.ts'
 import type { EnqueueCall, EnqueueOutcome, FromWorkerThread, ToWorkerThread, WorkerThreadData } from './threaded-worker.ts'
 import type { WorkerLogger } from './worker.ts'
 
@@ -65,6 +65,7 @@ async function enqueue(store: Store, call: number, { fresh, payload, now, maxQue
   } catch (error) {
     if (error instanceof ImportQueueFullError) outcome = { queuedBytes: error.queuedBytes }
     else if (error instanceof StoreBusyError) outcome = { busy: error.message }
+    else if (error instanceof StoreUpgradedError) outcome = { upgraded: error.message }
     else {
       logger.error({ err: error }, 'storing an upsert payload failed')
       outcome = { failure: error instanceof Error ? error.message : String(error) }

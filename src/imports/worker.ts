@@ -3,7 +3,7 @@ import { EventEmitter } from 'node:events'
 import { hostname } from 'node:os'
 import type { Clock } from '../clock.ts'
 import type { DataImport } from '../store/model.ts'
-import { type Store, StoreBusyError } from '../store/port.ts'
+import { type Store, StoreBusyError, StoreUpgradedError } from '../store/port.ts'
 import { failClaimedImport, runClaimedImport } from './run-import.ts'
 
 /** The little of a pino logger the worker uses. */
@@ -73,7 +73,8 @@ export class ImportWorker extends EventEmitter<ImportWorkerEvents> {
   /** A `wake()` came while the worker was not waiting: it looks again before it waits. */
   #woken = false
   /** The last poll found the store busy: said once, until a poll gets through. */
-  #storeBusy = false
+  /** The kind of store error the last poll met (said once per spell), or null. */
+  #storeTrouble: 'busy' | 'upgraded' | null = null
 
   constructor(options: ImportWorkerOptions) {
     super()
@@ -161,6 +162,9 @@ export class ImportWorker extends EventEmitter<ImportWorkerEvents> {
         this.emit('finished', result.import)
       }
     } catch (error) {
+      // Nothing can be written by this version any more, the import's failure neither: a worker of the new version
+      // takes the import over once its lease expires.
+      if (error instanceof StoreUpgradedError) throw error
       if (error instanceof StoreBusyError && claimed.attempts < BUSY_ATTEMPTS) {
         // Nothing was written, and the same run may succeed later: the import waits, its payloads kept.
         this.#logger.warn({ ...log, err: error }, 'import postponed: the store was busy; it runs again')
@@ -184,13 +188,22 @@ export class ImportWorker extends EventEmitter<ImportWorkerEvents> {
       this.#woken = false
       try {
         await this.drain()
-        this.#storeBusy = false
+        this.#storeTrouble = null
       } catch (error) {
-        // Another process holding the write lock past the wait (a long import or reset) is not a failure of ours:
-        // said once per spell, as the polls that find it so follow each other every IMPORT_POLL_MS.
-        if (!(error instanceof StoreBusyError)) this.#logger.error({ err: error }, 'import worker: polling failed')
-        else if (!this.#storeBusy) this.#logger.warn({ err: error }, 'import worker: the store is busy; polling on until it is free')
-        this.#storeBusy = error instanceof StoreBusyError
+        // Another process holding the write lock past the wait (a long import or reset) is not a failure of ours, and
+        // a store a newer version migrated is not either: each is said once per spell, as the polls that find it so
+        // follow each other every IMPORT_POLL_MS.
+        const trouble = error instanceof StoreUpgradedError ? 'upgraded' : error instanceof StoreBusyError ? 'busy' : null
+        if (trouble === null) this.#logger.error({ err: error }, 'import worker: polling failed')
+        else if (trouble !== this.#storeTrouble) {
+          if (trouble === 'busy') this.#logger.warn({ err: error }, 'import worker: the store is busy; polling on until it is free')
+          else
+            this.#logger.error(
+              { err: error },
+              'import worker: a newer version migrated the store; this one claims nothing until it is restarted on it',
+            )
+        }
+        this.#storeTrouble = trouble
         this.emit('failed', error)
       }
       if (this.#stopping) break

@@ -10,7 +10,7 @@ import {
   UnauthorizedError,
   ValidationError,
 } from '../errors.ts'
-import { StoreBusyError } from '../store/port.ts'
+import { StoreBusyError, StoreUpgradedError } from '../store/port.ts'
 import { trackRouteMethods } from './method-not-allowed.ts'
 import type { ValidationErrorBody } from './schemas.ts'
 
@@ -100,6 +100,13 @@ export function registerErrorHandling(app: FastifyInstance): NotFoundHandler {
         .code(503)
         .header('retry-after', 1)
         .send({ message: 'The store is busy with another write; nothing was done: try again', type: 'ServiceUnavailableError' })
+    }
+    if (error instanceof StoreUpgradedError) {
+      request.log.error({ err: error }, 'the store was upgraded by a newer version of the service')
+      return reply.code(503).send({
+        message: 'This instance runs an older version than the store it serves; nothing was done: try again',
+        type: 'ServiceUnavailableError',
+      })
     }
     if (error instanceof SimulatedServerError) return reply.code(500).send(SERVER_ERROR_BODY)
     if (error.validation) return reply.code(400).send(validationBody(schemaIssues(error)))

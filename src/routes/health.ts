@@ -1,5 +1,6 @@
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
 import { type Static, Type } from 'typebox'
+import { StoreUpgradedError } from '../store/port.ts'
 
 /** What readiness needs to know of an import worker run by this instance. */
 export interface WorkerProbe {
@@ -16,7 +17,9 @@ export const LivenessSchema = Type.Object({ status: Type.Literal('ok') })
 export const ReadinessSchema = Type.Object({
   status: Type.Union([Type.Literal('ready'), Type.Literal('unavailable')]),
   checks: Type.Object({
-    store: Type.Union([Type.Literal('ok'), Type.Literal('unreachable')]),
+    store: Type.Union([Type.Literal('ok'), Type.Literal('unreachable'), Type.Literal('upgraded')], {
+      description: '`upgraded` when a newer version of the service has migrated the store: restart this instance on that version',
+    }),
     worker: Type.Union([Type.Literal('ok'), Type.Literal('stopped'), Type.Literal('none')], {
       description: '`none` when this instance runs no import worker',
     }),
@@ -70,7 +73,7 @@ export function registerHealth(app: FastifyInstance, worker?: WorkerProbe): void
       },
       async (request, reply) => {
         const checks: Readiness['checks'] = {
-          store: (await storeAnswers(app, request.log)) ? 'ok' : 'unreachable',
+          store: await storeCheck(app, request.log),
           worker: worker ? (worker.isRunning() ? 'ok' : 'stopped') : 'none',
           shutting_down: shuttingDown,
         }
@@ -81,17 +84,21 @@ export function registerHealth(app: FastifyInstance, worker?: WorkerProbe): void
   }
 }
 
-async function storeAnswers(app: FastifyInstance, log: FastifyBaseLogger): Promise<boolean> {
+async function storeCheck(app: FastifyInstance, log: FastifyBaseLogger): Promise<Readiness['checks']['store']> {
   let timer: NodeJS.Timeout | undefined
   const timeout = new Promise<never>((_resolve, reject) => {
     timer = setTimeout(() => reject(new Error('store ping timed out')), STORE_PROBE_TIMEOUT_MS)
   })
   try {
     await Promise.race([app.store.ping(), timeout])
-    return true
+    return 'ok'
   } catch (error) {
+    if (error instanceof StoreUpgradedError) {
+      log.error({ err: error }, 'readiness: the store was upgraded by a newer version of the service')
+      return 'upgraded'
+    }
     log.warn({ err: error }, 'readiness: the store does not answer')
-    return false
+    return 'unreachable'
   } finally {
     clearTimeout(timer)
   }

@@ -476,6 +476,16 @@ export class StoreBusyError extends Error {
 }
 
 /**
+ * The store was migrated by a newer version of the service than this one, which wrote nothing: this version
+ * would read and write it by a schema it no longer has. An instance started before an upgrade gets it on its
+ * next write (its imports are left for a worker of the new version) and reports itself not ready, until it is
+ * restarted on the new version. (SQLite; a MongoDB store has no schema version.)
+ */
+export class StoreUpgradedError extends Error {
+  override name = 'StoreUpgradedError'
+}
+
+/**
  * Imports and the payloads of the calls that joined them. A worker claims an import with a lease; the
  * lease holder applies the payloads and calls `finish` in the same transaction, so that an import is applied
  * exactly once whatever crashes. Times are ISO strings from the caller's clock.

@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { DatabaseSync, type SQLInputValue, type SQLOutputValue, type StatementSync } from 'node:sqlite'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { StoreBusyError } from '../port.ts'
+import { StoreBusyError, StoreUpgradedError } from '../port.ts'
 import { asStoreError } from '../shared/conflicts.ts'
 import { SerialQueue } from '../shared/serial-queue.ts'
 import { MIGRATIONS } from './migrations.ts'
@@ -258,6 +258,18 @@ export class SqliteConnection {
   async #begin(lockWaitMs = this.#writeLockTimeoutMs): Promise<void> {
     const db = this.#writer.db
     await retriedWhileLocked(() => db.exec('BEGIN IMMEDIATE'), lockWaitMs, "the store's write lock")
+    // Another process may have migrated the file since this one opened it: nothing is written by an older schema.
+    try {
+      refuseNewerSchema(this.#writer)
+    } catch (error) {
+      db.exec('ROLLBACK')
+      throw error
+    }
+  }
+
+  /** Throws StoreUpgradedError when a newer version of the service has migrated the file since it was opened. */
+  checkSchema(): Promise<void> {
+    return this.#committed(() => refuseNewerSchema(this.#reader))
   }
 
   /** Runs `work` in the write transaction `#begin` opened: committed when it returns, rolled back when it throws. */
@@ -308,6 +320,18 @@ function schemaVersion(db: DatabaseSync): number {
   return (db.prepare('PRAGMA user_version').get() as { user_version: number }).user_version
 }
 
+function refuseNewerSchema(handle: Handle): void {
+  const version = (handle.prepare('PRAGMA user_version').get() as { user_version: number }).user_version
+  if (version > MIGRATIONS.length) throw newerSchemaError(version)
+}
+
+function newerSchemaError(version: number): StoreUpgradedError {
+  return new StoreUpgradedError(
+    `the store was migrated by a newer version of commission-api (schema ${version}; this version knows ${MIGRATIONS.length}): ` +
+      'run that version or a later one, or restore the backup taken before the upgrade',
+  )
+}
+
 /** A file with tables but no schema version of ours is another application's. */
 function refuseForeignDatabase(db: DatabaseSync): void {
   if (schemaVersion(db) === 0 && db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' LIMIT 1").get()) {
@@ -318,10 +342,13 @@ function refuseForeignDatabase(db: DatabaseSync): void {
 function migrate(db: DatabaseSync): void {
   // Read first, without the write lock: a store already up to date opens while another process holds that lock
   // (a long import or reset), as every start of the CLI beside a running server does.
-  if (schemaVersion(db) >= MIGRATIONS.length) return
+  const found = schemaVersion(db)
+  if (found > MIGRATIONS.length) throw newerSchemaError(found)
+  if (found === MIGRATIONS.length) return
   db.exec('BEGIN IMMEDIATE')
   try {
     const version = schemaVersion(db)
+    if (version > MIGRATIONS.length) throw newerSchemaError(version)
     for (let index = version; index < MIGRATIONS.length; index++) db.exec(MIGRATIONS[index])
     if (version < MIGRATIONS.length) db.exec(`PRAGMA user_version = ${MIGRATIONS.length}`)
     db.exec('COMMIT')

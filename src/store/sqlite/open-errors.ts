@@ -1,3 +1,4 @@
+import { StoreUpgradedError } from '../port.ts'
 import { StoreOpenError } from '../store-open-error.ts'
 
 /** A database file that holds tables but none of ours: another application's, which we must not migrate. */
@@ -17,7 +18,7 @@ export function sqliteOpenError(file: string, error: unknown): StoreOpenError {
 }
 
 function sqliteCause(error: unknown): string {
-  if (error instanceof ForeignDatabaseError) return error.message
+  if (error instanceof ForeignDatabaseError || error instanceof StoreUpgradedError) return error.message
   const { errcode, code, message } = error as { errcode?: number; code?: string; message?: string }
   if (code === 'EACCES' || code === 'EPERM' || code === 'EROFS') return 'DATA_DIR is not writable'
   if (code === 'ENOTDIR' || code === 'EEXIST') return 'a file stands where DATA_DIR or a directory inside it should be'

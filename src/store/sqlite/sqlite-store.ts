@@ -40,7 +40,7 @@ function sqliteStore(connection: SqliteConnection, sql: Sql, rateLimits: SqliteR
     dataVersion: async () => (sql === connection.sql ? connection.dataVersion() : null),
 
     async ping() {
-      await sql.get('SELECT 1 AS n')
+      await connection.checkSchema()
     },
 
     async close() {
