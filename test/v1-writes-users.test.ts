@@ -93,8 +93,8 @@ describe('PUT /v1/users/bulk: the call', () => {
     expect(text.status).toBe(400)
     const broken = await h.call('/v1/users/bulk', { method: 'PUT', body: '{"data": [', headers: { 'content-type': 'application/json' } })
     expect(broken.status).toBe(400)
-    for (const debounce of ['-1', '1.5', 'soon', '1e400', '-1e400']) {
-      const reply = await putUsers([{ email: 'a@acme.example' }], `?debounce=${debounce}`)
+    for (const debounce of ['-1', '1.5', 'soon', '1e400', '-1e400', '0x10', ' ', '1e1']) {
+      const reply = await putUsers([{ email: 'a@acme.example' }], `?debounce=${encodeURIComponent(debounce)}`)
       expect(reply.status).toBe(400)
       expect(reply.body.errors[0].resource).toBe('debounce')
     }

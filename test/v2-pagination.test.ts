@@ -250,8 +250,9 @@ describe('v2 pagination and filters', () => {
       expect(bad.status, path).toBe(400)
       expect(bad.body).toEqual(badParameter('limit'))
       // A number too large for a double is read as Infinity: not an integer a page can have.
-      for (const limit of ['1e400', '-1e400', '9'.repeat(400)]) {
-        const infinite = await server.call(`${path}?limit=${limit}`, { key: small.apiKey })
+      // Nor is a number written otherwise than in decimal digits, which Number() would read.
+      for (const limit of ['1e400', '-1e400', '9'.repeat(400), '0x10', ' 5', '1e1', '10.0']) {
+        const infinite = await server.call(`${path}?limit=${encodeURIComponent(limit)}`, { key: small.apiKey })
         expect(infinite.status, `${path} ${limit}`).toBe(400)
         expect(infinite.body).toEqual(badParameter('limit'))
       }
