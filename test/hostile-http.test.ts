@@ -145,6 +145,24 @@ describe('hostile HTTP: every refusal in the documented bodies', () => {
     const fine = await server.call('/v2/data-structures', { key, headers: { host: 'api.example.com:8080' } })
     expect(fine.status).toBe(200)
     expect(fine.body.data[0].links.fields).toMatch(/^http:\/\/api\.example\.com:8080\/v2\//)
+    // Node keeps the first of two; a proxy in front may have routed by the other.
+    for (const hosts of ['Host: localhost\r\nHost: evil.example', 'host: evil.example\r\nHOST: localhost']) {
+      const reply = await rawExchange(
+        server.url,
+        `GET /v2/data-structures HTTP/1.1\r\n${hosts}\r\nX-API-Key: ${key}\r\nConnection: close\r\n\r\n`,
+      )
+      expect(reply.status, hosts).toBe(400)
+      expect(JSON.parse(reply.body), hosts).toEqual(validationFamily('Host'))
+    }
+  })
+
+  it('builds the links of a request that names no host (HTTP/1.0) from the address its connection came to', async () => {
+    const { host } = new URL(server.url)
+    for (const hostLine of ['', 'Host: \r\n']) {
+      const reply = await rawExchange(server.url, `GET /v1/users?limit=1 HTTP/1.0\r\n${hostLine}X-API-Key: ${key}\r\n\r\n`)
+      expect(reply.status, hostLine).toBe(200)
+      expect(JSON.parse(reply.body).next, hostLine).toBe(`http://${host}/v1/users?offset=1&limit=1`)
+    }
   })
 
   it('logs the values of the interface parameters only, whatever name a secret hides under', async () => {

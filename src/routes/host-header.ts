@@ -35,5 +35,17 @@ export function refuseInvalidHost(app: FastifyInstance): void {
     if (host !== '' && !isValidHost(host)) {
       throw new ValidationError({ resource: 'Host', description: 'expected a host name or address, optionally with :port' })
     }
+    // Node keeps the first of several Host headers; a proxy may have read another (RFC 9112 asks for a 400).
+    if (hostHeaders(request.raw.rawHeaders) > 1)
+      throw new ValidationError({ resource: 'Host', description: 'one Host header, not several' })
   })
+}
+
+function hostHeaders(rawHeaders: readonly string[]): number {
+  let count = 0
+  for (let index = 0; index < rawHeaders.length; index += 2) {
+    const name = rawHeaders[index]
+    if (name.length === 4 && name.toLowerCase() === 'host') count++
+  }
+  return count
 }
