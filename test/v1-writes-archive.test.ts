@@ -113,6 +113,15 @@ describe('DELETE /v1/users/archive/bulk', () => {
     expect((await h.user('rep@acme.example'))?.status).toBe('active')
   })
 
+  it('reports an unknown user on a line that has another problem too', async () => {
+    const reply = await archive([{ user: 'nobody@acme.example', end_date: '2026-13' }])
+    expect(reply.status).toBe(400)
+    expect(reply.body.errors).toStrictEqual([
+      { error: 'ValidationError', resource: 'end_date', description: expect.stringContaining('line 1') },
+      { error: 'NotFoundError', resource: 'user', description: 'line 1: no user with email nobody@acme.example' },
+    ])
+  })
+
   it('answers 400 for a call mixing an unknown user and a manager conflict', async () => {
     const reply = await archive([{ user: 'owner@acme.example', end_date: '2026-03' }, { user: 'ghost@acme.example' }])
     expect(reply.status).toBe(400)

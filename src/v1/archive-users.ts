@@ -39,10 +39,10 @@ export async function archiveUsers(store: Store, clock: Clock, companyId: string
         wanted.map((item) => item.email),
       )
       const requests: ArchiveRequest[] = []
-      for (const { email, endDate, line } of wanted) {
+      for (const { email, endDate, line, valid } of wanted) {
         const user = found.get(email.toLowerCase())
         if (!user) issues.push({ error: 'NotFoundError', resource: 'user', description: `line ${line}: no user with email ${email}` })
-        else requests.push({ user, email, lastActiveMonth: endDate ?? previousMonth(currentMonth) })
+        else if (valid) requests.push({ user, email, lastActiveMonth: endDate ?? previousMonth(currentMonth) })
       }
       issues.push(...(await managerConflicts(tx, companyId, requests)))
       if (issues.length > 0) throw new ValidationError(issues)
@@ -60,9 +60,13 @@ export async function archiveUsers(store: Store, clock: Clock, companyId: string
   )
 }
 
-function readItems(items: readonly unknown[], issues: Issue[]): { email: string; endDate: string | null; line: number }[] {
+/**
+ * The items whose user can be looked up (an email given once), `valid` when nothing else is wrong with them: an
+ * unknown user is reported whatever else is, so that the refusal lists every problem.
+ */
+function readItems(items: readonly unknown[], issues: Issue[]): { email: string; endDate: string | null; line: number; valid: boolean }[] {
   const seen = new Set<string>()
-  const wanted: { email: string; endDate: string | null; line: number }[] = []
+  const wanted: { email: string; endDate: string | null; line: number; valid: boolean }[] = []
   items.forEach((item, index) => {
     const line = index + 1
     const before = issues.length
@@ -73,9 +77,9 @@ function readItems(items: readonly unknown[], issues: Issue[]): { email: string;
     if (!isEmail(user)) invalid('user', 'expected the email of a user')
     else if (seen.has(user.toLowerCase())) invalid('user', `${user} is given twice`)
     if (endDate !== null && !isMonthString(endDate)) invalid('end_date', `expected a month YYYY-MM, got ${JSON.stringify(endDate)}`)
-    if (issues.length > before) return
-    seen.add((user as string).toLowerCase())
-    wanted.push({ email: user as string, endDate: endDate as string | null, line })
+    if (!isEmail(user) || seen.has(user.toLowerCase())) return
+    seen.add(user.toLowerCase())
+    wanted.push({ email: user, endDate: endDate as string | null, line, valid: issues.length === before })
   })
   return wanted
 }
