@@ -97,6 +97,11 @@ describe('hostile HTTP: every refusal in the documented bodies', () => {
     expect(users.headers.allow).toBe('PUT')
     // An unknown path stays a 404.
     expect((await server.call('/v2/nothing-here', { method: 'DELETE', key })).status).toBe(404)
+    // A known path with percent-encoded letters is the path the router serves under GET.
+    expect((await server.call('/%762/data-structures', { key })).status).toBe(200)
+    const encoded = await server.call('/%762/data-structures', { method: 'DELETE', key })
+    expect(encoded.status).toBe(405)
+    expect(encoded.headers.allow).toBe('GET, HEAD')
   })
 
   it('oversized headers are a 431 with the 400-family body', async () => {

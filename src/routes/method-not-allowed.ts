@@ -26,7 +26,8 @@ export function trackRouteMethods(app: FastifyInstance): (request: FastifyReques
   /** Answers 405 when the path is a route's under other methods; false (nothing sent) otherwise. */
   return (request, reply) => {
     const path = request.url.split('?')[0]
-    const allowed = new Set(routes.filter((route) => route.pattern.test(path)).flatMap((route) => route.methods))
+    const routed = decodedAsRouted(path)
+    const allowed = new Set(routes.filter((route) => route.pattern.test(routed)).flatMap((route) => route.methods))
     if (allowed.size === 0 || allowed.has(request.method)) return false
     const allow = [...allowed].toSorted().join(', ')
     reply
@@ -38,5 +39,18 @@ export function trackRouteMethods(app: FastifyInstance): (request: FastifyReques
         type: 'MethodNotAllowedError',
       })
     return true
+  }
+}
+
+/**
+ * The path as the router matches it: percent-encoded characters decoded, except those that delimit a path
+ * (`%2F` stays, as in the router), so that `/%762/data-structures` is the known path it routes to.
+ */
+function decodedAsRouted(path: string): string {
+  if (!path.includes('%')) return path
+  try {
+    return decodeURI(path)
+  } catch {
+    return path
   }
 }
