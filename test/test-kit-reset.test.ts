@@ -131,6 +131,13 @@ describe('reset', () => {
     expect(scoped.status).toBe(400)
     expect(scoped.body.errors).toEqual([expect.objectContaining({ resource: 'company' })])
     expect((await server.admin(`/admin/companies/${otherId}/faults`)).body.count).toBe(1)
+    // A JSON null is a body, not the absence of one: refused as a body that is not {}.
+    for (const body of ['null', '[]', '0']) {
+      const notAnObject = await server.admin('/admin/reset', { method: 'POST', body, headers: { 'content-type': 'application/json' } })
+      expect(notAnObject.status, body).toBe(400)
+      expect(notAnObject.body.errors, body).toEqual([expect.objectContaining({ error: 'ValidationError' })])
+    }
+    expect((await server.admin(`/admin/companies/${otherId}/faults`)).body.count).toBe(1)
 
     const reset = await server.admin('/admin/reset', { method: 'POST', body: {} })
     expect(reset.status).toBe(200)

@@ -15,9 +15,12 @@ export function Nullable<Schema extends TSchema & { type: string }>(schema: Sche
 /** The body of a call that takes none: left out or `{}`. Any field sent is refused rather than ignored. */
 export const NoBodySchema = Type.Object({}, { additionalProperties: false, description: 'None, or {}' })
 
-/** Fastify validates a missing body as `undefined`: a route whose body fields are all optional reads it as `{}`. */
+/**
+ * Fastify validates a missing body as `undefined`: a route whose body fields are all optional reads it as `{}`.
+ * A JSON `null` is a body, and is refused as one that is not an object.
+ */
 export async function missingBodyAsEmpty(request: FastifyRequest): Promise<void> {
-  request.body ??= {}
+  if (request.body === undefined) request.body = {}
 }
 
 export const ObjectIdSchema = Type.String({ pattern: '^[0-9a-fA-F]{24}$', description: 'ObjectId string' })
