@@ -12,7 +12,7 @@ import { registerCompression } from './routes/compression.ts'
 import { registerCors } from './routes/cors.ts'
 import { drainRefusedBodies } from './routes/refused-bodies.ts'
 import { registerErrorHandling } from './routes/errors.ts'
-import { answerClientError, answerFrameworkError, MAX_PARAM_LENGTH } from './routes/framework-errors.ts'
+import { answerClientError, answerFrameworkError, answerOutsideRoutes, MAX_PARAM_LENGTH } from './routes/framework-errors.ts'
 import { requestTimeouts } from './routes/request-timeouts.ts'
 import { registerHealth, type WorkerProbe } from './routes/health.ts'
 import { refuseInvalidHost } from './routes/host-header.ts'
@@ -52,6 +52,7 @@ const REQUEST_ID = /^[\w.:-]{1,128}$/
  * route trees. The store's lifetime belongs to the caller.
  */
 export async function buildApp({ config, store, clock, logStream, worker }: AppOptions): Promise<FastifyInstance> {
+  const timeouts = requestTimeouts(config.requestTimeoutMs)
   const app = Fastify({
     logger: { ...loggerOptions(config.logLevel), stream: logStream ?? logDestination() },
     // genReqId reads X-Request-Id itself, so that an unusable value is replaced rather than trusted.
@@ -66,7 +67,10 @@ export async function buildApp({ config, store, clock, logStream, worker }: AppO
     // Fastify takes a hop count at run time; its types only list the other forms.
     trustProxy: config.trustProxy as boolean | string[],
     bodyLimit: config.bodyLimitMb * 1024 * 1024,
-    ...requestTimeouts(config.requestTimeoutMs),
+    ...timeouts,
+    // Node answers an HTTP/1.1 request without Host itself, with an empty 400: the host hook refuses it in the
+    // specification's body instead.
+    http: { ...timeouts.http, requireHostHeader: false },
     // A request that reaches a draining instance on an open connection is still answered (with Connection:
     // close), in the specification's bodies, rather than by the framework's own 503.
     return503OnClosing: false,
@@ -84,6 +88,7 @@ export async function buildApp({ config, store, clock, logStream, worker }: AppO
   followClockOfStore(app)
   const answerNotFound = registerErrorHandling(app)
   drainRefusedBodies(app)
+  answerOutsideRoutes(app)
   if (config.corsOrigins.length > 0) await registerCors(app, config.corsOrigins)
   readJsonBodies(app)
   refuseUnstorableJson(app)

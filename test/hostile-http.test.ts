@@ -161,6 +161,21 @@ describe('hostile HTTP: every refusal in the documented bodies', () => {
     }
   })
 
+  it('answers in the documented bodies what Node would answer alone: HTTP/1.1 without Host, an unknown Expect, CONNECT', async () => {
+    const noHost = await rawExchange(server.url, `GET /v1/users?limit=1 HTTP/1.1\r\nX-API-Key: ${key}\r\nConnection: close\r\n\r\n`)
+    expect(noHost.status).toBe(400)
+    expect(JSON.parse(noHost.body)).toEqual(validationFamily('Host'))
+    const expectation = await rawExchange(
+      server.url,
+      `GET /v1/users HTTP/1.1\r\nHost: localhost\r\nExpect: foo\r\nX-API-Key: ${key}\r\nConnection: close\r\n\r\n`,
+    )
+    expect(expectation.status).toBe(417)
+    expect(JSON.parse(expectation.body)).toEqual(validationFamily('Expect'))
+    const tunnel = await rawExchange(server.url, 'CONNECT 127.0.0.1:1 HTTP/1.1\r\nHost: 127.0.0.1:1\r\n\r\n')
+    expect(tunnel.status).toBe(405)
+    expect(JSON.parse(tunnel.body)).toEqual({ message: expect.any(String), resource: 'method', type: 'MethodNotAllowedError' })
+  })
+
   it('builds the links of a request that names no host (HTTP/1.0) from the address its connection came to', async () => {
     const { host } = new URL(server.url)
     for (const hostLine of ['', 'Host: \r\n']) {

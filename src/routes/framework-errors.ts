@@ -1,4 +1,4 @@
-import { STATUS_CODES } from 'node:http'
+import { type IncomingMessage, type ServerResponse, STATUS_CODES } from 'node:http'
 import type { Socket } from 'node:net'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Issue } from '../errors.ts'
@@ -77,4 +77,30 @@ export function answerClientError(this: FastifyInstance, error: NodeJS.ErrnoExce
     this.metrics.countAnswer('unparsed', 'unmatched', status)
   }
   socket.destroy()
+}
+
+/**
+ * What Node's HTTP server answers by itself, before Fastify sees a request, answered in the specification's
+ * bodies: an `Expect` other than `100-continue` (Node's empty 417) and a `CONNECT` (Node closed the connection
+ * without a word: no route tunnels).
+ */
+export function answerOutsideRoutes(app: FastifyInstance): void {
+  app.server.on('checkExpectation', (request: IncomingMessage, response: ServerResponse) => {
+    const body = JSON.stringify(validationBody([{ resource: 'Expect', description: 'only 100-continue is understood' }]))
+    response.writeHead(417, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) })
+    response.end(body)
+    app.metrics.countAnswer(request.method ?? 'unparsed', 'unmatched', 417)
+  })
+  app.server.on('connect', (request: IncomingMessage, socket: Socket) => {
+    const body = JSON.stringify({
+      message: `Method CONNECT is not allowed on ${request.url}`,
+      resource: 'method',
+      type: 'MethodNotAllowedError',
+    })
+    socket.end(
+      `HTTP/1.1 405 ${STATUS_CODES[405]}\r\nAllow: GET, HEAD, POST, PUT, PATCH, DELETE\r\nContent-Type: application/json; charset=utf-8\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    )
+    app.metrics.countAnswer('CONNECT', 'unmatched', 405)
+  })
 }

@@ -35,6 +35,9 @@ export function refuseInvalidHost(app: FastifyInstance): void {
     if (host !== '' && !isValidHost(host)) {
       throw new ValidationError({ resource: 'Host', description: 'expected a host name or address, optionally with :port' })
     }
+    if (host === '' && request.headers.host === undefined && request.raw.httpVersion !== '1.0') {
+      throw new ValidationError({ resource: 'Host', description: 'an HTTP/1.1 request names its host (RFC 9112)' })
+    }
     // Node keeps the first of several Host headers; a proxy may have read another (RFC 9112 asks for a 400).
     if (hostHeaders(request.raw.rawHeaders) > 1)
       throw new ValidationError({ resource: 'Host', description: 'one Host header, not several' })
