@@ -1,4 +1,4 @@
-import { recalculate } from '../calculation/recalculation.ts'
+import { recalculate, stampedBy } from '../calculation/recalculation.ts'
 import type { Clock } from '../clock.ts'
 import { parseInstant } from '../domain/formats.ts'
 import { storedId } from '../domain/ids.ts'
@@ -49,12 +49,13 @@ const rowId = (id: string, resource: string): string => found(storedId(id), reso
 export async function changeQuotaType(store: Store, clock: Clock, companyId: string, quotaId: string, type: QuotaType): Promise<Quota> {
   const company = (await existingCompany(store, companyId)).id
   const id = rowId(quotaId, 'quota')
-  const now = clock.now().toISOString()
   return store.transaction(
     async (tx) => {
-      found(await tx.quotas.setType(company, id, type, now), 'quota', quotaId)
+      // The time once the transaction holds the store (see archiveUsers).
+      const timing = stampedBy(clock)
+      found(await tx.quotas.setType(company, id, type, timing.now), 'quota', quotaId)
       const reading = (await tx.plans.list(company)).filter((plan) => plan.quota_id === id)
-      if (reading.length > 0) await recalculate(tx, company, { plans: new Set(reading.map((plan) => plan.id)) }, { now })
+      if (reading.length > 0) await recalculate(tx, company, { plans: new Set(reading.map((plan) => plan.id)) }, timing)
       return found(await tx.quotas.get(company, id), 'quota', quotaId)
     },
     { company },
@@ -100,7 +101,7 @@ export async function reviseStatement(store: Store, clock: Clock, companyId: str
         })
       }
       const cell = { user_id: revised.user_id, period: revised.period }
-      await recalculate(tx, company, { cells: new Map([[revised.plan_id, [cell]]]) }, { now: clock.now().toISOString() })
+      await recalculate(tx, company, { cells: new Map([[revised.plan_id, [cell]]]) }, stampedBy(clock))
       // The cell may state nothing any more (its records are gone): the statement as edited is what there was.
       return (await tx.statements.findOfPlan(company, revised.plan_id, { cells: [cell] }))[0] ?? revised
     },
@@ -158,7 +159,7 @@ export async function reviseQuotaValue(
     async (tx) => {
       const value = await reviseRow(clock, id, edit, (row, changes) => tx.adminEdits.updateQuotaValue(company, row, changes), 'quota_value')
       const quotaValues = new Map([[value.quota_id, [{ user_id: value.user_id, period: value.period }]]])
-      await recalculate(tx, company, { quotaValues }, { now: clock.now().toISOString() })
+      await recalculate(tx, company, { quotaValues }, stampedBy(clock))
       return value
     },
     { company },

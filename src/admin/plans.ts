@@ -1,6 +1,6 @@
 import { calculatePlan, type CalculationProblem, userDirectory } from '../calculation/engine.ts'
 import { exchangeRateProblems } from '../calculation/exchange-rates.ts'
-import { companySettings, type RecalculationSummary, recalculate } from '../calculation/recalculation.ts'
+import { companySettings, type RecalculationSummary, recalculate, stampedBy } from '../calculation/recalculation.ts'
 import type { Clock } from '../clock.ts'
 import { isCurrencyCode } from '../domain/formats.ts'
 import { storedId } from '../domain/ids.ts'
@@ -40,10 +40,12 @@ const planNotFound = (planId: string) => new NotFoundError('plan', `No plan with
  */
 export async function savePlan(store: Store, clock: Clock, companyId: string, input: FixturePlan, planId?: string): Promise<PlanChange> {
   const company = await existingCompany(store, companyId)
-  const now = clock.now().toISOString()
   try {
     const change = await store.transaction(
       async (tx) => {
+        // The time once the transaction holds the store (see archiveUsers).
+        const timing = stampedBy(clock)
+        const { now } = timing
         const id = planId === undefined ? null : storedId(planId)
         const existing = id ? await tx.plans.get(company.id, id) : null
         if (planId !== undefined && !existing) throw planNotFound(planId)
@@ -62,7 +64,7 @@ export async function savePlan(store: Store, clock: Clock, companyId: string, in
         // never be found again, and a cell recalculated in part would count them as records.
         if (existing && existing.table_id !== plan.table_id) await deleteUnfrozenLines(tx, company.id, existing.id)
         await tx.plans.save([plan])
-        return { plan, calculation: await recalculate(tx, company.id, { plans: new Set([plan.id]) }, { now }) }
+        return { plan, calculation: await recalculate(tx, company.id, { plans: new Set([plan.id]) }, timing) }
       },
       { company: company.id },
     )
@@ -125,11 +127,11 @@ export async function setExchangeRates(
     description,
   }))
   if (issues.length > 0) throw new ValidationError(issues)
-  const now = clock.now().toISOString()
   return store.transaction(
     async (tx) => {
       await tx.companies.setExchangeRates(company.id, rates)
-      return { exchange_rates: rates, calculation: await recalculate(tx, company.id, { everything: true }, { now }) }
+      // The time once the transaction holds the store (see archiveUsers).
+      return { exchange_rates: rates, calculation: await recalculate(tx, company.id, { everything: true }, stampedBy(clock)) }
     },
     { company: company.id },
   )

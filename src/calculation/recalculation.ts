@@ -1,5 +1,6 @@
 import { isDeepStrictEqual } from 'node:util'
 import { ownValue } from '../domain/stored-values.ts'
+import type { Clock } from '../clock.ts'
 import { newId } from '../ids.ts'
 import { inSlices, Pacer, PACING_MS } from '../pacing.ts'
 import type { CellSums, CommissionLine, Company, DataTableRecord, Money, Plan, Quota, Statement, StatementStatus } from '../store/model.ts'
@@ -89,6 +90,13 @@ export interface RecalculationOptions {
   /** The modification time of what it writes. */
   now: string
   /**
+   * The time as each plan's rows are written, when given: the rows stamped `now` take it instead (`stampAsWritten`).
+   * An incremental v2 sync reads a row once it is committed, so the closer its stamp to that commit, the smaller the
+   * margin a sync's mark needs (docs/decisions.md, "The high-water mark"): a full recalculation of 200,000 deals
+   * takes seconds, which stamps taken at its start would all precede.
+   */
+  stamp?: () => string
+  /**
    * A company being loaded from a fixture: rows are stamped with the latest modification time of their inputs
    * (records, quota value) rather than now, and get the status `statusOf` gives their period.
    */
@@ -129,6 +137,11 @@ export function companySettings(company: Company): CompanySettings {
 }
 
 const FROZEN: ReadonlySet<StatementStatus> = new Set(['validated', 'paid'])
+
+/** The options of a calculation on the service's clock: its rows stamped as they are written. */
+export function stampedBy(clock: Clock): RecalculationOptions {
+  return { now: clock.now().toISOString(), stamp: () => clock.now().toISOString() }
+}
 
 /** Recalculates what `changes` touch, for every plan of the company. */
 export async function recalculate(
@@ -679,6 +692,7 @@ function diffCell(context: Context, plan: Plan, cell: CellWrite, writes: Writes)
 
 async function flush(context: Context, plan: Plan, writes: Writes): Promise<void> {
   const { tx, company, summary } = context
+  stampAsWritten(context.options, writes)
   await inSlices(context.pacer, writes.goneLines, WRITE_SLICE, (ids) => tx.commissionLines.deleteMany(company.id, ids))
   await inSlices(context.pacer, writes.savedLines, WRITE_SLICE, (lines) => tx.commissionLines.save(lines))
   await inSlices(context.pacer, writes.repricedLines, WRITE_SLICE, (changes) =>
@@ -691,6 +705,16 @@ async function flush(context: Context, plan: Plan, writes: Writes): Promise<void
   summary.lines_deleted += writes.goneLines.length
   summary.statements_written += writes.savedStatements.length
   summary.statements_deleted += writes.goneStatements.length
+}
+
+/** The rows stamped with the calculation's `now` take the time they are written, when the options tell it. */
+function stampAsWritten({ now, stamp, loading }: RecalculationOptions, writes: Writes): void {
+  if (!stamp || loading) return
+  const written = stamp()
+  if (written === now) return
+  for (const rows of [writes.savedLines, writes.repricedLines, writes.savedStatements]) {
+    for (const row of rows) if (row.modified_at === now) row.modified_at = written
+  }
 }
 
 function lineOf(

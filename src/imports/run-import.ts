@@ -1,4 +1,4 @@
-import { CalculationChangeLog, KEPT_PROBLEMS, type RecalculationSummary, recalculate } from '../calculation/recalculation.ts'
+import { CalculationChangeLog, KEPT_PROBLEMS, type RecalculationSummary, recalculate, stampedBy } from '../calculation/recalculation.ts'
 import type { Clock } from '../clock.ts'
 import type { Company, DataImport, ImportDetail, ImportPayload } from '../store/model.ts'
 import type { Store } from '../store/port.ts'
@@ -98,10 +98,11 @@ export async function runClaimedImport(
             changes,
             step.start === 0 ? resync : NO_RESYNC,
           )
-          // Plans' results commit with the payloads they come from, or not at all. They are stamped now, once the
-          // payloads are applied: an incremental v2 sync reads a row once it is committed, and the closer its stamp
-          // to that commit, the smaller the margin a sync's mark needs (docs/decisions.md, "The high-water mark").
-          const stepCalculation = await recalculate(tx, company.id, changes, { now: clock.now().toISOString() })
+          // Plans' results commit with the payloads they come from, or not at all. They are stamped as each plan's are
+          // written, once the payloads are applied: an incremental v2 sync reads a row once it is committed, and the
+          // closer its stamp to that commit, the smaller the margin a sync's mark needs (docs/decisions.md, "The
+          // high-water mark").
+          const stepCalculation = await recalculate(tx, company.id, changes, stampedBy(clock))
           const applied = boundedDetails([...details, ...detailsOf(claimed, stepPayloads, outcomes, stepCalls)])
           if (!last) {
             if (!(await tx.imports.advance(company.id, claimed.id, owner, { payloads_applied: step.end, details: applied })))

@@ -2,7 +2,7 @@ import type { Clock } from '../clock.ts'
 import { isEmail, isMonthString } from '../domain/formats.ts'
 import { LAST_MONTH, monthRangesOverlap, nextMonth, previousMonth } from '../domain/periods.ts'
 import { type Issue, ValidationError } from '../errors.ts'
-import { recalculate } from '../calculation/recalculation.ts'
+import { recalculate, stampedBy } from '../calculation/recalculation.ts'
 import type { User } from '../store/model.ts'
 import type { Store } from '../store/port.ts'
 
@@ -28,10 +28,13 @@ interface ArchiveRequest {
  * instance cannot commit beside an archive that checked the attributions before it.
  */
 export async function archiveUsers(store: Store, clock: Clock, companyId: string, items: readonly unknown[]): Promise<void> {
-  const now = clock.now().toISOString()
-  const currentMonth = now.slice(0, 7)
   await store.transaction(
     async (tx) => {
+      // Read once the transaction holds the store: another writer may have held it for seconds (an incremental v2
+      // sync reads a row once it is committed, and its mark is taken from the time).
+      const timing = stampedBy(clock)
+      const { now } = timing
+      const currentMonth = now.slice(0, 7)
       const issues: Issue[] = []
       const wanted = readItems(items, issues)
       const found = await tx.users.findByEmails(
@@ -54,7 +57,7 @@ export async function archiveUsers(store: Store, clock: Clock, companyId: string
         modified_at: now,
       }))
       await tx.users.save(companyId, archived)
-      await recalculate(tx, companyId, { users: new Set(archived.map((user) => user.id)) }, { now })
+      await recalculate(tx, companyId, { users: new Set(archived.map((user) => user.id)) }, timing)
     },
     { company: companyId },
   )
