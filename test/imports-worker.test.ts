@@ -240,6 +240,25 @@ describe('the import worker', () => {
     expect(await h.user('a@acme.example')).toBeUndefined()
   })
 
+  it('counts toward that limit only the runs the store was too busy for, not the claims of workers that died', async () => {
+    const id = await putUsers([{ email: 'a@acme.example', name: 'A' }])
+    for (let death = 0; death < BUSY_ATTEMPTS; death++) {
+      await claimAndDie()
+      h.server.clock.advance(LEASE)
+    }
+    let busy = 1
+    const store: Store = {
+      ...h.store,
+      transaction: (work, options) =>
+        busy-- > 0 ? Promise.reject(new StoreBusyError('another writer held the lock')) : h.store.transaction(work, options),
+    }
+    const worker = new ImportWorker({ store, clock: h.server.clock })
+    expect(await worker.drain()).toBe(2)
+    expect(await h.store.imports.get(h.companyId, id)).toMatchObject({ attempts: BUSY_ATTEMPTS + 2, busy_postponements: 1 })
+    expect(await h.importOf(id)).toMatchObject({ status: 'finished', error: false })
+    expect((await h.user('a@acme.example'))?.name).toBe('A')
+  })
+
   it('polls once started, and stop() lets the running import finish; start and stop are idempotent', async () => {
     let release!: () => void
     const released = new Promise<void>((resolve) => {

@@ -41,9 +41,9 @@ export interface ImportWorkerEvents {
 }
 
 /**
- * How many claims a run may find the store too busy (StoreBusyError) before the import is refused as a failure of
+ * How many runs of an import may find the store too busy (StoreBusyError) before it is refused as a failure of
  * ours: a lock held for minutes, or a MongoDB transaction over its time limit, would otherwise hold every later
- * import of the company back forever.
+ * import of the company back forever. Only those runs count: not the claims of workers that died.
  */
 export const BUSY_ATTEMPTS = 10
 
@@ -165,10 +165,10 @@ export class ImportWorker extends EventEmitter<ImportWorkerEvents> {
       // Nothing can be written by this version any more, the import's failure neither: a worker of the new version
       // takes the import over once its lease expires.
       if (error instanceof StoreUpgradedError) throw error
-      if (error instanceof StoreBusyError && claimed.attempts < BUSY_ATTEMPTS) {
+      if (error instanceof StoreBusyError && (claimed.busy_postponements ?? 0) + 1 < BUSY_ATTEMPTS) {
         // Nothing was written, and the same run may succeed later: the import waits, its payloads kept.
         this.#logger.warn({ ...log, err: error }, 'import postponed: the store was busy; it runs again')
-        await this.#handBack(claimed)
+        await this.#handBack(claimed, { postponed: true })
         this.emit('postponed', claimed)
         return true
       }
@@ -220,9 +220,9 @@ export class ImportWorker extends EventEmitter<ImportWorkerEvents> {
   }
 
   /** Back to `scheduled` for the next claim; when even that fails, its lease expires and it is claimed again then. */
-  async #handBack(claimed: DataImport): Promise<void> {
+  async #handBack(claimed: DataImport, options: { postponed: boolean }): Promise<void> {
     try {
-      await this.#store.imports.release(claimed.company_id, claimed.id, this.owner)
+      await this.#store.imports.release(claimed.company_id, claimed.id, this.owner, options)
     } catch (error) {
       this.#logger.warn({ err: error, import_id: claimed.id }, 'import hand-back failed: it runs again once its lease expires')
     }

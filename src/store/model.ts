@@ -428,6 +428,8 @@ export interface DataImport {
   lease_expires_at: string | null
   /** How many times a worker claimed it (more than 1: a worker died or handed it back). */
   attempts: number
+  /** How many times a run found the store too busy and handed it back to run again (absent: never). */
+  busy_postponements?: number
   /**
    * Set while a run too large for one transaction is applied in several (see `runClaimedImport`): how many of
    * its calls, in payload order, are applied and committed, their outcomes in the first entries of `details`.

@@ -535,11 +535,11 @@ export interface ImportRepository {
    */
   hold(companyId: string, id: string, owner: string): Promise<boolean>
   /**
-   * Hands a started import back to `scheduled` while `owner` holds it (its worker stops); false otherwise. What the
-   * run committed stays (`payloads_applied`): the next claim goes on after it. Its window is closed already, so
-   * that claim may be at once.
+   * Hands a started import back to `scheduled` while `owner` holds it (its worker stops, or with `postponed` the
+   * store was too busy to run it: counted in `busy_postponements`); false otherwise. What the run committed stays
+   * (`payloads_applied`): the next claim goes on after it. Its window is closed already, so that claim may be at once.
    */
-  release(companyId: string, id: string, owner: string): Promise<boolean>
+  release(companyId: string, id: string, owner: string, options?: { postponed?: boolean }): Promise<boolean>
   /**
    * Records that the import's first `payloads_applied` calls (in payload order) are applied, with their
    * `details` (the first entries), while `owner` holds it: called in the transaction that applied the last of

@@ -234,12 +234,16 @@ export function mongoImports(context: MongoContext): ImportRepository {
         return result.matchedCount > 0
       }),
 
-    release: (companyId, id, owner) =>
+    release: (companyId, id, owner, { postponed = false } = {}) =>
       call(context, async (session) => {
         const result = await imports().updateOne(
           held(companyId, id, owner),
           // A hold in the same transaction (`hold`) ends with the claim.
-          { $set: { status: 'scheduled', lease_owner: null, lease_expires_at: null }, $unset: { holds: '' } },
+          {
+            $set: { status: 'scheduled', lease_owner: null, lease_expires_at: null },
+            $unset: { holds: '' },
+            ...(postponed ? { $inc: { busy_postponements: 1 } } : {}),
+          },
           inSession(session),
         )
         return result.matchedCount > 0

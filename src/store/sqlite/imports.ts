@@ -170,12 +170,13 @@ export function sqliteImports(sql: Sql): ImportRepository {
       return row !== undefined
     },
 
-    async release(companyId, id, owner) {
+    async release(companyId, id, owner, { postponed = false } = {}) {
+      const counted = postponed ? ", '$.busy_postponements', coalesce(json_extract(doc, '$.busy_postponements'), 0) + 1" : ''
       return changed(
         await sql.write((db) =>
           db.run(
             `UPDATE imports SET status = 'scheduled', lease_owner = NULL, lease_expires_at = NULL,
-               doc = json_set(doc, '$.status', 'scheduled', '$.lease_owner', NULL, '$.lease_expires_at', NULL)
+               doc = json_set(doc, '$.status', 'scheduled', '$.lease_owner', NULL, '$.lease_expires_at', NULL${counted})
              WHERE id = ?1 AND company_id = ?2 AND status = 'started' AND lease_owner = ?3`,
             id,
             companyId,

@@ -283,6 +283,18 @@ export function importsContract(adapter: StoreAdapter): void {
         expect((await store.imports.claimNext('x', minute(2), minute(12)))?.id).toBe(queued.id)
       })
 
+      it('counts the releases of a run the store was too busy for, and those alone', async () => {
+        const queued = await enqueue(0, 1)
+        await store.imports.claimNext('w', minute(1), minute(11))
+        expect(await store.imports.release(companyId, queued.id, 'w')).toBe(true)
+        expect((await store.imports.get(companyId, queued.id))?.busy_postponements ?? 0).toBe(0)
+        for (const owner of ['x', 'y']) {
+          await store.imports.claimNext(owner, minute(2), minute(12))
+          expect(await store.imports.release(companyId, queued.id, owner, { postponed: true })).toBe(true)
+        }
+        expect(await store.imports.get(companyId, queued.id)).toMatchObject({ status: 'scheduled', attempts: 3, busy_postponements: 2 })
+      })
+
       it('keeps what a run committed when its import is released: the next claim goes on from there', async () => {
         const queued = await enqueue(0, 1)
         expect((await enqueue(0)).id).toBe(queued.id)
