@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest'
 import { MIGRATIONS } from '../../src/store/sqlite/migrations.ts'
 import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.ts'
 import { newId } from '../../src/ids.ts'
+import type { DataImport } from '../../src/store/model.ts'
 import { aCommissionLine, aCompany, aStatement, aUser } from './builders.ts'
 
 describe('SQLite migrations', () => {
@@ -149,6 +150,57 @@ describe('SQLite migrations', () => {
       const positions = reader.prepare('SELECT position FROM import_payloads WHERE import_id = ? ORDER BY id').all(waiting.id)
       reader.close()
       expect(positions.map((row) => row.position)).toEqual([0, 1])
+    } finally {
+      await store.close()
+    }
+  })
+
+  it('let a record call join an import a version before stacked imports left waiting in its window', async () => {
+    const path = join(mkdtempSync(join(tmpdir(), 'migrate-')), 'db.sqlite')
+    const companyId = aCompany().id
+    const tableId = newId()
+    const anImport = (id: string, joinKey: string, status: 'scheduled' | 'finished'): DataImport => ({
+      id,
+      company_id: companyId,
+      target: 'records',
+      table_id: joinKey === 'records' ? null : tableId,
+      data_table_key: 'deals',
+      join_key: joinKey,
+      status,
+      window_ends_at: '2026-06-01T00:05:00.000Z',
+      created_at: '2026-06-01T00:00:00.000Z',
+      launched_at: null,
+      finished_at: null,
+      error: false,
+      details: [],
+      lease_owner: null,
+      lease_expires_at: null,
+      attempts: 0,
+      payload_bytes: 0,
+    })
+    const waiting = anImport(newId(), `records:${tableId}`, 'scheduled')
+    const old = new DatabaseSync(path)
+    const joinKeyMigration = MIGRATIONS.findIndex((migration) => migration.includes("SET join_key = 'records'"))
+    for (const migration of MIGRATIONS.slice(0, joinKeyMigration)) old.exec(migration)
+    old.exec(`PRAGMA user_version = ${joinKeyMigration}`)
+    old
+      .prepare('INSERT INTO imports (id, company_id, join_key, status, window_ends_at, doc) VALUES (?, ?, ?, ?, ?, ?)')
+      .run(waiting.id, companyId, waiting.join_key, waiting.status, waiting.window_ends_at, JSON.stringify(waiting))
+    old.close()
+
+    const store = openSqliteStore(path)
+    try {
+      const payload = {
+        id: newId(),
+        company_id: companyId,
+        table_id: tableId,
+        items: [{ id: 'D-1' }],
+        options: { all: false, keep_overrides: false },
+        received_at: '2026-06-01T00:01:00.000Z',
+        bytes: 10,
+      }
+      const joined = await store.imports.enqueue(anImport(newId(), 'records', 'scheduled'), payload, '2026-06-01T00:01:00.000Z')
+      expect(joined).toMatchObject({ id: waiting.id, join_key: 'records', table_id: tableId })
     } finally {
       await store.close()
     }

@@ -200,6 +200,13 @@ export const MIGRATIONS: readonly string[] = [
     WHERE imports.company_id = import_payloads.company_id AND imports.id = import_payloads.import_id AND imports.status = 'finished'
   );
   `,
+  // Record imports left waiting by a version before record calls of all tables joined one import (2026-11-23) were
+  // joined by `records:<table id>`: a call now joins by `records`, so it started an import of its own, which ran
+  // first, and the older import then wrote over it. (Each keeps its table: a payload names its own.)
+  `
+  UPDATE imports SET join_key = 'records', doc = json_set(doc, '$.join_key', 'records')
+  WHERE join_key LIKE 'records:%' AND status <> 'finished';
+  `,
 ]
 
 /** Every table that holds company data, for deleting a company. */
