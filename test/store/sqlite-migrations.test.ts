@@ -205,4 +205,41 @@ describe('SQLite migrations', () => {
       await store.close()
     }
   })
+
+  it("drop the lines a plan kept of the table it left, but a frozen cell's, and the sums of their pending cells", async () => {
+    const path = join(mkdtempSync(join(tmpdir(), 'migrate-')), 'db.sqlite')
+    const companyId = aCompany().id
+    const [left, reads, planId, userId] = [newId(), newId(), newId(), newId()]
+    const sums = { achievement: 1000, payment: 50, bonus: 0 }
+    const ofPlan = { plan_id: planId, user_id: userId }
+    const pending = aStatement(companyId, { ...ofPlan, period: '2026-05', status: 'pending', sums })
+    const paid = aStatement(companyId, { ...ofPlan, period: '2026-04', status: 'paid', sums })
+    const stale = aCommissionLine(companyId, left, { ...ofPlan, period: '2026-05' })
+    const current = aCommissionLine(companyId, reads, { ...ofPlan, period: '2026-05' })
+    const frozen = aCommissionLine(companyId, left, { ...ofPlan, period: '2026-04' })
+
+    // The data as a version before the migration left it: the plan reads another table than its lines' first one.
+    const migration = MIGRATIONS.findIndex((text) => text.includes("line.table_id <> plans.doc ->> '$.table_id'"))
+    const before = openSqliteStore(path)
+    await before.statements.save([pending, paid])
+    await before.commissionLines.save([stale, current, frozen])
+    await before.close()
+    const old = new DatabaseSync(path)
+    old
+      .prepare('INSERT INTO plans (company_id, id, environment, name, doc) VALUES (?, ?, ?, ?, ?)')
+      .run(companyId, planId, 'live', 'Sales', JSON.stringify({ id: planId, company_id: companyId, table_id: reads }))
+    old.exec(`PRAGMA user_version = ${migration}`)
+    old.close()
+
+    const store = openSqliteStore(path)
+    try {
+      expect(await store.commissionLines.page(companyId, left, { limit: 10 })).toStrictEqual([frozen])
+      expect(await store.commissionLines.page(companyId, reads, { limit: 10 })).toStrictEqual([current])
+      const statements = await store.statements.findOfPlan(companyId, planId)
+      expect(statements.find((statement) => statement.id === pending.id)?.sums).toBeUndefined()
+      expect(statements.find((statement) => statement.id === paid.id)?.sums).toStrictEqual(sums)
+    } finally {
+      await store.close()
+    }
+  })
 })

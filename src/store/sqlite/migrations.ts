@@ -207,6 +207,32 @@ export const MIGRATIONS: readonly string[] = [
   UPDATE imports SET join_key = 'records', doc = json_set(doc, '$.join_key', 'records')
   WHERE join_key LIKE 'records:%' AND status <> 'finished';
   `,
+  // A plan moved to another data table by a version before 2026-11-26 kept its lines of the table it left, which a
+  // recalculation of their cells then counted as records (src/admin/plans.ts deletes them since). They go, but those
+  // of validated and paid cells; the pending statements of their cells lose their sums, so that the next change
+  // of the cell calculates it whole (a full recalculation, such as a PUT of the exchange rates, does it at once).
+  `
+  UPDATE statements SET sums = NULL
+  WHERE plan_id IS NOT NULL AND status = 'pending' AND EXISTS (
+    SELECT 1 FROM commission_lines AS line JOIN plans ON plans.company_id = line.company_id AND plans.id = line.plan_id
+    WHERE line.company_id = statements.company_id AND line.plan_id = statements.plan_id
+      AND line.user_id = statements.user_id AND line.period = statements.period
+      AND line.table_id <> plans.doc ->> '$.table_id'
+  );
+  DELETE FROM commission_lines
+  WHERE plan_id IS NOT NULL
+    AND EXISTS (
+      SELECT 1 FROM plans
+      WHERE plans.company_id = commission_lines.company_id AND plans.id = commission_lines.plan_id
+        AND plans.doc ->> '$.table_id' <> commission_lines.table_id
+    )
+    AND NOT EXISTS (
+      SELECT 1 FROM statements
+      WHERE statements.company_id = commission_lines.company_id AND statements.plan_id = commission_lines.plan_id
+        AND statements.user_id = commission_lines.user_id AND statements.period = commission_lines.period
+        AND statements.status <> 'pending'
+    );
+  `,
 ]
 
 /** Every table that holds company data, for deleting a company. */
