@@ -155,20 +155,20 @@ describe('SQLite migrations', () => {
     }
   })
 
-  it('let a record call join an import a version before stacked imports left waiting in its window', async () => {
+  it('run at once the record imports a version before stacked imports left waiting, before any call made after', async () => {
     const path = join(mkdtempSync(join(tmpdir(), 'migrate-')), 'db.sqlite')
     const companyId = aCompany().id
-    const tableId = newId()
-    const anImport = (id: string, joinKey: string, status: 'scheduled' | 'finished'): DataImport => ({
+    const [leads, deals] = [newId(), newId()]
+    const anImport = (id: string, tableId: string | null, createdAt: string): DataImport => ({
       id,
       company_id: companyId,
       target: 'records',
-      table_id: joinKey === 'records' ? null : tableId,
+      table_id: tableId,
       data_table_key: 'deals',
-      join_key: joinKey,
-      status,
-      window_ends_at: '2026-06-01T00:05:00.000Z',
-      created_at: '2026-06-01T00:00:00.000Z',
+      join_key: tableId ? `records:${tableId}` : 'records',
+      status: 'scheduled',
+      window_ends_at: new Date(Date.parse(createdAt) + 300_000).toISOString(),
+      created_at: createdAt,
       launched_at: null,
       finished_at: null,
       error: false,
@@ -178,29 +178,38 @@ describe('SQLite migrations', () => {
       attempts: 0,
       payload_bytes: 0,
     })
-    const waiting = anImport(newId(), `records:${tableId}`, 'scheduled')
+    // Two tables' imports waiting in their windows, the leads' older: a call to deals must not run before either.
+    const waiting = [anImport(newId(), leads, '2026-06-01T00:00:00.000Z'), anImport(newId(), deals, '2026-06-01T00:00:30.000Z')]
     const old = new DatabaseSync(path)
-    const joinKeyMigration = MIGRATIONS.findIndex((migration) => migration.includes("SET join_key = 'records'"))
-    for (const migration of MIGRATIONS.slice(0, joinKeyMigration)) old.exec(migration)
-    old.exec(`PRAGMA user_version = ${joinKeyMigration}`)
-    old
-      .prepare('INSERT INTO imports (id, company_id, join_key, status, window_ends_at, doc) VALUES (?, ?, ?, ?, ?, ?)')
-      .run(waiting.id, companyId, waiting.join_key, waiting.status, waiting.window_ends_at, JSON.stringify(waiting))
+    const windowsMigration = MIGRATIONS.findIndex((migration) => migration.includes("join_key LIKE 'records:%'"))
+    for (const migration of MIGRATIONS.slice(0, windowsMigration)) old.exec(migration)
+    old.exec(`PRAGMA user_version = ${windowsMigration}`)
+    for (const legacy of waiting) {
+      old
+        .prepare('INSERT INTO imports (id, company_id, join_key, status, window_ends_at, doc) VALUES (?, ?, ?, ?, ?, ?)')
+        .run(legacy.id, companyId, legacy.join_key, legacy.status, legacy.window_ends_at, JSON.stringify(legacy))
+    }
     old.close()
 
     const store = openSqliteStore(path)
     try {
+      for (const legacy of waiting) {
+        expect((await store.imports.get(companyId, legacy.id))?.window_ends_at).toBe(legacy.created_at)
+      }
+      const now = '2026-06-01T00:01:00.000Z'
       const payload = {
         id: newId(),
         company_id: companyId,
-        table_id: tableId,
+        table_id: deals,
         items: [{ id: 'D-1' }],
         options: { all: false, keep_overrides: false },
-        received_at: '2026-06-01T00:01:00.000Z',
+        received_at: now,
         bytes: 10,
       }
-      const joined = await store.imports.enqueue(anImport(newId(), 'records', 'scheduled'), payload, '2026-06-01T00:01:00.000Z')
-      expect(joined).toMatchObject({ id: waiting.id, join_key: 'records', table_id: tableId })
+      const joined = await store.imports.enqueue(anImport(newId(), null, now), payload, now)
+      expect(waiting.map((legacy) => legacy.id)).not.toContain(joined.id)
+      expect(joined.id > waiting[1].id).toBe(true)
+      expect((await store.imports.claimNext('w', now, '2026-06-01T00:02:00.000Z'))?.id).toBe(waiting[0].id)
     } finally {
       await store.close()
     }

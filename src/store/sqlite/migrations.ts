@@ -201,11 +201,13 @@ export const MIGRATIONS: readonly string[] = [
   );
   `,
   // Record imports left waiting by a version before record calls of all tables joined one import (2026-11-23) were
-  // joined by `records:<table id>`: a call now joins by `records`, so it started an import of its own, which ran
-  // first, and the older import then wrote over it. (Each keeps its table: a payload names its own.)
+  // joined by `records:<table id>`, which no call joins any more: a call started an import of its own, which ran
+  // first while the older one waited out its window, and the older one then wrote over it. Their windows close:
+  // they run at once, before any import made after them. (Joined by `records`, a call to one table would join the
+  // waiting import of another, and the older one of its own table would still run after it.)
   `
-  UPDATE imports SET join_key = 'records', doc = json_set(doc, '$.join_key', 'records')
-  WHERE join_key LIKE 'records:%' AND status <> 'finished';
+  UPDATE imports SET window_ends_at = doc ->> '$.created_at', doc = json_set(doc, '$.window_ends_at', doc ->> '$.created_at')
+  WHERE join_key LIKE 'records:%' AND status = 'scheduled' AND window_ends_at > doc ->> '$.created_at';
   `,
   // A plan moved to another data table by a version before 2026-11-26 kept its lines of the table it left, which a
   // recalculation of their cells then counted as records (src/admin/plans.ts deletes them since). They go, but those
