@@ -1,7 +1,7 @@
 import { closeSync, fsyncSync, openSync, renameSync, writeSync } from 'node:fs'
 import { dirname } from 'node:path'
 
-/** Writes `text` to `path` and flushes it to the disk before returning. */
+/** Writes `text` to `path` and flushes it, and its entry in its directory, to the disk before returning. */
 export function writeDurably(path: string, text: string, mode = 0o666): void {
   const fd = openSync(path, 'w', mode)
   try {
@@ -10,14 +10,30 @@ export function writeDurably(path: string, text: string, mode = 0o666): void {
   } finally {
     closeSync(fd)
   }
+  flushDirectory(dirname(path))
 }
 
 /** Replaces `path` by `from` (a file written durably), and flushes the rename itself to the disk. */
 export function renameDurably(from: string, path: string): void {
   renameSync(from, path)
-  const fd = openSync(dirname(path), 'r')
+  flushDirectory(dirname(path))
+}
+
+/**
+ * Flushes a directory's entries (a file created or renamed in it) to the disk. Where a directory cannot be opened
+ * for that (Windows), the file system orders them itself, and nothing more can be done.
+ */
+function flushDirectory(dir: string): void {
+  let fd: number
+  try {
+    fd = openSync(dir, 'r')
+  } catch {
+    return
+  }
   try {
     fsyncSync(fd)
+  } catch (error) {
+    if (!['EISDIR', 'EINVAL', 'EPERM', 'EBADF'].includes((error as NodeJS.ErrnoException).code ?? '')) throw error
   } finally {
     closeSync(fd)
   }

@@ -1,12 +1,13 @@
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { hashApiKey } from '../src/auth/api-keys.ts'
 import { ManualClock } from '../src/clock.ts'
 import { demoFixture } from '../src/fixtures/demo.ts'
 import { demoKeyFile, ensureDemoCompany } from '../src/fixtures/demo-company.ts'
 import { loadFixture, loadFixtureIntoEmptyStore } from '../src/fixtures/load-fixture.ts'
 import type { CommissionLine, DataTable, Quota, Statement, User } from '../src/store/model.ts'
-import type { Store } from '../src/store/port.ts'
+import { type Store, StoreBusyError } from '../src/store/port.ts'
 import { openSqliteStore } from '../src/store/sqlite/sqlite-store.ts'
 import { tempDataDir } from './helpers/process.ts'
 import { startTestServer } from './helpers/server.ts'
@@ -398,6 +399,27 @@ describe('the demo company of a first start', () => {
       expect(outcome).toEqual({ kind: 'existing', keyFile: demoKeyFile(dataDir) })
       expect(readFileSync(demoKeyFile(dataDir), 'utf8').trim()).toBe(secret)
       expect(readdirSync(dataDir).filter((name) => name.startsWith('demo-api-key.'))).toEqual([])
+    } finally {
+      await store.close()
+    }
+  })
+
+  it('keeps the pending key of a load that failed after its commit (its statements rendered after), for the next start', async () => {
+    const dataDir = tempDataDir()
+    const store = openSqliteStore(join(dataDir, 'commission-api.sqlite'))
+    try {
+      let transactions = 0
+      const failingAfterTheCommit: Store = {
+        ...store,
+        transaction: (work, options) =>
+          transactions++ === 0 ? store.transaction(work, options) : Promise.reject(new StoreBusyError('another writer held the lock')),
+      }
+      await expect(ensureDemoCompany(failingAfterTheCommit, new ManualClock(), dataDir)).rejects.toThrow(StoreBusyError)
+      expect(await store.companies.list()).toHaveLength(1)
+
+      expect(await ensureDemoCompany(store, new ManualClock(), dataDir)).toEqual({ kind: 'existing', keyFile: demoKeyFile(dataDir) })
+      const secret = readFileSync(demoKeyFile(dataDir), 'utf8').trim()
+      expect(await store.apiKeys.findByHash(hashApiKey(secret))).not.toBeNull()
     } finally {
       await store.close()
     }
