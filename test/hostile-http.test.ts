@@ -95,8 +95,10 @@ describe('hostile HTTP: every refusal in the documented bodies', () => {
     expect(put.headers.allow).toBe('POST')
     const users = await server.call('/v1/users/bulk', { method: 'POST', key, body: { data: [] } })
     expect(users.headers.allow).toBe('PUT')
-    // An unknown path stays a 404.
+    // An unknown path stays a 404, and so does a known one with a trailing slash, as it is under GET.
     expect((await server.call('/v2/nothing-here', { method: 'DELETE', key })).status).toBe(404)
+    expect((await server.call('/v2/data-structures/', { key })).status).toBe(404)
+    expect((await server.call('/v2/data-structures/', { method: 'DELETE', key })).status).toBe(404)
     // A known path with percent-encoded letters is the path the router serves under GET.
     expect((await server.call('/%762/data-structures', { key })).status).toBe(200)
     const encoded = await server.call('/%762/data-structures', { method: 'DELETE', key })

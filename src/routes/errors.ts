@@ -104,7 +104,8 @@ export function registerErrorHandling(app: FastifyInstance): NotFoundHandler {
     if (error instanceof StoreUpgradedError) {
       request.log.error({ err: error }, 'the store was upgraded by a newer version of the service')
       return reply.code(503).send({
-        message: 'This instance runs an older version than the store it serves; nothing was done: try again',
+        message:
+          'This instance runs an older version than the store it serves; nothing was done: send it to an instance of the new version',
         type: 'ServiceUnavailableError',
       })
     }

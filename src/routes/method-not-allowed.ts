@@ -7,7 +7,8 @@ function pathPattern(url: string): RegExp {
     if (segment.startsWith(':')) return '[^/]+'
     return segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
   })
-  return new RegExp(`^${segments.join('/')}/?$`)
+  // Exactly the path, as the router matches it: `/v2/data-structures/` is another path, unknown (404) to every method.
+  return new RegExp(`^${segments.join('/')}$`)
 }
 
 /**
