@@ -110,6 +110,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
       close,
     }
     if (options.closeOnSignals) closeGracefullyOnSignals(running, config.shutdownTimeoutMs)
+    await recalculateWhatIsDue(store, clock, log)
     // Every module of the role is loaded. Node writes its compile cache (on with `npm start`: scripts/compile-cache.mjs)
     // at exit; written now too, a process that is killed rather than stopped still leaves it for the next start.
     flushCompileCache()
@@ -118,6 +119,27 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
   } catch (error) {
     await close()
     throw error
+  }
+}
+
+/**
+ * The full recalculations a migration left due, run once the role serves (the recalculation shares its thread): a
+ * process started on a store an earlier version left wrong puts it right before anything else is asked of it.
+ */
+async function recalculateWhatIsDue(store: Store, clock: Clock, log: WorkerLogger): Promise<void> {
+  try {
+    if ((await store.companies.recalculationsDue()).length === 0) return
+    const { recalculateDueCompanies } = await import('./admin/plans.ts')
+    for (const { company_id, reason, calculation } of await recalculateDueCompanies(store, clock)) {
+      const { cells, statements_written, lines_written, lines_deleted } = calculation
+      log.info(
+        { company_id, reason, calculation: { cells, statements_written, lines_written, lines_deleted } },
+        'company recalculated after the upgrade',
+      )
+    }
+  } catch (error) {
+    // Still due: the next start runs it again. The service serves meanwhile, as the earlier version did.
+    log.error({ err: error }, 'a recalculation due after the upgrade failed; the next start runs it again')
   }
 }
 

@@ -137,6 +137,26 @@ export async function setExchangeRates(
   )
 }
 
+/**
+ * Runs the full recalculations a migration left due (`recalculationsDue`), each in one transaction with its taking
+ * off the list, so that processes started together on one store run each once. Returns what each wrote.
+ */
+export async function recalculateDueCompanies(
+  store: Store,
+  clock: Clock,
+): Promise<Array<{ company_id: string; reason: string; calculation: RecalculationSummary }>> {
+  const done = []
+  for (const { company_id: companyId, reason } of await store.companies.recalculationsDue()) {
+    const calculation = await store.transaction(
+      async (tx) =>
+        (await tx.companies.takeRecalculationDue(companyId)) ? recalculate(tx, companyId, { everything: true }, stampedBy(clock)) : null,
+      { company: companyId },
+    )
+    if (calculation) done.push({ company_id: companyId, reason, calculation })
+  }
+  return done
+}
+
 /** What keeps records or cells of each plan from being calculated now: a dry run of every plan, nothing written. */
 export async function calculationProblems(
   store: Store,

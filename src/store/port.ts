@@ -167,6 +167,13 @@ export interface CompanyRepository {
    * deletion done in several (SQLite: table by table), so that a large company's deletion shares its thread.
    */
   delete(id: string, options?: { pause?: () => Promise<void> }): Promise<boolean>
+  /**
+   * The companies a migration left due a full recalculation, with why: data an earlier version left wrong, which
+   * only the calculation can put right (SQLite; a MongoDB store has no migrations, and none).
+   */
+  recalculationsDue(): Promise<Array<{ company_id: string; reason: string }>>
+  /** Takes the company off that list; false when it was not on it (another process took it first). */
+  takeRecalculationDue(companyId: string): Promise<boolean>
 }
 
 export interface ApiKeyRepository {

@@ -247,6 +247,8 @@ describe('SQLite migrations', () => {
       const statements = await store.statements.findOfPlan(companyId, planId)
       expect(statements.find((statement) => statement.id === pending.id)?.sums).toBeUndefined()
       expect(statements.find((statement) => statement.id === paid.id)?.sums).toStrictEqual(sums)
+      // Its statements may have counted those lines: the company is due a full recalculation (run at the next start).
+      expect(await store.companies.recalculationsDue()).toEqual([{ company_id: companyId, reason: expect.any(String) }])
     } finally {
       await store.close()
     }

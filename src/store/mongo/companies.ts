@@ -26,6 +26,9 @@ export function mongoCompanies(context: MongoContext): CompanyRepository {
       ),
     list: () => findAll<Company>(context, COMPANIES, {}),
     delete: (id) => counted(context, deleteCompany(context, id)),
+    // A MongoDB store has no migrations, so nothing is ever left due.
+    recalculationsDue: async () => [],
+    takeRecalculationDue: async () => false,
   }
 }
 

@@ -23,6 +23,13 @@ export function sqliteCompanies(sql: Sql): CompanyRepository {
     async list() {
       return parseDocuments<Company>(await sql.all('SELECT doc FROM companies ORDER BY id'))
     },
+    recalculationsDue: async () =>
+      (await sql.all('SELECT company_id, reason FROM recalculations_due ORDER BY company_id')).map((row) => ({
+        company_id: row.company_id as string,
+        reason: row.reason as string,
+      })),
+    takeRecalculationDue: (companyId) =>
+      sql.write((db) => Number(db.run('DELETE FROM recalculations_due WHERE company_id = ?', companyId).changes) > 0),
     // Without `pause`, one write: the company and everything it holds go at once. With it, inside a transaction,
     // a write per table (a large company's records and lines take a second or two each), pausing between them.
     async delete(id, { pause } = {}) {

@@ -211,9 +211,15 @@ export const MIGRATIONS: readonly string[] = [
   `,
   // A plan moved to another data table by a version before 2026-11-26 kept its lines of the table it left, which a
   // recalculation of their cells then counted as records (src/admin/plans.ts deletes them since). They go, but those
-  // of validated and paid cells; the pending statements of their cells lose their sums, so that the next change
-  // of the cell calculates it whole (a full recalculation, such as a PUT of the exchange rates, does it at once).
+  // of validated and paid cells; the pending statements of their cells lose their sums, and their companies are
+  // due a full recalculation, which the next start of the service runs (`recalculateDueCompanies`): their
+  // statements may have counted those lines already.
   `
+  CREATE TABLE IF NOT EXISTS recalculations_due (company_id TEXT NOT NULL PRIMARY KEY, reason TEXT NOT NULL) WITHOUT ROWID;
+  INSERT OR IGNORE INTO recalculations_due (company_id, reason)
+    SELECT DISTINCT line.company_id, 'a plan kept lines of the data table it left'
+    FROM commission_lines AS line JOIN plans ON plans.company_id = line.company_id AND plans.id = line.plan_id
+    WHERE line.plan_id IS NOT NULL AND line.table_id <> plans.doc ->> '$.table_id';
   UPDATE statements SET sums = NULL
   WHERE plan_id IS NOT NULL AND status = 'pending' AND EXISTS (
     SELECT 1 FROM commission_lines AS line JOIN plans ON plans.company_id = line.company_id AND plans.id = line.plan_id
@@ -229,7 +235,7 @@ export const MIGRATIONS: readonly string[] = [
         AND plans.doc ->> '$.table_id' <> commission_lines.table_id
     )
     AND NOT EXISTS (
-      SELECT 1 FROM statements
+      SELECT 1 FROM statements INDEXED BY statements_plan_cell
       WHERE statements.company_id = commission_lines.company_id AND statements.plan_id = commission_lines.plan_id
         AND statements.user_id = commission_lines.user_id AND statements.period = commission_lines.period
         AND statements.status <> 'pending'
@@ -256,4 +262,5 @@ export const COMPANY_TABLES: readonly string[] = [
   'import_payloads',
   'plans',
   'company_origins',
+  'recalculations_due',
 ]

@@ -1,0 +1,100 @@
+import { Writable } from 'node:stream'
+import { join } from 'node:path'
+import { DatabaseSync } from 'node:sqlite'
+import { describe, expect, it } from 'vitest'
+import { ManualClock } from '../src/clock.ts'
+import { loadConfig } from '../src/config.ts'
+import { loadFixture } from '../src/fixtures/load-fixture.ts'
+import type { Fixture } from '../src/fixtures/schema.ts'
+import { startServer } from '../src/server.ts'
+import { MIGRATIONS } from '../src/store/sqlite/migrations.ts'
+import { openSqliteStore } from '../src/store/sqlite/sqlite-store.ts'
+import { tempDataDir } from './helpers/process.ts'
+import { aCommissionLine } from './store/builders.ts'
+
+/**
+ * What an earlier version left wrong, put right by the upgrade: a plan moved to another data table kept its lines of
+ * the table it left (before 5e0c9ae), and a recalculation of their cell then counted them in its statement.
+ */
+
+const fields = [
+  { api_key: 'id', name: 'Id', type: 'string' },
+  { api_key: 'owner_id', name: 'Owner', type: 'string' },
+  { api_key: 'close_date', name: 'Close date', type: 'datetime' },
+  { api_key: 'amount', name: 'Amount', type: 'amount' },
+]
+
+const record = (id: string, amount: number) => ({
+  id,
+  owner_id: 'rep@moved.example',
+  close_date: '2026-05-10T10:00:00Z',
+  amount,
+  amount_currency: 'EUR',
+})
+
+function company(): Fixture {
+  return {
+    company: { name: 'Moved', default_currency: 'EUR' },
+    users: [{ email: 'rep@moved.example', currency: 'EUR' }],
+    data_tables: [
+      { key: 'deals', name: 'Deals', id_field: 'id', name_field: 'id', fields, records: [record('D-1', 6000)] },
+      { key: 'renewals', name: 'Renewals', id_field: 'id', name_field: 'id', fields, records: [record('R-1', 1200)] },
+    ],
+    plans: [
+      {
+        name: 'Sales',
+        data_table: 'renewals',
+        user_field: 'owner_id',
+        date_field: 'close_date',
+        amount_field: 'amount',
+        frequency: 'monthly',
+        rate: 0.05,
+      },
+    ],
+  } as Fixture
+}
+
+describe('the upgrade over a plan that kept the lines of the table it left (SQLite)', () => {
+  it('removes those lines and recalculates the company at the next start, its statements as a fresh calculation states them', async () => {
+    const dataDir = tempDataDir()
+    const file = join(dataDir, 'commission-api.sqlite')
+    const store = openSqliteStore(file)
+    const { company_id: companyId } = await loadFixture(store, new ManualClock('2026-06-01T00:00:00.000Z'), company())
+    const [plan] = await store.plans.list(companyId)
+    const deals = (await store.dataTables.getByKey(companyId, 'live', 'deals'))!
+    const [statement] = await store.statements.findOfPlan(companyId, plan.id)
+    expect(statement.payment).toBe(60)
+    // As an earlier version left it: the line of the table the plan left, counted in the cell's statement.
+    const stale = aCommissionLine(companyId, deals.id, {
+      plan_id: plan.id,
+      user_id: statement.user_id,
+      period: statement.period,
+      commission: 300,
+    })
+    await store.commissionLines.save([stale])
+    await store.statements.save([{ ...statement, payment: 360 }])
+    await store.close()
+    const old = new DatabaseSync(file)
+    old.exec(`PRAGMA user_version = ${MIGRATIONS.findIndex((text) => text.includes('recalculations_due'))}`)
+    old.close()
+
+    let logs = ''
+    const logStream = new Writable({
+      write(chunk, _encoding, done) {
+        logs += chunk.toString()
+        done()
+      },
+    })
+    const config = loadConfig({ DATA_DIR: dataDir, PORT: '0', DEMO: 'off', LOG_LEVEL: 'info', IMPORT_WORKER: 'inline' })
+    const server = await startServer(config, { role: 'api', out: null, logStream })
+    try {
+      const [after] = await server.store.statements.findOfPlan(companyId, plan.id)
+      expect(after.payment).toBe(60)
+      expect(await server.store.commissionLines.page(companyId, deals.id, { limit: 10 })).toEqual([])
+      expect(await server.store.companies.recalculationsDue()).toEqual([])
+      expect(logs).toContain('company recalculated after the upgrade')
+    } finally {
+      await server.close()
+    }
+  })
+})
