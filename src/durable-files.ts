@@ -27,14 +27,18 @@ function flushDirectory(dir: string): void {
   let fd: number
   try {
     fd = openSync(dir, 'r')
-  } catch {
-    return
+  } catch (error) {
+    if (CANNOT_FLUSH.has((error as NodeJS.ErrnoException).code ?? '')) return
+    throw error
   }
   try {
     fsyncSync(fd)
   } catch (error) {
-    if (!['EISDIR', 'EINVAL', 'EPERM', 'EBADF'].includes((error as NodeJS.ErrnoException).code ?? '')) throw error
+    if (!CANNOT_FLUSH.has((error as NodeJS.ErrnoException).code ?? '')) throw error
   } finally {
     closeSync(fd)
   }
 }
+
+/** What opening or flushing a directory answers where directories cannot be flushed (Windows). */
+const CANNOT_FLUSH = new Set(['EISDIR', 'EINVAL', 'EPERM', 'EBADF'])

@@ -374,6 +374,8 @@ describe('the demo company of a first start', () => {
     const dataDir = tempDataDir()
     const store = openSqliteStore(join(dataDir, 'commission-api.sqlite'))
     try {
+      // What a start that failed before its commit left: a key in no store.
+      writeFileSync(`${demoKeyFile(dataDir)}.pending-4241-abcdefgh`, 'cak_a-key-that-was-never-committed-0000\n', { mode: 0o600 })
       const outcome = await ensureDemoCompany(store, new ManualClock(), dataDir)
       expect(outcome.kind).toBe('created')
       expect(readFileSync(demoKeyFile(dataDir), 'utf8')).toBe(`${'apiKey' in outcome ? outcome.apiKey : ''}\n`)

@@ -428,7 +428,7 @@ export interface DataImport {
   lease_expires_at: string | null
   /** How many times a worker claimed it (more than 1: a worker died or handed it back). */
   attempts: number
-  /** How many times a run found the store too busy and handed it back to run again (absent: never). */
+  /** How many runs in a row found the store too busy and handed it back (absent: none since its last progress). */
   busy_postponements?: number
   /**
    * Set while a run too large for one transaction is applied in several (see `runClaimedImport`): how many of

@@ -543,7 +543,7 @@ export interface ImportRepository {
   hold(companyId: string, id: string, owner: string): Promise<boolean>
   /**
    * Hands a started import back to `scheduled` while `owner` holds it (its worker stops, or with `postponed` the
-   * store was too busy to run it: counted in `busy_postponements`); false otherwise. What the run committed stays
+   * store was too busy to run it: counted in `busy_postponements`, which `advance` clears); false otherwise. What the run committed stays
    * (`payloads_applied`): the next claim goes on after it. Its window is closed already, so that claim may be at once.
    */
   release(companyId: string, id: string, owner: string, options?: { postponed?: boolean }): Promise<boolean>

@@ -253,7 +253,10 @@ export function mongoImports(context: MongoContext): ImportRepository {
       call(context, async (session) => {
         const result = await imports().updateOne(
           held(companyId, id, owner),
-          { $set: { payloads_applied: progress.payloads_applied, details: progress.details }, $unset: { holds: '' } },
+          {
+            $set: { payloads_applied: progress.payloads_applied, details: progress.details },
+            $unset: { holds: '', busy_postponements: '' },
+          },
           inSession(session),
         )
         return result.matchedCount > 0

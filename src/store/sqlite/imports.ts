@@ -190,7 +190,7 @@ export function sqliteImports(sql: Sql): ImportRepository {
       return changed(
         await sql.write((db) =>
           db.run(
-            `UPDATE imports SET doc = json_set(doc, '$.payloads_applied', ?1, '$.details', json(?2))
+            `UPDATE imports SET doc = json_set(json_remove(doc, '$.busy_postponements'), '$.payloads_applied', ?1, '$.details', json(?2))
              WHERE id = ?3 AND company_id = ?4 AND status = 'started' AND lease_owner = ?5`,
             progress.payloads_applied,
             JSON.stringify(progress.details),

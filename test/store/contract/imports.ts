@@ -293,6 +293,10 @@ export function importsContract(adapter: StoreAdapter): void {
           expect(await store.imports.release(companyId, queued.id, owner, { postponed: true })).toBe(true)
         }
         expect(await store.imports.get(companyId, queued.id)).toMatchObject({ status: 'scheduled', attempts: 3, busy_postponements: 2 })
+        // A run that commits a part of the import makes progress: the busy runs before it no longer count.
+        const claimed = (await store.imports.claimNext('z', minute(3), minute(13)))!
+        expect(await store.imports.advance(companyId, queued.id, 'z', { payloads_applied: 1, details: claimed.details })).toBe(true)
+        expect((await store.imports.get(companyId, queued.id))?.busy_postponements).toBeUndefined()
       })
 
       it('keeps what a run committed when its import is released: the next claim goes on from there', async () => {
