@@ -123,23 +123,32 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
 }
 
 /**
- * The full recalculations a migration left due, run once the role serves (the recalculation shares its thread): a
- * process started on a store an earlier version left wrong puts it right before anything else is asked of it.
+ * The full recalculations a migration left due, run once the role has started: a process started on a store an
+ * earlier version left wrong puts it right (the HTTP role answers meanwhile; the worker's thread of role all runs
+ * them before it reports itself started, so that readiness waits for them there). One that fails stays due for the
+ * next start.
  */
 async function recalculateWhatIsDue(store: Store, clock: Clock, log: WorkerLogger): Promise<void> {
   try {
     if ((await store.companies.recalculationsDue()).length === 0) return
     const { recalculateDueCompanies } = await import('./admin/plans.ts')
-    for (const { company_id, reason, calculation } of await recalculateDueCompanies(store, clock)) {
-      const { cells, statements_written, lines_written, lines_deleted } = calculation
+    for (const outcome of await recalculateDueCompanies(store, clock)) {
+      const { company_id, reason } = outcome
+      if ('failure' in outcome) {
+        log.error(
+          { company_id, reason, err: outcome.failure },
+          'a recalculation due after the upgrade failed; the next start runs it again',
+        )
+        continue
+      }
+      const { cells, statements_written, lines_written, lines_deleted } = outcome.calculation
       log.info(
         { company_id, reason, calculation: { cells, statements_written, lines_written, lines_deleted } },
         'company recalculated after the upgrade',
       )
     }
   } catch (error) {
-    // Still due: the next start runs it again. The service serves meanwhile, as the earlier version did.
-    log.error({ err: error }, 'a recalculation due after the upgrade failed; the next start runs it again')
+    log.error({ err: error }, 'the recalculations due after the upgrade could not be listed; the next start runs them')
   }
 }
 

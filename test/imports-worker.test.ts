@@ -259,6 +259,36 @@ describe('the import worker', () => {
     expect((await h.user('a@acme.example'))?.name).toBe('A')
   })
 
+  it('counts only the busy runs since the import last made progress: a run that commits a part starts the count again', async () => {
+    // Three calls in one import, each applied in a transaction of its own.
+    const ids = []
+    for (const name of ['A', 'B', 'C']) {
+      const reply = await h.server.call('/v1/users/bulk?debounce=60', {
+        method: 'PUT',
+        key: h.key,
+        body: { data: [{ email: `${name.toLowerCase()}@acme.example`, name }] },
+      })
+      ids.push(reply.body.import_id as string)
+    }
+    expect(new Set(ids).size).toBe(1)
+    h.server.clock.advance(60_000)
+    // Nine runs find the store busy; the tenth commits the first call, then finds it busy; the eleventh finishes.
+    let transactions = 0
+    const busyAt = new Set([1, 2, 3, 4, 5, 6, 7, 8, 9, 11])
+    const store: Store = {
+      ...h.store,
+      itemsPerTransaction: 1,
+      transaction: (work, options) =>
+        busyAt.has(++transactions)
+          ? Promise.reject(new StoreBusyError('another writer held the lock'))
+          : h.store.transaction(work, options),
+    }
+    const worker = new ImportWorker({ store, clock: h.server.clock })
+    expect(await worker.drain()).toBe(BUSY_ATTEMPTS + 1)
+    expect(await h.importOf(ids[0])).toMatchObject({ status: 'finished', error: false })
+    expect((await h.user('c@acme.example'))?.name).toBe('C')
+  })
+
   it('polls once started, and stop() lets the running import finish; start and stop are idempotent', async () => {
     let release!: () => void
     const released = new Promise<void>((resolve) => {

@@ -2,6 +2,7 @@ import { Writable } from 'node:stream'
 import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import { describe, expect, it } from 'vitest'
+import { recalculateDueCompanies } from '../src/admin/plans.ts'
 import { ManualClock } from '../src/clock.ts'
 import { loadConfig } from '../src/config.ts'
 import { loadFixture } from '../src/fixtures/load-fixture.ts'
@@ -54,30 +55,34 @@ function company(): Fixture {
   } as Fixture
 }
 
+/** A store as an earlier version left it (a line of the table the plan left, counted in its cell), migrated again. */
+async function storeLeftByAnEarlierVersion() {
+  const dataDir = tempDataDir()
+  const file = join(dataDir, 'commission-api.sqlite')
+  const store = openSqliteStore(file)
+  const { company_id: companyId } = await loadFixture(store, new ManualClock('2026-06-01T00:00:00.000Z'), company())
+  const [plan] = await store.plans.list(companyId)
+  const deals = (await store.dataTables.getByKey(companyId, 'live', 'deals'))!
+  const [statement] = await store.statements.findOfPlan(companyId, plan.id)
+  expect(statement.payment).toBe(60)
+  const stale = aCommissionLine(companyId, deals.id, {
+    plan_id: plan.id,
+    user_id: statement.user_id,
+    period: statement.period,
+    commission: 300,
+  })
+  await store.commissionLines.save([stale])
+  await store.statements.save([{ ...statement, payment: 360 }])
+  await store.close()
+  const old = new DatabaseSync(file)
+  old.exec(`PRAGMA user_version = ${MIGRATIONS.findIndex((text) => text.includes('recalculations_due'))}`)
+  old.close()
+  return { dataDir, file, companyId, planId: plan.id, dealsId: deals.id }
+}
+
 describe('the upgrade over a plan that kept the lines of the table it left (SQLite)', () => {
   it('removes those lines and recalculates the company at the next start, its statements as a fresh calculation states them', async () => {
-    const dataDir = tempDataDir()
-    const file = join(dataDir, 'commission-api.sqlite')
-    const store = openSqliteStore(file)
-    const { company_id: companyId } = await loadFixture(store, new ManualClock('2026-06-01T00:00:00.000Z'), company())
-    const [plan] = await store.plans.list(companyId)
-    const deals = (await store.dataTables.getByKey(companyId, 'live', 'deals'))!
-    const [statement] = await store.statements.findOfPlan(companyId, plan.id)
-    expect(statement.payment).toBe(60)
-    // As an earlier version left it: the line of the table the plan left, counted in the cell's statement.
-    const stale = aCommissionLine(companyId, deals.id, {
-      plan_id: plan.id,
-      user_id: statement.user_id,
-      period: statement.period,
-      commission: 300,
-    })
-    await store.commissionLines.save([stale])
-    await store.statements.save([{ ...statement, payment: 360 }])
-    await store.close()
-    const old = new DatabaseSync(file)
-    old.exec(`PRAGMA user_version = ${MIGRATIONS.findIndex((text) => text.includes('recalculations_due'))}`)
-    old.close()
-
+    const { dataDir, companyId, planId, dealsId } = await storeLeftByAnEarlierVersion()
     let logs = ''
     const logStream = new Writable({
       write(chunk, _encoding, done) {
@@ -88,13 +93,25 @@ describe('the upgrade over a plan that kept the lines of the table it left (SQLi
     const config = loadConfig({ DATA_DIR: dataDir, PORT: '0', DEMO: 'off', LOG_LEVEL: 'info', IMPORT_WORKER: 'inline' })
     const server = await startServer(config, { role: 'api', out: null, logStream })
     try {
-      const [after] = await server.store.statements.findOfPlan(companyId, plan.id)
+      const [after] = await server.store.statements.findOfPlan(companyId, planId)
       expect(after.payment).toBe(60)
-      expect(await server.store.commissionLines.page(companyId, deals.id, { limit: 10 })).toEqual([])
+      expect(await server.store.commissionLines.page(companyId, dealsId, { limit: 10 })).toEqual([])
       expect(await server.store.companies.recalculationsDue()).toEqual([])
       expect(logs).toContain('company recalculated after the upgrade')
     } finally {
       await server.close()
+    }
+  })
+
+  it('recalculates a company once when two processes start together on the store', async () => {
+    const { file, companyId, planId } = await storeLeftByAnEarlierVersion()
+    const stores = [openSqliteStore(file), openSqliteStore(file)]
+    try {
+      const outcomes = await Promise.all(stores.map((store) => recalculateDueCompanies(store, new ManualClock('2026-06-02T00:00:00.000Z'))))
+      expect(outcomes.flat()).toEqual([{ company_id: companyId, reason: expect.any(String), calculation: expect.anything() }])
+      expect((await stores[0].statements.findOfPlan(companyId, planId))[0].payment).toBe(60)
+    } finally {
+      for (const store of stores) await store.close()
     }
   })
 })

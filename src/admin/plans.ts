@@ -137,24 +137,31 @@ export async function setExchangeRates(
   )
 }
 
+/** A full recalculation a migration left due, as it went: what it wrote, or why it failed (it stays due then). */
+export type DueRecalculation = { company_id: string; reason: string } & ({ calculation: RecalculationSummary } | { failure: unknown })
+
 /**
  * Runs the full recalculations a migration left due (`recalculationsDue`), each in one transaction with its taking
- * off the list, so that processes started together on one store run each once. Returns what each wrote.
+ * off the list, so that processes started together on one store run each once; one that fails stays due, and the
+ * others are run. Returns those this process ran or failed (not those another process ran meanwhile).
  */
-export async function recalculateDueCompanies(
-  store: Store,
-  clock: Clock,
-): Promise<Array<{ company_id: string; reason: string; calculation: RecalculationSummary }>> {
-  const done = []
+export async function recalculateDueCompanies(store: Store, clock: Clock): Promise<DueRecalculation[]> {
+  const outcomes: DueRecalculation[] = []
   for (const { company_id: companyId, reason } of await store.companies.recalculationsDue()) {
-    const calculation = await store.transaction(
-      async (tx) =>
-        (await tx.companies.takeRecalculationDue(companyId)) ? recalculate(tx, companyId, { everything: true }, stampedBy(clock)) : null,
-      { company: companyId },
-    )
-    if (calculation) done.push({ company_id: companyId, reason, calculation })
+    try {
+      const calculation = await store.transaction(
+        async (tx) =>
+          (await tx.companies.takeRecalculationDue(companyId)) ? recalculate(tx, companyId, { everything: true }, stampedBy(clock)) : null,
+        { company: companyId },
+      )
+      if (calculation) outcomes.push({ company_id: companyId, reason, calculation })
+    } catch (failure) {
+      // Another process held the store for it, and may have run it meanwhile: a failure only while it is still due.
+      const stillDue = (await store.companies.recalculationsDue()).some((due) => due.company_id === companyId)
+      if (stillDue) outcomes.push({ company_id: companyId, reason, failure })
+    }
   }
-  return done
+  return outcomes
 }
 
 /** What keeps records or cells of each plan from being calculated now: a dry run of every plan, nothing written. */

@@ -165,7 +165,7 @@ export class ImportWorker extends EventEmitter<ImportWorkerEvents> {
       // Nothing can be written by this version any more, the import's failure neither: a worker of the new version
       // takes the import over once its lease expires.
       if (error instanceof StoreUpgradedError) throw error
-      if (error instanceof StoreBusyError && (claimed.busy_postponements ?? 0) + 1 < BUSY_ATTEMPTS) {
+      if (error instanceof StoreBusyError && (await this.#busyRunsBefore(claimed)) + 1 < BUSY_ATTEMPTS) {
         // Nothing was written, and the same run may succeed later: the import waits, its payloads kept.
         this.#logger.warn({ ...log, err: error }, 'import postponed: the store was busy; it runs again')
         await this.#handBack(claimed, { postponed: true })
@@ -220,6 +220,15 @@ export class ImportWorker extends EventEmitter<ImportWorkerEvents> {
   }
 
   /** Back to `scheduled` for the next claim; when even that fails, its lease expires and it is claimed again then. */
+  /** The busy runs in a row before this one: as stored now, since a part this run committed cleared them. */
+  async #busyRunsBefore(claimed: DataImport): Promise<number> {
+    try {
+      return (await this.#store.imports.get(claimed.company_id, claimed.id))?.busy_postponements ?? 0
+    } catch {
+      return claimed.busy_postponements ?? 0
+    }
+  }
+
   async #handBack(claimed: DataImport, options: { postponed: boolean }): Promise<void> {
     try {
       await this.#store.imports.release(claimed.company_id, claimed.id, this.owner, options)
