@@ -7,7 +7,7 @@ import { MIGRATIONS } from '../../src/store/sqlite/migrations.ts'
 import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.ts'
 import { newId } from '../../src/ids.ts'
 import type { DataImport } from '../../src/store/model.ts'
-import { aCommissionLine, aCompany, aStatement, aUser } from './builders.ts'
+import { aCommissionLine, aCompany, anImport, aStatement, aUser } from './builders.ts'
 
 describe('SQLite migrations', () => {
   it('move statements stored as documents into columns, unchanged', async () => {
@@ -97,7 +97,7 @@ describe('SQLite migrations', () => {
   it('count the payloads of the imports not finished at the upgrade against their queue, as stored', async () => {
     const path = join(mkdtempSync(join(tmpdir(), 'migrate-')), 'db.sqlite')
     const companyId = aCompany().id
-    const anImport = (id: string, status: string) => ({
+    const usersImport = (id: string, status: string) => ({
       id,
       company_id: companyId,
       target: 'users',
@@ -115,7 +115,7 @@ describe('SQLite migrations', () => {
       lease_expires_at: null,
       attempts: 0,
     })
-    const [waiting, done] = [anImport(newId(), 'scheduled'), anImport(newId(), 'finished')]
+    const [waiting, done] = [usersImport(newId(), 'scheduled'), usersImport(newId(), 'finished')]
     const payloadOf = (importId: string) =>
       JSON.stringify({ id: newId(), company_id: companyId, import_id: importId, items: [{ email: 'é@example.com' }] })
 
@@ -159,27 +159,14 @@ describe('SQLite migrations', () => {
     const path = join(mkdtempSync(join(tmpdir(), 'migrate-')), 'db.sqlite')
     const companyId = aCompany().id
     const [leads, deals] = [newId(), newId()]
-    const anImport = (id: string, tableId: string | null, createdAt: string): DataImport => ({
-      id,
-      company_id: companyId,
+    const recordImport = (tableId: string | null, createdAt: string): DataImport => ({
+      ...anImport(companyId, createdAt, 5, tableId ? `records:${tableId}` : 'records'),
       target: 'records',
       table_id: tableId,
       data_table_key: 'deals',
-      join_key: tableId ? `records:${tableId}` : 'records',
-      status: 'scheduled',
-      window_ends_at: new Date(Date.parse(createdAt) + 300_000).toISOString(),
-      created_at: createdAt,
-      launched_at: null,
-      finished_at: null,
-      error: false,
-      details: [],
-      lease_owner: null,
-      lease_expires_at: null,
-      attempts: 0,
-      payload_bytes: 0,
     })
     // Two tables' imports waiting in their windows, the leads' older: a call to deals must not run before either.
-    const waiting = [anImport(newId(), leads, '2026-06-01T00:00:00.000Z'), anImport(newId(), deals, '2026-06-01T00:00:30.000Z')]
+    const waiting = [recordImport(leads, '2026-06-01T00:00:00.000Z'), recordImport(deals, '2026-06-01T00:00:30.000Z')]
     const old = new DatabaseSync(path)
     const windowsMigration = MIGRATIONS.findIndex((migration) => migration.includes("join_key LIKE 'records:%'"))
     for (const migration of MIGRATIONS.slice(0, windowsMigration)) old.exec(migration)
@@ -206,7 +193,7 @@ describe('SQLite migrations', () => {
         received_at: now,
         bytes: 10,
       }
-      const joined = await store.imports.enqueue(anImport(newId(), null, now), payload, now)
+      const joined = await store.imports.enqueue(recordImport(null, now), payload, now)
       expect(waiting.map((legacy) => legacy.id)).not.toContain(joined.id)
       expect(joined.id > waiting[1].id).toBe(true)
       expect((await store.imports.claimNext('w', now, '2026-06-01T00:02:00.000Z'))?.id).toBe(waiting[0].id)
