@@ -72,8 +72,7 @@ export class ImportWorker extends EventEmitter<ImportWorkerEvents> {
   #wake: (() => void) | null = null
   /** A `wake()` came while the worker was not waiting: it looks again before it waits. */
   #woken = false
-  /** The last poll found the store busy: said once, until a poll gets through. */
-  /** The kind of store error the last poll met (said once per spell), or null. */
+  /** The kind of store error the last poll met (said once per spell, until a poll gets through), or null. */
   #storeTrouble: 'busy' | 'upgraded' | null = null
 
   constructor(options: ImportWorkerOptions) {
@@ -219,7 +218,6 @@ export class ImportWorker extends EventEmitter<ImportWorkerEvents> {
     }
   }
 
-  /** Back to `scheduled` for the next claim; when even that fails, its lease expires and it is claimed again then. */
   /** The busy runs in a row before this one: as stored now, since a part this run committed cleared them. */
   async #busyRunsBefore(claimed: DataImport): Promise<number> {
     try {
@@ -229,6 +227,7 @@ export class ImportWorker extends EventEmitter<ImportWorkerEvents> {
     }
   }
 
+  /** Back to `scheduled` for the next claim; when even that fails, its lease expires and it is claimed again then. */
   async #handBack(claimed: DataImport, options: { postponed: boolean }): Promise<void> {
     try {
       await this.#store.imports.release(claimed.company_id, claimed.id, this.owner, options)
