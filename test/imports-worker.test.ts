@@ -30,6 +30,15 @@ const putUsers = async (data: unknown[], key = h.key) => {
   expect(reply.status).toBe(200)
   return reply.body.import_id as string
 }
+/** The harness's store, whose `n`th transaction (from 1) the store is too busy for when `busyAt(n)`. */
+const busyTransactions = (busyAt: (transaction: number) => boolean): Store => {
+  let transactions = 0
+  return {
+    ...h.store,
+    transaction: (work, options) =>
+      busyAt(++transactions) ? Promise.reject(new StoreBusyError('another writer held the lock')) : h.store.transaction(work, options),
+  }
+}
 const at = (offset = 0) => new Date(h.server.clock.now().getTime() + offset).toISOString()
 /** A worker that claims an import and then dies: it never finishes it nor renews its lease. */
 const claimAndDie = (owner = 'dead-worker') => h.store.imports.claimNext(owner, at(), at(LEASE))
@@ -214,13 +223,7 @@ describe('the import worker', () => {
   })
 
   it('postpones a run the store was too busy for, and applies it at the next claim: never refused for it', async () => {
-    let busy = 1
-    const store: Store = {
-      ...h.store,
-      transaction: (work, options) =>
-        busy-- > 0 ? Promise.reject(new StoreBusyError('another writer held the lock')) : h.store.transaction(work, options),
-    }
-    const worker = new ImportWorker({ store, clock: h.server.clock })
+    const worker = new ImportWorker({ store: busyTransactions((transaction) => transaction === 1), clock: h.server.clock })
     const postponed: string[] = []
     worker.on('postponed', (claimed) => postponed.push(claimed.id))
     const id = await putUsers([{ email: 'a@acme.example', name: 'A' }])
@@ -232,8 +235,7 @@ describe('the import worker', () => {
   })
 
   it('refuses an import the store stays too busy for, after BUSY_ATTEMPTS claims, so that the next ones run', async () => {
-    const store: Store = { ...h.store, transaction: () => Promise.reject(new StoreBusyError('another writer held the lock')) }
-    const worker = new ImportWorker({ store, clock: h.server.clock })
+    const worker = new ImportWorker({ store: busyTransactions(() => true), clock: h.server.clock })
     const id = await putUsers([{ email: 'a@acme.example', name: 'A' }])
     expect(await worker.drain()).toBe(BUSY_ATTEMPTS)
     expect(await h.importOf(id)).toMatchObject({ status: 'finished', error: true })
@@ -246,13 +248,7 @@ describe('the import worker', () => {
       await claimAndDie()
       h.server.clock.advance(LEASE)
     }
-    let busy = 1
-    const store: Store = {
-      ...h.store,
-      transaction: (work, options) =>
-        busy-- > 0 ? Promise.reject(new StoreBusyError('another writer held the lock')) : h.store.transaction(work, options),
-    }
-    const worker = new ImportWorker({ store, clock: h.server.clock })
+    const worker = new ImportWorker({ store: busyTransactions((transaction) => transaction === 1), clock: h.server.clock })
     expect(await worker.drain()).toBe(2)
     expect(await h.store.imports.get(h.companyId, id)).toMatchObject({ attempts: BUSY_ATTEMPTS + 2, busy_postponements: 1 })
     expect(await h.importOf(id)).toMatchObject({ status: 'finished', error: false })
@@ -273,16 +269,8 @@ describe('the import worker', () => {
     expect(new Set(ids).size).toBe(1)
     h.server.clock.advance(60_000)
     // Nine runs find the store busy; the tenth commits the first call, then finds it busy; the eleventh finishes.
-    let transactions = 0
     const busyAt = new Set([1, 2, 3, 4, 5, 6, 7, 8, 9, 11])
-    const store: Store = {
-      ...h.store,
-      itemsPerTransaction: 1,
-      transaction: (work, options) =>
-        busyAt.has(++transactions)
-          ? Promise.reject(new StoreBusyError('another writer held the lock'))
-          : h.store.transaction(work, options),
-    }
+    const store: Store = { ...busyTransactions((transaction) => busyAt.has(transaction)), itemsPerTransaction: 1 }
     const worker = new ImportWorker({ store, clock: h.server.clock })
     expect(await worker.drain()).toBe(BUSY_ATTEMPTS + 1)
     expect(await h.importOf(ids[0])).toMatchObject({ status: 'finished', error: false })
