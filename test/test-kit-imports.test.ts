@@ -1,5 +1,6 @@
 import { rmSync } from 'node:fs'
 import { afterEach, describe, expect, it } from 'vitest'
+import { drainImports } from '../src/admin/imports.ts'
 import { systemClock } from '../src/clock.ts'
 import { enqueueImport } from '../src/imports/enqueue.ts'
 import { KIT_DEMO_KEY, type KitServer, startKitServer } from './helpers/kit-server.ts'
@@ -96,6 +97,38 @@ describe('draining imports', () => {
     expect(drained.body.data.map((data: { id: string; status: string }) => [data.id, data.status])).toEqual([
       [upsert.body.import_id, 'finished'],
     ])
+  })
+
+  it('answers 408 at its deadline while it runs an import itself, its run handed back at its next step', async () => {
+    server = await startKitServer({ IMPORT_POLL_MS: '60000' })
+    const upsert = await upsertUsers(['slow@demo.example'], 0)
+    // A worker whose run goes on for 5 s unless it is stopped, as a large import's run does.
+    const calls: string[] = []
+    let handBack: (() => void) | undefined
+    const worker = {
+      runOnce: (company?: string) => {
+        calls.push(`run ${company}`)
+        return new Promise<boolean>((resolve) => {
+          const ends = setTimeout(() => resolve(true), 5_000)
+          handBack = () => {
+            clearTimeout(ends)
+            calls.push('handed back')
+            resolve(true)
+          }
+        })
+      },
+      stop: async () => {
+        calls.push('stop')
+        handBack?.()
+      },
+    }
+    const drained = drainImports(server.running.store, server.running.app.clock, worker, server.demoId, 50)
+    await expect(drained).rejects.toMatchObject({
+      name: 'TimedOutError',
+      issues: [{ resource: 'timeout_ms', description: expect.stringContaining(`${upsert.body.import_id} (scheduled)`) }],
+    })
+    // The drain stopped its worker and waited for the run to end before it answered.
+    expect(calls).toEqual([`run ${server.demoId}`, 'stop', 'handed back'])
   })
 
   it('refuses what it cannot do with the documented bodies', async () => {

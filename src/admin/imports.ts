@@ -57,12 +57,12 @@ export async function listImports(
  * none is scheduled or running: with the imports it saw unfinished, as they finished, oldest first. `worker` runs
  * them here (claims of this company only); an import another worker is running is waited for. Windows opened by
  * calls that arrive meanwhile are closed too. Past `timeoutMs` (real time), TimedOutError: nothing is undone,
- * the imports go on.
+ * the imports go on (one this drain was running is handed back to the workers at its next step).
  */
 export async function drainImports(
   store: Store,
   clock: Clock,
-  worker: ImportWorker,
+  worker: Pick<ImportWorker, 'runOnce' | 'stop'>,
   companyId: string,
   timeoutMs: number,
 ): Promise<AdminImportList> {
@@ -81,8 +81,14 @@ export async function drainImports(
         description: `${unfinished.length} import(s) of the company still scheduled or running after ${timeoutMs} ms: ${unfinished.map((data) => `${data.id} (${data.status})`).join(', ')}`,
       })
     }
-    // Another worker running an import of the company: this one waits for it.
-    if (!(await worker.runOnce(company))) await sleep(DRAIN_POLL_MS)
+    const run = worker.runOnce(company)
+    const outcome = await settledBefore(run, deadline)
+    if (outcome === 'late') {
+      // The deadline bounds the drain's own run too: it hands its import back at its next step (or finishes it, in
+      // its last transaction), for the service's workers to go on with; the next turn answers what is left.
+      await worker.stop()
+      await run
+    } else if (!outcome.value) await sleep(DRAIN_POLL_MS) // Another worker running an import of the company: this one waits for it.
   }
   const drained: AdminImportView[] = []
   for (const id of [...seen].toSorted()) {
@@ -90,6 +96,19 @@ export async function drainImports(
     if (data) drained.push(adminView(data))
   }
   return { count: drained.length, data: drained }
+}
+
+/** What `work` settled to, or 'late' when `deadline` (a `Date.now()`) passed first; the work goes on either way. */
+async function settledBefore<T>(work: Promise<T>, deadline: number): Promise<{ value: T } | 'late'> {
+  let timer: NodeJS.Timeout | undefined
+  const late = new Promise<'late'>((resolve) => {
+    timer = setTimeout(resolve, Math.max(0, deadline - Date.now()), 'late')
+  })
+  try {
+    return await Promise.race([work.then((value) => ({ value })), late])
+  } finally {
+    clearTimeout(timer)
+  }
 }
 
 /** Every unfinished import of a company: far more than one has waiting in practice. */
