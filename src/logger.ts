@@ -32,8 +32,8 @@ function redactPath(path: string, presentedKey: unknown): string {
 
 /**
  * The path and query of a request's URL as the request log writes them: the values of unknown query parameters
- * replaced, and any path segment or query value that carries an API key (`carriesApiKey`: one of the service's
- * form, or `presentedKey`, the one in the request's X-API-Key header).
+ * replaced, and any path segment, query name or query value that carries an API key (`carriesApiKey`: one of the
+ * service's form, or `presentedKey`, the one in the request's X-API-Key header).
  */
 export function redactUrl(url: string, presentedKey: unknown): string {
   const question = url.indexOf('?')
@@ -41,7 +41,10 @@ export function redactUrl(url: string, presentedKey: unknown): string {
   if (question === -1) return safePath
   // In two passes over the parameters: `set` and `getAll` each scan every parameter, which made a URL of a few
   // thousand names cost about 100 ms of CPU to log (before any key or rate-limit check).
-  const entries = [...new URLSearchParams(url.slice(question + 1))]
+  // A name that carries a key is itself written `[Redacted]`: a client may send its key as a name (`?cak_…=1`).
+  const entries = [...new URLSearchParams(url.slice(question + 1))].map(([name, value]): [string, string] =>
+    carriesApiKey(name, presentedKey) ? [REDACTED, value] : [name, value],
+  )
   const redacted = new Set<string>()
   for (const [name, value] of entries) {
     if (!LOGGED_QUERY_PARAMETERS.has(name) || carriesApiKey(value, presentedKey)) redacted.add(name)

@@ -219,6 +219,9 @@ describe('hostile HTTP: every refusal in the documented bodies', () => {
     await server.call(`/v1/tables/${key.replace('_', '%5F')}/records?limit=3`, { key })
     // Beside a bad escape, which makes the path a 400 (logged too) and not valid percent-encoding as a whole.
     await server.call(`/v1/tables/%63ak_another-key-of-the-service/records%zz`, { key })
+    // As a query parameter's name, plain or percent-encoded.
+    await server.call(`/v1/users?limit=4&${key}=1`, { key })
+    await server.call(`/v1/users?limit=5&cak%5Fanother-key-of-the-service=x`, { key })
     const urls = server.logs.map((line) => (line.req as { url?: string } | undefined)?.url).filter((url) => url !== undefined)
     expect(server.rawLogs()).not.toContain(other)
     expect(server.rawLogs()).not.toContain(key)
@@ -232,6 +235,8 @@ describe('hostile HTTP: every refusal in the documented bodies', () => {
         '/v1/tables/[Redacted]/records?limit=2',
         '/v1/tables/[Redacted]/records?limit=3',
         '/v1/tables/[Redacted]/records%zz',
+        '/v1/users?limit=4&%5BRedacted%5D=%5BRedacted%5D',
+        '/v1/users?limit=5&%5BRedacted%5D=%5BRedacted%5D',
       ]),
     )
   })

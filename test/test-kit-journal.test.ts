@@ -91,6 +91,13 @@ describe('the request journal', () => {
     expect(text).not.toContain(KIT_DEMO_KEY)
     expect(text).not.toContain('cak_abcdefghijklmnop')
     expect((await journal()).body.data[0].query).toEqual({ api_key: '[Redacted]', key: '[Redacted]', other: '[Redacted]', plain: 'kept' })
+
+    // As a parameter's name, plain or percent-encoded: the name is not kept, nor its value.
+    await server.api(`/v1/users?${KIT_DEMO_KEY}=1&cak%5Fabcdefghijklmnopqrstuvwxyz=x&plain=kept`)
+    const named = await journal()
+    expect(named.text).not.toContain(KIT_DEMO_KEY)
+    expect(named.text).not.toContain('cak_abcdefghijklmnop')
+    expect(named.body.data[0].query).toEqual({ '[Redacted]': ['[Redacted]', '[Redacted]'], plain: 'kept' })
   })
 
   it("never keeps another key's secret of any form, nor a key in the path", async () => {

@@ -114,17 +114,20 @@ async function isSecret(request: FastifyRequest, value: string): Promise<boolean
 }
 
 /**
- * The query as sent: each parameter once, a repeated one as an array of its values, API keys redacted: a value
- * that carries one (`carriesApiKey`), or that is the secret of any key of the service. The first
+ * The query as sent: each parameter once, a repeated one as an array of its values, API keys redacted: a name or
+ * value that carries one (`carriesApiKey`), or that is the secret of any key of the service. The first
  * MAX_RECORDED_QUERY_VALUES values only: an entry stays small, and its redaction cheap, whatever a URL repeats.
  */
 async function queryOf(request: FastifyRequest): Promise<Record<string, string | string[]>> {
   const search = request.url.includes('?') ? request.url.slice(request.url.indexOf('?') + 1) : ''
   const values = new Map<string, string[]>()
   let kept = 0
-  for (const [name, raw] of new URLSearchParams(search)) {
+  for (const [sentName, raw] of new URLSearchParams(search)) {
     if (kept++ === MAX_RECORDED_QUERY_VALUES) break
-    const value = (await isSecret(request, raw)) ? REDACTED : raw.slice(0, MAX_RECORDED_CHARS)
+    // A client may send its key as a name (`?cak_…=1`): such a name is kept `[Redacted]`, its value too.
+    const secretName = await isSecret(request, sentName)
+    const name = secretName ? REDACTED : sentName
+    const value = secretName || (await isSecret(request, raw)) ? REDACTED : raw.slice(0, MAX_RECORDED_CHARS)
     const named = values.get(name)
     if (named) named.push(value)
     else values.set(name, [value])
