@@ -137,6 +137,68 @@ describe('faults', () => {
     expect((await server.admin(`/admin/companies/${server.demoId}/imports`)).body.count).toBe(0)
   })
 
+  it('does not serve a request its client gave up on during a delay, and keeps it in the journal with no status', async () => {
+    server = await startKitServer()
+    const fault = await setFault({ method: 'POST', path: '/v1/tables/*/records/bulk', delay_ms: 1_500 })
+    const key = server.running.app.config.demoApiKey!
+    await expect(
+      request(`${server.url}/v1/tables/deals/records/bulk?limit=9`, {
+        method: 'POST',
+        headers: { 'x-api-key': key, 'content-type': 'application/json' },
+        body: JSON.stringify([{ id: 'D-GIVEN-UP' }]),
+        signal: AbortSignal.timeout(200),
+      }),
+    ).rejects.toThrow(/abort|timeout/i)
+    // The test goes on as a test suite does: it resets the company, then waits past the delay.
+    expect((await server.admin(`/admin/companies/${server.demoId}/reset`, { method: 'POST' })).status).toBe(200)
+    await new Promise((resolve) => setTimeout(resolve, 1_800))
+
+    expect((await server.admin(`/admin/companies/${server.demoId}/imports`)).body.count).toBe(0)
+    const records = (await server.api('/v1/tables/deals/records?limit=1000')).body.data.map((record: { id: string }) => record.id)
+    expect(records).not.toContain('D-GIVEN-UP')
+    // A company's reset keeps its journal: the request is there, never answered.
+    const [entry] = (await server.admin(`/admin/companies/${server.demoId}/requests?method=POST`)).body.data
+    expect(entry).toMatchObject({
+      method: 'POST',
+      path: '/v1/tables/deals/records/bulk',
+      query: { limit: '9' },
+      status: null,
+      fault_id: fault.body.id,
+      import_id: null,
+    })
+  })
+
+  it('matches a path as the router reads it, its segments percent-decoded, on the pattern and on the request', async () => {
+    server = await startKitServer()
+    await setFault({ method: 'GET', path: '/v1/tables/deals/records', status: 503 })
+    await setFault({ method: 'GET', path: '/v1/imports/caf%C3%A9', status: 500 })
+    // `%64` is `d`: the same table, which the router serves as `deals`.
+    expect((await server.api('/v1/tables/%64eals/records?limit=1')).status).toBe(503)
+    expect((await server.api('/v1/tables/deals/records?limit=1')).status).toBe(503)
+    expect((await server.api('/v1/imports/caf%C3%A9')).status).toBe(500)
+    expect((await server.api('/v1/imports/caf%c3%a9')).status).toBe(500)
+    expect((await server.api('/v1/imports/cafe')).status).toBe(404)
+  })
+
+  it('journals requests by their arrival: a delayed one at the time it arrived, after one that came later', async () => {
+    server = await startKitServer()
+    await setFault({ method: 'GET', path: '/v1/users', delay_ms: 600, times: 1 })
+    const before = Date.parse((await server.admin('/admin/clock')).body.now)
+    const delayed = server.api('/v1/users?limit=1')
+    await new Promise((resolve) => setTimeout(resolve, 150))
+    // While it is held, another worker of the suite moves the clock a day ahead and sends a request of its own.
+    const moved = Date.parse((await server.admin('/admin/clock', { method: 'POST', body: { advance_ms: 86_400_000 } })).body.now)
+    expect((await server.api('/v2/data-structures')).status).toBe(200)
+    expect((await delayed).status).toBe(200)
+
+    const [later, first] = (await server.admin(`/admin/companies/${server.demoId}/requests`)).body.data
+    expect([later.path, first.path]).toEqual(['/v2/data-structures', '/v1/users'])
+    // It arrived before the move: its time is not the answer's time less its duration, a day later.
+    expect(Date.parse(first.at)).toBeGreaterThanOrEqual(before)
+    expect(Date.parse(first.at)).toBeLessThan(moved - 86_400_000)
+    expect(Date.parse(later.at)).toBeGreaterThanOrEqual(moved)
+  })
+
   it('fires on a seeded share of the matching requests: the same seed, the same requests', async () => {
     server = await startKitServer()
     const other = await server.admin('/admin/companies', { method: 'POST', body: smallFixture('Other') })

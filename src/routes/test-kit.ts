@@ -31,6 +31,11 @@ declare module 'fastify' {
 /** The fault that fired on each request, and the import each upsert answered. */
 const firedFaults = new WeakMap<FastifyRequest, Fault>()
 const importIds = new WeakMap<FastifyRequest, string>()
+/** When each request arrived, by the service's clock, and its place in the order of arrival. */
+const arrivals = new WeakMap<FastifyRequest, { at: number; order: number }>()
+let arrivalsSoFar = 0
+/** The requests written to the journal: an answer and the connection's close may both try. */
+const recorded = new WeakSet<FastifyRequest>()
 
 /** The fault that fired on the request, if one did (the metrics tell an injected 429 from the rate limit's). */
 export function injectedFaultOf(request: FastifyRequest): Fault | undefined {
@@ -41,6 +46,14 @@ export function injectedFaultOf(request: FastifyRequest): Fault | undefined {
 export function registerTestKit(app: FastifyInstance): void {
   const kit = app.config.adminToken ? { faults: new FaultBoard(), journal: new RequestJournal(app.config.requestJournalSize) } : null
   app.decorate('testKit', kit)
+  if (!kit) return
+  // Before every other hook of the request but the clock's own (which reads a move made by another process): a
+  // request's time of arrival is not moved by the clock moving while it is served, nor missed when the rate
+  // limit answers it.
+  app.addHook('onRequest', (request, _reply, done) => {
+    arrivals.set(request, { at: app.clock.now().getTime(), order: arrivalsSoFar++ })
+    done()
+  })
 }
 
 /**
@@ -52,6 +65,18 @@ export function applyTestKit(api: FastifyInstance): void {
   const kit = api.testKit
   if (!kit) return
 
+  // A request whose connection closes before its answer is sent (the client gave up) is kept too, status null:
+  // Fastify's onResponse does not come for it.
+  api.addHook('onRequest', (request, reply, done) => {
+    reply.raw.once('close', () => {
+      if (reply.raw.writableFinished) return
+      record(kit, request, reply, null).catch((error: unknown) =>
+        request.log.warn({ err: error }, 'request journal: an abandoned request was not kept'),
+      )
+    })
+    done()
+  })
+
   // After the body is read (an answer before it would leave the rest of the body in the connection), before the
   // request's own checks.
   api.addHook('preValidation', async (request, reply) => {
@@ -61,6 +86,12 @@ export function applyTestKit(api: FastifyInstance): void {
     firedFaults.set(request, fault)
     api.metrics.faultsFired.inc({ effect: fault.drop ? 'drop' : fault.status === null ? 'delay' : String(fault.status) })
     if (delayMs > 0) await sleep(delayMs)
+    // The client gave up during the delay: the request is not served. Were it served, its writes would land after
+    // whatever the test did next, a reset included.
+    if (request.raw.socket.destroyed) {
+      reply.hijack()
+      return
+    }
     if (fault.drop) {
       await record(kit, request, reply, null)
       // Nothing is answered: the client sees the connection close, as after a network failure.
@@ -78,16 +109,19 @@ export function applyTestKit(api: FastifyInstance): void {
   })
 
   api.addHook('onResponse', async (request, reply) => {
-    record(kit, request, reply, reply.statusCode)
+    await record(kit, request, reply, reply.statusCode)
   })
 }
 
 /** Writes the request to its company's journal; a request without a valid key belongs to no company and is not kept. */
 async function record(kit: TestKit, request: FastifyRequest, reply: FastifyReply, status: number | null): Promise<void> {
+  if (recorded.has(request)) return
+  recorded.add(request)
   const outcome = await authenticationOf(request)
   if (outcome instanceof Error) return
   const duration = reply.elapsedTime
-  kit.journal.record(outcome.company.id, {
+  const arrival = arrivals.get(request)
+  const entry = {
     method: request.method,
     path: await pathOfRecorded(request),
     query: await queryOf(request),
@@ -96,8 +130,9 @@ async function record(kit: TestKit, request: FastifyRequest, reply: FastifyReply
     request_id: request.id,
     import_id: importIds.get(request) ?? null,
     fault_id: firedFaults.get(request)?.id ?? null,
-    at: new Date(request.server.clock.now().getTime() - duration).toISOString(),
-  })
+    at: new Date(arrival?.at ?? request.server.clock.now().getTime() - duration).toISOString(),
+  }
+  kit.journal.record(outcome.company.id, entry, arrival?.order ?? arrivalsSoFar++)
 }
 
 const pathOf = (url: string) => url.split('?')[0]

@@ -65,14 +65,30 @@ interface LiveFault {
   draw: () => number
 }
 
-/** The matcher of a method and a path pattern: `*` stands for one path segment (never empty, never a `/`). */
+/**
+ * The matcher of a method and a path pattern: `*` stands for one path segment (never empty, never a `/`). Segments
+ * are compared percent-decoded, as the router reads them: `/v1/tables/%64eals/records` is the table `deals`.
+ */
 function matcherOf(method: string, pattern: string): (method: string, path: string) => boolean {
-  const source = pattern
-    .split('/')
-    .map((segment) => (segment === '*' ? '[^/]+' : segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
-    .join('/')
-  const path = new RegExp(`^${source}$`)
-  return (requestMethod, requestPath) => (method === '*' || method === requestMethod) && path.test(requestPath)
+  // null: the wildcard (a `%2A` written in a pattern is a segment `*`, not the wildcard).
+  const expected = pattern.split('/').map((segment) => (segment === '*' ? null : decodedSegment(segment)))
+  return (requestMethod, requestPath) => {
+    if (method !== '*' && method !== requestMethod) return false
+    const segments = requestPath.split('/')
+    return (
+      segments.length === expected.length &&
+      expected.every((segment, index) => (segment === null ? segments[index] !== '' : segment === decodedSegment(segments[index])))
+    )
+  }
+}
+
+/** A path segment percent-decoded; as written when it is not valid percent-encoding. */
+function decodedSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment)
+  } catch {
+    return segment
+  }
 }
 
 /** The problems of a definition beyond its schema's: what it does, and the paths it may touch. */

@@ -10,7 +10,7 @@ export interface JournalEntry {
   path: string
   /** The query parameters as sent, a repeated one as an array; a value that is an API key is `[Redacted]`. */
   query: Record<string, string | string[]>
-  /** The status answered; null when no answer was sent (a fault dropped the connection). */
+  /** The status answered; null when no answer was sent (a fault dropped the connection, or the client closed it first). */
   status: number | null
   duration_ms: number
   request_id: string
@@ -35,9 +35,15 @@ export const MAX_RECORDED_CHARS = 2048
 /** The query values kept of a request, in the order sent: a URL may repeat a parameter thousands of times. */
 export const MAX_RECORDED_QUERY_VALUES = 100
 
-/** A fixed-size ring of a company's latest entries. */
+/** An entry with its place in the order the requests arrived. */
+interface Kept {
+  entry: JournalEntry
+  arrival: number
+}
+
+/** A fixed-size ring of a company's latest entries, in the order they were recorded (their requests ended). */
 class Ring {
-  readonly #entries: JournalEntry[] = []
+  readonly #kept: Kept[] = []
   readonly #capacity: number
   #next = 0
 
@@ -45,17 +51,15 @@ class Ring {
     this.#capacity = capacity
   }
 
-  push(entry: JournalEntry): void {
-    if (this.#entries.length < this.#capacity) this.#entries.push(entry)
-    else this.#entries[this.#next] = entry
+  push(kept: Kept): void {
+    if (this.#kept.length < this.#capacity) this.#kept.push(kept)
+    else this.#kept[this.#next] = kept
     this.#next = (this.#next + 1) % this.#capacity
   }
 
-  /** Newest first. */
+  /** The latest arrival first: a request held longer than the next one is still listed after it. */
   newestFirst(): JournalEntry[] {
-    const older = this.#entries.slice(this.#next)
-    const newer = this.#entries.slice(0, this.#next)
-    return [...older, ...newer].toReversed()
+    return this.#kept.toSorted((a, b) => b.arrival - a.arrival).map((kept) => kept.entry)
   }
 }
 
@@ -68,17 +72,18 @@ export class RequestJournal {
     this.#capacity = capacity
   }
 
-  record(companyId: string, entry: JournalEntry): void {
+  /** `arrival`: the request's place in the order requests arrived, which orders the list. */
+  record(companyId: string, entry: JournalEntry, arrival: number): void {
     if (this.#capacity === 0) return
     let ring = this.#byCompany.get(companyId)
     if (!ring) {
       ring = new Ring(this.#capacity)
       this.#byCompany.set(companyId, ring)
     }
-    ring.push({ ...entry, path: entry.path.slice(0, MAX_RECORDED_CHARS) })
+    ring.push({ entry: { ...entry, path: entry.path.slice(0, MAX_RECORDED_CHARS) }, arrival })
   }
 
-  /** The company's entries, newest first, that pass every filter given. */
+  /** The company's entries, the latest arrival first, that pass every filter given. */
   list(companyId: string, filter: JournalFilter = {}): JournalEntry[] {
     const method = filter.method?.toUpperCase()
     return (this.#byCompany.get(companyId)?.newestFirst() ?? []).filter(
