@@ -13,7 +13,10 @@ const Status = Type.Enum([...FAULT_STATUSES], { description: 'Answer this status
 const FaultDefinitionSchema = Type.Object(
   {
     method: Type.String({ description: 'GET, PUT, POST, DELETE, PATCH, or * for any' }),
-    path: Type.String({ description: 'A path of the v1 or v2 interface; `*` stands for one segment: /v2/reporting/*/statements' }),
+    path: Type.String({
+      description:
+        'A path of the v1 or v2 interface; `*` stands for one segment: /v2/reporting/*/statements. Segments are compared percent-decoded',
+    }),
     status: Type.Optional(Status),
     delay_ms: Type.Optional(Type.Integer({ minimum: 0, maximum: 600_000, description: 'Wait this long first (real milliseconds)' })),
     delay_max_ms: Type.Optional(
@@ -65,7 +68,7 @@ export const adminFaultRoutes: FastifyPluginAsyncTypebox<{ kit: TestKit }> = asy
         summary: "Set a fault on the company's requests",
         operationId: 'adminCreateFault',
         description:
-          'Matching requests (method, and a path whose `*` stands for one segment) answer `status` with its documented body (429 with Retry-After and the RateLimit-* headers), wait `delay_ms` (or a time drawn up to `delay_max_ms`) first, or have their connection closed (`drop`): on every one, on the next `times`, or on a `probability` share drawn from `seed`. The first fault set that fires is the one applied.',
+          'Matching requests (method, and a path whose `*` stands for one segment) answer `status` with its documented body (429 with Retry-After and the RateLimit-* headers), wait `delay_ms` (or a time drawn up to `delay_max_ms`) first (a request whose client gives up meanwhile is not served), or have their connection closed (`drop`): on every one, on the next `times`, or on a `probability` share drawn from `seed`. The first fault set that fires is the one applied.',
         params: CompanyParams,
         body: FaultDefinitionSchema,
         response: { 201: FaultSchema, ...AdminErrors },

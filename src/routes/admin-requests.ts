@@ -13,7 +13,9 @@ const EntrySchema = Type.Object({
   query: Type.Record(Type.String(), Type.Union([Type.String(), Type.Array(Type.String())]), {
     description: 'As sent; a repeated parameter as an array; an API key is [Redacted]',
   }),
-  status: Type.Union([Type.Integer(), Type.Null()], { description: 'Null when no answer was sent (a fault dropped the connection)' }),
+  status: Type.Union([Type.Integer(), Type.Null()], {
+    description: 'Null when no answer was sent (a fault dropped the connection, or the client closed it first)',
+  }),
   duration_ms: Type.Number(),
   request_id: Type.String(),
   import_id: Type.Union([Type.String(), Type.Null()], { description: 'The import an upsert created or joined' }),
@@ -24,7 +26,7 @@ const AdminErrors = { 400: ValidationErrorBodySchema, 401: UnauthorizedBodySchem
 
 /**
  * The request journal of a company (registered inside the admin plugin, behind its token): its last requests to
- * this process, newest first, as a test asserts what its client sent (WireMock's verify). Never the API key.
+ * this process, the latest arrival first, as a test asserts what its client sent (WireMock's verify). Never the API key.
  */
 export const adminRequestRoutes: FastifyPluginAsyncTypebox<{ kit: TestKit }> = async (app, { kit }) => {
   const company = async (id: string) => (await existingCompany(app.store, id)).id
@@ -33,7 +35,7 @@ export const adminRequestRoutes: FastifyPluginAsyncTypebox<{ kit: TestKit }> = a
     '/companies/:id/requests',
     {
       schema: {
-        summary: "The company's last requests, newest first",
+        summary: "The company's last requests, the latest arrival first",
         operationId: 'adminListRequests',
         description: `The last REQUEST_JOURNAL_SIZE (1,000 by default) v1 and v2 requests of the company to this process, with the filters given.`,
         params: CompanyParams,
