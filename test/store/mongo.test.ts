@@ -3,7 +3,10 @@ import { newId } from '../../src/ids.ts'
 import type { Store } from '../../src/store/port.ts'
 import { openMongoStore } from '../../src/store/mongo/mongo-store.ts'
 import { connectMongo } from '../../src/store/mongo/connection.ts'
+import { ImportQueueFullError } from '../../src/store/port.ts'
+import { PART_BYTES } from '../../src/store/mongo/json-parts.ts'
 import { dropDatabase } from '../helpers/test-store.ts'
+import { aCompany, anImport, heavyItems, minute } from './builders.ts'
 import { type StoreAdapter, storeContract } from './contract.ts'
 
 // The MongoDB adapter passes the contract the SQLite adapter passes, against a real server: run when
@@ -62,6 +65,37 @@ describe.skipIf(url === null)('MongoDB adapter (needs MONGODB_URL, a replica set
       expect(names).toContain('company_plan_cell')
       expect(names).not.toContain('company_record_calculated')
     } finally {
+      await client.close()
+      await dropDatabase(serverUrl, name)
+    }
+  })
+
+  it('removes the parts of a large payload that a full queue refused, and keeps those of one it took', async () => {
+    const name = `commission_api_test_${newId()}`
+    const store = await openMongoStore(serverUrl, { database: name })
+    const { client, db } = await connectMongo(serverUrl, name)
+    try {
+      const companyId = aCompany().id
+      const enqueue = (items: unknown[], bytes: number) =>
+        store.imports.enqueue(
+          anImport(companyId, minute(0), 10),
+          { id: newId(), company_id: companyId, items, options: { all: false, keep_overrides: false }, received_at: minute(0), bytes },
+          minute(0),
+          1000,
+        )
+      const parts = () => db.collection('import_payload_parts').countDocuments()
+      await enqueue([{ email: 'a@example.com' }], 900)
+      // A client sending a body of several parts again and again while its company's queue is full.
+      const large = heavyItems(PART_BYTES * 2 + 1)
+      for (let attempt = 0; attempt < 3; attempt++) await expect(enqueue(large, 900)).rejects.toBeInstanceOf(ImportQueueFullError)
+      expect(await parts()).toBe(0)
+      await db.collection('imports').deleteMany({})
+      const taken = await enqueue(large, 900)
+      expect(await parts()).toBe(2)
+      const [stored] = await store.imports.payloads(companyId, taken.id)
+      expect(JSON.stringify(stored.items)).toBe(JSON.stringify(large))
+    } finally {
+      await store.close()
       await client.close()
       await dropDatabase(serverUrl, name)
     }

@@ -1,6 +1,6 @@
 import type { Document, ObjectId } from 'bson'
 import type { ClientSession, IndexDescription } from 'mongodb'
-import { type DataImport, scheduledDetail } from '../model.ts'
+import { type DataImport, type ImportPayload, scheduledDetail } from '../model.ts'
 import { type ImportOutcome, type ImportProgress, ImportQueueFullError, type ImportRepository } from '../port.ts'
 import { idAfter } from '../../ids.ts'
 import { decode, encode, lookupId } from './codec.ts'
@@ -88,6 +88,50 @@ export function mongoImports(context: MongoContext): ImportRepository {
     })
   }
 
+  /**
+   * The transaction of `enqueue`, its payload's parts written: joins the open import of the call's join key or
+   * makes one, within the company's bound, and stores the payload's document.
+   */
+  function enqueueWritten(
+    fresh: DataImport,
+    payload: Omit<ImportPayload, 'import_id'>,
+    document: Document,
+    now: string,
+    maxQueuedBytes: number | undefined,
+  ): Promise<DataImport> {
+    return atomically(context, async (session) => {
+      await writeLock(context, session, fresh.company_id, `join:${fresh.join_key}`)
+      if (maxQueuedBytes !== undefined) {
+        // Every bounded enqueue of the company writes this lock: two of them, for different join keys, that
+        // both read the sum below conflict, and the one run again sees the other's payload.
+        await writeLock(context, session, fresh.company_id, 'queue')
+        const bytes = await queued(session, fresh.company_id)
+        if (bytes > 0 && bytes + payload.bytes > maxQueuedBytes) throw new ImportQueueFullError(bytes)
+      }
+      const detail = scheduledDetail(payload)
+      let joined: Document | null = await imports().findOneAndUpdate(
+        inCompany(fresh.company_id, { join_key: fresh.join_key, status: 'scheduled', window_ends_at: { $gt: now } }),
+        { $push: { details: detail }, $inc: { payload_bytes: payload.bytes } } as Document,
+        { ...inSession(session), sort: { _id: 1 }, returnDocument: 'after' },
+      )
+      if (!joined) {
+        // After the company's imports still to run, whoever made their ids: they are claimed in id order.
+        const latest = await imports().findOne(inCompany(fresh.company_id, { status: { $in: ['scheduled', 'started'] } }), {
+          ...inSession(session),
+          sort: { _id: -1 },
+          projection: { _id: 1 },
+        })
+        const id = idAfter(fresh.id, latest ? String(latest._id) : null)
+        joined = encode(IMPORTS, { ...fresh, id, details: [detail], payload_bytes: fresh.payload_bytes + payload.bytes })
+        await imports().insertOne(joined, inSession(session))
+      }
+      // Its place among the import's calls is its detail's: the order the calls were stored in.
+      const position = (joined.details as unknown[]).length - 1
+      await collectionOf(context, IMPORT_PAYLOADS).insertOne({ ...document, import_id: joined._id, position }, inSession(session))
+      return decode<DataImport>(IMPORTS, joined)
+    })
+  }
+
   /** The company's queued bytes, read in the session (see `queuedBytes`). */
   async function queued(session: ClientSession | undefined, companyId: string): Promise<number> {
     const [sum] = await imports()
@@ -113,37 +157,21 @@ export function mongoImports(context: MongoContext): ImportRepository {
         await call(context, (session) =>
           collectionOf(context, IMPORT_PAYLOAD_PARTS).insertMany(parts, { ...inSession(session), ordered: true }),
         )
-      return atomically(context, async (session) => {
-        await writeLock(context, session, fresh.company_id, `join:${fresh.join_key}`)
-        if (maxQueuedBytes !== undefined) {
-          // Every bounded enqueue of the company writes this lock: two of them, for different join keys, that
-          // both read the sum below conflict, and the one run again sees the other's payload.
-          await writeLock(context, session, fresh.company_id, 'queue')
-          const bytes = await queued(session, fresh.company_id)
-          if (bytes > 0 && bytes + payload.bytes > maxQueuedBytes) throw new ImportQueueFullError(bytes)
-        }
-        const detail = scheduledDetail(payload)
-        let joined: Document | null = await imports().findOneAndUpdate(
-          inCompany(fresh.company_id, { join_key: fresh.join_key, status: 'scheduled', window_ends_at: { $gt: now } }),
-          { $push: { details: detail }, $inc: { payload_bytes: payload.bytes } } as Document,
-          { ...inSession(session), sort: { _id: 1 }, returnDocument: 'after' },
-        )
-        if (!joined) {
-          // After the company's imports still to run, whoever made their ids: they are claimed in id order.
-          const latest = await imports().findOne(inCompany(fresh.company_id, { status: { $in: ['scheduled', 'started'] } }), {
-            ...inSession(session),
-            sort: { _id: -1 },
-            projection: { _id: 1 },
-          })
-          const id = idAfter(fresh.id, latest ? String(latest._id) : null)
-          joined = encode(IMPORTS, { ...fresh, id, details: [detail], payload_bytes: fresh.payload_bytes + payload.bytes })
-          await imports().insertOne(joined, inSession(session))
-        }
-        // Its place among the import's calls is its detail's: the order the calls were stored in.
-        const position = (joined.details as unknown[]).length - 1
-        await collectionOf(context, IMPORT_PAYLOADS).insertOne({ ...document, import_id: joined._id, position }, inSession(session))
-        return decode<DataImport>(IMPORTS, joined)
-      })
+      try {
+        return await enqueueWritten(fresh, payload, document, now, maxQueuedBytes)
+      } catch (error) {
+        // A full queue is found before anything commits, so its parts are certainly unread: they go, as a client
+        // sending a large body again and again while its queue is full would pile them up. After another failure
+        // the transaction may have committed (an unknown commit result): its parts stay.
+        if (error instanceof ImportQueueFullError && parts.length > 0)
+          await call(context, (session) =>
+            collectionOf(context, IMPORT_PAYLOAD_PARTS).deleteMany(
+              inCompany(fresh.company_id, { payload_id: document._id }),
+              inSession(session),
+            ),
+          )
+        throw error
+      }
     },
 
     queuedBytes: (companyId) => call(context, (session) => queued(session, companyId)),
