@@ -1,3 +1,4 @@
+import { ownValue } from '../../domain/stored-values.ts'
 import type { CommissionLine } from '../model.ts'
 import type { CommissionLineRepository, LineFigures } from '../port.ts'
 import { lookupId } from './codec.ts'
@@ -39,8 +40,8 @@ export function mongoCommissionLines(context: MongoContext): CommissionLineRepos
       const lines = await findAll<CommissionLine>(context, COMMISSION_LINES, ofPlan(companyId, planId, { cells }), undefined, projection)
       return lines.map(({ record_values: values, ...line }) => ({
         ...(line as Omit<LineFigures, 'amount' | 'external_id'>),
-        amount: values?.[fields.amount] ?? null,
-        external_id: values?.[fields.externalId] ?? null,
+        amount: values ? (ownValue(values, fields.amount) ?? null) : null,
+        external_id: values ? (ownValue(values, fields.externalId) ?? null) : null,
       }))
     },
     reprice: (companyId, tableId, changes) =>

@@ -207,6 +207,12 @@ export function calculationContract(adapter: StoreAdapter): void {
           externalId: 'deal_id',
         }),
       ).toMatchObject([{ amount: null }])
+      // A field named like an Object.prototype member, which the line's values do not hold, is not inherited.
+      const inherited = await store.commissionLines.figuresOfPlan(companyId, planId, [{ user_id: ann, period: '2026-03' }], {
+        amount: 'valueOf',
+        externalId: 'toString',
+      })
+      expect(inherited.map(({ amount, external_id }) => ({ amount, external_id }))).toStrictEqual([{ amount: null, external_id: null }])
       expect(await store.commissionLines.figuresOfPlan(strangerId, planId, [{ user_id: ann, period: '2026-03' }], fields)).toStrictEqual([])
 
       const figuresAfter = { commission: 20, currency: 'USD', metrics: { bonus: { value: 3, currency: 'USD' } }, modified_at: minute(30) }
