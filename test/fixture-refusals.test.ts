@@ -112,21 +112,24 @@ describe('bad fixtures are refused cleanly', () => {
     expect(resources(await refusalOf(fixture))).not.toContain('/company/exchange_rates/USD')
   })
 
-  it.each(['__proto__', 'constructor', 'prototype'])('refuses %s as a field, attribute, metric or dimension key', async (name) => {
-    const fixture = JSON.parse(JSON.stringify(smallFixture()).replace('"region"', JSON.stringify(name))) as any
-    fixture.data_tables[0].fields.push({ api_key: name, name: 'Reserved', type: 'string' })
-    fixture.custom_metrics.push({ api_key: name, name: 'Reserved', kind: 'float' })
-    fixture.statements[0].dimensions = JSON.parse(`{${JSON.stringify(name)}: ["x"]}`)
-    const found = resources(await refusalOf(fixture))
-    expect(found).toEqual(
-      expect.arrayContaining([
-        '/user_attributes/0/api_key',
-        '/data_tables/0/fields/4/api_key',
-        '/custom_metrics/3/api_key',
-        `/statements/0/dimensions/${name}`,
-      ]),
-    )
-  })
+  it.each(['__proto__', 'constructor', 'prototype', '_bsontype'])(
+    'refuses %s as a field, attribute, metric or dimension key',
+    async (name) => {
+      const fixture = JSON.parse(JSON.stringify(smallFixture()).replace('"region"', JSON.stringify(name))) as any
+      fixture.data_tables[0].fields.push({ api_key: name, name: 'Reserved', type: 'string' })
+      fixture.custom_metrics.push({ api_key: name, name: 'Reserved', kind: 'float' })
+      fixture.statements[0].dimensions = JSON.parse(`{${JSON.stringify(name)}: ["x"]}`)
+      const found = resources(await refusalOf(fixture))
+      expect(found).toEqual(
+        expect.arrayContaining([
+          '/user_attributes/0/api_key',
+          '/data_tables/0/fields/4/api_key',
+          '/custom_metrics/3/api_key',
+          `/statements/0/dimensions/${name}`,
+        ]),
+      )
+    },
+  )
 
   it('refuses a secret given twice in one fixture', async () => {
     const fixture = smallFixture()

@@ -35,6 +35,15 @@ describe('unstorablePart', () => {
     expect(unstorablePart(JSON.parse('-1e999'))?.path).toEqual([])
     // The first in document order: what an earlier key holds, however deep, before a later key's value.
     expect(unstorablePart({ data: [{ a: { b: Infinity } }], z: '\ud800' })?.path).toEqual(['data', 0, 'a', 'b'])
+    // Keys BSON cannot write, wherever they are.
+    expect(unstorablePart(JSON.parse('[{"id":"1"},{"id":"2","row":{"_bsontype":"x"}}]'))).toEqual({
+      path: [1, 'row'],
+      problem: expect.stringContaining('_bsontype'),
+    })
+    expect(unstorablePart(JSON.parse('{"data":[{"email":"a@x.example","a\\u0000b":1}]}'))?.path).toEqual(['data', 0])
+    expect(unstorablePart({ _bsontype: 1 })?.path).toEqual([])
+    // What MongoDB stores as it is: keys with `$` or `.`, a zero character in a value, a key merely like `_bsontype`.
+    expect(unstorablePart(JSON.parse('[{"$set":1,"a.b":2,"text":"a\\u0000b","_bsontype_x":3,"bsontype":4}]'))).toBeNull()
     // Well-formed text, surrogate pairs included, and large but finite numbers are stored as they came.
     expect(unstorablePart(JSON.parse('[{"id":"\ud83d\ude00","n":1.7976931348623157e308,"m":-0,"t":"\u2028"}]'))).toBeNull()
   })
@@ -73,7 +82,7 @@ describe('deeply nested JSON bodies', () => {
     expect(managers.body.errors[0]).toMatchObject({ resource: 'data', description: expect.stringContaining('at /data/0/user') })
   })
 
-  it('a record or user with an infinite number or an unpaired surrogate is a 400 naming the item, and nothing is stored', async () => {
+  it('a record or user with an infinite number, an unpaired surrogate or a key BSON cannot write is a 400 naming the item, and nothing is stored', async () => {
     // Stored, the number would have been null (the field emptied) and the surrogate U+FFFD (two ids made one).
     const records = await postRecords('[{"deal_id":"X","deal_name":"ok"},{"deal_id":"Y","amount":1e400,"amount_currency":"EUR"}]')
     expect(records.status).toBe(400)
@@ -84,6 +93,9 @@ describe('deeply nested JSON bodies', () => {
     const surrogate = await postRecords('[{"deal_id":"X\\\\ud800","deal_name":"a"},{"deal_id":"X\\ud800","deal_name":"b"}]')
     expect(surrogate.status).toBe(400)
     expect(surrogate.body.errors[0]).toMatchObject({ resource: 'body', description: expect.stringContaining('at /1/deal_id') })
+    const bsonKey = await postRecords('[{"deal_id":"X","deal_name":"a"},{"deal_id":"Y","deal_name":"b","_bsontype":"Z"}]')
+    expect(bsonKey.status).toBe(400)
+    expect(bsonKey.body.errors[0]).toMatchObject({ resource: 'body', description: expect.stringContaining('at /1') })
     const users = await harness.call('/v1/users/bulk', { method: 'PUT', body: '{"data":[{"email":"a\\udc00@acme.example"}]}' })
     expect(users.status).toBe(400)
     expect(users.body.errors[0]).toMatchObject({ resource: 'data', description: expect.stringContaining('at /data/0/email') })

@@ -22,7 +22,11 @@ export interface UnstorablePart {
  * - a number past what a number holds (`1e400`): JSON.parse makes it infinite, which a stored payload writes as
  *   null, so that the import would empty the field the client meant to set;
  * - a string, value or key, that is not well-formed Unicode (an unpaired surrogate, `"\ud800"`): SQLite and BSON
- *   store it as U+FFFD, so that two different ids or emails would become one.
+ *   store it as U+FFFD, so that two different ids or emails would become one;
+ * - a key holding U+0000, or the key `_bsontype`: BSON cannot write either (a key ends at its first zero byte, and
+ *   `_bsontype` marks an object as one of BSON's own types), so that on MongoDB the import keeping the item in its
+ *   details would fail, and every call it joined with it. Refused on every store, so that a body one accepts the
+ *   other does too.
  */
 export function unstorablePart(body: unknown, depthLimit = MAX_JSON_DEPTH): UnstorablePart | null {
   const leafProblem = problemOfLeaf(body)
@@ -40,7 +44,8 @@ export function unstorablePart(body: unknown, depthLimit = MAX_JSON_DEPTH): Unst
     }
     const key = frame.keys ? frame.keys[frame.next] : frame.next
     frame.next++
-    if (typeof key === 'string' && !key.isWellFormed()) return { path: pathOf(frame), problem: MALFORMED_TEXT }
+    const keyProblem = typeof key === 'string' ? problemOfKey(key) : null
+    if (keyProblem) return { path: pathOf(frame), problem: keyProblem }
     const child: unknown = (frame.value as Record<string | number, unknown>)[key]
     if (typeof child === 'object' && child !== null) {
       frame = frameOf(child, frame.depth + 1, frame, key)
@@ -83,6 +88,12 @@ const tooDeep = (frame: Frame, depthLimit: number): UnstorablePart => ({
 })
 
 const MALFORMED_TEXT = 'text that is not well-formed Unicode (an unpaired surrogate such as \\ud800)'
+
+function problemOfKey(key: string): string | null {
+  if (!key.isWellFormed()) return MALFORMED_TEXT
+  if (key === '_bsontype' || key.includes('\u0000')) return 'a key that cannot be stored (`_bsontype`, or one holding U+0000)'
+  return null
+}
 
 function problemOfLeaf(value: unknown): string | null {
   if (typeof value === 'number') return Number.isFinite(value) ? null : 'a number too large to be stored'
