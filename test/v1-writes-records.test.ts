@@ -1,4 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { MAX_TEXT_CHARS } from '../src/domain/record-values.ts'
 import { newId } from '../src/ids.ts'
 import type { DataTable, DataTableRecord } from '../src/store/model.ts'
 import { smallFixture } from './helpers/fixtures.ts'
@@ -125,6 +126,36 @@ describe('POST /v1/tables/{data_table_key}/records/bulk', () => {
       { line_number: 2, row: records[1], details: 'tags: a value cannot hold ;, which separates them' },
     ])
     expect((await recordsOf(activities)).get('M-1')?.values).toMatchObject({ tags: ['inbound', 'phone'] })
+  })
+
+  it('refuses a text value over 100,000 characters, a multi-valued field counting its values together', async () => {
+    const longest = 'x'.repeat(MAX_TEXT_CHARS)
+    const records = [
+      { activity_id: 'L-1', title: longest, tags: `${'a;'.repeat(MAX_TEXT_CHARS / 2 - 1)}b` },
+      { activity_id: 'L-2', title: `${longest}x` },
+      // About 15 bytes of BSON a value: 100,000 values would take 1.5 MB, where the text takes 200 KB.
+      { activity_id: 'L-3', tags: `${'a;'.repeat(MAX_TEXT_CHARS / 2)}a` },
+      { activity_id: 'L-4', tags: Array.from({ length: MAX_TEXT_CHARS / 2 + 1 }, () => 'a') },
+      { activity_id: 'L-5', tags: Array.from({ length: MAX_TEXT_CHARS / 2 }, () => 'a') },
+    ]
+    const result = await imported('activities', records)
+    const tooLong = 'longer than 100,000 characters, the most a text value holds'
+    expect(
+      result.data_tables_details[0].error.parsing_error_details.map(
+        ({ line_number, details }: { line_number: number; details: string }) => ({
+          line_number,
+          details,
+        }),
+      ),
+    ).toStrictEqual([
+      { line_number: 2, details: `title: ${tooLong}` },
+      { line_number: 3, details: `tags: ${tooLong}` },
+      { line_number: 4, details: `tags: ${tooLong}` },
+    ])
+    const stored = await recordsOf(activities)
+    expect(stored.get('L-1')?.values.title).toHaveLength(MAX_TEXT_CHARS)
+    expect(stored.get('L-5')?.values).toMatchObject({ tags: expect.any(Array) })
+    expect([...stored.keys()].filter((id) => id.startsWith('L-')).toSorted()).toEqual(['L-1', 'L-5'])
   })
 
   it('matches a record of a table whose id field is a number by its id as written, which a number could not keep', async () => {

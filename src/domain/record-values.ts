@@ -22,6 +22,17 @@ export interface ParsedRecord {
   unknownKeys: string[]
 }
 
+/**
+ * The most characters a text value holds: a string field's, or a multi-valued field's values together. A record
+ * is stored as one document (its lines each copy its values): without a bound, one record of a body within the
+ * request limit could outgrow what MongoDB stores in a document (16 MiB), a multi-valued field most of all (each
+ * value costs about 15 bytes of BSON), and its import would fail with every call it joined. 100,000 characters
+ * is far above any CRM's long-text field.
+ */
+export const MAX_TEXT_CHARS = 100_000
+
+const TOO_LONG = `longer than ${MAX_TEXT_CHARS.toLocaleString('en')} characters, the most a text value holds`
+
 /** Each table's fields by API key, built once per table object rather than once per record. */
 const fieldMaps = new WeakMap<DataTable, Map<string, DataTableField>>()
 
@@ -73,8 +84,11 @@ type Parsed = { value: unknown } | { problem: string }
 function parseValue(field: DataTableField, raw: unknown, currency: unknown): Parsed {
   if (raw === null || raw === undefined) return { value: null }
   switch (field.type) {
-    case 'string':
-      return typeof raw === 'string' || typeof raw === 'number' ? { value: String(raw) } : { problem: 'expected a string' }
+    case 'string': {
+      if (typeof raw !== 'string' && typeof raw !== 'number') return { problem: 'expected a string' }
+      const text = String(raw)
+      return text.length > MAX_TEXT_CHARS ? { problem: TOO_LONG } : { value: text }
+    }
     case 'number': {
       const number = toNumber(raw)
       return number === null ? { problem: `expected a number, got ${JSON.stringify(raw)}` } : { value: number }
@@ -97,8 +111,10 @@ function parseValue(field: DataTableField, raw: unknown, currency: unknown): Par
       if (raw === 'true' || raw === 'false') return { value: raw === 'true' }
       return { problem: `expected a boolean, got ${JSON.stringify(raw)}` }
     case 'multi':
-      if (typeof raw === 'string') return { value: splitMulti(raw) }
+      if (typeof raw === 'string') return raw.length > MAX_TEXT_CHARS ? { problem: TOO_LONG } : { value: splitMulti(raw) }
       if (Array.isArray(raw) && raw.every((item) => typeof item === 'string')) {
+        // As long as the values' text form, separators included.
+        if (raw.reduce((length, item) => length + item.length + 1, -1) > MAX_TEXT_CHARS) return { problem: TOO_LONG }
         // Read back, the values are one text separated by ;: a value holding one would come back as two.
         if (raw.some((item) => item.includes(MULTI_SEPARATOR)))
           return { problem: `a value cannot hold ${MULTI_SEPARATOR}, which separates them` }
