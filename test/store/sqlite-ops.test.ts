@@ -9,6 +9,7 @@ import { newId } from '../../src/ids.ts'
 import type { DataTableRecord } from '../../src/store/model.ts'
 import { rateSubjectKey, StoreBusyError } from '../../src/store/port.ts'
 import { SqliteConnection, WAL_SIZE_LIMIT_BYTES } from '../../src/store/sqlite/connection.ts'
+import { slices } from '../../src/store/sqlite/queries.ts'
 import { rateLimitFile } from '../../src/store/sqlite/rate-limits.ts'
 import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.ts'
 import { smallFixture } from '../helpers/fixtures.ts'
@@ -24,6 +25,23 @@ async function withStoreFile(body: (file: string) => Promise<void>): Promise<voi
     rmSync(directory, { recursive: true, force: true })
   }
 }
+
+it('cuts IN lists in slices of a power of two up to 512, padded with their last value: ten lengths, not one per list', () => {
+  const lengths = new Set<number>()
+  for (const count of [1, 2, 3, 5, 100, 257, 511, 512, 513, 1500]) {
+    const values = Array.from({ length: count }, (_, index) => `v${index}`)
+    const parts = slices(values)
+    for (const part of parts) {
+      lengths.add(part.length)
+      expect(Number.isInteger(Math.log2(part.length)) && part.length <= 512).toBe(true)
+      // Only the slice's own last value repeats, which changes no IN list's meaning.
+      expect(new Set(part.slice(part.indexOf(part.at(-1)!)))).toEqual(new Set([part.at(-1)]))
+    }
+    expect([...new Set(parts.flat())]).toEqual(values)
+  }
+  expect([...lengths].toSorted((a, b) => a - b)).toEqual([1, 2, 4, 8, 128, 512])
+  expect(slices([])).toEqual([])
+})
 
 it('keeps the counters in a file of their own beside the main file', async () => {
   const directory = mkdtempSync(join(tmpdir(), 'store-'))

@@ -1,7 +1,7 @@
 import type { GroupAttribution, ManagerAttribution } from '../model.ts'
 import type { AttributionRepository } from '../port.ts'
 import type { Sql } from './connection.ts'
-import { parseDocuments, placeholders } from './queries.ts'
+import { parseDocuments, placeholders, slices } from './queries.ts'
 
 export function sqliteAttributions(sql: Sql): AttributionRepository {
   return {
@@ -30,8 +30,8 @@ async function replaceAttributions(
   attributions: ReadonlyArray<ManagerAttribution | GroupAttribution>,
 ): Promise<void> {
   await sql.write((db) => {
-    if (userIds.length > 0)
-      db.run(`DELETE FROM ${table} WHERE company_id = ? AND user_id IN (${placeholders(userIds)})`, companyId, ...userIds)
+    for (const slice of slices(userIds))
+      db.run(`DELETE FROM ${table} WHERE company_id = ? AND user_id IN (${placeholders(slice)})`, companyId, ...slice)
     for (const attribution of attributions) {
       db.run(
         `INSERT INTO ${table} (company_id, id, user_id, doc) VALUES (?, ?, ?, ?)`,

@@ -35,11 +35,22 @@ export function countOf(row: Row | undefined): number {
 }
 
 /** SQLite's IN lists are bounded by the number of bound parameters: work in slices well below it. */
-const SLICE = 500
+const SLICE = 512
 
+/**
+ * `values` in slices for IN lists, each padded to a power of two by repeating its last value (which changes no IN
+ * list's meaning). A connection keeps every statement it prepared, and an IN list of each length is a statement of
+ * its own: a query run with every length from 1 to 500 kept about 16 MiB of statements a connection. Padded, a
+ * query has at most ten.
+ */
 export function slices<T>(values: readonly T[]): T[][] {
   const result: T[][] = []
-  for (let start = 0; start < values.length; start += SLICE) result.push(values.slice(start, start + SLICE))
+  for (let start = 0; start < values.length; start += SLICE) {
+    const slice = values.slice(start, start + SLICE)
+    const padded = 2 ** Math.ceil(Math.log2(slice.length))
+    while (slice.length < padded) slice.push(slice.at(-1)!)
+    result.push(slice)
+  }
   return result
 }
 

@@ -1,7 +1,7 @@
 import type { User } from '../model.ts'
 import type { UserRepository } from '../port.ts'
 import type { Sql } from './connection.ts'
-import { countOf, parseDocument, parseDocuments, placeholders } from './queries.ts'
+import { countOf, parseDocument, parseDocuments, placeholders, slices } from './queries.ts'
 
 /** Users, with their lower-case email in a column of its own: a unique index keeps emails unique per company. */
 export function sqliteUsers(sql: Sql): UserRepository {
@@ -26,21 +26,23 @@ export function sqliteUsers(sql: Sql): UserRepository {
     async getMany(companyId, ids) {
       const found = new Map<string, User>()
       if (ids.length === 0) return found
-      const unique = [...new Set(ids)]
-      const rows = await sql.all(`SELECT doc FROM users WHERE company_id = ? AND id IN (${placeholders(unique)})`, companyId, ...unique)
-      for (const user of parseDocuments<User>(rows)) found.set(user.id, user)
+      for (const slice of slices([...new Set(ids)])) {
+        const rows = await sql.all(`SELECT doc FROM users WHERE company_id = ? AND id IN (${placeholders(slice)})`, companyId, ...slice)
+        for (const user of parseDocuments<User>(rows)) found.set(user.id, user)
+      }
       return found
     },
     async findByEmails(companyId, emails) {
       const found = new Map<string, User>()
       if (emails.length === 0) return found
-      const lower = [...new Set(emails.map((email) => email.toLowerCase()))]
-      const rows = await sql.all(
-        `SELECT doc FROM users WHERE company_id = ? AND email_lower IN (${placeholders(lower)})`,
-        companyId,
-        ...lower,
-      )
-      for (const user of parseDocuments<User>(rows)) found.set(user.email.toLowerCase(), user)
+      for (const slice of slices([...new Set(emails.map((email) => email.toLowerCase()))])) {
+        const rows = await sql.all(
+          `SELECT doc FROM users WHERE company_id = ? AND email_lower IN (${placeholders(slice)})`,
+          companyId,
+          ...slice,
+        )
+        for (const user of parseDocuments<User>(rows)) found.set(user.email.toLowerCase(), user)
+      }
       return found
     },
     async list(companyId, { offset, limit }) {
