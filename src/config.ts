@@ -28,6 +28,8 @@ export interface Config {
   importPollMs: number
   /** How long a worker's claim on an import holds without renewal (a dead worker's import is redone after it). */
   importLeaseMs: number
+  /** How many days a finished import is kept (by the service's clock) before the workers delete it; 0: for good. */
+  importRetentionDays: number
   /** The largest request body, in MiB: a larger one is answered 413. */
   bodyLimitMb: number
   /** Browser origins allowed to call the service (CORS); `*` is any origin; empty: CORS is off. */
@@ -135,6 +137,7 @@ export function loadConfig(env: Env = process.env): Config {
     requestTimeoutMs: read('REQUEST_TIMEOUT_MS', 120_000, (raw) => parseWholeNumber(raw, 1000, 3_600_000)),
     importPollMs: read('IMPORT_POLL_MS', 250, (raw) => parseWholeNumber(raw, 10, 60_000)),
     importLeaseMs: read('IMPORT_LEASE_MS', 60_000, (raw) => parseWholeNumber(raw, 1_000, MAX_IMPORT_LEASE_MS)),
+    importRetentionDays: read('IMPORT_RETENTION_DAYS', 0, (raw) => parseWholeNumber(raw, 0, 36_500)),
     // The default holds the top of the recommended batch, 5,000 records of 4 KiB, with its JSON (docs/decisions.md).
     bodyLimitMb: read('BODY_LIMIT_MB', 32, (raw) => parseWholeNumber(raw, 1, 512)),
     corsOrigins: read<string[]>('CORS_ORIGINS', [], parseOrigins),

@@ -2,6 +2,7 @@ import { once } from 'node:events'
 import { Writable } from 'node:stream'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import type { ManualClock } from '../src/clock.ts'
 import { newId } from '../src/ids.ts'
 import { runClaimedImport } from '../src/imports/run-import.ts'
 import { BUSY_ATTEMPTS, ImportWorker } from '../src/imports/worker.ts'
@@ -13,6 +14,7 @@ import { pausingBeforeFinish, pausingBeforePayloads } from './helpers/store-wrap
 import { tempDataDir } from './helpers/process.ts'
 import { runEnvironment } from './helpers/test-store.ts'
 import { type ImportHarness, startImportHarness } from './imports-support.ts'
+import { until } from './helpers/kit-server.ts'
 import { anImport } from './store/builders.ts'
 import { gate } from './store/contract/support.ts'
 
@@ -42,6 +44,40 @@ const busyTransactions = (busyAt: (transaction: number) => boolean): Store => {
 const at = (offset = 0) => new Date(h.server.clock.now().getTime() + offset).toISOString()
 /** A worker that claims an import and then dies: it never finishes it nor renews its lease. */
 const claimAndDie = (owner = 'dead-worker') => h.store.imports.claimNext(owner, at(), at(LEASE))
+
+describe('the retention of finished imports (IMPORT_RETENTION_DAYS)', () => {
+  it('deletes, from its first poll, the finished imports older than the retention by the service clock, and nothing else', async () => {
+    const clock = h.server.clock as ManualClock
+    const old = await putUsers([{ email: 'old@acme.example' }])
+    expect(await h.drain()).toBe(1)
+    clock.advance(2 * 86_400_000)
+    const recent = await putUsers([{ email: 'recent@acme.example' }])
+    expect(await h.drain()).toBe(1)
+    const reply = await h.server.call('/v1/users/bulk?debounce=300', {
+      method: 'PUT',
+      key: h.key,
+      body: { data: [{ email: 'waits@acme.example' }] },
+    })
+    const waiting = reply.body.import_id as string
+
+    // Without a retention, a worker keeps everything.
+    expect(await new ImportWorker({ store: h.store, clock, owner: 'keeping' }).purgeExpired()).toBe(0)
+    const worker = new ImportWorker({ store: h.store, clock, owner: 'retaining', retentionDays: 1, pollMs: 10 })
+    worker.start()
+    try {
+      await until(
+        () => h.store.imports.get(h.companyId, old),
+        (found) => found === null,
+      )
+    } finally {
+      await worker.stop()
+    }
+    expect(await h.store.imports.get(h.companyId, old)).toBeNull()
+    expect((await h.server.call(`/v1/imports/${old}`, { key: h.key })).status).toBe(404)
+    expect((await h.importOf(recent)).status).toBe('finished')
+    expect((await h.store.imports.get(h.companyId, waiting))?.status).toBe('scheduled')
+  })
+})
 
 describe('the import worker', () => {
   it('applies a record import stored before imports stacked across tables (its table on the import, not the payload)', async () => {

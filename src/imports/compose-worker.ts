@@ -6,7 +6,7 @@ import { ImportWorker, type WorkerLogger } from './worker.ts'
 export interface ImportWorkerParts {
   store: Store
   clock: Clock
-  config: Pick<Config, 'importPollMs' | 'importLeaseMs'>
+  config: Pick<Config, 'importPollMs' | 'importLeaseMs' | 'importRetentionDays'>
   logger?: WorkerLogger
 }
 
@@ -17,5 +17,12 @@ export interface ImportWorkerParts {
  * happen where imports are applied is wired here, once for all of them.
  */
 export function composeImportWorker({ store, clock, config, logger }: ImportWorkerParts): ImportWorker {
-  return new ImportWorker({ store, clock, logger, pollMs: config.importPollMs, leaseMs: config.importLeaseMs })
+  return new ImportWorker({
+    store,
+    clock,
+    logger,
+    pollMs: config.importPollMs,
+    leaseMs: config.importLeaseMs,
+    retentionDays: config.importRetentionDays,
+  })
 }

@@ -23,6 +23,8 @@ export interface ImportWorkerOptions {
   leaseMs?: number
   /** Who claims: unique per worker (the default names the host and process). */
   owner?: string
+  /** How many days a finished import is kept before a polling worker deletes it (`purgeExpired`); 0: for good. */
+  retentionDays?: number
 }
 
 export interface ImportWorkerEvents {
@@ -49,6 +51,10 @@ export const BUSY_ATTEMPTS = 10
 
 export const DEFAULT_POLL_MS = 250
 export const DEFAULT_LEASE_MS = 60_000
+/** How many expired imports one transaction of `purgeExpired` deletes, and how often a polling worker runs it. */
+export const PURGE_BATCH = 1000
+const PURGE_EVERY_MS = 3_600_000
+const DAY_MS = 86_400_000
 
 const silent: WorkerLogger = { info() {}, warn() {}, error() {} }
 
@@ -65,6 +71,9 @@ export class ImportWorker extends EventEmitter<ImportWorkerEvents> {
   readonly #logger: WorkerLogger
   readonly #pollMs: number
   readonly #leaseMs: number
+  readonly #retentionDays: number
+  /** When this worker last deleted expired imports (real time): once an hour is enough. */
+  #lastPurge: number | null = null
   #loop: Promise<void> | null = null
   #stopping = false
   /** Aborted by `stop()`: the running import is handed back at its next step (`runClaimedImport`). */
@@ -82,6 +91,7 @@ export class ImportWorker extends EventEmitter<ImportWorkerEvents> {
     this.#logger = options.logger ?? silent
     this.#pollMs = options.pollMs ?? DEFAULT_POLL_MS
     this.#leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS
+    this.#retentionDays = options.retentionDays ?? 0
     this.owner = options.owner ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`
   }
 
@@ -125,6 +135,22 @@ export class ImportWorker extends EventEmitter<ImportWorkerEvents> {
     let ran = 0
     while (!this.#stopping && (await this.runOnce())) ran++
     return ran
+  }
+
+  /**
+   * Deletes the finished imports older than the retention (`retentionDays`, by the service's clock), of every
+   * company, a batch a transaction; resolves with how many. Nothing without a retention.
+   */
+  async purgeExpired(): Promise<number> {
+    if (this.#retentionDays === 0) return 0
+    await this.#clock.sync?.()
+    const before = new Date(this.#clock.now().getTime() - this.#retentionDays * DAY_MS).toISOString()
+    let deleted = 0
+    for (;;) {
+      const batch = await this.#store.imports.purgeFinished(before, PURGE_BATCH)
+      deleted += batch
+      if (batch < PURGE_BATCH || this.#stopping) return deleted
+    }
   }
 
   /** Claims and runs one import (of `companyId` only, when given); false when none is runnable now. */
@@ -187,6 +213,7 @@ export class ImportWorker extends EventEmitter<ImportWorkerEvents> {
       this.#woken = false
       try {
         await this.drain()
+        await this.#purgeIfDue()
         this.#storeTrouble = null
       } catch (error) {
         // Another process holding the write lock past the wait (a long import or reset) is not a failure of ours, and
@@ -216,6 +243,14 @@ export class ImportWorker extends EventEmitter<ImportWorkerEvents> {
       })
       this.#wake = null
     }
+  }
+
+  /** `purgeExpired` once an hour of real time, the first time at the worker's first poll. */
+  async #purgeIfDue(): Promise<void> {
+    if (this.#retentionDays === 0 || (this.#lastPurge !== null && Date.now() - this.#lastPurge < PURGE_EVERY_MS)) return
+    this.#lastPurge = Date.now()
+    const deleted = await this.purgeExpired()
+    if (deleted > 0) this.#logger.info({ deleted, retention_days: this.#retentionDays }, 'finished imports past their retention deleted')
   }
 
   /** The busy runs in a row before this one: as stored now, since a part this run committed cleared them. */

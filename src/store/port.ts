@@ -559,6 +559,12 @@ export interface ImportRepository {
    * Conditional and atomic.
    */
   finish(companyId: string, id: string, owner: string, outcome: ImportOutcome): Promise<boolean>
+  /**
+   * Deletes at most `limit` finished imports whose `finished_at` is before `finishedBefore`, of every company (the
+   * retention of finished imports, IMPORT_RETENTION_DAYS); answers how many it deleted. Their payloads went with
+   * their finish: an import not finished is never deleted.
+   */
+  purgeFinished(finishedBefore: string, limit: number): Promise<number>
 }
 
 export interface ImportProgress {

@@ -327,5 +327,23 @@ export function mongoImports(context: MongoContext): ImportRepository {
         await payloads.deleteMany(inCompany(companyId, { import_id: lookupId(id) }), inSession(session))
         return true
       }),
+
+    purgeFinished: (finishedBefore, limit) =>
+      call(context, async (session) => {
+        if (limit <= 0) return 0
+        const expired = await imports()
+          .find(
+            { status: 'finished', finished_at: { $lt: finishedBefore } },
+            { ...inSession(session), projection: { _id: 1, company_id: 1 }, limit },
+          )
+          .toArray()
+        if (expired.length === 0) return 0
+        // Each by its whole shard key (company, id); one deleteMany, as a finished import no longer changes.
+        const deleted = await imports().deleteMany(
+          { $or: expired.map((document) => ({ company_id: document.company_id, _id: document._id })) },
+          inSession(session),
+        )
+        return deleted.deletedCount
+      }),
   }
 }

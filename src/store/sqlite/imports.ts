@@ -224,6 +224,19 @@ export function sqliteImports(sql: Sql): ImportRepository {
         return finished
       })
     },
+
+    purgeFinished: (finishedBefore, limit) =>
+      sql.write((db) =>
+        Number(
+          db.run(
+            `DELETE FROM imports WHERE id IN (
+               SELECT id FROM imports INDEXED BY imports_pending WHERE status = 'finished' AND doc ->> '$.finished_at' < ? LIMIT ?
+             )`,
+            finishedBefore,
+            limit,
+          ).changes,
+        ),
+      ),
   }
 }
 

@@ -38,6 +38,14 @@ export function importsContract(adapter: StoreAdapter): void {
         max,
       )
 
+    /** An import of `company` created at minute 0, run and finished at minute `finishedAt`. */
+    const finishedAt = async (company: string, finishedAtMinute: number) => {
+      const created = await enqueue(0, 0, company, `users-${finishedAtMinute}`)
+      expect((await store.imports.claimNext('w', minute(1), minute(60), company))?.id).toBe(created.id)
+      await store.imports.finish(company, created.id, 'w', { finished_at: minute(finishedAtMinute), error: false, details: [] })
+      return created.id
+    }
+
     describe('enqueue', () => {
       it('creates an import, or joins the open one of the same company and join key while its window is open', async () => {
         const first = await enqueue(0, 10)
@@ -510,6 +518,30 @@ export function importsContract(adapter: StoreAdapter): void {
         expect(await store.imports.claimNext('w', minute(2), minute(12), companyId)).toBeNull()
         expect((await store.imports.get(otherCompanyId, other.id))?.status).toBe('scheduled')
         expect(await store.imports.claimNext('w', minute(2), minute(12), otherCompanyId)).toMatchObject({ id: other.id })
+      })
+    })
+
+    describe('purgeFinished (the retention of finished imports)', () => {
+      it('deletes finished imports of every company finished before the time given, at most `limit` at once, never an unfinished one', async () => {
+        const early = await finishedAt(companyId, 5)
+        const late = await finishedAt(companyId, 20)
+        const elsewhere = await finishedAt(otherCompanyId, 6)
+        const started = await enqueue(0, 0, otherCompanyId, 'managers')
+        expect((await store.imports.claimNext('w', minute(1), minute(60), otherCompanyId))?.id).toBe(started.id)
+        const scheduled = await enqueue(0, 30)
+
+        expect(await store.imports.purgeFinished(minute(10), 1)).toBe(1)
+        expect(await store.imports.purgeFinished(minute(10), 10)).toBe(1)
+        expect(await store.imports.purgeFinished(minute(10), 10)).toBe(0)
+        expect(await store.imports.get(companyId, early)).toBeNull()
+        expect(await store.imports.get(otherCompanyId, elsewhere)).toBeNull()
+        expect((await store.imports.get(companyId, late))?.status).toBe('finished')
+        expect((await store.imports.get(otherCompanyId, started.id))?.status).toBe('started')
+        expect((await store.imports.get(companyId, scheduled.id))?.status).toBe('scheduled')
+        // Before its time exactly: an import finished at the time given stays.
+        expect(await store.imports.purgeFinished(minute(20), 10)).toBe(0)
+        expect(await store.imports.purgeFinished(minute(21), 10)).toBe(1)
+        expect(await store.imports.purgeFinished(minute(99), 0)).toBe(0)
       })
     })
 
