@@ -276,7 +276,12 @@ const COMMANDS: Record<string, Command> = {
     if (subcommand === 'drain') {
       // This command runs the imports itself, beside any worker on the store: it needs no server.
       const worker = composeImportWorker({ store, clock, config })
-      listed = await drainImports(store, clock, worker, companyId, integerOption(options, 'timeout') ?? DEFAULT_DRAIN_TIMEOUT_MS)
+      try {
+        listed = await drainImports(store, clock, worker, companyId, integerOption(options, 'timeout') ?? DEFAULT_DRAIN_TIMEOUT_MS)
+      } finally {
+        // Past its timeout the drain answers while its own run goes on: the store stays open until that run ends.
+        await worker.idle()
+      }
     } else if (subcommand === undefined) {
       const status = options.status
       if (status !== undefined && !(IMPORT_STATUSES as readonly unknown[]).includes(status))

@@ -57,38 +57,43 @@ export async function listImports(
  * none is scheduled or running: with the imports it saw unfinished, as they finished, oldest first. `worker` runs
  * them here (claims of this company only); an import another worker is running is waited for. Windows opened by
  * calls that arrive meanwhile are closed too. Past `timeoutMs` (real time), TimedOutError: nothing is undone,
- * the imports go on (one this drain was running is handed back to the workers at its next step).
+ * the imports go on (one this drain was running, in this process: the answer does not wait for it). A run in one
+ * synchronous transaction (SQLite's) delays the answer until it commits: nothing answers while it holds the thread.
  */
 export async function drainImports(
   store: Store,
   clock: Clock,
-  worker: Pick<ImportWorker, 'runOnce' | 'stop'>,
+  worker: Pick<ImportWorker, 'runOnce'>,
   companyId: string,
   timeoutMs: number,
 ): Promise<AdminImportList> {
   const company = (await existingCompany(store, companyId)).id
   const deadline = Date.now() + timeoutMs
   const seen = new Set<string>()
+  const unfinishedNow = async () => {
+    const unfinished = [...(await unfinishedOf(store, company, 'scheduled')), ...(await unfinishedOf(store, company, 'started'))]
+    for (const data of unfinished) seen.add(data.id)
+    return unfinished
+  }
   for (;;) {
     await clock.sync?.()
     await store.imports.closeWindows(company, clock.now().toISOString())
-    const unfinished = [...(await unfinishedOf(store, company, 'scheduled')), ...(await unfinishedOf(store, company, 'started'))]
-    for (const data of unfinished) seen.add(data.id)
+    let unfinished = await unfinishedNow()
     if (unfinished.length === 0) break
-    if (Date.now() >= deadline) {
-      throw new TimedOutError({
-        resource: 'timeout_ms',
-        description: `${unfinished.length} import(s) of the company still scheduled or running after ${timeoutMs} ms: ${unfinished.map((data) => `${data.id} (${data.status})`).join(', ')}`,
-      })
-    }
+    if (Date.now() >= deadline) throw timedOut(unfinished, timeoutMs)
     const run = worker.runOnce(company)
     const outcome = await settledBefore(run, deadline)
     if (outcome === 'late') {
-      // The deadline bounds the drain's own run too: it hands its import back at its next step (or finishes it, in
-      // its last transaction), for the service's workers to go on with; the next turn answers what is left.
-      await worker.stop()
-      await run
-    } else if (!outcome.value) await sleep(DRAIN_POLL_MS) // Another worker running an import of the company: this one waits for it.
+      // The deadline bounds the wait for the drain's own run too: the answer does not wait for it, and the run goes
+      // on (the CLI waits for it before it closes the store: `worker.idle()`). What fails in it after the answer is
+      // the worker's to report, as for any run; its import is then left to the lease, as after a crash.
+      run.catch(() => undefined)
+      unfinished = await unfinishedNow()
+      if (unfinished.length === 0) break
+      throw timedOut(unfinished, timeoutMs)
+    }
+    // Another worker running an import of the company: this one waits for it.
+    if (!outcome.value) await sleep(DRAIN_POLL_MS)
   }
   const drained: AdminImportView[] = []
   for (const id of [...seen].toSorted()) {
@@ -96,6 +101,13 @@ export async function drainImports(
     if (data) drained.push(adminView(data))
   }
   return { count: drained.length, data: drained }
+}
+
+function timedOut(unfinished: DataImport[], timeoutMs: number): TimedOutError {
+  return new TimedOutError({
+    resource: 'timeout_ms',
+    description: `${unfinished.length} import(s) of the company still scheduled or running after ${timeoutMs} ms: ${unfinished.map((data) => `${data.id} (${data.status})`).join(', ')}`,
+  })
 }
 
 /** What `work` settled to, or 'late' when `deadline` (a `Date.now()`) passed first; the work goes on either way. */

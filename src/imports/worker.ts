@@ -72,6 +72,8 @@ export class ImportWorker extends EventEmitter<ImportWorkerEvents> {
   readonly #pollMs: number
   readonly #leaseMs: number
   readonly #retentionDays: number
+  /** The runs under way (`runOnce`), for `idle`. */
+  readonly #runs = new Set<Promise<boolean>>()
   /** When this worker last deleted expired imports (real time): once an hour is enough. */
   #lastPurge: number | null = null
   #loop: Promise<void> | null = null
@@ -153,8 +155,23 @@ export class ImportWorker extends EventEmitter<ImportWorkerEvents> {
     }
   }
 
+  /** Resolves once no run of this worker is under way (`runOnce`), however they end. */
+  async idle(): Promise<void> {
+    await Promise.allSettled(this.#runs)
+  }
+
   /** Claims and runs one import (of `companyId` only, when given); false when none is runnable now. */
   async runOnce(companyId?: string): Promise<boolean> {
+    const run = this.#claimAndRun(companyId)
+    this.#runs.add(run)
+    try {
+      return await run
+    } finally {
+      this.#runs.delete(run)
+    }
+  }
+
+  async #claimAndRun(companyId: string | undefined): Promise<boolean> {
     // A controlled clock may have been moved by another process: windows and leases are judged by its latest time.
     await this.#clock.sync?.()
     const claimed = await this.#store.imports.claimNext(this.owner, this.#now(), this.#leaseEnd(), companyId)
