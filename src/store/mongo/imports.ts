@@ -163,13 +163,14 @@ export function mongoImports(context: MongoContext): ImportRepository {
         // A full queue is found before anything commits, so its parts are certainly unread: they go, as a client
         // sending a large body again and again while its queue is full would pile them up. After another failure
         // the transaction may have committed (an unknown commit result): its parts stay.
+        // Best effort: the refusal is what the caller must see (a 429), not a failure of this cleanup.
         if (error instanceof ImportQueueFullError && parts.length > 0)
           await call(context, (session) =>
             collectionOf(context, IMPORT_PAYLOAD_PARTS).deleteMany(
               inCompany(fresh.company_id, { payload_id: document._id }),
               inSession(session),
             ),
-          )
+          ).catch(() => undefined)
         throw error
       }
     },
