@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest'
+import { type JournalEntry, RequestJournal } from '../src/test-kit/journal.ts'
 import { smallFixture } from './helpers/fixtures.ts'
 import { KIT_DEMO_KEY, type KitServer, startKitServer } from './helpers/kit-server.ts'
 
@@ -8,6 +9,37 @@ let server: KitServer
 afterEach(() => server?.close())
 
 const journal = (query = '') => server.admin(`/admin/companies/${server.demoId}/requests${query}`)
+
+/** A journal entry of `path`. */
+const entryOf = (path: string): JournalEntry => ({
+  method: 'GET',
+  path,
+  query: {},
+  status: 200,
+  duration_ms: 1,
+  request_id: path,
+  import_id: null,
+  fault_id: null,
+  at: '2026-11-27T00:00:00.000Z',
+})
+
+describe('the journal of a company (RequestJournal)', () => {
+  it('keeps the last requests to arrive, whenever they ended: one held past its capacity is the one that goes', () => {
+    const ring = new RequestJournal(3)
+    // A arrives first and is held; B, C and D arrive and end; then A ends.
+    for (const [path, arrival] of [
+      ['/b', 1],
+      ['/c', 2],
+      ['/d', 3],
+      ['/a', 0],
+    ] as const)
+      ring.record('company', entryOf(path), arrival)
+    expect(ring.list('company').map((kept) => kept.path)).toEqual(['/d', '/c', '/b'])
+    // One that arrived between two kept ones goes in its place, and the earliest arrival goes.
+    ring.record('company', entryOf('/c2'), 2.5)
+    expect(ring.list('company').map((kept) => kept.path)).toEqual(['/d', '/c2', '/c'])
+  })
+})
 
 describe('the request journal', () => {
   it('keeps each request of the company, newest first: method, path, query, status, duration, request id, import, fault, time', async () => {

@@ -14,7 +14,8 @@ const EntrySchema = Type.Object({
     description: 'As sent; a repeated parameter as an array; an API key is [Redacted]',
   }),
   status: Type.Union([Type.Integer(), Type.Null()], {
-    description: 'Null when no answer was sent (a fault dropped the connection, or the client closed it first)',
+    description:
+      'Null when no answer reached the client (a fault dropped the connection, or the client closed it before the answer was written)',
   }),
   duration_ms: Type.Number(),
   request_id: Type.String(),

@@ -36,6 +36,9 @@ const arrivals = new WeakMap<FastifyRequest, { at: number; order: number }>()
 let arrivalsSoFar = 0
 /** The requests written to the journal: an answer and the connection's close may both try. */
 const recorded = new WeakSet<FastifyRequest>()
+/** Requests whose answer is under way (past onSend), and those whose client left while they were handled. */
+const answering = new WeakSet<FastifyRequest>()
+const abandoned = new WeakSet<FastifyRequest>()
 
 /** The fault that fired on the request, if one did (the metrics tell an injected 429 from the rate limit's). */
 export function injectedFaultOf(request: FastifyRequest): Fault | undefined {
@@ -65,16 +68,22 @@ export function applyTestKit(api: FastifyInstance): void {
   const kit = api.testKit
   if (!kit) return
 
-  // A request whose connection closes before its answer is sent (the client gave up) is kept too, status null:
-  // Fastify's onResponse does not come for it.
+  // A request whose connection closes before its answer is written (the client gave up) is kept too, status null:
+  // Fastify's onResponse does not come for it. While its handler still runs, it is kept once the handler answers
+  // (onSend), with the import its upsert made; once its answer is being written, at once.
   api.addHook('onRequest', (request, reply, done) => {
     reply.raw.once('close', () => {
       if (reply.raw.writableFinished) return
-      record(kit, request, reply, null).catch((error: unknown) =>
-        request.log.warn({ err: error }, 'request journal: an abandoned request was not kept'),
-      )
+      if (answering.has(request) || reply.raw.headersSent) keepUnanswered(kit, request, reply)
+      else abandoned.add(request)
     })
     done()
+  })
+
+  api.addHook('onSend', async (request, reply, payload) => {
+    answering.add(request)
+    if (abandoned.has(request)) keepUnanswered(kit, request, reply)
+    return payload
   })
 
   // After the body is read (an answer before it would leave the rest of the body in the connection), before the
@@ -89,6 +98,7 @@ export function applyTestKit(api: FastifyInstance): void {
     // The client gave up during the delay: the request is not served. Were it served, its writes would land after
     // whatever the test did next, a reset included.
     if (request.raw.socket.destroyed) {
+      keepUnanswered(kit, request, reply)
       reply.hijack()
       return
     }
@@ -111,6 +121,13 @@ export function applyTestKit(api: FastifyInstance): void {
   api.addHook('onResponse', async (request, reply) => {
     await record(kit, request, reply, reply.statusCode)
   })
+}
+
+/** Keeps a request no answer reached, status null (its close comes outside any hook, so a failure is only logged). */
+function keepUnanswered(kit: TestKit, request: FastifyRequest, reply: FastifyReply): void {
+  record(kit, request, reply, null).catch((error: unknown) =>
+    request.log.warn({ err: error }, 'request journal: a request no answer reached was not kept'),
+  )
 }
 
 /** Writes the request to its company's journal; a request without a valid key belongs to no company and is not kept. */

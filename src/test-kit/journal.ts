@@ -41,25 +41,30 @@ interface Kept {
   arrival: number
 }
 
-/** A fixed-size ring of a company's latest entries, in the order they were recorded (their requests ended). */
+/**
+ * A company's latest entries, at most `capacity`, in the order their requests arrived: an entry is recorded when
+ * its request ends, and one held longer than the next goes in before it. Past the capacity, the earliest arrival
+ * goes, so that the entries kept are always the last requests to arrive.
+ */
 class Ring {
   readonly #kept: Kept[] = []
   readonly #capacity: number
-  #next = 0
 
   constructor(capacity: number) {
     this.#capacity = capacity
   }
 
   push(kept: Kept): void {
-    if (this.#kept.length < this.#capacity) this.#kept.push(kept)
-    else this.#kept[this.#next] = kept
-    this.#next = (this.#next + 1) % this.#capacity
+    // Requests mostly end in the order they arrived: the place is found from the end, usually at once.
+    let at = this.#kept.length
+    while (at > 0 && this.#kept[at - 1].arrival > kept.arrival) at--
+    this.#kept.splice(at, 0, kept)
+    if (this.#kept.length > this.#capacity) this.#kept.shift()
   }
 
-  /** The latest arrival first: a request held longer than the next one is still listed after it. */
+  /** The latest arrival first. */
   newestFirst(): JournalEntry[] {
-    return this.#kept.toSorted((a, b) => b.arrival - a.arrival).map((kept) => kept.entry)
+    return this.#kept.map((kept) => kept.entry).toReversed()
   }
 }
 
