@@ -50,9 +50,9 @@ export function registerTestKit(app: FastifyInstance): void {
   const kit = app.config.adminToken ? { faults: new FaultBoard(), journal: new RequestJournal(app.config.requestJournalSize) } : null
   app.decorate('testKit', kit)
   if (!kit) return
-  // Before every other hook of the request but the clock's own (which reads a move made by another process): a
-  // request's time of arrival is not moved by the clock moving while it is served, nor missed when the rate
-  // limit answers it.
+  // On the app, so before the hooks of the v1 and v2 routes (the rate limit's, the key's), and after the clock's
+  // own (which reads a move made by another process): a request's time of arrival is not moved by the clock moving
+  // while it is served, nor missed when the rate limit answers it.
   app.addHook('onRequest', (request, _reply, done) => {
     arrivals.set(request, { at: app.clock.now().getTime(), order: arrivalsSoFar++ })
     done()
