@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { MAX_TEXT_CHARS } from '../src/domain/record-values.ts'
+import { MAX_TEXT_CHARS, RECORD_TOO_LONG } from '../src/domain/record-values.ts'
 import { newId } from '../src/ids.ts'
 import type { DataTable, DataTableRecord } from '../src/store/model.ts'
 import { smallFixture } from './helpers/fixtures.ts'
@@ -40,6 +40,9 @@ function activitiesTable(companyId: string, environment: 'live' | 'sandbox' = 'l
     created_at: '2026-01-01T00:00:00.000Z',
   }
 }
+
+/** Each of `keys` with the longest text a value holds. */
+const full = (keys: string[]) => Object.fromEntries(keys.map((key) => [key, 'x'.repeat(MAX_TEXT_CHARS)]))
 
 beforeEach(async () => {
   h = await startImportHarness()
@@ -156,6 +159,43 @@ describe('POST /v1/tables/{data_table_key}/records/bulk', () => {
     expect(stored.get('L-1')?.values.title).toHaveLength(MAX_TEXT_CHARS)
     expect(stored.get('L-5')?.values).toMatchObject({ tags: expect.any(Array) })
     expect([...stored.keys()].filter((id) => id.startsWith('L-')).toSorted()).toEqual(['L-1', 'L-5'])
+  })
+
+  it('refuses a record holding more than 1,000,000 characters of text in all: in one item, or with what is stored and the call sends', async () => {
+    const notes = Array.from({ length: 12 }, (_, index) => `note_${index}`)
+    const wide = {
+      ...activitiesTable(h.companyId, 'live', 'wide'),
+      fields: [field('activity_id', 'string'), ...notes.map((key) => field(key, 'string'))],
+    }
+    await h.store.dataTables.insert(wide)
+    const first = await imported('wide', [
+      // Ten notes and its id: 1,000,003 characters.
+      { activity_id: 'W-1', ...full(notes.slice(0, 10)) },
+      { activity_id: 'W-2', ...full(notes.slice(0, 9)) },
+      { activity_id: 'W-3', ...full(notes.slice(0, 5)) },
+      // The same record again in the call: with its first item, ten notes.
+      { activity_id: 'W-3', ...full(notes.slice(5, 10)) },
+    ])
+    expect(
+      first.data_tables_details[0].error.parsing_error_details.map(
+        ({ line_number, details }: { line_number: number; details: string }) => ({ line_number, details }),
+      ),
+    ).toStrictEqual([
+      { line_number: 1, details: RECORD_TOO_LONG },
+      { line_number: 4, details: RECORD_TOO_LONG },
+    ])
+    // Stored with nine notes, the record takes a tenth in a later call no more.
+    const later = await imported('wide', [
+      { activity_id: 'W-2', ...full(['note_11']) },
+      { activity_id: 'W-4', note_0: 'short' },
+    ])
+    expect(later.data_tables_details[0]).toMatchObject({
+      number_of_records: 1,
+      error: { parsing_error_details: [{ line_number: 1, details: RECORD_TOO_LONG }] },
+    })
+    const stored = await recordsOf(wide)
+    expect([...stored.keys()].toSorted()).toEqual(['W-2', 'W-4'])
+    expect(Object.keys(stored.get('W-2')!.values)).not.toContain('note_11')
   })
 
   it('matches a record of a table whose id field is a number by its id as written, which a number could not keep', async () => {

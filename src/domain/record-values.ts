@@ -33,6 +33,25 @@ export const MAX_TEXT_CHARS = 100_000
 
 const TOO_LONG = `longer than ${MAX_TEXT_CHARS.toLocaleString('en')} characters, the most a text value holds`
 
+/**
+ * The most characters of text a record holds, its values together (`textLength`): a table may have any number of
+ * fields, so a bound on each value alone does not bound a record. At most 3 bytes a character in UTF-8, or 15
+ * bytes a value of a multi-valued field in BSON, a record stays under 8 MB, and so does each of its lines.
+ */
+export const MAX_RECORD_TEXT_CHARS = 1_000_000
+
+export const RECORD_TOO_LONG = `the record would hold more than ${MAX_RECORD_TEXT_CHARS.toLocaleString('en')} characters of text, the most a record holds`
+
+/** The characters of text a record's stored values hold: its strings, and its multi-valued fields' values with a separator each. */
+export function textLength(values: Record<string, unknown>): number {
+  let length = 0
+  for (const value of Object.values(values)) {
+    if (typeof value === 'string') length += value.length
+    else if (Array.isArray(value)) for (const item of value) length += typeof item === 'string' ? item.length + 1 : 0
+  }
+  return length
+}
+
 /** Each table's fields by API key, built once per table object rather than once per record. */
 const fieldMaps = new WeakMap<DataTable, Map<string, DataTableField>>()
 
@@ -71,6 +90,7 @@ export function parseRecord(table: DataTable, input: Record<string, unknown>): P
     if (!ofAmount || !Object.hasOwn(input, amountKey)) unknownKeys.push(key)
   }
 
+  if (problems.length === 0 && textLength(values) > MAX_RECORD_TEXT_CHARS) problems.push(RECORD_TOO_LONG)
   const rawId = input[table.id_field]
   const externalId = typeof rawId === 'string' || typeof rawId === 'number' ? String(rawId).trim() : null
   if (!externalId) problems.unshift(`${table.id_field}: the id field is required`)
