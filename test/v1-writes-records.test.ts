@@ -161,41 +161,42 @@ describe('POST /v1/tables/{data_table_key}/records/bulk', () => {
     expect([...stored.keys()].filter((id) => id.startsWith('L-')).toSorted()).toEqual(['L-1', 'L-5'])
   })
 
-  it('refuses a record holding more than 1,000,000 characters of text in all: in one item, or with what is stored and the call sends', async () => {
+  it('refuses an item that would make a record of the call hold more than 1,000,000 characters of text, before anything is applied', async () => {
     const notes = Array.from({ length: 12 }, (_, index) => `note_${index}`)
     const wide = {
       ...activitiesTable(h.companyId, 'live', 'wide'),
       fields: [field('activity_id', 'string'), ...notes.map((key) => field(key, 'string'))],
     }
     await h.store.dataTables.insert(wide)
+    await imported('wide', [{ activity_id: 'KEEP-1', note_0: 'kept' }])
+    // Alone over the bound, every record of an `all=true` call: the call is refused, and the table not emptied.
+    const resync = await imported('wide', [{ activity_id: 'W-0', ...full(notes.slice(0, 10)) }], '?all=true')
+    expect(resync.data_tables_details[0]).toMatchObject({ number_of_records: null, error: { title: 'ValidationError' } })
+    expect([...(await recordsOf(wide)).keys()]).toEqual(['KEEP-1'])
+
     const first = await imported('wide', [
       // Ten notes and its id: 1,000,003 characters.
       { activity_id: 'W-1', ...full(notes.slice(0, 10)) },
       { activity_id: 'W-2', ...full(notes.slice(0, 9)) },
       { activity_id: 'W-3', ...full(notes.slice(0, 5)) },
-      // The same record again in the call: with its first item, ten notes.
+      // The same record again in the call: with its first item, ten notes. The first item is applied.
       { activity_id: 'W-3', ...full(notes.slice(5, 10)) },
     ])
+    expect(first.data_tables_details[0]).toMatchObject({ number_of_records: 2, error: { title: 'PartialFailure' } })
     expect(
       first.data_tables_details[0].error.parsing_error_details.map(
-        ({ line_number, details }: { line_number: number; details: string }) => ({ line_number, details }),
+        ({ line_number, details }: { line_number: number; details: string }) => ({
+          line_number,
+          details,
+        }),
       ),
     ).toStrictEqual([
       { line_number: 1, details: RECORD_TOO_LONG },
       { line_number: 4, details: RECORD_TOO_LONG },
     ])
-    // Stored with nine notes, the record takes a tenth in a later call no more.
-    const later = await imported('wide', [
-      { activity_id: 'W-2', ...full(['note_11']) },
-      { activity_id: 'W-4', note_0: 'short' },
-    ])
-    expect(later.data_tables_details[0]).toMatchObject({
-      number_of_records: 1,
-      error: { parsing_error_details: [{ line_number: 1, details: RECORD_TOO_LONG }] },
-    })
     const stored = await recordsOf(wide)
-    expect([...stored.keys()].toSorted()).toEqual(['W-2', 'W-4'])
-    expect(Object.keys(stored.get('W-2')!.values)).not.toContain('note_11')
+    expect([...stored.keys()].toSorted()).toEqual(['KEEP-1', 'W-2', 'W-3'])
+    expect(Object.keys(stored.get('W-3')!.values).toSorted()).toEqual(['activity_id', ...notes.slice(0, 5)])
   })
 
   it('matches a record of a table whose id field is a number by its id as written, which a number could not keep', async () => {

@@ -42,14 +42,19 @@ export const MAX_RECORD_TEXT_CHARS = 1_000_000
 
 export const RECORD_TOO_LONG = `the record would hold more than ${MAX_RECORD_TEXT_CHARS.toLocaleString('en')} characters of text, the most a record holds`
 
-/** The characters of text a record's stored values hold: its strings, and its multi-valued fields' values with a separator each. */
+/** The characters of text a record's values hold: its strings, and its multi-valued fields' values in their text form (`a;b`). */
 export function textLength(values: Record<string, unknown>): number {
   let length = 0
   for (const value of Object.values(values)) {
     if (typeof value === 'string') length += value.length
-    else if (Array.isArray(value)) for (const item of value) length += typeof item === 'string' ? item.length + 1 : 0
+    else if (Array.isArray(value)) length += multiTextLength(value)
   }
   return length
+}
+
+/** The length of a multi-valued field's values as text: each value, and a separator between each two. */
+function multiTextLength(values: readonly unknown[]): number {
+  return values.reduce<number>((length, item) => length + (typeof item === 'string' ? item.length : 0), Math.max(0, values.length - 1))
 }
 
 /** Each table's fields by API key, built once per table object rather than once per record. */
@@ -133,8 +138,7 @@ function parseValue(field: DataTableField, raw: unknown, currency: unknown): Par
     case 'multi':
       if (typeof raw === 'string') return raw.length > MAX_TEXT_CHARS ? { problem: TOO_LONG } : { value: splitMulti(raw) }
       if (Array.isArray(raw) && raw.every((item) => typeof item === 'string')) {
-        // As long as the values' text form, separators included.
-        if (raw.reduce((length, item) => length + item.length + 1, -1) > MAX_TEXT_CHARS) return { problem: TOO_LONG }
+        if (multiTextLength(raw) > MAX_TEXT_CHARS) return { problem: TOO_LONG }
         // Read back, the values are one text separated by ;: a value holding one would come back as two.
         if (raw.some((item) => item.includes(MULTI_SEPARATOR)))
           return { problem: `a value cannot hold ${MULTI_SEPARATOR}, which separates them` }

@@ -11,9 +11,6 @@ interface Change {
   deleted: boolean
   /** The call deleted the record before sending it again: it starts afresh. */
   replaced: boolean
-  /** The last item of the call that changed it, which a refusal at the apply names. */
-  line_number: number
-  row: unknown
 }
 
 /** The outcome of a record call whose data table was deleted before its import ran. */
@@ -89,11 +86,14 @@ function readRecord(table: DataTable, { changes, skipped, ignoredKeys }: Prepare
   if (parsed.problems.length > 0 || parsed.externalId === null)
     return void skipped.push({ line_number, row: item, details: parsed.problems.join('; ') })
   const previous = changes.get(parsed.externalId)
-  if (parsed.deleted) changes.set(parsed.externalId, { values: {}, deleted: true, replaced: false, line_number, row: item })
-  else if (previous && !previous.deleted)
-    Object.assign(previous, { values: { ...previous.values, ...parsed.values }, line_number, row: item })
-  else
-    changes.set(parsed.externalId, { values: parsed.values, deleted: false, replaced: previous?.deleted ?? false, line_number, row: item })
+  if (parsed.deleted) changes.set(parsed.externalId, { values: {}, deleted: true, replaced: false })
+  else if (previous && !previous.deleted) {
+    // Each item is bounded; the record the call's items for it make together is too, before anything is applied
+    // (an `all=true` call whose records are all refused must empty nothing).
+    const merged = { ...previous.values, ...parsed.values }
+    if (textLength(merged) > MAX_RECORD_TEXT_CHARS) return void skipped.push({ line_number, row: item, details: RECORD_TOO_LONG })
+    previous.values = merged
+  } else changes.set(parsed.externalId, { values: parsed.values, deleted: false, replaced: previous?.deleted ?? false })
 }
 
 /**
@@ -219,16 +219,10 @@ async function applyRecordCall(
   }
 
   const upserts: DataTableRecord[] = []
-  // A copy: a run of the call done again (after a cut) reports each refusal once.
-  const refusals = [...skipped]
   for (const [externalId, change] of changes) {
     if (change.deleted) continue
     const existing = change.replaced ? undefined : stored.get(externalId)
-    const record = nextRecord(table, externalId, change.values, existing, remembered.get(externalId), payload.options.keep_overrides, now)
-    // Each item was bounded, but the record is its stored values and every item of the call for it together.
-    if (textLength(record.values) > MAX_RECORD_TEXT_CHARS)
-      refusals.push({ line_number: change.line_number, row: change.row, details: RECORD_TOO_LONG })
-    else upserts.push(record)
+    upserts.push(nextRecord(table, externalId, change.values, existing, remembered.get(externalId), payload.options.keep_overrides, now))
   }
   await tx.records.saveMany(table.company_id, upserts)
   for (const record of upserts) {
@@ -236,11 +230,7 @@ async function applyRecordCall(
     const before = stored.get(record.external_id)
     log.recordChanged(table.id, record.id, record, before?.id === record.id ? before : null)
   }
-  return partial(
-    'record',
-    payload.items.length,
-    refusals.toSorted((a, b) => a.line_number - b.line_number),
-  )
+  return partial('record', payload.items.length, skipped)
 }
 
 /**
