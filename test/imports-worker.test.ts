@@ -79,6 +79,31 @@ describe('the retention of finished imports (IMPORT_RETENTION_DAYS)', () => {
   })
 })
 
+describe('the retention of finished imports, failing', () => {
+  it('says a deletion that failed, and goes on applying imports between its tries', async () => {
+    const failing: Store = {
+      ...h.store,
+      imports: { ...h.store.imports, purgeFinished: () => Promise.reject(new StoreBusyError('another writer held the lock')) },
+    }
+    const said: string[] = []
+    const logger = { info() {}, warn: (_details: object, message: string) => said.push(message), error() {} }
+    const worker = new ImportWorker({ store: failing, clock: h.server.clock, owner: 'retaining', retentionDays: 1, pollMs: 10, logger })
+    worker.start()
+    try {
+      const id = await putUsers([{ email: 'applied@acme.example' }])
+      await until(
+        () => h.store.imports.get(h.companyId, id),
+        (found) => found?.status === 'finished',
+      )
+      expect((await h.importOf(id)).error).toBe(false)
+    } finally {
+      await worker.stop()
+    }
+    // Tried at the first poll, then not before a minute: said once.
+    expect(said).toEqual(['import worker: deleting the imports past their retention failed; tried again in a minute'])
+  })
+})
+
 describe('the import worker', () => {
   it('applies a record import stored before imports stacked across tables (its table on the import, not the payload)', async () => {
     const deals = (await h.store.dataTables.getByKey(h.companyId, 'live', 'deals'))!

@@ -54,6 +54,7 @@ export const DEFAULT_LEASE_MS = 60_000
 /** How many expired imports one transaction of `purgeExpired` deletes, and how often a polling worker runs it. */
 export const PURGE_BATCH = 1000
 const PURGE_EVERY_MS = 3_600_000
+const PURGE_RETRY_MS = 60_000
 const DAY_MS = 86_400_000
 
 const silent: WorkerLogger = { info() {}, warn() {}, error() {} }
@@ -74,8 +75,8 @@ export class ImportWorker extends EventEmitter<ImportWorkerEvents> {
   readonly #retentionDays: number
   /** The runs under way (`runOnce`), for `idle`. */
   readonly #runs = new Set<Promise<boolean>>()
-  /** When this worker last deleted expired imports (real time): once an hour is enough. */
-  #lastPurge: number | null = null
+  /** When this worker deletes expired imports next (real time, `Date.now()`); null: at its next poll. */
+  #nextPurge: number | null = null
   #loop: Promise<void> | null = null
   #stopping = false
   /** Aborted by `stop()`: the running import is handed back at its next step (`runClaimedImport`). */
@@ -229,8 +230,11 @@ export class ImportWorker extends EventEmitter<ImportWorkerEvents> {
     while (!this.#stopping) {
       this.#woken = false
       try {
-        await this.drain()
-        await this.#purgeIfDue()
+        // Between two runs, so that a store never without a runnable import still has its expired imports deleted.
+        while (!this.#stopping) {
+          await this.#purgeIfDue()
+          if (!(await this.runOnce())) break
+        }
         this.#storeTrouble = null
       } catch (error) {
         // Another process holding the write lock past the wait (a long import or reset) is not a failure of ours, and
@@ -262,12 +266,20 @@ export class ImportWorker extends EventEmitter<ImportWorkerEvents> {
     }
   }
 
-  /** `purgeExpired` once an hour of real time, the first time at the worker's first poll. */
+  /**
+   * `purgeExpired` once an hour of real time, the first time at the worker's first poll; after a failure (a busy
+   * store), again a minute later. A failure is said, and the imports go on.
+   */
   async #purgeIfDue(): Promise<void> {
-    if (this.#retentionDays === 0 || (this.#lastPurge !== null && Date.now() - this.#lastPurge < PURGE_EVERY_MS)) return
-    this.#lastPurge = Date.now()
-    const deleted = await this.purgeExpired()
-    if (deleted > 0) this.#logger.info({ deleted, retention_days: this.#retentionDays }, 'finished imports past their retention deleted')
+    if (this.#retentionDays === 0 || (this.#nextPurge !== null && Date.now() < this.#nextPurge)) return
+    try {
+      const deleted = await this.purgeExpired()
+      this.#nextPurge = Date.now() + PURGE_EVERY_MS
+      if (deleted > 0) this.#logger.info({ deleted, retention_days: this.#retentionDays }, 'finished imports past their retention deleted')
+    } catch (error) {
+      this.#nextPurge = Date.now() + PURGE_RETRY_MS
+      this.#logger.warn({ err: error }, 'import worker: deleting the imports past their retention failed; tried again in a minute')
+    }
   }
 
   /** The busy runs in a row before this one: as stored now, since a part this run committed cleared them. */

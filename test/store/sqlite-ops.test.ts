@@ -43,6 +43,27 @@ it('cuts IN lists in slices of a power of two up to 512, padded with their last 
   expect(slices([])).toEqual([])
 })
 
+it("finds the imports past their retention through an index of their finish, not by reading every finished import's document", async () => {
+  await withStoreFile(async (file) => {
+    const store = openSqliteStore(file)
+    await store.close()
+    const db = new DatabaseSync(file, { readOnly: true })
+    try {
+      // As the adapter asks (purgeFinished): a missing index, or one the query cannot use, fails the statement.
+      const plan = db
+        .prepare(
+          `EXPLAIN QUERY PLAN SELECT id FROM imports INDEXED BY imports_finished_at
+           WHERE status = 'finished' AND doc ->> '$.finished_at' < '2026-01-01' LIMIT 10`,
+        )
+        .all()
+        .map((row) => String(row.detail))
+      expect(plan).toEqual([expect.stringContaining('USING INDEX imports_finished_at (<expr><?)')])
+    } finally {
+      db.close()
+    }
+  })
+})
+
 it('keeps the counters in a file of their own beside the main file', async () => {
   const directory = mkdtempSync(join(tmpdir(), 'store-'))
   const store = openSqliteStore(join(directory, 'commission-api.sqlite'))

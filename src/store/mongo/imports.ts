@@ -21,6 +21,8 @@ export const IMPORT_INDEXES: ReadonlyMap<string, readonly IndexDescription[]> = 
       { key: { company_id: 1, status: 1, lease_expires_at: 1 }, name: 'company_running' },
       // claimNext: the oldest runnable imports of every company (the worker's scan, the one cross-company query).
       { key: { status: 1, _id: 1 }, name: 'status_id' },
+      // purgeFinished: the finished imports by their finish time (IMPORT_RETENTION_DAYS).
+      { key: { status: 1, finished_at: 1 }, name: 'status_finished_at' },
     ],
   ],
   [

@@ -230,7 +230,7 @@ export function sqliteImports(sql: Sql): ImportRepository {
         Number(
           db.run(
             `DELETE FROM imports WHERE id IN (
-               SELECT id FROM imports INDEXED BY imports_pending WHERE status = 'finished' AND doc ->> '$.finished_at' < ? LIMIT ?
+               SELECT id FROM imports INDEXED BY imports_finished_at WHERE status = 'finished' AND doc ->> '$.finished_at' < ? LIMIT ?
              )`,
             finishedBefore,
             limit,

@@ -241,6 +241,11 @@ export const MIGRATIONS: readonly string[] = [
         AND statements.status <> 'pending'
     );
   `,
+  // Finished imports by their finish time, for the deletions of IMPORT_RETENTION_DAYS (src/store/sqlite/imports.ts,
+  // purgeFinished): without it each deletion read every finished import's document with the write lock held.
+  `
+  CREATE INDEX IF NOT EXISTS imports_finished_at ON imports (doc ->> '$.finished_at') WHERE status = 'finished';
+  `,
 ]
 
 /** Every table that holds company data, for deleting a company. */
