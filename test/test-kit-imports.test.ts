@@ -4,7 +4,7 @@ import { drainImports } from '../src/admin/imports.ts'
 import { composeImportWorker } from '../src/imports/compose-worker.ts'
 import { systemClock } from '../src/clock.ts'
 import { enqueueImport } from '../src/imports/enqueue.ts'
-import { KIT_DEMO_KEY, type KitServer, startKitServer } from './helpers/kit-server.ts'
+import { KIT_DEMO_KEY, type KitServer, startKitServer, until } from './helpers/kit-server.ts'
 import { runCliAsync, tempDataDir } from './helpers/process.ts'
 import { pausingBeforePayloads } from './helpers/store-wrappers.ts'
 import { openRunStore } from './helpers/test-store.ts'
@@ -124,6 +124,26 @@ describe('draining imports', () => {
     held.open()
     await idled
     expect(await server.running.store.imports.get(server.demoId, upsert.body.import_id)).toMatchObject({ status: 'finished', attempts: 1 })
+  })
+
+  it("hands a drain's run back when its worker stops (the app closing after a 408), rather than leave it to the lease", async () => {
+    server = await startKitServer({ IMPORT_POLL_MS: '60000' })
+    const upsert = await upsertUsers(['stopped@demo.example'], 0)
+    const held = gate()
+    const { clock, config } = server.running.app
+    const store = pausingBeforePayloads(server.running.store, () => held.promise)
+    const worker = composeImportWorker({ store, clock, config })
+    const run = worker.runOnce(server.demoId)
+    await until(
+      () => server.running.store.imports.get(server.demoId, upsert.body.import_id),
+      (found) => found?.status === 'started',
+    )
+    const stopping = worker.stop()
+    held.open()
+    await stopping
+    // Stopped before its first transaction: handed back, and claimed again at once by any worker.
+    expect(await server.running.store.imports.get(server.demoId, upsert.body.import_id)).toMatchObject({ status: 'scheduled', attempts: 1 })
+    expect(await run).toBe(true)
   })
 
   it('refuses what it cannot do with the documented bodies', async () => {

@@ -66,6 +66,7 @@ export async function drainImports(
   worker: Pick<ImportWorker, 'runOnce'>,
   companyId: string,
   timeoutMs: number,
+  options: { onLateFailure?: (error: unknown) => void } = {},
 ): Promise<AdminImportList> {
   const company = (await existingCompany(store, companyId)).id
   const deadline = Date.now() + timeoutMs
@@ -85,9 +86,9 @@ export async function drainImports(
     const outcome = await settledBefore(run, deadline)
     if (outcome === 'late') {
       // The deadline bounds the wait for the drain's own run too: the answer does not wait for it, and the run goes
-      // on (the CLI waits for it before it closes the store: `worker.idle()`). What fails in it after the answer is
-      // the worker's to report, as for any run; its import is then left to the lease, as after a crash.
-      run.catch(() => undefined)
+      // on (the CLI waits for it before it closes the store: `worker.idle()`). The worker reports what fails in the
+      // import itself; what fails around it (its claim's store) goes to `onLateFailure`, the import to its lease.
+      run.catch((error: unknown) => options.onLateFailure?.(error))
       unfinished = await unfinishedNow()
       if (unfinished.length === 0) break
       throw timedOut(unfinished, timeoutMs)

@@ -107,7 +107,7 @@ export class ImportWorker extends EventEmitter<ImportWorkerEvents> {
   }
 
   /**
-   * Stops polling and resolves once the running import, if any, is handed back to `scheduled` (`imports.release`:
+   * Stops polling and resolves once the running imports, if any, are handed back to `scheduled` (`imports.release`:
    * another worker takes it at once, after the steps this run committed) or, when it was in its last
    * transaction, finished. Idempotent.
    */
@@ -117,6 +117,8 @@ export class ImportWorker extends EventEmitter<ImportWorkerEvents> {
     this.#wake?.()
     await this.#loop
     this.#loop = null
+    // Runs started by a caller (`runOnce`: a drain), beside the loop's.
+    await this.idle()
   }
 
   /**

@@ -9,6 +9,7 @@ import {
   MAX_LISTED_IMPORTS,
 } from '../admin/imports.ts'
 import { composeImportWorker } from '../imports/compose-worker.ts'
+import type { ImportWorker } from '../imports/worker.ts'
 import { ImportViewSchema } from './v1/import-schemas.ts'
 import {
   missingBodyAsEmpty,
@@ -34,6 +35,13 @@ const AdminImportListSchema = Type.Object({ count: Type.Integer(), data: Type.Ar
  * details, and drain them, so that a test waits until everything it sent is applied.
  */
 export const adminImportRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  // The drains' workers whose run is under way, which may outlast the drain's answer (past its timeout): stopped
+  // when the app closes, before the store does, so that their imports are handed back rather than left to the lease.
+  const draining = new Set<ImportWorker>()
+  app.addHook('onClose', async () => {
+    await Promise.all([...draining].map((worker) => worker.stop()))
+  })
+
   app.get(
     '/companies/:id/imports',
     {
@@ -85,7 +93,14 @@ export const adminImportRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const worker = composeImportWorker({ store: app.store, clock: app.clock, config: app.config, logger: app.log })
-      return drainImports(app.store, app.clock, worker, request.params.id, request.query.timeout_ms ?? DEFAULT_DRAIN_TIMEOUT_MS)
+      draining.add(worker)
+      try {
+        return await drainImports(app.store, app.clock, worker, request.params.id, request.query.timeout_ms ?? DEFAULT_DRAIN_TIMEOUT_MS, {
+          onLateFailure: (error) => request.log.error({ err: error }, 'admin drain: its own run, going on past its answer, failed'),
+        })
+      } finally {
+        void worker.idle().then(() => draining.delete(worker))
+      }
     },
   )
 }
