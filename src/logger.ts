@@ -1,6 +1,6 @@
 import { type FastifyReply, type FastifyRequest, LogController } from 'fastify'
 import pino, { type DestinationStream, type LoggerOptions } from 'pino'
-import { carriesApiKey, SHORTEST_SECRET } from './auth/api-keys.ts'
+import { carriesApiKey } from './auth/api-keys.ts'
 import type { LogLevel } from './config.ts'
 
 /**
@@ -41,13 +41,9 @@ export function redactUrl(url: string, presentedKey: unknown): string {
   if (question === -1) return safePath
   // In two passes over the parameters: `set` and `getAll` each scan every parameter, which made a URL of a few
   // thousand names cost about 100 ms of CPU to log (before any key or rate-limit check).
-  // A name that may be a key is itself written `[Redacted]`: a client may send its key as a name (`?cak_…=1`), and
-  // a fixture's key may have any form, which only the store knows: so any name of a secret's length but the
-  // interface's own.
+  // A name that carries a key is itself written `[Redacted]`: a client may send its key as a name (`?cak_…=1`).
   const entries = [...new URLSearchParams(url.slice(question + 1))].map(([name, value]): [string, string] =>
-    carriesApiKey(name, presentedKey) || (name.length >= SHORTEST_SECRET && !LOGGED_QUERY_PARAMETERS.has(name))
-      ? [REDACTED, value]
-      : [name, value],
+    carriesApiKey(name, presentedKey) ? [REDACTED, value] : [name, value],
   )
   const redacted = new Set<string>()
   for (const [name, value] of entries) {

@@ -222,8 +222,6 @@ describe('hostile HTTP: every refusal in the documented bodies', () => {
     // As a query parameter's name, plain or percent-encoded.
     await server.call(`/v1/users?limit=4&${key}=1`, { key })
     await server.call(`/v1/users?limit=5&cak%5Fanother-key-of-the-service=x`, { key })
-    // A fixture's key may have any form: a name of a secret's length is not written, a shorter one is.
-    await server.call(`/v1/users?limit=6&any-sixteen-chars=1&short-name=2`, { key })
     const urls = server.logs.map((line) => (line.req as { url?: string } | undefined)?.url).filter((url) => url !== undefined)
     expect(server.rawLogs()).not.toContain(other)
     expect(server.rawLogs()).not.toContain(key)
@@ -239,7 +237,6 @@ describe('hostile HTTP: every refusal in the documented bodies', () => {
         '/v1/tables/[Redacted]/records%zz',
         '/v1/users?limit=4&%5BRedacted%5D=%5BRedacted%5D',
         '/v1/users?limit=5&%5BRedacted%5D=%5BRedacted%5D',
-        '/v1/users?limit=6&%5BRedacted%5D=%5BRedacted%5D&short-name=%5BRedacted%5D',
       ]),
     )
   })

@@ -11,7 +11,7 @@ const SECRET_PREFIX = 'cak_'
 const SECRET_SHAPED = new RegExp(`${SECRET_PREFIX}[\\w-]{16,}`)
 
 /** No secret is shorter: a fixture's given ones, DEMO_API_KEY and generated ones alike. */
-export const SHORTEST_SECRET = 16
+const SHORTEST_SECRET = 16
 
 /**
  * Whether a value a request carries (a query value, a path segment, a request id) holds an API key: one of the
