@@ -1,7 +1,9 @@
+import { once } from 'node:events'
+import { connect } from 'node:net'
 import { afterEach, describe, expect, it } from 'vitest'
 import { type JournalEntry, RequestJournal } from '../src/test-kit/journal.ts'
 import { smallFixture } from './helpers/fixtures.ts'
-import { KIT_DEMO_KEY, type KitServer, startKitServer } from './helpers/kit-server.ts'
+import { KIT_DEMO_KEY, type KitServer, startKitServer, until } from './helpers/kit-server.ts'
 
 /** The request journal (`/admin/companies/{id}/requests`): what a test asserts its client sent, as WireMock's verify. */
 
@@ -94,6 +96,27 @@ describe('the request journal', () => {
     // A company deleted takes its journal with it.
     expect((await server.admin(`/admin/companies/${other.body.company_id}`, { method: 'DELETE' })).status).toBe(204)
     expect(server.running.app.testKit?.journal.list(other.body.company_id)).toEqual([])
+  })
+
+  it('keeps an upsert whose client left before its answer, with no status and the import it made', async () => {
+    server = await startKitServer()
+    const body = JSON.stringify(Array.from({ length: 10_000 }, (_, index) => ({ deal_id: `LEFT-${index}`, deal_name: 'Left' })))
+    const socket = connect(Number(new URL(server.url).port), '127.0.0.1')
+    await once(socket, 'connect')
+    socket.write(
+      `POST /v1/tables/deals/records/bulk HTTP/1.1\r\nHost: localhost\r\nX-API-Key: ${KIT_DEMO_KEY}\r\n` +
+        `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+    )
+    // Gone once the whole request is sent, before its answer.
+    await new Promise<void>((resolve) => socket.end(() => resolve()))
+    socket.destroy()
+    const entries = await until(
+      async () => (await journal('?method=POST')).body.data,
+      (data: unknown[]) => data.length > 0,
+    )
+    const imports = (await server.admin(`/admin/companies/${server.demoId}/imports`)).body.data
+    expect(entries).toEqual([expect.objectContaining({ path: '/v1/tables/deals/records/bulk', status: null, import_id: imports[0]?.id })])
+    expect(imports).toHaveLength(1)
   })
 
   it('filters by method, path prefix, status and time', async () => {
