@@ -277,8 +277,8 @@ describe('mongo indexes', () => {
     }
   })
 
-  it('start with company_id on company data, but for the key hash and the worker’s scan of runnable imports', () => {
-    const exceptions = new Set(['api_keys.hash_unique', 'imports.status_id'])
+  it('start with company_id on company data, but for the key hash and the workers’ scans (runnable imports, imports past their retention)', () => {
+    const exceptions = new Set(['api_keys.hash_unique', 'imports.status_id', 'imports.status_finished_at'])
     for (const codec of collections.COMPANY_COLLECTIONS) {
       for (const index of all.get(codec.collection) ?? []) {
         if (exceptions.has(`${codec.collection}.${index.name}`)) continue
