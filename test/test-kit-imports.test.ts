@@ -18,6 +18,19 @@ afterEach(() => server?.close())
 const upsertUsers = (emails: string[], debounce = 300) =>
   server.api(`/v1/users/bulk?debounce=${debounce}`, { method: 'PUT', body: { data: emails.map((email) => ({ email })) } })
 
+/**
+ * A kit server with one upsert of `email` waiting, and a drain's worker whose runs are held after their claim until
+ * `held` opens, as a long parse or a large import's steps hold them.
+ */
+async function heldDrain(email: string) {
+  server = await startKitServer({ IMPORT_POLL_MS: '60000' })
+  const upsert = await upsertUsers([email], 0)
+  const held = gate()
+  const { clock, config } = server.running.app
+  const store = pausingBeforePayloads(server.running.store, () => held.promise)
+  return { upsert, held, store, clock, worker: composeImportWorker({ store, clock, config }) }
+}
+
 describe('draining imports', () => {
   it('closes every open window, runs every pending import, and answers with them finished', async () => {
     // A long poll: the drain itself runs the imports, it does not wait for the worker to come by.
@@ -103,13 +116,7 @@ describe('draining imports', () => {
   })
 
   it('answers 408 at its deadline while it runs an import itself, the run going on to finish the import', async () => {
-    server = await startKitServer({ IMPORT_POLL_MS: '60000' })
-    const upsert = await upsertUsers(['slow@demo.example'], 0)
-    // The drain's own run is held after its claim, as a long parse or a large import's steps hold it.
-    const held = gate()
-    const { clock, config } = server.running.app
-    const store = pausingBeforePayloads(server.running.store, () => held.promise)
-    const worker = composeImportWorker({ store, clock, config })
+    const { upsert, held, store, clock, worker } = await heldDrain('slow@demo.example')
     await expect(drainImports(store, clock, worker, server.demoId, 50)).rejects.toMatchObject({
       name: 'TimedOutError',
       issues: [{ resource: 'timeout_ms', description: expect.stringContaining(`${upsert.body.import_id} (started)`) }],
@@ -127,12 +134,7 @@ describe('draining imports', () => {
   })
 
   it("hands a drain's run back when its worker stops (the app closing after a 408), rather than leave it to the lease", async () => {
-    server = await startKitServer({ IMPORT_POLL_MS: '60000' })
-    const upsert = await upsertUsers(['stopped@demo.example'], 0)
-    const held = gate()
-    const { clock, config } = server.running.app
-    const store = pausingBeforePayloads(server.running.store, () => held.promise)
-    const worker = composeImportWorker({ store, clock, config })
+    const { upsert, held, worker } = await heldDrain('stopped@demo.example')
     const run = worker.runOnce(server.demoId)
     await until(
       () => server.running.store.imports.get(server.demoId, upsert.body.import_id),

@@ -41,6 +41,13 @@ function activitiesTable(companyId: string, environment: 'live' | 'sandbox' = 'l
   }
 }
 
+/** The line and the reason of each item the first call of an import skipped (its rows left out). */
+const issuesOf = (result: any): Array<{ line_number: number; details: string }> =>
+  result.data_tables_details[0].error.parsing_error_details.map(({ line_number, details }: { line_number: number; details: string }) => ({
+    line_number,
+    details,
+  }))
+
 /** Each of `keys` with the longest text a value holds. */
 const full = (keys: string[]) => Object.fromEntries(keys.map((key) => [key, 'x'.repeat(MAX_TEXT_CHARS)]))
 
@@ -143,14 +150,7 @@ describe('POST /v1/tables/{data_table_key}/records/bulk', () => {
     ]
     const result = await imported('activities', records)
     const tooLong = 'longer than 100,000 characters, the most a text value holds'
-    expect(
-      result.data_tables_details[0].error.parsing_error_details.map(
-        ({ line_number, details }: { line_number: number; details: string }) => ({
-          line_number,
-          details,
-        }),
-      ),
-    ).toStrictEqual([
+    expect(issuesOf(result)).toStrictEqual([
       { line_number: 2, details: `title: ${tooLong}` },
       { line_number: 3, details: `tags: ${tooLong}` },
       { line_number: 4, details: `tags: ${tooLong}` },
@@ -183,14 +183,7 @@ describe('POST /v1/tables/{data_table_key}/records/bulk', () => {
       { activity_id: 'W-3', ...full(notes.slice(5, 10)) },
     ])
     expect(first.data_tables_details[0]).toMatchObject({ number_of_records: 2, error: { title: 'PartialFailure' } })
-    expect(
-      first.data_tables_details[0].error.parsing_error_details.map(
-        ({ line_number, details }: { line_number: number; details: string }) => ({
-          line_number,
-          details,
-        }),
-      ),
-    ).toStrictEqual([
+    expect(issuesOf(first)).toStrictEqual([
       { line_number: 1, details: RECORD_TOO_LONG },
       { line_number: 4, details: RECORD_TOO_LONG },
     ])

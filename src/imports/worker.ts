@@ -52,7 +52,7 @@ export const BUSY_ATTEMPTS = 10
 export const DEFAULT_POLL_MS = 250
 export const DEFAULT_LEASE_MS = 60_000
 /** How many expired imports one transaction of `purgeExpired` deletes, and how often a polling worker runs it. */
-export const PURGE_BATCH = 1000
+const PURGE_BATCH = 1000
 const PURGE_EVERY_MS = 3_600_000
 const PURGE_RETRY_MS = 60_000
 const DAY_MS = 86_400_000
