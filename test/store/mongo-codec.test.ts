@@ -294,10 +294,11 @@ describe('mongo indexes', () => {
     expect(unique('api_keys')).toContainEqual(['hash'])
   })
 
-  it('serve each v2 page with (company, sequence, _id) and expire rate windows by TTL', () => {
+  it('serve each v2 page and the imports’ list with (company, sequence, _id) and expire rate windows by TTL', () => {
     expect(keysOf('statements')).toContainEqual(['company_id', 'environment', '_id'])
     expect(keysOf('commission_lines')).toContainEqual(['company_id', 'table_id', '_id'])
     expect(keysOf('quota_values')).toContainEqual(['company_id', 'quota_id', '_id'])
+    expect(keysOf('imports')).toContainEqual(['company_id', '_id'])
     expect(all.get('rate_windows')).toStrictEqual([{ key: { purge_at: 1 }, name: 'purge_at_ttl', expireAfterSeconds: 0 }])
   })
 })

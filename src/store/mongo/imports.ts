@@ -15,6 +15,9 @@ export const IMPORT_INDEXES: ReadonlyMap<string, readonly IndexDescription[]> = 
   [
     IMPORTS.collection,
     [
+      // list: a company's imports, newest first, whatever their status (the admin list); without it every
+      // import the company ever had is read and sorted.
+      { key: { company_id: 1, _id: 1 }, name: 'company_id' },
       // enqueue: the open import of (company, join key).
       { key: { company_id: 1, join_key: 1, status: 1, window_ends_at: 1 }, name: 'company_join_open' },
       // claimNext: is another import of the company running?
