@@ -302,6 +302,18 @@ describe('the calculation engine', () => {
     expect(cell(run(aPlan({ quota_id: null }), [overridden]), ann, '2026-03')?.statement?.payment).toBe(100)
   })
 
+  it('states the attainment to four decimals, halves away from zero, and a tiny negative one as 0, never -0', () => {
+    // 8,008.50 of 10,000 is 0.80085: 0.8009 by hand (the binary division comes out a hair under the half).
+    const half = cell(run(aPlan(), [aDeal(ann.email, '2026-03-10', 8_008.5)], { [`${ann.id}|2026-03`]: 10_000 }), ann, '2026-03')
+    expect(half?.statement?.target_achievement).toBe(0.8009)
+    expect(half?.statement?.metrics.attainment).toBe(0.8009)
+    // A credit note of 0.01 against 10,000: −0.000001, which is 0 to four decimals. A -0 would not compare equal to
+    // the 0 read back from the store, and the statement would be written again at every recalculation.
+    const credit = cell(run(aPlan(), [aDeal(ann.email, '2026-03-10', -0.01)], { [`${ann.id}|2026-03`]: 10_000 }), ann, '2026-03')
+    expect(Object.is(credit?.statement?.target_achievement, 0)).toBe(true)
+    expect(Object.is(credit?.statement?.metrics.attainment, 0)).toBe(true)
+  })
+
   it('reaches a tier exactly on its boundary, though the division comes out a hair under it', () => {
     // 8,002.40 of 10,003 is 80 % exactly, which binary division gives as 0.7999999999999999: silver, 6 %.
     // 6 % of 8,002.40 = 480.144 → 480.14; the base rate would pay 400.12, so the tier added 80.02.

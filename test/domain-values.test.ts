@@ -1,7 +1,17 @@
 import { describe, expect, it } from 'vitest'
 import { isDateString, parseInstant } from '../src/domain/formats.ts'
 import { isObjectId, storedId } from '../src/domain/ids.ts'
-import { amountKeyOf, currencyKey, flatAmount, isMoney, moneyOf, numberOf, roundToCents, sumCents } from '../src/domain/money.ts'
+import {
+  amountKeyOf,
+  currencyKey,
+  flatAmount,
+  isMoney,
+  moneyOf,
+  numberOf,
+  roundDecimal,
+  roundToCents,
+  sumCents,
+} from '../src/domain/money.ts'
 import { addMonths, firstMonthOfPeriod, monthRangeWithout, monthText, periodOfMonth, shiftMonth } from '../src/domain/periods.ts'
 import { joinMulti, splitMulti } from '../src/domain/record-values.ts'
 import { metricValue, multiText } from '../src/domain/stored-values.ts'
@@ -73,8 +83,30 @@ describe('money', () => {
     [1.004999999, 1],
     [61.725, 61.73],
     [123456789.125, 123456789.13],
+    // Whole amounts past 10¹³, whose cents the margin for 1.005 used to move.
+    [1e13, 1e13],
+    [25_000_000_000_000, 25_000_000_000_000],
+    [50_000_000_000_000, 50_000_000_000_000],
+    [1e14, 1e14],
+    [1e15, 1e15],
+    [10_000_000_000_000.01, 10_000_000_000_000.01],
+    // Past what times 100 can hold: kept as it is, not lost to Infinity.
+    [1e307, 1e307],
+    [-1.7e308, -1.7e308],
   ])('rounds %d to the cent: %d', (value, rounded) => {
     expect(Object.is(roundToCents(value), rounded)).toBe(true)
+  })
+
+  it.each([
+    [0.80085, 0.8009],
+    [0.12345, 0.1235],
+    [-0.12345, -0.1235],
+    [-0.00005, -0.0001],
+    [-0.00001, 0],
+    [-0.000049, 0],
+    [0.80084999, 0.8008],
+  ])('rounds %d to four decimals, halves away from zero and never to -0: %d', (value, rounded) => {
+    expect(Object.is(roundDecimal(value, 4), rounded)).toBe(true)
   })
 
   it('sums cents without binary noise', () => {

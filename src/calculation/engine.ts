@@ -1,4 +1,4 @@
-import { centsOf, isMoney, numberOf, roundToCents } from '../domain/money.ts'
+import { centsOf, isMoney, numberOf, roundDecimal, roundToCents } from '../domain/money.ts'
 import { firstDayOf, firstMonthOfPeriod, isPeriodOf, monthOfDate, monthText, periodOfMonth } from '../domain/periods.ts'
 import { ownValue, recordDateOf } from '../domain/stored-values.ts'
 import type { CellSums, DataTableRecord, ExchangeRates, Money, Plan, PlanFilter, PlanTier, Quota, Statement, User } from '../store/model.ts'
@@ -435,10 +435,8 @@ function byDateThenId(a: CellEntry, b: CellEntry): number {
   return a.externalId < b.externalId ? -1 : a.externalId > b.externalId ? 1 : 0
 }
 
-/** Attainment kept to four decimals (0.8537 = 85.37 %): more is noise of the division. */
-function roundRatio(value: number): number {
-  return Math.round(value * 10_000) / 10_000
-}
+/** Attainment kept to four decimals (0.8537 = 85.37 %), halves away from zero: more is noise of the division. */
+const roundRatio = (value: number): number => roundDecimal(value, 4)
 
 /** The cells of a whole plan: every record placed, then every cell with records or a target calculated. */
 export interface PlanInputs {

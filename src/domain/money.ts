@@ -1,15 +1,23 @@
 import type { Money } from '../store/model.ts'
 
+/** Rounds an amount to the cent, halves away from zero, as a person computing by hand (`roundDecimal`). */
+export const roundToCents = (value: number): number => roundDecimal(value, 2)
+
 /**
- * Rounds an amount to the cent, halves away from zero; `-0` becomes `0`. A decimal such as 1.005 is stored as the
- * binary number nearest to it, 1.00499999999999989…, and times 100 comes out under the half: a nudge of two units
- * of the last place (4.5 × 10⁻¹⁶ of the value, more than that error can be) puts it back on the side a person
- * computing by hand expects, and moves nothing a decimal written with fewer than 15 significant digits holds.
+ * Rounds to `decimals` places, halves away from zero; `-0` becomes `0`, and a value too large to scale is kept. A
+ * decimal such as 1.005 is stored as the binary number nearest to it, 1.00499999999999989…, and times 100 comes out
+ * under the half: a fraction within 4.5 × 10⁻¹⁶ of the scaled value under the half (two units of the last place,
+ * more than that error can be) counts as the half, as a person computing by hand expects. That margin is capped at
+ * a quarter: past about 10¹⁴ scaled, a whole number's own error (up to a sixth of a unit) would pass for a half.
  */
-export function roundToCents(value: number): number {
-  const scaled = Math.abs(value) * 100
-  const cents = Math.round(scaled + scaled * 4.5e-16) / 100
-  return value < 0 && cents !== 0 ? -cents : cents
+export function roundDecimal(value: number, decimals: number): number {
+  const factor = 10 ** decimals
+  const scaled = Math.abs(value) * factor
+  if (!Number.isFinite(scaled)) return value
+  const whole = Math.floor(scaled)
+  const halfReached = scaled - whole >= 0.5 - Math.min(scaled * 4.5e-16, 0.25)
+  const rounded = (halfReached ? whole + 1 : whole) / factor
+  return value < 0 && rounded !== 0 ? -rounded : rounded
 }
 
 /** Sums amounts already rounded to the cent, without the binary noise of adding decimals (0.1 + 0.2). */
