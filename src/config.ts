@@ -20,8 +20,10 @@ export interface Config {
   trustProxy: boolean | number | string[]
   /** Requests per second a company may make across v1 and v2 (and an address without a valid key). */
   rateLimitPerSecond: number
-  /** How long a graceful shutdown may take before the process exits anyway. */
+  /** How long a graceful shutdown may take before the process exits anyway, its drain included. */
   shutdownTimeoutMs: number
+  /** How long an API instance told to stop goes on answering, each answer closing its connection, before it closes. */
+  shutdownDrainMs: number
   /** How long a client may take to send a whole request (headers and body) before it is answered 408. */
   requestTimeoutMs: number
   /** How often an idle import worker looks for an import to run. */
@@ -134,6 +136,7 @@ export function loadConfig(env: Env = process.env): Config {
     trustProxy: read<boolean | number | string[]>('TRUST_PROXY', false, parseTrustProxy),
     rateLimitPerSecond: read('RATE_LIMIT_PER_SECOND', 80, (raw) => parseWholeNumber(raw, 1, 1_000_000)),
     shutdownTimeoutMs: read('SHUTDOWN_TIMEOUT_MS', 10_000, (raw) => parseWholeNumber(raw, 1, 3_600_000)),
+    shutdownDrainMs: read('SHUTDOWN_DRAIN_MS', 0, (raw) => parseWholeNumber(raw, 0, 3_600_000)),
     requestTimeoutMs: read('REQUEST_TIMEOUT_MS', 120_000, (raw) => parseWholeNumber(raw, 1000, 3_600_000)),
     importPollMs: read('IMPORT_POLL_MS', 250, (raw) => parseWholeNumber(raw, 10, 60_000)),
     importLeaseMs: read('IMPORT_LEASE_MS', 60_000, (raw) => parseWholeNumber(raw, 1_000, MAX_IMPORT_LEASE_MS)),
@@ -148,6 +151,10 @@ export function loadConfig(env: Env = process.env): Config {
     requestJournalSize: read('REQUEST_JOURNAL_SIZE', 1000, (raw) => parseWholeNumber(raw, 0, 100_000)),
     demoApiKey: read<string | null>('DEMO_API_KEY', null, parseSecret),
   }
+  if (config.shutdownDrainMs >= config.shutdownTimeoutMs)
+    problems.push(
+      `SHUTDOWN_DRAIN_MS=${config.shutdownDrainMs}: must be less than SHUTDOWN_TIMEOUT_MS (${config.shutdownTimeoutMs}), which bounds the whole shutdown, its drain included`,
+    )
   // A worker thread opens the store on a connection of its own: an in-memory database has no second connection.
   if (config.dataDir === IN_MEMORY && !config.mongodbUrl) {
     const explicit = env.IMPORT_WORKER?.trim()

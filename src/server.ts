@@ -10,6 +10,7 @@ import { composeImportWorker } from './imports/compose-worker.ts'
 import { storeEnqueuingThrough, ThreadedImportWorker } from './imports/threaded-worker.ts'
 import type { ImportWorker, WorkerLogger } from './imports/worker.ts'
 import { listeningUrl } from './routes/base-url.ts'
+import { drain } from './routes/draining.ts'
 import { closeGracefullyOnSignals } from './shutdown.ts'
 import { openStore, storeDescription } from './store/open-store.ts'
 import type { Store } from './store/port.ts'
@@ -36,6 +37,12 @@ export interface Running {
    * last transaction), then the store. Idempotent.
    */
   close(): Promise<void>
+  /**
+   * The step before `close()` when SHUTDOWN_DRAIN_MS is set (`shutdown.ts`): the API's listener closes, the open
+   * connections are answered and closed one by one, for at most `ms` (`routes/draining.ts`); resolves with how many
+   * were still open. Nothing with role worker.
+   */
+  drain(ms: number): Promise<{ open: number }>
 }
 
 /** Roles all and api: the API listens. */
@@ -108,8 +115,9 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
       worker: started.worker,
       log,
       close,
+      drain: async (ms) => (role === 'worker' || started.app === null ? { open: 0 } : drain(started.app, ms)),
     }
-    if (options.closeOnSignals) closeGracefullyOnSignals(running, config.shutdownTimeoutMs)
+    if (options.closeOnSignals) closeGracefullyOnSignals(running, config)
     await recalculateWhatIsDue(store, clock, log)
     // Every module of the role is loaded. Node writes its compile cache (on with `npm start`: scripts/compile-cache.mjs)
     // at exit; written now too, a process that is killed rather than stopped still leaves it for the next start.

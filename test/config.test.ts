@@ -26,6 +26,7 @@ describe('configuration', () => {
       trustProxy: false,
       rateLimitPerSecond: 80,
       shutdownTimeoutMs: 10_000,
+      shutdownDrainMs: 0,
       requestTimeoutMs: 120_000,
       importPollMs: 250,
       importLeaseMs: 60_000,
@@ -54,6 +55,7 @@ describe('configuration', () => {
       TRUST_PROXY: '10.0.0.0/8, 127.0.0.1, fd00::/8',
       RATE_LIMIT_PER_SECOND: '120',
       SHUTDOWN_TIMEOUT_MS: '3000',
+      SHUTDOWN_DRAIN_MS: '2000',
       REQUEST_TIMEOUT_MS: '60000',
       IMPORT_POLL_MS: '100',
       IMPORT_LEASE_MS: '30000',
@@ -79,6 +81,7 @@ describe('configuration', () => {
       trustProxy: ['10.0.0.0/8', '127.0.0.1', 'fd00::/8'],
       rateLimitPerSecond: 120,
       shutdownTimeoutMs: 3000,
+      shutdownDrainMs: 2000,
       requestTimeoutMs: 60_000,
       importPollMs: 100,
       importLeaseMs: 30_000,
@@ -116,6 +119,9 @@ describe('configuration', () => {
     ['RATE_LIMIT_PER_SECOND', '1.5'],
     ['SHUTDOWN_TIMEOUT_MS', 'soon'],
     ['REQUEST_TIMEOUT_MS', '999'],
+    ['SHUTDOWN_DRAIN_MS', '-1'],
+    ['SHUTDOWN_DRAIN_MS', 'a while'],
+    ['SHUTDOWN_DRAIN_MS', '10000'],
     ['BODY_LIMIT_MB', '0'],
     ['BODY_LIMIT_MB', '513'],
     ['BODY_LIMIT_MB', '1.5'],
@@ -133,6 +139,13 @@ describe('configuration', () => {
   ])('stops on a bad %s and names it', (name, value) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError)
     expect(() => loadConfig({ [name]: value })).toThrow(new RegExp(`${name}=`))
+  })
+
+  it('refuses a drain that the shutdown timeout would cut short: the timeout bounds the whole shutdown', () => {
+    expect(() => loadConfig({ SHUTDOWN_DRAIN_MS: '5000', SHUTDOWN_TIMEOUT_MS: '5000' })).toThrow(
+      /SHUTDOWN_DRAIN_MS=5000: must be less than SHUTDOWN_TIMEOUT_MS \(5000\)/,
+    )
+    expect(loadConfig({ SHUTDOWN_DRAIN_MS: '4999', SHUTDOWN_TIMEOUT_MS: '5000' }).shutdownDrainMs).toBe(4999)
   })
 
   it('keeps an in-memory store (DATA_DIR=:memory:) in memory, its import worker inline: a thread cannot open it', () => {

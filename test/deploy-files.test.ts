@@ -21,6 +21,7 @@ interface Service {
   ports?: string[]
   volumes?: string[]
   healthcheck?: { disable?: boolean }
+  stop_grace_period?: string
 }
 
 const compose = parse(read('docker-compose.yml'), { merge: true }) as { services: Record<string, Service> }
@@ -126,6 +127,16 @@ describe('docker-compose.yml', () => {
     expect(compose.services.lb.volumes).toEqual(['./deploy/nginx.conf:/etc/nginx/conf.d/default.conf:ro'])
     // The public URL by default is the public port.
     expect(loadConfig(environmentOf('api-1')).publicUrl).toBe('http://localhost:3000')
+  })
+
+  it('stops an API instance without losing a request: nginx closes idle pooled connections before the instance drained, and compose waits for the shutdown', () => {
+    const [, keepaliveSeconds] = /^\s*keepalive_timeout (\d+)s;$/m.exec(nginxConf) ?? []
+    for (const service of ['api-1', 'api-2']) {
+      const config = loadConfig(environmentOf(service))
+      expect(config.shutdownDrainMs, service).toBeGreaterThan(Number(keepaliveSeconds) * 1000)
+      const [, graceSeconds] = /^(\d+)s$/.exec(compose.services[service].stop_grace_period ?? '') ?? []
+      expect(Number(graceSeconds) * 1000, service).toBeGreaterThan(config.shutdownTimeoutMs)
+    }
   })
 
   it('balances over exactly the API services, on their PORT', () => {

@@ -5,6 +5,7 @@ import { createServer } from 'node:net'
 import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { parse } from 'yaml'
 import { batchSize } from '../src/rate-limit/batched-counts.ts'
 import { smallFixture } from './helpers/fixtures.ts'
 import { finishedImport } from './helpers/operations.ts'
@@ -12,6 +13,12 @@ import { type ServerProcess, startServerProcess, tempDataDir } from './helpers/p
 import { call, type Reply } from './helpers/server.ts'
 
 const CONFIG = new URL('../deploy/nginx.conf', import.meta.url)
+/** How docker-compose.yml stops an API instance behind this nginx (its drain and the shutdown's bound). */
+const { SHUTDOWN_DRAIN_MS, SHUTDOWN_TIMEOUT_MS } = (
+  parse(readFileSync(new URL('../docker-compose.yml', import.meta.url), 'utf8'), { merge: true }) as {
+    services: Record<string, { environment: Record<string, string> }>
+  }
+).services['api-1'].environment
 const ADMIN_TOKEN = 'nginx-test-admin-token'
 const RATE_LIMIT = 80
 
@@ -143,7 +150,15 @@ describe.skipIf(NGINX === null)(
 
     beforeAll(async () => {
       chmodSync(nginxDir, 0o755)
-      const instance = { DATA_DIR: dataDir, DEMO: 'off', TRUST_PROXY: 'on', ADMIN_TOKEN, LOG_LEVEL: 'info' }
+      const instance = {
+        DATA_DIR: dataDir,
+        DEMO: 'off',
+        TRUST_PROXY: 'on',
+        ADMIN_TOKEN,
+        LOG_LEVEL: 'info',
+        SHUTDOWN_DRAIN_MS,
+        SHUTDOWN_TIMEOUT_MS,
+      }
       api1 = startServerProcess(instance, ['serve', '--role', 'api'])
       api2 = startServerProcess(instance, ['serve', '--role', 'api'])
       worker = startServerProcess({ DATA_DIR: dataDir, WORKER_HEALTH_PORT: '0', IMPORT_POLL_MS: '20' }, ['serve', '--role', 'worker'])
@@ -367,31 +382,40 @@ describe.skipIf(NGINX === null)(
       expect(users.body.data.map((user: { email: string }) => user.email)).toContain('via-nginx@acme.example')
     })
 
-    it('loses no request while one instance stops gracefully; with none left, answers 503 in JSON', async () => {
-      const keys = await Promise.all([newCompanyKey(), newCompanyKey(), newCompanyKey()])
+    it('loses no request while one instance stops gracefully, POSTs included; with none left, answers 503 in JSON', async () => {
+      const keys = await Promise.all([1, 2, 3, 4, 5, 6].map(() => newCompanyKey()))
       const replies: Array<{ status: number; at: number; path: string; id: string }> = []
       // Until api-1 has exited, and 500 ms after.
       const stop = { exitedAt: Number.POSITIVE_INFINITY }
-      // Three clients, each under its company's rate limit: reads, and user upserts (a PUT).
+      // Six clients, each under its company's rate limit: reads and user upserts (a PUT, which nginx may send
+      // again to the other instance), and record upserts (a POST, which it never sends twice).
       const client = async (key: string, index: number) => {
         for (let round = 0; performance.now() < stop.exitedAt + 500; round++) {
-          const write = index === 2 && round % 2 === 1
           const headers = { 'x-request-id': `stream-${index}-${round}` }
-          const reply = write
-            ? await call(`${publicUrl}/v1/users/bulk`, {
-                method: 'PUT',
-                key,
-                headers,
-                body: { data: [{ email: `round-${round}@acme.example` }] },
-              })
-            : await call(`${publicUrl}/v2/data-structures`, { key, headers })
-          replies.push({
-            status: reply.status,
-            at: performance.now(),
-            path: write ? 'PUT /v1/users/bulk' : 'GET /v2/data-structures',
-            id: headers['x-request-id'],
-          })
-          await new Promise((resolve) => setTimeout(resolve, 20))
+          const [path, reply] =
+            index >= 3
+              ? [
+                  'POST /v1/tables/deals/records/bulk',
+                  await call(`${publicUrl}/v1/tables/deals/records/bulk`, {
+                    method: 'POST',
+                    key,
+                    headers,
+                    body: [{ deal_id: `D-${round}`, deal_name: `Round ${round}` }],
+                  }),
+                ]
+              : index === 2 && round % 2 === 1
+                ? [
+                    'PUT /v1/users/bulk',
+                    await call(`${publicUrl}/v1/users/bulk`, {
+                      method: 'PUT',
+                      key,
+                      headers,
+                      body: { data: [{ email: `round-${round}@acme.example` }] },
+                    }),
+                  ]
+                : ['GET /v2/data-structures', await call(`${publicUrl}/v2/data-structures`, { key, headers })]
+          replies.push({ status: reply.status, at: performance.now(), path, id: headers['x-request-id'] })
+          await new Promise((resolve) => setTimeout(resolve, index >= 3 ? 12 : 20))
         }
       }
       const clients = keys.map(client)

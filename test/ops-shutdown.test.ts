@@ -82,6 +82,48 @@ describe('graceful shutdown of a real server process', () => {
     expect(code).toBe(0)
   })
 
+  it('with SHUTDOWN_DRAIN_MS, refuses new connections, answers on the open ones and closes each after its answer, then stops', async () => {
+    const { server, port } = await started({ DATA_DIR: tempDataDir(), LOG_LEVEL: 'info', SHUTDOWN_DRAIN_MS: '8000' })
+    // Kept-alive connections left idle, as a load balancer keeps its pool.
+    const pooled = await Promise.all([openConnection(port), openConnection(port)])
+    for (const connection of pooled) {
+      connection.socket.write('GET /health/live HTTP/1.1\r\nHost: localhost\r\n\r\n')
+      await connection.waitFor('{"status":"ok"}')
+      expect(connection.received()).toMatch(/\r\nconnection: keep-alive\r\n/i)
+    }
+
+    server.child.kill('SIGTERM')
+    await server.waitFor(/"drain_ms":8000,"msg":"shutting down"/)
+    await refusesConnections(port)
+    // The pooled connections were not closed under the balancer: a request sent on one now is answered, and
+    // then the instance closes that connection itself.
+    pooled[0].socket.write('GET /health/ready HTTP/1.1\r\nHost: localhost\r\n\r\n')
+    await once(pooled[0].socket, 'close')
+    const answers = pooled[0].received().split(/(?=HTTP\/1\.1 )/)
+    expect(answers).toHaveLength(2)
+    expect(answers[1]).toMatch(/^HTTP\/1\.1 503 /)
+    expect(answers[1]).toMatch(/\r\nconnection: close\r\n/i)
+    expect(JSON.parse(answers[1].slice(answers[1].indexOf('\r\n\r\n') + 4))).toMatchObject({ checks: { shutting_down: true } })
+    // The other one stays open, idle, until its client (the balancer) closes it: then the drain is over.
+    expect(pooled[1].socket.closed).toBe(false)
+    expect(server.output()).not.toContain('drained')
+    pooled[1].socket.end()
+
+    expect(await exitCode(server)).toBe(0)
+    expect(server.output()).toMatch(/"open_connections":0,"msg":"drained: every connection has ended"/)
+  })
+
+  it('with SHUTDOWN_DRAIN_MS, closes the connections still idle once the drain time is over', async () => {
+    const { server, port } = await started({ DATA_DIR: tempDataDir(), LOG_LEVEL: 'info', SHUTDOWN_DRAIN_MS: '300' })
+    const idle = await openConnection(port)
+    idle.socket.write('GET /health/live HTTP/1.1\r\nHost: localhost\r\n\r\n')
+    await idle.waitFor('{"status":"ok"}')
+    server.child.kill('SIGTERM')
+    await once(idle.socket, 'close')
+    expect(await exitCode(server)).toBe(0)
+    expect(server.output()).toMatch(/"open_connections":1,"msg":"drain time over"/)
+  })
+
   it('exits with 1 when the requests in flight outlast SHUTDOWN_TIMEOUT_MS', async () => {
     const { server, port } = await started({ DATA_DIR: tempDataDir(), SHUTDOWN_TIMEOUT_MS: '300' })
     const connection = await holdRequestInFlight(port)

@@ -1,6 +1,7 @@
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
 import { type Static, Type } from 'typebox'
 import { StoreUpgradedError } from '../store/port.ts'
+import { isStopping, markStoppingOnClose } from './draining.ts'
 
 /** What readiness needs to know of an import worker run by this instance. */
 export interface WorkerProbe {
@@ -35,11 +36,7 @@ export type Readiness = Static<typeof ReadinessSchema>
  * the v1 and v2 trees.
  */
 export function registerHealth(app: FastifyInstance, worker?: WorkerProbe): void {
-  let shuttingDown = false
-  // preClose runs as soon as close() starts, before the requests in flight are waited for.
-  app.addHook('preClose', async () => {
-    shuttingDown = true
-  })
+  markStoppingOnClose(app)
 
   // /healthz and /readyz are the Kubernetes names of the same probes.
   for (const url of ['/health/live', '/healthz']) {
@@ -75,7 +72,7 @@ export function registerHealth(app: FastifyInstance, worker?: WorkerProbe): void
         const checks: Readiness['checks'] = {
           store: await storeCheck(app, request.log),
           worker: worker ? (worker.isRunning() ? 'ok' : 'stopped') : 'none',
-          shutting_down: shuttingDown,
+          shutting_down: isStopping(app),
         }
         const ready = checks.store === 'ok' && checks.worker !== 'stopped' && !checks.shutting_down
         return reply.code(ready ? 200 : 503).send({ status: ready ? 'ready' : 'unavailable', checks })
