@@ -1,16 +1,39 @@
 import { closeSync, fsyncSync, openSync, renameSync, writeSync } from 'node:fs'
+import type { FileHandle } from 'node:fs/promises'
 import { dirname } from 'node:path'
 
 /** Writes `text` to `path` and flushes it, and its entry in its directory, to the disk before returning. */
 export function writeDurably(path: string, text: string, mode = 0o666): void {
   const fd = openSync(path, 'w', mode)
   try {
-    writeSync(fd, text)
+    writeFullySync(fd, text)
     fsyncSync(fd)
   } finally {
     closeSync(fd)
   }
   flushDirectory(dirname(path))
+}
+
+/**
+ * Writes all of `text`. One write(2) may write only a part, without an error, when the disk fills up (the next one
+ * then fails with ENOSPC): Node's `write` returns what was written, and a caller that ignored it would keep a file
+ * cut short as if it were whole.
+ */
+export function writeFullySync(fd: number, text: string): void {
+  const bytes = Buffer.from(text)
+  for (let offset = 0; offset < bytes.length;) offset += writtenOrThrow(writeSync(fd, bytes, offset))
+}
+
+/** `writeFullySync` on a FileHandle. */
+export async function writeFully(handle: FileHandle, text: string): Promise<void> {
+  const bytes = Buffer.from(text)
+  for (let offset = 0; offset < bytes.length;) offset += writtenOrThrow((await handle.write(bytes, offset)).bytesWritten)
+}
+
+/** A write that wrote nothing and reported no error would loop for good. */
+function writtenOrThrow(written: number): number {
+  if (written > 0) return written
+  throw Object.assign(new Error('no space left on the device: a write wrote nothing'), { code: 'ENOSPC' })
 }
 
 /** Replaces `path` by `from` (a file written durably), and flushes the rename itself to the disk. */

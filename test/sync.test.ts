@@ -1,9 +1,11 @@
-import { appendFileSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { spawnSync } from 'node:child_process'
+import { appendFileSync, existsSync, readdirSync, readFileSync, rmSync, statfsSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { Writable } from 'node:stream'
 import { CommissionClient, ConnectionError, type DataStructure, type Row } from 'commission-api/client'
 import { parse } from 'csv-parse/sync'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { writeDurably } from '../src/durable-files.ts'
 import { demoFixture } from '../src/fixtures/demo.ts'
 import { terminalProgress } from '../src/sync/progress.ts'
 import { commitMerge } from '../src/sync/row-files.ts'
@@ -17,6 +19,23 @@ import { startTestServer, type TestServer } from './helpers/server.ts'
 
 const ADMIN_TOKEN = 'admin-token-for-the-sync-tests'
 const admin = { authorization: `Bearer ${ADMIN_TOKEN}` }
+
+/** A 512 KiB tmpfs to fill up; it throws where none can be mounted (that takes root). */
+function mountSmallDisk(): string {
+  const dir = tempDataDir()
+  const mounted = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=512k', 'tmpfs', dir])
+  if (mounted.status !== 0) throw new Error(`cannot mount a tmpfs on ${dir}: ${mounted.stderr}`)
+  return dir
+}
+
+const SMALL_DISKS = (() => {
+  try {
+    spawnSync('umount', [mountSmallDisk()])
+    return true
+  } catch {
+    return false
+  }
+})()
 
 const readNdjson = (path: string) =>
   readFileSync(path, 'utf8')
@@ -61,8 +80,14 @@ describe('sync: export every live structure, then only what changed', () => {
     }
     expect(readdirSync(out).toSorted()).toEqual([...first.map((outcome) => outcome.file), 'sync-state.json'].toSorted())
 
+    const fileIds = () => first.map((outcome) => statSync(join(out, outcome.file)).ino)
+    const idsBefore = fileIds()
     const unchanged = await syncStructures(client, { outDir: out })
-    expect(unchanged.map((outcome) => [outcome.kind, outcome.fetched])).toEqual(first.map(() => ['incremental', 0]))
+    expect(unchanged.map((outcome) => [outcome.kind, outcome.fetched, outcome.rows])).toEqual(
+      first.map((outcome) => ['incremental', 0, outcome.rows]),
+    )
+    // Nothing read, nothing written: each file is the one the first run wrote, not a copy renamed over it.
+    expect(fileIds()).toEqual(idsBefore)
 
     const statements = byType('statement_reporting')
     const edited = rows[statements.id][3]['standard.id']
@@ -124,6 +149,42 @@ describe('sync: export every live structure, then only what changed', () => {
     expect(merged[6][header.indexOf('standard.total_commission.value')]).toBe('31415')
     expect(merged[6][header.indexOf('standard.id')]).toBe(edited)
   })
+
+  it.skipIf(!SMALL_DISKS)(
+    `on a disk that fills up, fails and leaves every file whole; a run with room again completes${SMALL_DISKS ? '' : ' (NOT RUN: a tmpfs cannot be mounted here, which needs root)'}`,
+    async () => {
+      const disk = mountSmallDisk()
+      try {
+        const out = join(disk, 'out')
+        await syncStructures(client, { outDir: out, format: 'csv' })
+        const statements = byType('statement_reporting')
+        const file = join(out, `${statements.id}.csv`)
+        const before = readFileSync(file, 'utf8')
+        const rows = (await served())[statements.id]
+        await server.call(`/admin/companies/${companyId}/statements/${rows[2]['standard.id']}`, {
+          method: 'PATCH',
+          headers: admin,
+          body: { payment: 4242 },
+        })
+        // Room for the run's partial file and state, and for part of the statements' file only: one write(2) of
+        // it writes what fits and reports no error; the next one fails.
+        const { bavail, bsize } = statfsSync(disk)
+        const room = 3 * bsize + Math.floor(before.length / 2)
+        writeFileSync(join(disk, 'filler'), Buffer.alloc(bavail * bsize - room))
+
+        await expect(syncStructures(client, { outDir: out, format: 'csv' })).rejects.toMatchObject({ code: 'ENOSPC' })
+        expect(readFileSync(file, 'utf8')).toBe(before)
+
+        rmSync(join(disk, 'filler'))
+        await syncStructures(client, { outDir: out, format: 'csv' })
+        const merged = parse(readFileSync(file, 'utf8')) as string[][]
+        expect(merged.length - 1).toBe(rows.length)
+        expect(merged[3][merged[0].indexOf('standard.total_commission.value')]).toBe('4242')
+      } finally {
+        spawnSync('umount', [disk])
+      }
+    },
+  )
 
   it('resumes an interrupted run after its last saved page, without reading the saved pages again', async () => {
     const out = tempDataDir()
@@ -264,6 +325,22 @@ describe('sync of a value holding U+2028 and U+2029, which JSON leaves unescaped
 const row = (id: string, value: number) => ({ 'standard.id': id, 'standard.value': { value, currency: 'EUR' } })
 /** A row of about 120 KB in UTF-8, which spans reads of 64 KiB, holding U+2028. */
 const longRow = (id: string) => ({ 'standard.id': id, 'datatable.note': `${id}\u2028`.repeat(30_000) })
+
+describe.skipIf(!SMALL_DISKS)(
+  `a file written durably on a disk that fills up${SMALL_DISKS ? '' : ' (NOT RUN: a tmpfs cannot be mounted here, which needs root)'}`,
+  () => {
+    it('fails, rather than leaving the part that fitted as if it were the whole (the sync state, the demo key)', () => {
+      const disk = mountSmallDisk()
+      try {
+        const { bavail, bsize } = statfsSync(disk)
+        writeFileSync(join(disk, 'filler'), Buffer.alloc((bavail - 1) * bsize))
+        expect(() => writeDurably(join(disk, 'state.json'), 'x'.repeat(3 * bsize))).toThrow(expect.objectContaining({ code: 'ENOSPC' }))
+      } finally {
+        spawnSync('umount', [disk])
+      }
+    })
+  },
+)
 
 describe('sync files', () => {
   it('a merge replaces changed rows in place and appends new ones, in NDJSON and CSV', async () => {

@@ -3,6 +3,7 @@ import { type FileHandle, open } from 'node:fs/promises'
 import { parse } from 'csv-parse'
 import { stringify } from 'csv-stringify/sync'
 import type { FieldSchema, Row } from '../client/index.ts'
+import { writeFully } from '../durable-files.ts'
 import type { SyncFormat } from './state.ts'
 
 /**
@@ -44,7 +45,7 @@ function cellOf(row: Row, column: string): string {
 export async function appendRows(path: string, rows: Row[]): Promise<number> {
   const handle = await open(path, 'a')
   try {
-    if (rows.length > 0) await handle.write(rows.map((row) => `${JSON.stringify(row)}\n`).join(''))
+    if (rows.length > 0) await writeFully(handle, rows.map((row) => `${JSON.stringify(row)}\n`).join(''))
     await handle.datasync()
     return (await handle.stat()).size
   } finally {
@@ -110,7 +111,7 @@ function batcher(out: FileHandle) {
       if (buffered.length >= 1 << 20) await this.flush()
     },
     async flush() {
-      if (buffered !== '') await out.write(buffered)
+      if (buffered !== '') await writeFully(out, buffered)
       buffered = ''
     },
   }

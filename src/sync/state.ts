@@ -1,6 +1,6 @@
-import { closeSync, existsSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs'
+import { closeSync, existsSync, openSync, readFileSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
-import { renameDurably, writeDurably } from '../durable-files.ts'
+import { renameDurably, writeDurably, writeFullySync } from '../durable-files.ts'
 
 /**
  * The state file of a sync directory: per structure, what the files hold (the high-water mark, the schema
@@ -78,7 +78,7 @@ export function lockDirectory(dir: string): () => void {
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
       const fd = openSync(path, 'wx')
-      writeSync(fd, String(process.pid))
+      writeFullySync(fd, String(process.pid))
       closeSync(fd)
       return () => rmSync(path, { force: true })
     } catch (error) {

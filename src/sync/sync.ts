@@ -120,10 +120,7 @@ class StructureSync {
     const resumed = this.#entry.run !== undefined
     const run = await this.#plan()
     if (!run.walked) await this.#walk(run)
-    const rows =
-      run.mode === 'replace'
-        ? await commitReplace(this.#partial, this.#final, this.#state.format, run.columns, run.rows)
-        : await commitMerge(this.#partial, this.#final, this.#state.format, run.columns)
+    const rows = await this.#commit(run)
     Object.assign(this.#entry, {
       schema_hash: run.schema_hash,
       columns: run.columns,
@@ -146,6 +143,15 @@ class StructureSync {
       rows,
       high_water_mark: run.mark,
     }
+  }
+
+  /** Writes the run's rows into the structure's file; returns the file's row count. */
+  async #commit(run: RunState): Promise<number> {
+    const format = this.#state.format
+    if (run.mode === 'replace') return commitReplace(this.#partial, this.#final, format, run.columns, run.rows)
+    // Nothing changed: the file stays as it is, rather than written again whole (which takes as much room again).
+    if (run.rows === 0 && existsSync(this.#final)) return this.#entry.rows
+    return commitMerge(this.#partial, this.#final, format, run.columns)
   }
 
   /**
