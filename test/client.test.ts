@@ -1,5 +1,6 @@
 import {
   CommissionClient,
+  ConnectionError,
   type DataStructure,
   DEFAULT_CLOCK_SKEW_MS,
   ForbiddenApiError,
@@ -9,8 +10,11 @@ import {
   UnauthorizedApiError,
   ValidationApiError,
 } from 'commission-api/client'
+import { once } from 'node:events'
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { demoFixture } from '../src/fixtures/demo.ts'
+import { retryAfterSeconds } from '../src/client/transport.ts'
 import { ImportWorker } from '../src/imports/worker.ts'
 import { collect, requestLines } from './helpers/client-support.ts'
 import { smallFixture } from './helpers/fixtures.ts'
@@ -214,6 +218,93 @@ describe('the client, against our server over HTTP', () => {
       await throughProxy.close()
       await proxy.close()
     }
+  })
+})
+
+/** A stand-in service answering every request with `answer`; returns its URL and the request ids it received. */
+async function stubService(answer: (request: IncomingMessage, response: ServerResponse) => void) {
+  const requestIds: string[] = []
+  const server = createServer((request, response) => {
+    requestIds.push(String(request.headers['x-request-id']))
+    answer(request, response)
+  })
+  server.listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  const { port } = server.address() as { port: number }
+  return {
+    url: `http://127.0.0.1:${port}`,
+    requestIds,
+    close: () => {
+      server.closeAllConnections()
+      server.close()
+    },
+  }
+}
+
+describe('the client against a service that stalls or cuts off', () => {
+  it.each([
+    ['an answer that never comes', (_request: IncomingMessage, _response: ServerResponse) => undefined],
+    [
+      'a 429 asking to wait 20 s',
+      (_request: IncomingMessage, response: ServerResponse) =>
+        response
+          .writeHead(429, { 'content-type': 'application/json', 'retry-after': '20' })
+          .end('{"message":"Too many requests","type":"TooManyRequestsError"}'),
+    ],
+  ])('waitForImport gives up at its timeout, even during %s', async (_case, answer) => {
+    const service = await stubService(answer)
+    const client = new CommissionClient({ baseUrl: service.url, apiKey: 'cak_stub-key-of-the-client-tests' })
+    try {
+      const error = await client.waitForImport('0123456789abcdef01234567', { timeoutMs: 300 }).catch((caught: unknown) => caught)
+      expect(error).toBeInstanceOf(ImportTimeoutError)
+      expect((error as ImportTimeoutError).last).toBeNull()
+      expect((error as Error).message).toBe('import 0123456789abcdef01234567 could not be read within 300 ms')
+    } finally {
+      await client.close()
+      service.close()
+    }
+  })
+
+  it('a write cut off in transit throws a ConnectionError with the request id the service received', async () => {
+    const service = await stubService((request) => request.socket.destroy())
+    const client = new CommissionClient({ baseUrl: service.url, apiKey: 'cak_stub-key-of-the-client-tests' })
+    try {
+      const error = await client.upsertUsers([{ email: 'cut@demo.example' }]).catch((caught: unknown) => caught)
+      expect(error).toBeInstanceOf(ConnectionError)
+      // Sent once (a write is never sent again), and named by the id the service saw.
+      expect(service.requestIds).toHaveLength(1)
+      expect((error as ConnectionError).requestId).toBe(service.requestIds[0])
+      expect((error as Error).message).toContain(`(request ${service.requestIds[0]})`)
+    } finally {
+      await client.close()
+      service.close()
+    }
+  })
+})
+
+describe('Retry-After as the client reads it', () => {
+  it.each([
+    ['5', 5],
+    [' 0 ', 0],
+    ['1.5', 2],
+    // Neither seconds nor an HTTP date: the client backs off on its own (null), rather than waiting for nothing.
+    ['-1', null],
+    ['120, 5', null],
+    ['abc', null],
+    ['2001-01-01', null],
+    ['', null],
+    [undefined, null],
+    // An HTTP date in the past: no wait.
+    ['Sun, 06 Nov 1994 08:49:37 GMT', 0],
+    ['Sunday, 06-Nov-94 08:49:37 GMT', 0],
+  ])('%j is %j seconds', (header, seconds) => {
+    expect(retryAfterSeconds(header)).toBe(seconds)
+  })
+
+  it('reads an HTTP date in the future as the seconds until it', () => {
+    const inTen = new Date(Date.now() + 10_000).toUTCString()
+    expect(retryAfterSeconds(inTen)).toBeGreaterThanOrEqual(9)
+    expect(retryAfterSeconds(inTen)).toBeLessThanOrEqual(10)
   })
 })
 

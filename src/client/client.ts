@@ -133,8 +133,8 @@ export class CommissionClient {
   }
 
   /** `GET /v1/imports/{import_id}`. */
-  async getImport(importId: string): Promise<ImportView> {
-    return this.#get(`/v1/imports/${segment(importId)}`)
+  async getImport(importId: string, options: { signal?: AbortSignal } = {}): Promise<ImportView> {
+    return this.#get(`/v1/imports/${segment(importId)}`, undefined, options.signal)
   }
 
   // v1: writes
@@ -258,12 +258,20 @@ export class CommissionClient {
   async waitForImport(importId: string, options: WaitOptions = {}): Promise<ImportRecord> {
     const timeoutMs = options.timeoutMs ?? 60_000
     const deadline = Date.now() + timeoutMs
+    // A read held up (a slow answer, a 429's wait) is abandoned at the deadline too.
+    const signal = AbortSignal.timeout(timeoutMs)
     let pause = options.intervalMs ?? 250
+    let last: ImportRecord | null = null
     for (;;) {
-      const { data_import } = await this.getImport(importId)
-      if (data_import.status === 'finished') return data_import
+      try {
+        last = (await this.getImport(importId, { signal })).data_import
+      } catch (error) {
+        if (signal.aborted) throw new ImportTimeoutError(importId, timeoutMs, last)
+        throw error
+      }
+      if (last.status === 'finished') return last
       const remaining = deadline - Date.now()
-      if (remaining <= 0) throw new ImportTimeoutError(importId, timeoutMs, data_import)
+      if (remaining <= 0) throw new ImportTimeoutError(importId, timeoutMs, last)
       await sleep(Math.min(pause, remaining))
       pause = Math.min(pause * 2, options.maxIntervalMs ?? 5_000)
     }
@@ -274,8 +282,8 @@ export class CommissionClient {
     return this.transport.close()
   }
 
-  async #get<Body>(path: string, query?: ApiRequest['query']): Promise<Body> {
-    return (await this.transport.send<Body>({ method: 'GET', path, query })).body
+  async #get<Body>(path: string, query?: ApiRequest['query'], signal?: AbortSignal): Promise<Body> {
+    return (await this.transport.send<Body>({ method: 'GET', path, query, signal })).body
   }
 
   async #write<Body>(request: ApiRequest): Promise<Body> {

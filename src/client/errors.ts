@@ -84,21 +84,34 @@ export class ConnectionError extends Error {
   override name = 'ConnectionError'
   readonly method: string
   readonly url: string
+  /**
+   * The `X-Request-Id` the client sent with the last attempt. After a write cut off in transit, the service's log
+   * (or the test kit's journal) says by it whether the request arrived, and the import it made.
+   */
+  readonly requestId: string
 
-  constructor(method: string, url: string, cause: unknown) {
-    super(`${method} ${url} failed: ${cause instanceof Error ? cause.message : String(cause)}`, { cause })
+  constructor(method: string, url: string, cause: unknown, requestId: string) {
+    super(`${method} ${url} failed: ${cause instanceof Error ? cause.message : String(cause)} (request ${requestId})`, { cause })
     this.method = method
     this.url = url
+    this.requestId = requestId
   }
 }
 
-/** `waitForImport` gave up before the import finished; `last` is the import as last read. */
+/**
+ * `waitForImport` gave up before the import finished; `last` is the import as last read, null when no read
+ * answered in time.
+ */
 export class ImportTimeoutError extends Error {
   override name = 'ImportTimeoutError'
-  readonly last: ImportRecord
+  readonly last: ImportRecord | null
 
-  constructor(importId: string, timeoutMs: number, last: ImportRecord) {
-    super(`import ${importId} was still ${last.status} after ${timeoutMs} ms`)
+  constructor(importId: string, timeoutMs: number, last: ImportRecord | null) {
+    super(
+      last
+        ? `import ${importId} was still ${last.status} after ${timeoutMs} ms`
+        : `import ${importId} could not be read within ${timeoutMs} ms`,
+    )
     this.last = last
   }
 }

@@ -42,6 +42,11 @@ export interface ApiRequest {
   /** Override the key: null sends none (conformance checks use it). */
   apiKey?: string | null
   headers?: Record<string, string>
+  /**
+   * Abandons the request when it aborts, and the waits before it too (pacing, a 429's `Retry-After`, the pause
+   * before a read is sent again): the call then rejects with the signal's reason.
+   */
+  signal?: AbortSignal
 }
 
 export interface ApiResponse<Body = unknown> {
@@ -94,16 +99,21 @@ export class Transport {
   async raw<Body = unknown>(apiRequest: ApiRequest): Promise<ApiResponse<Body>> {
     const url = this.urlOf(apiRequest.path, apiRequest.query)
     const readOnly = apiRequest.method === 'GET'
+    const { signal } = apiRequest
     for (let rateRetries = 0, failures = 0; ;) {
-      await this.#waitForSlot()
+      signal?.throwIfAborted()
+      await this.#waitForSlot(signal)
+      const requestId = randomUUID()
       let response: ApiResponse<Body>
       try {
-        response = await this.#send<Body>(apiRequest, url)
+        response = await this.#send<Body>(apiRequest, url, requestId)
       } catch (error) {
+        if (signal?.aborted) throw signal.reason
         // A write whose request may have reached the service is not sent again: it could create a second import.
+        // Its request id is the one to look for in the service's log (or the test kit's journal) to know.
         if ((!readOnly && !refusedBeforeSending(error)) || failures >= this.#retryAttempts)
-          throw new ConnectionError(apiRequest.method, url.href, error)
-        await sleep(this.#retryDelayMs * 2 ** failures++)
+          throw new ConnectionError(apiRequest.method, url.href, error, requestId)
+        await sleep(this.#retryDelayMs * 2 ** failures++, undefined, { signal })
         continue
       }
       if (response.status === 429) {
@@ -118,7 +128,7 @@ export class Transport {
         continue
       }
       if (readOnly && RETRYABLE_STATUSES.has(response.status) && failures < this.#retryAttempts) {
-        await sleep(this.#retryDelayMs * 2 ** failures++)
+        await sleep(this.#retryDelayMs * 2 ** failures++, undefined, { signal })
         continue
       }
       return response
@@ -153,8 +163,7 @@ export class Transport {
     if (this.#ownsDispatcher) await this.#dispatcher.close()
   }
 
-  async #send<Body>(apiRequest: ApiRequest, url: URL): Promise<ApiResponse<Body>> {
-    const requestId = randomUUID()
+  async #send<Body>(apiRequest: ApiRequest, url: URL, requestId: string): Promise<ApiResponse<Body>> {
     const headers: Record<string, string> = { accept: 'application/json', 'x-request-id': requestId, ...apiRequest.headers }
     const key = apiRequest.apiKey === undefined ? this.#apiKey : apiRequest.apiKey
     if (key !== null) headers['x-api-key'] = key
@@ -170,6 +179,7 @@ export class Transport {
       dispatcher: this.#dispatcher,
       headersTimeout: this.#timeoutMs,
       bodyTimeout: this.#timeoutMs,
+      signal: apiRequest.signal,
     })
     // The whole body is read here, so that a connection cut mid-answer fails this attempt, not the caller.
     const text = await response.body.text()
@@ -186,12 +196,12 @@ export class Transport {
     }
   }
 
-  async #waitForSlot(): Promise<void> {
+  async #waitForSlot(signal: AbortSignal | undefined): Promise<void> {
     for (;;) {
       const now = Date.now()
       const at = Math.max(this.#nextSlot, this.#pausedUntil, now)
       if (at <= now) break
-      await sleep(at - now)
+      await sleep(at - now, undefined, { signal })
     }
     if (this.#spacingMs > 0) this.#nextSlot = Math.max(this.#nextSlot, Date.now()) + this.#spacingMs
   }
@@ -201,11 +211,16 @@ function errorDetails<Body>(method: string, url: URL, response: ApiResponse<Body
   return { method, url: url.href, status: response.status, body: response.body, requestId: response.requestId }
 }
 
-/** `Retry-After` as seconds: a number of seconds, or an HTTP date. */
-function retryAfterSeconds(header: string | string[] | undefined): number | null {
-  const raw = Array.isArray(header) ? header[0] : header
-  if (raw === undefined || raw.trim() === '') return null
-  if (/^\d+$/.test(raw.trim())) return Number(raw)
+/**
+ * `Retry-After` as seconds: a number of seconds (a fraction rounded up), or an HTTP date (it starts with the day's
+ * name: `Sun, 06 Nov 1994 08:49:37 GMT`). Anything else is null, and the caller backs off on its own: `Date.parse`
+ * alone reads `1.5` or `-1` as dates of 2001, long past, which would mean no wait at all.
+ */
+export function retryAfterSeconds(header: string | string[] | undefined): number | null {
+  const raw = (Array.isArray(header) ? header[0] : header)?.trim()
+  if (raw === undefined || raw === '') return null
+  if (/^\d+(\.\d+)?$/.test(raw)) return Math.ceil(Number(raw))
+  if (!/^(Mon|Tue|Wed|Thu|Fri|Sat|Sun)[a-z]*,? /.test(raw)) return null
   const at = Date.parse(raw)
   return Number.isNaN(at) ? null : Math.max(0, Math.ceil((at - Date.now()) / 1000))
 }
