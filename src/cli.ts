@@ -322,12 +322,15 @@ const CLIENT_COMMANDS: Record<string, ClientCommand> = {
     const format = options.format
     if (format !== undefined && format !== 'ndjson' && format !== 'csv') throw new UsageError('--format expects ndjson or csv')
     const since = typeof options.since === 'string' ? instantOption('since', options.since) : null
+    const outDir = requiredOption(options, 'out')
     const outcomes = await syncStructures(client, {
-      outDir: requiredOption(options, 'out'),
+      outDir,
       format,
       since,
       limit: boundedOption(options, 'page-size', 1, 2000),
       progress: terminalProgress(process.stderr),
+    }).catch((error: unknown) => {
+      throw fileSystemError(error) ? new SyncDirectoryError(`cannot write to --out ${outDir}: ${error.message}`, { cause: error }) : error
     })
     const text = outcomes.map(
       (outcome) =>
@@ -345,6 +348,10 @@ CLIENT_COMMANDS.conformance = async (client, options) => {
   })
   return { json: checked, text: formatReport(checked), exitCode: checked.failed > 0 ? 1 : 0 }
 }
+
+/** An error of the file system (a full disk, a directory that cannot be written), as Node reports them. */
+const fileSystemError = (error: unknown): error is NodeJS.ErrnoException =>
+  error instanceof Error && typeof (error as NodeJS.ErrnoException).syscall === 'string'
 
 const instantOption = (name: string, raw: string): string => {
   try {

@@ -281,6 +281,15 @@ describe('sync: export every live structure, then only what changed', () => {
     }
   })
 
+  it('names --out, not a setting of the server, when the directory cannot be used', async () => {
+    const file = join(tempDataDir(), 'a-file')
+    writeFileSync(file, 'not a directory')
+    const refused = await runCliAsync(['sync', '--base-url', server.url, '--key', apiKey, '--out', file])
+    expect(refused.code).toBe(1)
+    expect(refused.stderr).toMatch(new RegExp(`^commission-api: cannot write to --out ${file}: E(EXIST|NOTDIR)`))
+    expect(refused.stderr).not.toContain('DATA_DIR')
+  })
+
   it("keeps a directory to its format: another is refused, and none given is the directory's own", async () => {
     const out = tempDataDir()
     await syncStructures(client, { outDir: out, format: 'csv' })
