@@ -130,8 +130,12 @@ describe('DELETE /v1/users/archive/bulk', () => {
 
   it('refuses more than 50 users, or a malformed body, with 400 on resource data', async () => {
     const many = Array.from({ length: 51 }, (_, index) => ({ user: `u${index}@acme.example` }))
-    for (const body of [{ data: many }, { data: [5] }, { users: [] }]) {
-      const reply = await h.call('/v1/users/archive/bulk', { method: 'DELETE', body })
+    for (const body of [{ data: many }, { data: [5] }, { users: [] }, [{ user: 'u0@acme.example' }], '{"data": [']) {
+      const reply = await h.call('/v1/users/archive/bulk', {
+        method: 'DELETE',
+        body: typeof body === 'string' ? body : JSON.stringify(body),
+        headers: { 'content-type': 'application/json' },
+      })
       expect(reply.status).toBe(400)
       expect(reply.body.errors[0]).toMatchObject({ error: 'ValidationError', resource: 'data' })
     }

@@ -138,8 +138,12 @@ describe('PUT /v1/users/managers/bulk', () => {
   it('refuses more than 200 items, or a malformed body, with 400 on resource data', async () => {
     const item = { user: 'rep@acme.example', manager: 'owner@acme.example', start_date: '2026-01' }
     // One item where the array goes is refused too.
-    for (const body of [{ data: Array.from({ length: 201 }, () => item) }, { data: 'x' }, { data: item }, {}]) {
-      const reply = await h.call('/v1/users/managers/bulk', { method: 'PUT', body })
+    for (const body of [{ data: Array.from({ length: 201 }, () => item) }, { data: 'x' }, { data: item }, {}, [item], '{"data": [']) {
+      const reply = await h.call('/v1/users/managers/bulk', {
+        method: 'PUT',
+        body: typeof body === 'string' ? body : JSON.stringify(body),
+        headers: { 'content-type': 'application/json' },
+      })
       expect(reply.status).toBe(400)
       expect(reply.body.errors[0]).toMatchObject({ error: 'ValidationError', resource: 'data' })
     }

@@ -88,11 +88,19 @@ describe('PUT /v1/users/bulk: the call', () => {
     expect(await h.drain()).toBe(0)
   })
 
-  it('refuses a body that is not JSON with 400, and a bad debounce with 400 on resource debounce', async () => {
+  it('refuses a body that is not JSON with 400 on resource data too, and a bad debounce with 400 on resource debounce', async () => {
     const text = await h.call('/v1/users/bulk', { method: 'PUT', body: 'email=a@acme.example', headers: { 'content-type': 'text/plain' } })
     expect(text.status).toBe(400)
-    const broken = await h.call('/v1/users/bulk', { method: 'PUT', body: '{"data": [', headers: { 'content-type': 'application/json' } })
-    expect(broken.status).toBe(400)
+    // "400 for a malformed body ... error body with resource data", whatever is malformed about it.
+    for (const body of ['{"data": [', '[]', '"users"', '']) {
+      const broken = await h.call('/v1/users/bulk', { method: 'PUT', body, headers: { 'content-type': 'application/json' } })
+      expect(broken.status, body).toBe(400)
+      expect(broken.body, body).toStrictEqual({
+        count: 1,
+        errors: [{ error: 'ValidationError', resource: 'data', description: expect.any(String) }],
+      })
+    }
+    expect(await h.drain()).toBe(0)
     for (const debounce of ['-1', '1.5', 'soon', '1e400', '-1e400', '0x10', ' ', '1e1']) {
       const reply = await putUsers([{ email: 'a@acme.example' }], `?debounce=${encodeURIComponent(debounce)}`)
       expect(reply.status).toBe(400)

@@ -14,6 +14,13 @@ import { StoreBusyError, StoreUpgradedError } from '../store/port.ts'
 import { trackRouteMethods } from './method-not-allowed.ts'
 import type { ValidationErrorBody } from './schemas.ts'
 
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** What a 400 or 413 of the route calls its body as a whole (`DATA_BODY` of v1's `{data}` calls); `body` by default. */
+    bodyResource?: string
+  }
+}
+
 /** The one body of a 500: never the internal message. */
 const SERVER_ERROR_BODY = { message: 'Internal server error', type: 'InternalServerError' }
 
@@ -78,7 +85,7 @@ function frameworkIssues(error: FastifyError): Issue[] {
  */
 export function registerErrorHandling(app: FastifyInstance): NotFoundHandler {
   app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
-    if (error instanceof ValidationError) return reply.code(400).send(validationBody(error.issues))
+    if (error instanceof ValidationError) return reply.code(400).send(validationBody(namingBody(request, error.issues)))
     if (error instanceof TimedOutError) return reply.code(408).send(validationBody(error.issues))
     if (error instanceof NotFoundError) {
       return reply.code(404).send({ message: error.message, resource: error.resource, type: 'NotFoundError' })
@@ -110,12 +117,12 @@ export function registerErrorHandling(app: FastifyInstance): NotFoundHandler {
       })
     }
     if (error instanceof SimulatedServerError) return reply.code(500).send(SERVER_ERROR_BODY)
-    if (error.validation) return reply.code(400).send(validationBody(schemaIssues(error)))
+    if (error.validation) return reply.code(400).send(validationBody(namingBody(request, schemaIssues(error))))
     const status = error.statusCode ?? 500
     if (status === 429) return reply.code(429).send({ message: error.message, type: 'TooManyRequestsError' })
     if (status >= 400 && status < 500) {
       // 413 stays 413 (the size limit is the cause); other client errors of the framework are 400s.
-      return reply.code(status === 413 ? 413 : 400).send(validationBody(frameworkIssues(error)))
+      return reply.code(status === 413 ? 413 : 400).send(validationBody(namingBody(request, frameworkIssues(error))))
     }
     request.log.error({ err: error }, 'request failed')
     return reply.code(500).send(SERVER_ERROR_BODY)
@@ -128,6 +135,12 @@ export function registerErrorHandling(app: FastifyInstance): NotFoundHandler {
   }
   app.setNotFoundHandler(answerNotFound)
   return answerNotFound
+}
+
+/** The issues of a request, with its body as a whole under the name its route gives it (`bodyResource`). */
+function namingBody(request: FastifyRequest, issues: readonly Issue[]): readonly Issue[] {
+  const name = request.routeOptions.config?.bodyResource
+  return name === undefined ? issues : issues.map((issue) => (issue.resource === 'body' ? { ...issue, resource: name } : issue))
 }
 
 /** Answers a request no route took: 405 with `Allow` for a known path under another method, 404 otherwise. */

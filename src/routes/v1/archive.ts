@@ -3,7 +3,7 @@ import { Type } from 'typebox'
 import { ARCHIVED_MESSAGE, archiveUsers, MAX_ARCHIVED_PER_CALL } from '../../v1/archive-users.ts'
 import { smallCallBodyLimit } from '../../imports/limits.ts'
 import { AuthenticatedErrorResponses } from '../schemas.ts'
-import { bulkBodySchema } from './import-schemas.ts'
+import { bulkBodySchema, DATA_BODY } from './import-schemas.ts'
 
 /** `DELETE /v1/users/archive/bulk`: archives users synchronously, all or nothing. */
 export const archiveRoutes: FastifyPluginAsyncTypebox = async (app) => {
@@ -11,6 +11,7 @@ export const archiveRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/users/archive/bulk',
     {
       bodyLimit: smallCallBodyLimit(app.config.bodyLimitMb),
+      config: DATA_BODY,
       schema: {
         summary: 'Archive users (synchronous, all or nothing)',
         operationId: 'archiveUsers',

@@ -3,7 +3,7 @@ import { enqueueImport } from '../../imports/enqueue.ts'
 import { MAX_ATTRIBUTIONS_PER_CALL, smallCallBodyLimit } from '../../imports/limits.ts'
 import { AuthenticatedErrorResponses } from '../schemas.ts'
 import { admitUpsert, bodyBytes } from './import-admission.ts'
-import { AttributionReceiptSchema, bulkBodySchema } from './import-schemas.ts'
+import { AttributionReceiptSchema, bulkBodySchema, DATA_BODY } from './import-schemas.ts'
 
 const ATTRIBUTIONS = [
   {
@@ -34,6 +34,7 @@ export const attributionRoutes: FastifyPluginAsyncTypebox = async (app) => {
       {
         preParsing: admitUpsert,
         bodyLimit: smallCallBodyLimit(app.config.bodyLimitMb),
+        config: DATA_BODY,
         schema: {
           summary,
           operationId,

@@ -42,6 +42,13 @@ export function flagValue(raw: string | undefined): boolean {
 }
 
 /** `{data: [item]}`: the items are checked when the import runs, so that one bad item cannot hide the others. */
+/**
+ * The route option of the calls whose body is `{data: [...]}` (users, attributions, archive): a body that is not
+ * one at all (not JSON, not an object, missing, too large) is refused naming `data`, as the specification says
+ * of `PUT /v1/users/bulk` ("400 for a malformed body ... error body with resource data"), not `body`.
+ */
+export const DATA_BODY = { bodyResource: 'data' }
+
 export function bulkBodySchema(maxItems: number, description: string) {
   return Type.Object({ data: Type.Array(Type.Record(Type.String(), Type.Unknown()), { maxItems, description }) })
 }

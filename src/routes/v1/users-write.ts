@@ -4,7 +4,7 @@ import { enqueueImport } from '../../imports/enqueue.ts'
 import { MAX_USERS_PER_CALL, smallCallBodyLimit } from '../../imports/limits.ts'
 import { AuthenticatedErrorResponses } from '../schemas.ts'
 import { admitUpsert, bodyBytes } from './import-admission.ts'
-import { bulkBodySchema, DebounceSchema, ImportReceiptSchema } from './import-schemas.ts'
+import { bulkBodySchema, DATA_BODY, DebounceSchema, ImportReceiptSchema } from './import-schemas.ts'
 
 /** `PUT /v1/users/bulk`: an asynchronous upsert of users, matched by email. */
 export const userWriteRoutes: FastifyPluginAsyncTypebox = async (app) => {
@@ -13,6 +13,7 @@ export const userWriteRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       preParsing: admitUpsert,
       bodyLimit: smallCallBodyLimit(app.config.bodyLimitMb),
+      config: DATA_BODY,
       schema: {
         summary: 'Create or update users (asynchronous import)',
         operationId: 'upsertUsers',
