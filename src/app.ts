@@ -14,6 +14,7 @@ import { drainRefusedBodies } from './routes/refused-bodies.ts'
 import { registerErrorHandling } from './routes/errors.ts'
 import { answerClientError, answerFrameworkError, answerOutsideRoutes, MAX_PARAM_LENGTH } from './routes/framework-errors.ts'
 import { requestTimeouts } from './routes/request-timeouts.ts'
+import { stopWithTheApp } from './routes/draining.ts'
 import { registerHealth, type WorkerProbe } from './routes/health.ts'
 import { refuseInvalidHost } from './routes/host-header.ts'
 import { refuseUnstorableJson } from './routes/json-body.ts'
@@ -97,6 +98,7 @@ export async function buildApp({ config, store, clock, logStream, worker }: AppO
   // The OpenAPI generator first: it sees only the routes registered after it.
   await registerOpenApi(app)
   registerMetrics(app)
+  stopWithTheApp(app)
   registerHealth(app, worker)
   registerTestKit(app)
 

@@ -1,22 +1,32 @@
+import { once } from 'node:events'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { Server } from 'node:net'
 import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { FastifyInstance } from 'fastify'
 
-/** The API instances that are stopping: draining (SHUTDOWN_DRAIN_MS), or closing. */
-const stopping = new WeakSet<FastifyInstance>()
+/** The API instances that are stopping (draining, SHUTDOWN_DRAIN_MS, or closing), with when their connections end. */
+const stopping = new WeakMap<FastifyInstance, { connectionsEnded: Promise<unknown> }>()
 
-/** How often a drain looks whether every connection has ended. */
-const DRAIN_POLL_MS = 50
+/** How often a stopping instance looks whether its connections have ended, and closes those left idle. */
+const SWEEP_MS = 50
 
 /** True once the instance has started to stop: readiness then answers 503. */
 export const isStopping = (app: FastifyInstance): boolean => stopping.has(app)
 
-/** Marks the instance as stopping as soon as its `close()` starts, before the requests in flight are waited for. */
-export function markStoppingOnClose(app: FastifyInstance): void {
+/**
+ * How an instance stops, with or without a drain: from the start of its `close()`, every answer closes its
+ * connection, including those of the requests already in flight (Node otherwise keeps their connection open, idle,
+ * and the stop waited for it until SHUTDOWN_TIMEOUT_MS ran out); a connection left idle by an answer that had
+ * already started is closed within `SWEEP_MS`.
+ */
+export function stopWithTheApp(app: FastifyInstance): void {
   app.addHook('preClose', async () => {
-    stopping.add(app)
+    beginStopping(app)
+    sweepIdleConnections(app)
+  })
+  app.addHook('onSend', async (_request, reply) => {
+    if (stopping.has(app)) reply.header('connection', 'close')
   })
 }
 
@@ -29,19 +39,33 @@ export function markStoppingOnClose(app: FastifyInstance): void {
  * POST again, and answers it 503. Resolves once no connection is open, or after `ms`, with how many still are.
  */
 export async function drain(app: FastifyInstance, ms: number): Promise<{ open: number }> {
-  stopping.add(app)
+  beginStopping(app)
   // Before Fastify's own listener, so that the header is there whatever the route answers, and however soon.
   app.server.prependListener('request', closeConnectionAfterAnswer)
   // The listener alone: http.Server#close would also close every idle connection. Fastify's close() later finds
-  // it closed, which it allows.
+  // it closed, which it allows, but then no longer waits for the connections: `connectionsEnded` does.
   Server.prototype.close.call(app.server)
   const deadline = performance.now() + ms
   for (;;) {
     const open = await openConnections(app)
     const left = deadline - performance.now()
     if (open === 0 || left <= 0) return { open }
-    await sleep(Math.min(DRAIN_POLL_MS, left))
+    await sleep(Math.min(SWEEP_MS, left))
   }
+}
+
+/** Resolves once every connection of a stopping instance has ended (at once for one that is not stopping). */
+export const connectionsEnded = (app: FastifyInstance): Promise<unknown> => stopping.get(app)?.connectionsEnded ?? Promise.resolve()
+
+function beginStopping(app: FastifyInstance): void {
+  // The server's `close` comes once it no longer listens and its last connection has ended.
+  if (!stopping.has(app)) stopping.set(app, { connectionsEnded: app.server.listening ? once(app.server, 'close') : Promise.resolve() })
+}
+
+function sweepIdleConnections(app: FastifyInstance): void {
+  const sweep = setInterval(() => app.server.closeIdleConnections(), SWEEP_MS)
+  sweep.unref()
+  app.server.once('close', () => clearInterval(sweep))
 }
 
 function closeConnectionAfterAnswer(_request: IncomingMessage, response: ServerResponse): void {

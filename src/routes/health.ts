@@ -1,7 +1,7 @@
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
 import { type Static, Type } from 'typebox'
 import { StoreUpgradedError } from '../store/port.ts'
-import { isStopping, markStoppingOnClose } from './draining.ts'
+import { isStopping } from './draining.ts'
 
 /** What readiness needs to know of an import worker run by this instance. */
 export interface WorkerProbe {
@@ -36,8 +36,6 @@ export type Readiness = Static<typeof ReadinessSchema>
  * the v1 and v2 trees.
  */
 export function registerHealth(app: FastifyInstance, worker?: WorkerProbe): void {
-  markStoppingOnClose(app)
-
   // /healthz and /readyz are the Kubernetes names of the same probes.
   for (const url of ['/health/live', '/healthz']) {
     app.get(

@@ -5,6 +5,7 @@ import type { ImportWorker } from '../imports/worker.ts'
 import { loggerOptions } from '../logger.ts'
 import type { Store } from '../store/port.ts'
 import { registerErrorHandling } from './errors.ts'
+import { stopWithTheApp } from './draining.ts'
 import { registerHealth } from './health.ts'
 import { registerMetrics } from './metrics.ts'
 import { requestTimeouts } from './request-timeouts.ts'
@@ -37,6 +38,7 @@ export function buildWorkerHealth({ config, store, clock, worker }: WorkerHealth
   app.decorate('clock', clock)
   registerErrorHandling(app)
   registerMetrics(app)
+  stopWithTheApp(app)
   registerHealth(app, worker)
   app.metrics.watchWorker(worker)
   return app
