@@ -507,7 +507,8 @@ describe('POST /v1/tables/{data_table_key}/records/bulk', () => {
     for (const [path, method, body] of refusals) {
       const reply = await h.call(path, { method, body })
       expect(reply.status, path).toBe(413)
-      expect(reply.body.errors, path).toEqual([expect.objectContaining({ resource: 'body' })])
+      // These calls' body is {data}: as a whole, it is named data.
+      expect(reply.body.errors, path).toEqual([expect.objectContaining({ resource: 'data' })])
     }
     // A records call of the same size is within the service-wide limit.
     expect((await post('deals', [{ deal_id: 'D-1', deal_name: padding }])).status).toBe(200)
