@@ -1,13 +1,19 @@
-import { closeSync, fsyncSync, openSync, renameSync, writeSync } from 'node:fs'
+import { closeSync, fsyncSync, openSync, renameSync, rmSync, writeSync } from 'node:fs'
 import type { FileHandle } from 'node:fs/promises'
 import { dirname } from 'node:path'
 
-/** Writes `text` to `path` and flushes it, and its entry in its directory, to the disk before returning. */
+/**
+ * Writes `text` to `path` and flushes it, and its entry in its directory, to the disk before returning. A write
+ * that fails (a full disk) removes what it wrote, so as not to hold the room that others need.
+ */
 export function writeDurably(path: string, text: string, mode = 0o666): void {
   const fd = openSync(path, 'w', mode)
   try {
     writeFullySync(fd, text)
     fsyncSync(fd)
+  } catch (error) {
+    rmSync(path, { force: true })
+    throw error
   } finally {
     closeSync(fd)
   }
@@ -33,7 +39,7 @@ export async function writeFully(handle: FileHandle, text: string): Promise<void
 /** A write that wrote nothing and reported no error would loop for good. */
 function writtenOrThrow(written: number): number {
   if (written > 0) return written
-  throw Object.assign(new Error('no space left on the device: a write wrote nothing'), { code: 'ENOSPC' })
+  throw Object.assign(new Error('ENOSPC: no space left on the device, write (a write wrote nothing)'), { code: 'ENOSPC', syscall: 'write' })
 }
 
 /** Replaces `path` by `from` (a file written durably), and flushes the rename itself to the disk. */

@@ -265,6 +265,61 @@ describe('the client against a service that stalls or cuts off', () => {
     }
   })
 
+  it('waitForImport takes any timeout: 0 reads once, a huge or infinite one bounds nothing', async () => {
+    let reads = 0
+    const service = await stubService((_request, response) => {
+      reads++
+      const status = reads >= 3 ? 'finished' : 'started'
+      response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ data_import: { id: 'i', status } }))
+    })
+    const client = new CommissionClient({ baseUrl: service.url, apiKey: 'cak_stub-key-of-the-client-tests' })
+    try {
+      const readOnce = await client.waitForImport('0123456789abcdef01234567', { timeoutMs: 0 }).catch((caught: unknown) => caught)
+      expect(readOnce).toBeInstanceOf(ImportTimeoutError)
+      expect((readOnce as ImportTimeoutError).last).toMatchObject({ status: 'started' })
+      for (const timeoutMs of [2 ** 31, Number.POSITIVE_INFINITY, 1500.5]) {
+        reads = 0
+        expect(await client.waitForImport('0123456789abcdef01234567', { timeoutMs, intervalMs: 10 })).toMatchObject({ status: 'finished' })
+      }
+    } finally {
+      await client.close()
+      service.close()
+    }
+  })
+
+  it('a read given up by its signal while waiting out a 429 rejects with the signal’s reason', async () => {
+    const service = await stubService((_request, response) =>
+      response
+        .writeHead(429, { 'content-type': 'application/json', 'retry-after': '20' })
+        .end('{"message":"Too many requests","type":"TooManyRequestsError"}'),
+    )
+    const client = new CommissionClient({ baseUrl: service.url, apiKey: 'cak_stub-key-of-the-client-tests' })
+    try {
+      const reason = new Error('given up')
+      const controller = new AbortController()
+      setTimeout(() => controller.abort(reason), 200)
+      await expect(client.getImport('0123456789abcdef01234567', { signal: controller.signal })).rejects.toBe(reason)
+    } finally {
+      await client.close()
+      service.close()
+    }
+  })
+
+  it('a ConnectionError names the request id the caller chose, when it chose one', async () => {
+    const service = await stubService((request) => request.socket.destroy())
+    const client = new CommissionClient({ baseUrl: service.url, apiKey: 'cak_stub-key-of-the-client-tests' })
+    try {
+      const error = await client.transport
+        .send({ method: 'PUT', path: '/v1/users/bulk', body: { data: [] }, headers: { 'X-Request-Id': 'my-own-id' } })
+        .catch((caught: unknown) => caught)
+      expect(service.requestIds).toEqual(['my-own-id'])
+      expect((error as ConnectionError).requestId).toBe('my-own-id')
+    } finally {
+      await client.close()
+      service.close()
+    }
+  })
+
   it('a write cut off in transit throws a ConnectionError with the request id the service received', async () => {
     const service = await stubService((request) => request.socket.destroy())
     const client = new CommissionClient({ baseUrl: service.url, apiKey: 'cak_stub-key-of-the-client-tests' })

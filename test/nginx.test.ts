@@ -435,6 +435,7 @@ describe.skipIf(NGINX === null)(
       expect(unavailable.status).toBe(503)
       expect(unavailable.body).toEqual({ message: expect.any(String), type: 'ServiceUnavailableError' })
       expect(unavailable.headers['x-request-id']).toMatch(/^[0-9a-f]{32}$/)
-    })
+      // Two stops, each drained for SHUTDOWN_DRAIN_MS at most, under load.
+    }, 45_000)
   },
 )

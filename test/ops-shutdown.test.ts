@@ -20,6 +20,15 @@ async function holdRequestInFlight(port: number) {
   return connection
 }
 
+/** A request creating a company, whole, to pipeline. */
+const creation = (name: string) => {
+  const body = JSON.stringify({ company: { name, default_currency: 'EUR' }, users: [{ email: 'ann@pipelined.example' }] })
+  return (
+    'POST /admin/companies HTTP/1.1\r\nHost: localhost\r\n' +
+    `Authorization: Bearer ${ADMIN_TOKEN}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`
+  )
+}
+
 async function started(env: Record<string, string>): Promise<{ server: ServerProcess; port: number }> {
   const server = startServerProcess({ DEMO: 'off', ADMIN_TOKEN, ...env })
   const [, url] = await server.waitFor(/listening on (http:\/\/\S+)/)
@@ -108,6 +117,25 @@ describe('graceful shutdown of a real server process', () => {
 
     expect(await exitCode(server)).toBe(0)
     expect(server.output()).toMatch(/"open_connections":0,"msg":"drained: every connection has ended"/)
+  })
+
+  it('with SHUTDOWN_DRAIN_MS, answers the first of two writes pipelined on an open connection, and neither answers nor runs the second', async () => {
+    const dataDir = tempDataDir()
+    const { server, port } = await started({ DATA_DIR: dataDir, LOG_LEVEL: 'info', SHUTDOWN_DRAIN_MS: '8000' })
+    const pooled = await openConnection(port)
+    pooled.socket.write('GET /health/live HTTP/1.1\r\nHost: localhost\r\n\r\n')
+    await pooled.waitFor('{"status":"ok"}')
+    server.child.kill('SIGTERM')
+    await server.waitFor(/"msg":"shutting down"/)
+    pooled.socket.write(creation('First') + creation('Second'))
+    await once(pooled.socket, 'close')
+    const answers = pooled.received().split(/(?=HTTP\/1\.1 )/)
+    expect(answers).toHaveLength(2)
+    expect(answers[1]).toMatch(/^HTTP\/1\.1 201 [\s\S]*\r\nconnection: close\r\n/i)
+    expect(await exitCode(server)).toBe(0)
+    // The second was not run: the client, which got no answer, may send it again without making it twice.
+    const companies = JSON.parse(runCli(['companies', '--json'], { DATA_DIR: dataDir }).stdout) as Array<{ name: string }>
+    expect(companies.map((company) => company.name)).toEqual(['First'])
   })
 
   it('with SHUTDOWN_DRAIN_MS, closes the connections still idle once the drain time is over', async () => {

@@ -174,6 +174,8 @@ describe('sync: export every live structure, then only what changed', () => {
 
         await expect(syncStructures(client, { outDir: out, format: 'csv' })).rejects.toMatchObject({ code: 'ENOSPC' })
         expect(readFileSync(file, 'utf8')).toBe(before)
+        // The part of the new file that fitted is not left behind, holding the room.
+        expect(readdirSync(out).filter((name) => name.endsWith('.tmp'))).toEqual([])
 
         rmSync(join(disk, 'filler'))
         await syncStructures(client, { outDir: out, format: 'csv' })
@@ -344,6 +346,7 @@ describe.skipIf(!SMALL_DISKS)(
         const { bavail, bsize } = statfsSync(disk)
         writeFileSync(join(disk, 'filler'), Buffer.alloc((bavail - 1) * bsize))
         expect(() => writeDurably(join(disk, 'state.json'), 'x'.repeat(3 * bsize))).toThrow(expect.objectContaining({ code: 'ENOSPC' }))
+        expect(existsSync(join(disk, 'state.json'))).toBe(false)
       } finally {
         spawnSync('umount', [disk])
       }

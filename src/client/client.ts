@@ -44,6 +44,9 @@ export interface ClientOptions extends TransportOptions {
  */
 export const DEFAULT_CLOCK_SKEW_MS = 5000
 
+/** The longest delay a Node timer holds (2³¹ − 1 ms, about 24.8 days). */
+const MAX_TIMER_MS = 2 ** 31 - 1
+
 /** A structure to read rows from: a discovery entry, or its id and type. */
 export interface StructureRef {
   id: string
@@ -258,15 +261,16 @@ export class CommissionClient {
   async waitForImport(importId: string, options: WaitOptions = {}): Promise<ImportRecord> {
     const timeoutMs = options.timeoutMs ?? 60_000
     const deadline = Date.now() + timeoutMs
-    // A read held up (a slow answer, a 429's wait) is abandoned at the deadline too.
-    const signal = AbortSignal.timeout(timeoutMs)
+    // A read held up (a slow answer, a 429's wait) is abandoned at the deadline too. A timeout of 0 or less reads
+    // once; one a timer cannot hold (over 2³¹ − 1 ms, or not finite) bounds nothing.
+    const signal = timeoutMs > 0 && timeoutMs <= MAX_TIMER_MS ? AbortSignal.timeout(Math.ceil(timeoutMs)) : undefined
     let pause = options.intervalMs ?? 250
     let last: ImportRecord | null = null
     for (;;) {
       try {
         last = (await this.getImport(importId, { signal })).data_import
       } catch (error) {
-        if (signal.aborted) throw new ImportTimeoutError(importId, timeoutMs, last)
+        if (signal?.aborted) throw new ImportTimeoutError(importId, timeoutMs, last)
         throw error
       }
       if (last.status === 'finished') return last

@@ -103,7 +103,7 @@ export class Transport {
     for (let rateRetries = 0, failures = 0; ;) {
       signal?.throwIfAborted()
       await this.#waitForSlot(signal)
-      const requestId = randomUUID()
+      const requestId = headerValue(apiRequest.headers, 'x-request-id') ?? randomUUID()
       let response: ApiResponse<Body>
       try {
         response = await this.#send<Body>(apiRequest, url, requestId)
@@ -113,7 +113,7 @@ export class Transport {
         // Its request id is the one to look for in the service's log (or the test kit's journal) to know.
         if ((!readOnly && !refusedBeforeSending(error)) || failures >= this.#retryAttempts)
           throw new ConnectionError(apiRequest.method, url.href, error, requestId)
-        await sleep(this.#retryDelayMs * 2 ** failures++, undefined, { signal })
+        await pause(this.#retryDelayMs * 2 ** failures++, signal)
         continue
       }
       if (response.status === 429) {
@@ -128,7 +128,7 @@ export class Transport {
         continue
       }
       if (readOnly && RETRYABLE_STATUSES.has(response.status) && failures < this.#retryAttempts) {
-        await sleep(this.#retryDelayMs * 2 ** failures++, undefined, { signal })
+        await pause(this.#retryDelayMs * 2 ** failures++, signal)
         continue
       }
       return response
@@ -164,7 +164,9 @@ export class Transport {
   }
 
   async #send<Body>(apiRequest: ApiRequest, url: URL, requestId: string): Promise<ApiResponse<Body>> {
-    const headers: Record<string, string> = { accept: 'application/json', 'x-request-id': requestId, ...apiRequest.headers }
+    // The caller's own X-Request-Id, when it gave one, is `requestId` already, under the name it chose.
+    const headers: Record<string, string> = { accept: 'application/json', ...apiRequest.headers }
+    if (headerValue(headers, 'x-request-id') === undefined) headers['x-request-id'] = requestId
     const key = apiRequest.apiKey === undefined ? this.#apiKey : apiRequest.apiKey
     if (key !== null) headers['x-api-key'] = key
     let payload: string | undefined
@@ -201,10 +203,24 @@ export class Transport {
       const now = Date.now()
       const at = Math.max(this.#nextSlot, this.#pausedUntil, now)
       if (at <= now) break
-      await sleep(at - now, undefined, { signal })
+      await pause(at - now, signal)
     }
     if (this.#spacingMs > 0) this.#nextSlot = Math.max(this.#nextSlot, Date.now()) + this.#spacingMs
   }
+}
+
+/** Waits `ms`; rejects with the signal's reason when it aborts first (as an aborted request does). */
+async function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  try {
+    await sleep(ms, undefined, { signal })
+  } catch (error) {
+    throw signal?.aborted ? signal.reason : error
+  }
+}
+
+/** A request header's value, whatever the case of its name. */
+function headerValue(headers: Record<string, string> | undefined, name: string): string | undefined {
+  return Object.entries(headers ?? {}).find(([key]) => key.toLowerCase() === name)?.[1]
 }
 
 function errorDetails<Body>(method: string, url: URL, response: ApiResponse<Body>) {

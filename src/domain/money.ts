@@ -8,14 +8,16 @@ export const roundToCents = (value: number): number => roundDecimal(value, 2)
  * decimal such as 1.005 is stored as the binary number nearest to it, 1.00499999999999989…, and times 100 comes out
  * under the half: a fraction within 4.5 × 10⁻¹⁶ of the scaled value under the half (two units of the last place,
  * more than that error can be) counts as the half, as a person computing by hand expects. That margin is capped at
- * a quarter: past about 10¹⁴ scaled, a whole number's own error (up to a sixth of a unit) would pass for a half.
+ * an eighth: past about 10¹⁴ scaled, where no decimal of 15 significant digits has a half to round any more, a
+ * whole number's own error would pass for a half. Cents are exact so up to about 2.25 × 10¹³; past it, the binary
+ * number holds no exact cents.
  */
 export function roundDecimal(value: number, decimals: number): number {
   const factor = 10 ** decimals
   const scaled = Math.abs(value) * factor
   if (!Number.isFinite(scaled)) return value
   const whole = Math.floor(scaled)
-  const halfReached = scaled - whole >= 0.5 - Math.min(scaled * 4.5e-16, 0.25)
+  const halfReached = scaled - whole >= 0.5 - Math.min(scaled * 4.5e-16, 0.125)
   const rounded = (halfReached ? whole + 1 : whole) / factor
   return value < 0 && rounded !== 0 ? -rounded : rounded
 }

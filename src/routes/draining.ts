@@ -42,8 +42,6 @@ export function stopWithTheApp(app: FastifyInstance): void {
  */
 export async function drain(app: FastifyInstance, ms: number): Promise<{ open: number }> {
   beginStopping(app)
-  // Before Fastify's own listener, so that the header is there whatever the route answers, and however soon.
-  app.server.prependListener('request', closeConnectionAfterAnswer)
   // The listener alone: http.Server#close would also close every idle connection. Fastify's close() later finds
   // it closed, which it allows, but then no longer waits for the connections: `connectionsEnded` does.
   Server.prototype.close.call(app.server)
@@ -60,18 +58,31 @@ export async function drain(app: FastifyInstance, ms: number): Promise<{ open: n
 export const connectionsEnded = (app: FastifyInstance): Promise<unknown> => stopping.get(app)?.connectionsEnded ?? Promise.resolve()
 
 function beginStopping(app: FastifyInstance): void {
+  if (stopping.has(app)) return
   // The server's `close` comes once it no longer listens and its last connection has ended.
-  if (!stopping.has(app)) stopping.set(app, { connectionsEnded: app.server.listening ? once(app.server, 'close') : Promise.resolve() })
+  stopping.set(app, { connectionsEnded: app.server.listening ? once(app.server, 'close') : Promise.resolve() })
+  closeConnectionsAfterTheirAnswer(app.server)
+}
+
+/**
+ * From now on, a request is answered with `Connection: close`, and one pipelined behind another answer is neither
+ * answered nor run (RFC 9112, 9.6): that answer closes the connection first, and the client sends it again.
+ */
+function closeConnectionsAfterTheirAnswer(server: FastifyInstance['server']): void {
+  const dispatch = server.listeners('request') as Array<(request: IncomingMessage, response: ServerResponse) => void>
+  server.removeAllListeners('request')
+  server.on('request', (request: IncomingMessage, response: ServerResponse) => {
+    // Node gives a response its socket once the answers before it on the connection are sent: none yet, it waits.
+    if (response.socket === null) return
+    response.setHeader('connection', 'close')
+    for (const listener of dispatch) listener.call(server, request, response)
+  })
 }
 
 function sweepIdleConnections(app: FastifyInstance): void {
   const sweep = setInterval(() => app.server.closeIdleConnections(), SWEEP_MS)
   sweep.unref()
   app.server.once('close', () => clearInterval(sweep))
-}
-
-function closeConnectionAfterAnswer(_request: IncomingMessage, response: ServerResponse): void {
-  response.setHeader('connection', 'close')
 }
 
 const openConnections = (app: FastifyInstance) =>

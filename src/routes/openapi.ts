@@ -34,7 +34,7 @@ const DESCRIPTIONS: Record<string, string> = {
   403: 'The company has not enabled the public API',
   404: 'Unknown route or id, or a sandbox id',
   408: 'Waited longer than the request allowed (`timeout_ms`): `resource` names what ran out',
-  413: 'Request body over the limit (`BODY_LIMIT_MB`, 32 MiB by default): `resource` is `body`',
+  413: 'Request body over the limit (`BODY_LIMIT_MB`, 32 MiB by default; 2 MiB for the user, attribution and archive calls): `resource` is `body` (`data` on those calls)',
   414: `A path parameter over ${MAX_PARAM_LENGTH} characters: \`resource\` is \`path\``,
   429: "Over the rate limit, or (upserts) the company's import queue is full: retry after `Retry-After` seconds",
   500: 'A fault of the service, logged with the request id',

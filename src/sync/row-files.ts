@@ -89,13 +89,19 @@ async function* ndjsonLines(path: string): AsyncGenerator<string> {
 /** A line as a file edited on Windows ends it. */
 const withoutCarriageReturn = (line: string) => (line.endsWith('\r') ? line.slice(0, -1) : line)
 
-/** Writes a file through a temporary one, renamed over it once complete. */
+/**
+ * Writes a file through a temporary one, renamed over it once complete. One that fails (a full disk) is removed, so
+ * as not to hold the room that others need.
+ */
 async function replaceFile(path: string, write: (out: FileHandle) => Promise<void>): Promise<void> {
   const temporary = `${path}.tmp`
   const out = await open(temporary, 'w')
   try {
     await write(out)
     await out.datasync()
+  } catch (error) {
+    rmSync(temporary, { force: true })
+    throw error
   } finally {
     await out.close()
   }

@@ -41,7 +41,6 @@ export function flagValue(raw: string | undefined): boolean {
   return raw === '1' || raw?.toLowerCase() === 'true'
 }
 
-/** `{data: [item]}`: the items are checked when the import runs, so that one bad item cannot hide the others. */
 /**
  * The route option of the calls whose body is `{data: [...]}` (users, attributions, archive): a body that is not
  * one at all (not JSON, not an object, missing, too large) is refused naming `data`, as the specification says
@@ -49,6 +48,7 @@ export function flagValue(raw: string | undefined): boolean {
  */
 export const DATA_BODY = { bodyResource: 'data' }
 
+/** `{data: [item]}`: the items are checked when the import runs, so that one bad item cannot hide the others. */
 export function bulkBodySchema(maxItems: number, description: string) {
   return Type.Object({ data: Type.Array(Type.Record(Type.String(), Type.Unknown()), { maxItems, description }) })
 }
