@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
+import pino from 'pino'
 import { setFlagsFromString } from 'node:v8'
 import { Value } from 'typebox/value'
 import { clockState, moveClock } from './admin/clock.ts'
@@ -21,7 +22,7 @@ import { type FixturePlan, FixturePlanSchema } from './fixtures/schema.ts'
 import { startServer } from './server.ts'
 import { composeImportWorker } from './imports/compose-worker.ts'
 import { startupFailure } from './startup-errors.ts'
-import { surviveClosedOutput } from './logger.ts'
+import { loggerOptions, surviveClosedOutput } from './logger.ts'
 import { openStore, storeDescription } from './store/open-store.ts'
 import { type ImportStatus, QUOTA_TYPES, type QuotaType } from './store/model.ts'
 import type { Store } from './store/port.ts'
@@ -274,8 +275,9 @@ const COMMANDS: Record<string, Command> = {
     const [subcommand] = positionals
     let listed
     if (subcommand === 'drain') {
-      // This command runs the imports itself, beside any worker on the store: it needs no server.
-      const worker = composeImportWorker({ store, clock, config })
+      // This command runs the imports itself, beside any worker on the store: it needs no server. What goes wrong in
+      // a run (an import failed on an internal error, whose reference its details give) is logged on stderr.
+      const worker = composeImportWorker({ store, clock, config, logger: stderrLogger(config) })
       try {
         listed = await drainImports(store, clock, worker, companyId, integerOption(options, 'timeout') ?? DEFAULT_DRAIN_TIMEOUT_MS)
       } finally {
@@ -348,6 +350,9 @@ CLIENT_COMMANDS.conformance = async (client, options) => {
   })
   return { json: checked, text: formatReport(checked), exitCode: checked.failed > 0 ? 1 : 0 }
 }
+
+/** The log of a command that runs imports: on stderr, warnings and errors only unless LOG_LEVEL asks for more. */
+const stderrLogger = (config: Config) => pino(loggerOptions(config.logLevel === 'info' ? 'warn' : config.logLevel), pino.destination(2))
 
 /** An error of the file system (a full disk, a directory that cannot be written), as Node reports them. */
 const fileSystemError = (error: unknown): error is NodeJS.ErrnoException =>

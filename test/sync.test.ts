@@ -1,4 +1,3 @@
-import { spawnSync } from 'node:child_process'
 import { appendFileSync, existsSync, readdirSync, readFileSync, rmSync, statfsSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { Writable } from 'node:stream'
@@ -15,27 +14,11 @@ import { collect, requestLines } from './helpers/client-support.ts'
 import { smallFixture } from './helpers/fixtures.ts'
 import { startCuttingProxy } from './helpers/cutting-proxy.ts'
 import { runCliAsync, spawnCli, tempDataDir } from './helpers/process.ts'
+import { fillLeaving, mountSmallDisk, SMALL_DISKS, SMALL_DISKS_NOTE, unmount } from './helpers/small-disk.ts'
 import { startTestServer, type TestServer } from './helpers/server.ts'
 
 const ADMIN_TOKEN = 'admin-token-for-the-sync-tests'
 const admin = { authorization: `Bearer ${ADMIN_TOKEN}` }
-
-/** A 512 KiB tmpfs to fill up; it throws where none can be mounted (that takes root). */
-function mountSmallDisk(): string {
-  const dir = tempDataDir()
-  const mounted = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=512k', 'tmpfs', dir])
-  if (mounted.status !== 0) throw new Error(`cannot mount a tmpfs on ${dir}: ${mounted.stderr}`)
-  return dir
-}
-
-const SMALL_DISKS = (() => {
-  try {
-    spawnSync('umount', [mountSmallDisk()])
-    return true
-  } catch {
-    return false
-  }
-})()
 
 const readNdjson = (path: string) =>
   readFileSync(path, 'utf8')
@@ -151,7 +134,7 @@ describe('sync: export every live structure, then only what changed', () => {
   })
 
   it.skipIf(!SMALL_DISKS)(
-    `on a disk that fills up, fails and leaves every file whole; a run with room again completes${SMALL_DISKS ? '' : ' (NOT RUN: a tmpfs cannot be mounted here, which needs root)'}`,
+    `on a disk that fills up, fails and leaves every file whole; a run with room again completes${SMALL_DISKS_NOTE}`,
     async () => {
       const disk = mountSmallDisk()
       try {
@@ -168,9 +151,7 @@ describe('sync: export every live structure, then only what changed', () => {
         })
         // Room for the run's partial file and state, and for part of the statements' file only: one write(2) of
         // it writes what fits and reports no error; the next one fails.
-        const { bavail, bsize } = statfsSync(disk)
-        const room = 3 * bsize + Math.floor(before.length / 2)
-        writeFileSync(join(disk, 'filler'), Buffer.alloc(bavail * bsize - room))
+        fillLeaving(disk, 3 * statfsSync(disk).bsize + Math.floor(before.length / 2))
 
         await expect(syncStructures(client, { outDir: out, format: 'csv' })).rejects.toMatchObject({ code: 'ENOSPC' })
         expect(readFileSync(file, 'utf8')).toBe(before)
@@ -183,7 +164,7 @@ describe('sync: export every live structure, then only what changed', () => {
         expect(merged.length - 1).toBe(rows.length)
         expect(merged[3][merged[0].indexOf('standard.total_commission.value')]).toBe('4242')
       } finally {
-        spawnSync('umount', [disk])
+        unmount(disk)
       }
     },
   )
@@ -337,22 +318,19 @@ const row = (id: string, value: number) => ({ 'standard.id': id, 'standard.value
 /** A row of about 120 KB in UTF-8, which spans reads of 64 KiB, holding U+2028. */
 const longRow = (id: string) => ({ 'standard.id': id, 'datatable.note': `${id}\u2028`.repeat(30_000) })
 
-describe.skipIf(!SMALL_DISKS)(
-  `a file written durably on a disk that fills up${SMALL_DISKS ? '' : ' (NOT RUN: a tmpfs cannot be mounted here, which needs root)'}`,
-  () => {
-    it('fails, rather than leaving the part that fitted as if it were the whole (the sync state, the demo key)', () => {
-      const disk = mountSmallDisk()
-      try {
-        const { bavail, bsize } = statfsSync(disk)
-        writeFileSync(join(disk, 'filler'), Buffer.alloc((bavail - 1) * bsize))
-        expect(() => writeDurably(join(disk, 'state.json'), 'x'.repeat(3 * bsize))).toThrow(expect.objectContaining({ code: 'ENOSPC' }))
-        expect(existsSync(join(disk, 'state.json'))).toBe(false)
-      } finally {
-        spawnSync('umount', [disk])
-      }
-    })
-  },
-)
+describe.skipIf(!SMALL_DISKS)(`a file written durably on a disk that fills up${SMALL_DISKS_NOTE}`, () => {
+  it('fails, rather than leaving the part that fitted as if it were the whole (the sync state, the demo key)', () => {
+    const disk = mountSmallDisk()
+    try {
+      const { bsize } = statfsSync(disk)
+      fillLeaving(disk, bsize)
+      expect(() => writeDurably(join(disk, 'state.json'), 'x'.repeat(3 * bsize))).toThrow(expect.objectContaining({ code: 'ENOSPC' }))
+      expect(existsSync(join(disk, 'state.json'))).toBe(false)
+    } finally {
+      unmount(disk)
+    }
+  })
+})
 
 describe('sync files', () => {
   it('a merge replaces changed rows in place and appends new ones, in NDJSON and CSV', async () => {

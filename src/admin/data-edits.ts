@@ -15,7 +15,7 @@ import type {
 } from '../store/model.ts'
 import type { Store } from '../store/port.ts'
 import type { CommissionLineChanges, QuotaValueChanges, StatementChanges } from '../store/admin-edits.ts'
-import { renderStatementRows, renderStatements } from '../v2/statement-texts.ts'
+import { renderStatementRows, renderStatementsAhead } from '../v2/statement-texts.ts'
 import { checkPlanMetrics } from '../fixtures/plan-definitions.ts'
 import { existingCompany } from './company-admin.ts'
 
@@ -211,7 +211,7 @@ export async function reviseStructure(
     ...(edit.fields === undefined ? {} : { field_keys: edit.fields }),
   }
   const changed = found(await store.adminEdits.updateStructure(company, structure.id, changes), 'reporting_structure', id)
-  await renderStatements(store, company)
+  await renderStatementsAhead(store, company)
   return changed
 }
 
@@ -251,6 +251,6 @@ export async function reviseMetric(store: Store, clock: Clock, companyId: string
     'custom_metric',
     apiKey,
   )
-  await renderStatements(store, company)
+  await renderStatementsAhead(store, company)
   return changed
 }

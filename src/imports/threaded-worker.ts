@@ -2,7 +2,7 @@ import { EventEmitter } from 'node:events'
 import { Worker } from 'node:worker_threads'
 import type { Config } from '../config.ts'
 import type { DataImport, ImportPayload } from '../store/model.ts'
-import { ImportQueueFullError, type Store, StoreBusyError, StoreUpgradedError } from '../store/port.ts'
+import { ImportQueueFullError, type Store, StoreBusyError, StoreFullError, StoreUpgradedError } from '../store/port.ts'
 import type { WorkerLogger } from './worker.ts'
 
 /** What the HTTP thread gives the import worker's thread. */
@@ -20,7 +20,7 @@ export interface EnqueueCall {
 
 /** How an enqueue ended in the worker's thread: the import joined, a full queue, or a failure. */
 export type EnqueueOutcome =
-  { import: DataImport } | { queuedBytes: number } | { busy: string } | { upgraded: string } | { failure: string }
+  { import: DataImport } | { queuedBytes: number } | { busy: string } | { full: string } | { upgraded: string } | { failure: string }
 
 /** Messages from the HTTP thread to the worker's thread. */
 export type ToWorkerThread = { type: 'stop' } | { type: 'wake' } | { type: 'enqueue'; call: number; enqueue: EnqueueCall }
@@ -177,6 +177,7 @@ export class ThreadedImportWorker extends EventEmitter<{ finished: [DataImport] 
     if ('import' in outcome) pending.resolve(outcome.import)
     else if ('queuedBytes' in outcome) pending.reject(new ImportQueueFullError(outcome.queuedBytes))
     else if ('busy' in outcome) pending.reject(new StoreBusyError(outcome.busy))
+    else if ('full' in outcome) pending.reject(new StoreFullError(outcome.full))
     else if ('upgraded' in outcome) pending.reject(new StoreUpgradedError(outcome.upgraded))
     else pending.reject(new Error(`the import worker thread could not store the payload: ${outcome.failure}`))
   }

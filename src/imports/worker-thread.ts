@@ -11,7 +11,7 @@ import { getPriority, setPriority } from 'node:os'
 import { parentPort, workerData } from 'node:worker_threads'
 import pino from 'pino'
 import { startServer } from '../server.ts'
-import { ImportQueueFullError, type Store, StoreBusyError, StoreUpgradedError } from '../store/port.ts'
+import { ImportQueueFullError, type Store, StoreBusyError, StoreFullError, StoreUpgradedError } from '../store/port.ts'
 import type { EnqueueCall, EnqueueOutcome, FromWorkerThread, ToWorkerThread, WorkerThreadData } from './threaded-worker.ts'
 import type { WorkerLogger } from './worker.ts'
 
@@ -64,6 +64,7 @@ async function enqueue(store: Store, call: number, { fresh, payload, now, maxQue
     outcome = { import: await store.imports.enqueue(fresh, payload, now, maxQueuedBytes) }
   } catch (error) {
     if (error instanceof ImportQueueFullError) outcome = { queuedBytes: error.queuedBytes }
+    else if (error instanceof StoreFullError) outcome = { full: error.message }
     else if (error instanceof StoreBusyError) outcome = { busy: error.message }
     else if (error instanceof StoreUpgradedError) outcome = { upgraded: error.message }
     else {

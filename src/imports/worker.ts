@@ -3,7 +3,7 @@ import { EventEmitter } from 'node:events'
 import { hostname } from 'node:os'
 import type { Clock } from '../clock.ts'
 import type { DataImport } from '../store/model.ts'
-import { type Store, StoreBusyError, StoreUpgradedError } from '../store/port.ts'
+import { type Store, StoreBusyError, StoreFullError, StoreUpgradedError } from '../store/port.ts'
 import { failClaimedImport, runClaimedImport } from './run-import.ts'
 
 /** The little of a pino logger the worker uses. */
@@ -34,7 +34,10 @@ export interface ImportWorkerEvents {
   lost: [DataImport]
   /** The worker stopped during a run: it handed the import back to `scheduled`, for another worker to take at once. */
   handedBack: [DataImport]
-  /** The store was busy (StoreBusyError): the run wrote nothing, and the import is handed back to run again. */
+  /**
+   * The store was busy (StoreBusyError): the run wrote nothing, and the import is handed back to run again; or its
+   * disk was full (StoreFullError): the import is left to its lease, and run again once it expires.
+   */
   postponed: [DataImport]
   /** The import's company was deleted (a call stored while it was): the import was finished, never applied. */
   discarded: [DataImport]
@@ -85,7 +88,7 @@ export class ImportWorker extends EventEmitter<ImportWorkerEvents> {
   /** A `wake()` came while the worker was not waiting: it looks again before it waits. */
   #woken = false
   /** The kind of store error the last poll met (said once per spell, until a poll gets through), or null. */
-  #storeTrouble: 'busy' | 'upgraded' | null = null
+  #storeTrouble: 'busy' | 'full' | 'upgraded' | null = null
 
   constructor(options: ImportWorkerOptions) {
     super()
@@ -210,6 +213,13 @@ export class ImportWorker extends EventEmitter<ImportWorkerEvents> {
       // Nothing can be written by this version any more, the import's failure neither: a worker of the new version
       // takes the import over once its lease expires.
       if (error instanceof StoreUpgradedError) throw error
+      if (error instanceof StoreFullError) {
+        // Nothing was written; handed back, it would be claimed and refused again at every poll. Left claimed, it is
+        // run again once its lease expires, never refused for it however long the disk stays full: its payloads wait.
+        this.#logger.error({ ...log, err: error }, "import postponed: the store's disk is full; it runs again once its lease expires")
+        this.emit('postponed', claimed)
+        return true
+      }
       if (error instanceof StoreBusyError && (await this.#busyRunsBefore(claimed)) + 1 < BUSY_ATTEMPTS) {
         // Nothing was written, and the same run may succeed later: the import waits, its payloads kept.
         this.#logger.warn({ ...log, err: error }, 'import postponed: the store was busy; it runs again')
@@ -242,10 +252,19 @@ export class ImportWorker extends EventEmitter<ImportWorkerEvents> {
         // Another process holding the write lock past the wait (a long import or reset) is not a failure of ours, and
         // a store a newer version migrated is not either: each is said once per spell, as the polls that find it so
         // follow each other every IMPORT_POLL_MS.
-        const trouble = error instanceof StoreUpgradedError ? 'upgraded' : error instanceof StoreBusyError ? 'busy' : null
+        const trouble =
+          error instanceof StoreUpgradedError
+            ? 'upgraded'
+            : error instanceof StoreFullError
+              ? 'full'
+              : error instanceof StoreBusyError
+                ? 'busy'
+                : null
         if (trouble === null) this.#logger.error({ err: error }, 'import worker: polling failed')
         else if (trouble !== this.#storeTrouble) {
           if (trouble === 'busy') this.#logger.warn({ err: error }, 'import worker: the store is busy; polling on until it is free')
+          else if (trouble === 'full')
+            this.#logger.error({ err: error }, "import worker: the store's disk is full; polling on until there is room")
           else
             this.#logger.error(
               { err: error },

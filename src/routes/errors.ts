@@ -10,7 +10,7 @@ import {
   UnauthorizedError,
   ValidationError,
 } from '../errors.ts'
-import { StoreBusyError, StoreUpgradedError } from '../store/port.ts'
+import { StoreBusyError, StoreFullError, StoreUpgradedError } from '../store/port.ts'
 import { trackRouteMethods } from './method-not-allowed.ts'
 import type { ValidationErrorBody } from './schemas.ts'
 
@@ -18,6 +18,25 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** What a 400 or 413 of the route calls its body as a whole (`DATA_BODY` of v1's `{data}` calls); `body` by default. */
     bodyResource?: string
+  }
+}
+
+/** How long a client is asked to wait when the store's disk is full: room is made by an operator, not in a second. */
+const FULL_DISK_RETRY_AFTER_SECONDS = 30
+
+/** A full disk refuses every write until there is room: said once a minute, not once a request. */
+const fullDiskReported = onceEvery(60_000)
+
+/** Due at the first call, then at most once every `ms`. */
+function onceEvery(ms: number): { due(): boolean } {
+  let last = Number.NEGATIVE_INFINITY
+  return {
+    due() {
+      const now = performance.now()
+      if (now - last < ms) return false
+      last = now
+      return true
+    },
   }
 }
 
@@ -101,6 +120,13 @@ export function registerErrorHandling(app: FastifyInstance): NotFoundHandler {
         .send({ message: error.message, type: 'TooManyRequestsError' })
     }
     if (error instanceof ServiceUnavailableError) return reply.code(503).send({ message: error.message, type: 'ServiceUnavailableError' })
+    if (error instanceof StoreFullError) {
+      if (fullDiskReported.due()) request.log.error({ err: error }, "the store's disk is full: writes are refused until there is room")
+      return reply.code(503).header('retry-after', FULL_DISK_RETRY_AFTER_SECONDS).send({
+        message: "The service's disk is full; nothing was done: try again once its operator has made room",
+        type: 'ServiceUnavailableError',
+      })
+    }
     if (error instanceof StoreBusyError) {
       request.log.warn({ err: error }, 'the store was busy')
       return reply

@@ -483,6 +483,15 @@ export class StoreBusyError extends Error {
 }
 
 /**
+ * The store's disk is full, and it wrote nothing of the transaction (SQLite's SQLITE_FULL). A StoreBusyError, for
+ * it passes once an operator makes room: a request is answered 503, the rate limit counts in the instance alone,
+ * and an import waits, however long that lasts (it is never refused for it: a payload answered 200 is kept).
+ */
+export class StoreFullError extends StoreBusyError {
+  override name = 'StoreFullError'
+}
+
+/**
  * The store was migrated by a newer version of the service than this one, which wrote nothing: this version
  * would read and write it by a schema it no longer has. An instance started before an upgrade gets it on its
  * next write (its imports are left for a worker of the new version) and reports itself not ready, until it is

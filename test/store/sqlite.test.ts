@@ -2,10 +2,11 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import type { Store } from '../../src/store/port.ts'
+import { type Store, StoreFullError } from '../../src/store/port.ts'
 import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.ts'
 import { aCompany, aUser } from './builders.ts'
 import { type StoreAdapter, storeContract } from './contract.ts'
+import { fillLeaving, mountSmallDisk, SMALL_DISKS, SMALL_DISKS_NOTE, unmount } from '../helpers/small-disk.ts'
 
 const directories = new Map<Store, string>()
 
@@ -137,6 +138,35 @@ describe('sqlite (file), adapter only', () => {
     await writing
     expect(await waiter.companies.get(first.id)).toStrictEqual(first)
     expect(await waiter.companies.get(second.id)).toStrictEqual(second)
+  })
+})
+
+describe.skipIf(!SMALL_DISKS)(`sqlite on a disk that fills up${SMALL_DISKS_NOTE}`, () => {
+  it('refuses a write with StoreFullError, in a transaction or not, writing nothing of it; writes again once there is room', async () => {
+    const disk = mountSmallDisk('16m')
+    const store = openSqliteStore(join(disk, 'db.sqlite'))
+    try {
+      const company = aCompany()
+      await store.companies.insert(company)
+      const many = (prefix: string) =>
+        Array.from({ length: 400 }, (_, index) => aUser(company.id, { email: `${prefix}${index}@acme.example`, name: 'x'.repeat(10_000) }))
+      const filler = fillLeaving(disk, 0)
+      await expect(store.users.save(company.id, many('alone'))).rejects.toBeInstanceOf(StoreFullError)
+      // Inside a transaction, SQLite rolls the whole of it back itself: the error says why, not that its savepoint is gone.
+      const inTransaction = store.transaction(async (tx) => {
+        await tx.users.save(company.id, many('inside'))
+      })
+      await expect(inTransaction).rejects.toBeInstanceOf(StoreFullError)
+      await expect(inTransaction).rejects.toThrow(/disk is full/)
+      expect(await store.users.count(company.id)).toBe(0)
+
+      rmSync(filler)
+      await store.users.save(company.id, many('later'))
+      expect(await store.users.count(company.id)).toBe(400)
+    } finally {
+      await store.close()
+      unmount(disk)
+    }
   })
 })
 

@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { DatabaseSync, type SQLInputValue, type SQLOutputValue, type StatementSync } from 'node:sqlite'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { StoreBusyError, StoreUpgradedError } from '../port.ts'
+import { StoreBusyError, StoreFullError, StoreUpgradedError } from '../port.ts'
 import { asStoreError } from '../shared/conflicts.ts'
 import { SerialQueue } from '../shared/serial-queue.ts'
 import { MIGRATIONS } from './migrations.ts'
@@ -167,9 +167,13 @@ export class SqliteConnection {
             writer.db.exec('RELEASE write')
             return result
           } catch (error) {
-            writer.db.exec('ROLLBACK TO write')
-            writer.db.exec('RELEASE write')
-            throw asStoreError(error, isUniqueViolation)
+            // On some errors (a full disk) SQLite has rolled the whole transaction back itself, savepoint included:
+            // then there is nothing to roll back to, and the error that did it is the one to report.
+            if (writer.db.isTransaction) {
+              writer.db.exec('ROLLBACK TO write')
+              writer.db.exec('RELEASE write')
+            }
+            throw asSqliteStoreError(error)
           }
         },
       }
@@ -181,7 +185,7 @@ export class SqliteConnection {
         return result
       } catch (error) {
         if (writer.db.isTransaction) writer.db.exec('ROLLBACK')
-        throw error
+        throw asSqliteStoreError(error)
       }
     })
   }
@@ -282,14 +286,33 @@ export class SqliteConnection {
       return result
     } catch (error) {
       if (db.isTransaction) db.exec('ROLLBACK')
-      throw asStoreError(error, isUniqueViolation)
+      throw asSqliteStoreError(error)
     }
   }
+}
+
+/**
+ * SQLite's error as the port states it: a broken uniqueness rule is StoreConflictError, a full disk (SQLITE_FULL)
+ * StoreFullError, each with SQLite's error as its cause; any other error is kept.
+ */
+export function asSqliteStoreError(error: unknown): unknown {
+  if (sqliteCode(error) === SQLITE_FULL)
+    return new StoreFullError(`the SQLite store's disk is full: ${(error as Error).message}`, { cause: error })
+  return asStoreError(error, isUniqueViolation)
 }
 
 /** A unique index or primary key refused a write. */
 function isUniqueViolation(error: unknown): boolean {
   return error instanceof Error && /UNIQUE constraint failed/.test(error.message)
+}
+
+const SQLITE_BUSY = 5
+const SQLITE_FULL = 13
+
+/** SQLite's primary result code of an error (its extended codes carry it in their low byte); null for another error. */
+function sqliteCode(error: unknown): number | null {
+  const code = (error as { errcode?: unknown } | null)?.errcode
+  return typeof code === 'number' ? code & 0xff : null
 }
 
 /**
@@ -312,8 +335,7 @@ export async function retriedWhileLocked<T>(attempt: () => T, timeoutMs: number,
 
 /** SQLITE_BUSY (or one of its extended codes): another connection holds the lock. */
 function isBusy(error: unknown): boolean {
-  const code = (error as { errcode?: unknown } | null)?.errcode
-  return typeof code === 'number' && (code & 0xff) === 5
+  return sqliteCode(error) === SQLITE_BUSY
 }
 
 function schemaVersion(db: DatabaseSync): number {

@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs'
 import { dirname } from 'node:path'
 import { DatabaseSync, type StatementSync } from 'node:sqlite'
 import type { RateLimitRepository, RateSubjectKey, RateWindow } from '../port.ts'
-import { retriedWhileLocked } from './connection.ts'
+import { asSqliteStoreError, retriedWhileLocked } from './connection.ts'
 
 /** Closed windows are deleted at most this often (store time), so that the table stays small. */
 const PURGE_EVERY_MS = 60_000
@@ -64,6 +64,7 @@ export class SqliteRateLimits implements RateLimitRepository {
 
   async hit(subject: RateSubjectKey, windowMs: number, now: Date, count = 1): Promise<RateWindow> {
     const at = now.getTime()
+    // A full disk is StoreFullError, a StoreBusyError: the batched counts then count in this instance alone.
     const row = await retriedWhileLocked(
       () => {
         this.#purgeClosed(at)
@@ -74,7 +75,9 @@ export class SqliteRateLimits implements RateLimitRepository {
       },
       HIT_LOCK_WAIT_MS,
       "the rate-limit counters' write lock",
-    )
+    ).catch((error: unknown) => {
+      throw asSqliteStoreError(error)
+    })
     return { hits: row.hits, resetsAt: new Date(row.resets_at).toISOString() }
   }
 
