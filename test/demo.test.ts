@@ -414,12 +414,31 @@ describe('the demo company of a first start', () => {
       const failingAfterTheCommit: Store = {
         ...store,
         transaction: (work, options) =>
-          transactions++ === 0 ? store.transaction(work, options) : Promise.reject(new StoreBusyError('another writer held the lock')),
+          transactions++ === 0 ? store.transaction(work, options) : Promise.reject(new Error('a fault of ours while rendering')),
       }
-      await expect(ensureDemoCompany(failingAfterTheCommit, new ManualClock(), dataDir)).rejects.toThrow(StoreBusyError)
+      await expect(ensureDemoCompany(failingAfterTheCommit, new ManualClock(), dataDir)).rejects.toThrow('a fault of ours while rendering')
       expect(await store.companies.list()).toHaveLength(1)
 
       expect(await ensureDemoCompany(store, new ManualClock(), dataDir)).toEqual({ kind: 'existing', keyFile: demoKeyFile(dataDir) })
+      const secret = readFileSync(demoKeyFile(dataDir), 'utf8').trim()
+      expect(await store.apiKeys.findByHash(hashApiKey(secret))).not.toBeNull()
+    } finally {
+      await store.close()
+    }
+  })
+
+  it('creates the demo company, key file included, when its statements cannot be rendered ahead for a busy or full store', async () => {
+    const dataDir = tempDataDir()
+    const store = openSqliteStore(join(dataDir, 'commission-api.sqlite'))
+    try {
+      let transactions = 0
+      const busyAfterTheCommit: Store = {
+        ...store,
+        transaction: (work, options) =>
+          transactions++ === 0 ? store.transaction(work, options) : Promise.reject(new StoreBusyError('another writer held the lock')),
+      }
+      const created = await ensureDemoCompany(busyAfterTheCommit, new ManualClock(), dataDir)
+      expect(created.kind).toBe('created')
       const secret = readFileSync(demoKeyFile(dataDir), 'utf8').trim()
       expect(await store.apiKeys.findByHash(hashApiKey(secret))).not.toBeNull()
     } finally {
