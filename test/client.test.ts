@@ -277,6 +277,7 @@ describe('the client against a service that stalls or cuts off', () => {
       const readOnce = await client.waitForImport('0123456789abcdef01234567', { timeoutMs: 0 }).catch((caught: unknown) => caught)
       expect(readOnce).toBeInstanceOf(ImportTimeoutError)
       expect((readOnce as ImportTimeoutError).last).toMatchObject({ status: 'started' })
+      await expect(client.waitForImport('0123456789abcdef01234567', { timeoutMs: Number.NaN })).rejects.toThrow(RangeError)
       for (const timeoutMs of [2 ** 31, Number.POSITIVE_INFINITY, 1500.5]) {
         reads = 0
         expect(await client.waitForImport('0123456789abcdef01234567', { timeoutMs, intervalMs: 10 })).toMatchObject({ status: 'finished' })

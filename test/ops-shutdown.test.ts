@@ -1,8 +1,11 @@
 import { once } from 'node:events'
+import { randomBytes } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
 import { openConnection, refusesConnections } from './helpers/raw-http.ts'
 import { runCli, type ServerProcess, startServerProcess, tempDataDir } from './helpers/process.ts'
 import { call } from './helpers/server.ts'
+import { smallFixture } from './helpers/fixtures.ts'
+import { finishedImport } from './helpers/operations.ts'
 
 const ADMIN_TOKEN = 'shutdown-test-admin-token'
 const FIXTURE = JSON.stringify({ company: { name: 'In flight', default_currency: 'EUR' }, users: [{ email: 'ann@in-flight.example' }] })
@@ -162,6 +165,68 @@ describe('graceful shutdown of a real server process', () => {
     expect(await exitCode(server)).toBe(0)
     const companies = JSON.parse(runCli(['companies', '--json'], { DATA_DIR: dataDir }).stdout) as Array<{ name: string }>
     expect(companies.map((company) => company.name)).toEqual(['In flight'])
+  })
+
+  it('sends a large answer ended before the stop whole, to a client that reads it slowly', async () => {
+    const { server, port } = await started({ DATA_DIR: tempDataDir(), LOG_LEVEL: 'info' })
+    const created = await call(`http://127.0.0.1:${port}/admin/companies`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+      body: smallFixture('Large'),
+    })
+    const key = created.body.api_key as string
+    const records = Array.from({ length: 2000 }, (_, index) => ({ deal_id: `L-${index}`, deal_name: `${'x'.repeat(8000)} ${index}` }))
+    const upsert = await call(`http://127.0.0.1:${port}/v1/tables/deals/records/bulk`, { method: 'POST', key, body: records })
+    await finishedImport(`http://127.0.0.1:${port}`, key, upsert.body.import_id)
+
+    // A page of about 16 MB, asked for and not read: most of it waits in the server's buffers once it has ended.
+    const reader = await openConnection(port)
+    reader.socket.pause()
+    reader.socket.write(`GET /v1/tables/deals/records?limit=2000 HTTP/1.1\r\nHost: localhost\r\nX-API-Key: ${key}\r\n\r\n`)
+    await new Promise((resolve) => setTimeout(resolve, 1500))
+    server.child.kill('SIGTERM')
+    await server.waitFor(/"msg":"shutting down"/)
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    reader.socket.resume()
+    await once(reader.socket, 'close')
+
+    const received = Buffer.from(reader.received(), 'latin1')
+    const headerEnd = received.indexOf('\r\n\r\n')
+    const length = Number(/\r\ncontent-length: (\d+)\r\n/i.exec(received.subarray(0, headerEnd).toString())?.[1])
+    expect(length).toBeGreaterThan(16_000_000)
+    expect(received.length - headerEnd - 4).toBe(length)
+    expect(await exitCode(server)).toBe(0)
+  })
+
+  it('answers a request pipelined behind an answer that was being sent, kept alive, when the stop began', async () => {
+    const { server, port } = await started({ DATA_DIR: tempDataDir(), LOG_LEVEL: 'info' })
+    const created = await call(`http://127.0.0.1:${port}/admin/companies`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+      body: smallFixture('Streamed'),
+    })
+    const key = created.body.api_key as string
+    // Text that does not compress: the gzip answer is streamed for as long as the client does not read it.
+    const records = Array.from({ length: 2000 }, (_, index) => ({ deal_id: `S-${index}`, deal_name: randomBytes(3000).toString('base64') }))
+    const upsert = await call(`http://127.0.0.1:${port}/v1/tables/deals/records/bulk`, { method: 'POST', key, body: records })
+    await finishedImport(`http://127.0.0.1:${port}`, key, upsert.body.import_id)
+
+    const reader = await openConnection(port)
+    reader.socket.pause()
+    reader.socket.write(
+      `GET /v1/tables/deals/records?limit=2000 HTTP/1.1\r\nHost: localhost\r\nX-API-Key: ${key}\r\nAccept-Encoding: gzip\r\n\r\n`,
+    )
+    await new Promise((resolve) => setTimeout(resolve, 1500))
+    server.child.kill('SIGTERM')
+    await server.waitFor(/"msg":"shutting down"/)
+    // Pipelined once the stop has begun, behind the answer still being sent (its headers said keep-alive).
+    reader.socket.write('GET /health/live HTTP/1.1\r\nHost: localhost\r\n\r\n')
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    reader.socket.resume()
+    await once(reader.socket, 'close')
+    // The second answer came, after the first, and closed the connection.
+    expect(reader.received()).toMatch(/HTTP\/1\.1 200 [\s\S]*HTTP\/1\.1 200 [\s\S]*\r\nconnection: close\r\n[\s\S]*\{"status":"ok"\}$/i)
+    expect(await exitCode(server)).toBe(0)
   })
 
   it('exits with 1 when the requests in flight outlast SHUTDOWN_TIMEOUT_MS', async () => {

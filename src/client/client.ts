@@ -260,6 +260,8 @@ export class CommissionClient {
   /** Reads an import until it is finished, pausing longer each time; its `error` tells the outcome. */
   async waitForImport(importId: string, options: WaitOptions = {}): Promise<ImportRecord> {
     const timeoutMs = options.timeoutMs ?? 60_000
+    // NaN (a variable left unset, read as a number) would poll every millisecond for good.
+    if (Number.isNaN(timeoutMs)) throw new RangeError('waitForImport: timeoutMs is not a number')
     const deadline = Date.now() + timeoutMs
     // A read held up (a slow answer, a 429's wait) is abandoned at the deadline too. A timeout of 0 or less reads
     // once; one a timer cannot hold (over 2³¹ − 1 ms, or not finite) bounds nothing.

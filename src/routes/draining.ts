@@ -1,6 +1,6 @@
 import { once } from 'node:events'
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import { Server } from 'node:net'
+import { Server, type Socket } from 'node:net'
 import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { FastifyInstance } from 'fastify'
@@ -18,12 +18,27 @@ export const isStopping = (app: FastifyInstance): boolean => stopping.has(app)
  * How an instance stops, with or without a drain: from the start of its `close()`, every answer closes its
  * connection, including those of the requests already in flight (Node otherwise keeps their connection open, idle,
  * and the stop waited for it until SHUTDOWN_TIMEOUT_MS ran out); a connection left idle by an answer that had
- * already started is closed within `SWEEP_MS`.
+ * already started is closed within `SWEEP_MS`. Node's own `closeIdleConnections` (which `server.close()` calls)
+ * also takes a connection whose answer has ended but is still being sent, and cut a large answer short: it runs
+ * only when no connection is sending.
  */
 export function stopWithTheApp(app: FastifyInstance): void {
+  const connections = new Set<Socket>()
+  app.server.on('connection', (socket: Socket) => {
+    connections.add(socket)
+    socket.once('close', () => connections.delete(socket))
+  })
+  const closeIdleConnections = app.server.closeIdleConnections.bind(app.server)
+  const closeIdle = () => {
+    for (const socket of connections) if (isSending(socket)) return
+    closeIdleConnections()
+  }
+  app.server.closeIdleConnections = closeIdle
   app.addHook('preClose', async () => {
     beginStopping(app)
-    sweepIdleConnections(app)
+    const sweep = setInterval(closeIdle, SWEEP_MS)
+    sweep.unref()
+    app.server.once('close', () => clearInterval(sweep))
   })
   // A callback, not an async function: it runs on every answer, and a promise a request costs more than the check.
   app.addHook('onSend', (_request, reply, payload, done) => {
@@ -65,25 +80,30 @@ function beginStopping(app: FastifyInstance): void {
 }
 
 /**
- * From now on, a request is answered with `Connection: close`, and one pipelined behind another answer is neither
- * answered nor run (RFC 9112, 9.6): that answer closes the connection first, and the client sends it again.
+ * From now on, a request is answered with `Connection: close`. One pipelined behind another answer runs only once
+ * Node gives it the connection (`socket`): when the answer before it closes the connection, it is neither answered
+ * nor run (RFC 9112, 9.6), and the client sends it again.
  */
 function closeConnectionsAfterTheirAnswer(server: FastifyInstance['server']): void {
-  const dispatch = server.listeners('request') as Array<(request: IncomingMessage, response: ServerResponse) => void>
+  const listeners = server.listeners('request') as Array<(request: IncomingMessage, response: ServerResponse) => void>
   server.removeAllListeners('request')
-  server.on('request', (request: IncomingMessage, response: ServerResponse) => {
-    // Node gives a response its socket once the answers before it on the connection are sent: none yet, it waits.
-    if (response.socket === null) return
+  const dispatch = (request: IncomingMessage, response: ServerResponse) => {
     response.setHeader('connection', 'close')
-    for (const listener of dispatch) listener.call(server, request, response)
+    for (const listener of listeners) listener.call(server, request, response)
+  }
+  server.on('request', (request: IncomingMessage, response: ServerResponse) => {
+    if (response.socket === null) response.once('socket', () => dispatch(request, response))
+    else dispatch(request, response)
   })
 }
 
-function sweepIdleConnections(app: FastifyInstance): void {
-  const sweep = setInterval(() => app.server.closeIdleConnections(), SWEEP_MS)
-  sweep.unref()
-  app.server.once('close', () => clearInterval(sweep))
+/** An answer on the connection (Node's `_httpMessage`, ended or not) has bytes still waiting to be sent. */
+function isSending(socket: Socket): boolean {
+  return (socket as unknown as Record<string, unknown>)[ANSWER_UNDER_WAY] != null && socket.writableLength > 0
 }
+
+/** Node's field of a connection for the answer under way on it: not public, but what its `closeIdleConnections` reads. */
+const ANSWER_UNDER_WAY = '_httpMessage'
 
 const openConnections = (app: FastifyInstance) =>
   new Promise<number>((resolve, reject) => app.server.getConnections((error, count) => (error ? reject(error) : resolve(count))))
