@@ -179,11 +179,12 @@ describe('graceful shutdown of a real server process', () => {
     const upsert = await call(`http://127.0.0.1:${port}/v1/tables/deals/records/bulk`, { method: 'POST', key, body: records })
     await finishedImport(`http://127.0.0.1:${port}`, key, upsert.body.import_id)
 
-    // A page of about 16 MB, asked for and not read: most of it waits in the server's buffers once it has ended.
+    // A page of about 16 MB, read no further once its headers came: the answer has ended (it is sent whole), and most of
+    // it waits in the server's buffers.
     const reader = await openConnection(port)
-    reader.socket.pause()
     reader.socket.write(`GET /v1/tables/deals/records?limit=2000 HTTP/1.1\r\nHost: localhost\r\nX-API-Key: ${key}\r\n\r\n`)
-    await new Promise((resolve) => setTimeout(resolve, 1500))
+    await reader.waitFor('\r\n\r\n')
+    reader.socket.pause()
     server.child.kill('SIGTERM')
     await server.waitFor(/"msg":"shutting down"/)
     await new Promise((resolve) => setTimeout(resolve, 300))
@@ -211,12 +212,14 @@ describe('graceful shutdown of a real server process', () => {
     const upsert = await call(`http://127.0.0.1:${port}/v1/tables/deals/records/bulk`, { method: 'POST', key, body: records })
     await finishedImport(`http://127.0.0.1:${port}`, key, upsert.body.import_id)
 
+    // Read no further once its headers came (keep-alive, before the stop): the rest is still to be sent.
     const reader = await openConnection(port)
-    reader.socket.pause()
     reader.socket.write(
       `GET /v1/tables/deals/records?limit=2000 HTTP/1.1\r\nHost: localhost\r\nX-API-Key: ${key}\r\nAccept-Encoding: gzip\r\n\r\n`,
     )
-    await new Promise((resolve) => setTimeout(resolve, 1500))
+    await reader.waitFor('\r\n\r\n')
+    reader.socket.pause()
+    expect(reader.received()).toMatch(/\r\nconnection: keep-alive\r\n/i)
     server.child.kill('SIGTERM')
     await server.waitFor(/"msg":"shutting down"/)
     // Pipelined once the stop has begun, behind the answer still being sent (its headers said keep-alive).
