@@ -10,7 +10,7 @@ import { composeImportWorker } from './imports/compose-worker.ts'
 import { storeEnqueuingThrough, ThreadedImportWorker } from './imports/threaded-worker.ts'
 import type { ImportWorker, WorkerLogger } from './imports/worker.ts'
 import { listeningUrl } from './routes/base-url.ts'
-import { connectionsEnded, drain } from './routes/draining.ts'
+import { drain } from './routes/draining.ts'
 import { closeGracefullyOnSignals } from './shutdown.ts'
 import { openStore, storeDescription } from './store/open-store.ts'
 import type { Store } from './store/port.ts'
@@ -161,11 +161,7 @@ async function recalculateWhatIsDue(store: Store, clock: Clock, log: WorkerLogge
 }
 
 async function closeInOrder(started: Started, store: Store): Promise<void> {
-  if (started.app) {
-    await started.app.close()
-    // After a drain, Fastify's close() does not wait for the requests in flight (its listener was closed already).
-    await connectionsEnded(started.app)
-  }
+  await started.app?.close()
   await started.worker?.stop()
   await store.close()
 }

@@ -6,6 +6,7 @@ import { runCli, type ServerProcess, startServerProcess, tempDataDir } from './h
 import { call } from './helpers/server.ts'
 import { smallFixture } from './helpers/fixtures.ts'
 import { finishedImport } from './helpers/operations.ts'
+import { TEST_MODE_DEFAULTS } from '../src/config.ts'
 
 const ADMIN_TOKEN = 'shutdown-test-admin-token'
 const FIXTURE = JSON.stringify({ company: { name: 'In flight', default_currency: 'EUR' }, users: [{ email: 'ann@in-flight.example' }] })
@@ -32,8 +33,8 @@ const creation = (name: string) => {
   )
 }
 
-async function started(env: Record<string, string>): Promise<{ server: ServerProcess; port: number }> {
-  const server = startServerProcess({ DEMO: 'off', ADMIN_TOKEN, ...env })
+async function started(env: Record<string, string>, args?: string[]): Promise<{ server: ServerProcess; port: number }> {
+  const server = startServerProcess({ DEMO: 'off', ADMIN_TOKEN, ...env }, args)
   const [, url] = await server.waitFor(/listening on (http:\/\/\S+)/)
   return { server, port: Number(new URL(url).port) }
 }
@@ -122,7 +123,7 @@ describe('graceful shutdown of a real server process', () => {
     expect(server.output()).toMatch(/"open_connections":0,"msg":"drained: every connection has ended"/)
   })
 
-  it('with SHUTDOWN_DRAIN_MS, answers the first of two writes pipelined on an open connection, and neither answers nor runs the second', async () => {
+  it('with SHUTDOWN_DRAIN_MS, answers both of two writes pipelined on an open connection, the last closing it', async () => {
     const dataDir = tempDataDir()
     const { server, port } = await started({ DATA_DIR: dataDir, LOG_LEVEL: 'info', SHUTDOWN_DRAIN_MS: '8000' })
     const pooled = await openConnection(port)
@@ -133,12 +134,46 @@ describe('graceful shutdown of a real server process', () => {
     pooled.socket.write(creation('First') + creation('Second'))
     await once(pooled.socket, 'close')
     const answers = pooled.received().split(/(?=HTTP\/1\.1 )/)
-    expect(answers).toHaveLength(2)
-    expect(answers[1]).toMatch(/^HTTP\/1\.1 201 [\s\S]*\r\nconnection: close\r\n/i)
+    expect(answers).toHaveLength(3)
+    expect(answers[1]).toMatch(/^HTTP\/1\.1 201 [\s\S]*\r\nconnection: keep-alive\r\n/i)
+    expect(answers[2]).toMatch(/^HTTP\/1\.1 201 [\s\S]*\r\nconnection: close\r\n/i)
     expect(await exitCode(server)).toBe(0)
-    // The second was not run: the client, which got no answer, may send it again without making it twice.
     const companies = JSON.parse(runCli(['companies', '--json'], { DATA_DIR: dataDir }).stdout) as Array<{ name: string }>
-    expect(companies.map((company) => company.name)).toEqual(['First'])
+    expect(companies.map((company) => company.name).toSorted()).toEqual(['First', 'Second'])
+  })
+
+  it('answers a write pipelined behind a slow request when the stop begins between them, rather than running it unanswered', async () => {
+    const { server, port } = await started({ LOG_LEVEL: 'info', DEMO: 'on' }, ['serve', '--test-mode'])
+    const admin = { authorization: `Bearer ${ADMIN_TOKEN}` }
+    const [demo] = (await call(`http://127.0.0.1:${port}/admin/companies`, { headers: admin })).body.data as Array<{ id: string }>
+    const fault = { method: 'GET', path: '/v1/users', delay_ms: 1500 }
+    expect(
+      (await call(`http://127.0.0.1:${port}/admin/companies/${demo.id}/faults`, { method: 'POST', headers: admin, body: fault })).status,
+    ).toBe(201)
+    const key = TEST_MODE_DEFAULTS.DEMO_API_KEY
+    const body = JSON.stringify({ data: [{ email: 'pipelined@demo.example' }] })
+    const connection = await openConnection(port)
+    // The write is read, and run, while the first request waits out its delay.
+    connection.socket.write(
+      `GET /v1/users?limit=1 HTTP/1.1\r\nHost: localhost\r\nX-API-Key: ${key}\r\n\r\n` +
+        `PUT /v1/users/bulk HTTP/1.1\r\nHost: localhost\r\nX-API-Key: ${key}\r\nContent-Type: application/json\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+    )
+    // The write has run (its import exists) while the first request still waits: the stop begins between them.
+    for (;;) {
+      const imports = await call(`http://127.0.0.1:${port}/admin/companies/${demo.id}/imports`, { headers: admin })
+      if (imports.body.count > 0) break
+      await new Promise((resolve) => setTimeout(resolve, 20))
+    }
+    expect(connection.received()).toBe('')
+    server.child.kill('SIGTERM')
+    await once(connection.socket, 'close')
+    const answers = connection.received().split(/(?=HTTP\/1\.1 )/)
+    // Both answered: the first did not close the connection in front of the second's answer.
+    expect(answers).toHaveLength(2)
+    expect(answers[0]).toMatch(/^HTTP\/1\.1 200 /)
+    expect(answers[1]).toMatch(/^HTTP\/1\.1 200 [\s\S]*"import_id"/)
+    expect(await exitCode(server)).toBe(0)
   })
 
   it('with SHUTDOWN_DRAIN_MS, closes the connections still idle once the drain time is over', async () => {

@@ -1,12 +1,11 @@
-import { once } from 'node:events'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { Server, type Socket } from 'node:net'
 import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { FastifyInstance } from 'fastify'
 
-/** The API instances that are stopping (draining, SHUTDOWN_DRAIN_MS, or closing), with when their connections end. */
-const stopping = new WeakMap<FastifyInstance, { connectionsEnded: Promise<unknown> }>()
+/** The API instances that are stopping: draining (SHUTDOWN_DRAIN_MS), or closing. */
+const stopping = new WeakSet<FastifyInstance>()
 
 /** How often a stopping instance looks whether its connections have ended, and closes those left idle. */
 const SWEEP_MS = 50
@@ -28,6 +27,7 @@ export function stopWithTheApp(app: FastifyInstance): void {
     connections.add(socket)
     socket.once('close', () => connections.delete(socket))
   })
+  app.server.prependListener('request', noteLatestRequest)
   const closeIdleConnections = app.server.closeIdleConnections.bind(app.server)
   const closeIdle = () => {
     for (const socket of connections) if (isSending(socket)) return
@@ -41,8 +41,9 @@ export function stopWithTheApp(app: FastifyInstance): void {
     app.server.once('close', () => clearInterval(sweep))
   })
   // A callback, not an async function: it runs on every answer, and a promise a request costs more than the check.
-  app.addHook('onSend', (_request, reply, payload, done) => {
-    if (stopping.has(app)) reply.header('connection', 'close')
+  // A request read behind this one on its connection (pipelined) is answered too: the last one closes it.
+  app.addHook('onSend', (request, reply, payload, done) => {
+    if (stopping.has(app) && isLastRequestRead(request.raw)) reply.header('connection', 'close')
     done(null, payload)
   })
 }
@@ -58,7 +59,7 @@ export function stopWithTheApp(app: FastifyInstance): void {
 export async function drain(app: FastifyInstance, ms: number): Promise<{ open: number }> {
   beginStopping(app)
   // The listener alone: http.Server#close would also close every idle connection. Fastify's close() later finds
-  // it closed, which it allows, but then no longer waits for the connections: `connectionsEnded` does.
+  // it closed, which it allows, and still waits for the last connection to end (net.Server#close's callback does).
   Server.prototype.close.call(app.server)
   const deadline = performance.now() + ms
   for (;;) {
@@ -69,14 +70,27 @@ export async function drain(app: FastifyInstance, ms: number): Promise<{ open: n
   }
 }
 
-/** Resolves once every connection of a stopping instance has ended (at once for one that is not stopping). */
-export const connectionsEnded = (app: FastifyInstance): Promise<unknown> => stopping.get(app)?.connectionsEnded ?? Promise.resolve()
-
 function beginStopping(app: FastifyInstance): void {
   if (stopping.has(app)) return
-  // The server's `close` comes once it no longer listens and its last connection has ended.
-  stopping.set(app, { connectionsEnded: app.server.listening ? once(app.server, 'close') : Promise.resolve() })
+  stopping.add(app)
   closeConnectionsAfterTheirAnswer(app.server)
+}
+
+/** The latest request Node has read on a connection, noted as it is read (`noteLatestRequest`). */
+const LATEST_REQUEST = Symbol('latest request')
+type Connection = Socket & { [LATEST_REQUEST]?: IncomingMessage }
+
+function noteLatestRequest(request: IncomingMessage): void {
+  ;(request.socket as Connection)[LATEST_REQUEST] = request
+}
+
+/**
+ * Whether Node has read no request after this one on its connection. One read behind it (pipelined) was handed to
+ * Fastify already, and is answered on the connection.
+ */
+function isLastRequestRead(request: IncomingMessage): boolean {
+  const latest = (request.socket as Connection | null)?.[LATEST_REQUEST]
+  return latest === undefined || latest === request
 }
 
 /**
@@ -85,13 +99,15 @@ function beginStopping(app: FastifyInstance): void {
  * nor run (RFC 9112, 9.6), and the client sends it again.
  */
 function closeConnectionsAfterTheirAnswer(server: FastifyInstance['server']): void {
-  const listeners = server.listeners('request') as Array<(request: IncomingMessage, response: ServerResponse) => void>
+  const listeners = (server.listeners('request') as Array<(request: IncomingMessage, response: ServerResponse) => void>).filter(
+    (listener) => listener !== noteLatestRequest,
+  )
   server.removeAllListeners('request')
   const dispatch = (request: IncomingMessage, response: ServerResponse) => {
-    response.setHeader('connection', 'close')
     for (const listener of listeners) listener.call(server, request, response)
   }
   server.on('request', (request: IncomingMessage, response: ServerResponse) => {
+    noteLatestRequest(request)
     if (response.socket === null) response.once('socket', () => dispatch(request, response))
     else dispatch(request, response)
   })
