@@ -33,6 +33,14 @@ const creation = (name: string) => {
   )
 }
 
+/** A connection kept alive after one answer, idle, as a load balancer keeps its pool. */
+async function keptAliveConnection(port: number) {
+  const connection = await openConnection(port)
+  connection.socket.write('GET /health/live HTTP/1.1\r\nHost: localhost\r\n\r\n')
+  await connection.waitFor('{"status":"ok"}')
+  return connection
+}
+
 async function started(env: Record<string, string>, args?: string[]): Promise<{ server: ServerProcess; port: number }> {
   const server = startServerProcess({ DEMO: 'off', ADMIN_TOKEN, ...env }, args)
   const [, url] = await server.waitFor(/listening on (http:\/\/\S+)/)
@@ -95,12 +103,8 @@ describe('graceful shutdown of a real server process', () => {
   it('with SHUTDOWN_DRAIN_MS, refuses new connections, answers on the open ones and closes each after its answer, then stops', async () => {
     const { server, port } = await started({ DATA_DIR: tempDataDir(), LOG_LEVEL: 'info', SHUTDOWN_DRAIN_MS: '8000' })
     // Kept-alive connections left idle, as a load balancer keeps its pool.
-    const pooled = await Promise.all([openConnection(port), openConnection(port)])
-    for (const connection of pooled) {
-      connection.socket.write('GET /health/live HTTP/1.1\r\nHost: localhost\r\n\r\n')
-      await connection.waitFor('{"status":"ok"}')
-      expect(connection.received()).toMatch(/\r\nconnection: keep-alive\r\n/i)
-    }
+    const pooled = await Promise.all([keptAliveConnection(port), keptAliveConnection(port)])
+    for (const connection of pooled) expect(connection.received()).toMatch(/\r\nconnection: keep-alive\r\n/i)
 
     server.child.kill('SIGTERM')
     await server.waitFor(/"drain_ms":8000,"msg":"shutting down"/)
@@ -126,9 +130,7 @@ describe('graceful shutdown of a real server process', () => {
   it('with SHUTDOWN_DRAIN_MS, answers both of two writes pipelined on an open connection, the last closing it', async () => {
     const dataDir = tempDataDir()
     const { server, port } = await started({ DATA_DIR: dataDir, LOG_LEVEL: 'info', SHUTDOWN_DRAIN_MS: '8000' })
-    const pooled = await openConnection(port)
-    pooled.socket.write('GET /health/live HTTP/1.1\r\nHost: localhost\r\n\r\n')
-    await pooled.waitFor('{"status":"ok"}')
+    const pooled = await keptAliveConnection(port)
     server.child.kill('SIGTERM')
     await server.waitFor(/"msg":"shutting down"/)
     pooled.socket.write(creation('First') + creation('Second'))
@@ -178,9 +180,7 @@ describe('graceful shutdown of a real server process', () => {
 
   it('with SHUTDOWN_DRAIN_MS, closes the connections still idle once the drain time is over', async () => {
     const { server, port } = await started({ DATA_DIR: tempDataDir(), LOG_LEVEL: 'info', SHUTDOWN_DRAIN_MS: '300' })
-    const idle = await openConnection(port)
-    idle.socket.write('GET /health/live HTTP/1.1\r\nHost: localhost\r\n\r\n')
-    await idle.waitFor('{"status":"ok"}')
+    const idle = await keptAliveConnection(port)
     server.child.kill('SIGTERM')
     await once(idle.socket, 'close')
     expect(await exitCode(server)).toBe(0)

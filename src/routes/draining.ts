@@ -94,9 +94,9 @@ function isLastRequestRead(request: IncomingMessage): boolean {
 }
 
 /**
- * From now on, a request is answered with `Connection: close`. One pipelined behind another answer runs only once
- * Node gives it the connection (`socket`): when the answer before it closes the connection, it is neither answered
- * nor run (RFC 9112, 9.6), and the client sends it again.
+ * From now on, a request pipelined behind another answer runs only once Node gives it the connection (`socket`):
+ * when the answer before it closes the connection, it is neither answered nor run (RFC 9112, 9.6), and the client
+ * sends it again. (Every answer closes its connection when no request was read behind it: the `onSend` hook.)
  */
 function closeConnectionsAfterTheirAnswer(server: FastifyInstance['server']): void {
   const listeners = (server.listeners('request') as Array<(request: IncomingMessage, response: ServerResponse) => void>).filter(
