@@ -1,22 +1,13 @@
 import { rmSync } from 'node:fs'
-import { performance } from 'node:perf_hooks'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { smallFixture } from './helpers/fixtures.ts'
+import { until } from './helpers/kit-server.ts'
 import { type ServerProcess, startServerProcess } from './helpers/process.ts'
 import { call } from './helpers/server.ts'
 import { fillLeaving, mountSmallDisk, SMALL_DISKS, SMALL_DISKS_NOTE, unmount } from './helpers/small-disk.ts'
 
 const ADMIN_TOKEN = 'disk-full-test-admin-token'
 const admin = { authorization: `Bearer ${ADMIN_TOKEN}` }
-
-/** Waits until `done` resolves true, or fails the test after `ms`. */
-async function eventually(done: () => Promise<boolean>, what: string, ms = 15_000): Promise<void> {
-  const deadline = performance.now() + ms
-  while (!(await done())) {
-    if (performance.now() > deadline) throw new Error(`never happened: ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
-}
 
 /** A real server on a small disk (a tmpfs), filled up while it works: what it acknowledged stays, and it recovers. */
 describe.skipIf(!SMALL_DISKS)(`a server whose disk fills up${SMALL_DISKS_NOTE}`, () => {
@@ -54,7 +45,13 @@ describe.skipIf(!SMALL_DISKS)(`a server whose disk fills up${SMALL_DISKS_NOTE}`,
     const importId = accepted.body.import_id as string
     // Its payload is stored; the room left cannot hold its records once the debounce window closes.
     const filler = fillLeaving(disk, 64 * 1024)
-    await eventually(async () => server.output().includes("import postponed: the store's disk is full"), 'the import postponed')
+    const postponed = "import postponed: the store's disk is full"
+    await until(
+      async () => server.output(),
+      (output) => output.includes(postponed),
+      15_000,
+    )
+    expect(server.output()).toContain(postponed)
 
     // Not refused: still waiting, never finished with an error.
     const waiting = await call(`${url}/v1/imports/${importId}`, { key })
@@ -78,12 +75,14 @@ describe.skipIf(!SMALL_DISKS)(`a server whose disk fills up${SMALL_DISKS_NOTE}`,
 
     rmSync(rest)
     rmSync(filler)
-    await eventually(async () => {
-      const reply = await call(`${url}/v1/imports/${importId}`, { key })
-      return reply.body.data_import.status === 'finished'
-    }, 'the import finished once there was room')
-    const finished = (await call(`${url}/v1/imports/${importId}`, { key })).body.data_import
-    expect(finished.error, JSON.stringify(finished)).toBe(false)
+    const finished = (
+      await until(
+        () => call(`${url}/v1/imports/${importId}`, { key }),
+        (reply) => reply.body.data_import.status === 'finished',
+        15_000,
+      )
+    ).body.data_import
+    expect(finished).toMatchObject({ status: 'finished', error: false })
     const table = await call(`${url}/v1/tables/deals/records?limit=0`, { key })
     // The fixture's two deals and the 2,000 of the call; none of the refused one.
     expect(table.body.count).toBe(2002)
