@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 import { readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
-import pino from 'pino'
 import { setFlagsFromString } from 'node:v8'
+import pino from 'pino'
 import { Value } from 'typebox/value'
 import { clockState, moveClock } from './admin/clock.ts'
 import { companyInventory, createCompanyKey, existingCompany } from './admin/company-admin.ts'

@@ -5,10 +5,10 @@ import type { Running } from './server.ts'
 /**
  * The one shutdown path of every role, on SIGTERM or SIGINT (and on an uncaught error): on a signal, first the
  * drain when SHUTDOWN_DRAIN_MS is set (`Running.drain`: the API accepts no new connection, answers on those open
- * and closes each after its answer, until none is left or the time is over), then `server.close()`, in which readiness turns 503, no new connection is accepted,
- * requests in flight finish, the worker hands its import back (or finishes it), and the store closes. The
- * process exits 0 when that is done, or 1 when it takes more than SHUTDOWN_TIMEOUT_MS, on an uncaught error, or
- * on a second signal.
+ * and closes each after its answer, until none is left or the time is over); then `server.close()`, in which
+ * readiness turns 503, no new connection is accepted, requests in flight finish, the worker hands its import back
+ * (or finishes it), and the store closes. The process exits 0 when that is done, or 1 when it takes more than
+ * SHUTDOWN_TIMEOUT_MS, on an uncaught error, or on a second signal.
  */
 export function closeGracefullyOnSignals(
   server: Pick<Running, 'log' | 'close' | 'drain'>,
