@@ -3,6 +3,7 @@ import { isDateString, parseInstant } from '../src/domain/formats.ts'
 import { isObjectId, storedId } from '../src/domain/ids.ts'
 import {
   amountKeyOf,
+  centsOf,
   currencyKey,
   flatAmount,
   isMoney,
@@ -10,7 +11,6 @@ import {
   numberOf,
   roundDecimal,
   roundToCents,
-  sumCents,
 } from '../src/domain/money.ts'
 import { addMonths, firstMonthOfPeriod, monthRangeWithout, monthText, periodOfMonth, shiftMonth } from '../src/domain/periods.ts'
 import { joinMulti, splitMulti } from '../src/domain/record-values.ts'
@@ -110,9 +110,9 @@ describe('money', () => {
     expect(Object.is(roundDecimal(value, 4), rounded)).toBe(true)
   })
 
-  it('sums cents without binary noise', () => {
-    expect(sumCents([0.1, 0.2])).toBe(0.3)
-    expect(sumCents(Array.from({ length: 1000 }, () => 0.01))).toBe(10)
+  it('counts cents without binary noise', () => {
+    expect(centsOf([0.1, 0.2])).toBe(30)
+    expect(centsOf(Array.from({ length: 1000 }, () => 0.01))).toBe(1000)
   })
 })
 

@@ -22,11 +22,6 @@ export function roundDecimal(value: number, decimals: number): number {
   return value < 0 && rounded !== 0 ? -rounded : rounded
 }
 
-/** Sums amounts already rounded to the cent, without the binary noise of adding decimals (0.1 + 0.2). */
-export function sumCents(values: readonly number[]): number {
-  return centsOf(values) / 100
-}
-
 /** The sum of amounts already rounded to the cent, as a whole number of cents: exact, whatever the order. */
 export function centsOf(values: readonly number[]): number {
   let cents = 0

@@ -186,8 +186,8 @@ export interface ApiKeyRepository {
 export interface UserRepository {
   /**
    * Inserts new users, or replaces the stored ones with the same id. Emails are unique per company,
-   * case-insensitively. Statements are not touched: renderings show the email, so a writer that changes one
-   * renders its statements again (`renderStatementsOfUsers`; no call of the interface changes an email).
+   * case-insensitively. Statements are not touched, though their renderings show the email: no writer changes
+   * one (the v1 import matches users by email; a fixture load replaces the company, renderings included).
    */
   save(companyId: string, users: User[]): Promise<void>
   get(companyId: string, id: string): Promise<User | null>
@@ -271,8 +271,8 @@ export type StatementRowFields = Pick<Statement, (typeof STATEMENT_ROW_FIELDS)[n
 
 /**
  * The JSON text of a statement's v2 row, rendered ahead of any read (`src/v2/statement-texts.ts`), and the key of
- * what it was rendered for. A statement keeps one. Any write of the statement drops it; it shows the user's email,
- * so a change of email drops it too (`dropRenderingsOfUsers`).
+ * what it was rendered for. A statement keeps one. Any write of the statement drops it. It shows the user's email,
+ * which no writer changes (`UserRepository.save`).
  */
 export interface StatementRendering {
   id: string
@@ -322,8 +322,6 @@ export interface StatementRepository {
   ): Promise<StatementRowFields[]>
   /** Stores the renderings of statements of the environment (replacing any they held); an unknown id is ignored. */
   saveRenderings(companyId: string, environment: Environment, renderings: StatementRendering[]): Promise<void>
-  /** Drops the renderings of these users' statements (they showed a former email). */
-  dropRenderingsOfUsers(companyId: string, userIds: readonly string[]): Promise<void>
   /**
    * Statements of one environment in id order, skipping `offset` and returning at most `limit` (the v1
    * lists). Ordered and stable: the same window over unchanged data returns the same rows.

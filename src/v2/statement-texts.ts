@@ -9,11 +9,11 @@ import { statementRenderer } from './rows.ts'
  * ahead of reads"). A row depends only on the statement, on the custom metrics its structure shows (their keys
  * and kinds, in order) and on its user's email. So the row is rendered when statements are written or the
  * configuration changes (`renderStatements`), and stored with the statement under a key that names the metrics
- * it was rendered for; the store drops it when the statement is written again or its user's email changes.
+ * it was rendered for; the store drops it when the statement is written again (no writer changes an email).
  *
  * A page uses the stored row only when its key is the structure's, and renders every other row as it reads it,
- * with the same function: a rendering made for another configuration, for the statement before it was written
- * again, or for a former email, is never served. Renderings only make pages faster.
+ * with the same function: a rendering made for another configuration, or for the statement before it was written
+ * again, is never served. Renderings only make pages faster.
  */
 
 /** Change it when the rendering of statement rows changes: renderings made by older code then no longer match. */
@@ -92,12 +92,6 @@ export async function renderStatementRows(store: Store, companyId: string, state
     text: texts.row(statement, users.get(statement.user_id)?.email ?? null),
   }))
   await store.statements.saveRenderings(companyId, 'live', renderings)
-}
-
-/** Renders the statements of users whose email changed: their renderings showed the former one. */
-export async function renderStatementsOfUsers(store: Store, companyId: string, userIds: readonly string[]): Promise<number> {
-  await store.statements.dropRenderingsOfUsers(companyId, userIds)
-  return renderStatements(store, companyId)
 }
 
 /**

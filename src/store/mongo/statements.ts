@@ -1,12 +1,10 @@
 import type { Document } from 'bson'
 import type { Statement } from '../model.ts'
 import { STATEMENT_ROW_FIELDS, type StatementRowFields, type StatementRowSource, type StatementRepository } from '../port.ts'
-import { lookupIds } from './codec.ts'
 import { STATEMENTS } from './collections.ts'
-import { atomically, collectionOf, inSession, type MongoContext } from './context.ts'
+import type { MongoContext } from './context.ts'
 import { statementCurrencies } from './currencies.ts'
 import { byId, cursorId, inCompany, ofPlan, pageFilter } from './filters.ts'
-import { COMPANY_LOCK, ensureLock, writeLock } from './locks.ts'
 import { countAll, deleteByIds, findAll, findFirst, insertAll, replaceOwnById, writeAll } from './operations.ts'
 
 /** A statement's row fields as a find projection: `id` is `_id`, which a projection includes anyway. */
@@ -49,20 +47,6 @@ export function mongoStatements(context: MongoContext): StatementRepository {
       const filter = inCompany(companyId, { environment, 'rendering.key': { $ne: renderingKey } })
       if (afterId !== null) filter._id = { $gt: cursorId(afterId) }
       return findFirst<StatementRowFields>(context, STATEMENTS, filter, limit, ROW_FIELDS_PROJECTION)
-    },
-    async dropRenderingsOfUsers(companyId, userIds) {
-      if (userIds.length === 0) return
-      // It drops what it found rendered: it takes the company's lock, as a rendering transaction does, so that a
-      // rendering made from the former email on another instance meanwhile cannot commit beside it.
-      await ensureLock(context, companyId, COMPANY_LOCK)
-      await atomically(context, async (session) => {
-        await writeLock(context, session, companyId, COMPANY_LOCK)
-        await collectionOf(context, STATEMENTS).updateMany(
-          inCompany(companyId, { user_id: { $in: lookupIds(userIds) }, rendering: { $exists: true } }),
-          { $unset: { rendering: '' } },
-          inSession(session),
-        )
-      })
     },
     saveRenderings: (companyId, environment, renderings) =>
       writeAll(

@@ -44,19 +44,6 @@ export function sqliteStatements(sql: Sql): StatementRepository {
       )
       return rows.map(rowFieldsFromValues)
     },
-    async dropRenderingsOfUsers(companyId, userIds) {
-      await sql.write((db) => {
-        // A rare change, and no index on the statements' user: one pass over the company's statements.
-        for (const slice of slices([...new Set(userIds)])) {
-          db.run(
-            `UPDATE statements SET rendering_key = NULL, rendering = NULL
-             WHERE company_id = ? AND user_id IN (${placeholders(slice)}) AND rendering_key IS NOT NULL`,
-            companyId,
-            ...slice,
-          )
-        }
-      })
-    },
     async saveRenderings(companyId, environment, renderings) {
       await sql.write((db) => {
         for (const { id, key, text } of renderings) {
