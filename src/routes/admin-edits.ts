@@ -9,7 +9,7 @@ import {
   reviseStructure,
 } from '../admin/data-edits.ts'
 import { METRIC_KINDS, QUOTA_TYPES, STATEMENT_STATUSES } from '../store/model.ts'
-import { NotFoundBodySchema, Nullable, ObjectIdSchema, UnauthorizedBodySchema, ValidationErrorBodySchema } from './schemas.ts'
+import { AdminErrorResponses, Nullable, ObjectIdSchema } from './schemas.ts'
 
 /**
  * Admin edits of a company's data (registered inside the admin plugin, behind its token): a quota's type,
@@ -17,7 +17,6 @@ import { NotFoundBodySchema, Nullable, ObjectIdSchema, UnauthorizedBodySchema, V
  * record as changed. Row edits set `modified_at` to the given instant, or to now.
  */
 
-const AdminErrors = { 400: ValidationErrorBodySchema, 401: UnauthorizedBodySchema, 404: NotFoundBodySchema }
 const Changed = Type.Object({ id: Type.String() }, { additionalProperties: true, description: 'the record as changed' })
 const ModifiedAt = Type.Optional(Type.String({ description: 'ISO 8601 date-time; without it, now' }))
 const edit = <T extends Parameters<typeof Type.Object>[0]>(properties: T) => Type.Object(properties, { additionalProperties: false })
@@ -33,7 +32,7 @@ export const adminEditRoutes: FastifyPluginAsyncTypebox = async (app) => {
         description: "Every value is then served by the new type and the quota's `schema_hash` changes.",
         params: Type.Object({ id: ObjectIdSchema, quota_id: Type.String() }),
         body: edit({ type: Type.Enum([...QUOTA_TYPES]) }),
-        response: { 200: Changed, ...AdminErrors },
+        response: { 200: Changed, ...AdminErrorResponses },
       },
     },
     async (request) => changeQuotaType(app.store, app.clock, request.params.id, request.params.quota_id, request.body.type),
@@ -53,7 +52,7 @@ export const adminEditRoutes: FastifyPluginAsyncTypebox = async (app) => {
           payment: Type.Optional(Nullable(Type.Number())),
           status: Type.Optional(Type.Enum([...STATEMENT_STATUSES])),
         }),
-        response: { 200: Changed, ...AdminErrors },
+        response: { 200: Changed, ...AdminErrorResponses },
       },
     },
     async (request) => reviseStatement(app.store, app.clock, request.params.id, request.params.statement_id, request.body),
@@ -68,7 +67,7 @@ export const adminEditRoutes: FastifyPluginAsyncTypebox = async (app) => {
         description: 'Sets the modification time to `modified_at`, or now: what an incremental sync picks up.',
         params: Type.Object({ id: ObjectIdSchema, line_id: Type.String() }),
         body: edit({ modified_at: ModifiedAt, commission: Type.Optional(Type.Number()) }),
-        response: { 200: Changed, ...AdminErrors },
+        response: { 200: Changed, ...AdminErrorResponses },
       },
     },
     async (request) => reviseCommissionLine(app.store, app.clock, request.params.id, request.params.line_id, request.body),
@@ -87,7 +86,7 @@ export const adminEditRoutes: FastifyPluginAsyncTypebox = async (app) => {
           value: Type.Optional(Type.Number()),
           source: Type.Optional(Type.Enum(['local', 'integration'])),
         }),
-        response: { 200: Changed, ...AdminErrors },
+        response: { 200: Changed, ...AdminErrorResponses },
       },
     },
     async (request) => reviseQuotaValue(app.store, app.clock, request.params.id, request.params.value_id, request.body),
@@ -106,7 +105,7 @@ export const adminEditRoutes: FastifyPluginAsyncTypebox = async (app) => {
           metrics: Type.Optional(Type.Array(ApiName)),
           fields: Type.Optional(Type.Array(ApiName)),
         }),
-        response: { 200: Changed, ...AdminErrors },
+        response: { 200: Changed, ...AdminErrorResponses },
       },
     },
     async (request) => reviseStructure(app.store, app.clock, request.params.id, request.params.structure_id, request.body),
@@ -126,7 +125,7 @@ export const adminEditRoutes: FastifyPluginAsyncTypebox = async (app) => {
           currencies: Type.Optional(Nullable(Type.Array(Type.String({ pattern: '^[A-Z]{3}$' })))),
           enum_values: Type.Optional(Nullable(Type.Array(Type.String(), { minItems: 1 }))),
         }),
-        response: { 200: Changed, ...AdminErrors },
+        response: { 200: Changed, ...AdminErrorResponses },
       },
     },
     async (request) => reviseMetric(app.store, app.clock, request.params.id, request.params.api_key, request.body),

@@ -4,9 +4,8 @@ import { existingCompany } from '../admin/company-admin.ts'
 import { NotFoundError } from '../errors.ts'
 import { FAULT_STATUSES } from '../test-kit/faults.ts'
 import type { TestKit } from './test-kit.ts'
-import { NotFoundBodySchema, ObjectIdSchema, UnauthorizedBodySchema, ValidationErrorBodySchema } from './schemas.ts'
+import { AdminErrorResponses, CompanyParamsSchema, ObjectIdSchema, OrNull } from './schemas.ts'
 
-const CompanyParams = Type.Object({ id: ObjectIdSchema })
 const FaultParams = Type.Object({ id: ObjectIdSchema, fault_id: Type.String() })
 const Status = Type.Enum([...FAULT_STATUSES], { description: 'Answer this status, with the body the specification gives it' })
 
@@ -36,23 +35,21 @@ const FaultDefinitionSchema = Type.Object(
   },
   { additionalProperties: false },
 )
-const Nullable = <T extends ReturnType<typeof Type.Integer>>(schema: T) => Type.Union([schema, Type.Null()])
 const FaultSchema = Type.Object({
   id: Type.String(),
   method: Type.String(),
   path: Type.String(),
   status: Type.Union([Status, Type.Null()]),
-  delay_ms: Nullable(Type.Integer()),
-  delay_max_ms: Nullable(Type.Integer()),
+  delay_ms: OrNull(Type.Integer()),
+  delay_max_ms: OrNull(Type.Integer()),
   drop: Type.Boolean(),
-  times: Nullable(Type.Integer()),
+  times: OrNull(Type.Integer()),
   probability: Type.Union([Type.Number(), Type.Null()]),
   seed: Type.Integer(),
-  retry_after: Nullable(Type.Integer()),
+  retry_after: OrNull(Type.Integer()),
   fired: Type.Integer({ description: 'How many requests it fired on' }),
   created_at: Type.String(),
 })
-const AdminErrors = { 400: ValidationErrorBodySchema, 401: UnauthorizedBodySchema, 404: NotFoundBodySchema }
 
 /**
  * Fault scenarios of a company (registered inside the admin plugin, behind its token): WireMock's faults, or a
@@ -69,9 +66,9 @@ export const adminFaultRoutes: FastifyPluginAsyncTypebox<{ kit: TestKit }> = asy
         operationId: 'adminCreateFault',
         description:
           'Matching requests (method, and a path whose `*` stands for one segment) answer `status` with its documented body (429 with Retry-After and the RateLimit-* headers), wait `delay_ms` (or a time drawn up to `delay_max_ms`) first (a request whose client gives up meanwhile is not served), or have their connection closed (`drop`): on every one, on the next `times`, or on a `probability` share drawn from `seed`. The first fault set that fires is the one applied.',
-        params: CompanyParams,
+        params: CompanyParamsSchema,
         body: FaultDefinitionSchema,
-        response: { 201: FaultSchema, ...AdminErrors },
+        response: { 201: FaultSchema, ...AdminErrorResponses },
       },
     },
     async (request, reply) => reply.code(201).send(kit.faults.add(await company(request.params.id), request.body, app.clock.now())),
@@ -84,8 +81,8 @@ export const adminFaultRoutes: FastifyPluginAsyncTypebox<{ kit: TestKit }> = asy
         summary: "The company's faults, with how often each fired",
         operationId: 'adminListFaults',
         description: 'In the order they were set.',
-        params: CompanyParams,
-        response: { 200: Type.Object({ count: Type.Integer(), data: Type.Array(FaultSchema) }), ...AdminErrors },
+        params: CompanyParamsSchema,
+        response: { 200: Type.Object({ count: Type.Integer(), data: Type.Array(FaultSchema) }), ...AdminErrorResponses },
       },
     },
     async (request) => {
@@ -101,8 +98,8 @@ export const adminFaultRoutes: FastifyPluginAsyncTypebox<{ kit: TestKit }> = asy
         summary: "Clear the company's faults",
         operationId: 'adminClearFaults',
         description: 'Every fault of the company goes.',
-        params: CompanyParams,
-        response: { 204: Type.Null(), ...AdminErrors },
+        params: CompanyParamsSchema,
+        response: { 204: Type.Null(), ...AdminErrorResponses },
       },
     },
     async (request, reply) => {
@@ -119,7 +116,7 @@ export const adminFaultRoutes: FastifyPluginAsyncTypebox<{ kit: TestKit }> = asy
         operationId: 'adminDeleteFault',
         description: 'An unknown fault id is a 404.',
         params: FaultParams,
-        response: { 204: Type.Null(), ...AdminErrors },
+        response: { 204: Type.Null(), ...AdminErrorResponses },
       },
     },
     async (request, reply) => {

@@ -11,16 +11,7 @@ import {
 import { composeImportWorker } from '../imports/compose-worker.ts'
 import type { ImportWorker } from '../imports/worker.ts'
 import { ImportViewSchema } from './v1/import-schemas.ts'
-import {
-  missingBodyAsEmpty,
-  NoBodySchema,
-  NotFoundBodySchema,
-  ObjectIdSchema,
-  UnauthorizedBodySchema,
-  ValidationErrorBodySchema,
-} from './schemas.ts'
-
-const CompanyParams = Type.Object({ id: ObjectIdSchema })
+import { AdminErrorResponses, CompanyParamsSchema, missingBodyAsEmpty, NoBodySchema, ValidationErrorBodySchema } from './schemas.ts'
 
 const AdminImportSchema = Type.Object({
   ...ImportViewSchema.properties.data_import.properties,
@@ -49,14 +40,14 @@ export const adminImportRoutes: FastifyPluginAsyncTypebox = async (app) => {
         summary: "The company's imports with their details, newest first",
         operationId: 'adminListImports',
         description: 'Each import as `GET /v1/imports/{import_id}` shows it, with `target`, `window_ends_at` and `attempts`.',
-        params: CompanyParams,
+        params: CompanyParamsSchema,
         querystring: Type.Object({
           status: Type.Optional(Type.Enum([...IMPORT_STATUSES], { description: 'Only the imports in this status' })),
           limit: Type.Optional(
             Type.Integer({ minimum: 1, maximum: MAX_LISTED_IMPORTS, description: `At most this many (default ${MAX_LISTED_IMPORTS})` }),
           ),
         }),
-        response: { 200: AdminImportListSchema, 400: ValidationErrorBodySchema, 401: UnauthorizedBodySchema, 404: NotFoundBodySchema },
+        response: { 200: AdminImportListSchema, ...AdminErrorResponses },
       },
     },
     async (request) => listImports(app.store, request.params.id, request.query),
@@ -70,7 +61,7 @@ export const adminImportRoutes: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'adminDrainImports',
         description:
           'Closes every open debounce window of the company, runs its imports that are not finished (this process runs them, or waits for the worker running one), and answers when none is scheduled or running, with the imports it saw unfinished, as they finished, oldest first. Past `timeout_ms`: 408, and the imports go on.',
-        params: CompanyParams,
+        params: CompanyParamsSchema,
         body: NoBodySchema,
         querystring: Type.Object({
           timeout_ms: Type.Optional(
@@ -83,9 +74,7 @@ export const adminImportRoutes: FastifyPluginAsyncTypebox = async (app) => {
         }),
         response: {
           200: AdminImportListSchema,
-          400: ValidationErrorBodySchema,
-          401: UnauthorizedBodySchema,
-          404: NotFoundBodySchema,
+          ...AdminErrorResponses,
           408: ValidationErrorBodySchema,
         },
       },

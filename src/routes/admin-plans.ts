@@ -4,15 +4,13 @@ import { calculationProblems, deletePlan, listPlans, savePlan, setExchangeRates 
 import { storedId } from '../domain/ids.ts'
 import { ValidationError } from '../errors.ts'
 import { FixturePlanSchema } from '../fixtures/schema.ts'
-import { NotFoundBodySchema, ObjectIdSchema, UnauthorizedBodySchema, ValidationErrorBodySchema } from './schemas.ts'
+import { AdminErrorResponses, CompanyParamsSchema, ObjectIdSchema } from './schemas.ts'
 
 /**
  * Plans and exchange rates of a company (registered inside the admin plugin, behind its token). A plan is read
  * and written in its definition form, the fixture's; every change recalculates what it touches before answering.
  */
 
-const AdminErrors = { 400: ValidationErrorBodySchema, 401: UnauthorizedBodySchema, 404: NotFoundBodySchema }
-const CompanyParams = Type.Object({ id: ObjectIdSchema })
 const PlanParams = Type.Object({ id: ObjectIdSchema, plan_id: Type.String() })
 
 const PlanDefinitionSchema = Type.Object({ id: Type.String(), ...FixturePlanSchema.properties }, { additionalProperties: false })
@@ -49,8 +47,8 @@ export const adminPlanRoutes: FastifyPluginAsyncTypebox = async (app) => {
         summary: "The company's plans, as defined",
         operationId: 'adminListPlans',
         description: "Every plan of the company in its definition form (the fixture's), with its id.",
-        params: CompanyParams,
-        response: { 200: Type.Object({ data: Type.Array(PlanDefinitionSchema) }), ...AdminErrors },
+        params: CompanyParamsSchema,
+        response: { 200: Type.Object({ data: Type.Array(PlanDefinitionSchema) }), ...AdminErrorResponses },
       },
     },
     async (request) => ({ data: await listPlans(app.store, request.params.id) }),
@@ -63,9 +61,9 @@ export const adminPlanRoutes: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'Create a plan, and calculate it',
         operationId: 'adminCreatePlan',
         description: 'Checks the definition against the company (table, fields, quota, metrics), saves it and calculates every cell of it.',
-        params: CompanyParams,
+        params: CompanyParamsSchema,
         body: FixturePlanSchema,
-        response: { 201: PlanChangeSchema, ...AdminErrors },
+        response: { 201: PlanChangeSchema, ...AdminErrorResponses },
       },
     },
     async (request, reply) => reply.code(201).send(await savePlan(app.store, app.clock, request.params.id, request.body)),
@@ -80,7 +78,7 @@ export const adminPlanRoutes: FastifyPluginAsyncTypebox = async (app) => {
         description: 'Replaces the definition and recalculates the plan; validated and paid statements stay as they are.',
         params: PlanParams,
         body: ReplacementPlanSchema,
-        response: { 200: PlanChangeSchema, ...AdminErrors },
+        response: { 200: PlanChangeSchema, ...AdminErrorResponses },
       },
     },
     async (request) => {
@@ -99,7 +97,7 @@ export const adminPlanRoutes: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'adminDeletePlan',
         description: 'Deletes the plan, its pending statements and their commission lines; frozen ones stay.',
         params: PlanParams,
-        response: { 204: Type.Null(), ...AdminErrors },
+        response: { 204: Type.Null(), ...AdminErrorResponses },
       },
     },
     async (request, reply) => {
@@ -115,9 +113,12 @@ export const adminPlanRoutes: FastifyPluginAsyncTypebox = async (app) => {
         summary: "Replace the company's exchange rates, and recalculate every plan",
         operationId: 'adminSetExchangeRates',
         description: 'One unit of each currency in the default currency; every plan is recalculated with the new rates.',
-        params: CompanyParams,
+        params: CompanyParamsSchema,
         body: ExchangeRatesSchema,
-        response: { 200: Type.Object({ exchange_rates: ExchangeRatesSchema, calculation: CalculationSummarySchema }), ...AdminErrors },
+        response: {
+          200: Type.Object({ exchange_rates: ExchangeRatesSchema, calculation: CalculationSummarySchema }),
+          ...AdminErrorResponses,
+        },
       },
     },
     async (request) => setExchangeRates(app.store, app.clock, request.params.id, request.body),
@@ -130,12 +131,12 @@ export const adminPlanRoutes: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'What keeps records or cells of each plan from being calculated (a dry run, nothing written)',
         operationId: 'adminCalculationProblems',
         description: 'Runs every plan on the current data without writing, and lists the records and cells it could not calculate.',
-        params: CompanyParams,
+        params: CompanyParamsSchema,
         response: {
           200: Type.Object({
             data: Type.Array(Type.Object({ plan_id: Type.String(), plan: Type.String(), problems: Type.Array(ProblemSchema) })),
           }),
-          ...AdminErrors,
+          ...AdminErrorResponses,
         },
       },
     },

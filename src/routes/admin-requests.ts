@@ -4,9 +4,8 @@ import { existingCompany } from '../admin/company-admin.ts'
 import { parseInstant } from '../domain/formats.ts'
 import { ValidationError } from '../errors.ts'
 import type { TestKit } from './test-kit.ts'
-import { NotFoundBodySchema, ObjectIdSchema, UnauthorizedBodySchema, ValidationErrorBodySchema } from './schemas.ts'
+import { AdminErrorResponses, CompanyParamsSchema } from './schemas.ts'
 
-const CompanyParams = Type.Object({ id: ObjectIdSchema })
 const EntrySchema = Type.Object({
   method: Type.String(),
   path: Type.String({ description: 'As sent (percent-encoded), without the query' }),
@@ -23,7 +22,6 @@ const EntrySchema = Type.Object({
   fault_id: Type.Union([Type.String(), Type.Null()], { description: 'The fault that fired on it' }),
   at: Type.String({ description: "When it arrived, by the service's clock" }),
 })
-const AdminErrors = { 400: ValidationErrorBodySchema, 401: UnauthorizedBodySchema, 404: NotFoundBodySchema }
 
 /**
  * The request journal of a company (registered inside the admin plugin, behind its token): its last requests to
@@ -39,14 +37,14 @@ export const adminRequestRoutes: FastifyPluginAsyncTypebox<{ kit: TestKit }> = a
         summary: "The company's last requests, the latest arrival first",
         operationId: 'adminListRequests',
         description: `The last REQUEST_JOURNAL_SIZE (1,000 by default) v1 and v2 requests of the company to this process, with the filters given.`,
-        params: CompanyParams,
+        params: CompanyParamsSchema,
         querystring: Type.Object({
           method: Type.Optional(Type.String({ description: 'Only this method' })),
           path_prefix: Type.Optional(Type.String({ description: 'Only paths that start with this' })),
           status: Type.Optional(Type.Integer({ minimum: 100, maximum: 599, description: 'Only this status' })),
           since: Type.Optional(Type.String({ description: 'Only requests at or after this instant (ISO 8601; without an offset, UTC)' })),
         }),
-        response: { 200: Type.Object({ count: Type.Integer(), data: Type.Array(EntrySchema) }), ...AdminErrors },
+        response: { 200: Type.Object({ count: Type.Integer(), data: Type.Array(EntrySchema) }), ...AdminErrorResponses },
       },
     },
     async (request) => {
@@ -65,8 +63,8 @@ export const adminRequestRoutes: FastifyPluginAsyncTypebox<{ kit: TestKit }> = a
         summary: "Clear the company's journal",
         operationId: 'adminClearRequests',
         description: 'Its entries in this process go.',
-        params: CompanyParams,
-        response: { 204: Type.Null(), ...AdminErrors },
+        params: CompanyParamsSchema,
+        response: { 204: Type.Null(), ...AdminErrorResponses },
       },
     },
     async (request, reply) => {

@@ -3,11 +3,11 @@ import { Type } from 'typebox'
 import { resetCompany, resetEveryCompany } from '../admin/reset.ts'
 import type { TestKit } from './test-kit.ts'
 import {
+  AdminErrorResponses,
+  CompanyParamsSchema,
   ErrorItemSchema,
   missingBodyAsEmpty,
   NoBodySchema,
-  NotFoundBodySchema,
-  ObjectIdSchema,
   UnauthorizedBodySchema,
   ValidationErrorBodySchema,
 } from './schemas.ts'
@@ -35,9 +35,9 @@ export const adminResetRoutes: FastifyPluginAsyncTypebox<{ kit: TestKit }> = asy
         operationId: 'adminResetCompany',
         description:
           'In one transaction: everything written since goes (imports included, and keys created later), and the fixture is written again with the same ids and keys; its plans are calculated again. Its faults and journal stay.',
-        params: Type.Object({ id: ObjectIdSchema }),
+        params: CompanyParamsSchema,
         body: NoBodySchema,
-        response: { 200: ResetOutcomeSchema, 400: ValidationErrorBodySchema, 401: UnauthorizedBodySchema, 404: NotFoundBodySchema },
+        response: { 200: ResetOutcomeSchema, ...AdminErrorResponses },
       },
       preValidation: missingBodyAsEmpty,
     },

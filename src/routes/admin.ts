@@ -13,15 +13,13 @@ import { adminResetRoutes } from './admin-reset.ts'
 import { adminEditRoutes } from './admin-edits.ts'
 import type { WorkerProbe } from './health.ts'
 import { keepOutOfCaches } from './no-store.ts'
-import { missingBodyAsEmpty, NotFoundBodySchema, ObjectIdSchema, UnauthorizedBodySchema, ValidationErrorBodySchema } from './schemas.ts'
+import { AdminErrorResponses, CompanyParamsSchema, missingBodyAsEmpty, UnauthorizedBodySchema } from './schemas.ts'
 
 const digest = (text: string) => createHash('sha256').update(text).digest()
 
-const CompanyParamsSchema = Type.Object({ id: ObjectIdSchema })
 const CreatedCompanySchema = Type.Object({ company_id: Type.String(), api_key: Type.String() })
 const CreatedKeySchema = Type.Object({ api_key: Type.String() })
 const CompanySummarySchema = Type.Object({ id: Type.String(), name: Type.String(), public_api_enabled: Type.Boolean() })
-const AdminErrors = { 400: ValidationErrorBodySchema, 401: UnauthorizedBodySchema, 404: NotFoundBodySchema }
 
 const Environment = Type.Enum(['live', 'sandbox'])
 const InventoryItemSchema = Type.Object({
@@ -83,7 +81,7 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{ worker?: WorkerProbe }> = 
         operationId: 'adminCreateCompany',
         description: 'The body is a fixture (docs/fixture.schema.json); every problem is listed with its JSON path.',
         body: Type.Unknown(),
-        response: { 201: CreatedCompanySchema, ...AdminErrors },
+        response: { 201: CreatedCompanySchema, ...AdminErrorResponses },
       },
     },
     async (request, reply) => {
@@ -115,7 +113,7 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{ worker?: WorkerProbe }> = 
         operationId: 'adminGetCompany',
         description: 'Settings, user count, keys (prefix only), every structure, quota and data table with its environment and row count.',
         params: CompanyParamsSchema,
-        response: { 200: CompanyInventorySchema, ...AdminErrors },
+        response: { 200: CompanyInventorySchema, ...AdminErrorResponses },
       },
     },
     async (request) => companyInventory(app.store, request.params.id),
@@ -129,7 +127,7 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{ worker?: WorkerProbe }> = 
         operationId: 'adminDeleteCompany',
         description: 'Deletes the company and everything it owns.',
         params: CompanyParamsSchema,
-        response: { 204: Type.Null(), ...AdminErrors },
+        response: { 204: Type.Null(), ...AdminErrorResponses },
       },
     },
     async (request, reply) => {
@@ -150,7 +148,7 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{ worker?: WorkerProbe }> = 
         description: 'The secret is answered once; only its hash is kept.',
         params: CompanyParamsSchema,
         body: Type.Object({ user: Type.Optional(Type.String()) }, { additionalProperties: false }),
-        response: { 201: CreatedKeySchema, ...AdminErrors },
+        response: { 201: CreatedKeySchema, ...AdminErrorResponses },
       },
       preValidation: missingBodyAsEmpty,
     },

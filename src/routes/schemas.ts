@@ -12,6 +12,12 @@ export function Nullable<Schema extends TSchema & { type: string }>(schema: Sche
   return Type.Unsafe<Static<Schema> | null>({ ...schema, type: [schema.type, 'null'] })
 }
 
+/**
+ * A value of `schema` or null in an answer, as a union. Answers are serialized, not coerced, so a union is safe
+ * here; what clients send takes `Nullable`.
+ */
+export const OrNull = <Schema extends TSchema>(schema: Schema) => Type.Union([schema, Type.Null()])
+
 /** The body of a call that takes none: left out or `{}`. Any field sent is refused rather than ignored. */
 export const NoBodySchema = Type.Object({}, { additionalProperties: false, description: 'None, or {}' })
 
@@ -70,3 +76,9 @@ export const AuthenticatedErrorResponses = {
   404: NotFoundBodySchema,
   429: TooManyRequestsBodySchema,
 }
+
+/** The error responses of the admin routes (behind `ADMIN_TOKEN`). */
+export const AdminErrorResponses = { 400: ValidationErrorBodySchema, 401: UnauthorizedBodySchema, 404: NotFoundBodySchema }
+
+/** The path parameters of an admin route about one company. */
+export const CompanyParamsSchema = Type.Object({ id: ObjectIdSchema })

@@ -1,6 +1,6 @@
 import { Type } from 'typebox'
 import { MAX_DEBOUNCE_SECONDS } from '../../imports/limits.ts'
-import { Nullable } from './offset-schemas.ts'
+import { OrNull } from '../schemas.ts'
 
 /** The shapes of the asynchronous upserts and of `GET /v1/imports/{import_id}`. */
 
@@ -67,8 +67,8 @@ export const ImportViewSchema = Type.Object({
   data_import: Type.Object({
     id: Type.String(),
     created_at: Type.String(),
-    launched_at: Nullable(Type.String()),
-    finished_at: Nullable(Type.String()),
+    launched_at: OrNull(Type.String()),
+    finished_at: OrNull(Type.String()),
     status: ImportStatusSchema,
     progress: Type.Integer({ minimum: 0, maximum: 100 }),
     error: Type.Boolean(),

@@ -23,6 +23,3 @@ export function offsetPageSchema<Row extends TSchema>(row: Row) {
     next: Type.Union([Type.String(), Type.Null()], { description: 'Absolute URL of the next page; null after the last' }),
   })
 }
-
-/** A value of `schema`, or null. */
-export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()])

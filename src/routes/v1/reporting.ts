@@ -3,26 +3,26 @@ import type { FastifyReply } from 'fastify'
 import { Type } from 'typebox'
 import { type DeprecatedPage, listRecordRows, listStatementRows } from '../../v1/reporting.ts'
 import { baseUrl } from '../base-url.ts'
-import { AuthenticatedErrorResponses } from '../schemas.ts'
-import { Nullable, OffsetQuerySchema, offsetPageSchema } from './offset-schemas.ts'
+import { AuthenticatedErrorResponses, OrNull } from '../schemas.ts'
+import { OffsetQuerySchema, offsetPageSchema } from './offset-schemas.ts'
 
 /** The user of a reporting row; the user's custom attributes follow under their API keys. */
 const ReportingUserSchema = Type.Object(
   {
     id: Type.String(),
-    email: Nullable(Type.String()),
-    name: Nullable(Type.String()),
-    role: Nullable(Type.String()),
-    currency: Nullable(Type.String()),
-    calculation_currency: Nullable(Type.String()),
-    country: Nullable(Type.String()),
-    code: Nullable(Type.String()),
+    email: OrNull(Type.String()),
+    name: OrNull(Type.String()),
+    role: OrNull(Type.String()),
+    currency: OrNull(Type.String()),
+    calculation_currency: OrNull(Type.String()),
+    country: OrNull(Type.String()),
+    code: OrNull(Type.String()),
   },
   { additionalProperties: true },
 )
 
-const Figure = Nullable(Type.Number())
-const Currency = Nullable(Type.String())
+const Figure = OrNull(Type.Number())
+const Currency = OrNull(Type.String())
 
 /** A statement row; each custom metric (`<key>`, `<key>_currency`) and custom dimension (array of strings) follows. */
 export const V1StatementRowSchema = Type.Object(
@@ -49,7 +49,7 @@ export const V1RecordRowSchema = Type.Object({
   date: Type.String(),
   plan: Type.String(),
   user: ReportingUserSchema,
-  record: Type.Object({ id: Nullable(Type.String()), name: Nullable(Type.Unknown()) }),
+  record: Type.Object({ id: OrNull(Type.String()), name: OrNull(Type.Unknown()) }),
   commission: Type.Number(),
   commission_currency: Type.String(),
 })

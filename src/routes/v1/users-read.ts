@@ -5,19 +5,19 @@ import { KEPT_PAGE_BYTES, KEPT_PAGE_ROWS, KEPT_PAGES, VersionedAnswers } from '.
 import type { OffsetPage } from '../../v1/offset-page.ts'
 import { listUsers, type V1User } from '../../v1/user-rows.ts'
 import { baseUrl } from '../base-url.ts'
-import { AuthenticatedErrorResponses } from '../schemas.ts'
-import { Nullable, OffsetQuerySchema, offsetPageSchema } from './offset-schemas.ts'
+import { AuthenticatedErrorResponses, OrNull } from '../schemas.ts'
+import { OffsetQuerySchema, offsetPageSchema } from './offset-schemas.ts'
 
 /** A user of the v1 listing: the standard fields, then every custom attribute under its API key (null when unset). */
 export const V1UserSchema = Type.Object(
   {
     id: Type.String(),
     email: Type.String(),
-    name: Nullable(Type.String()),
+    name: OrNull(Type.String()),
     status: Type.Enum([...USER_STATUSES]),
-    role: Nullable(Type.String()),
-    currency: Nullable(Type.String()),
-    calculation_currency: Nullable(Type.String()),
+    role: OrNull(Type.String()),
+    currency: OrNull(Type.String()),
+    calculation_currency: OrNull(Type.String()),
   },
   { additionalProperties: true },
 )
