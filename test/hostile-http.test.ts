@@ -242,6 +242,61 @@ describe('hostile HTTP: every refusal in the documented bodies', () => {
   })
 })
 
+describe('requests read before a malformed one on the same connection', () => {
+  let server: TestServer
+  let key: string
+  let companyId: string
+  beforeAll(async () => {
+    server = await startTestServer()
+    ;({ apiKey: key, companyId } = await server.load(smallFixture()))
+  })
+  afterAll(() => server.close())
+
+  /** The status of every answer the connection carried, in order, once the server has closed it. */
+  function statusesOf(bytes: string): Promise<number[]> {
+    const { hostname, port } = new URL(server.url)
+    return new Promise((resolve, reject) => {
+      const socket = connect(Number(port), hostname, () => socket.write(bytes))
+      let received = ''
+      socket.on('data', (chunk) => (received += chunk.toString()))
+      socket.on('error', reject)
+      socket.on('close', () => resolve([...received.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((match) => Number(match[1]))))
+    })
+  }
+  const upsert = (requestId: string, extraHeaders = '') => {
+    const body = JSON.stringify({ data: [{ email: `${requestId}@acme.example`, name: 'Pipelined' }] })
+    return (
+      `PUT /v1/users/bulk HTTP/1.1\r\nHost: localhost\r\nX-API-Key: ${key}\r\nX-Request-Id: ${requestId}\r\n` +
+      `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${extraHeaders}\r\n${body}`
+    )
+  }
+  const importCount = async () => (await server.store.imports.list(companyId, { limit: 1000 })).length
+  const get = (path: string, extraHeaders = '') => `GET ${path} HTTP/1.1\r\nHost: localhost\r\nX-API-Key: ${key}\r\n${extraHeaders}\r\n`
+
+  it('an upsert that asked to close the connection is answered 200 and logged, and what follows it is dropped', async () => {
+    const before = await importCount()
+    expect(await statusesOf(`${upsert('closing-upsert', 'Connection: close\r\n')}${get('/v1/users?limit=1')}`)).toEqual([200])
+    expect(await importCount()).toBe(before + 1)
+    expect(server.logs.filter((line) => line.msg === 'request' && line.request_id === 'closing-upsert')).toEqual([
+      expect.objectContaining({ res: { statusCode: 200 } }),
+    ])
+  })
+
+  it('an upsert followed by bytes that are not HTTP is answered 200, then the bytes 400', async () => {
+    const before = await importCount()
+    expect(await statusesOf(`${upsert('upsert-then-garbage')}GARBAGE / HTTP/1.1\r\n\r\n`)).toEqual([200, 400])
+    expect(await importCount()).toBe(before + 1)
+  })
+
+  it('every pipelined request before the one that closes the connection is answered, in order', async () => {
+    const reads = Array.from({ length: 5 }, () => get('/v1/users?limit=1')).join('')
+    expect(await statusesOf(`${reads}${get('/v2/nothing-here', 'Connection: close\r\n')}${get('/v1/users?limit=1')}`)).toEqual([
+      200, 200, 200, 200, 200, 404,
+    ])
+    expect(await statusesOf(`${reads}GARBAGE\r\n\r\n`)).toEqual([200, 200, 200, 200, 200, 400])
+  })
+})
+
 describe('a request sent too slowly', () => {
   it('is answered 408 once REQUEST_TIMEOUT_MS has passed, and its connection closed', async () => {
     const server = await startTestServer({ REQUEST_TIMEOUT_MS: '1000' })

@@ -58,25 +58,51 @@ function clientIssue(code: string | undefined): { status: number; issue: Issue }
  * Node's `clientError`: a request the HTTP parser refused (malformed, broken chunked encoding, headers too
  * large). It is answered with the 400-family body and the connection is closed; it is logged as one line at
  * debug level, never with a stack, so that a client sending garbage cannot fill the logs.
+ *
+ * The requests read whole before it on the connection (pipelined) ran or are running: their answers are sent
+ * first, since a 400 in their place would say that nothing was done. Bytes after a request that asked to close
+ * the connection are not a request at all: its answer closes the connection, and they are dropped.
  */
 export function answerClientError(this: FastifyInstance, error: NodeJS.ErrnoException, socket: Socket): void {
   if (error.code === 'ECONNRESET' || socket.destroyed) return
+  if (error.code === 'HPE_CLOSED_CONNECTION' && answerUnderWay(socket)) return
   const { status, issue } = clientIssue(error.code)
   this.log.debug({ code: error.code, remoteAddress: socket.remoteAddress }, 'malformed HTTP request refused')
-  // A response already under way on this connection cannot be replaced by another: the socket is only closed.
-  // Node's own clientError default reads the same private field; there is no public one.
+  afterAnswersUnderWay(socket, () => {
+    if (socket.destroyed) return
+    // A response already under way on this connection cannot be replaced by another: the socket is only closed.
+    if (socket.writable && !answerUnderWay(socket)?.headersSent) {
+      const body = JSON.stringify(validationBody([issue]))
+      socket.write(
+        `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+          `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+      )
+      // Counted once answered, not timed: the parser knows neither the method nor when the request began.
+      this.metrics.countAnswer('unparsed', 'unmatched', status)
+    }
+    socket.destroy()
+  })
+}
+
+/**
+ * The answer this connection is sending or will send next, unless it is sent whole. Node's own clientError
+ * default reads the same private field; there is no public one.
+ */
+function answerUnderWay(socket: Socket): ServerResponse | undefined {
   // oxlint-disable-next-line no-underscore-dangle
-  const inFlight = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage
-  if (socket.writable && !inFlight?.headersSent) {
-    const body = JSON.stringify(validationBody([issue]))
-    socket.write(
-      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
-        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-    )
-    // Counted once answered, not timed: the parser knows neither the method nor when the request began.
-    this.metrics.countAnswer('unparsed', 'unmatched', status)
-  }
-  socket.destroy()
+  const response = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage
+  return response && !response.writableFinished ? response : undefined
+}
+
+/**
+ * Runs `then` once the answers to every request read whole on the connection are sent (not the answer to the
+ * request the parser refused halfway, which never comes). Node hands the connection to the next pipelined answer
+ * when one finishes, so each is awaited in turn. A connection that closes first runs nothing.
+ */
+function afterAnswersUnderWay(socket: Socket, then: () => void): void {
+  const response = answerUnderWay(socket)
+  if (!response?.req.complete) return then()
+  response.once('finish', () => setImmediate(() => afterAnswersUnderWay(socket, then)))
 }
 
 /**
