@@ -107,7 +107,7 @@ describe('GET /v2/data-structures', () => {
     }
   })
 
-  it('uses the forwarded scheme and host only behind a trusted proxy', async () => {
+  it('uses the forwarded scheme (http or https, the last one) and host only behind a trusted proxy', async () => {
     const headers = { 'x-forwarded-proto': 'https', 'x-forwarded-host': 'lb.example.com' }
     const untrusted = await server.call('/v2/data-structures', { key: acme.apiKey, headers })
     expect(untrusted.body.data[0].links.fields.startsWith(server.url)).toBe(true)
@@ -116,6 +116,16 @@ describe('GET /v2/data-structures', () => {
       const { apiKey } = await trusting.load(smallFixture())
       const reply = await trusting.call('/v2/data-structures', { key: apiKey, headers })
       expect(reply.body.data[0].links.fields.startsWith('https://lb.example.com/v2/')).toBe(true)
+      // A forwarded scheme is http or https: anything else would put another host or scheme in every link.
+      for (const proto of ['https://evil.example/', 'javascript', 'ftp', 'HTTPS']) {
+        const refused = await trusting.call('/v2/data-structures', { key: apiKey, headers: { ...headers, 'x-forwarded-proto': proto } })
+        expect(refused.status, proto).toBe(400)
+        expect(refused.body.errors, proto).toEqual([
+          { error: 'ValidationError', resource: 'X-Forwarded-Proto', description: 'expected http or https' },
+        ])
+      }
+      const plain = await trusting.call('/v2/data-structures', { key: apiKey, headers: { ...headers, 'x-forwarded-proto': 'https, http' } })
+      expect(plain.body.data[0].links.fields.startsWith('http://lb.example.com/v2/')).toBe(true)
     } finally {
       await trusting.close()
     }
