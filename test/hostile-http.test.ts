@@ -1,7 +1,7 @@
-import { connect } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { isValidHost } from '../src/routes/host-header.ts'
 import { smallFixture } from './helpers/fixtures.ts'
+import { exchange, statusesIn } from './helpers/raw-http.ts'
 import { startTestServer, type TestServer } from './helpers/server.ts'
 
 const validationFamily = (resource: string) => ({
@@ -10,18 +10,9 @@ const validationFamily = (resource: string) => ({
 })
 
 /** Writes raw bytes to the server and reads everything it answers until it closes the connection. */
-function rawExchange(url: string, bytes: string): Promise<{ status: number; headers: string; body: string }> {
-  const { hostname, port } = new URL(url)
-  return new Promise((resolve, reject) => {
-    const socket = connect(Number(port), hostname, () => socket.write(bytes))
-    let received = ''
-    socket.on('data', (chunk) => (received += chunk.toString()))
-    socket.on('error', reject)
-    socket.on('close', () => {
-      const [head, body = ''] = received.split('\r\n\r\n')
-      resolve({ status: Number(head.split(' ')[1]), headers: head, body })
-    })
-  })
+async function rawExchange(url: string, bytes: string): Promise<{ status: number; headers: string; body: string }> {
+  const [head, body = ''] = (await exchange(url, bytes)).split('\r\n\r\n')
+  return { status: Number(head.split(' ')[1]), headers: head, body }
 }
 
 describe('hostile HTTP: every refusal in the documented bodies', () => {
@@ -253,16 +244,7 @@ describe('requests read before a malformed one on the same connection', () => {
   afterAll(() => server.close())
 
   /** The status of every answer the connection carried, in order, once the server has closed it. */
-  function statusesOf(bytes: string): Promise<number[]> {
-    const { hostname, port } = new URL(server.url)
-    return new Promise((resolve, reject) => {
-      const socket = connect(Number(port), hostname, () => socket.write(bytes))
-      let received = ''
-      socket.on('data', (chunk) => (received += chunk.toString()))
-      socket.on('error', reject)
-      socket.on('close', () => resolve([...received.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((match) => Number(match[1]))))
-    })
-  }
+  const statusesOf = async (bytes: string) => statusesIn(await exchange(server.url, bytes))
   const upsert = (requestId: string, extraHeaders = '') => {
     const body = JSON.stringify({ data: [{ email: `${requestId}@acme.example`, name: 'Pipelined' }] })
     return (

@@ -9,6 +9,7 @@ import { buildApp } from '../src/app.ts'
 import { ManualClock } from '../src/clock.ts'
 import { loadConfig } from '../src/config.ts'
 import { openTestStore } from './helpers/test-store.ts'
+import { exchange } from './helpers/raw-http.ts'
 import { call, startTestServer } from './helpers/server.ts'
 
 /** TypeScript's compiler, as `npm run typecheck` runs it. */
@@ -136,6 +137,29 @@ describe('OpenAPI document', () => {
     expect(page.text).toContain('swagger-ui')
     const initializer = await call(`${url}/docs/static/swagger-initializer.js`)
     expect(initializer.text).toContain('/openapi.json')
+  })
+
+  it("answers what the documentation's files cannot serve with its own status, in the specification's bodies", async () => {
+    const unsatisfiable = await call(`${url}/docs/static/swagger-ui.css`, { headers: { range: 'bytes=99999999-' } })
+    expect(unsatisfiable.status).toBe(416)
+    expect(unsatisfiable.body).toEqual({
+      count: 1,
+      errors: [{ error: 'ValidationError', resource: 'request', description: expect.any(String) }],
+    })
+    const precondition = await call(`${url}/docs/static/swagger-ui.css`, { headers: { 'if-match': '"not-this-one"' } })
+    expect(precondition.status).toBe(412)
+    expect(precondition.body.errors[0].resource).toBe('request')
+    // Sent on a socket as written: an HTTP client's URL parser would resolve the dots before the request leaves.
+    const outside = await exchange(
+      url,
+      'GET /docs/static/%2e%2e/%2e%2e/package.json HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n',
+    )
+    expect(outside.split('\r\n')[0]).toBe('HTTP/1.1 403 Forbidden')
+    expect(JSON.parse(outside.slice(outside.indexOf('\r\n\r\n') + 4))).toEqual({
+      message: expect.any(String),
+      type: 'ForbiddenError',
+      error: 'ForbiddenError',
+    })
   })
 
   it('keeps the documentation page from being framed, sniffed or made to run foreign scripts', async () => {

@@ -146,6 +146,11 @@ export function registerErrorHandling(app: FastifyInstance): NotFoundHandler {
     if (error.validation) return reply.code(400).send(validationBody(namingBody(request, schemaIssues(error))))
     const status = error.statusCode ?? 500
     if (status === 429) return reply.code(429).send({ message: error.message, type: 'TooManyRequestsError' })
+    if (status === 403) return reply.code(403).send({ message: error.message, type: 'ForbiddenError', error: 'ForbiddenError' })
+    if (status === 412 || status === 416) {
+      // The documentation's files answer a precondition or a range they cannot meet (@fastify/static).
+      return reply.code(status).send(validationBody([{ resource: 'request', description: error.message }]))
+    }
     if (status >= 400 && status < 500) {
       // 413 stays 413 (the size limit is the cause); other client errors of the framework are 400s.
       return reply.code(status === 413 ? 413 : 400).send(validationBody(namingBody(request, frameworkIssues(error))))

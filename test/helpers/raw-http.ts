@@ -20,6 +20,23 @@ export async function openConnection(
   }
 }
 
+/** Sends `bytes` on a connection of their own and resolves with everything the server answers, once it closes it. */
+export function exchange(url: string, bytes: string): Promise<string> {
+  const { hostname, port } = new URL(url)
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname, () => socket.write(bytes))
+    let received = ''
+    socket.on('data', (chunk) => (received += chunk.toString()))
+    socket.on('error', reject)
+    socket.on('close', () => resolve(received))
+  })
+}
+
+/** The status of every answer in what a connection received, in order. */
+export function statusesIn(received: string): number[] {
+  return [...received.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((match) => Number(match[1]))
+}
+
 /** Resolves once the server refuses new connections, which it does as soon as its shutdown has begun. */
 export async function refusesConnections(port: number): Promise<void> {
   for (;;) {
