@@ -9,6 +9,7 @@ import { parse } from 'yaml'
 import { batchSize } from '../src/rate-limit/batched-counts.ts'
 import { smallFixture } from './helpers/fixtures.ts'
 import { finishedImport } from './helpers/operations.ts'
+import { exchange, statusesIn } from './helpers/raw-http.ts'
 import { type ServerProcess, startServerProcess, tempDataDir } from './helpers/process.ts'
 import { call, type Reply } from './helpers/server.ts'
 
@@ -268,6 +269,38 @@ describe.skipIf(NGINX === null)(
         candidate.includes('"request_id":"forwarded-1"'),
       )
       expect(JSON.parse(line!).req.remoteAddress).toBe('127.0.0.1')
+    })
+
+    it('serves an HTTP/1.0 request that names no host, its links built from the address it came to, as an instance alone does', async () => {
+      const key = await newCompanyKey()
+      const received = await exchange(publicUrl, `GET /v1/users?limit=1 HTTP/1.0\r\nX-API-Key: ${key}\r\n\r\n`)
+      expect(statusesIn(received)).toEqual([200])
+      const page = JSON.parse(received.slice(received.indexOf('\r\n\r\n') + 4))
+      expect(page.next).toBe(`${publicUrl}/v1/users?offset=1&limit=1`)
+    })
+
+    it("answers what nginx refuses itself on the public port in the service's JSON bodies, never its HTML pages", async () => {
+      const key = await newCompanyKey()
+      const get = (target: string, headers = '') =>
+        `GET ${target} HTTP/1.1\r\nHost: localhost\r\nX-API-Key: ${key}\r\n${headers}Connection: close\r\n\r\n`
+      const refusals: [string, string, number, string][] = [
+        ['a header line without a colon', get('/v2/data-structures', 'not a header\r\n'), 400, 'request'],
+        ['a path that is not percent-encoding', get('/v2/data-structures/%zz/fields'), 400, 'request'],
+        ['a transfer coding nginx does not implement', get('/v2/data-structures', 'Transfer-Encoding: gzip, chunked\r\n'), 400, 'request'],
+        ['headers over 16 KiB', get('/v2/data-structures', `X-Padding: ${'a'.repeat(20_000)}\r\n`), 431, 'headers'],
+        ['a request line over 16 KiB', get(`/v2/data-structures?${'a'.repeat(20_000)}`), 414, 'request'],
+      ]
+      for (const [what, bytes, status, resource] of refusals) {
+        const received = await exchange(publicUrl, bytes)
+        expect(statusesIn(received), what).toEqual([status])
+        expect(received.toLowerCase(), what).toContain('content-type: application/json')
+        expect(JSON.parse(received.slice(received.indexOf('\r\n\r\n') + 4)), what).toEqual({
+          count: 1,
+          errors: [{ error: 'ValidationError', resource, description: expect.any(String) }],
+        })
+      }
+      // Headers of 9 KiB, which nginx's default buffers refused, reach the service, as they would without nginx.
+      expect(statusesIn(await exchange(publicUrl, get('/v2/data-structures', `X-Padding: ${'a'.repeat(9_000)}\r\n`)))).toEqual([200])
     })
 
     it('does not serve /metrics or /admin on the public port, in any spelling; the operator port and the instances do', async () => {
