@@ -28,11 +28,21 @@ describe('admin routes', () => {
     ['missing', {}],
     ['wrong', { authorization: 'Bearer not-the-token' }],
     ['not bearer', { authorization: TOKEN }],
+    ['another scheme', { authorization: `Basic ${TOKEN}` }],
+    ['bearer with no token', { authorization: 'Bearer ' }],
+    ['token with more after it', { authorization: `Bearer ${TOKEN}x` }],
   ])('401 with a %s token', async (_case, headers) => {
     const reply = await server.call('/admin/companies', { method: 'POST', headers, body: smallFixture() })
     expect(reply.status).toBe(401)
     expect(reply.body).toEqual({ message: expect.any(String), type: 'UnauthorizedError' })
   })
+
+  it.each([`bearer ${TOKEN}`, `BEARER ${TOKEN}`, `Bearer   ${TOKEN}`, `Bearer\t${TOKEN}`])(
+    'reads the scheme in any letter case, with any spaces or tabs after it (RFC 9110): %j',
+    async (authorization) => {
+      expect((await server.call('/admin/companies', { headers: { authorization } })).status).toBe(200)
+    },
+  )
 
   it('creates a company from a fixture, whose key then works', async () => {
     const reply = await server.call('/admin/companies', { method: 'POST', headers: admin, body: smallFixture('Initech') })

@@ -16,6 +16,7 @@ import { keepOutOfCaches } from './no-store.ts'
 import { AdminErrorResponses, CompanyParamsSchema, missingBodyAsEmpty, UnauthorizedBodySchema } from './schemas.ts'
 
 const digest = (text: string) => createHash('sha256').update(text).digest()
+const BEARER = /^bearer[ \t]+(.+)$/i
 
 const CreatedCompanySchema = Type.Object({ company_id: Type.String(), api_key: Type.String() })
 const CreatedKeySchema = Type.Object({ api_key: Type.String() })
@@ -63,12 +64,13 @@ const CompanyInventorySchema = Type.Object({
  * `Authorization: Bearer <ADMIN_TOKEN>`. Not part of the public interface.
  */
 export const adminRoutes: FastifyPluginAsyncTypebox<{ worker?: WorkerProbe }> = async (app, { worker }) => {
-  const expected = digest(`Bearer ${app.config.adminToken}`)
+  const expected = digest(app.config.adminToken ?? '')
   keepOutOfCaches(app)
   app.addHook('onRequest', async (request) => {
-    const presented = request.headers.authorization
+    // The scheme's name is case-insensitive, and spaces or tabs may follow it (RFC 9110, 11.1 and 11.4).
+    const presented = BEARER.exec(request.headers.authorization ?? '')?.[1]
     // Compare digests so that the comparison takes the same time whatever the presented length.
-    if (!presented || !timingSafeEqual(digest(presented), expected)) {
+    if (presented === undefined || !timingSafeEqual(digest(presented), expected)) {
       throw new UnauthorizedError('Missing or invalid admin token: send Authorization: Bearer <ADMIN_TOKEN>')
     }
   })
