@@ -4,7 +4,7 @@ import { requireApiKey } from './auth/api-key-hook.ts'
 import { carriesApiKey } from './auth/api-keys.ts'
 import type { Clock } from './clock.ts'
 import type { Config } from './config.ts'
-import { logDestination, loggerOptions, OneLinePerRequest } from './logger.ts'
+import { logDestination, loggerOptions } from './logger.ts'
 import { limitRequestRate } from './rate-limit/rate-limit.ts'
 import { adminRoutes } from './routes/admin.ts'
 import { followClockOfStore } from './routes/clock-sync.ts'
@@ -13,6 +13,7 @@ import { registerCors } from './routes/cors.ts'
 import { drainRefusedBodies } from './routes/refused-bodies.ts'
 import { registerErrorHandling } from './routes/errors.ts'
 import { answerClientError, answerFrameworkError, answerOutsideRoutes, MAX_PARAM_LENGTH } from './routes/framework-errors.ts'
+import { logAbandonedRequests, OneLinePerRequest } from './routes/request-log.ts'
 import { requestTimeouts } from './routes/request-timeouts.ts'
 import { stopWithTheApp } from './routes/draining.ts'
 import { registerHealth, type WorkerProbe } from './routes/health.ts'
@@ -87,6 +88,7 @@ export async function buildApp({ config, store, clock, logStream, worker }: AppO
   app.decorate('store', store)
   app.decorate('clock', clock)
   followClockOfStore(app)
+  logAbandonedRequests(app)
   const answerNotFound = registerErrorHandling(app)
   drainRefusedBodies(app)
   answerOutsideRoutes(app)

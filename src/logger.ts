@@ -1,4 +1,4 @@
-import { type FastifyReply, type FastifyRequest, LogController } from 'fastify'
+import type { FastifyRequest } from 'fastify'
 import pino, { type DestinationStream, type LoggerOptions } from 'pino'
 import { carriesApiKey } from './auth/api-keys.ts'
 import type { LogLevel } from './config.ts'
@@ -107,22 +107,4 @@ export function loggerOptions(level: LogLevel): LoggerOptions {
       }),
     },
   }
-}
-
-/** Fastify's request logging, as one line per request (method, url, status, time) labelled with the request id. */
-export class OneLinePerRequest extends LogController {
-  constructor() {
-    super({ requestIdLogLabel: 'request_id' })
-  }
-
-  override incomingRequest(): void {}
-
-  override requestCompleted(_error: unknown, request: FastifyRequest, reply: FastifyReply): void {
-    logRequestLine(request, reply)
-  }
-}
-
-/** A request's one line (method, url, status, time), labelled with its id. */
-export function logRequestLine(request: FastifyRequest, reply: FastifyReply): void {
-  reply.log.info({ req: request, res: { statusCode: reply.statusCode }, responseTime: reply.elapsedTime }, 'request')
 }

@@ -1,6 +1,8 @@
+import { connect } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { isValidHost } from '../src/routes/host-header.ts'
 import { smallFixture } from './helpers/fixtures.ts'
+import { until } from './helpers/kit-server.ts'
 import { exchange, statusesIn } from './helpers/raw-http.ts'
 import { startTestServer, type TestServer } from './helpers/server.ts'
 
@@ -261,6 +263,30 @@ describe('requests read before a malformed one on the same connection', () => {
     expect(await importCount()).toBe(before + 1)
     expect(server.logs.filter((line) => line.msg === 'request' && line.request_id === 'closing-upsert')).toEqual([
       expect.objectContaining({ res: { statusCode: 200 } }),
+    ])
+  })
+
+  it('an upsert whose client goes away before its answer is logged all the same, with no status, once', async () => {
+    const before = await importCount()
+    const { hostname, port } = new URL(server.url)
+    const socket = connect(Number(port), hostname, () => {
+      socket.write(upsert('gone-before-answer'))
+      socket.destroy()
+    })
+    await until(importCount, (count) => count === before + 1)
+    const linesOf = () => server.logs.filter((line) => line.request_id === 'gone-before-answer' && line.level === 30)
+    await until(
+      async () => linesOf().length,
+      (count) => count > 0,
+    )
+    // Its handler runs on after the line: give it time to finish, and Fastify time to log it again if it would.
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    expect(linesOf()).toEqual([
+      expect.objectContaining({
+        msg: 'request closed before its answer',
+        req: expect.objectContaining({ method: 'PUT' }),
+        res: { statusCode: null },
+      }),
     ])
   })
 

@@ -2,8 +2,8 @@ import { type IncomingMessage, type ServerResponse, STATUS_CODES } from 'node:ht
 import type { Socket } from 'node:net'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Issue } from '../errors.ts'
-import { logRequestLine } from '../logger.ts'
 import { validationBody } from './errors.ts'
+import { logRequestLine } from './request-log.ts'
 
 /**
  * The errors Fastify and Node's HTTP parser answer on their own, before any route or error handler runs,
