@@ -285,9 +285,9 @@ describe('OpenAPI document for client generators and readers', () => {
     const { FieldSchemaSchema } = await import('../src/routes/v2/fields.ts')
     const { ImportReceiptSchema, ImportViewSchema } = await import('../src/routes/v1/import-schemas.ts')
     const { offsetPageSchema } = await import('../src/routes/v1/offset-schemas.ts')
-    const { V1UserSchema } = await import('../src/routes/v1/users-read.ts')
+    const { V1UserSchema } = await import('../src/routes/v1/users.ts')
     const { V1StatementRowSchema, V1RecordRowSchema } = await import('../src/routes/v1/reporting.ts')
-    const { V1RecordSchema } = await import('../src/routes/v1/table-records-read.ts')
+    const { V1RecordSchema } = await import('../src/routes/v1/table-records.ts')
     const shapes: Record<string, unknown> = {
       listDataStructures: DataStructureListSchema,
       getFields: FieldSchemaSchema,

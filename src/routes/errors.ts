@@ -41,7 +41,7 @@ function onceEvery(ms: number): { due(): boolean } {
 }
 
 /** The one body of a 500: never the internal message. */
-const SERVER_ERROR_BODY = { message: 'Internal server error', type: 'InternalServerError' }
+export const SERVER_ERROR_BODY = { message: 'Internal server error', type: 'InternalServerError' }
 
 /** The 400 body of the specification, for a list of issues. */
 export function validationBody(issues: readonly Issue[]): ValidationErrorBody {

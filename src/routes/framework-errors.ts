@@ -2,7 +2,7 @@ import { type IncomingMessage, type ServerResponse, STATUS_CODES } from 'node:ht
 import type { Socket } from 'node:net'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Issue } from '../errors.ts'
-import { validationBody } from './errors.ts'
+import { SERVER_ERROR_BODY, validationBody } from './errors.ts'
 import { logRequestLine } from './request-log.ts'
 
 /**
@@ -41,7 +41,7 @@ function answerRefusal(error: FastifyError, request: FastifyRequest, reply: Fast
       .send(validationBody([{ resource: 'path', description: `a path parameter is longer than ${MAX_PARAM_LENGTH} characters` }]))
   } else {
     request.log.error({ err: error }, 'request failed')
-    reply.code(500).send({ message: 'Internal server error', type: 'InternalServerError' })
+    reply.code(500).send(SERVER_ERROR_BODY)
   }
 }
 

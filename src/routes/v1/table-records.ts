@@ -3,13 +3,38 @@ import { Type } from 'typebox'
 import { ValidationError } from '../../errors.ts'
 import { enqueueImport } from '../../imports/enqueue.ts'
 import { MAX_RECORDS_PER_CALL } from '../../imports/limits.ts'
-import { liveTableByKey } from '../../v1/table-records.ts'
+import { listTableRecords, liveTableByKey } from '../../v1/table-records.ts'
+import { baseUrl } from '../base-url.ts'
 import { AuthenticatedErrorResponses, ValidationErrorBodySchema } from '../schemas.ts'
 import { admitUpsert, bodyBytes } from './import-admission.ts'
 import { BooleanFlagSchema, DebounceSchema, flagValue, ImportReceiptSchema } from './import-schemas.ts'
+import { offsetPageSchema, OffsetQuerySchema } from './offset-schemas.ts'
 
-/** `POST /v1/tables/{data_table_key}/records/bulk`: an asynchronous upsert of data-table records. */
-export const tableRecordWriteRoutes: FastifyPluginAsyncTypebox = async (app) => {
+/**
+ * A data-table record: its keys are the table's field API keys (an amount field `f` with `f_currency` beside
+ * it, a multi-valued field as one `;`-separated string, dates YYYY-MM-DD, date-times ISO 8601).
+ */
+export const V1RecordSchema = Type.Object({}, { additionalProperties: true })
+
+/** `GET /v1/tables/{data_table_key}/records`, and `POST …/records/bulk`: an asynchronous upsert of data-table records. */
+export const tableRecordRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  app.get(
+    '/tables/:data_table_key/records',
+    {
+      schema: {
+        summary: 'List the records of a data table',
+        operationId: 'listTableRecords',
+        description:
+          'The records of a live data table, each configured field under its API key, manual overrides applied. An unknown or sandbox key is 404.',
+        params: Type.Object({ data_table_key: Type.String({ description: 'The table API name' }) }),
+        querystring: OffsetQuerySchema,
+        response: { 200: offsetPageSchema(V1RecordSchema), ...AuthenticatedErrorResponses },
+      },
+    },
+    async (request) =>
+      listTableRecords(app.store, request.principal.company.id, request.params.data_table_key, request.query, baseUrl(request)),
+  )
+
   app.post(
     '/tables/:data_table_key/records/bulk',
     {

@@ -1,12 +1,16 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
-import { USER_STATUSES } from '../../store/model.ts'
+import { enqueueImport } from '../../imports/enqueue.ts'
+import { MAX_USERS_PER_CALL, smallCallBodyLimit } from '../../imports/limits.ts'
 import { KEPT_PAGE_BYTES, KEPT_PAGE_ROWS, KEPT_PAGES, VersionedAnswers } from '../../reporting/versioned-answers.ts'
+import { USER_STATUSES } from '../../store/model.ts'
 import type { OffsetPage } from '../../v1/offset-page.ts'
 import { listUsers, type V1User } from '../../v1/user-rows.ts'
 import { baseUrl } from '../base-url.ts'
 import { AuthenticatedErrorResponses, OrNull } from '../schemas.ts'
-import { OffsetQuerySchema, offsetPageSchema } from './offset-schemas.ts'
+import { admitUpsert, bodyBytes } from './import-admission.ts'
+import { bulkBodySchema, DATA_BODY, DebounceSchema, ImportReceiptSchema } from './import-schemas.ts'
+import { offsetPageSchema, OffsetQuerySchema } from './offset-schemas.ts'
 
 /** A user of the v1 listing: the standard fields, then every custom attribute under its API key (null when unset). */
 export const V1UserSchema = Type.Object(
@@ -22,8 +26,8 @@ export const V1UserSchema = Type.Object(
   { additionalProperties: true },
 )
 
-/** `GET /v1/users`. The writes on users live in their own plugins. */
-export const userReadRoutes: FastifyPluginAsyncTypebox = async (app) => {
+/** `GET /v1/users`, and `PUT /v1/users/bulk`: an asynchronous upsert of users, matched by email. */
+export const userRoutes: FastifyPluginAsyncTypebox = async (app) => {
   // Small pages are answered again while the data version holds: a connector checking its key, a poll.
   const pages = new VersionedAnswers<OffsetPage<V1User>>(KEPT_PAGES, (page) => JSON.stringify(page).length <= KEPT_PAGE_BYTES)
   app.get(
@@ -47,5 +51,35 @@ export const userReadRoutes: FastifyPluginAsyncTypebox = async (app) => {
       // The page's `next` is an absolute URL: it is kept for each base URL.
       return pages.answer(app.store, `${companyId} ${base} ${offset} ${limit}`, list)
     },
+  )
+
+  app.put(
+    '/users/bulk',
+    {
+      preParsing: admitUpsert,
+      bodyLimit: smallCallBodyLimit(app.config.bodyLimitMb),
+      config: DATA_BODY,
+      schema: {
+        summary: 'Create or update users (asynchronous import)',
+        operationId: 'upsertUsers',
+        description:
+          'Matched by email, case-insensitively. 200 means the import was created, not applied: read it with `GET /v1/imports/{import_id}` until `status` is `finished`. All or nothing per call, except a repeated email, skipped and reported.',
+        querystring: Type.Object({ debounce: Type.Optional(DebounceSchema) }),
+        body: bulkBodySchema(
+          MAX_USERS_PER_CALL,
+          'Users: email (the matching key), name, role, currency, calculation_currency, country, code, arrival_date, junior, and custom attributes by API key',
+        ),
+        response: { 200: ImportReceiptSchema, ...AuthenticatedErrorResponses },
+      },
+    },
+    async (request) =>
+      enqueueImport(app.store, app.clock, {
+        company: request.principal.company,
+        target: 'users',
+        items: request.body.data,
+        bytes: bodyBytes(request),
+        queueLimitBytes: app.config.importQueueLimitBytes,
+        debounceSeconds: request.query.debounce,
+      }),
   )
 }
