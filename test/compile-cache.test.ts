@@ -53,7 +53,7 @@ describe("npm start's compile cache (scripts/compile-cache.mjs)", () => {
       await second.listening()
       const { fromCache, stripped } = strippedFiles(second.server.errors())
       expect(stripped).toEqual([])
-      expect(fromCache).toEqual(expect.arrayContaining(['src/cli.ts', 'src/app.ts', 'src/imports/worker-thread.ts']))
+      expect(fromCache).toEqual(expect.arrayContaining(['src/cli.ts', 'src/app.ts', 'src/worker-thread.ts']))
     } finally {
       expect(await second.server.stop()).toBe(0)
     }

@@ -42,7 +42,7 @@ export interface ThreadedImportWorkerOptions {
   restartDelayMs?: number
 }
 
-const WORKER_THREAD = new URL('./worker-thread.ts', import.meta.url)
+const WORKER_THREAD = new URL('../worker-thread.ts', import.meta.url)
 
 /**
  * The import worker of `serve`, run in a worker thread of its own (the default, `IMPORT_WORKER=thread`): the

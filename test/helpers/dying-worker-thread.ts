@@ -1,5 +1,5 @@
 /**
- * A worker thread for `test/imports-worker-thread.test.ts`: the real one (`src/imports/worker-thread.ts`), which
+ * A worker thread for `test/imports-worker-thread.test.ts`: the real one (`src/worker-thread.ts`), which
  * dies of an uncaught error a moment after it started, the first time only (a marker file in DATA_DIR says
  * that it did), as a thread would on a fault of ours.
  */
@@ -8,7 +8,7 @@ import { join } from 'node:path'
 import { workerData } from 'node:worker_threads'
 import type { WorkerThreadData } from '../../src/imports/threaded-worker.ts'
 
-await import('../../src/imports/worker-thread.ts')
+await import('../../src/worker-thread.ts')
 const marker = join((workerData as WorkerThreadData).config.dataDir, 'thread-died-once')
 if (!existsSync(marker)) {
   writeFileSync(marker, '')

@@ -10,10 +10,10 @@ import { readlinkSync } from 'node:fs'
 import { getPriority, setPriority } from 'node:os'
 import { parentPort, workerData } from 'node:worker_threads'
 import pino from 'pino'
-import { startServer } from '../server.ts'
-import { ImportQueueFullError, type Store, StoreBusyError, StoreFullError, StoreUpgradedError } from '../store/port.ts'
-import type { EnqueueCall, EnqueueOutcome, FromWorkerThread, ToWorkerThread, WorkerThreadData } from './threaded-worker.ts'
-import type { WorkerLogger } from './worker.ts'
+import type { EnqueueCall, EnqueueOutcome, FromWorkerThread, ToWorkerThread, WorkerThreadData } from './imports/threaded-worker.ts'
+import type { WorkerLogger } from './imports/worker.ts'
+import { startServer } from './server.ts'
+import { ImportQueueFullError, type Store, StoreBusyError, StoreFullError, StoreUpgradedError } from './store/port.ts'
 
 if (!parentPort) throw new Error('worker-thread.ts runs as a worker thread (see ThreadedImportWorker)')
 const port = parentPort
