@@ -1,8 +1,16 @@
 import { rmSync } from 'node:fs'
+import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { clockFor } from '../src/clock.ts'
+import { loadConfig } from '../src/config.ts'
+import { ImportWorker } from '../src/imports/worker.ts'
+import { type RunningServer, startServer } from '../src/server.ts'
+import type { Store } from '../src/store/port.ts'
+import { openSqliteStore } from '../src/store/sqlite/sqlite-store.ts'
 import { KIT_ADMIN_TOKEN, KIT_DEMO_KEY, until } from './helpers/kit-server.ts'
 import { runCliAsync, type ServerProcess, startServerProcess, tempDataDir } from './helpers/process.ts'
 import { call } from './helpers/server.ts'
+import { pausingBeforePayloads } from './helpers/store-wrappers.ts'
 
 const admin = (url: string, path: string, body?: unknown) =>
   call(url + path, { method: body === undefined ? 'GET' : 'POST', body, headers: { authorization: `Bearer ${KIT_ADMIN_TOKEN}` } })
@@ -82,5 +90,105 @@ describe('the controlled clock, across processes', () => {
     const done = await until(read, (data) => data.status === 'finished')
     expect(done).toMatchObject({ status: 'finished', error: false })
     expect(Date.parse(done.finished_at) - Date.parse(done.created_at)).toBeGreaterThanOrEqual(300_000)
+  })
+})
+
+/**
+ * A move answered while another process's worker runs an import it claimed before the move: what the import writes
+ * is stamped with the moved time, or an incremental v2 sync that walked after the move (its mark taken from the
+ * `Date` header, less a margin) would miss it for good.
+ */
+describe('a move while another process runs an import', () => {
+  const KEY = 'cak_moved-clock-key-00000000000000'
+  let server: RunningServer | undefined
+  let workerStore: Store | undefined
+  afterAll(async () => {
+    await server?.close()
+    await workerStore?.close()
+  })
+
+  it('stamps what the import writes with the moved time, so that a sync walked after the move sees it', async () => {
+    const dir = tempDataDir()
+    const config = loadConfig({
+      PORT: '0',
+      LOG_LEVEL: 'silent',
+      CLOCK: 'controlled',
+      ADMIN_TOKEN: KIT_ADMIN_TOKEN,
+      DEMO: 'off',
+      DATA_DIR: dir,
+    })
+    server = await startServer(config, { role: 'api', out: null })
+    const url = server.url
+    const api = (path: string, options = {}) => call(url + path, { key: KEY, ...options })
+    const created = await admin(url, '/admin/companies', {
+      company: { name: 'Moved', default_currency: 'EUR' },
+      users: [{ email: 'rep@moved.example', currency: 'EUR' }],
+      data_tables: [
+        {
+          key: 'deals',
+          name: 'Deals',
+          id_field: 'id',
+          name_field: 'id',
+          fields: [
+            { api_key: 'id', name: 'Id', type: 'string' },
+            { api_key: 'owner_id', name: 'Owner', type: 'string' },
+            { api_key: 'close_date', name: 'Close date', type: 'datetime' },
+            { api_key: 'amount', name: 'Amount', type: 'amount' },
+          ],
+          records: [],
+        },
+      ],
+      reporting_structures: [{ name: 'Deals', type: 'record_reporting', data_table: 'deals', fields: ['amount'] }],
+      plans: [
+        {
+          name: 'Sales',
+          data_table: 'deals',
+          user_field: 'owner_id',
+          date_field: 'close_date',
+          amount_field: 'amount',
+          frequency: 'monthly',
+          rate: 0.05,
+        },
+      ],
+      api_keys: [{ user: 'rep@moved.example', secret: KEY }],
+    })
+    expect(created.status, created.text).toBe(201)
+    const records = (await api('/v2/data-structures')).body.data.find(
+      (structure: { type: string }) => structure.type === 'record_reporting',
+    ).id
+
+    // The worker of another process on the same file (as `serve --role worker`), held once it has claimed.
+    workerStore = openSqliteStore(join(dir, 'commission-api.sqlite'))
+    const { promise: held, resolve: release } = Promise.withResolvers<void>()
+    const { promise: claimed, resolve: markClaimed } = Promise.withResolvers<void>()
+    const worker = new ImportWorker({
+      store: pausingBeforePayloads(workerStore, async () => {
+        markClaimed()
+        await held
+      }),
+      clock: await clockFor('controlled', workerStore.clockOffset),
+      owner: 'another-process',
+    })
+    const upsert = await api('/v1/tables/deals/records/bulk', {
+      method: 'POST',
+      body: [{ id: 'D-1', owner_id: 'rep@moved.example', close_date: '2026-05-10T10:00:00Z', amount: 1000, amount_currency: 'EUR' }],
+    })
+    expect(upsert.status).toBe(200)
+    const run = worker.runOnce()
+    await claimed
+
+    // 30 s ahead (less than the lease, so the worker keeps its import); then a sync walks while the import runs.
+    const moved = await admin(url, '/admin/clock', { advance_ms: 30_000 })
+    expect(moved.status).toBe(200)
+    const walk = await api(`/v2/reporting/${records}/records`)
+    expect(walk.body.data).toEqual([])
+    const mark = new Date(Date.parse(String(walk.headers.date)) - 5000).toISOString()
+    release()
+    expect(await run).toBe(true)
+    const finished = (await api(`/v1/imports/${upsert.body.import_id}`)).body.data_import
+    expect(finished.status).toBe('finished')
+    expect(Date.parse(finished.finished_at)).toBeGreaterThanOrEqual(Date.parse(moved.body.now))
+    const since = await api(`/v2/reporting/${records}/records?last_modified_after=${mark}`)
+    expect(since.body.data).toHaveLength(1)
   })
 })

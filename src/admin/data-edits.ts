@@ -52,7 +52,7 @@ export async function changeQuotaType(store: Store, clock: Clock, companyId: str
   return store.transaction(
     async (tx) => {
       // The time once the transaction holds the store (see archiveUsers).
-      const timing = stampedBy(clock)
+      const timing = await stampedBy(clock)
       found(await tx.quotas.setType(company, id, type, timing.now), 'quota', quotaId)
       const reading = (await tx.plans.list(company)).filter((plan) => plan.quota_id === id)
       if (reading.length > 0) await recalculate(tx, company, { plans: new Set(reading.map((plan) => plan.id)) }, timing)
@@ -73,6 +73,8 @@ async function reviseRow<Changes extends { modified_at: string }, Row>(
   update: (id: string, changes: Changes) => Promise<Row | null>,
   resource: string,
 ): Promise<Row> {
+  // The time once the transaction holds the store (see stampedBy).
+  await clock.sync?.()
   const changes = { ...edit, modified_at: modificationTime(clock, edit.modified_at) } as Changes
   return found(await update(rowId(id, resource), changes), resource, id)
 }
@@ -101,7 +103,7 @@ export async function reviseStatement(store: Store, clock: Clock, companyId: str
         })
       }
       const cell = { user_id: revised.user_id, period: revised.period }
-      await recalculate(tx, company, { cells: new Map([[revised.plan_id, [cell]]]) }, stampedBy(clock))
+      await recalculate(tx, company, { cells: new Map([[revised.plan_id, [cell]]]) }, await stampedBy(clock))
       // The cell may state nothing any more (its records are gone): the statement as edited is what there was.
       return (await tx.statements.findOfPlan(company, revised.plan_id, { cells: [cell] }))[0] ?? revised
     },
@@ -159,7 +161,7 @@ export async function reviseQuotaValue(
     async (tx) => {
       const value = await reviseRow(clock, id, edit, (row, changes) => tx.adminEdits.updateQuotaValue(company, row, changes), 'quota_value')
       const quotaValues = new Map([[value.quota_id, [{ user_id: value.user_id, period: value.period }]]])
-      await recalculate(tx, company, { quotaValues }, stampedBy(clock))
+      await recalculate(tx, company, { quotaValues }, await stampedBy(clock))
       return value
     },
     { company },

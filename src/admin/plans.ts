@@ -44,7 +44,7 @@ export async function savePlan(store: Store, clock: Clock, companyId: string, in
     const change = await store.transaction(
       async (tx) => {
         // The time once the transaction holds the store (see archiveUsers).
-        const timing = stampedBy(clock)
+        const timing = await stampedBy(clock)
         const { now } = timing
         const id = planId === undefined ? null : storedId(planId)
         const existing = id ? await tx.plans.get(company.id, id) : null
@@ -131,7 +131,7 @@ export async function setExchangeRates(
     async (tx) => {
       await tx.companies.setExchangeRates(company.id, rates)
       // The time once the transaction holds the store (see archiveUsers).
-      return { exchange_rates: rates, calculation: await recalculate(tx, company.id, { everything: true }, stampedBy(clock)) }
+      return { exchange_rates: rates, calculation: await recalculate(tx, company.id, { everything: true }, await stampedBy(clock)) }
     },
     { company: company.id },
   )
@@ -151,7 +151,9 @@ export async function recalculateDueCompanies(store: Store, clock: Clock): Promi
     try {
       const calculation = await store.transaction(
         async (tx) =>
-          (await tx.companies.takeRecalculationDue(companyId)) ? recalculate(tx, companyId, { everything: true }, stampedBy(clock)) : null,
+          (await tx.companies.takeRecalculationDue(companyId))
+            ? recalculate(tx, companyId, { everything: true }, await stampedBy(clock))
+            : null,
         { company: companyId },
       )
       if (calculation) outcomes.push({ company_id: companyId, reason, calculation })

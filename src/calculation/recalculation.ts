@@ -138,8 +138,13 @@ export function companySettings(company: Company): CompanySettings {
 
 const FROZEN: ReadonlySet<StatementStatus> = new Set(['validated', 'paid'])
 
-/** The options of a calculation on the service's clock: its rows stamped as they are written. */
-export function stampedBy(clock: Clock): RecalculationOptions {
+/**
+ * The options of a calculation on the service's clock: its rows stamped as they are written. Called once the
+ * transaction holds the store: a controlled clock reads its offset again first, since another process may have
+ * moved it while this one waited, and a sync that walked after that move would miss a row stamped before it.
+ */
+export async function stampedBy(clock: Clock): Promise<RecalculationOptions> {
+  await clock.sync?.()
   return { now: clock.now().toISOString(), stamp: () => clock.now().toISOString() }
 }
 

@@ -84,7 +84,9 @@ export async function runClaimedImport(
             if (!(await tx.imports.finish(claimed.company_id, claimed.id, owner, outcome))) throw new LostClaim()
             return COMPANY_GONE
           }
-          const now = clock.now().toISOString()
+          // The time once the transaction holds the store, a move of the clock by another process meanwhile included.
+          const timing = await stampedBy(clock)
+          const { now } = timing
           const stepPayloads = payloads.slice(step.start, step.end)
           const stepCalls = recordCalls.slice(step.start, step.end)
           const changes = new CalculationChangeLog()
@@ -102,7 +104,7 @@ export async function runClaimedImport(
           // written, once the payloads are applied: an incremental v2 sync reads a row once it is committed, and the
           // closer its stamp to that commit, the smaller the margin a sync's mark needs (docs/decisions.md, "The
           // high-water mark").
-          const stepCalculation = await recalculate(tx, company.id, changes, stampedBy(clock))
+          const stepCalculation = await recalculate(tx, company.id, changes, timing)
           const applied = boundedDetails([...details, ...detailsOf(claimed, stepPayloads, outcomes, stepCalls)])
           if (!last) {
             if (!(await tx.imports.advance(company.id, claimed.id, owner, { payloads_applied: step.end, details: applied })))
