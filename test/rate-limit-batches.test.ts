@@ -72,6 +72,16 @@ describe('rate limit: requests counted in batches', () => {
     expect(await store.rateLimits.peek(KEY, new Date(T0 + 1000))).toEqual({ hits: 1, resetsAt: new Date(T0 + 2000).toISOString() })
   })
 
+  it('opens a new window when the clock stepped back, rather than keep the full one open for the length of the step', async () => {
+    const [counter] = instances(store, 1)
+    for (let index = 0; index < 80; index++) await counter.count(KEY, 1000, 80, new Date(T0))
+    expect((await counter.count(KEY, 1000, 80, new Date(T0 + 999))).current).toBe(81)
+    // The system clock is stepped back an hour (NTP, a resumed machine), then 5 s pass.
+    const back = T0 - 3_600_000 + 5000
+    expect(await counter.count(KEY, 1000, 80, new Date(back))).toEqual({ current: 1, ttl: 1000 })
+    expect(await store.rateLimits.peek(KEY, new Date(back))).toEqual({ hits: 1, resetsAt: new Date(back + 1000).toISOString() })
+  })
+
   it('across N instances, never refuses below the limit and lets through at most (N - 1) x batch over it', async () => {
     await fc.assert(
       fc.asyncProperty(

@@ -380,17 +380,18 @@ describe('mongo imports and rate windows: the update documents', () => {
     ])
   })
 
-  it('counts a hit in an open window and restarts a closed or missing one, from one stored resets_at', () => {
+  it('counts a hit in an open window and restarts a closed, missing or stretched one, from one stored resets_at', () => {
     const now = new Date('2026-06-01T10:00:00.000Z')
+    const end = new Date('2026-06-01T10:00:01.000Z')
+    // Open: ends after now, and no further than one window ahead (one that does was opened before the clock stepped back).
+    const open = { $and: [{ $gt: ['$resets_at', now] }, { $lte: ['$resets_at', end] }] }
     const [stage] = hitPipeline(1000, now)
-    expect(stage.$set.hits).toStrictEqual({ $cond: [{ $gt: ['$resets_at', now] }, { $add: ['$hits', 1] }, 1] })
-    expect(stage.$set.resets_at).toStrictEqual({
-      $cond: [{ $gt: ['$resets_at', now] }, '$resets_at', new Date('2026-06-01T10:00:01.000Z')],
-    })
+    expect(stage.$set.hits).toStrictEqual({ $cond: [open, { $add: ['$hits', 1] }, 1] })
+    expect(stage.$set.resets_at).toStrictEqual({ $cond: [open, '$resets_at', end] })
     // The TTL field is computed from the server's clock, which the TTL monitor reads.
     expect(stage.$set.purge_at.$add[0]).toBe('$$NOW')
     const [batch] = hitPipeline(1000, now, 4)
-    expect(batch.$set.hits).toStrictEqual({ $cond: [{ $gt: ['$resets_at', now] }, { $add: ['$hits', 4] }, 4] })
+    expect(batch.$set.hits).toStrictEqual({ $cond: [open, { $add: ['$hits', 4] }, 4] })
   })
 
   it('counts the unfinished imports, 0 for a status with none', () => {

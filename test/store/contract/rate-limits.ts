@@ -46,6 +46,20 @@ export function rateLimitContract(adapter: StoreAdapter): void {
       })
     })
 
+    it('opens a new window when the clock stepped back, rather than keep one that ends over a window ahead', async () => {
+      for (let index = 0; index < 80; index++) await store.rateLimits.hit(company, 1000, at(T0))
+      // An hour back: the window opened at T0 would stay open for that hour.
+      expect(await store.rateLimits.hit(company, 1000, at('2026-06-01T09:00:00.000Z'))).toEqual({
+        hits: 1,
+        resetsAt: '2026-06-01T09:00:01.000Z',
+      })
+      // A window ending exactly one window ahead is the one just opened: it counts on.
+      expect(await store.rateLimits.hit(company, 1000, at('2026-06-01T09:00:00.000Z'))).toEqual({
+        hits: 2,
+        resetsAt: '2026-06-01T09:00:01.000Z',
+      })
+    })
+
     it('counts several requests in one hit, in the open window or in a new one', async () => {
       expect(await store.rateLimits.hit(company, 1000, at(T0), 4)).toEqual({ hits: 4, resetsAt: '2026-06-01T10:00:01.000Z' })
       expect(await store.rateLimits.hit(company, 1000, at('2026-06-01T10:00:00.300Z'))).toEqual({
