@@ -97,6 +97,9 @@ const MIB = 1024 * 1024
 
 /** The longest an import's lease may be (`IMPORT_LEASE_MS`): an hour. */
 export const MAX_IMPORT_LEASE_MS = 3_600_000
+/** IMPORT_POLL_MS and IMPORT_LEASE_MS unless set, also for a worker built without a configuration (tests, benchmarks). */
+export const DEFAULT_IMPORT_POLL_MS = 250
+export const DEFAULT_IMPORT_LEASE_MS = 60_000
 
 /** What a parser makes of a variable's text: the value, or what is wrong with it. */
 type Parsed<T> = { value: T } | { problem: string }
@@ -138,8 +141,8 @@ export function loadConfig(env: Env = process.env): Config {
     shutdownTimeoutMs: read('SHUTDOWN_TIMEOUT_MS', 10_000, (raw) => parseWholeNumber(raw, 1, 3_600_000)),
     shutdownDrainMs: read('SHUTDOWN_DRAIN_MS', 0, (raw) => parseWholeNumber(raw, 0, 3_600_000)),
     requestTimeoutMs: read('REQUEST_TIMEOUT_MS', 120_000, (raw) => parseWholeNumber(raw, 1000, 3_600_000)),
-    importPollMs: read('IMPORT_POLL_MS', 250, (raw) => parseWholeNumber(raw, 10, 60_000)),
-    importLeaseMs: read('IMPORT_LEASE_MS', 60_000, (raw) => parseWholeNumber(raw, 1_000, MAX_IMPORT_LEASE_MS)),
+    importPollMs: read('IMPORT_POLL_MS', DEFAULT_IMPORT_POLL_MS, (raw) => parseWholeNumber(raw, 10, 60_000)),
+    importLeaseMs: read('IMPORT_LEASE_MS', DEFAULT_IMPORT_LEASE_MS, (raw) => parseWholeNumber(raw, 1_000, MAX_IMPORT_LEASE_MS)),
     importRetentionDays: read('IMPORT_RETENTION_DAYS', 0, (raw) => parseWholeNumber(raw, 0, 36_500)),
     // The default holds the top of the recommended batch, 5,000 records of 4 KiB, with its JSON (docs/decisions.md).
     bodyLimitMb: read('BODY_LIMIT_MB', 32, (raw) => parseWholeNumber(raw, 1, 512)),

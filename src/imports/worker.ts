@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto'
 import { EventEmitter } from 'node:events'
 import { hostname } from 'node:os'
 import type { Clock } from '../clock.ts'
+import { DEFAULT_IMPORT_LEASE_MS, DEFAULT_IMPORT_POLL_MS } from '../config.ts'
 import type { DataImport } from '../store/model.ts'
 import { type Store, StoreBusyError, StoreFullError, StoreUpgradedError } from '../store/port.ts'
 import { failClaimedImport, runClaimedImport } from './run-import.ts'
@@ -52,8 +53,6 @@ export interface ImportWorkerEvents {
  */
 export const BUSY_ATTEMPTS = 10
 
-export const DEFAULT_POLL_MS = 250
-export const DEFAULT_LEASE_MS = 60_000
 /** How many expired imports one transaction of `purgeExpired` deletes, and how often a polling worker runs it. */
 const PURGE_BATCH = 1000
 const PURGE_EVERY_MS = 3_600_000
@@ -95,8 +94,8 @@ export class ImportWorker extends EventEmitter<ImportWorkerEvents> {
     this.#store = options.store
     this.#clock = options.clock
     this.#logger = options.logger ?? silent
-    this.#pollMs = options.pollMs ?? DEFAULT_POLL_MS
-    this.#leaseMs = options.leaseMs ?? DEFAULT_LEASE_MS
+    this.#pollMs = options.pollMs ?? DEFAULT_IMPORT_POLL_MS
+    this.#leaseMs = options.leaseMs ?? DEFAULT_IMPORT_LEASE_MS
     this.#retentionDays = options.retentionDays ?? 0
     this.owner = options.owner ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`
   }
