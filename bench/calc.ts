@@ -176,12 +176,12 @@ async function fullRecalculation(store: Store, clock: ManualClock): Promise<Comm
   const held = eventLoopHolds()
   let started = performance.now()
   // On the system's clock, as the service stamps rows: each plan's as they are written (`stampedBy`).
-  const first = await store.transaction(async (tx) => recalculate(tx, companyId, { everything: true }, await stampedBy(systemClock)))
+  const first = await store.transaction(async (tx) => recalculate(tx, companyId, { everything: true }, await stampedBy(systemClock, tx)))
   const withStore = performance.now() - started
   const heldFirst = held.longest()
   await setTimeout(5) // a turn between the two, so that the second's hold is its own
   started = performance.now()
-  const again = await store.transaction(async (tx) => recalculate(tx, companyId, { everything: true }, await stampedBy(systemClock)))
+  const again = await store.transaction(async (tx) => recalculate(tx, companyId, { everything: true }, await stampedBy(systemClock, tx)))
   const unchanged = performance.now() - started
   const heldAgain = held.longest()
   held.stop()

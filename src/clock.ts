@@ -7,9 +7,10 @@ export interface Clock {
   /**
    * Reads again what this clock's time depends on outside the process (the controlled clock's offset, in the
    * store); absent on a clock that depends on nothing else. Called where the latest time of every process
-   * matters: before each request is handled, and before each claim of an import.
+   * matters: before each request is handled, before each claim of an import, and in a transaction that stamps
+   * what it writes, which passes its own repository (`offsets`): a read outside it may wait for it to end.
    */
-  sync?(): Promise<void>
+  sync?(offsets?: ClockOffsetRepository): Promise<void>
 }
 
 export const systemClock: Clock = { now: () => new Date() }
@@ -68,8 +69,8 @@ export class ControlledClock implements Clock {
     return new Date(Math.min(Date.now() + this.#offsetMs, CLOCK_STOP_TIME.getTime()))
   }
 
-  async sync(): Promise<void> {
-    this.#accept(await this.#offsets.read())
+  async sync(offsets: ClockOffsetRepository = this.#offsets): Promise<void> {
+    this.#accept(await offsets.read())
   }
 
   /** Moves the time of every process sharing the store `milliseconds` ahead; returns the new time. */

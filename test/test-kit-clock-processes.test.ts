@@ -7,6 +7,7 @@ import { ImportWorker } from '../src/imports/worker.ts'
 import { type RunningServer, startServer } from '../src/server.ts'
 import type { Store } from '../src/store/port.ts'
 import { openSqliteStore } from '../src/store/sqlite/sqlite-store.ts'
+import { plannedFixture } from './helpers/fixtures.ts'
 import { KIT_ADMIN_TOKEN, KIT_DEMO_KEY, until } from './helpers/kit-server.ts'
 import { runCliAsync, type ServerProcess, startServerProcess, tempDataDir } from './helpers/process.ts'
 import { call } from './helpers/server.ts'
@@ -99,7 +100,6 @@ describe('the controlled clock, across processes', () => {
  * `Date` header, less a margin) would miss it for good.
  */
 describe('a move while another process runs an import', () => {
-  const KEY = 'cak_moved-clock-key-00000000000000'
   let server: RunningServer | undefined
   let workerStore: Store | undefined
   afterAll(async () => {
@@ -119,43 +119,11 @@ describe('a move while another process runs an import', () => {
     })
     server = await startServer(config, { role: 'api', out: null })
     const url = server.url
-    const api = (path: string, options = {}) => call(url + path, { key: KEY, ...options })
-    const created = await admin(url, '/admin/companies', {
-      company: { name: 'Moved', default_currency: 'EUR' },
-      users: [{ email: 'rep@moved.example', currency: 'EUR' }],
-      data_tables: [
-        {
-          key: 'deals',
-          name: 'Deals',
-          id_field: 'id',
-          name_field: 'id',
-          fields: [
-            { api_key: 'id', name: 'Id', type: 'string' },
-            { api_key: 'owner_id', name: 'Owner', type: 'string' },
-            { api_key: 'close_date', name: 'Close date', type: 'datetime' },
-            { api_key: 'amount', name: 'Amount', type: 'amount' },
-          ],
-          records: [],
-        },
-      ],
-      reporting_structures: [{ name: 'Deals', type: 'record_reporting', data_table: 'deals', fields: ['amount'] }],
-      plans: [
-        {
-          name: 'Sales',
-          data_table: 'deals',
-          user_field: 'owner_id',
-          date_field: 'close_date',
-          amount_field: 'amount',
-          frequency: 'monthly',
-          rate: 0.05,
-        },
-      ],
-      api_keys: [{ user: 'rep@moved.example', secret: KEY }],
-    })
+    const created = await admin(url, '/admin/companies', plannedFixture('Moved', []))
     expect(created.status, created.text).toBe(201)
-    const records = (await api('/v2/data-structures')).body.data.find(
-      (structure: { type: string }) => structure.type === 'record_reporting',
-    ).id
+    const api = (path: string, options = {}) => call(url + path, { key: created.body.api_key, ...options })
+    const structure = (await api('/v2/data-structures')).body.data.find((found: { type: string }) => found.type === 'statement_reporting')
+    const statements = new URL(structure.links.records).pathname
 
     // The worker of another process on the same file (as `serve --role worker`), held once it has claimed.
     workerStore = openSqliteStore(join(dir, 'commission-api.sqlite'))
@@ -171,7 +139,7 @@ describe('a move while another process runs an import', () => {
     })
     const upsert = await api('/v1/tables/deals/records/bulk', {
       method: 'POST',
-      body: [{ id: 'D-1', owner_id: 'rep@moved.example', close_date: '2026-05-10T10:00:00Z', amount: 1000, amount_currency: 'EUR' }],
+      body: [{ id: 'D-1', name: 'Deal 1', owner: 'seller@planned.example', closed: '2026-05-10', amount: 1000, amount_currency: 'EUR' }],
     })
     expect(upsert.status).toBe(200)
     const run = worker.runOnce()
@@ -180,7 +148,7 @@ describe('a move while another process runs an import', () => {
     // 30 s ahead (less than the lease, so the worker keeps its import); then a sync walks while the import runs.
     const moved = await admin(url, '/admin/clock', { advance_ms: 30_000 })
     expect(moved.status).toBe(200)
-    const walk = await api(`/v2/reporting/${records}/records`)
+    const walk = await api(statements)
     expect(walk.body.data).toEqual([])
     const mark = new Date(Date.parse(String(walk.headers.date)) - 5000).toISOString()
     release()
@@ -188,7 +156,7 @@ describe('a move while another process runs an import', () => {
     const finished = (await api(`/v1/imports/${upsert.body.import_id}`)).body.data_import
     expect(finished.status).toBe('finished')
     expect(Date.parse(finished.finished_at)).toBeGreaterThanOrEqual(Date.parse(moved.body.now))
-    const since = await api(`/v2/reporting/${records}/records?last_modified_after=${mark}`)
+    const since = await api(`${statements}?last_modified_after=${mark}`)
     expect(since.body.data).toHaveLength(1)
   })
 })

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest'
-import type { Fixture } from '../src/fixtures/schema.ts'
+import { plannedFixture } from './helpers/fixtures.ts'
 import { type KitServer, startKitServer, until } from './helpers/kit-server.ts'
 
 /**
@@ -227,47 +227,3 @@ describe('the controlled clock', () => {
     expect(await statementDates(late.api_key)).toEqual(periods.slice(0, 1))
   })
 })
-
-/** A company whose one seller closes a deal in each of `dates`, paid by a monthly plan. */
-function plannedFixture(name: string, dates: string[]): Fixture {
-  return {
-    company: { name, default_currency: 'EUR' },
-    users: [{ email: 'admin@planned.example' }, { email: 'seller@planned.example' }],
-    data_tables: [
-      {
-        key: 'deals',
-        name: 'Deals',
-        id_field: 'id',
-        name_field: 'name',
-        fields: [
-          { api_key: 'id', name: 'Id', type: 'string' },
-          { api_key: 'name', name: 'Name', type: 'string' },
-          { api_key: 'owner', name: 'Owner', type: 'string' },
-          { api_key: 'closed', name: 'Closed', type: 'date' },
-          { api_key: 'amount', name: 'Amount', type: 'amount' },
-        ],
-        records: dates.map((date, index) => ({
-          id: `D-${index}`,
-          name: `Deal ${index}`,
-          owner: 'seller@planned.example',
-          closed: date,
-          amount: 1000,
-          amount_currency: 'EUR',
-        })),
-      },
-    ],
-    reporting_structures: [{ name: 'Statements', type: 'statement_reporting' }],
-    plans: [
-      {
-        name: 'Sales',
-        data_table: 'deals',
-        user_field: 'owner',
-        date_field: 'closed',
-        amount_field: 'amount',
-        frequency: 'monthly',
-        rate: 0.1,
-      },
-    ],
-    api_keys: [{ user: 'admin@planned.example' }],
-  }
-}

@@ -52,7 +52,7 @@ export async function changeQuotaType(store: Store, clock: Clock, companyId: str
   return store.transaction(
     async (tx) => {
       // The time once the transaction holds the store (see archiveUsers).
-      const timing = await stampedBy(clock)
+      const timing = await stampedBy(clock, tx)
       found(await tx.quotas.setType(company, id, type, timing.now), 'quota', quotaId)
       const reading = (await tx.plans.list(company)).filter((plan) => plan.quota_id === id)
       if (reading.length > 0) await recalculate(tx, company, { plans: new Set(reading.map((plan) => plan.id)) }, timing)
@@ -65,8 +65,9 @@ export async function changeQuotaType(store: Store, clock: Clock, companyId: str
 /** An edit of a row: the fields to set, and its modification time (now when not given). */
 type RowEdit<Changes> = Omit<Changes, 'modified_at'> & { modified_at?: string }
 
-/** Applies a row edit through one of the store's admin edits, stamping the modification time. */
+/** Applies a row edit through one of the admin edits of the transaction `tx`, stamping the modification time. */
 async function reviseRow<Changes extends { modified_at: string }, Row>(
+  tx: Store,
   clock: Clock,
   id: string,
   edit: RowEdit<Changes>,
@@ -74,7 +75,7 @@ async function reviseRow<Changes extends { modified_at: string }, Row>(
   resource: string,
 ): Promise<Row> {
   // The time once the transaction holds the store (see stampedBy).
-  await clock.sync?.()
+  await clock.sync?.(tx.clockOffset)
   const changes = { ...edit, modified_at: modificationTime(clock, edit.modified_at) } as Changes
   return found(await update(rowId(id, resource), changes), resource, id)
 }
@@ -91,7 +92,14 @@ export async function reviseStatement(store: Store, clock: Clock, companyId: str
   const company = (await existingCompany(store, companyId)).id
   return store.transaction(
     async (tx) => {
-      const revised = await reviseRow(clock, id, edit, (row, changes) => tx.adminEdits.updateStatement(company, row, changes), 'statement')
+      const revised = await reviseRow(
+        tx,
+        clock,
+        id,
+        edit,
+        (row, changes) => tx.adminEdits.updateStatement(company, row, changes),
+        'statement',
+      )
       await renderStatementRows(tx, company, [revised])
       if (edit.status !== 'pending' || !revised.plan_id || !revised.period) return revised
       // Pending, it would be a result of no plan, which no calculation would ever state again nor remove.
@@ -103,7 +111,7 @@ export async function reviseStatement(store: Store, clock: Clock, companyId: str
         })
       }
       const cell = { user_id: revised.user_id, period: revised.period }
-      await recalculate(tx, company, { cells: new Map([[revised.plan_id, [cell]]]) }, await stampedBy(clock))
+      await recalculate(tx, company, { cells: new Map([[revised.plan_id, [cell]]]) }, await stampedBy(clock, tx))
       // The cell may state nothing any more (its records are gone): the statement as edited is what there was.
       return (await tx.statements.findOfPlan(company, revised.plan_id, { cells: [cell] }))[0] ?? revised
     },
@@ -122,6 +130,7 @@ export async function reviseCommissionLine(
   return store.transaction(
     async (tx) => {
       const revised = await reviseRow(
+        tx,
         clock,
         id,
         edit,
@@ -159,9 +168,16 @@ export async function reviseQuotaValue(
   const company = (await existingCompany(store, companyId)).id
   return store.transaction(
     async (tx) => {
-      const value = await reviseRow(clock, id, edit, (row, changes) => tx.adminEdits.updateQuotaValue(company, row, changes), 'quota_value')
+      const value = await reviseRow(
+        tx,
+        clock,
+        id,
+        edit,
+        (row, changes) => tx.adminEdits.updateQuotaValue(company, row, changes),
+        'quota_value',
+      )
       const quotaValues = new Map([[value.quota_id, [{ user_id: value.user_id, period: value.period }]]])
-      await recalculate(tx, company, { quotaValues }, await stampedBy(clock))
+      await recalculate(tx, company, { quotaValues }, await stampedBy(clock, tx))
       return value
     },
     { company },

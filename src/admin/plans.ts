@@ -44,7 +44,7 @@ export async function savePlan(store: Store, clock: Clock, companyId: string, in
     const change = await store.transaction(
       async (tx) => {
         // The time once the transaction holds the store (see archiveUsers).
-        const timing = await stampedBy(clock)
+        const timing = await stampedBy(clock, tx)
         const { now } = timing
         const id = planId === undefined ? null : storedId(planId)
         const existing = id ? await tx.plans.get(company.id, id) : null
@@ -131,7 +131,7 @@ export async function setExchangeRates(
     async (tx) => {
       await tx.companies.setExchangeRates(company.id, rates)
       // The time once the transaction holds the store (see archiveUsers).
-      return { exchange_rates: rates, calculation: await recalculate(tx, company.id, { everything: true }, await stampedBy(clock)) }
+      return { exchange_rates: rates, calculation: await recalculate(tx, company.id, { everything: true }, await stampedBy(clock, tx)) }
     },
     { company: company.id },
   )
@@ -152,7 +152,7 @@ export async function recalculateDueCompanies(store: Store, clock: Clock): Promi
       const calculation = await store.transaction(
         async (tx) =>
           (await tx.companies.takeRecalculationDue(companyId))
-            ? recalculate(tx, companyId, { everything: true }, await stampedBy(clock))
+            ? recalculate(tx, companyId, { everything: true }, await stampedBy(clock, tx))
             : null,
         { company: companyId },
       )

@@ -139,12 +139,13 @@ export function companySettings(company: Company): CompanySettings {
 const FROZEN: ReadonlySet<StatementStatus> = new Set(['validated', 'paid'])
 
 /**
- * The options of a calculation on the service's clock: its rows stamped as they are written. Called once the
- * transaction holds the store: a controlled clock reads its offset again first, since another process may have
- * moved it while this one waited, and a sync that walked after that move would miss a row stamped before it.
+ * The options of a calculation on the service's clock: its rows stamped as they are written. Called in the
+ * transaction `tx`, once it holds the store: a controlled clock reads its offset again first (through `tx`), since
+ * another process may have moved it while this one waited, and a sync that walked after that move would miss a row
+ * stamped before it.
  */
-export async function stampedBy(clock: Clock): Promise<RecalculationOptions> {
-  await clock.sync?.()
+export async function stampedBy(clock: Clock, tx: Store): Promise<RecalculationOptions> {
+  await clock.sync?.(tx.clockOffset)
   return { now: clock.now().toISOString(), stamp: () => clock.now().toISOString() }
 }
 

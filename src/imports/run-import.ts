@@ -85,7 +85,7 @@ export async function runClaimedImport(
             return COMPANY_GONE
           }
           // The time once the transaction holds the store, a move of the clock by another process meanwhile included.
-          const timing = await stampedBy(clock)
+          const timing = await stampedBy(clock, tx)
           const { now } = timing
           const stepPayloads = payloads.slice(step.start, step.end)
           const stepCalls = recordCalls.slice(step.start, step.end)

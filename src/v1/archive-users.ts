@@ -32,7 +32,7 @@ export async function archiveUsers(store: Store, clock: Clock, companyId: string
     async (tx) => {
       // Read once the transaction holds the store: another writer may have held it for seconds (an incremental v2
       // sync reads a row once it is committed, and its mark is taken from the time).
-      const timing = await stampedBy(clock)
+      const timing = await stampedBy(clock, tx)
       const { now } = timing
       const currentMonth = now.slice(0, 7)
       const issues: Issue[] = []
