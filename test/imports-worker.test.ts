@@ -212,6 +212,20 @@ describe('the import worker', () => {
     expect((await h.importOf(second)).status).toBe('scheduled')
   })
 
+  it('takes companies in turn: a company with many imports queued does not hold the others back until it is done', async () => {
+    const globex = await h.server.load(smallFixture('Globex'))
+    const ours = [await putUsers([{ email: 'a@acme.example' }]), await putUsers([{ email: 'b@acme.example' }])]
+    ours.push(await putUsers([{ email: 'c@acme.example' }]))
+    const theirs = await putUsers([{ email: 'a@globex.example' }], globex.apiKey)
+    const worker = new ImportWorker({ store: h.store, clock: h.server.clock, owner: 'taking-turns' })
+    const ran: string[] = []
+    worker.on('finished', (finished: { id: string }) => ran.push(finished.id))
+    while (await worker.runOnce()) {
+      // one import a claim
+    }
+    expect(ran).toEqual([ours[0], theirs, ours[1], ours[2]])
+  })
+
   it("runs a dead worker's import again once its lease expires, with the result of a single run", async () => {
     const id = await putUsers([{ email: 'a@acme.example', name: 'A' }])
     const claimed = await claimAndDie()

@@ -74,6 +74,8 @@ export class ImportWorker extends EventEmitter<ImportWorkerEvents> {
   readonly #logger: WorkerLogger
   readonly #pollMs: number
   readonly #leaseMs: number
+  /** The company of the import this worker claimed last: the next claim takes another company's first (`claimNext`). */
+  #lastCompany: string | undefined
   readonly #retentionDays: number
   /** The runs under way (`runOnce`), for `idle`. */
   readonly #runs = new Set<Promise<boolean>>()
@@ -179,8 +181,9 @@ export class ImportWorker extends EventEmitter<ImportWorkerEvents> {
   async #claimAndRun(companyId: string | undefined): Promise<boolean> {
     // A controlled clock may have been moved by another process: windows and leases are judged by its latest time.
     await this.#clock.sync?.()
-    const claimed = await this.#store.imports.claimNext(this.owner, this.#now(), this.#leaseEnd(), companyId)
+    const claimed = await this.#store.imports.claimNext(this.owner, this.#now(), this.#leaseEnd(), companyId, this.#lastCompany)
     if (!claimed) return false
+    this.#lastCompany = claimed.company_id
     const log = { import_id: claimed.id, company_id: claimed.company_id, attempt: claimed.attempts }
     this.#logger.info(log, 'import started')
     const renewal = setInterval(() => void this.#renew(claimed), Math.max(1, Math.floor(this.#leaseMs / 3)))

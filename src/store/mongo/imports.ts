@@ -225,21 +225,32 @@ export function mongoImports(context: MongoContext): ImportRepository {
         )
       }),
 
-    async claimNext(owner, now, leaseExpiresAt, companyId) {
+    async claimNext(owner, now, leaseExpiresAt, companyId, after) {
       // The scan reads outside any transaction; each claim re-checks its candidate inside one. The companies
       // with an import running under a live lease are left out of the scan itself, so that however many
-      // imports they have queued, the oldest runnable import of any other company is found.
+      // imports they have queued, the oldest runnable import of any other company is found. The company served
+      // last (`after`) is left out of the first scans too, and scanned for once no other has an import to run.
       const busy: unknown[] = await call(context, (session) =>
         imports().distinct('company_id', { status: 'started', lease_expires_at: { $gt: now } }, inSession(session)),
       )
       const tried: ObjectId[] = []
+      let passedOver: unknown[] = after ? [lookupId(after)] : []
       for (;;) {
+        const excluded = [...busy, ...passedOver]
         const candidate = await call(context, (session) =>
           imports().findOne(
-            { ...runnable(now), company_id: companyId ? { $eq: lookupId(companyId), $nin: busy } : { $nin: busy }, _id: { $nin: tried } },
+            {
+              ...runnable(now),
+              company_id: companyId ? { $eq: lookupId(companyId), $nin: excluded } : { $nin: excluded },
+              _id: { $nin: tried },
+            },
             { ...inSession(session), sort: { _id: 1 }, projection: { _id: 1, company_id: 1 } },
           ),
         )
+        if (!candidate && passedOver.length > 0) {
+          passedOver = []
+          continue
+        }
         if (!candidate) return null
         await ensureLock(context, String(candidate.company_id), 'claim')
         const claimed = await claim(candidate, owner, now, leaseExpiresAt)
