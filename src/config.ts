@@ -56,7 +56,7 @@ export interface Config {
   demoApiKey: string | null
 }
 
-const CLOCK_MODES = ['system', 'controlled'] as const
+export const CLOCK_MODES = ['system', 'controlled'] as const
 export type ClockMode = (typeof CLOCK_MODES)[number]
 
 /** The `DATA_DIR` that keeps the embedded store in memory: nothing is written to disk, and nothing outlives the process. */

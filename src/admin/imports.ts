@@ -12,8 +12,6 @@ import { existingCompany } from './company-admin.ts'
  * them, so that a test can wait until everything it sent is applied. Nothing here knows about HTTP.
  */
 
-export const IMPORT_STATUSES: readonly ImportStatus[] = ['scheduled', 'started', 'finished']
-
 /** The most imports a list answers. */
 export const MAX_LISTED_IMPORTS = 1000
 /** How long a drain waits by default, and at most (real time: waiting is not the service's clock). */

@@ -1,11 +1,12 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { clockState, moveClock } from '../admin/clock.ts'
+import { CLOCK_MODES } from '../config.ts'
 import type { WorkerProbe } from './health.ts'
 import { UnauthorizedBodySchema, ValidationErrorBodySchema } from './schemas.ts'
 
 const ClockStateSchema = Type.Object({
-  mode: Type.Enum(['controlled', 'system'], {
+  mode: Type.Enum([...CLOCK_MODES], {
     description: '`controlled` (CLOCK=controlled): moved by POST /admin/clock; `system`: the system clock',
   }),
   now: Type.String({ description: "The service's time now, ISO 8601 in UTC" }),

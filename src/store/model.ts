@@ -353,8 +353,10 @@ export interface Plan {
 export type ExchangeRates = Record<string, number>
 
 /** What an import writes: users, manager or group attributions, or the records of one data table. */
-export type ImportTarget = 'users' | 'managers' | 'groups' | 'records'
-export type ImportStatus = 'scheduled' | 'started' | 'finished'
+export const IMPORT_TARGETS = ['users', 'managers', 'groups', 'records'] as const
+export type ImportTarget = (typeof IMPORT_TARGETS)[number]
+export const IMPORT_STATUSES = ['scheduled', 'started', 'finished'] as const
+export type ImportStatus = (typeof IMPORT_STATUSES)[number]
 
 /** An item an import skipped or refused: its 1-based position in the call's list, the item as sent, why. */
 export interface ImportItemIssue {

@@ -1,5 +1,6 @@
 import { Type } from 'typebox'
 import { MAX_DEBOUNCE_SECONDS } from '../../imports/limits.ts'
+import { IMPORT_STATUSES } from '../../store/model.ts'
 import { OrNull } from '../schemas.ts'
 
 /** The shapes of the asynchronous upserts and of `GET /v1/imports/{import_id}`. */
@@ -53,7 +54,7 @@ export function bulkBodySchema(maxItems: number, description: string) {
   return Type.Object({ data: Type.Array(Type.Record(Type.String(), Type.Unknown()), { maxItems, description }) })
 }
 
-const ImportStatusSchema = Type.Union([Type.Literal('scheduled'), Type.Literal('started'), Type.Literal('finished')])
+const ImportStatusSchema = Type.Enum([...IMPORT_STATUSES])
 
 export const ImportErrorSchema = Type.Object({
   title: Type.Union([Type.Literal('ValidationError'), Type.Literal('PartialFailure')]),
