@@ -2,8 +2,8 @@ import { connect } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { isValidHost } from '../src/routes/host-header.ts'
 import { smallFixture } from './helpers/fixtures.ts'
-import { until } from './helpers/kit-server.ts'
-import { exchange, statusesIn } from './helpers/raw-http.ts'
+import { KIT_DEMO_KEY, type KitServer, startKitServer, until } from './helpers/kit-server.ts'
+import { exchange, openConnection, statusesIn } from './helpers/raw-http.ts'
 import { startTestServer, type TestServer } from './helpers/server.ts'
 
 const validationFamily = (resource: string) => ({
@@ -302,6 +302,39 @@ describe('requests read before a malformed one on the same connection', () => {
       200, 200, 200, 200, 200, 404,
     ])
     expect(await statusesOf(`${reads}GARBAGE\r\n\r\n`)).toEqual([200, 200, 200, 200, 200, 400])
+  })
+})
+
+describe('malformed HTTP behind an answer that is slow to come', () => {
+  let server: KitServer
+  afterAll(() => server?.close())
+
+  it('reads nothing more from the connection, and closes it at REQUEST_TIMEOUT_MS if the answer has not come', async () => {
+    server = await startKitServer({ REQUEST_TIMEOUT_MS: '1000' })
+    const delayed = await server.admin(`/admin/companies/${server.demoId}/faults`, {
+      method: 'POST',
+      body: { method: 'GET', path: '/v1/users', delay_ms: 1500, times: 2 },
+    })
+    expect(delayed.status).toBe(201)
+    const warnings: string[] = []
+    const onWarning = (warning: Error) => warnings.push(warning.name)
+    process.on('warning', onWarning)
+    try {
+      const read = `GET /v1/users?limit=1 HTTP/1.1\r\nHost: localhost\r\nX-API-Key: ${KIT_DEMO_KEY}\r\n\r\n`
+      // Garbage in many chunks behind the slow answer: each would be parsed, and fail, again.
+      const { socket, received } = await openConnection(Number(new URL(server.url).port))
+      // Closed with bytes unread, the connection is reset: that is its end here, as a close is.
+      const closed = new Promise((resolve) => socket.once('close', resolve))
+      socket.on('error', () => {})
+      socket.write(`${read}GARBAGE\r\n\r\n`)
+      for (let chunk = 0; chunk < 40; chunk++) socket.write('more garbage\r\n')
+      await closed
+      // The answer came after 1.5 s, past the bound of 1 s: the connection was closed without it, and without the 400.
+      expect(statusesIn(received())).toEqual([])
+      expect(warnings).not.toContain('MaxListenersExceededWarning')
+    } finally {
+      process.off('warning', onWarning)
+    }
   })
 })
 

@@ -64,11 +64,17 @@ function clientIssue(code: string | undefined): { status: number; issue: Issue }
  * the connection are not a request at all: its answer closes the connection, and they are dropped.
  */
 export function answerClientError(this: FastifyInstance, error: NodeJS.ErrnoException, socket: Socket): void {
-  if (error.code === 'ECONNRESET' || socket.destroyed) return
+  if (error.code === 'ECONNRESET' || socket.destroyed || refused.has(socket)) return
+  refused.add(socket)
+  // Nothing more is read from the connection: its parser has failed, and every chunk after would fail again.
+  socket.pause()
   if (error.code === 'HPE_CLOSED_CONNECTION' && answerUnderWay(socket)) return
   const { status, issue } = clientIssue(error.code)
   this.log.debug({ code: error.code, remoteAddress: socket.remoteAddress }, 'malformed HTTP request refused')
+  // The answers awaited are bounded as a request is: past REQUEST_TIMEOUT_MS the connection is closed.
+  const givingUp = setTimeout(() => socket.destroy(), this.config.requestTimeoutMs).unref()
   afterAnswersUnderWay(socket, () => {
+    clearTimeout(givingUp)
     if (socket.destroyed) return
     // A response already under way on this connection cannot be replaced by another: the socket is only closed.
     if (socket.writable && !answerUnderWay(socket)?.headersSent) {
@@ -83,6 +89,9 @@ export function answerClientError(this: FastifyInstance, error: NodeJS.ErrnoExce
     socket.destroy()
   })
 }
+
+/** The connections whose HTTP was refused: the parser raises an error for each chunk after the first one. */
+const refused = new WeakSet<Socket>()
 
 /**
  * The answer this connection is sending or will send next, unless it is sent whole. Node's own clientError
