@@ -59,6 +59,9 @@ const PURGE_EVERY_MS = 3_600_000
 const PURGE_RETRY_MS = 60_000
 const DAY_MS = 86_400_000
 
+/** How many companies a worker remembers serving, for their turns. */
+const SERVED_KEPT = 64
+
 const silent: WorkerLogger = { info() {}, warn() {}, error() {} }
 
 /**
@@ -74,8 +77,8 @@ export class ImportWorker extends EventEmitter<ImportWorkerEvents> {
   readonly #logger: WorkerLogger
   readonly #pollMs: number
   readonly #leaseMs: number
-  /** The company of the import this worker claimed last: the next claim takes another company's first (`claimNext`). */
-  #lastCompany: string | undefined
+  /** The companies whose imports this worker claimed lately, the least recent first: they take turns (`claimNext`). */
+  readonly #served: string[] = []
   readonly #retentionDays: number
   /** The runs under way (`runOnce`), for `idle`. */
   readonly #runs = new Set<Promise<boolean>>()
@@ -181,9 +184,9 @@ export class ImportWorker extends EventEmitter<ImportWorkerEvents> {
   async #claimAndRun(companyId: string | undefined): Promise<boolean> {
     // A controlled clock may have been moved by another process: windows and leases are judged by its latest time.
     await this.#clock.sync?.()
-    const claimed = await this.#store.imports.claimNext(this.owner, this.#now(), this.#leaseEnd(), companyId, this.#lastCompany)
+    const claimed = await this.#store.imports.claimNext(this.owner, this.#now(), this.#leaseEnd(), companyId, this.#served)
     if (!claimed) return false
-    this.#lastCompany = claimed.company_id
+    this.#tookTurn(claimed.company_id)
     const log = { import_id: claimed.id, company_id: claimed.company_id, attempt: claimed.attempts }
     this.#logger.info(log, 'import started')
     const renewal = setInterval(() => void this.#renew(claimed), Math.max(1, Math.floor(this.#leaseMs / 3)))
@@ -330,6 +333,14 @@ export class ImportWorker extends EventEmitter<ImportWorkerEvents> {
     } catch (error) {
       this.#logger.warn({ err: error, import_id: claimed.id }, 'import lease renewal failed')
     }
+  }
+
+  #tookTurn(companyId: string): void {
+    const index = this.#served.indexOf(companyId)
+    if (index !== -1) this.#served.splice(index, 1)
+    this.#served.push(companyId)
+    // The turns of the companies served longest ago are forgotten: those companies come first again.
+    if (this.#served.length > SERVED_KEPT) this.#served.shift()
   }
 
   #now(): string {

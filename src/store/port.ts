@@ -534,11 +534,12 @@ export interface ImportRepository {
    * `scheduled` with its window closed (`window_ends_at` at or before `now`), or `started` with an expired
    * lease (its worker died); and no other import of its company is `started` with a live lease. The claim
    * sets `started`, `owner` and `lease_expires_at`, sets `launched_at` on the first claim and counts the attempt.
-   * With `companyId`, only an import of that company is claimed. With `after` (the company whose import the worker
-   * ran last), an import of any other company is claimed first, the oldest of them: companies take turns, so that
-   * one with many imports queued does not hold the others back until its queue is empty.
+   * With `companyId`, only an import of that company is claimed. Otherwise companies take turns: `recent` lists
+   * the companies whose imports the worker ran lately, the least recent first; the oldest import of a company not
+   * in it is claimed first, then one of the company in it served least recently, so that a company with many
+   * imports queued does not hold the others back until its queue is empty.
    */
-  claimNext(owner: string, now: string, leaseExpiresAt: string, companyId?: string, after?: string): Promise<DataImport | null>
+  claimNext(owner: string, now: string, leaseExpiresAt: string, companyId?: string, recent?: readonly string[]): Promise<DataImport | null>
   /** Extends the lease while `owner` still holds the started import. False when the claim was lost. */
   renewLease(companyId: string, id: string, owner: string, leaseExpiresAt: string): Promise<boolean>
   /**

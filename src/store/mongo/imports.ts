@@ -225,30 +225,32 @@ export function mongoImports(context: MongoContext): ImportRepository {
         )
       }),
 
-    async claimNext(owner, now, leaseExpiresAt, companyId, after) {
+    async claimNext(owner, now, leaseExpiresAt, companyId, recent = []) {
       // The scan reads outside any transaction; each claim re-checks its candidate inside one. The companies
       // with an import running under a live lease are left out of the scan itself, so that however many
-      // imports they have queued, the oldest runnable import of any other company is found. The company served
-      // last (`after`) is left out of the first scans too, and scanned for once no other has an import to run.
+      // imports they have queued, the oldest runnable import of any other company is found. Companies take turns:
+      // the first scan leaves out the companies served lately (`recent`), the next ones take each of them in turn,
+      // the least recent first.
       const busy: unknown[] = await call(context, (session) =>
         imports().distinct('company_id', { status: 'started', lease_expires_at: { $gt: now } }, inSession(session)),
       )
+      const served = companyId ? [] : recent.map(lookupId)
       const tried: ObjectId[] = []
-      let passedOver: unknown[] = after ? [lookupId(after)] : []
+      let turn = 0
       for (;;) {
-        const excluded = [...busy, ...passedOver]
+        const scope = companyId
+          ? { $eq: lookupId(companyId), $nin: busy }
+          : turn === 0
+            ? { $nin: [...busy, ...served] }
+            : { $eq: served[turn - 1], $nin: busy }
         const candidate = await call(context, (session) =>
           imports().findOne(
-            {
-              ...runnable(now),
-              company_id: companyId ? { $eq: lookupId(companyId), $nin: excluded } : { $nin: excluded },
-              _id: { $nin: tried },
-            },
+            { ...runnable(now), company_id: scope, _id: { $nin: tried } },
             { ...inSession(session), sort: { _id: 1 }, projection: { _id: 1, company_id: 1 } },
           ),
         )
-        if (!candidate && passedOver.length > 0) {
-          passedOver = []
+        if (!candidate && turn < served.length) {
+          turn++
           continue
         }
         if (!candidate) return null

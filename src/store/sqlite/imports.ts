@@ -112,7 +112,7 @@ export function sqliteImports(sql: Sql): ImportRepository {
       }))
     },
 
-    async claimNext(owner, now, leaseExpiresAt, companyId, after) {
+    async claimNext(owner, now, leaseExpiresAt, companyId, recent = []) {
       // One conditional UPDATE picks and stamps the import, so that two workers can never claim the same one.
       const rows = await sql.write(
         (db) =>
@@ -130,13 +130,14 @@ export function sqliteImports(sql: Sql): ImportRepository {
                  SELECT 1 FROM imports AS running
                  WHERE running.company_id = candidate.company_id AND running.status = 'started'
                    AND running.lease_expires_at > ?3 AND running.id <> candidate.id)
-             ORDER BY candidate.company_id IS ?5, candidate.id LIMIT 1)
+             ORDER BY instr(?5, candidate.company_id), candidate.id LIMIT 1)
            RETURNING doc`,
             owner,
             leaseExpiresAt,
             now,
             companyId ?? null,
-            after ?? null,
+            // Where each company stands in the turns: 0 for one not served lately, then the least recent first.
+            recent.join(','),
           ),
         // A claim is tried again at the next poll: it does not hold the writes queued behind it (an upsert's payload,
         // in the worker's thread) for the whole wait while another process holds the lock.

@@ -259,26 +259,28 @@ export function importsContract(adapter: StoreAdapter): void {
         expect(await store.imports.claimNext('c', minute(1), minute(11))).toBeNull()
       })
 
-      it('takes companies in turn: an import of another company than the one served last first, the oldest of them', async () => {
-        const firsts = [await enqueue(0), await enqueue(1, 0, companyId, 'managers'), await enqueue(2, 0, companyId, 'groups')]
+      it('takes companies in turn: a company not served lately first, then those served lately, the least recent first', async () => {
         const third = aCompany().id
-        const theirs = await enqueue(3, 0, otherCompanyId)
-        const thirds = await enqueue(4, 0, third)
-        const finish = async (company: string, id: string) =>
-          store.imports.finish(company, id, 'w', { finished_at: minute(10), error: false, details: [] })
-        // The oldest of all, the company served last being none.
-        expect((await store.imports.claimNext('w', minute(5), minute(15)))?.id).toBe(firsts[0].id)
-        await finish(companyId, firsts[0].id)
-        // After it, the oldest of the other companies', though the company has older ones waiting.
-        expect((await store.imports.claimNext('w', minute(5), minute(15), undefined, companyId))?.id).toBe(theirs.id)
-        await finish(otherCompanyId, theirs.id)
-        expect((await store.imports.claimNext('w', minute(5), minute(15), undefined, otherCompanyId))?.id).toBe(firsts[1].id)
-        await finish(companyId, firsts[1].id)
-        expect((await store.imports.claimNext('w', minute(5), minute(15), undefined, companyId))?.id).toBe(thirds.id)
-        await finish(third, thirds.id)
-        // No other company has one: the company served last is served again.
-        expect((await store.imports.claimNext('w', minute(5), minute(15), undefined, companyId))?.id).toBe(firsts[2].id)
-        expect(await store.imports.claimNext('w', minute(5), minute(15), undefined, companyId)).toBeNull()
+        const ours = [await enqueue(0), await enqueue(1, 0, companyId, 'managers'), await enqueue(2, 0, companyId, 'groups')]
+        const theirs = [await enqueue(3, 0, otherCompanyId), await enqueue(4, 0, otherCompanyId, 'managers')]
+        const thirds = [await enqueue(5, 0, third)]
+        // The companies served lately, the least recent first, as a worker keeps them.
+        const recent: string[] = []
+        const claimed: string[] = []
+        for (;;) {
+          const next = await store.imports.claimNext('w', minute(10), minute(20), undefined, recent)
+          if (!next) break
+          claimed.push(next.id)
+          recent.splice(0, recent.length, ...recent.filter((company) => company !== next.company_id), next.company_id)
+          await store.imports.finish(next.company_id, next.id, 'w', { finished_at: minute(10), error: false, details: [] })
+        }
+        expect(claimed).toStrictEqual([ours[0], theirs[0], thirds[0], ours[1], theirs[1], ours[2]].map((created) => created.id))
+      })
+
+      it('claims the oldest first whatever the turns when asked for one company (a drain)', async () => {
+        const first = await enqueue(0)
+        await enqueue(1, 0, otherCompanyId)
+        expect((await store.imports.claimNext('w', minute(10), minute(20), companyId, [otherCompanyId, companyId]))?.id).toBe(first.id)
       })
 
       it('claims again an import whose lease expired, keeping its first launch time and counting attempts', async () => {
