@@ -82,6 +82,22 @@ describe('rate limit: requests counted in batches', () => {
     expect(await store.rateLimits.peek(KEY, new Date(back))).toEqual({ hits: 1, resetsAt: new Date(back + 1000).toISOString() })
   })
 
+  it('counts on, in batches, in a window another instance opened with its clock a little ahead', async () => {
+    const [ahead] = instances(store, 1)
+    expect((await ahead.count(KEY, 1000, 80, new Date(T0 + 500))).current).toBe(1)
+    let writes = 0
+    const behind = new BatchedRateCounts((key, windowMs, now, hits) => {
+      writes++
+      return store.rateLimits.hit(key, windowMs, now, hits)
+    })
+    // This instance's clock is half a second behind: the window ends 1.5 windows ahead of it.
+    const counted = []
+    for (let index = 0; index < 8; index++) counted.push((await behind.count(KEY, 1000, 80, new Date(T0))).current)
+    expect(counted).toEqual([2, 3, 4, 5, 6, 7, 8, 9])
+    // Its first request, then one write every 4, as in a window of its own.
+    expect(writes).toBe(1 + Math.floor(7 / 4))
+  })
+
   it('across N instances, never refuses below the limit and lets through at most (N - 1) x batch over it', async () => {
     await fc.assert(
       fc.asyncProperty(

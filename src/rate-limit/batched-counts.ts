@@ -80,10 +80,11 @@ export class BatchedRateCounts {
         continue
       }
       const window = this.#windows.get(key)
-      if (!window || window.resetsAt <= at || window.resetsAt > at + windowMs || (window.alone && !this.#isAlone(at))) {
+      if (!window || window.resetsAt <= at || window.resetsAt > at + 2 * windowMs || (window.alone && !this.#isAlone(at))) {
         // Requests counted in a closed window and never written are dropped with it: they no longer count. So are
         // those of a window counted alone once the store may be written again: the next request joins the store's.
-        // A window ending further than one window ahead was opened before the clock stepped back: it is closed too.
+        // A window ending further than two windows ahead was opened before the clock stepped back: it is closed too
+        // (a little over one window ahead is a window another instance opened, its clock ahead of this one's).
         this.#windows.delete(key)
         return this.#open(key, windowMs, now)
       }

@@ -383,8 +383,8 @@ describe('mongo imports and rate windows: the update documents', () => {
   it('counts a hit in an open window and restarts a closed, missing or stretched one, from one stored resets_at', () => {
     const now = new Date('2026-06-01T10:00:00.000Z')
     const end = new Date('2026-06-01T10:00:01.000Z')
-    // Open: ends after now, and no further than one window ahead (one that does was opened before the clock stepped back).
-    const open = { $and: [{ $gt: ['$resets_at', now] }, { $lte: ['$resets_at', end] }] }
+    // Open: ends after now, and no further than two windows ahead (one that does was opened before the clock stepped back).
+    const open = { $and: [{ $gt: ['$resets_at', now] }, { $lte: ['$resets_at', new Date('2026-06-01T10:00:02.000Z')] }] }
     const [stage] = hitPipeline(1000, now)
     expect(stage.$set.hits).toStrictEqual({ $cond: [open, { $add: ['$hits', 1] }, 1] })
     expect(stage.$set.resets_at).toStrictEqual({ $cond: [open, '$resets_at', end] })

@@ -26,8 +26,9 @@ export const RATE_WINDOW_INDEXES: ReadonlyMap<string, readonly IndexDescription[
  * is missing, and missing compares below any date) restarts at `count` for `windowMs`.
  */
 export function hitPipeline(windowMs: number, now: Date, count = 1): Document[] {
-  // A window ending further than one window ahead was opened before the clock stepped back: closed, not stretched.
-  const open = { $and: [{ $gt: ['$resets_at', now] }, { $lte: ['$resets_at', new Date(now.getTime() + windowMs)] }] }
+  // A window ending further than two windows ahead was opened before the clock stepped back: closed, not stretched
+  // (a little over one window ahead is another instance whose clock is ahead).
+  const open = { $and: [{ $gt: ['$resets_at', now] }, { $lte: ['$resets_at', new Date(now.getTime() + 2 * windowMs)] }] }
   return [
     {
       $set: {

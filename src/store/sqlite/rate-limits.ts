@@ -49,12 +49,13 @@ export class SqliteRateLimits implements RateLimitRepository {
       'CREATE TABLE IF NOT EXISTS rate_windows (subject TEXT PRIMARY KEY, hits INTEGER NOT NULL, resets_at INTEGER NOT NULL) WITHOUT ROWID',
     )
     // SET expressions all read the row as it was, so both columns test the same (old) resets_at. A window that ends
-    // further than one window ahead was opened before the clock stepped back: it is closed, not stretched.
+    // further than two windows ahead was opened before the clock stepped back: it is closed, not stretched (one
+    // window ahead and a little more is an instance whose clock is ahead of this one's).
     this.#hit = this.#db.prepare(
       `INSERT INTO rate_windows (subject, hits, resets_at) VALUES (:subject, :count, :now + :window)
        ON CONFLICT (subject) DO UPDATE SET
-         hits = CASE WHEN resets_at <= :now OR resets_at > :now + :window THEN :count ELSE hits + :count END,
-         resets_at = CASE WHEN resets_at <= :now OR resets_at > :now + :window THEN :now + :window ELSE resets_at END
+         hits = CASE WHEN resets_at <= :now OR resets_at > :now + 2 * :window THEN :count ELSE hits + :count END,
+         resets_at = CASE WHEN resets_at <= :now OR resets_at > :now + 2 * :window THEN :now + :window ELSE resets_at END
        RETURNING hits, resets_at`,
     )
     this.#peek = this.#db.prepare('SELECT hits, resets_at FROM rate_windows WHERE subject = ? AND resets_at > ?')

@@ -46,7 +46,7 @@ export function rateLimitContract(adapter: StoreAdapter): void {
       })
     })
 
-    it('opens a new window when the clock stepped back, rather than keep one that ends over a window ahead', async () => {
+    it('opens a new window when the clock stepped back, rather than keep one that ends over two windows ahead', async () => {
       for (let index = 0; index < 80; index++) await store.rateLimits.hit(company, 1000, at(T0))
       // An hour back: the window opened at T0 would stay open for that hour.
       expect(await store.rateLimits.hit(company, 1000, at('2026-06-01T09:00:00.000Z'))).toEqual({
@@ -56,6 +56,11 @@ export function rateLimitContract(adapter: StoreAdapter): void {
       // A window ending exactly one window ahead is the one just opened: it counts on.
       expect(await store.rateLimits.hit(company, 1000, at('2026-06-01T09:00:00.000Z'))).toEqual({
         hits: 2,
+        resetsAt: '2026-06-01T09:00:01.000Z',
+      })
+      // So does one an instance whose clock is half a second ahead opened: it ends 1.5 windows ahead of this one.
+      expect(await store.rateLimits.hit(company, 1000, at('2026-06-01T08:59:59.500Z'))).toEqual({
+        hits: 3,
         resetsAt: '2026-06-01T09:00:01.000Z',
       })
     })
