@@ -117,7 +117,7 @@ describe('GET /v2/data-structures', () => {
       const reply = await trusting.call('/v2/data-structures', { key: apiKey, headers })
       expect(reply.body.data[0].links.fields.startsWith('https://lb.example.com/v2/')).toBe(true)
       // A forwarded scheme is http or https: anything else would put another host or scheme in every link.
-      for (const proto of ['https://evil.example/', 'javascript', 'ftp', 'HTTPS']) {
+      for (const proto of ['https://evil.example/', 'javascript', 'ftp', 'https:']) {
         const refused = await trusting.call('/v2/data-structures', { key: apiKey, headers: { ...headers, 'x-forwarded-proto': proto } })
         expect(refused.status, proto).toBe(400)
         expect(refused.body.errors, proto).toEqual([
@@ -126,6 +126,9 @@ describe('GET /v2/data-structures', () => {
       }
       const plain = await trusting.call('/v2/data-structures', { key: apiKey, headers: { ...headers, 'x-forwarded-proto': 'https, http' } })
       expect(plain.body.data[0].links.fields.startsWith('http://lb.example.com/v2/')).toBe(true)
+      // A scheme is read in any letter case, and written in small letters.
+      const capitals = await trusting.call('/v2/data-structures', { key: apiKey, headers: { ...headers, 'x-forwarded-proto': 'HTTPS' } })
+      expect(capitals.body.data[0].links.fields.startsWith('https://lb.example.com/v2/')).toBe(true)
     } finally {
       await trusting.close()
     }

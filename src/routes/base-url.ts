@@ -6,7 +6,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
  * the address and port its connection came to.
  */
 export function baseUrl(request: FastifyRequest): string {
-  return request.server.config.publicUrl ?? `${request.protocol}://${request.host || connectionHost(request)}`
+  return request.server.config.publicUrl ?? `${request.protocol.toLowerCase()}://${request.host || connectionHost(request)}`
 }
 
 function connectionHost(request: FastifyRequest): string {

@@ -23,6 +23,8 @@ export function isValidHost(host: string): boolean {
 
 let lastValidHost: string | null = null
 
+const WEB_SCHEMES = new Set(['http', 'https'])
+
 /**
  * Refuses a request whose host (its Host header, or X-Forwarded-Host from a trusted proxy) is not a valid
  * `host[:port]`, or whose scheme from a trusted proxy is not http or https, before anything else runs: links the service writes (`next`, `next_url`, `links`) are built
@@ -41,8 +43,8 @@ export function refuseInvalidHost(app: FastifyInstance): void {
     // Node keeps the first of several Host headers; a proxy may have read another (RFC 9112 asks for a 400).
     if (hostHeaders(request.raw.rawHeaders) > 1)
       throw new ValidationError({ resource: 'Host', description: 'one Host header, not several' })
-    // The scheme of those links, from a trusted proxy's X-Forwarded-Proto (Fastify reads it only then).
-    if (request.headers['x-forwarded-proto'] !== undefined && request.protocol !== 'http' && request.protocol !== 'https')
+    // The scheme of those links, from a trusted proxy's X-Forwarded-Proto (Fastify reads it only then), in any case.
+    if (request.headers['x-forwarded-proto'] !== undefined && !WEB_SCHEMES.has(request.protocol.toLowerCase()))
       throw new ValidationError({ resource: 'X-Forwarded-Proto', description: 'expected http or https' })
   })
 }
