@@ -13,7 +13,7 @@ import { registerCors } from './routes/cors.ts'
 import { drainRefusedBodies } from './routes/refused-bodies.ts'
 import { registerErrorHandling } from './routes/errors.ts'
 import { answerClientError, answerFrameworkError, answerOutsideRoutes, MAX_PARAM_LENGTH } from './routes/framework-errors.ts'
-import { logAbandonedRequests, OneLinePerRequest } from './routes/request-log.ts'
+import { OneLinePerRequest } from './routes/request-log.ts'
 import { requestTimeouts } from './routes/request-timeouts.ts'
 import { stopWithTheApp } from './routes/draining.ts'
 import { registerHealth, type WorkerProbe } from './routes/health.ts'
@@ -88,7 +88,6 @@ export async function buildApp({ config, store, clock, logStream, worker }: AppO
   app.decorate('store', store)
   app.decorate('clock', clock)
   followClockOfStore(app)
-  logAbandonedRequests(app)
   const answerNotFound = registerErrorHandling(app)
   drainRefusedBodies(app)
   answerOutsideRoutes(app)

@@ -1,4 +1,4 @@
-import { type FastifyInstance, type FastifyReply, type FastifyRequest, LogController } from 'fastify'
+import { type FastifyReply, type FastifyRequest, LogController } from 'fastify'
 
 /**
  * One log line per request (docs/operations.md): method, url, status, time, labelled with the request id. A
@@ -9,13 +9,20 @@ import { type FastifyInstance, type FastifyReply, type FastifyRequest, LogContro
 const LOGGED = Symbol('request logged')
 type Logged = FastifyRequest & { [LOGGED]?: true }
 
-/** Fastify's request logging, as one line per request. */
+/** Fastify's request logging, as one line per request, its answer sent or not. */
 export class OneLinePerRequest extends LogController {
   constructor() {
     super({ requestIdLogLabel: 'request_id' })
   }
 
-  override incomingRequest(): void {}
+  /** Nothing is logged as a request arrives; its line is written once it is answered, or once its connection closes. */
+  override incomingRequest(request: FastifyRequest, reply: FastifyReply): void {
+    reply.raw.once('close', () => {
+      if (reply.raw.writableFinished || (request as Logged)[LOGGED]) return
+      ;(request as Logged)[LOGGED] = true
+      reply.log.info({ req: request, res: { statusCode: null }, responseTime: reply.elapsedTime }, 'request closed before its answer')
+    })
+  }
 
   override requestCompleted(_error: unknown, request: FastifyRequest, reply: FastifyReply): void {
     logRequestLine(request, reply)
@@ -26,16 +33,4 @@ export class OneLinePerRequest extends LogController {
 export function logRequestLine(request: FastifyRequest, reply: FastifyReply): void {
   ;(request as Logged)[LOGGED] = true
   reply.log.info({ req: request, res: { statusCode: reply.statusCode }, responseTime: reply.elapsedTime }, 'request')
-}
-
-/** Logs the line of a request whose connection closes before its answer is sent, which Fastify does not. */
-export function logAbandonedRequests(app: FastifyInstance): void {
-  app.addHook('onRequest', (request, reply, done) => {
-    reply.raw.once('close', () => {
-      if (reply.raw.writableFinished || (request as Logged)[LOGGED]) return
-      ;(request as Logged)[LOGGED] = true
-      reply.log.info({ req: request, res: { statusCode: null }, responseTime: reply.elapsedTime }, 'request closed before its answer')
-    })
-    done()
-  })
 }
