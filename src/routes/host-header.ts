@@ -27,8 +27,9 @@ const WEB_SCHEMES = new Set(['http', 'https'])
 
 /**
  * Refuses a request whose host (its Host header, or X-Forwarded-Host from a trusted proxy) is not a valid
- * `host[:port]`, or whose scheme from a trusted proxy is not http or https, before anything else runs: links the service writes (`next`, `next_url`, `links`) are built
- * from it when PUBLIC_URL is unset, and must never carry what a hostile header put there.
+ * `host[:port]`, or whose scheme from a trusted proxy is not http or https, before anything else runs: links the
+ * service writes (`next`, `next_url`, `links`) are built from them when PUBLIC_URL is unset, and must never carry
+ * what a hostile header put there.
  */
 export function refuseInvalidHost(app: FastifyInstance): void {
   app.addHook('onRequest', async (request) => {
