@@ -229,30 +229,28 @@ export function mongoImports(context: MongoContext): ImportRepository {
       // The scan reads outside any transaction; each claim re-checks its candidate inside one. The companies
       // with an import running under a live lease are left out of the scan itself, so that however many
       // imports they have queued, the oldest runnable import of any other company is found. Companies take turns:
-      // the first scan leaves out the companies served lately (`recent`), the next ones take each of them in turn,
-      // the least recent first.
+      // the scan ranks each import by where its company stands in `recent` (-1 when it was not served lately, then
+      // the least recent first), and takes the oldest of the first rank, in one query.
       const busy: unknown[] = await call(context, (session) =>
         imports().distinct('company_id', { status: 'started', lease_expires_at: { $gt: now } }, inSession(session)),
       )
       const served = companyId ? [] : recent.map(lookupId)
       const tried: ObjectId[] = []
-      let turn = 0
       for (;;) {
-        const scope = companyId
-          ? { $eq: lookupId(companyId), $nin: busy }
-          : turn === 0
-            ? { $nin: [...busy, ...served] }
-            : { $eq: served[turn - 1], $nin: busy }
-        const candidate = await call(context, (session) =>
-          imports().findOne(
-            { ...runnable(now), company_id: scope, _id: { $nin: tried } },
-            { ...inSession(session), sort: { _id: 1 }, projection: { _id: 1, company_id: 1 } },
-          ),
+        const company = companyId ? { $eq: lookupId(companyId), $nin: busy } : { $nin: busy }
+        const [candidate] = await call(context, (session) =>
+          imports()
+            .aggregate<{ _id: ObjectId; company_id: unknown }>(
+              [
+                { $match: { ...runnable(now), company_id: company, _id: { $nin: tried } } },
+                { $project: { company_id: 1, turn: { $indexOfArray: [served, '$company_id'] } } },
+                { $sort: { turn: 1, _id: 1 } },
+                { $limit: 1 },
+              ],
+              inSession(session),
+            )
+            .toArray(),
         )
-        if (!candidate && turn < served.length) {
-          turn++
-          continue
-        }
         if (!candidate) return null
         await ensureLock(context, String(candidate.company_id), 'claim')
         const claimed = await claim(candidate, owner, now, leaseExpiresAt)
