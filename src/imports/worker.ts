@@ -184,7 +184,7 @@ export class ImportWorker extends EventEmitter<ImportWorkerEvents> {
   async #claimAndRun(companyId: string | undefined): Promise<boolean> {
     // A controlled clock may have been moved by another process: windows and leases are judged by its latest time.
     await this.#clock.sync?.()
-    const claimed = await this.#store.imports.claimNext(this.owner, this.#now(), this.#leaseEnd(), companyId, this.#served)
+    const claimed = await this.#store.imports.claimNext(this.owner, this.#now(), this.#leaseEnd(), companyId, [...this.#served])
     if (!claimed) return false
     this.#tookTurn(claimed.company_id)
     const log = { import_id: claimed.id, company_id: claimed.company_id, attempt: claimed.attempts }

@@ -73,6 +73,7 @@ export function answerClientError(this: FastifyInstance, error: NodeJS.ErrnoExce
   this.log.debug({ code: error.code, remoteAddress: socket.remoteAddress }, 'malformed HTTP request refused')
   // The answers awaited are bounded as a request is: past REQUEST_TIMEOUT_MS the connection is closed.
   const givingUp = setTimeout(() => socket.destroy(), this.config.requestTimeoutMs).unref()
+  socket.once('close', () => clearTimeout(givingUp))
   afterAnswersUnderWay(socket, () => {
     clearTimeout(givingUp)
     if (socket.destroyed) return

@@ -229,28 +229,38 @@ export function mongoImports(context: MongoContext): ImportRepository {
       // The scan reads outside any transaction; each claim re-checks its candidate inside one. The companies
       // with an import running under a live lease are left out of the scan itself, so that however many
       // imports they have queued, the oldest runnable import of any other company is found. Companies take turns:
-      // the scan ranks each import by where its company stands in `recent` (-1 when it was not served lately, then
-      // the least recent first), and takes the oldest of the first rank, in one query.
+      // the first scan (in index order, stopping at the first import) leaves out the companies served lately
+      // (`recent`); only when it finds none does a second one rank theirs by turn, the least recent first.
       const busy: unknown[] = await call(context, (session) =>
         imports().distinct('company_id', { status: 'started', lease_expires_at: { $gt: now } }, inSession(session)),
       )
       const served = companyId ? [] : recent.map(lookupId)
       const tried: ObjectId[] = []
       for (;;) {
-        const company = companyId ? { $eq: lookupId(companyId), $nin: busy } : { $nin: busy }
-        const [candidate] = await call(context, (session) =>
-          imports()
-            .aggregate<{ _id: ObjectId; company_id: unknown }>(
-              [
-                { $match: { ...runnable(now), company_id: company, _id: { $nin: tried } } },
-                { $project: { company_id: 1, turn: { $indexOfArray: [served, '$company_id'] } } },
-                { $sort: { turn: 1, _id: 1 } },
-                { $limit: 1 },
-              ],
-              inSession(session),
-            )
-            .toArray(),
+        const company = companyId ? { $eq: lookupId(companyId), $nin: busy } : { $nin: [...busy, ...served] }
+        let candidate: Document | null = await call(context, (session) =>
+          imports().findOne(
+            { ...runnable(now), company_id: company, _id: { $nin: tried } },
+            { ...inSession(session), sort: { _id: 1 }, projection: { _id: 1, company_id: 1 } },
+          ),
         )
+        if (!candidate && served.length > 0) {
+          const [first] = await call(context, (session) =>
+            imports()
+              .aggregate(
+                [
+                  { $match: { ...runnable(now), company_id: { $in: served, $nin: busy }, _id: { $nin: tried } } },
+                  // `$literal`: ids are values here, never field paths, whatever they start with.
+                  { $project: { company_id: 1, turn: { $indexOfArray: [{ $literal: served }, '$company_id'] } } },
+                  { $sort: { turn: 1, _id: 1 } },
+                  { $limit: 1 },
+                ],
+                inSession(session),
+              )
+              .toArray(),
+          )
+          candidate = first ?? null
+        }
         if (!candidate) return null
         await ensureLock(context, String(candidate.company_id), 'claim')
         const claimed = await claim(candidate, owner, now, leaseExpiresAt)
