@@ -25,9 +25,9 @@ import { existingCompany } from './company-admin.ts'
  * A row edit sets the row's modification time: the given `modified_at`, or now.
  */
 
-/** A change's modification time: the given instant (read as UTC without an offset), else the clock's now. */
-function modificationTime(clock: Clock, given: string | undefined): string {
-  if (given === undefined) return clock.now().toISOString()
+/** A change's modification time: the given instant (read as UTC without an offset), else `now`. */
+function modificationTime(now: string, given: string | undefined): string {
+  if (given === undefined) return now
   const instant = parseInstant(given)
   if (!instant) throw new ValidationError({ resource: 'modified_at', description: 'expected an ISO 8601 date-time' })
   return instant.toISOString()
@@ -65,18 +65,15 @@ export async function changeQuotaType(store: Store, clock: Clock, companyId: str
 /** An edit of a row: the fields to set, and its modification time (now when not given). */
 type RowEdit<Changes> = Omit<Changes, 'modified_at'> & { modified_at?: string }
 
-/** Applies a row edit through one of the admin edits of the transaction `tx`, stamping the modification time. */
+/** Applies a row edit through one of the store's admin edits, stamping the modification time (`now` unless given). */
 async function reviseRow<Changes extends { modified_at: string }, Row>(
-  tx: Store,
-  clock: Clock,
+  now: string,
   id: string,
   edit: RowEdit<Changes>,
   update: (id: string, changes: Changes) => Promise<Row | null>,
   resource: string,
 ): Promise<Row> {
-  // The time once the transaction holds the store (see stampedBy).
-  await clock.sync?.(tx.clockOffset)
-  const changes = { ...edit, modified_at: modificationTime(clock, edit.modified_at) } as Changes
+  const changes = { ...edit, modified_at: modificationTime(now, edit.modified_at) } as Changes
   return found(await update(rowId(id, resource), changes), resource, id)
 }
 
@@ -92,9 +89,10 @@ export async function reviseStatement(store: Store, clock: Clock, companyId: str
   const company = (await existingCompany(store, companyId)).id
   return store.transaction(
     async (tx) => {
+      // The time once the transaction holds the store (see stampedBy).
+      const timing = await stampedBy(clock, tx)
       const revised = await reviseRow(
-        tx,
-        clock,
+        timing.now,
         id,
         edit,
         (row, changes) => tx.adminEdits.updateStatement(company, row, changes),
@@ -111,7 +109,7 @@ export async function reviseStatement(store: Store, clock: Clock, companyId: str
         })
       }
       const cell = { user_id: revised.user_id, period: revised.period }
-      await recalculate(tx, company, { cells: new Map([[revised.plan_id, [cell]]]) }, await stampedBy(clock, tx))
+      await recalculate(tx, company, { cells: new Map([[revised.plan_id, [cell]]]) }, timing)
       // The cell may state nothing any more (its records are gone): the statement as edited is what there was.
       return (await tx.statements.findOfPlan(company, revised.plan_id, { cells: [cell] }))[0] ?? revised
     },
@@ -129,9 +127,9 @@ export async function reviseCommissionLine(
   const company = (await existingCompany(store, companyId)).id
   return store.transaction(
     async (tx) => {
+      const { now } = await stampedBy(clock, tx)
       const revised = await reviseRow(
-        tx,
-        clock,
+        now,
         id,
         edit,
         (row, changes) => tx.adminEdits.updateCommissionLine(company, row, changes),
@@ -168,16 +166,16 @@ export async function reviseQuotaValue(
   const company = (await existingCompany(store, companyId)).id
   return store.transaction(
     async (tx) => {
+      const timing = await stampedBy(clock, tx)
       const value = await reviseRow(
-        tx,
-        clock,
+        timing.now,
         id,
         edit,
         (row, changes) => tx.adminEdits.updateQuotaValue(company, row, changes),
         'quota_value',
       )
       const quotaValues = new Map([[value.quota_id, [{ user_id: value.user_id, period: value.period }]]])
-      await recalculate(tx, company, { quotaValues }, await stampedBy(clock, tx))
+      await recalculate(tx, company, { quotaValues }, timing)
       return value
     },
     { company },

@@ -110,7 +110,8 @@ export function registerErrorHandling(app: FastifyInstance): NotFoundHandler {
       return reply.code(404).send({ message: error.message, resource: error.resource, type: 'NotFoundError' })
     }
     if (error instanceof UnauthorizedError) return reply.code(401).send({ message: error.message, type: 'UnauthorizedError' })
-    if (error instanceof ForbiddenError) {
+    // A framework's 403: the documentation's files refuse a path that leads outside them (@fastify/static).
+    if (error instanceof ForbiddenError || error.statusCode === 403) {
       return reply.code(403).send({ message: error.message, type: 'ForbiddenError', error: 'ForbiddenError' })
     }
     if (error instanceof TooManyRequestsError) {
@@ -146,7 +147,6 @@ export function registerErrorHandling(app: FastifyInstance): NotFoundHandler {
     if (error.validation) return reply.code(400).send(validationBody(namingBody(request, schemaIssues(error))))
     const status = error.statusCode ?? 500
     if (status === 429) return reply.code(429).send({ message: error.message, type: 'TooManyRequestsError' })
-    if (status === 403) return reply.code(403).send({ message: error.message, type: 'ForbiddenError', error: 'ForbiddenError' })
     if (status === 412 || status === 416) {
       // The documentation's files answer a precondition or a range they cannot meet (@fastify/static).
       return reply.code(status).send(validationBody([{ resource: 'request', description: error.message }]))
