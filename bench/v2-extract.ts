@@ -17,7 +17,8 @@
  * many seconds, at least six cycles of four walks after one to settle, and prints its resident memory at the start,
  * along the way and at the end: a leak shows as growth), BENCH_ENDPOINT (default `statements`; `records` walks
  * BENCH_STATEMENTS commission lines of a record reporting structure instead, `/v2/reporting/{id}/records`, whose
- * rows are rendered as they are read).
+ * rows are rendered as they are read; `v1-records` walks BENCH_STATEMENTS records of a data table through the v1
+ * list, `/v1/tables/deals/records`, whose pages are found by `offset`).
  */
 import { type ChildProcess, spawn } from 'node:child_process'
 import { once } from 'node:events'
@@ -30,7 +31,7 @@ import { brotliDecompressSync, gunzipSync } from 'node:zlib'
 import { systemClock } from '../src/clock.ts'
 import { loadFixture } from '../src/fixtures/load-fixture.ts'
 import { newId } from '../src/ids.ts'
-import type { CommissionLine, Statement, StatementStatus } from '../src/store/model.ts'
+import type { CommissionLine, DataTableRecord, Statement, StatementStatus } from '../src/store/model.ts'
 import type { Store } from '../src/store/port.ts'
 import { sqliteFile } from '../src/store/open-store.ts'
 import { openSqliteStore } from '../src/store/sqlite/sqlite-store.ts'
@@ -39,7 +40,9 @@ import { memoryOf } from './process-memory.ts'
 import { SERVER_NODE_FLAGS } from './server-flags.ts'
 
 const STATEMENTS = Number(process.env.BENCH_STATEMENTS ?? 200_000)
+const ENDPOINTS = ['statements', 'records', 'v1-records']
 const ENDPOINT = process.env.BENCH_ENDPOINT ?? 'statements'
+const ROWS_NAME: Record<string, string> = { statements: 'statements', records: 'commission lines', 'v1-records': 'data-table records' }
 const USERS = Number(process.env.BENCH_USERS ?? 50)
 const RENDER = process.env.BENCH_RENDER !== 'no'
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 10)
@@ -79,20 +82,19 @@ if (process.argv[2] === '--baseline') {
 
 async function main(): Promise<void> {
   if (!Number.isInteger(ROUNDS) || ROUNDS < 1) throw new Error(`BENCH_ROUNDS must be a whole number >= 1, got ${process.env.BENCH_ROUNDS}`)
-  if (ENDPOINT !== 'statements' && ENDPOINT !== 'records') throw new Error(`BENCH_ENDPOINT must be statements or records, got ${ENDPOINT}`)
+  if (!ENDPOINTS.includes(ENDPOINT)) throw new Error(`BENCH_ENDPOINT must be one of ${ENDPOINTS.join(', ')}, got ${ENDPOINT}`)
   const dataDir = mkdtempSync(join(tmpdir(), 'bench-v2-'))
   const children: ChildProcess[] = []
   try {
-    console.log(
-      `Loading ${STATEMENTS.toLocaleString('en')} ${ENDPOINT === 'records' ? 'commission lines' : 'statements'} of ${USERS} users into ${dataDir} ...`,
-    )
+    console.log(`Loading ${STATEMENTS.toLocaleString('en')} ${ROWS_NAME[ENDPOINT]} of ${USERS} users into ${dataDir} ...`)
     const loadStarted = performance.now()
     const tableId = await seed(dataDir)
     console.log(`  loaded in ${((performance.now() - loadStarted) / 1000).toFixed(1)} s`)
 
     const ours = await startChild(['serve'], { DATA_DIR: dataDir }, /listening on (http:\/\/\S+)/)
     children.push(ours.child)
-    const firstPath = `/v2/reporting/${tableId}/${ENDPOINT}?limit=${LIMIT}`
+    const firstPath =
+      ENDPOINT === 'v1-records' ? `/v1/tables/deals/records?limit=${LIMIT}` : `/v2/reporting/${tableId}/${ENDPOINT}?limit=${LIMIT}`
     const warmUp = await walkAll(ours.url, firstPath)
     if (warmUp.rows !== STATEMENTS) throw new Error(`the walk returned ${warmUp.rows} rows, expected ${STATEMENTS}`)
 
@@ -152,7 +154,7 @@ async function seed(dataDir: string): Promise<string> {
         },
       ],
       reporting_structures: [
-        ENDPOINT === 'records'
+        ENDPOINT !== 'statements'
           ? {
               name: 'Deal commissions',
               type: 'record_reporting',
@@ -178,6 +180,10 @@ async function seed(dataDir: string): Promise<string> {
     const batch = 10_000
     if (ENDPOINT === 'records') {
       await seedLines(store, companyId, structure.data_table_id!, userIds, base)
+      return structure.id
+    }
+    if (ENDPOINT === 'v1-records') {
+      await seedRecords(store, companyId, structure.data_table_id!, base)
       return structure.id
     }
     for (let start = 0; start < STATEMENTS; start += batch) {
@@ -257,6 +263,34 @@ async function seedLines(store: Store, companyId: string, tableId: string, userI
   }
 }
 
+/** STATEMENTS records of the deals table, as an import writes them. */
+async function seedRecords(store: Store, companyId: string, tableId: string, base: number): Promise<void> {
+  const batch = 10_000
+  for (let start = 0; start < STATEMENTS; start += batch) {
+    const records: DataTableRecord[] = []
+    for (let index = start; index < Math.min(STATEMENTS, start + batch); index++) {
+      const currency = index % 3 ? 'EUR' : 'USD'
+      const stamp = new Date(base + index * 1000).toISOString()
+      records.push({
+        id: newId(),
+        company_id: companyId,
+        table_id: tableId,
+        external_id: `D-${index}`,
+        values: {
+          deal_id: `D-${index}`,
+          name: `Deal ${index}`,
+          amount: { value: 500 + (index % 9_500), currency },
+          close_date: new Date(Date.UTC(2024, index % 24, (index % 28) + 1)).toISOString().slice(0, 10),
+        },
+        overrides: {},
+        created_at: stamp,
+        modified_at: stamp,
+      })
+    }
+    await store.records.saveMany(companyId, records)
+  }
+}
+
 /** Starts a child Node process and waits for the line that gives its URL. */
 async function startChild(args: string[], env: Record<string, string>, ready: RegExp, isScript = false) {
   const child = spawn(process.execPath, isScript ? args : [...SERVER_NODE_FLAGS, CLI, ...args], {
@@ -309,11 +343,17 @@ async function walkAll(origin: string, path: string, encoding?: Encoding): Promi
     const body = encoding ? decompress(encoding, wire) : wire
     walk.latencies.push(performance.now() - sent)
     if (response.statusCode !== 200) throw new Error(`${next} answered ${response.statusCode}: ${body.toString().slice(0, 300)}`)
-    const page = JSON.parse(body.toString()) as { data: unknown[]; meta: { has_more: boolean; next_url: string | null } }
+    // A v2 page's meta, or a v1 list's `next`.
+    const page = JSON.parse(body.toString()) as {
+      data: unknown[]
+      meta?: { has_more: boolean; next_url: string | null }
+      next?: string | null
+    }
     walk.rows += page.data.length
     walk.paths.push(next)
     walk.bodies.push(body)
-    next = page.meta.has_more && page.meta.next_url ? new URL(page.meta.next_url).pathname + new URL(page.meta.next_url).search : null
+    const nextUrl = page.meta ? (page.meta.has_more ? page.meta.next_url : null) : (page.next ?? null)
+    next = nextUrl ? new URL(nextUrl).pathname + new URL(nextUrl).search : null
   }
   walk.seconds = (performance.now() - started) / 1000
   return walk
@@ -468,8 +508,10 @@ function report(warmUp: Walk, rounds: Round[], peakMemory: number | null): void 
   const ratios = rounds.map((round) => round.ratio)
   const baselineRatio = median(ratios)
   const megabytes = warmUp.bodies.reduce((total, body) => total + body.length, 0) / 1024 / 1024
+  if (ENDPOINT === 'v1-records')
+    console.log(`\n(The targets below are the v2 walk's, given for comparison: the v1 walk has none of its own.)`)
   console.log(`
-v2 extraction: ${warmUp.rows.toLocaleString('en')} ${ENDPOINT === 'records' ? 'records (commission lines)' : 'statements'}, ${warmUp.bodies.length} pages of limit=${LIMIT} (${megabytes.toFixed(0)} MiB of JSON), over HTTP, ${rounds.length} measured rounds
+${ENDPOINT === 'v1-records' ? 'v1 walk' : 'v2 extraction'}: ${warmUp.rows.toLocaleString('en')} ${ROWS_NAME[ENDPOINT]}, ${warmUp.bodies.length} pages of limit=${LIMIT} (${megabytes.toFixed(0)} MiB of JSON), over HTTP, ${rounds.length} measured rounds
   ours:      ${oursSeconds.toFixed(2)} s (median), ${Math.round(rowsPerSecond).toLocaleString('en')} rows/s          target >= 100,000: ${verdict(rowsPerSecond >= 100_000)}
   first 10 pages: p50 ${ms(percentile(first, 0.5))}, p99 ${ms(percentile(first, 0.99))}   (pooled over ${rounds.length} rounds)
   last 10 pages:  p50 ${ms(percentile(last, 0.5))}, p99 ${ms(percentile(last, 0.99))}   (pooled over ${rounds.length} rounds)

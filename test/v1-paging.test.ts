@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { aCommissionLine, aRecord, aStatement, aUser } from './store/builders.ts'
 import { type TestServer, startTestServer } from './helpers/server.ts'
 import { v1Fixture } from './helpers/v1-fixture.ts'
 
@@ -134,4 +135,65 @@ describe('v1 lists: offset, limit, count and next', () => {
       await behindProxy.close()
     }
   })
+})
+
+describe('v1 lists: a walk whose data changed between two pages', () => {
+  let server: TestServer
+  let companies = 0
+  // An id before every stored one: a row saved with it comes first in its list, moving every other row by one.
+  const FIRST_ID = '000000000000000000000001'
+
+  beforeAll(async () => {
+    server = await startTestServer()
+  })
+  afterAll(() => server.close())
+
+  interface Changed {
+    path: (dealsId: string) => string
+    prepend: (store: TestServer['store'], companyId: string, dealsId: string) => Promise<void>
+  }
+  const LISTS: Record<string, Changed> = {
+    'GET /v1/users': {
+      path: () => '/v1/users',
+      prepend: (store, companyId) => store.users.save(companyId, [aUser(companyId, { id: FIRST_ID })]),
+    },
+    'GET /v1/tables/{data_table_key}/records': {
+      path: () => '/v1/tables/deals/records',
+      prepend: (store, companyId, dealsId) =>
+        store.records.saveMany(companyId, [aRecord(companyId, dealsId, { id: FIRST_ID, values: { deal_id: 'D-0', deal_name: 'First' } })]),
+    },
+    'GET /v1/reporting': {
+      path: () => '/v1/reporting',
+      prepend: (store, companyId) => store.statements.insertMany([aStatement(companyId, { id: FIRST_ID })]),
+    },
+    'GET /v1/reporting/{data_table_id}/records': {
+      path: (dealsId) => `/v1/reporting/${dealsId}/records`,
+      prepend: (store, companyId, dealsId) => store.commissionLines.insertMany([aCommissionLine(companyId, dealsId, { id: FIRST_ID })]),
+    },
+  }
+
+  for (const [name, list] of Object.entries(LISTS)) {
+    it(`${name}: answers the page at its offset after a write, not the one after where the walk stood`, async () => {
+      const { apiKey, companyId } = await server.load(v1Fixture(`Walker${++companies}`))
+      const tables = await server.store.dataTables.list(companyId)
+      const dealsId = tables.find((table) => table.key === 'deals' && table.environment === 'live')!.id
+      const path = list.path(dealsId)
+      const get = async (url: string) => {
+        server.clock.advance(1000)
+        const reply = await server.call(url, { key: apiKey })
+        expect(reply.status).toBe(200)
+        return reply.body
+      }
+      const before = (await get(path)).data
+      const first = await get(`${path}?limit=2`)
+      const second = await get(first.next.slice(server.url.length))
+      expect([...first.data, ...second.data]).toEqual(before.slice(0, 4))
+      expect(second.next).toBe(`${server.url}${path}?offset=4&limit=2`)
+
+      await list.prepend(server.store, companyId, dealsId)
+      const after = (await get(path)).data
+      expect(after).toHaveLength(before.length + 1)
+      expect((await get(second.next.slice(server.url.length))).data).toEqual(after.slice(4, 6))
+    })
+  }
 })

@@ -150,6 +150,11 @@ export interface TimeBound {
 export interface OffsetWindow {
   offset: number
   limit: number
+  /**
+   * The id of the row just before `offset`, when the caller knows it (`src/v1/offset-page.ts`): the rows after
+   * it are then read from there, a seek, and `offset` is not used.
+   */
+  afterId?: string
 }
 
 export interface CompanyRepository {

@@ -1,5 +1,5 @@
 import { type Issue, ValidationError } from '../errors.ts'
-import type { OffsetWindow } from '../store/port.ts'
+import type { OffsetWindow, Store } from '../store/port.ts'
 
 /** The largest `offset` a v1 list accepts: the largest signed 64-bit integer. */
 export const MAX_OFFSET = 9223372036854775807n
@@ -20,11 +20,12 @@ export interface OffsetPage<Row> {
   next: string | null
 }
 
-/** Where a list's rows come from. */
-export interface OffsetSource<Row> {
+/** Where a list's rows come from: the stored items of a window, in id order, and the rows a page shows of them. */
+export interface OffsetSource<Item extends { id: string }, Row> {
   count(): Promise<number>
   /** Called only with an offset below the count. */
-  rows(window: OffsetWindow): Promise<Row[]>
+  items(window: OffsetWindow): Promise<Item[]>
+  rows(items: Item[]): Promise<Row[]>
 }
 
 /** Paging parameters once checked: `offset` stays a bigint until it is known to be below the count. */
@@ -51,20 +52,75 @@ export function checkOffsetQuery(query: OffsetQuery): CheckedOffsetQuery {
   return { offset, limit }
 }
 
+/** What lets a page be found by a seek rather than by counting `offset` rows: see `WalkPositions`. */
+export interface Walk {
+  positions: WalkPositions
+  /** Names the list among those of `positions` (its company, its table). */
+  list: string
+  store: Pick<Store, 'dataVersion'>
+}
+
 /**
  * Reads one page of a v1 list. An offset at or past the count answers an empty page without reading rows,
- * so a huge offset never reaches the store. `nextUrl` writes the absolute URL of a page.
+ * so a huge offset never reaches the store. `nextUrl` writes the absolute URL of a page. With a `walk`, the page
+ * that follows is found by the id its last row ends at, while the store's data stays at the version it was read at.
  */
-export async function readOffsetPage<Row>(
+export async function readOffsetPage<Item extends { id: string }, Row>(
   { offset, limit }: CheckedOffsetQuery,
-  source: OffsetSource<Row>,
+  source: OffsetSource<Item, Row>,
   nextUrl: (offset: bigint, limit: number) => string,
+  walk?: Walk,
 ): Promise<OffsetPage<Row>> {
+  // Read before the data it labels (Store.dataVersion).
+  const version = walk ? await walk.store.dataVersion() : null
   const count = await source.count()
   if (limit === 0 || offset >= BigInt(count)) return { count, data: [], next: null }
-  const data = await source.rows({ offset: Number(offset), limit })
+  const afterId = version === null ? null : walk!.positions.idBefore(walk!.list, offset, version)
+  const items = await source.items({ offset: Number(offset), limit, ...(afterId === null ? {} : { afterId }) })
   const following = offset + BigInt(limit)
-  return { count, data, next: following < BigInt(count) ? nextUrl(following, limit) : null }
+  const next = following < BigInt(count) ? nextUrl(following, limit) : null
+  if (walk && version !== null && next !== null && items.length === limit && (await walk.store.dataVersion()) === version) {
+    walk.positions.remember(walk.list, following, version, items[items.length - 1].id)
+  }
+  return { count, data: await source.rows(items), next }
+}
+
+/** Positions kept at most, for each route: a walk needs one at a time. */
+export const WALK_POSITIONS = 1_000
+
+/**
+ * Where the v1 walks stand. A client walks a list through `next`, whose `offset` skips every row before it: read
+ * by offset, a page costs a count of those rows, so the pages got slower the further they went and a walk of n
+ * rows cost n² / limit. Once a page is answered, the id of its last row is kept under the offset that `next`
+ * names, and the next page is read after that id, a seek. It is used only while the store is at the version the
+ * id was read at (both read before and after it): any commit may have added or removed rows before it, and the
+ * page is then read by its offset. Without a version (MongoDB) nothing is kept. The oldest position goes first.
+ */
+export class WalkPositions {
+  readonly #positions = new Map<string, { version: string; id: string }>()
+  readonly #capacity: number
+
+  constructor(capacity = WALK_POSITIONS) {
+    this.#capacity = capacity
+  }
+
+  /** The id of the row just before `offset` in `list`, when it was kept at `version`; else null. */
+  idBefore(list: string, offset: bigint, version: string): string | null {
+    const kept = this.#positions.get(`${list} ${offset}`)
+    return kept?.version === version ? kept.id : null
+  }
+
+  remember(list: string, offset: bigint, version: string, id: string): void {
+    const key = `${list} ${offset}`
+    this.#positions.delete(key)
+    if (this.#positions.size >= this.#capacity) this.#positions.delete(this.#positions.keys().next().value!)
+    this.#positions.set(key, { version, id })
+  }
+
+  /** How many positions are kept (for tests). */
+  get size(): number {
+    return this.#positions.size
+  }
 }
 
 /** The URL of a page of the v1 list at `path` (absolute, from the service's base URL). */

@@ -14,7 +14,7 @@ import type {
   UserAttributeDefinition,
 } from '../store/model.ts'
 import type { Store } from '../store/port.ts'
-import { checkOffsetQuery, type OffsetPage, type OffsetQuery, pageUrl, readOffsetPage } from './offset-page.ts'
+import { checkOffsetQuery, type OffsetPage, type OffsetQuery, pageUrl, readOffsetPage, type WalkPositions } from './offset-page.ts'
 import { type V1ReportingUser, v1ReportingUser } from './user-rows.ts'
 
 /**
@@ -153,6 +153,7 @@ export async function listStatementRows(
   companyId: string,
   query: OffsetQuery,
   base: string,
+  positions: WalkPositions,
   path = '/v1/reporting',
 ): Promise<DeprecatedPage<V1StatementRow>> {
   const paging = checkOffsetQuery(query)
@@ -160,8 +161,8 @@ export async function listStatementRows(
     paging,
     {
       count: () => store.statements.count(companyId, 'live'),
-      async rows(window) {
-        const statements = await store.statements.list(companyId, 'live', window)
+      items: (window) => store.statements.list(companyId, 'live', window),
+      async rows(statements) {
         const [context, metrics] = await Promise.all([
           userContext(
             store,
@@ -174,6 +175,8 @@ export async function listStatementRows(
       },
     },
     pageUrl(base, path),
+    // Both paths list the same statements: one position serves a walk through either.
+    { positions, list: `${companyId} statements`, store },
   )
   return { page, successor: await successorUrl(store, companyId, base, 'statement_reporting', null) }
 }
@@ -205,6 +208,7 @@ export async function listRecordRows(
   tableId: string,
   query: OffsetQuery,
   base: string,
+  positions: WalkPositions,
 ): Promise<DeprecatedPage<V1RecordRow>> {
   const paging = checkOffsetQuery(query)
   const { table, structure } = await liveTableOfPath(store, companyId, tableId)
@@ -212,8 +216,8 @@ export async function listRecordRows(
     paging,
     {
       count: () => store.commissionLines.count(companyId, table.id),
-      async rows(window) {
-        const lines = await store.commissionLines.list(companyId, table.id, window)
+      items: (window) => store.commissionLines.list(companyId, table.id, window),
+      async rows(lines) {
         const context = await userContext(
           store,
           companyId,
@@ -223,6 +227,7 @@ export async function listRecordRows(
       },
     },
     pageUrl(base, `/v1/reporting/${structure?.id ?? table.id}/records`),
+    { positions, list: `${companyId} lines ${table.id}`, store },
   )
   const successor = structure
     ? base + rowsPath(structure.type, structure.id)

@@ -3,7 +3,7 @@ import { multiText, ownValue } from '../domain/stored-values.ts'
 import { NotFoundError } from '../errors.ts'
 import type { DataTable, DataTableField, DataTableRecord } from '../store/model.ts'
 import type { Store } from '../store/port.ts'
-import { checkOffsetQuery, type OffsetPage, type OffsetQuery, pageUrl, readOffsetPage } from './offset-page.ts'
+import { checkOffsetQuery, type OffsetPage, type OffsetQuery, pageUrl, readOffsetPage, type WalkPositions } from './offset-page.ts'
 
 /** A data-table record as `GET /v1/tables/{data_table_key}/records` shows it: keys are the table's field API keys. */
 export type V1Record = Record<string, unknown>
@@ -50,6 +50,7 @@ export async function listTableRecords(
   key: string,
   query: OffsetQuery,
   base: string,
+  positions: WalkPositions,
 ): Promise<OffsetPage<V1Record>> {
   const paging = checkOffsetQuery(query)
   const table = await liveTableByKey(store, companyId, key)
@@ -57,8 +58,10 @@ export async function listTableRecords(
     paging,
     {
       count: () => store.records.count(companyId, table.id),
-      rows: async (window) => (await store.records.list(companyId, table.id, window)).map((record) => v1Record(table, record)),
+      items: (window) => store.records.list(companyId, table.id, window),
+      rows: async (records) => records.map((record) => v1Record(table, record)),
     },
     pageUrl(base, `/v1/tables/${encodeURIComponent(key)}/records`),
+    { positions, list: `${companyId} ${table.id}`, store },
   )
 }

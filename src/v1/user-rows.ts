@@ -2,7 +2,7 @@ import { currencyKey } from '../domain/money.ts'
 import { ownValue } from '../domain/stored-values.ts'
 import type { User, UserAttributeDefinition } from '../store/model.ts'
 import type { Store } from '../store/port.ts'
-import { checkOffsetQuery, type OffsetPage, type OffsetQuery, pageUrl, readOffsetPage } from './offset-page.ts'
+import { checkOffsetQuery, type OffsetPage, type OffsetQuery, pageUrl, readOffsetPage, type WalkPositions } from './offset-page.ts'
 
 /** A user as `GET /v1/users` shows it: the standard fields, then every custom attribute of the company. */
 export type V1User = Pick<User, 'id' | 'email' | 'name' | 'status' | 'role' | 'currency' | 'calculation_currency'> & {
@@ -72,16 +72,24 @@ export function v1ReportingUser(userId: string, user: User | undefined, definiti
 }
 
 /** `GET /v1/users`: every user of the company, whatever their status, in id (creation) order. */
-export async function listUsers(store: Store, companyId: string, query: OffsetQuery, base: string): Promise<OffsetPage<V1User>> {
+export async function listUsers(
+  store: Store,
+  companyId: string,
+  query: OffsetQuery,
+  base: string,
+  positions: WalkPositions,
+): Promise<OffsetPage<V1User>> {
   return readOffsetPage(
     checkOffsetQuery(query),
     {
       count: () => store.users.count(companyId),
-      async rows(window) {
-        const [users, definitions] = await Promise.all([store.users.list(companyId, window), store.userAttributes.list(companyId)])
+      items: (window) => store.users.list(companyId, window),
+      async rows(users) {
+        const definitions = await store.userAttributes.list(companyId)
         return users.map((user) => v1User(user, definitions))
       },
     },
     pageUrl(base, '/v1/users'),
+    { positions, list: companyId, store },
   )
 }

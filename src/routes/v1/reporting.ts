@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply } from 'fastify'
 import { Type } from 'typebox'
+import { WalkPositions } from '../../v1/offset-page.ts'
 import { type DeprecatedPage, listRecordRows, listStatementRows } from '../../v1/reporting.ts'
 import { baseUrl } from '../base-url.ts'
 import { AuthenticatedErrorResponses, OrNull } from '../schemas.ts'
@@ -65,6 +66,7 @@ function answerDeprecated<Row>(reply: FastifyReply, { page, successor }: Depreca
 
 /** The two deprecated reporting reads. Every answer, errors included, carries `Deprecation`. */
 export const reportingRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const positions = new WalkPositions()
   // On sending, not on the request: the key's and the rate limit's hooks run first and may refuse the call.
   app.addHook('onSend', (_request, reply, payload, done) => {
     reply.header('deprecation', 'true')
@@ -89,7 +91,7 @@ export const reportingRoutes: FastifyPluginAsyncTypebox = async (app) => {
       async (request, reply) =>
         answerDeprecated(
           reply,
-          await listStatementRows(app.store, request.principal.company.id, request.query, baseUrl(request), `/v1${path}`),
+          await listStatementRows(app.store, request.principal.company.id, request.query, baseUrl(request), positions, `/v1${path}`),
         ),
     )
   }
@@ -115,7 +117,14 @@ export const reportingRoutes: FastifyPluginAsyncTypebox = async (app) => {
     async (request, reply) =>
       answerDeprecated(
         reply,
-        await listRecordRows(app.store, request.principal.company.id, request.params.data_table_id, request.query, baseUrl(request)),
+        await listRecordRows(
+          app.store,
+          request.principal.company.id,
+          request.params.data_table_id,
+          request.query,
+          baseUrl(request),
+          positions,
+        ),
       ),
   )
 }

@@ -3,6 +3,7 @@ import { Type } from 'typebox'
 import { ValidationError } from '../../errors.ts'
 import { enqueueImport } from '../../imports/enqueue.ts'
 import { MAX_RECORDS_PER_CALL } from '../../imports/limits.ts'
+import { WalkPositions } from '../../v1/offset-page.ts'
 import { listTableRecords, liveTableByKey } from '../../v1/table-records.ts'
 import { baseUrl } from '../base-url.ts'
 import { AuthenticatedErrorResponses, ValidationErrorBodySchema } from '../schemas.ts'
@@ -18,6 +19,7 @@ export const V1RecordSchema = Type.Object({}, { additionalProperties: true })
 
 /** `GET /v1/tables/{data_table_key}/records`, and `POST …/records/bulk`: an asynchronous upsert of data-table records. */
 export const tableRecordRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const positions = new WalkPositions()
   app.get(
     '/tables/:data_table_key/records',
     {
@@ -32,7 +34,7 @@ export const tableRecordRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request) =>
-      listTableRecords(app.store, request.principal.company.id, request.params.data_table_key, request.query, baseUrl(request)),
+      listTableRecords(app.store, request.principal.company.id, request.params.data_table_key, request.query, baseUrl(request), positions),
   )
 
   app.post(

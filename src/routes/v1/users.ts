@@ -4,7 +4,7 @@ import { enqueueImport } from '../../imports/enqueue.ts'
 import { MAX_USERS_PER_CALL, smallCallBodyLimit } from '../../imports/limits.ts'
 import { KEPT_PAGE_BYTES, KEPT_PAGE_ROWS, KEPT_PAGES, VersionedAnswers } from '../../reporting/versioned-answers.ts'
 import { USER_STATUSES } from '../../store/model.ts'
-import type { OffsetPage } from '../../v1/offset-page.ts'
+import { type OffsetPage, WalkPositions } from '../../v1/offset-page.ts'
 import { listUsers, type V1User } from '../../v1/user-rows.ts'
 import { baseUrl } from '../base-url.ts'
 import { AuthenticatedErrorResponses, OrNull } from '../schemas.ts'
@@ -30,6 +30,7 @@ export const V1UserSchema = Type.Object(
 export const userRoutes: FastifyPluginAsyncTypebox = async (app) => {
   // Small pages are answered again while the data version holds: a connector checking its key, a poll.
   const pages = new VersionedAnswers<OffsetPage<V1User>>(KEPT_PAGES, (page) => JSON.stringify(page).length <= KEPT_PAGE_BYTES)
+  const positions = new WalkPositions()
   app.get(
     '/users',
     {
@@ -46,7 +47,7 @@ export const userRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const companyId = request.principal.company.id
       const { offset = '0', limit } = request.query
       const base = baseUrl(request)
-      const list = () => listUsers(app.store, companyId, request.query, base)
+      const list = () => listUsers(app.store, companyId, request.query, base, positions)
       if (limit === undefined || limit > KEPT_PAGE_ROWS) return list()
       // The page's `next` is an absolute URL: it is kept for each base URL.
       return pages.answer(app.store, `${companyId} ${base} ${offset} ${limit}`, list)

@@ -3,7 +3,7 @@ import type { AnyBulkWriteOperation, ClientSession } from 'mongodb'
 import type { OffsetWindow } from '../port.ts'
 import { type Codec, decode, encode, lookupIds } from './codec.ts'
 import { atomically, call, collectionOf, inSession, type MongoContext } from './context.ts'
-import { byId, inCompany } from './filters.ts'
+import { byId, cursorId, inCompany } from './filters.ts'
 
 /**
  * The operations the repositories of the MongoDB adapter are made of: each one call of the driver in the
@@ -30,15 +30,16 @@ export async function findAll<T>(
 ): Promise<T[]> {
   // A limit of 0 means "no limit" to MongoDB: a window of no rows is answered here.
   if (window && window.limit <= 0) return []
+  const seek = window?.afterId !== undefined
   // A v1 offset may be far beyond any count: past 2^53 it cannot even be sent exactly, and it skips every row.
-  if (window && !Number.isSafeInteger(window.offset)) return []
+  if (window && !seek && !Number.isSafeInteger(window.offset)) return []
   return call(context, async (session) => {
-    const cursor = collectionOf(context, codec).find(filter, {
+    const cursor = collectionOf(context, codec).find(seek ? { ...filter, _id: { $gt: cursorId(window.afterId!) } } : filter, {
       ...inSession(session),
       sort: { _id: 1 },
       ...(projection ? { projection } : {}),
     })
-    if (window) cursor.skip(window.offset).limit(window.limit)
+    if (window) cursor.skip(seek ? 0 : window.offset).limit(window.limit)
     return (await cursor.toArray()).map((document) => decode<T>(codec, document))
   })
 }

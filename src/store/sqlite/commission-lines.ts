@@ -32,13 +32,22 @@ export function sqliteCommissionLines(sql: Sql): CommissionLineRepository {
     // The offset window walks the primary key (company, table, id) in order: no sort, and no row past the window
     // is read. Callers keep `offset` below the count (a v1 offset may be far larger than SQLite's integers).
     async list(companyId, tableId, window) {
-      const rows = await sql.values(
-        `SELECT ${LINE_COLUMNS} FROM commission_lines WHERE company_id = ? AND table_id = ? ORDER BY id LIMIT ? OFFSET ?`,
-        companyId,
-        tableId,
-        window.limit,
-        window.offset,
-      )
+      const rows =
+        window.afterId === undefined
+          ? await sql.values(
+              `SELECT ${LINE_COLUMNS} FROM commission_lines WHERE company_id = ? AND table_id = ? ORDER BY id LIMIT ? OFFSET ?`,
+              companyId,
+              tableId,
+              window.limit,
+              window.offset,
+            )
+          : await sql.values(
+              `SELECT ${LINE_COLUMNS} FROM commission_lines WHERE company_id = ? AND table_id = ? AND id > ? ORDER BY id LIMIT ?`,
+              companyId,
+              tableId,
+              window.afterId,
+              window.limit,
+            )
       return linesOf(rows)
     },
     count: (companyId, tableId) => countOfSequence(sql, LINES_OF_TABLE, companyId, tableId),

@@ -34,14 +34,23 @@ export function sqliteRecords(sql: Sql): DataTableRecordRepository {
       })
     },
 
-    async list(companyId, tableId, { offset, limit }) {
-      const rows = await sql.all(
-        'SELECT doc FROM data_table_records WHERE company_id = ? AND table_id = ? ORDER BY id LIMIT ? OFFSET ?',
-        companyId,
-        tableId,
-        limit,
-        offset,
-      )
+    async list(companyId, tableId, { offset, limit, afterId }) {
+      const rows =
+        afterId === undefined
+          ? await sql.all(
+              'SELECT doc FROM data_table_records WHERE company_id = ? AND table_id = ? ORDER BY id LIMIT ? OFFSET ?',
+              companyId,
+              tableId,
+              limit,
+              offset,
+            )
+          : await sql.all(
+              'SELECT doc FROM data_table_records WHERE company_id = ? AND table_id = ? AND id > ? ORDER BY id LIMIT ?',
+              companyId,
+              tableId,
+              afterId,
+              limit,
+            )
       return parseDocuments<DataTableRecord>(rows)
     },
 

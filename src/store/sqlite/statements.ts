@@ -61,13 +61,22 @@ export function sqliteStatements(sql: Sql): StatementRepository {
     // The offset window walks the primary key (company, environment, id) in order: no sort, and no row past the
     // window is read. Callers keep `offset` below the count (a v1 offset may be far larger than SQLite's integers).
     async list(companyId, environment, window) {
-      const rows = await sql.values(
-        `SELECT ${STATEMENT_COLUMNS} FROM statements WHERE company_id = ? AND environment = ? ORDER BY id LIMIT ? OFFSET ?`,
-        companyId,
-        environment,
-        window.limit,
-        window.offset,
-      )
+      const rows =
+        window.afterId === undefined
+          ? await sql.values(
+              `SELECT ${STATEMENT_COLUMNS} FROM statements WHERE company_id = ? AND environment = ? ORDER BY id LIMIT ? OFFSET ?`,
+              companyId,
+              environment,
+              window.limit,
+              window.offset,
+            )
+          : await sql.values(
+              `SELECT ${STATEMENT_COLUMNS} FROM statements WHERE company_id = ? AND environment = ? AND id > ? ORDER BY id LIMIT ?`,
+              companyId,
+              environment,
+              window.afterId,
+              window.limit,
+            )
       return rows.map(statementFromValues)
     },
     async count(companyId, environment) {

@@ -45,10 +45,12 @@ export function sqliteUsers(sql: Sql): UserRepository {
       }
       return found
     },
-    async list(companyId, { offset, limit }) {
-      return parseDocuments<User>(
-        await sql.all('SELECT doc FROM users WHERE company_id = ? ORDER BY id LIMIT ? OFFSET ?', companyId, limit, offset),
-      )
+    async list(companyId, { offset, limit, afterId }) {
+      const rows =
+        afterId === undefined
+          ? await sql.all('SELECT doc FROM users WHERE company_id = ? ORDER BY id LIMIT ? OFFSET ?', companyId, limit, offset)
+          : await sql.all('SELECT doc FROM users WHERE company_id = ? AND id > ? ORDER BY id LIMIT ?', companyId, afterId, limit)
+      return parseDocuments<User>(rows)
     },
     async count(companyId) {
       return countOf(await sql.remembering.get('SELECT count(*) AS n FROM users WHERE company_id = ?', companyId))

@@ -83,6 +83,13 @@ export function offsetListsContract(adapter: StoreAdapter): void {
           expect(seen).toStrictEqual(rows)
         })
 
+        it('with the id of the row before a window, returns the rows after it, whatever the offset', async () => {
+          expect(await list({ offset: 2, limit: 2, afterId: rows[1].id })).toStrictEqual(rows.slice(2, 4))
+          expect(await list({ offset: 0, limit: 10, afterId: rows[2].id })).toStrictEqual(rows.slice(3))
+          expect(await list({ offset: 1000, limit: 2, afterId: rows[0].id })).toStrictEqual(rows.slice(1, 3))
+          expect(await list({ offset: 0, limit: 2, afterId: rows[4].id })).toStrictEqual([])
+        })
+
         it('returns fresh copies', async () => {
           const [first] = await list({ offset: 0, limit: 1 })
           ;(first as Record<string, unknown>).plan = 'changed'

@@ -19,6 +19,11 @@ export function recordsContract(adapter: StoreAdapter): void {
       expect(await store.records.list(companyId, table.id, ALL)).toStrictEqual(sorted)
       expect(await store.records.list(companyId, table.id, { offset: 1, limit: 3 })).toStrictEqual(sorted.slice(1, 4))
       expect(await store.records.list(companyId, table.id, { offset: 5, limit: 3 })).toStrictEqual([])
+      // With the id of the row before the window, the rows after it, whatever the offset.
+      expect(await store.records.list(companyId, table.id, { offset: 0, limit: 2, afterId: sorted[1].id })).toStrictEqual(
+        sorted.slice(2, 4),
+      )
+      expect(await store.records.list(companyId, table.id, { offset: 99, limit: 9, afterId: sorted[3].id })).toStrictEqual(sorted.slice(4))
       expect(await store.records.count(companyId, table.id)).toBe(5)
       expect(await store.records.count(companyId, other.id)).toBe(1)
     })

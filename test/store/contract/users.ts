@@ -22,6 +22,11 @@ export function usersContract(adapter: StoreAdapter): void {
       expect(await store.users.list(companyId, { offset: 4, limit: 2 })).toStrictEqual(sorted.slice(4))
       expect(await store.users.list(companyId, { offset: 5, limit: 2 })).toStrictEqual([])
       expect(await store.users.count(companyId)).toBe(5)
+      // With the id of the row before the window, the rows after it, whatever the offset; never another company's.
+      const stranger = await aStoredCompany(store)
+      await store.users.save(stranger, [aUser(stranger)])
+      expect(await store.users.list(companyId, { offset: 0, limit: 2, afterId: sorted[2].id })).toStrictEqual(sorted.slice(3))
+      expect(await store.users.list(companyId, { offset: 9, limit: 9, afterId: sorted[4].id })).toStrictEqual([])
     })
 
     it('replaces a saved user by id', async () => {
