@@ -80,6 +80,8 @@ describe('v1 lists: offset, limit, count and next', () => {
         const all = (await get(list.path())).body.data
         const reply = await get(`${list.path()}?offset=1&limit=2`)
         expect(reply.body).toEqual({ count: list.rows, data: all.slice(1, 3), next: `${server.url}${list.path()}?offset=3&limit=2` })
+        // Leading zeros, however many, are not digits of the value.
+        expect((await get(`${list.path()}?offset=${'0'.repeat(40)}1&limit=2`)).body).toEqual(reply.body)
         const last = await get(`${list.path()}?offset=${list.rows - 2}&limit=2`)
         expect(last.body).toEqual({ count: list.rows, data: all.slice(-2), next: null })
       })

@@ -41,7 +41,8 @@ export interface CheckedOffsetQuery {
  */
 export function checkOffsetQuery(query: OffsetQuery): CheckedOffsetQuery {
   const issues: Issue[] = []
-  const text = query.offset ?? '0'
+  // Leading zeros do not count towards the digits: 0…01 is 1.
+  const text = (query.offset ?? '0').replace(/^0+(?=\d)/, '')
   const offset = /^\d{1,30}$/.test(text) ? BigInt(text) : -1n
   if (offset < 0n || offset > MAX_OFFSET) issues.push({ resource: 'offset', description: `must be an integer from 0 to ${MAX_OFFSET}` })
   const limit = query.limit ?? MAX_LIMIT
