@@ -150,7 +150,7 @@ function parseValue(field: DataTableField, raw: unknown, currency: unknown): Par
         // Read back, the values are one text separated by ;: a value holding one would come back as two.
         if (raw.some((item) => item.includes(MULTI_SEPARATOR)))
           return { problem: `a value cannot hold ${MULTI_SEPARATOR}, which separates them` }
-        return { value: raw.map((item) => item.trim()) }
+        return { value: splitMulti(raw.join(MULTI_SEPARATOR)) }
       }
       return { problem: 'expected values separated by ;' }
   }
