@@ -87,6 +87,29 @@ describe('DELETE /v1/users/archive/bulk', () => {
     ).toBe(200)
   })
 
+  it('refuses the manager of someone archived, in the same call or before, whose last active month falls in the archive period', async () => {
+    // rep, managed by owner up to 2026-05, stays active until 2026-04: owner cannot leave before.
+    const together = await archive([
+      { user: 'owner@acme.example', end_date: '2026-02' },
+      { user: 'rep@acme.example', end_date: '2026-04' },
+    ])
+    expect(together.status).toBe(400)
+    expect(together.body.errors).toStrictEqual([
+      {
+        error: 'ConflictError',
+        resource: 'user',
+        description: expect.stringContaining(
+          'owner@acme.example manages rep@acme.example (2026-01 to 2026-05) in the archive period starting 2026-03',
+        ),
+      },
+    ])
+    expect((await h.user('rep@acme.example'))?.status).toBe('active')
+
+    expect((await archive([{ user: 'rep@acme.example', end_date: '2026-04' }])).status).toBe(200)
+    expect((await archive([{ user: 'owner@acme.example', end_date: '2026-02' }])).status).toBe(400)
+    expect((await archive([{ user: 'owner@acme.example', end_date: '2026-04' }])).status).toBe(200)
+  })
+
   it('answers 400 (never a 404 with the list body) with NotFoundError on resource user for an unknown user, archiving nobody', async () => {
     const reply = await archive([{ user: 'rep@acme.example' }, { user: 'ghost@acme.example' }])
     expect(reply.status).toBe(400)

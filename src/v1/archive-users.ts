@@ -23,8 +23,8 @@ interface ArchiveRequest {
  * user exists, that the user manages nobody in the archive period) and any problem refuses the whole call
  * with every problem listed, each with its own family (`ValidationError`, `NotFoundError`, `ConflictError`), as
  * one 400 (docs/decisions.md, "Archive"). The archive period starts the month after `end_date`, or the current
- * month without one. A person managed in that period who is archived already, or archived by the same call, is
- * no conflict. The transaction names the company: a manager attribution imported meanwhile on another
+ * month without one. A person managed in that period is no conflict in the months after their own last active
+ * month (archived already, or by the same call). The transaction names the company: a manager attribution imported meanwhile on another
  * instance cannot commit beside an archive that checked the attributions before it.
  */
 export async function archiveUsers(store: Store, clock: Clock, companyId: string, items: readonly unknown[]): Promise<void> {
@@ -87,6 +87,17 @@ function readItems(items: readonly unknown[], issues: Issue[]): { email: string;
   return wanted
 }
 
+/**
+ * The last month a managed person is active in (paid by plans): the one this call gives them, else an archived
+ * user's `archived_until`, else the last month there is. Null for a user archived without one (by a version that
+ * kept none): active in no month.
+ */
+function lastActiveMonthOf(person: User, leaving: ReadonlyMap<string, ArchiveRequest>): string | null {
+  const request = leaving.get(person.id)
+  if (request) return request.lastActiveMonth
+  return person.status === 'archived' ? person.archived_until : LAST_MONTH
+}
+
 /** A user to archive who manages someone still active in the archive period: one ConflictError each. */
 async function managerConflicts(tx: Store, companyId: string, requests: readonly ArchiveRequest[]): Promise<Issue[]> {
   if (requests.length === 0) return []
@@ -100,11 +111,13 @@ async function managerConflicts(tx: Store, companyId: string, requests: readonly
   for (const attribution of managed) {
     const request = leaving.get(attribution.manager_id)!
     const person = people.get(attribution.user_id)
-    if (!person || person.status === 'archived' || leaving.has(person.id)) continue
+    const personActiveUntil = person ? lastActiveMonthOf(person, leaving) : null
     // Active up to the last month there is: the archive period is empty.
-    if (request.lastActiveMonth === LAST_MONTH) continue
+    if (!person || personActiveUntil === null || request.lastActiveMonth === LAST_MONTH) continue
     const archivedFrom = nextMonth(request.lastActiveMonth)
-    if (!monthRangesOverlap(attribution, { start_month: archivedFrom, end_month: null })) continue
+    // The months of the archive period in which the person managed is still active, and so still paid.
+    const stillActive = { start_month: archivedFrom, end_month: personActiveUntil }
+    if (personActiveUntil < archivedFrom || !monthRangesOverlap(attribution, stillActive)) continue
     const months = `${attribution.start_month ?? 'the beginning'} to ${attribution.end_month ?? 'no end'}`
     issues.push({
       error: 'ConflictError',
