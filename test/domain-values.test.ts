@@ -12,7 +12,16 @@ import {
   roundDecimal,
   roundToCents,
 } from '../src/domain/money.ts'
-import { addMonths, firstMonthOfPeriod, monthRangeWithout, monthText, periodOfMonth, shiftMonth } from '../src/domain/periods.ts'
+import {
+  addMonths,
+  firstMonthOfPeriod,
+  LAST_MONTH,
+  managesWhileArchived,
+  monthRangeWithout,
+  monthText,
+  periodOfMonth,
+  shiftMonth,
+} from '../src/domain/periods.ts'
 import { joinMulti, splitMulti } from '../src/domain/record-values.ts'
 import { metricValue, multiText } from '../src/domain/stored-values.ts'
 import { newId } from '../src/ids.ts'
@@ -240,6 +249,22 @@ describe('amounts', () => {
       ['bonus', null],
       ['bonus_currency', null],
     ])
+  })
+})
+
+const from = (start_month: string | null, end_month: string | null) => ({ start_month, end_month })
+
+describe('managesWhileArchived: the archive rule', () => {
+  it('holds when the attribution reaches a month of the archive period in which the person managed is still active', () => {
+    expect(managesWhileArchived(from('2026-01', null), '2026-07', LAST_MONTH)).toBe(true)
+    expect(managesWhileArchived(from(null, '2026-07'), '2026-07', '2026-09')).toBe(true)
+    expect(managesWhileArchived(from('2026-08', '2026-08'), null, '2026-08')).toBe(true)
+  })
+  it('does not hold before the archive period, nor once the person managed is no longer active', () => {
+    expect(managesWhileArchived(from('2026-01', '2026-06'), '2026-07', LAST_MONTH)).toBe(false)
+    expect(managesWhileArchived(from('2026-01', null), '2026-07', '2026-06')).toBe(false)
+    expect(managesWhileArchived(from('2026-09', null), '2026-07', '2026-08')).toBe(false)
+    expect(managesWhileArchived(from(null, null), '2026-07', null)).toBe(false)
   })
 })
 

@@ -135,6 +135,29 @@ describe('PUT /v1/users/managers/bulk', () => {
     ])
   })
 
+  it('refuses a manager archived by the archive call over months in which the person managed is active: the archive rule, from this side', async () => {
+    // The harness's clock is at 2026-06: rep is archived from 2026-07 (owner holds the harness's key).
+    const archived = await h.call('/v1/users/archive/bulk', {
+      method: 'DELETE',
+      body: { data: [{ user: 'rep@acme.example', end_date: '2026-06' }] },
+    })
+    expect(archived.status).toBe(200)
+    const row = { user: 'owner@acme.example', manager: 'rep@acme.example', start_date: '2026-08' }
+    const refused = await imported('managers', [row])
+    expect(refused.error).toBe(true)
+    expect(refused.data_tables_details[0].error.parsing_error_details).toStrictEqual([
+      { line_number: 1, row, details: 'manager: rep@acme.example is archived from 2026-07, in months owner@acme.example is active in' },
+    ])
+    expect(await managers()).toStrictEqual([])
+
+    // Before the archive period there is nothing to refuse.
+    const before = await imported('managers', [
+      { user: 'owner@acme.example', manager: 'rep@acme.example', start_date: '2026-01', end_date: '2026-06' },
+    ])
+    expect(before.error).toBe(false)
+    expect(await managers()).toStrictEqual([{ user_id: ids.owner, manager_id: ids.rep, start_month: '2026-01', end_month: '2026-06' }])
+  })
+
   it('refuses more than 200 items, or a malformed body, with 400 on resource data', async () => {
     const item = { user: 'rep@acme.example', manager: 'owner@acme.example', start_date: '2026-01' }
     // One item where the array goes is refused too.

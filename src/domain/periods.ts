@@ -1,4 +1,4 @@
-import type { QuotaFrequency } from '../store/model.ts'
+import type { QuotaFrequency, User } from '../store/model.ts'
 import { isMonthString } from './formats.ts'
 
 const PERIOD_FORMATS: Record<QuotaFrequency, (period: string) => boolean> = {
@@ -110,6 +110,24 @@ export interface MonthRange {
 /** True when two month ranges share at least one month. */
 export function monthRangesOverlap(a: MonthRange, b: MonthRange): boolean {
   return startsBy(b, a.end_month) && startsBy(a, b.end_month)
+}
+
+/**
+ * The last month a user is active in, and paid by plans: the last month there is, or an archived user's
+ * `archived_until`; null for an archived user without one (archived by a version that kept none): no month.
+ */
+export function lastActiveMonthOf(user: Pick<User, 'status' | 'archived_until'>): string | null {
+  return user.status === 'archived' ? user.archived_until : LAST_MONTH
+}
+
+/**
+ * Whether a manager archived from `archivedFrom` (null: from the beginning) manages someone, over `attribution`,
+ * in a month that person is still active in (up to `activeUntil`, `lastActiveMonthOf`): what the archive rule of
+ * the interface forbids, whichever of the archive and the attribution comes first.
+ */
+export function managesWhileArchived(attribution: MonthRange, archivedFrom: string | null, activeUntil: string | null): boolean {
+  if (activeUntil === null || (archivedFrom !== null && activeUntil < archivedFrom)) return false
+  return monthRangesOverlap(attribution, { start_month: archivedFrom, end_month: activeUntil })
 }
 
 /** True when `range` starts at or before `month` (null: never ends, which every range starts before). */

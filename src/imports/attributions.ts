@@ -1,5 +1,13 @@
 import { isEmail, isMonthString } from '../domain/formats.ts'
-import { type MonthRange, monthRangesOverlap, monthRangeWithout } from '../domain/periods.ts'
+import {
+  LAST_MONTH,
+  lastActiveMonthOf,
+  managesWhileArchived,
+  type MonthRange,
+  monthRangesOverlap,
+  monthRangeWithout,
+  nextMonth,
+} from '../domain/periods.ts'
 import { newId } from '../ids.ts'
 import type { Company, GroupAttribution, ImportItemIssue, ManagerAttribution, User } from '../store/model.ts'
 import type { Store } from '../store/port.ts'
@@ -70,8 +78,9 @@ function readPlacement(
   const user = lookUp(item.user, 'user', users, problems)
   let dimension = ''
   let value: string | null = null
+  let manager: User | null = null
   if (kind === 'managers') {
-    const manager = item.manager === null ? null : lookUp(item.manager, 'manager', users, problems)
+    manager = item.manager === null ? null : lookUp(item.manager, 'manager', users, problems)
     if (manager && user && manager.id === user.id) problems.push('manager: a user cannot be their own manager')
     value = manager?.id ?? null
   } else {
@@ -88,11 +97,30 @@ function readPlacement(
   if (end !== null && !isMonthString(end)) problems.push(`end_date: expected a month YYYY-MM or null, got ${JSON.stringify(end)}`)
   else if (end !== null && isMonthString(start) && end < start) problems.push('end_date: before start_date')
   for (const key of Object.keys(item)) if (!FIELDS[kind].includes(key)) problems.push(`${key}: unknown field`)
+  const months = { start_month: start as string | null, end_month: end as string | null }
+  if (problems.length === 0 && user && manager) problems.push(...archivedManagerProblems(manager, user, months))
   if (problems.length > 0 || !user) return { problems }
   return {
-    placement: { line, userId: user.id, dimension, value, start_month: start as string | null, end_month: end as string | null },
+    placement: { line, userId: user.id, dimension, value, ...months },
     problems: [],
   }
+}
+
+/** The archive rule, from the attribution's side: a manager cannot manage someone active in their archive period. */
+function archivedManagerProblems(manager: User, user: User, months: MonthRange): string[] {
+  const archivedFrom = archivedFromMonth(manager)
+  if (archivedFrom === undefined || !managesWhileArchived(months, archivedFrom, lastActiveMonthOf(user))) return []
+  return [`manager: ${manager.email} is archived from ${archivedFrom}, in months ${user.email} is active in`]
+}
+
+/**
+ * The first month of a user's archive period, as the archive call gave it; undefined when there is none: not
+ * archived, archived up to the last month there is, or archived without a last month (by a fixture, or a version
+ * that kept none), whose period is not known.
+ */
+function archivedFromMonth(user: User): string | undefined {
+  const until = lastActiveMonthOf(user)
+  return until === null || until === LAST_MONTH ? undefined : nextMonth(until)
 }
 
 function lookUp(email: unknown, field: string, users: Map<string, User>, problems: string[]): User | null {

@@ -1,6 +1,6 @@
 import type { Clock } from '../clock.ts'
 import { isEmail, isMonthString } from '../domain/formats.ts'
-import { LAST_MONTH, monthRangesOverlap, nextMonth, previousMonth } from '../domain/periods.ts'
+import { LAST_MONTH, lastActiveMonthOf, managesWhileArchived, nextMonth, previousMonth } from '../domain/periods.ts'
 import { type Issue, ValidationError } from '../errors.ts'
 import { recalculate, stampedBy } from '../calculation/recalculation.ts'
 import type { User } from '../store/model.ts'
@@ -87,17 +87,6 @@ function readItems(items: readonly unknown[], issues: Issue[]): { email: string;
   return wanted
 }
 
-/**
- * The last month a managed person is active in (paid by plans): the one this call gives them, else an archived
- * user's `archived_until`, else the last month there is. Null for a user archived without one (by a version that
- * kept none): active in no month.
- */
-function lastActiveMonthOf(person: User, leaving: ReadonlyMap<string, ArchiveRequest>): string | null {
-  const request = leaving.get(person.id)
-  if (request) return request.lastActiveMonth
-  return person.status === 'archived' ? person.archived_until : LAST_MONTH
-}
-
 /** A user to archive who manages someone still active in the archive period: one ConflictError each. */
 async function managerConflicts(tx: Store, companyId: string, requests: readonly ArchiveRequest[]): Promise<Issue[]> {
   if (requests.length === 0) return []
@@ -111,13 +100,12 @@ async function managerConflicts(tx: Store, companyId: string, requests: readonly
   for (const attribution of managed) {
     const request = leaving.get(attribution.manager_id)!
     const person = people.get(attribution.user_id)
-    const personActiveUntil = person ? lastActiveMonthOf(person, leaving) : null
     // Active up to the last month there is: the archive period is empty.
-    if (!person || personActiveUntil === null || request.lastActiveMonth === LAST_MONTH) continue
+    if (!person || request.lastActiveMonth === LAST_MONTH) continue
     const archivedFrom = nextMonth(request.lastActiveMonth)
-    // The months of the archive period in which the person managed is still active, and so still paid.
-    const stillActive = { start_month: archivedFrom, end_month: personActiveUntil }
-    if (personActiveUntil < archivedFrom || !monthRangesOverlap(attribution, stillActive)) continue
+    // A person archived by the same call is active up to the month it gives them.
+    const personActiveUntil = leaving.get(person.id)?.lastActiveMonth ?? lastActiveMonthOf(person)
+    if (!managesWhileArchived(attribution, archivedFrom, personActiveUntil)) continue
     const months = `${attribution.start_month ?? 'the beginning'} to ${attribution.end_month ?? 'no end'}`
     issues.push({
       error: 'ConflictError',
