@@ -262,7 +262,8 @@ async function archiveChecks(ctx: CheckContext, manager: string, member: string,
       : [`${answered(archived)} ${JSON.stringify(archived.body).slice(0, 80)}; status ${String(memberArchived?.status)}`],
     answered(archived),
   )
-  const last = await archive([{ user: manager }])
+  // The member stays active up to this month: the manager's archive period starts after it, so nobody active reports to them.
+  const last = await archive([{ user: manager, end_date: currentMonth() }])
   ctx.verify(
     'archive: the manager, once nobody active reports to them',
     last.status === 200 ? [] : [`${answered(last)} ${JSON.stringify(last.body).slice(0, 120)}`],
