@@ -220,6 +220,30 @@ describe('PUT /v1/users/bulk: applying the users', () => {
     expect(await h.user('new2@acme.example')).toBeUndefined()
   })
 
+  it('names the repeat of a refused user too, which the fixed call would skip', async () => {
+    const result = await imported([{ email: 'dd@acme.example', junior: 'x' }, { email: 'DD@acme.example' }])
+    expect(result.data_tables_details[0].error.parsing_error_details.map((item: any) => [item.line_number, item.details])).toStrictEqual([
+      [1, expect.stringMatching(/^junior: /)],
+      [2, 'email: duplicated (DD@acme.example)'],
+    ])
+  })
+
+  it('refuses a call whose every user is skipped as a ValidationError: nothing of it was imported', async () => {
+    const result = await imported([{ email: 'gone@acme.example', name: 'Back' }])
+    expect(result.data_tables_details[0].number_of_records).toBeNull()
+    expect(result.data_tables_details[0].error).toStrictEqual({
+      title: 'ValidationError',
+      description: expect.stringMatching(/^1 invalid user, nothing of this call was imported: line 1: email: archived user/),
+      parsing_error_details: [
+        {
+          line_number: 1,
+          row: { email: 'gone@acme.example', name: 'Back' },
+          details: 'email: archived user, cannot be changed (gone@acme.example)',
+        },
+      ],
+    })
+  })
+
   it('upserts the first of a repeated email and skips each later one as a PartialFailure', async () => {
     const result = await imported([
       { email: 'twin@acme.example', name: 'First' },

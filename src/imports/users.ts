@@ -56,8 +56,9 @@ export async function applyUsers(
       return void skipped.push({ line_number, row: item, details: `email: duplicated (${email})` })
     }
     const problems = userProblems(item, attributeTypes)
+    // Seen even when refused: the call's refusal then names a later repeat too, which the fixed call would skip.
+    if (isEmail(email)) seen.add(email.toLowerCase())
     if (problems.length > 0) return void invalid.push({ line_number, row: item, details: problems.join('; ') })
-    seen.add((email as string).toLowerCase())
     accepted.push({ issue: { line_number, row: item }, item, email: email as string })
   })
 
@@ -80,6 +81,8 @@ export async function applyUsers(
     changed.push(user)
   }
   if (invalid.length > 0) return refused('user', invalid.toSorted(byLine), skipped.toSorted(byLine))
+  // Every user skipped: nothing of the call was imported, which is a ValidationError, not a PartialFailure.
+  if (changed.length === 0 && skipped.length > 0) return refused('user', skipped.toSorted(byLine))
 
   await tx.users.save(company.id, changed)
   for (const user of changed) {
