@@ -207,6 +207,8 @@ function parsePublicUrl(raw: string): Parsed<string> {
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') return problem('expected an http or https URL')
   if (url.search || url.hash) return problem('expected a URL without query or fragment')
+  // It is written into every link and the OpenAPI document, and logged at start.
+  if (url.username || url.password) return problem('expected a URL without a user name or password')
   return { value: url.href.replace(/\/+$/, '') }
 }
 

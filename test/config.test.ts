@@ -141,6 +141,13 @@ describe('configuration', () => {
     expect(() => loadConfig({ [name]: value })).toThrow(new RegExp(`${name}=`))
   })
 
+  it('refuses a PUBLIC_URL with credentials, which every link would carry, without showing them', () => {
+    expect(() => loadConfig({ PUBLIC_URL: 'https://user:s3cret@api.example.com' })).toThrow(
+      'PUBLIC_URL="https://…@api.example.com": expected a URL without a user name or password',
+    )
+    expect(() => loadConfig({ PUBLIC_URL: 'https://user@api.example.com' })).toThrow(/PUBLIC_URL=.*without a user name/)
+  })
+
   it('refuses a drain that the shutdown timeout would cut short: the timeout bounds the whole shutdown', () => {
     expect(() => loadConfig({ SHUTDOWN_DRAIN_MS: '5000', SHUTDOWN_TIMEOUT_MS: '5000' })).toThrow(
       /SHUTDOWN_DRAIN_MS=5000: must be less than SHUTDOWN_TIMEOUT_MS \(5000\)/,
