@@ -1,6 +1,6 @@
-import { closeSync, fsyncSync, openSync, renameSync, rmSync, writeSync } from 'node:fs'
+import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from 'node:fs'
 import type { FileHandle } from 'node:fs/promises'
-import { dirname } from 'node:path'
+import { dirname, resolve } from 'node:path'
 
 /**
  * Writes `text` to `path` and flushes it, and its entry in its directory, to the disk before returning. A write
@@ -71,3 +71,26 @@ function flushDirectory(dir: string): void {
 
 /** What opening or flushing a directory answers where directories cannot be flushed (Windows). */
 const CANNOT_FLUSH = new Set(['EISDIR', 'EINVAL', 'EPERM', 'EBADF'])
+
+/**
+ * Creates the directory `path` and its missing parents, one level at a time. Node's recursive mkdir spins for ever
+ * under a directory that refuses new entries with ENOENT (procfs: `/proc/data`), where one level at a time it is an
+ * error the start reports.
+ */
+export function makeDirectories(path: string): void {
+  const missing: string[] = []
+  for (let directory = resolve(path); !existsSync(directory); directory = dirname(directory)) {
+    missing.unshift(directory)
+    if (dirname(directory) === directory) break
+  }
+  for (const directory of missing) {
+    try {
+      mkdirSync(directory)
+    } catch (error) {
+      // Another process made it meanwhile.
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
+    }
+  }
+  // Nothing left to make: a no-op for a directory, EEXIST for a file that stands where it should be.
+  mkdirSync(path, { recursive: true })
+}

@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs'
+import { makeDirectories } from './durable-files.ts'
 import { flushCompileCache } from 'node:module'
 import { BlockList, isIP } from 'node:net'
 import type { FastifyInstance } from 'fastify'
@@ -95,7 +95,7 @@ export async function startServer(config: Config, options?: ServerOptions & { ro
 export async function startServer(config: Config, options?: ServerOptions): Promise<RunningServer | RunningWorker>
 export async function startServer(config: Config, options: ServerOptions = {}): Promise<Running> {
   const role = options.role ?? 'all'
-  if (config.dataDir !== IN_MEMORY) mkdirSync(config.dataDir, { recursive: true })
+  if (config.dataDir !== IN_MEMORY) makeDirectories(config.dataDir)
   const store = await openStore(config)
   const started: Started = { app: null, worker: null }
   let closing: Promise<void> | null = null

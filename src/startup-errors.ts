@@ -28,7 +28,7 @@ export function startupFailure(error: unknown, config: Config): string | null {
       code === 'EEXIST' || code === 'ENOTDIR'
         ? 'a file stands where the directory should be'
         : code === 'ENOENT'
-          ? 'a parent directory is missing'
+          ? 'a directory cannot be made there'
           : 'it is not writable'
     return `cannot use DATA_DIR=${config.dataDir}: ${reason}`
   }

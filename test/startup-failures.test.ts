@@ -56,6 +56,13 @@ describe('start-up failures are one line naming the cause', () => {
     expect(failureLine(runCli(['companies'], sqlite({ DATA_DIR: join(file, 'below') })))).toMatch(/a file stands where DATA_DIR/)
   })
 
+  // Node's recursive mkdir spins there for ever, where procfs answers ENOENT.
+  it('a DATA_DIR under a directory that takes no new entries (procfs)', () => {
+    expect(failureLine(runCli(['serve'], sqlite({ DATA_DIR: '/proc/commission-api/data' })))).toMatch(
+      /DATA_DIR=\/proc\/commission-api\/data: a directory cannot be made there/,
+    )
+  })
+
   it('a DATA_DIR that is not writable', () => {
     const parent = tempDataDir()
     chmodSync(parent, 0o555)

@@ -1,4 +1,5 @@
-import { existsSync, mkdirSync, rmSync } from 'node:fs'
+import { existsSync, rmSync } from 'node:fs'
+import { makeDirectories } from '../durable-files.ts'
 import { join } from 'node:path'
 import type { CommissionClient, DataStructure, Row } from '../client/index.ts'
 import { appendRows, columnsOf, commitMerge, commitReplace, fileOf, partialFileOf, truncateTo } from './row-files.ts'
@@ -57,7 +58,7 @@ export interface StructureOutcome {
 const quiet: SyncProgress = { start() {}, advance() {}, finish() {} }
 
 export async function syncStructures(client: CommissionClient, options: SyncOptions): Promise<StructureOutcome[]> {
-  mkdirSync(options.outDir, { recursive: true })
+  makeDirectories(options.outDir)
   const unlock = lockDirectory(options.outDir)
   try {
     const baseUrl = client.transport.baseUrl.href

@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs'
+import { makeDirectories } from '../../durable-files.ts'
 import { dirname } from 'node:path'
 import { DatabaseSync, type SQLInputValue, type SQLOutputValue, type StatementSync } from 'node:sqlite'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -115,7 +115,7 @@ export class SqliteConnection {
 
   constructor(path: string, { writeLockTimeoutMs = WRITE_LOCK_TIMEOUT_MS }: { writeLockTimeoutMs?: number } = {}) {
     this.#writeLockTimeoutMs = writeLockTimeoutMs
-    if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true })
+    if (path !== ':memory:') makeDirectories(dirname(path))
     this.#writer = new Handle(path)
     migrate(this.#writer.db)
     // From now on the writer never sleeps inside SQLite waiting for the lock (that would stop the event loop

@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs'
+import { makeDirectories } from '../../durable-files.ts'
 import { dirname } from 'node:path'
 import { DatabaseSync, type StatementSync } from 'node:sqlite'
 import type { RateLimitRepository, RateSubjectKey, RateWindow } from '../port.ts'
@@ -36,7 +36,7 @@ export class SqliteRateLimits implements RateLimitRepository {
   #closed = false
 
   constructor(path: string) {
-    if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true })
+    if (path !== ':memory:') makeDirectories(dirname(path))
     this.#db = new DatabaseSync(path)
     // Opening waits inside SQLite: instances started together set the file up at the same time.
     this.#db.exec('PRAGMA busy_timeout = 10000')
