@@ -118,12 +118,18 @@ const requiredOption = (options: Options, name: string): string => {
   return raw
 }
 
-/** A JSON document from a file, or from standard input for `-` (so that `exec -T ... load - < file` works). */
+/**
+ * A JSON document from a file, or from standard input for `-` (so that `exec -T ... load - < file` works). A file
+ * that cannot be read, or is not JSON, is refused input (exit 1), as an invalid fixture is, not a usage mistake.
+ */
 function readJson(file: string): unknown {
   try {
     return JSON.parse(readFileSync(file === '-' ? 0 : file, 'utf8'))
   } catch (error) {
-    throw new UsageError(`cannot read ${file === '-' ? 'standard input' : file} as JSON: ${(error as Error).message}`)
+    throw new ValidationError({
+      resource: file === '-' ? 'standard input' : file,
+      description: `cannot be read as JSON: ${(error as Error).message}`,
+    })
   }
 }
 

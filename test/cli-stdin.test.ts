@@ -15,9 +15,9 @@ describe('load - (a fixture on standard input)', () => {
     expect(companies.map((company) => company.name)).toEqual(['Piped'])
   })
 
-  it('refuses input that is not JSON as a usage mistake, naming standard input', () => {
+  it('refuses input that is not JSON as an invalid fixture (exit 1), naming standard input', () => {
     const result = runCli(['load', '-'], { DATA_DIR: tempDataDir() }, '{ not json')
-    expect(result.code).toBe(2)
-    expect(result.stderr).toContain('cannot read standard input as JSON')
+    expect(result.code).toBe(1)
+    expect(result.stderr).toContain('standard input: cannot be read as JSON')
   })
 })

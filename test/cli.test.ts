@@ -58,6 +58,22 @@ describe('the CLI', () => {
     expect(JSON.parse(runCli(['companies', '--json'], env).stdout)).toEqual([])
   })
 
+  it('refuses a fixture file that cannot be read or is not JSON with exit code 1, in one line and without the usage', () => {
+    const env = { DATA_DIR: tempDataDir() }
+    const file = join(env.DATA_DIR, 'broken.json')
+    writeFileSync(file, '{bad')
+    for (const [args, problem] of [
+      [['load', file], `${file}: cannot be read as JSON`],
+      [['load', join(env.DATA_DIR, 'missing.json')], 'missing.json: cannot be read as JSON: ENOENT'],
+      [['plans', 'put', '--company', 'c', file], `${file}: cannot be read as JSON`],
+    ] as const) {
+      const result = runCli([...args], env)
+      expect(result.code, args.join(' ')).toBe(1)
+      expect(result.stderr).toContain(problem)
+      expect(result.stderr).not.toContain('Usage')
+    }
+  })
+
   it('explains usage mistakes with exit code 2', () => {
     const env = { DATA_DIR: tempDataDir() }
     expect(runCli(['frobnicate'], env).code).toBe(2)
