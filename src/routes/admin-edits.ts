@@ -9,7 +9,8 @@ import {
   reviseStructure,
 } from '../admin/data-edits.ts'
 import { METRIC_KINDS, QUOTA_TYPES, STATEMENT_STATUSES } from '../store/model.ts'
-import { AdminErrorResponses, Nullable, ObjectIdSchema } from './schemas.ts'
+import { AdminErrorResponses } from './schemas.ts'
+import { Nullable, ObjectIdSchema } from '../domain/schemas.ts'
 
 /**
  * Admin edits of a company's data (registered inside the admin plugin, behind its token): a quota's type,

@@ -4,7 +4,8 @@ import { existingCompany } from '../admin/company-admin.ts'
 import { NotFoundError } from '../errors.ts'
 import { FAULT_STATUSES } from '../test-kit/faults.ts'
 import type { TestKit } from './test-kit.ts'
-import { AdminErrorResponses, CompanyParamsSchema, ObjectIdSchema, OrNull } from './schemas.ts'
+import { AdminErrorResponses, CompanyParamsSchema } from './schemas.ts'
+import { ObjectIdSchema, OrNull } from '../domain/schemas.ts'
 
 const FaultParams = Type.Object({ id: ObjectIdSchema, fault_id: Type.String() })
 const Status = Type.Enum([...FAULT_STATUSES], { description: 'Answer this status, with the body the specification gives it' })

@@ -4,7 +4,8 @@ import { calculationProblems, deletePlan, listPlans, savePlan, setExchangeRates 
 import { storedId } from '../domain/ids.ts'
 import { ValidationError } from '../errors.ts'
 import { FixturePlanSchema } from '../fixtures/schema.ts'
-import { AdminErrorResponses, CompanyParamsSchema, ObjectIdSchema } from './schemas.ts'
+import { AdminErrorResponses, CompanyParamsSchema } from './schemas.ts'
+import { ObjectIdSchema } from '../domain/schemas.ts'
 
 /**
  * Plans and exchange rates of a company (registered inside the admin plugin, behind its token). A plan is read

@@ -1,22 +1,8 @@
 import type { FastifyRequest } from 'fastify'
-import { type Static, type TSchema, type TUnsafe, Type } from 'typebox'
+import { type Static, Type } from 'typebox'
+import { ObjectIdSchema } from '../domain/schemas.ts'
 
 /** Shapes shared by several routes. Route-specific schemas live beside their routes. */
-
-/**
- * A value or null, as one JSON Schema `type` list rather than a union: with type coercion on, Ajv coerces a
- * value to the first branch of a union that accepts it after coercion, so `[null, number]` turns 0 into null and
- * `[number, null]` turns null into 0; a type list keeps both as sent.
- */
-export function Nullable<Schema extends TSchema & { type: string }>(schema: Schema): TUnsafe<Static<Schema> | null> {
-  return Type.Unsafe<Static<Schema> | null>({ ...schema, type: [schema.type, 'null'] })
-}
-
-/**
- * A value of `schema` or null in an answer, as a union. Answers are serialized, not coerced, so a union is safe
- * here; what clients send takes `Nullable`.
- */
-export const OrNull = <Schema extends TSchema>(schema: Schema) => Type.Union([schema, Type.Null()])
 
 /** The body of a call that takes none: left out or `{}`. Any field sent is refused rather than ignored. */
 export const NoBodySchema = Type.Object({}, { additionalProperties: false, description: 'None, or {}' })
@@ -28,8 +14,6 @@ export const NoBodySchema = Type.Object({}, { additionalProperties: false, descr
 export async function missingBodyAsEmpty(request: FastifyRequest): Promise<void> {
   if (request.body === undefined) request.body = {}
 }
-
-export const ObjectIdSchema = Type.String({ pattern: '^[0-9a-fA-F]{24}$', description: 'ObjectId string' })
 
 export const PageMetaSchema = Type.Object({
   next_start_id: Type.Union([Type.String(), Type.Null()]),

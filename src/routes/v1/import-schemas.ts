@@ -1,7 +1,7 @@
 import { Type } from 'typebox'
 import { MAX_DEBOUNCE_SECONDS } from '../../imports/limits.ts'
 import { IMPORT_STATUSES } from '../../store/model.ts'
-import { OrNull } from '../schemas.ts'
+import { OrNull } from '../../domain/schemas.ts'
 
 /** The shapes of the asynchronous upserts and of `GET /v1/imports/{import_id}`. */
 

@@ -1,7 +1,8 @@
 import type { FastifyReply } from 'fastify'
 import { Type } from 'typebox'
 import { DEFAULT_QUOTA_PAGE_LIMIT, DEFAULT_ROW_PAGE_LIMIT, MAX_PAGE_LIMIT } from '../../v2/pages.ts'
-import { AuthenticatedErrorResponses, ObjectIdSchema, PageMetaSchema } from '../schemas.ts'
+import { AuthenticatedErrorResponses, PageMetaSchema } from '../schemas.ts'
+import { ObjectIdSchema } from '../../domain/schemas.ts'
 
 /** Schemas of the v2 row endpoints (statements, records, quota values). */
 
