@@ -283,7 +283,8 @@ describe('OpenAPI document for client generators and readers', () => {
     const { PageSchema } = await import('../src/routes/v2/page-schemas.ts')
     const { DataStructureListSchema } = await import('../src/routes/v2/data-structures.ts')
     const { FieldSchemaSchema } = await import('../src/routes/v2/fields.ts')
-    const { ImportReceiptSchema, ImportViewSchema } = await import('../src/routes/v1/import-schemas.ts')
+    const { ImportReceiptSchema } = await import('../src/imports/enqueue.ts')
+    const { ImportAnswerSchema } = await import('../src/routes/v1/import-schemas.ts')
     const { offsetPageSchema } = await import('../src/routes/v1/offset-schemas.ts')
     const { V1UserSchema } = await import('../src/routes/v1/users.ts')
     const { V1StatementRowSchema, V1RecordRowSchema } = await import('../src/routes/v1/reporting.ts')
@@ -300,7 +301,7 @@ describe('OpenAPI document for client generators and readers', () => {
       listReportingRecords: offsetPageSchema(V1RecordRowSchema),
       upsertUsers: ImportReceiptSchema,
       upsertTableRecords: ImportReceiptSchema,
-      getImport: ImportViewSchema,
+      getImport: ImportAnswerSchema,
     }
     const byId = new Map(operationsOf(document).map(({ operation }) => [operation.operationId, operation]))
     for (const [operationId, shape] of Object.entries(shapes)) {

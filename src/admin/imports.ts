@@ -1,9 +1,10 @@
 import { setTimeout as sleep } from 'node:timers/promises'
+import { type Static, Type } from 'typebox'
 import type { Clock } from '../clock.ts'
 import { TimedOutError } from '../errors.ts'
-import { importView } from '../imports/import-view.ts'
+import { importView, ImportViewSchema } from '../imports/import-view.ts'
 import type { ImportWorker } from '../imports/worker.ts'
-import type { DataImport, ImportStatus } from '../store/model.ts'
+import { type DataImport, IMPORT_TARGETS, type ImportStatus } from '../store/model.ts'
 import type { Store } from '../store/port.ts'
 import { existingCompany } from './company-admin.ts'
 
@@ -21,19 +22,16 @@ export const MAX_DRAIN_TIMEOUT_MS = 600_000
 const DRAIN_POLL_MS = 20
 
 /** An import as `GET /v1/imports/{id}` shows it (`data_import`), with what the admin needs besides. */
-export interface AdminImportView extends ReturnType<typeof importView> {
-  /** `users`, `managers`, `groups` or `records`. */
-  target: DataImport['target']
-  /** Until when calls may join it (its debounce window); it runs from then on. */
-  window_ends_at: string
-  /** How many times a worker claimed it. */
-  attempts: number
-}
+export const AdminImportViewSchema = Type.Object({
+  ...ImportViewSchema.properties,
+  target: Type.Enum([...IMPORT_TARGETS], { description: 'What the import writes' }),
+  window_ends_at: Type.String({ description: 'Until when calls may join it (its debounce window): it runs from then on' }),
+  attempts: Type.Integer({ description: 'How many times a worker claimed it (more than 1: a worker died or handed it back)' }),
+})
+export type AdminImportView = Static<typeof AdminImportViewSchema>
 
-export interface AdminImportList {
-  count: number
-  data: AdminImportView[]
-}
+export const AdminImportListSchema = Type.Object({ count: Type.Integer(), data: Type.Array(AdminImportViewSchema) })
+export type AdminImportList = Static<typeof AdminImportListSchema>
 
 function adminView(data: DataImport): AdminImportView {
   return { ...importView(data), target: data.target, window_ends_at: data.window_ends_at, attempts: data.attempts }

@@ -7,7 +7,8 @@ import type {
   UnauthorizedBodySchema,
   ValidationErrorBodySchema,
 } from '../routes/schemas.ts'
-import type { ImportReceiptSchema, ImportViewSchema } from '../routes/v1/import-schemas.ts'
+import type { ImportReceiptSchema } from '../imports/enqueue.ts'
+import type { ImportAnswerSchema } from '../routes/v1/import-schemas.ts'
 import type { offsetPageSchema } from '../routes/v1/offset-schemas.ts'
 import type { V1RecordRowSchema, V1StatementRowSchema } from '../routes/v1/reporting.ts'
 import type { V1RecordSchema } from '../routes/v1/table-records.ts'
@@ -167,5 +168,5 @@ export interface TableUpsertOptions extends UpsertOptions {
 /** What an upsert answers: the import it created or joined, and how many items the call carried. */
 export type ImportReceipt = Static<typeof ImportReceiptSchema>
 /** The body of `GET /v1/imports/{import_id}`. */
-export type ImportView = Static<typeof ImportViewSchema>
+export type ImportView = Static<typeof ImportAnswerSchema>
 export type ImportRecord = ImportView['data_import']

@@ -1,3 +1,4 @@
+import { type Static, Type } from 'typebox'
 import { setImmediate } from 'node:timers/promises'
 import type { Clock } from '../clock.ts'
 import { QueueFullError } from '../errors.ts'
@@ -24,10 +25,11 @@ export interface ImportRequest {
 }
 
 /** The body of a 200 to an upsert call. */
-export interface ImportReceipt {
-  import_id: string
-  objects_imported: number
-}
+export const ImportReceiptSchema = Type.Object({
+  import_id: Type.String({ description: 'Poll GET /v1/imports/{import_id} until its status is finished' }),
+  objects_imported: Type.Integer({ description: 'How many items the call carried' }),
+})
+export type ImportReceipt = Static<typeof ImportReceiptSchema>
 
 /**
  * Records one upsert call: its payload is committed with the import it joins (the open import of the same

@@ -1,31 +1,39 @@
+import { type Static, Type } from 'typebox'
 import { NotFoundError } from '../errors.ts'
 import { storedId } from '../domain/ids.ts'
-import type { DataImport, ImportError, ImportStatus } from '../store/model.ts'
+import { OrNull } from '../domain/schemas.ts'
+import { type DataImport, IMPORT_STATUSES, ImportErrorSchema } from '../store/model.ts'
 import type { Store } from '../store/port.ts'
 
+const ImportStatusSchema = Type.Enum([...IMPORT_STATUSES])
+
 /** One `data_tables_details` entry: one call joined to the import. */
-export interface ImportDetailView {
-  type: 'api'
-  status: ImportStatus
-  data_table_key: string
-  progress: number
-  number_of_records: number | null
-  error: ImportError | null
-  /** Record calls: the keys their records carried that the table does not know, ignored (not an error). */
-  ignored_keys: string[]
-}
+export const ImportDetailViewSchema = Type.Object({
+  type: Type.Literal('api'),
+  status: ImportStatusSchema,
+  data_table_key: Type.String(),
+  progress: Type.Integer({ minimum: 0, maximum: 100 }),
+  number_of_records: Type.Union([Type.Integer(), Type.Null()]),
+  error: Type.Union([ImportErrorSchema, Type.Null()]),
+  ignored_keys: Type.Array(Type.String(), {
+    description:
+      'Record calls: keys of the records that the table does not know, ignored (the records were applied with their known fields); the first 100. Not an error',
+  }),
+})
+export type ImportDetailView = Static<typeof ImportDetailViewSchema>
 
 /** The `data_import` object of `GET /v1/imports/{import_id}`. */
-export interface ImportView {
-  id: string
-  created_at: string
-  launched_at: string | null
-  finished_at: string | null
-  status: ImportStatus
-  progress: number
-  error: boolean
-  data_tables_details: ImportDetailView[]
-}
+export const ImportViewSchema = Type.Object({
+  id: Type.String(),
+  created_at: Type.String(),
+  launched_at: OrNull(Type.String()),
+  finished_at: OrNull(Type.String()),
+  status: ImportStatusSchema,
+  progress: Type.Integer({ minimum: 0, maximum: 100 }),
+  error: Type.Boolean(),
+  data_tables_details: Type.Array(ImportDetailViewSchema, { description: 'One entry per call joined to the import, in arrival order' }),
+})
+export type ImportView = Static<typeof ImportViewSchema>
 
 /** An import of the company as the v1 interface shows it; an unknown id, or another company's, is NotFoundError. */
 export async function getImportView(store: Store, companyId: string, importId: string): Promise<ImportView> {

@@ -1,19 +1,17 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
-import { DEFAULT_DRAIN_TIMEOUT_MS, drainImports, listImports, MAX_DRAIN_TIMEOUT_MS, MAX_LISTED_IMPORTS } from '../admin/imports.ts'
+import {
+  AdminImportListSchema,
+  DEFAULT_DRAIN_TIMEOUT_MS,
+  drainImports,
+  listImports,
+  MAX_DRAIN_TIMEOUT_MS,
+  MAX_LISTED_IMPORTS,
+} from '../admin/imports.ts'
 import { composeImportWorker } from '../imports/compose-worker.ts'
 import type { ImportWorker } from '../imports/worker.ts'
-import { IMPORT_STATUSES, IMPORT_TARGETS } from '../store/model.ts'
-import { ImportViewSchema } from './v1/import-schemas.ts'
+import { IMPORT_STATUSES } from '../store/model.ts'
 import { AdminErrorResponses, CompanyParamsSchema, missingBodyAsEmpty, NoBodySchema, ValidationErrorBodySchema } from './schemas.ts'
-
-const AdminImportSchema = Type.Object({
-  ...ImportViewSchema.properties.data_import.properties,
-  target: Type.Enum([...IMPORT_TARGETS], { description: 'What the import writes' }),
-  window_ends_at: Type.String({ description: 'Until when calls may join it (its debounce window): it runs from then on' }),
-  attempts: Type.Integer({ description: 'How many times a worker claimed it (more than 1: a worker died or handed it back)' }),
-})
-const AdminImportListSchema = Type.Object({ count: Type.Integer(), data: Type.Array(AdminImportSchema) })
 
 /**
  * A company's imports for tests (registered inside the admin plugin, behind its token): list them with their

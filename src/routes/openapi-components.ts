@@ -10,7 +10,9 @@ import {
   UnauthorizedBodySchema,
   ValidationErrorBodySchema,
 } from './schemas.ts'
-import { ImportErrorSchema, ImportReceiptSchema, ImportViewSchema } from './v1/import-schemas.ts'
+import { ImportReceiptSchema } from '../imports/enqueue.ts'
+import { ImportErrorSchema } from '../store/model.ts'
+import { ImportAnswerSchema } from './v1/import-schemas.ts'
 import { V1RecordRowSchema, V1StatementRowSchema } from './v1/reporting.ts'
 import { offsetPageSchema } from './v1/offset-schemas.ts'
 import { V1RecordSchema } from './v1/table-records.ts'
@@ -41,7 +43,7 @@ const COMPONENTS: Record<string, TSchema> = {
   FieldSchema: FieldSchemaSchema,
   ImportReceipt: ImportReceiptSchema,
   ImportError: ImportErrorSchema,
-  ImportView: ImportViewSchema,
+  ImportView: ImportAnswerSchema,
   User: V1UserSchema,
   TableRecord: V1RecordSchema,
   V1StatementRow: V1StatementRowSchema,

@@ -1,3 +1,5 @@
+import { type Static, Type } from 'typebox'
+
 /**
  * The records the store keeps. Every id is a 24-hex-character ObjectId string made by the application
  * (see `src/ids.ts`); every record but a company carries its `company_id`, and no store operation ever
@@ -359,19 +361,19 @@ export const IMPORT_STATUSES = ['scheduled', 'started', 'finished'] as const
 export type ImportStatus = (typeof IMPORT_STATUSES)[number]
 
 /** An item an import skipped or refused: its 1-based position in the call's list, the item as sent, why. */
-export interface ImportItemIssue {
-  line_number: number
-  row: unknown
-  details: string
-}
+export const ImportItemIssueSchema = Type.Object({ line_number: Type.Integer(), row: Type.Unknown(), details: Type.String() })
+export type ImportItemIssue = Static<typeof ImportItemIssueSchema>
 
-export interface ImportError {
-  /** `ValidationError`: the call was refused, nothing of it applied. `PartialFailure`: the others were applied. */
-  title: 'ValidationError' | 'PartialFailure'
-  description: string
-  /** The most recent 100 items reported. */
-  parsing_error_details: ImportItemIssue[]
-}
+/**
+ * How a call of an import ended badly, as stored and as `GET /v1/imports/{import_id}` shows it. `ValidationError`:
+ * the call was refused, nothing of it applied. `PartialFailure`: the others were applied.
+ */
+export const ImportErrorSchema = Type.Object({
+  title: Type.Union([Type.Literal('ValidationError'), Type.Literal('PartialFailure')]),
+  description: Type.String(),
+  parsing_error_details: Type.Array(ImportItemIssueSchema, { description: 'The items reported, the most recent 100' }),
+})
+export type ImportError = Static<typeof ImportErrorSchema>
 
 /** One call joined to an import and its outcome (one `data_tables_details` entry). */
 export interface ImportDetail {

@@ -1,14 +1,9 @@
 import { Type } from 'typebox'
+import { ImportReceiptSchema } from '../../imports/enqueue.ts'
 import { MAX_DEBOUNCE_SECONDS } from '../../imports/limits.ts'
-import { IMPORT_STATUSES } from '../../store/model.ts'
-import { OrNull } from '../../domain/schemas.ts'
+import { ImportViewSchema } from '../../imports/import-view.ts'
 
 /** The shapes of the asynchronous upserts and of `GET /v1/imports/{import_id}`. */
-
-export const ImportReceiptSchema = Type.Object({
-  import_id: Type.String({ description: 'Poll GET /v1/imports/{import_id} until its status is finished' }),
-  objects_imported: Type.Integer({ description: 'How many items the call carried' }),
-})
 
 /**
  * The answer of an attribution call: the import fields the specification requires, plus `{count, data}`, the
@@ -54,39 +49,5 @@ export function bulkBodySchema(maxItems: number, description: string) {
   return Type.Object({ data: Type.Array(Type.Record(Type.String(), Type.Unknown()), { maxItems, description }) })
 }
 
-const ImportStatusSchema = Type.Enum([...IMPORT_STATUSES])
-
-export const ImportErrorSchema = Type.Object({
-  title: Type.Union([Type.Literal('ValidationError'), Type.Literal('PartialFailure')]),
-  description: Type.String(),
-  parsing_error_details: Type.Array(Type.Object({ line_number: Type.Integer(), row: Type.Unknown(), details: Type.String() }), {
-    description: 'The items reported, the most recent 100',
-  }),
-})
-
-export const ImportViewSchema = Type.Object({
-  data_import: Type.Object({
-    id: Type.String(),
-    created_at: Type.String(),
-    launched_at: OrNull(Type.String()),
-    finished_at: OrNull(Type.String()),
-    status: ImportStatusSchema,
-    progress: Type.Integer({ minimum: 0, maximum: 100 }),
-    error: Type.Boolean(),
-    data_tables_details: Type.Array(
-      Type.Object({
-        type: Type.Literal('api'),
-        status: ImportStatusSchema,
-        data_table_key: Type.String(),
-        progress: Type.Integer({ minimum: 0, maximum: 100 }),
-        number_of_records: Type.Union([Type.Integer(), Type.Null()]),
-        error: Type.Union([ImportErrorSchema, Type.Null()]),
-        ignored_keys: Type.Array(Type.String(), {
-          description:
-            'Record calls: keys of the records that the table does not know, ignored (the records were applied with their known fields); the first 100. Not an error',
-        }),
-      }),
-      { description: 'One entry per call joined to the import, in arrival order' },
-    ),
-  }),
-})
+/** The answer of `GET /v1/imports/{import_id}`. */
+export const ImportAnswerSchema = Type.Object({ data_import: ImportViewSchema })
