@@ -9,7 +9,7 @@ import type {
 } from '../routes/schemas.ts'
 import type { ImportReceiptSchema } from '../imports/enqueue.ts'
 import type { ImportAnswerSchema } from '../routes/v1/import-schemas.ts'
-import type { offsetPageSchema } from '../routes/v1/offset-schemas.ts'
+import type { offsetPageSchema } from '../v1/offset-page.ts'
 import type { V1RecordRowSchema, V1StatementRowSchema } from '../routes/v1/reporting.ts'
 import type { V1RecordSchema } from '../routes/v1/table-records.ts'
 import type { V1UserSchema } from '../routes/v1/users.ts'

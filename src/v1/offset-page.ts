@@ -1,3 +1,4 @@
+import { type Static, type TSchema, Type } from 'typebox'
 import { type Issue, ValidationError } from '../errors.ts'
 import type { OffsetWindow, Store } from '../store/port.ts'
 
@@ -6,19 +7,32 @@ export const MAX_OFFSET = 9223372036854775807n
 export const MAX_LIMIT = 2000
 
 /** The paging parameters of a v1 list as they arrive: `offset` as decimal text, since a JSON number loses precision above 2^53. */
-export interface OffsetQuery {
-  offset?: string
-  limit?: number
-}
+export const OffsetQuerySchema = Type.Object({
+  offset: Type.Optional(
+    Type.String({
+      pattern: '^[0-9]+$',
+      description: `Rows to skip: an integer from 0 to ${MAX_OFFSET} (default 0), read as text because a JSON number loses precision above 2^53`,
+    }),
+  ),
+  limit: Type.Optional(
+    Type.Integer({ minimum: 0, maximum: MAX_LIMIT, default: MAX_LIMIT, description: 'Rows per page; 0 answers only the count' }),
+  ),
+})
+export type OffsetQuery = Static<typeof OffsetQuerySchema>
 
-/** The envelope of every v1 list. */
-export interface OffsetPage<Row> {
-  /** Every row of the list, not only this page's. */
-  count: number
-  data: Row[]
-  /** The absolute URL of the next page; null after the last one, and for a count-only call (`limit=0`). */
-  next: string | null
+/**
+ * The envelope of every v1 list, `{count, data, next}`, around rows of the given shape. `next` is null after the
+ * last page, and for a count-only call (`limit=0`).
+ */
+export function offsetPageSchema<Row extends TSchema>(row: Row) {
+  return Type.Object({
+    count: Type.Integer({ description: 'Every row of the list, not only this page' }),
+    data: Type.Array(row),
+    next: Type.Union([Type.String(), Type.Null()], { description: 'Absolute URL of the next page; null after the last' }),
+  })
 }
+/** A page of a v1 list whose rows are `Row`s. */
+export type OffsetPage<Row> = Omit<Static<ReturnType<typeof offsetPageSchema>>, 'data'> & { data: Row[] }
 
 /** Where a list's rows come from: the stored items of a window, in id order, and the rows a page shows of them. */
 export interface OffsetSource<Item extends { id: string }, Row> {

@@ -1,12 +1,11 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply } from 'fastify'
 import { Type } from 'typebox'
-import { WalkPositions } from '../../v1/offset-page.ts'
+import { offsetPageSchema, OffsetQuerySchema, WalkPositions } from '../../v1/offset-page.ts'
 import { type DeprecatedPage, listRecordRows, listStatementRows } from '../../v1/reporting.ts'
 import { baseUrl } from '../base-url.ts'
 import { AuthenticatedErrorResponses } from '../schemas.ts'
 import { OrNull } from '../../domain/schemas.ts'
-import { OffsetQuerySchema, offsetPageSchema } from './offset-schemas.ts'
 
 /** The user of a reporting row; the user's custom attributes follow under their API keys. */
 const ReportingUserSchema = Type.Object(

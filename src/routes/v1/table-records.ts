@@ -3,13 +3,12 @@ import { Type } from 'typebox'
 import { ValidationError } from '../../errors.ts'
 import { enqueueImport, ImportReceiptSchema } from '../../imports/enqueue.ts'
 import { MAX_RECORDS_PER_CALL } from '../../imports/limits.ts'
-import { WalkPositions } from '../../v1/offset-page.ts'
+import { offsetPageSchema, OffsetQuerySchema, WalkPositions } from '../../v1/offset-page.ts'
 import { listTableRecords, liveTableByKey } from '../../v1/table-records.ts'
 import { baseUrl } from '../base-url.ts'
 import { AuthenticatedErrorResponses, ValidationErrorBodySchema } from '../schemas.ts'
 import { admitUpsert, bodyBytes } from './import-admission.ts'
 import { BooleanFlagSchema, DebounceSchema, flagValue } from './import-schemas.ts'
-import { offsetPageSchema, OffsetQuerySchema } from './offset-schemas.ts'
 
 /**
  * A data-table record: its keys are the table's field API keys (an amount field `f` with `f_currency` beside
