@@ -280,7 +280,7 @@ describe('OpenAPI document for client generators and readers', () => {
 
   it('shows examples taken from the demo company, and they have the documented shapes', async () => {
     const { Value } = await import('typebox/value')
-    const { PageSchema } = await import('../src/routes/v2/page-schemas.ts')
+    const { PageSchema } = await import('../src/v2/pages.ts')
     const { DataStructureListSchema } = await import('../src/routes/v2/data-structures.ts')
     const { FieldSchemaSchema } = await import('../src/routes/v2/fields.ts')
     const { ImportReceiptSchema } = await import('../src/imports/enqueue.ts')

@@ -2,7 +2,6 @@ import type { Static } from 'typebox'
 import type {
   ForbiddenBodySchema,
   NotFoundBodySchema,
-  PageMetaSchema,
   TooManyRequestsBodySchema,
   UnauthorizedBodySchema,
   ValidationErrorBodySchema,
@@ -15,7 +14,8 @@ import type { V1RecordSchema } from '../routes/v1/table-records.ts'
 import type { V1UserSchema } from '../routes/v1/users.ts'
 import type { DataStructureListSchema, DataStructureSchema } from '../routes/v2/data-structures.ts'
 import type { FieldDescriptorSchema, FieldSchemaSchema } from '../routes/v2/fields.ts'
-import type { RowSchema } from '../routes/v2/page-schemas.ts'
+import type { PageMetaSchema } from '../v2/pages.ts'
+import type { RowSchema } from '../v2/rows.ts'
 
 /**
  * The shapes of the interface, as the TypeBox schemas of the routes declare them. These imports are types

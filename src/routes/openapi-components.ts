@@ -4,7 +4,6 @@ import { FixtureSchema } from '../fixtures/schema.ts'
 import {
   ForbiddenBodySchema,
   NotFoundBodySchema,
-  PageMetaSchema,
   ServerErrorBodySchema,
   TooManyRequestsBodySchema,
   UnauthorizedBodySchema,
@@ -19,7 +18,8 @@ import { V1RecordSchema } from './v1/table-records.ts'
 import { V1UserSchema } from './v1/users.ts'
 import { DataStructureListSchema, DataStructureSchema } from './v2/data-structures.ts'
 import { FieldDescriptorSchema, FieldSchemaSchema } from './v2/fields.ts'
-import { PageSchema, RowSchema } from './v2/page-schemas.ts'
+import { PageMetaSchema, PageSchema } from '../v2/pages.ts'
+import { RowSchema } from '../v2/rows.ts'
 
 /**
  * The reusable schemas of the OpenAPI document (`components.schemas`): rows, pages, errors, imports. Routes

@@ -15,12 +15,6 @@ export async function missingBodyAsEmpty(request: FastifyRequest): Promise<void>
   if (request.body === undefined) request.body = {}
 }
 
-export const PageMetaSchema = Type.Object({
-  next_start_id: Type.Union([Type.String(), Type.Null()]),
-  has_more: Type.Boolean(),
-  next_url: Type.Union([Type.String(), Type.Null()]),
-})
-
 /** One problem of a 400-family body: its error family, what it is about, what is wrong. */
 export const ErrorItemSchema = Type.Object({ error: Type.String(), resource: Type.String(), description: Type.String() })
 

@@ -38,7 +38,7 @@ async function renderPage<Stored extends { id: string; user_id: string }>(
   stored: Stored[],
   render: (row: Stored, emails: Emails) => Row,
   rowsUrl: string,
-): Promise<Page<Row>> {
+): Promise<Page> {
   const page = cutPage(request, stored, rowsUrl)
   const emails = await emailsOf(store, companyId, page.rows)
   return { data: page.rows.map((row) => render(row, emails)), meta: page.meta }
@@ -171,13 +171,7 @@ async function readRecordPage(store: Store, companyId: string, tableId: string, 
 }
 
 /** `GET /v2/quotas/{quota_id}/values`. Date bounds are inclusive (the specification). */
-export async function quotaValuePage(
-  store: Store,
-  companyId: string,
-  quotaId: string,
-  query: PageQuery,
-  baseUrl: string,
-): Promise<Page<Row>> {
+export async function quotaValuePage(store: Store, companyId: string, quotaId: string, query: PageQuery, baseUrl: string): Promise<Page> {
   const request = pageRequest(query, 'inclusive', DEFAULT_QUOTA_PAGE_LIMIT)
   const quota = await liveQuota(store, companyId, quotaId)
   const stored = await store.quotaValues.page(companyId, quota.id, request.window)

@@ -1,8 +1,11 @@
+import { type Static, Type } from 'typebox'
 import { LAST_WRITABLE_TIME } from '../clock.ts'
 import { parseInstant } from '../domain/formats.ts'
 import { storedId } from '../domain/ids.ts'
+import { ObjectIdSchema } from '../domain/schemas.ts'
 import { type Issue, ValidationError } from '../errors.ts'
 import type { RowWindow } from '../store/port.ts'
+import { RowSchema } from './rows.ts'
 
 /**
  * v2 pagination, shared by statements, records and quota values: the query parameters, the store window
@@ -17,13 +20,29 @@ export const DEFAULT_ROW_PAGE_LIMIT = 1000
 export const DEFAULT_QUOTA_PAGE_LIMIT = 2000
 export const MAX_PAGE_LIMIT = 2000
 
-/** The query of a v2 page, as the route's schema has already checked it (types, `start_id` format, `limit` range). */
-export interface PageQuery {
-  start_id?: string
-  limit?: number
-  last_modified_after?: string
-  last_modified_before?: string
+const DATE_TIME = 'ISO 8601 date-time; send an explicit offset (Z or ±hh:mm): one without is read as UTC'
+
+/**
+ * The page query of an endpoint whose page holds `defaultLimit` rows when the request names no `limit`. Other
+ * parameters are ignored, as on v1 and on the real service (a cache-buster or a tracing parameter must not fail
+ * a sync); a known parameter with a bad value is a 400.
+ */
+function pageQuerySchema(defaultLimit: number) {
+  return Type.Object({
+    start_id: Type.Optional({ ...ObjectIdSchema, description: 'start after this id (the previous page’s meta.next_start_id)' }),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE_LIMIT, default: defaultLimit, description: 'rows per page' })),
+    last_modified_after: Type.Optional(Type.String({ description: DATE_TIME })),
+    last_modified_before: Type.Optional(Type.String({ description: DATE_TIME })),
+  })
 }
+
+/** Statements and records: 1,000 rows by default. */
+export const RowPageQuerySchema = pageQuerySchema(DEFAULT_ROW_PAGE_LIMIT)
+/** Quota values: 2,000 rows by default. */
+export const QuotaPageQuerySchema = pageQuerySchema(DEFAULT_QUOTA_PAGE_LIMIT)
+
+/** The query of a v2 page, as the route's schema has already checked it (types, `start_id` format, `limit` range). */
+export type PageQuery = Static<typeof RowPageQuerySchema>
 
 /**
  * Whether the date bounds include the instant they name. Quota values: both inclusive (the specification).
@@ -31,16 +50,15 @@ export interface PageQuery {
  */
 export type BoundRule = 'inclusive' | 'exclusive'
 
-export interface PageMeta {
-  next_start_id: string | null
-  has_more: boolean
-  next_url: string | null
-}
+export const PageMetaSchema = Type.Object({
+  next_start_id: Type.Union([Type.String(), Type.Null()]),
+  has_more: Type.Boolean(),
+  next_url: Type.Union([Type.String(), Type.Null()]),
+})
+export type PageMeta = Static<typeof PageMetaSchema>
 
-export interface Page<Row> {
-  data: Row[]
-  meta: PageMeta
-}
+export const PageSchema = Type.Object({ data: Type.Array(RowSchema), meta: PageMetaSchema })
+export type Page = Static<typeof PageSchema>
 
 /** A checked page request: the window to read (one row more than the page, to know whether more follow). */
 export interface PageRequest {

@@ -1,36 +1,8 @@
 import type { FastifyReply } from 'fastify'
-import { Type } from 'typebox'
-import { DEFAULT_QUOTA_PAGE_LIMIT, DEFAULT_ROW_PAGE_LIMIT, MAX_PAGE_LIMIT } from '../../v2/pages.ts'
-import { AuthenticatedErrorResponses, PageMetaSchema } from '../schemas.ts'
-import { ObjectIdSchema } from '../../domain/schemas.ts'
+import { PageSchema } from '../../v2/pages.ts'
+import { AuthenticatedErrorResponses } from '../schemas.ts'
 
-/** Schemas of the v2 row endpoints (statements, records, quota values). */
-
-const DATE_TIME = 'ISO 8601 date-time; send an explicit offset (Z or ±hh:mm): one without is read as UTC'
-
-/**
- * The page query of an endpoint whose page holds `defaultLimit` rows when the request names no `limit`. Other
- * parameters are ignored, as on v1 and on the real service (a cache-buster or a tracing parameter must not fail
- * a sync); a known parameter with a bad value is a 400.
- */
-function pageQuerySchema(defaultLimit: number) {
-  return Type.Object({
-    start_id: Type.Optional({ ...ObjectIdSchema, description: 'start after this id (the previous page’s meta.next_start_id)' }),
-    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE_LIMIT, default: defaultLimit, description: 'rows per page' })),
-    last_modified_after: Type.Optional(Type.String({ description: DATE_TIME })),
-    last_modified_before: Type.Optional(Type.String({ description: DATE_TIME })),
-  })
-}
-
-/** Statements and records: 1,000 rows by default. */
-export const RowPageQuerySchema = pageQuerySchema(DEFAULT_ROW_PAGE_LIMIT)
-/** Quota values: 2,000 rows by default. */
-export const QuotaPageQuerySchema = pageQuerySchema(DEFAULT_QUOTA_PAGE_LIMIT)
-
-/** A row's keys are the structure's field `api_key`s (see its fields endpoint), so the schema cannot list them. */
-export const RowSchema = Type.Record(Type.String(), Type.Unknown(), { description: 'keys: the api_key of each field of the structure' })
-
-export const PageSchema = Type.Object({ data: Type.Array(RowSchema), meta: PageMetaSchema })
+/** The answers of the v2 row endpoints (statements, records, quota values); their query and page are src/v2/pages.ts's. */
 
 export const PageResponses = { 200: PageSchema, ...AuthenticatedErrorResponses }
 

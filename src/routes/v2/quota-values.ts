@@ -1,8 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { quotaValuePage } from '../../v2/extraction.ts'
+import { QuotaPageQuerySchema } from '../../v2/pages.ts'
 import { baseUrl } from '../base-url.ts'
-import { PageResponses, QuotaPageQuerySchema, serializeWithJson } from './page-schemas.ts'
+import { PageResponses, serializeWithJson } from './page-schemas.ts'
 
 const QuotaParamsSchema = Type.Object({ quota_id: Type.String({ description: 'id of a live quota, from discovery' }) })
 

@@ -3,9 +3,10 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import { type Static, Type } from 'typebox'
 import { KEPT_PAGE_BYTES, KEPT_PAGES, VersionedAnswers } from '../../reporting/versioned-answers.ts'
 import { type KeptPages, type PageBytes, reportingPage } from '../../v2/extraction.ts'
+import { RowPageQuerySchema } from '../../v2/pages.ts'
 import { PageReadAhead } from '../../v2/read-ahead.ts'
 import { baseUrl } from '../base-url.ts'
-import { PageResponses, RowPageQuerySchema, sendPageBytes, serializeWithJson } from './page-schemas.ts'
+import { PageResponses, sendPageBytes, serializeWithJson } from './page-schemas.ts'
 
 const TableParamsSchema = Type.Object({ table_id: Type.String({ description: 'id of a live reporting structure, from discovery' }) })
 type ReportingRequest = FastifyRequest<{ Params: Static<typeof TableParamsSchema>; Querystring: Static<typeof RowPageQuerySchema> }>
