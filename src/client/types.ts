@@ -13,7 +13,7 @@ import type { V1RecordRowSchema, V1StatementRowSchema } from '../routes/v1/repor
 import type { V1RecordSchema } from '../routes/v1/table-records.ts'
 import type { V1UserSchema } from '../routes/v1/users.ts'
 import type { DataStructureListSchema, DataStructureSchema } from '../routes/v2/data-structures.ts'
-import type { FieldDescriptorSchema, FieldSchemaSchema } from '../routes/v2/fields.ts'
+import type { FieldDescriptorSchema, FieldSchemaSchema } from '../v2/field-schema.ts'
 import type { PageMetaSchema } from '../v2/pages.ts'
 import type { RowSchema } from '../v2/rows.ts'
 

@@ -17,7 +17,7 @@ import { offsetPageSchema } from '../v1/offset-page.ts'
 import { V1RecordSchema } from './v1/table-records.ts'
 import { V1UserSchema } from './v1/users.ts'
 import { DataStructureListSchema, DataStructureSchema } from './v2/data-structures.ts'
-import { FieldDescriptorSchema, FieldSchemaSchema } from './v2/fields.ts'
+import { FieldDescriptorSchema, FieldSchemaSchema } from '../v2/field-schema.ts'
 import { PageMetaSchema, PageSchema } from '../v2/pages.ts'
 import { RowSchema } from '../v2/rows.ts'
 

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto'
+import { type Static, Type } from 'typebox'
 import {
   type CustomMetric,
   type DataTable,
@@ -6,7 +7,6 @@ import {
   type DataTableFieldType,
   type MetricKind,
   type Quota,
-  type QuotaFrequency,
   type QuotaType,
   type ReportingStructure,
   STATEMENT_STATUSES,
@@ -19,29 +19,34 @@ import type { CurrenciesInUse, LineCurrenciesInUse } from '../store/port.ts'
  * Pure: the rows are rendered from the same columns, so the schema and the data cannot disagree.
  */
 
-export type FieldType = 'string' | 'number' | 'object' | 'date'
-export type FieldOrigin = 'standard' | 'custom' | 'datatable'
-export type PropertyMap = Record<string, { type: string; required: boolean }>
+export const FieldDescriptorSchema = Type.Object({
+  api_key: Type.String({ description: 'standard.*, custom.* or datatable.*: the key of the field in the rows' }),
+  name: Type.String(),
+  type: Type.Enum(['string', 'number', 'object', 'date']),
+  format: Type.Union([
+    Type.String({ description: 'enum, period, percentage, float, currency, user_reference, date, or null' }),
+    Type.Null(),
+  ]),
+  origin: Type.Enum(['standard', 'custom', 'datatable']),
+  created_at: Type.String(),
+  currencies: Type.Union([Type.Array(Type.String()), Type.Null()]),
+  enum_values: Type.Union([Type.Array(Type.String()), Type.Null()]),
+  properties: Type.Union([Type.Record(Type.String(), Type.Object({ type: Type.String(), required: Type.Boolean() })), Type.Null()]),
+  frequency: Type.Optional(Type.Enum(['monthly', 'quarterly', 'semesterly', 'annually'], { description: 'only on standard.period' })),
+})
+export type FieldDescriptor = Static<typeof FieldDescriptorSchema>
+export type FieldType = FieldDescriptor['type']
+export type FieldOrigin = FieldDescriptor['origin']
+export type PropertyMap = NonNullable<FieldDescriptor['properties']>
 
-export interface FieldDescriptor {
-  api_key: string
-  name: string
-  type: FieldType
-  format: string | null
-  origin: FieldOrigin
-  created_at: string
-  currencies: string[] | null
-  enum_values: string[] | null
-  properties: PropertyMap | null
-  /** Only on a quota's `standard.period`. */
-  frequency?: QuotaFrequency
-}
-
-export interface FieldSchema {
-  schema_hash: string
-  count: number
-  fields: FieldDescriptor[]
-}
+export const FieldSchemaSchema = Type.Object({
+  schema_hash: Type.String({
+    description: 'SHA-256 (hex) of the schema: changes when a field is added, removed or modified, or a quota type changes',
+  }),
+  count: Type.Integer(),
+  fields: Type.Array(FieldDescriptorSchema),
+})
+export type FieldSchema = Static<typeof FieldSchemaSchema>
 
 /** Standard fields exist for every company since the interface does: a fixed date, so the hash never drifts. */
 export const STANDARD_FIELDS_CREATED_AT = '2020-01-01T00:00:00.000Z'
