@@ -1,4 +1,6 @@
+import { type Static, Type } from 'typebox'
 import { storedId } from '../domain/ids.ts'
+import { OrNull } from '../domain/schemas.ts'
 import { ValidationError } from '../errors.ts'
 import { newId } from '../ids.ts'
 import { mulberry32 } from '../seeded-random.ts'
@@ -16,40 +18,57 @@ export const FAULT_STATUSES = [400, 401, 403, 404, 429, 500, 503] as const
 export type FaultStatus = (typeof FAULT_STATUSES)[number]
 export const FAULT_METHODS = ['GET', 'PUT', 'POST', 'DELETE', 'PATCH', '*'] as const
 
-/** A fault as it is asked for (`POST /admin/companies/{id}/faults`). */
-export interface FaultDefinition {
-  method: string
-  path: string
-  status?: FaultStatus
-  delay_ms?: number
-  delay_max_ms?: number
-  drop?: boolean
-  times?: number
-  probability?: number
-  seed?: number
-  /** 429 only: the `Retry-After` it answers, in seconds (1 by default). */
-  retry_after?: number
-}
+const Status = Type.Enum([...FAULT_STATUSES], { description: 'Answer this status, with the body the specification gives it' })
 
-/** A fault as it is listed: what it does, and how often it fired. */
-export interface Fault {
-  id: string
-  method: string
-  path: string
-  status: FaultStatus | null
-  delay_ms: number | null
-  delay_max_ms: number | null
-  drop: boolean
-  times: number | null
-  probability: number | null
-  /** The seed of its draws (probability, delay): given, or chosen at random and shown, so that a run can be replayed. */
-  seed: number
-  retry_after: number | null
-  /** How many requests it fired on. */
-  fired: number
-  /** When it was set, by the service's clock. */
-  created_at: string
-}
+/** A fault as it is asked for (`POST /admin/companies/{id}/faults`). */
+export const FaultDefinitionSchema = Type.Object(
+  {
+    method: Type.String({ description: 'GET, PUT, POST, DELETE, PATCH, or * for any' }),
+    path: Type.String({
+      description:
+        'A path of the v1 or v2 interface; `*` stands for one segment: /v2/reporting/*/statements. Segments are compared percent-decoded',
+    }),
+    status: Type.Optional(Status),
+    delay_ms: Type.Optional(Type.Integer({ minimum: 0, maximum: 600_000, description: 'Wait this long first (real milliseconds)' })),
+    delay_max_ms: Type.Optional(
+      Type.Integer({ minimum: 0, maximum: 600_000, description: 'Wait a time drawn uniformly from delay_ms to this' }),
+    ),
+    drop: Type.Optional(Type.Boolean({ description: 'Close the connection without answering' })),
+    times: Type.Optional(Type.Integer({ minimum: 1, description: 'Fire on the next N matching requests only' })),
+    probability: Type.Optional(
+      Type.Number({ exclusiveMinimum: 0, maximum: 1, description: 'Fire on this share of the matching requests, drawn from `seed`' }),
+    ),
+    seed: Type.Optional(
+      Type.Integer({ minimum: 0, maximum: 4_294_967_295, description: 'The seed of the draws (random when absent, and shown)' }),
+    ),
+    retry_after: Type.Optional(
+      Type.Integer({ minimum: 0, maximum: 3600, description: 'With status 429: the Retry-After, in seconds (default 1)' }),
+    ),
+  },
+  { additionalProperties: false },
+)
+export type FaultDefinition = Static<typeof FaultDefinitionSchema>
+
+/**
+ * A fault as it is listed: what it does, how often it fired, and when it was set (by the service's clock). Its
+ * `seed` is the one given, or one chosen at random and shown, so that a run can be replayed.
+ */
+export const FaultSchema = Type.Object({
+  id: Type.String(),
+  method: Type.String(),
+  path: Type.String(),
+  status: Type.Union([Status, Type.Null()]),
+  delay_ms: OrNull(Type.Integer()),
+  delay_max_ms: OrNull(Type.Integer()),
+  drop: Type.Boolean(),
+  times: OrNull(Type.Integer()),
+  probability: Type.Union([Type.Number(), Type.Null()]),
+  seed: Type.Integer(),
+  retry_after: OrNull(Type.Integer()),
+  fired: Type.Integer({ description: 'How many requests it fired on' }),
+  created_at: Type.String(),
+})
+export type Fault = Static<typeof FaultSchema>
 
 /** What a fault that fired does to one request. */
 export interface FiredFault {
