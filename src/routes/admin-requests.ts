@@ -3,25 +3,9 @@ import { Type } from 'typebox'
 import { existingCompany } from '../admin/company-admin.ts'
 import { parseInstant } from '../domain/formats.ts'
 import { ValidationError } from '../errors.ts'
+import { JournalEntrySchema } from '../test-kit/journal.ts'
 import type { TestKit } from './test-kit.ts'
 import { AdminErrorResponses, CompanyParamsSchema } from './schemas.ts'
-
-const EntrySchema = Type.Object({
-  method: Type.String(),
-  path: Type.String({ description: 'As sent (percent-encoded), without the query' }),
-  query: Type.Record(Type.String(), Type.Union([Type.String(), Type.Array(Type.String())]), {
-    description: 'As sent; a repeated parameter as an array; an API key is [Redacted]',
-  }),
-  status: Type.Union([Type.Integer(), Type.Null()], {
-    description:
-      'Null when no answer reached the client (a fault dropped the connection, or the client closed it before the answer was written)',
-  }),
-  duration_ms: Type.Number(),
-  request_id: Type.String(),
-  import_id: Type.Union([Type.String(), Type.Null()], { description: 'The import an upsert created or joined' }),
-  fault_id: Type.Union([Type.String(), Type.Null()], { description: 'The fault that fired on it' }),
-  at: Type.String({ description: "When it arrived, by the service's clock" }),
-})
 
 /**
  * The request journal of a company (registered inside the admin plugin, behind its token): its last requests to
@@ -44,7 +28,7 @@ export const adminRequestRoutes: FastifyPluginAsyncTypebox<{ kit: TestKit }> = a
           status: Type.Optional(Type.Integer({ minimum: 100, maximum: 599, description: 'Only this status' })),
           since: Type.Optional(Type.String({ description: 'Only requests at or after this instant (ISO 8601; without an offset, UTC)' })),
         }),
-        response: { 200: Type.Object({ count: Type.Integer(), data: Type.Array(EntrySchema) }), ...AdminErrorResponses },
+        response: { 200: Type.Object({ count: Type.Integer(), data: Type.Array(JournalEntrySchema) }), ...AdminErrorResponses },
       },
     },
     async (request) => {

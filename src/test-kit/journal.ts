@@ -1,26 +1,29 @@
+import { type Static, Type } from 'typebox'
+
 /**
  * The request journal: the last requests of each company, as a test asserts what its client did (WireMock's
  * verify). A ring of `capacity` entries per company, in the memory of the process that served them; never the
  * API key. Free of HTTP: `src/routes/test-kit.ts` records each answered request.
  */
 
-export interface JournalEntry {
-  method: string
-  /** The path as sent (percent-encoded), without the query. */
-  path: string
-  /** The query parameters as sent, a repeated one as an array; a value that is an API key is `[Redacted]`. */
-  query: Record<string, string | string[]>
-  /** The status answered; null when no answer was sent (a fault dropped the connection, or the client closed it first). */
-  status: number | null
-  duration_ms: number
-  request_id: string
-  /** The import the request created or joined (upserts). */
-  import_id: string | null
-  /** The fault that fired on the request, if one did. */
-  fault_id: string | null
-  /** When the request arrived, by the service's clock. */
-  at: string
-}
+/** One request of a company, as the journal keeps it and `GET /admin/companies/{id}/requests` lists it. */
+export const JournalEntrySchema = Type.Object({
+  method: Type.String(),
+  path: Type.String({ description: 'As sent (percent-encoded), without the query' }),
+  query: Type.Record(Type.String(), Type.Union([Type.String(), Type.Array(Type.String())]), {
+    description: 'As sent; a repeated parameter as an array; an API key is [Redacted]',
+  }),
+  status: Type.Union([Type.Integer(), Type.Null()], {
+    description:
+      'Null when no answer reached the client (a fault dropped the connection, or the client closed it before the answer was written)',
+  }),
+  duration_ms: Type.Number(),
+  request_id: Type.String(),
+  import_id: Type.Union([Type.String(), Type.Null()], { description: 'The import an upsert created or joined' }),
+  fault_id: Type.Union([Type.String(), Type.Null()], { description: 'The fault that fired on it' }),
+  at: Type.String({ description: "When it arrived, by the service's clock" }),
+})
+export type JournalEntry = Static<typeof JournalEntrySchema>
 
 export interface JournalFilter {
   method?: string
