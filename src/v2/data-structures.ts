@@ -1,15 +1,18 @@
+import { type Static, Type } from 'typebox'
 import { type DataStructureType, rowsPath, structureRowCount } from '../reporting/structures.ts'
 import type { Company } from '../store/model.ts'
 import type { Store } from '../store/port.ts'
 
-export interface DataStructureEntry {
-  id: string
-  name: string
-  type: DataStructureType
-  total_records: number
-  links: { fields: string; records: string }
-  status?: 'active' | 'archived'
-}
+/** An entry of the discovery list: a live reporting structure or quota, with the URLs of its fields and rows. */
+export const DataStructureSchema = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  type: Type.Union([Type.Literal('statement_reporting'), Type.Literal('record_reporting'), Type.Literal('quota')]),
+  total_records: Type.Integer(),
+  links: Type.Object({ fields: Type.String(), records: Type.String() }),
+  status: Type.Optional(Type.Union([Type.Literal('active'), Type.Literal('archived')])),
+})
+export type DataStructureEntry = Static<typeof DataStructureSchema>
 
 /** The discovery list: every live reporting structure and quota of the company, sandbox never. */
 export async function listDataStructures(store: Store, company: Company, baseUrl: string): Promise<DataStructureEntry[]> {

@@ -1,18 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
-import { type DataStructureEntry, listDataStructures } from '../../v2/data-structures.ts'
+import { type DataStructureEntry, DataStructureSchema, listDataStructures } from '../../v2/data-structures.ts'
 import { VersionedAnswers } from '../../reporting/versioned-answers.ts'
 import { baseUrl } from '../base-url.ts'
 import { AuthenticatedErrorResponses } from '../schemas.ts'
-
-export const DataStructureSchema = Type.Object({
-  id: Type.String(),
-  name: Type.String(),
-  type: Type.Union([Type.Literal('statement_reporting'), Type.Literal('record_reporting'), Type.Literal('quota')]),
-  total_records: Type.Integer(),
-  links: Type.Object({ fields: Type.String(), records: Type.String() }),
-  status: Type.Optional(Type.Union([Type.Literal('active'), Type.Literal('archived')])),
-})
 
 export const DataStructureListSchema = Type.Object({ data: Type.Array(DataStructureSchema) })
 
