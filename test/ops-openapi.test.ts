@@ -286,9 +286,9 @@ describe('OpenAPI document for client generators and readers', () => {
     const { ImportReceiptSchema } = await import('../src/imports/enqueue.ts')
     const { ImportAnswerSchema } = await import('../src/routes/v1/import-schemas.ts')
     const { offsetPageSchema } = await import('../src/v1/offset-page.ts')
-    const { V1UserSchema } = await import('../src/routes/v1/users.ts')
-    const { V1StatementRowSchema, V1RecordRowSchema } = await import('../src/routes/v1/reporting.ts')
-    const { V1RecordSchema } = await import('../src/routes/v1/table-records.ts')
+    const { V1UserSchema } = await import('../src/v1/user-rows.ts')
+    const { V1StatementRowSchema, V1RecordRowSchema } = await import('../src/v1/reporting.ts')
+    const { V1RecordSchema } = await import('../src/v1/table-records.ts')
     const shapes: Record<string, unknown> = {
       listDataStructures: DataStructureListSchema,
       getFields: FieldSchemaSchema,

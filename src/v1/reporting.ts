@@ -1,5 +1,7 @@
+import { type Static, Type } from 'typebox'
 import { storedId } from '../domain/ids.ts'
 import { flatAmount } from '../domain/money.ts'
+import { OrNull } from '../domain/schemas.ts'
 import { metricValue, ownValue } from '../domain/stored-values.ts'
 import { NotFoundError } from '../errors.ts'
 import { findLiveStructure, rowsPath } from '../reporting/structures.ts'
@@ -15,41 +17,48 @@ import type {
 } from '../store/model.ts'
 import type { Store } from '../store/port.ts'
 import { checkOffsetQuery, type OffsetPage, type OffsetQuery, pageUrl, readOffsetPage, type WalkPositions } from './offset-page.ts'
-import { type V1ReportingUser, v1ReportingUser } from './user-rows.ts'
+import { type V1ReportingUser, v1ReportingUser, V1ReportingUserSchema } from './user-rows.ts'
 
 /**
  * The two deprecated v1 reporting reads. They render the same stored statements and commission lines as the
  * v2 statements and records routes, so both versions always agree; only the shape differs.
  */
 
-export interface V1StatementRow {
-  id: string
-  date: string
-  plan: string
-  user: V1ReportingUser
-  payment: number | null
-  payment_currency: string
-  target: number | null
-  target_currency: string
-  target_achievement: number | null
-  on_target_earning: number | null
-  on_target_earning_currency: string
-  achievement: number | null
-  achievement_currency: string
-  /** Custom metrics (`<key>`, `<key>_currency`) and custom dimensions (arrays of strings). */
-  [custom: string]: unknown
-}
+const Figure = OrNull(Type.Number())
+const Currency = OrNull(Type.String())
 
-export interface V1RecordRow {
-  id: string
-  date: string
-  plan: string
-  user: V1ReportingUser
-  /** The record's id-field and name-field values. */
-  record: { id: string | null; name: unknown }
-  commission: number
-  commission_currency: string
-}
+/** A statement row; each custom metric (`<key>`, `<key>_currency`) and custom dimension (array of strings) follows. */
+export const V1StatementRowSchema = Type.Object(
+  {
+    id: Type.String(),
+    date: Type.String(),
+    plan: Type.String(),
+    user: V1ReportingUserSchema,
+    payment: Figure,
+    payment_currency: Currency,
+    target: Figure,
+    target_currency: Currency,
+    target_achievement: Figure,
+    on_target_earning: Figure,
+    on_target_earning_currency: Currency,
+    achievement: Figure,
+    achievement_currency: Currency,
+  },
+  { additionalProperties: true },
+)
+export type V1StatementRow = Static<typeof V1StatementRowSchema> & { [custom: string]: unknown }
+
+/** A commission line; `record`: the record's id-field and name-field values. */
+export const V1RecordRowSchema = Type.Object({
+  id: Type.String(),
+  date: Type.String(),
+  plan: Type.String(),
+  user: V1ReportingUserSchema,
+  record: Type.Object({ id: OrNull(Type.String()), name: OrNull(Type.Unknown()) }),
+  commission: Type.Number(),
+  commission_currency: Type.String(),
+})
+export type V1RecordRow = Static<typeof V1RecordRowSchema>
 
 /** A page of a deprecated read, and the absolute URL of the v2 route that replaces it. */
 export interface DeprecatedPage<Row> {

@@ -1,3 +1,4 @@
+import { type Static, Type } from 'typebox'
 import { flatAmount, moneyOf } from '../domain/money.ts'
 import { multiText, ownValue } from '../domain/stored-values.ts'
 import { NotFoundError } from '../errors.ts'
@@ -5,8 +6,13 @@ import type { DataTable, DataTableField, DataTableRecord } from '../store/model.
 import type { Store } from '../store/port.ts'
 import { checkOffsetQuery, type OffsetPage, type OffsetQuery, pageUrl, readOffsetPage, type WalkPositions } from './offset-page.ts'
 
-/** A data-table record as `GET /v1/tables/{data_table_key}/records` shows it: keys are the table's field API keys. */
-export type V1Record = Record<string, unknown>
+/**
+ * A data-table record as `GET /v1/tables/{data_table_key}/records` shows it: its keys are the table's field API keys
+ * (an amount field `f` with `f_currency` beside it, a multi-valued field as one `;`-separated string, dates
+ * YYYY-MM-DD, date-times ISO 8601).
+ */
+export const V1RecordSchema = Type.Object({}, { additionalProperties: true })
+export type V1Record = Static<typeof V1RecordSchema> & Record<string, unknown>
 
 /** Writes one field of a record in its v1 form, the form the upsert accepts. */
 function addField(row: V1Record, field: DataTableField, value: unknown): void {

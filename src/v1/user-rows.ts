@@ -1,26 +1,47 @@
+import { type Static, Type } from 'typebox'
 import { currencyKey } from '../domain/money.ts'
+import { OrNull } from '../domain/schemas.ts'
 import { ownValue } from '../domain/stored-values.ts'
-import type { User, UserAttributeDefinition } from '../store/model.ts'
+import { type User, type UserAttributeDefinition, USER_STATUSES } from '../store/model.ts'
 import type { Store } from '../store/port.ts'
 import { checkOffsetQuery, type OffsetPage, type OffsetQuery, pageUrl, readOffsetPage, type WalkPositions } from './offset-page.ts'
 
-/** A user as `GET /v1/users` shows it: the standard fields, then every custom attribute of the company. */
-export type V1User = Pick<User, 'id' | 'email' | 'name' | 'status' | 'role' | 'currency' | 'calculation_currency'> & {
-  [attribute: string]: unknown
-}
+/**
+ * A user as `GET /v1/users` shows it: the standard fields, then every custom attribute of the company under its
+ * API key (null when unset).
+ */
+export const V1UserSchema = Type.Object(
+  {
+    id: Type.String(),
+    email: Type.String(),
+    name: OrNull(Type.String()),
+    status: Type.Enum([...USER_STATUSES]),
+    role: OrNull(Type.String()),
+    currency: OrNull(Type.String()),
+    calculation_currency: OrNull(Type.String()),
+  },
+  { additionalProperties: true },
+)
+export type V1User = Static<typeof V1UserSchema> & { [attribute: string]: unknown }
 
-/** The user inside a deprecated reporting row: for a user that no longer exists, only `id` is set. */
-export interface V1ReportingUser {
-  id: string
-  email: string | null
-  name: string | null
-  role: string | null
-  currency: string | null
-  calculation_currency: string | null
-  country: string | null
-  code: string | null
-  [attribute: string]: unknown
-}
+/**
+ * The user inside a deprecated reporting row; the user's custom attributes follow under their API keys. For a user
+ * that no longer exists, only `id` is set.
+ */
+export const V1ReportingUserSchema = Type.Object(
+  {
+    id: Type.String(),
+    email: OrNull(Type.String()),
+    name: OrNull(Type.String()),
+    role: OrNull(Type.String()),
+    currency: OrNull(Type.String()),
+    calculation_currency: OrNull(Type.String()),
+    country: OrNull(Type.String()),
+    code: OrNull(Type.String()),
+  },
+  { additionalProperties: true },
+)
+export type V1ReportingUser = Static<typeof V1ReportingUserSchema> & { [attribute: string]: unknown }
 
 /**
  * Adds every custom attribute of the company to `row`, in definition order: `<key>`, and for an amount

@@ -2,58 +2,9 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply } from 'fastify'
 import { Type } from 'typebox'
 import { offsetPageSchema, OffsetQuerySchema, WalkPositions } from '../../v1/offset-page.ts'
-import { type DeprecatedPage, listRecordRows, listStatementRows } from '../../v1/reporting.ts'
+import { type DeprecatedPage, listRecordRows, listStatementRows, V1RecordRowSchema, V1StatementRowSchema } from '../../v1/reporting.ts'
 import { baseUrl } from '../base-url.ts'
 import { AuthenticatedErrorResponses } from '../schemas.ts'
-import { OrNull } from '../../domain/schemas.ts'
-
-/** The user of a reporting row; the user's custom attributes follow under their API keys. */
-const ReportingUserSchema = Type.Object(
-  {
-    id: Type.String(),
-    email: OrNull(Type.String()),
-    name: OrNull(Type.String()),
-    role: OrNull(Type.String()),
-    currency: OrNull(Type.String()),
-    calculation_currency: OrNull(Type.String()),
-    country: OrNull(Type.String()),
-    code: OrNull(Type.String()),
-  },
-  { additionalProperties: true },
-)
-
-const Figure = OrNull(Type.Number())
-const Currency = OrNull(Type.String())
-
-/** A statement row; each custom metric (`<key>`, `<key>_currency`) and custom dimension (array of strings) follows. */
-export const V1StatementRowSchema = Type.Object(
-  {
-    id: Type.String(),
-    date: Type.String(),
-    plan: Type.String(),
-    user: ReportingUserSchema,
-    payment: Figure,
-    payment_currency: Currency,
-    target: Figure,
-    target_currency: Currency,
-    target_achievement: Figure,
-    on_target_earning: Figure,
-    on_target_earning_currency: Currency,
-    achievement: Figure,
-    achievement_currency: Currency,
-  },
-  { additionalProperties: true },
-)
-
-export const V1RecordRowSchema = Type.Object({
-  id: Type.String(),
-  date: Type.String(),
-  plan: Type.String(),
-  user: ReportingUserSchema,
-  record: Type.Object({ id: OrNull(Type.String()), name: OrNull(Type.Unknown()) }),
-  commission: Type.Number(),
-  commission_currency: Type.String(),
-})
 
 /**
  * Marks a deprecated read. `Deprecation: true` says the route is deprecated without a date (none is

@@ -4,17 +4,11 @@ import { ValidationError } from '../../errors.ts'
 import { enqueueImport, ImportReceiptSchema } from '../../imports/enqueue.ts'
 import { MAX_RECORDS_PER_CALL } from '../../imports/limits.ts'
 import { offsetPageSchema, OffsetQuerySchema, WalkPositions } from '../../v1/offset-page.ts'
-import { listTableRecords, liveTableByKey } from '../../v1/table-records.ts'
+import { listTableRecords, liveTableByKey, V1RecordSchema } from '../../v1/table-records.ts'
 import { baseUrl } from '../base-url.ts'
 import { AuthenticatedErrorResponses, ValidationErrorBodySchema } from '../schemas.ts'
 import { admitUpsert, bodyBytes } from './import-admission.ts'
 import { BooleanFlagSchema, DebounceSchema, flagValue } from './import-schemas.ts'
-
-/**
- * A data-table record: its keys are the table's field API keys (an amount field `f` with `f_currency` beside
- * it, a multi-valued field as one `;`-separated string, dates YYYY-MM-DD, date-times ISO 8601).
- */
-export const V1RecordSchema = Type.Object({}, { additionalProperties: true })
 
 /** `GET /v1/tables/{data_table_key}/records`, and `POST …/records/bulk`: an asynchronous upsert of data-table records. */
 export const tableRecordRoutes: FastifyPluginAsyncTypebox = async (app) => {

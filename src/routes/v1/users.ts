@@ -3,28 +3,12 @@ import { Type } from 'typebox'
 import { enqueueImport, ImportReceiptSchema } from '../../imports/enqueue.ts'
 import { MAX_USERS_PER_CALL, smallCallBodyLimit } from '../../imports/limits.ts'
 import { KEPT_PAGE_BYTES, KEPT_PAGE_ROWS, KEPT_PAGES, VersionedAnswers } from '../../reporting/versioned-answers.ts'
-import { USER_STATUSES } from '../../store/model.ts'
 import { type OffsetPage, offsetPageSchema, OffsetQuerySchema, WalkPositions } from '../../v1/offset-page.ts'
-import { listUsers, type V1User } from '../../v1/user-rows.ts'
+import { listUsers, type V1User, V1UserSchema } from '../../v1/user-rows.ts'
 import { baseUrl } from '../base-url.ts'
 import { AuthenticatedErrorResponses } from '../schemas.ts'
-import { OrNull } from '../../domain/schemas.ts'
 import { admitUpsert, bodyBytes } from './import-admission.ts'
 import { bulkBodySchema, DATA_BODY, DebounceSchema } from './import-schemas.ts'
-
-/** A user of the v1 listing: the standard fields, then every custom attribute under its API key (null when unset). */
-export const V1UserSchema = Type.Object(
-  {
-    id: Type.String(),
-    email: Type.String(),
-    name: OrNull(Type.String()),
-    status: Type.Enum([...USER_STATUSES]),
-    role: OrNull(Type.String()),
-    currency: OrNull(Type.String()),
-    calculation_currency: OrNull(Type.String()),
-  },
-  { additionalProperties: true },
-)
 
 /** `GET /v1/users`, and `PUT /v1/users/bulk`: an asynchronous upsert of users, matched by email. */
 export const userRoutes: FastifyPluginAsyncTypebox = async (app) => {
