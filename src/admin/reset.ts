@@ -1,17 +1,21 @@
-import { type Issue, ValidationError } from '../errors.ts'
+import { type Static, Type } from 'typebox'
+import { ErrorItemSchema, ValidationError } from '../errors.ts'
 import { reloadFixture } from '../fixtures/load-fixture.ts'
 import type { CompanyOrigin } from '../store/company-origins.ts'
 import type { Store } from '../store/port.ts'
 import { existingCompany } from './company-admin.ts'
 
 /** A company put back to its fixture, or left as it is (created before fixtures were kept with companies). */
-export interface ResetOutcome {
-  id: string
-  name: string
-  reset: boolean
-  /** Why its fixture was not written again, when the rules of this version refuse it (a reset of every company). */
-  problems?: Required<Issue>[]
-}
+export const ResetOutcomeSchema = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  reset: Type.Boolean({
+    description:
+      'false: the company was created before fixtures were kept with companies, or (with problems) its fixture is refused by the rules of this version, and it is left as it is',
+  }),
+  problems: Type.Optional(Type.Array(ErrorItemSchema, { description: 'Why its fixture was not written again (a reset of every company)' })),
+})
+export type ResetOutcome = Static<typeof ResetOutcomeSchema>
 
 /**
  * Puts the company back to the fixture it was created from, in one transaction: the same ids, the same keys

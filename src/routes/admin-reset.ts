@@ -1,26 +1,15 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
-import { resetCompany, resetEveryCompany } from '../admin/reset.ts'
+import { resetCompany, resetEveryCompany, ResetOutcomeSchema } from '../admin/reset.ts'
 import type { TestKit } from './test-kit.ts'
 import {
   AdminErrorResponses,
   CompanyParamsSchema,
-  ErrorItemSchema,
   missingBodyAsEmpty,
   NoBodySchema,
   UnauthorizedBodySchema,
   ValidationErrorBodySchema,
 } from './schemas.ts'
-
-const ResetOutcomeSchema = Type.Object({
-  id: Type.String(),
-  name: Type.String(),
-  reset: Type.Boolean({
-    description:
-      'false: the company was created before fixtures were kept with companies, or (with problems) its fixture is refused by the rules of this version, and it is left as it is',
-  }),
-  problems: Type.Optional(Type.Array(ErrorItemSchema, { description: 'Why its fixture was not written again (a reset of every company)' })),
-})
 
 /**
  * Reset (registered inside the admin plugin, behind its token): a company, or every company, back to the

@@ -1,6 +1,7 @@
 import type { FastifyRequest } from 'fastify'
 import { type Static, Type } from 'typebox'
 import { ObjectIdSchema } from '../domain/schemas.ts'
+import { ErrorItemSchema } from '../errors.ts'
 
 /** Shapes shared by several routes. Route-specific schemas live beside their routes. */
 
@@ -14,9 +15,6 @@ export const NoBodySchema = Type.Object({}, { additionalProperties: false, descr
 export async function missingBodyAsEmpty(request: FastifyRequest): Promise<void> {
   if (request.body === undefined) request.body = {}
 }
-
-/** One problem of a 400-family body: its error family, what it is about, what is wrong. */
-export const ErrorItemSchema = Type.Object({ error: Type.String(), resource: Type.String(), description: Type.String() })
 
 export const ValidationErrorBodySchema = Type.Object({
   count: Type.Integer(),
