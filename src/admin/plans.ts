@@ -1,12 +1,19 @@
-import { calculatePlan, type CalculationProblem, userDirectory } from '../calculation/engine.ts'
+import { type Static, Type } from 'typebox'
+import { calculatePlan, CalculationProblemSchema, userDirectory } from '../calculation/engine.ts'
 import { exchangeRateProblems } from '../calculation/exchange-rates.ts'
-import { companySettings, type RecalculationSummary, recalculate, stampedBy } from '../calculation/recalculation.ts'
+import {
+  companySettings,
+  type RecalculationSummary,
+  RecalculationSummarySchema,
+  recalculate,
+  stampedBy,
+} from '../calculation/recalculation.ts'
 import type { Clock } from '../clock.ts'
 import { isCurrencyCode } from '../domain/formats.ts'
 import { storedId } from '../domain/ids.ts'
 import { type Issue, NotFoundError, ValidationError } from '../errors.ts'
 import { describePlan, resolvePlan } from '../fixtures/plan-definitions.ts'
-import type { FixturePlan } from '../fixtures/schema.ts'
+import { type FixturePlan, FixturePlanSchema } from '../fixtures/schema.ts'
 import { newId } from '../ids.ts'
 import type { ExchangeRates, Plan, Statement } from '../store/model.ts'
 import { type Store, StoreConflictError } from '../store/port.ts'
@@ -19,12 +26,12 @@ import { existingCompany } from './company-admin.ts'
  */
 
 /** A plan as it is defined (the fixture's form: tables and quotas by name), with its id. */
-export type PlanDefinition = FixturePlan & { id: string }
+export const PlanDefinitionSchema = Type.Object({ id: Type.String(), ...FixturePlanSchema.properties }, { additionalProperties: false })
+export type PlanDefinition = Static<typeof PlanDefinitionSchema>
 
-export interface PlanChange {
-  plan: PlanDefinition
-  calculation: RecalculationSummary
-}
+/** A plan as saved, and what recalculating it did. */
+export const PlanChangeSchema = Type.Object({ plan: PlanDefinitionSchema, calculation: RecalculationSummarySchema })
+export type PlanChange = Static<typeof PlanChangeSchema>
 
 /** Plans in their definition form. */
 async function described(store: Store, companyId: string, plans: readonly Plan[]): Promise<PlanDefinition[]> {
@@ -166,11 +173,16 @@ export async function recalculateDueCompanies(store: Store, clock: Clock): Promi
   return outcomes
 }
 
+/** The problems of one plan in a dry run. */
+export const PlanProblemsSchema = Type.Object({
+  plan_id: Type.String(),
+  plan: Type.String(),
+  problems: Type.Array(CalculationProblemSchema),
+})
+export type PlanProblems = Static<typeof PlanProblemsSchema>
+
 /** What keeps records or cells of each plan from being calculated now: a dry run of every plan, nothing written. */
-export async function calculationProblems(
-  store: Store,
-  companyId: string,
-): Promise<Array<{ plan_id: string; plan: string; problems: CalculationProblem[] }>> {
+export async function calculationProblems(store: Store, companyId: string): Promise<PlanProblems[]> {
   const company = await existingCompany(store, companyId)
   const users = userDirectory(await store.users.list(company.id, { offset: 0, limit: Number.MAX_SAFE_INTEGER }))
   const report = []

@@ -1,3 +1,4 @@
+import { type Static, Type } from 'typebox'
 import { centsOf, isMoney, numberOf, roundDecimal, roundToCents } from '../domain/money.ts'
 import { firstDayOf, firstMonthOfPeriod, isPeriodOf, monthOfDate, monthText, periodOfMonth } from '../domain/periods.ts'
 import { ownValue, recordDateOf } from '../domain/stored-values.ts'
@@ -20,15 +21,18 @@ export interface CompanySettings {
   exchangeRates: ExchangeRates
 }
 
-/** Something that kept a record or a cell from being calculated. Reported, never turned into a zero. */
-export interface CalculationProblem {
-  plan: string
-  /** The id-field value of the record concerned, if one is. */
-  record?: string
-  user_id?: string
-  period?: string
-  message: string
-}
+/**
+ * Something that kept a record or a cell from being calculated. Reported, never turned into a zero. `record`: the
+ * id-field value of the record concerned, if one is.
+ */
+export const CalculationProblemSchema = Type.Object({
+  plan: Type.String(),
+  record: Type.Optional(Type.String()),
+  user_id: Type.Optional(Type.String()),
+  period: Type.Optional(Type.String()),
+  message: Type.String(),
+})
+export type CalculationProblem = Static<typeof CalculationProblemSchema>
 
 /** The users a plan's records can name: by id, and by lower-case email. */
 export interface UserDirectory {

@@ -1,4 +1,5 @@
 import { isDeepStrictEqual } from 'node:util'
+import { type Static, Type } from 'typebox'
 import { ownValue } from '../domain/stored-values.ts'
 import type { Clock } from '../clock.ts'
 import { newId } from '../ids.ts'
@@ -11,6 +12,7 @@ import {
   type CalculatedLine,
   type CalculatedStatement,
   type CalculationProblem,
+  CalculationProblemSchema,
   type CellResult,
   calculateCell,
   cellKey,
@@ -107,16 +109,19 @@ export interface RecalculationOptions {
   pacingMs?: number
 }
 
-export interface RecalculationSummary {
-  /** Cells calculated (frozen ones are not). */
-  cells: number
-  statements_written: number
-  statements_deleted: number
-  lines_written: number
-  lines_deleted: number
-  /** What kept records or cells from being calculated (the first `KEPT_PROBLEMS`). */
-  problems: CalculationProblem[]
-}
+/**
+ * What a recalculation did: `cells` calculated (frozen ones are not), rows written and deleted, and what kept records
+ * or cells from being calculated (the first `KEPT_PROBLEMS`).
+ */
+export const RecalculationSummarySchema = Type.Object({
+  cells: Type.Integer(),
+  statements_written: Type.Integer(),
+  statements_deleted: Type.Integer(),
+  lines_written: Type.Integer(),
+  lines_deleted: Type.Integer(),
+  problems: Type.Array(CalculationProblemSchema, { description: 'the first 100' }),
+})
+export type RecalculationSummary = Static<typeof RecalculationSummarySchema>
 
 /** Problems kept in a summary: enough to see what is wrong, bounded whatever the data. */
 export const KEPT_PROBLEMS = 100

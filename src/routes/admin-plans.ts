@@ -1,6 +1,16 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
-import { calculationProblems, deletePlan, listPlans, savePlan, setExchangeRates } from '../admin/plans.ts'
+import {
+  calculationProblems,
+  deletePlan,
+  listPlans,
+  PlanChangeSchema,
+  PlanDefinitionSchema,
+  PlanProblemsSchema,
+  savePlan,
+  setExchangeRates,
+} from '../admin/plans.ts'
+import { RecalculationSummarySchema } from '../calculation/recalculation.ts'
 import { storedId } from '../domain/ids.ts'
 import { ValidationError } from '../errors.ts'
 import { FixturePlanSchema } from '../fixtures/schema.ts'
@@ -14,28 +24,11 @@ import { ObjectIdSchema } from '../domain/schemas.ts'
 
 const PlanParams = Type.Object({ id: ObjectIdSchema, plan_id: Type.String() })
 
-const PlanDefinitionSchema = Type.Object({ id: Type.String(), ...FixturePlanSchema.properties }, { additionalProperties: false })
 /** A replacement may keep the `id` that `GET …/plans` shows, so that a plan read can be sent back as it is. */
 const ReplacementPlanSchema = Type.Object(
   { ...FixturePlanSchema.properties, id: Type.Optional(Type.String({ description: "The plan's id, as the path names it" })) },
   { additionalProperties: false },
 )
-const ProblemSchema = Type.Object({
-  plan: Type.String(),
-  record: Type.Optional(Type.String()),
-  user_id: Type.Optional(Type.String()),
-  period: Type.Optional(Type.String()),
-  message: Type.String(),
-})
-const CalculationSummarySchema = Type.Object({
-  cells: Type.Integer(),
-  statements_written: Type.Integer(),
-  statements_deleted: Type.Integer(),
-  lines_written: Type.Integer(),
-  lines_deleted: Type.Integer(),
-  problems: Type.Array(ProblemSchema, { description: 'the first 100' }),
-})
-const PlanChangeSchema = Type.Object({ plan: PlanDefinitionSchema, calculation: CalculationSummarySchema })
 const ExchangeRatesSchema = Type.Record(Type.String({ pattern: '^[A-Z]{3}$' }), Type.Number({ exclusiveMinimum: 0 }), {
   description: 'what one unit of each currency is worth in the default currency',
 })
@@ -117,7 +110,7 @@ export const adminPlanRoutes: FastifyPluginAsyncTypebox = async (app) => {
         params: CompanyParamsSchema,
         body: ExchangeRatesSchema,
         response: {
-          200: Type.Object({ exchange_rates: ExchangeRatesSchema, calculation: CalculationSummarySchema }),
+          200: Type.Object({ exchange_rates: ExchangeRatesSchema, calculation: RecalculationSummarySchema }),
           ...AdminErrorResponses,
         },
       },
@@ -135,7 +128,7 @@ export const adminPlanRoutes: FastifyPluginAsyncTypebox = async (app) => {
         params: CompanyParamsSchema,
         response: {
           200: Type.Object({
-            data: Type.Array(Type.Object({ plan_id: Type.String(), plan: Type.String(), problems: Type.Array(ProblemSchema) })),
+            data: Type.Array(PlanProblemsSchema),
           }),
           ...AdminErrorResponses,
         },
