@@ -1,16 +1,39 @@
+import { type Static, Type } from 'typebox'
 import { CLOCK_STOP_TIME, type Clock, ControlledClock, DAY_MS } from '../clock.ts'
-import type { ClockMode } from '../config.ts'
+import { CLOCK_MODES, type ClockMode } from '../config.ts'
 import { parseInstant } from '../domain/formats.ts'
 import { ValidationError } from '../errors.ts'
 
 /** A move of the controlled clock: ahead by some milliseconds, or to an instant that is not in its past. */
-export type ClockMove = { advance_ms: number } | { set: string }
+export const ClockMoveSchema = Type.Union(
+  [
+    Type.Object(
+      { advance_ms: Type.Integer({ minimum: 0, description: 'Milliseconds to move the clock ahead' }) },
+      { additionalProperties: false },
+    ),
+    Type.Object(
+      { set: Type.String({ description: 'The instant to move the clock to (ISO 8601; without an offset, UTC): not before its time now' }) },
+      { additionalProperties: false },
+    ),
+  ],
+  { description: '{"advance_ms": N} or {"set": "<ISO instant>"}' },
+)
+export type ClockMove = Static<typeof ClockMoveSchema>
+
+/** The clock's mode, and its time now (ISO 8601, UTC). */
+export const ClockStateSchema = Type.Object({
+  mode: Type.Enum([...CLOCK_MODES], {
+    description: '`controlled` (CLOCK=controlled): moved by POST /admin/clock; `system`: the system clock',
+  }),
+  now: Type.String({ description: "The service's time now, ISO 8601 in UTC" }),
+})
+export type ClockState = Static<typeof ClockStateSchema>
 
 /**
  * The clock as `GET /admin/clock` and the CLI's `clock` show it: its mode, and its time now (ISO 8601, UTC). A
  * controlled clock is read from the store first, so every process answers the same.
  */
-export async function clockState(clock: Clock) {
+export async function clockState(clock: Clock): Promise<ClockState> {
   await clock.sync?.()
   const mode: ClockMode = clock instanceof ControlledClock ? 'controlled' : 'system'
   return { mode, now: clock.now().toISOString() }
@@ -21,7 +44,7 @@ export async function clockState(clock: Clock) {
  * back: a `set` before the clock's time now is refused, and so is any move of the system clock, and any move past
  * the end of year 9999.
  */
-export async function moveClock(clock: Clock, move: ClockMove): ReturnType<typeof clockState> {
+export async function moveClock(clock: Clock, move: ClockMove): Promise<ClockState> {
   if (!(clock instanceof ControlledClock)) {
     throw new ValidationError({
       error: 'ConflictError',

@@ -1,30 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { Type } from 'typebox'
-import { clockState, moveClock } from '../admin/clock.ts'
-import { CLOCK_MODES } from '../config.ts'
+import { ClockMoveSchema, clockState, ClockStateSchema, moveClock } from '../admin/clock.ts'
 import type { WorkerProbe } from './health.ts'
 import { UnauthorizedBodySchema, ValidationErrorBodySchema } from './schemas.ts'
-
-const ClockStateSchema = Type.Object({
-  mode: Type.Enum([...CLOCK_MODES], {
-    description: '`controlled` (CLOCK=controlled): moved by POST /admin/clock; `system`: the system clock',
-  }),
-  now: Type.String({ description: "The service's time now, ISO 8601 in UTC" }),
-})
-
-const ClockMoveSchema = Type.Union(
-  [
-    Type.Object(
-      { advance_ms: Type.Integer({ minimum: 0, description: 'Milliseconds to move the clock ahead' }) },
-      { additionalProperties: false },
-    ),
-    Type.Object(
-      { set: Type.String({ description: 'The instant to move the clock to (ISO 8601; without an offset, UTC): not before its time now' }) },
-      { additionalProperties: false },
-    ),
-  ],
-  { description: '{"advance_ms": N} or {"set": "<ISO instant>"}' },
-)
 
 /**
  * The service's clock (registered inside the admin plugin, behind its token): read it, and move a controlled one
