@@ -1,17 +1,19 @@
+import { type Static, Type } from 'typebox'
 import { recalculate, stampedBy } from '../calculation/recalculation.ts'
 import type { Clock } from '../clock.ts'
 import { parseInstant } from '../domain/formats.ts'
 import { storedId } from '../domain/ids.ts'
+import { Nullable } from '../domain/schemas.ts'
 import { type Issue, NotFoundError, ValidationError } from '../errors.ts'
-import type {
-  CommissionLine,
-  CustomMetric,
-  MetricKind,
-  Quota,
-  QuotaType,
-  QuotaValue,
-  ReportingStructure,
-  Statement,
+import {
+  type CommissionLine,
+  type CustomMetric,
+  METRIC_KINDS,
+  type Quota,
+  type QuotaType,
+  type QuotaValue,
+  type ReportingStructure,
+  type Statement,
 } from '../store/model.ts'
 import type { Store } from '../store/port.ts'
 import type { CommissionLineChanges, QuotaValueChanges, StatementChanges } from '../store/admin-edits.ts'
@@ -182,13 +184,21 @@ export async function reviseQuotaValue(
   )
 }
 
-export interface StructureEdit {
-  name?: string
-  /** API keys of the custom metrics to show, in order: replaces the list. */
-  metrics?: string[]
-  /** record_reporting only: API keys of the data-table fields to show, in order: replaces the list. */
-  fields?: string[]
-}
+const ApiName = Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$' })
+
+/**
+ * An edit of a reporting structure: its name; the API keys of the custom metrics to show, in order (replaces the
+ * list); record_reporting only, the API keys of the data-table fields to show, in order (replaces the list).
+ */
+export const StructureEditSchema = Type.Object(
+  {
+    name: Type.Optional(Type.String({ minLength: 1 })),
+    metrics: Type.Optional(Type.Array(ApiName)),
+    fields: Type.Optional(Type.Array(ApiName)),
+  },
+  { additionalProperties: false },
+)
+export type StructureEdit = Static<typeof StructureEditSchema>
 
 function duplicatesOf(keys: readonly string[]): string[] {
   return keys.filter((key, index) => keys.indexOf(key) !== index)
@@ -231,12 +241,17 @@ export async function reviseStructure(
   return changed
 }
 
-export interface MetricEdit {
-  name?: string
-  kind?: MetricKind
-  currencies?: string[] | null
-  enum_values?: string[] | null
-}
+/** An edit of a custom metric's definition; a field left out is unchanged. */
+export const MetricEditSchema = Type.Object(
+  {
+    name: Type.Optional(Type.String({ minLength: 1 })),
+    kind: Type.Optional(Type.Enum([...METRIC_KINDS])),
+    currencies: Type.Optional(Nullable(Type.Array(Type.String({ pattern: '^[A-Z]{3}$' })))),
+    enum_values: Type.Optional(Nullable(Type.Array(Type.String(), { minItems: 1 }))),
+  },
+  { additionalProperties: false },
+)
+export type MetricEdit = Static<typeof MetricEditSchema>
 
 /**
  * Changes a custom metric's definition, named by its API key. Stored values stay; they are rendered by the new

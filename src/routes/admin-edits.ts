@@ -2,13 +2,15 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import {
   changeQuotaType,
+  MetricEditSchema,
   reviseCommissionLine,
   reviseMetric,
   reviseQuotaValue,
   reviseStatement,
   reviseStructure,
+  StructureEditSchema,
 } from '../admin/data-edits.ts'
-import { METRIC_KINDS, QUOTA_TYPES, STATEMENT_STATUSES } from '../store/model.ts'
+import { QUOTA_TYPES, STATEMENT_STATUSES } from '../store/model.ts'
 import { AdminErrorResponses } from './schemas.ts'
 import { Nullable, ObjectIdSchema } from '../domain/schemas.ts'
 
@@ -21,7 +23,6 @@ import { Nullable, ObjectIdSchema } from '../domain/schemas.ts'
 const Changed = Type.Object({ id: Type.String() }, { additionalProperties: true, description: 'the record as changed' })
 const ModifiedAt = Type.Optional(Type.String({ description: 'ISO 8601 date-time; without it, now' }))
 const edit = <T extends Parameters<typeof Type.Object>[0]>(properties: T) => Type.Object(properties, { additionalProperties: false })
-const ApiName = Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$' })
 
 export const adminEditRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.patch(
@@ -101,11 +102,7 @@ export const adminEditRoutes: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'adminEditReportingStructure',
         description: 'Changes the `schema_hash` of the structure when its fields change.',
         params: Type.Object({ id: ObjectIdSchema, structure_id: Type.String() }),
-        body: edit({
-          name: Type.Optional(Type.String({ minLength: 1 })),
-          metrics: Type.Optional(Type.Array(ApiName)),
-          fields: Type.Optional(Type.Array(ApiName)),
-        }),
+        body: StructureEditSchema,
         response: { 200: Changed, ...AdminErrorResponses },
       },
     },
@@ -120,12 +117,7 @@ export const adminEditRoutes: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'adminEditCustomMetric',
         description: 'Changes the `schema_hash` of the structures that show the metric.',
         params: Type.Object({ id: ObjectIdSchema, api_key: Type.String() }),
-        body: edit({
-          name: Type.Optional(Type.String({ minLength: 1 })),
-          kind: Type.Optional(Type.Enum([...METRIC_KINDS])),
-          currencies: Type.Optional(Nullable(Type.Array(Type.String({ pattern: '^[A-Z]{3}$' })))),
-          enum_values: Type.Optional(Nullable(Type.Array(Type.String(), { minItems: 1 }))),
-        }),
+        body: MetricEditSchema,
         response: { 200: Changed, ...AdminErrorResponses },
       },
     },
