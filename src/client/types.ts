@@ -19,8 +19,9 @@ import type { PageMetaSchema } from '../v2/pages.ts'
 import type { RowSchema } from '../v2/rows.ts'
 
 /**
- * The shapes of the interface, as the TypeBox schemas of the routes declare them. These imports are types
- * only: they vanish at run time, so the client loads none of the server's code (a test holds it to that).
+ * The shapes of the interface, as the TypeBox schemas the routes answer with declare them (beside the routes, or
+ * beside the services that build them). These imports are types only: they vanish at run time, so the client
+ * loads none of the server's code (a test holds it to that).
  */
 
 export type PageMeta = Static<typeof PageMetaSchema>

@@ -3,7 +3,10 @@ import { type Static, Type } from 'typebox'
 import { ObjectIdSchema } from '../domain/schemas.ts'
 import { ErrorItemSchema } from '../errors.ts'
 
-/** Shapes shared by several routes. Route-specific schemas live beside their routes. */
+/**
+ * Shapes shared by several routes (error bodies, their responses, admin parameters). Route-specific schemas live
+ * beside their routes; the shapes services build, beside the services (docs/development.md).
+ */
 
 /** The body of a call that takes none: left out or `{}`. Any field sent is refused rather than ignored. */
 export const NoBodySchema = Type.Object({}, { additionalProperties: false, description: 'None, or {}' })
