@@ -33,6 +33,15 @@ export type PlanDefinition = Static<typeof PlanDefinitionSchema>
 export const PlanChangeSchema = Type.Object({ plan: PlanDefinitionSchema, calculation: RecalculationSummarySchema })
 export type PlanChange = Static<typeof PlanChangeSchema>
 
+/** A company's exchange rates as they are given: what one unit of each currency is worth in its default currency. */
+export const ExchangeRatesSchema = Type.Record(Type.String({ pattern: '^[A-Z]{3}$' }), Type.Number({ exclusiveMinimum: 0 }), {
+  description: 'what one unit of each currency is worth in the default currency',
+})
+
+/** The exchange rates as saved, and what recalculating every plan with them did. */
+export const ExchangeRatesChangeSchema = Type.Object({ exchange_rates: ExchangeRatesSchema, calculation: RecalculationSummarySchema })
+export type ExchangeRatesChange = Static<typeof ExchangeRatesChangeSchema>
+
 /** Plans in their definition form. */
 async function described(store: Store, companyId: string, plans: readonly Plan[]): Promise<PlanDefinition[]> {
   const [tables, quotas] = await Promise.all([store.dataTables.list(companyId), store.quotas.list(companyId)])
@@ -122,12 +131,7 @@ export async function listPlans(store: Store, companyId: string): Promise<PlanDe
 }
 
 /** Replaces the company's exchange rates and recalculates every plan with them. */
-export async function setExchangeRates(
-  store: Store,
-  clock: Clock,
-  companyId: string,
-  rates: ExchangeRates,
-): Promise<{ exchange_rates: ExchangeRates; calculation: RecalculationSummary }> {
+export async function setExchangeRates(store: Store, clock: Clock, companyId: string, rates: ExchangeRates): Promise<ExchangeRatesChange> {
   const company = await existingCompany(store, companyId)
   const issues: Issue[] = exchangeRateProblems(rates, company.default_currency).map(({ currency, description }) => ({
     resource: isCurrencyCode(currency) ? currency : 'exchange_rates',

@@ -3,6 +3,8 @@ import { Type } from 'typebox'
 import {
   calculationProblems,
   deletePlan,
+  ExchangeRatesChangeSchema,
+  ExchangeRatesSchema,
   listPlans,
   PlanChangeSchema,
   PlanDefinitionSchema,
@@ -10,7 +12,6 @@ import {
   savePlan,
   setExchangeRates,
 } from '../admin/plans.ts'
-import { RecalculationSummarySchema } from '../calculation/recalculation.ts'
 import { storedId } from '../domain/ids.ts'
 import { ValidationError } from '../errors.ts'
 import { FixturePlanSchema } from '../fixtures/schema.ts'
@@ -29,9 +30,6 @@ const ReplacementPlanSchema = Type.Object(
   { ...FixturePlanSchema.properties, id: Type.Optional(Type.String({ description: "The plan's id, as the path names it" })) },
   { additionalProperties: false },
 )
-const ExchangeRatesSchema = Type.Record(Type.String({ pattern: '^[A-Z]{3}$' }), Type.Number({ exclusiveMinimum: 0 }), {
-  description: 'what one unit of each currency is worth in the default currency',
-})
 
 export const adminPlanRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
@@ -110,7 +108,7 @@ export const adminPlanRoutes: FastifyPluginAsyncTypebox = async (app) => {
         params: CompanyParamsSchema,
         body: ExchangeRatesSchema,
         response: {
-          200: Type.Object({ exchange_rates: ExchangeRatesSchema, calculation: RecalculationSummarySchema }),
+          200: ExchangeRatesChangeSchema,
           ...AdminErrorResponses,
         },
       },
