@@ -67,10 +67,10 @@ Commands:
 
 Commands that talk to a running service (this one or the real one) at --base-url, with --key (or the
 COMMISSION_API_KEY variable); they pace themselves to --rate requests per second (default 40):
-  sync --base-url URL --key KEY --out DIR [--since ISO] [--format ndjson|csv] [--page-size N]
+  sync --base-url URL --key KEY --out DIR [--since ISO] [--format ndjson|csv] [--page-size N] [--rate N]
                                           export every live structure to DIR, one file each; the next run
                                           reads only what changed; an interrupted run resumes
-  conformance --base-url URL --key KEY [--write] [--table KEY]
+  conformance --base-url URL --key KEY [--write] [--table KEY] [--rate N]
                                           check the service against the specification: a table of checks
                                           ending with "N passed, N failed"; exit code 1 on any failure.
                                           --write adds upsert, import and archive checks: a test company only

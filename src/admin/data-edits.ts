@@ -35,8 +35,9 @@ function modificationTime(now: string, given: string | undefined): string {
   return instant.toISOString()
 }
 
-function found<T>(record: T | null, resource: string, id: string): T {
-  if (!record) throw new NotFoundError(resource, `No ${resource.replaceAll('_', ' ')} with id ${id} in this company`)
+/** `record`, else NotFoundError naming what was looked for by `key` (its id, or a metric's api_key). */
+function found<T>(record: T | null, resource: string, id: string, key = 'id'): T {
+  if (!record) throw new NotFoundError(resource, `No ${resource.replaceAll('_', ' ')} with ${key} ${id} in this company`)
   return record
 }
 
@@ -261,7 +262,7 @@ export type MetricEdit = Static<typeof MetricEditSchema>
 export async function reviseMetric(store: Store, clock: Clock, companyId: string, apiKey: string, edit: MetricEdit): Promise<CustomMetric> {
   const company = (await existingCompany(store, companyId)).id
   const metrics = await store.metrics.list(company)
-  const metric = found(metrics.find((item) => item.api_key === apiKey) ?? null, 'custom_metric', apiKey)
+  const metric = found(metrics.find((item) => item.api_key === apiKey) ?? null, 'custom_metric', apiKey, 'api_key')
   const kind = edit.kind ?? metric.kind
   const enumValues = edit.enum_values === undefined ? metric.enum_values : edit.enum_values
   if (kind === 'enum' && (!enumValues || enumValues.length === 0)) {
@@ -281,6 +282,7 @@ export async function reviseMetric(store: Store, clock: Clock, companyId: string
     await store.adminEdits.updateMetric(company, metric.id, { ...edit, modified_at: clock.now().toISOString() }),
     'custom_metric',
     apiKey,
+    'api_key',
   )
   await renderStatementsAhead(store, company)
   return changed
