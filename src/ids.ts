@@ -19,6 +19,21 @@ export function idAfter(candidate: string, floor: string | null): string {
   return (BigInt(`0x${floor}`) + step).toString(16).padStart(24, '0')
 }
 
+/**
+ * New ids of one sequence (a company's users, a table's records), each after the one before and after `floor`, the
+ * sequence's greatest id: so that rows come in creation order even when two processes or threads make them in the
+ * same second, where ObjectIds would sort by the random part of the process that made each.
+ */
+export class AscendingIds {
+  #last: string | null
+
+  constructor(floor: string | null) {
+    this.#last = floor
+  }
+
+  readonly next = (): string => (this.#last = idAfter(newId(), this.#last))
+}
+
 /** Makes new ids and remembers them, in order: what a fixture's load made, so that a reload makes the same. */
 export class IdRecorder {
   readonly ids: string[] = []

@@ -24,7 +24,7 @@ import {
 } from '../src/domain/periods.ts'
 import { joinMulti, splitMulti } from '../src/domain/record-values.ts'
 import { metricValue, multiText } from '../src/domain/stored-values.ts'
-import { newId } from '../src/ids.ts'
+import { AscendingIds, newId } from '../src/ids.ts'
 import { QUOTA_FREQUENCIES } from '../src/store/model.ts'
 
 const range = (start_month: string | null, end_month: string | null) => ({ start_month, end_month })
@@ -205,6 +205,20 @@ describe('ids', () => {
     expect(storedId(id)).toBe(id)
     expect(isObjectId(id.toUpperCase())).toBe(false)
     for (const malformed of ['', 'deals', `${id}0`, id.slice(1), `${id.slice(1)}g`]) expect(storedId(malformed), malformed).toBeNull()
+  })
+
+  it("makes ascending ids after a floor that sorts after this process's own ids (another process, the same second)", () => {
+    const own = newId()
+    // The same second, the greatest value a process can draw, near the end of its counter.
+    const floor = `${own.slice(0, 8)}ffffffffffffff00`
+    const ids = new AscendingIds(floor)
+    const made = Array.from({ length: 50 }, () => ids.next())
+    expect(made.every(isObjectId)).toBe(true)
+    expect([floor, ...made]).toStrictEqual([floor, ...made].toSorted())
+    expect(new Set(made).size).toBe(50)
+    // Without a floor, the process's own ids, which already ascend.
+    const fresh = new AscendingIds(null).next()
+    expect(fresh > own).toBe(true)
   })
 })
 

@@ -5,6 +5,7 @@ import type { DataTable, DataTableRecord } from '../src/store/model.ts'
 import { smallFixture } from './helpers/fixtures.ts'
 import { startTestServer } from './helpers/server.ts'
 import { type ImportHarness, startImportHarness } from './imports-support.ts'
+import { aRecord } from './store/builders.ts'
 
 let h: ImportHarness
 let deals: DataTable
@@ -110,6 +111,17 @@ describe('POST /v1/tables/{data_table_key}/records/bulk', () => {
       tags: ['inbound', 'phone'],
     })
     expect(stored.get('7')?.values).toStrictEqual({ activity_id: '7', title: 'Numeric id', won: false })
+  })
+
+  it('lists a new record after every record of its table, though another process made one whose id sorts after its own', async () => {
+    // An id that sorts after any this process makes in this second: as another process's may (their random part).
+    const later = `${newId().slice(0, 8)}ffffffffffffff00`
+    await h.store.records.saveMany(h.companyId, [
+      { ...aRecord(h.companyId, activities.id, { id: later, external_id: 'OTHER' }), values: { activity_id: 'OTHER' } },
+    ])
+    await imported('activities', [{ activity_id: 'NEWEST' }])
+    const { data } = (await h.call('/v1/tables/activities/records')).body
+    expect(data.slice(-2).map((record: { activity_id: string }) => record.activity_id)).toStrictEqual(['OTHER', 'NEWEST'])
   })
 
   it('reads numbers written in decimal only: 0x1F and 0b101 are refused, not read as 31 and 5', async () => {

@@ -1,5 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { newId } from '../src/ids.ts'
 import { type ImportHarness, startImportHarness } from './imports-support.ts'
+import { aUser } from './store/builders.ts'
 
 let h: ImportHarness
 beforeEach(async () => {
@@ -242,6 +244,15 @@ describe('PUT /v1/users/bulk: applying the users', () => {
         },
       ],
     })
+  })
+
+  it('lists a new user after every user there is, though another process made one whose id sorts after its own', async () => {
+    // An id that sorts after any this process makes in this second: as another process's may (their random part).
+    const later = `${newId().slice(0, 8)}ffffffffffffff00`
+    await h.store.users.save(h.companyId, [aUser(h.companyId, { id: later, email: 'other.process@acme.example' })])
+    await imported([{ email: 'newest@acme.example' }])
+    const { data } = (await h.call('/v1/users')).body
+    expect(data.slice(-2).map((user: { email: string }) => user.email)).toStrictEqual(['other.process@acme.example', 'newest@acme.example'])
   })
 
   it('upserts the first of a repeated email and skips each later one as a PartialFailure', async () => {

@@ -1,5 +1,5 @@
 import { MAX_RECORD_TEXT_CHARS, parseRecord, RECORD_TOO_LONG, textLength } from '../domain/record-values.ts'
-import { newId } from '../ids.ts'
+import { AscendingIds } from '../ids.ts'
 import type { Company, DataImport, DataTable, DataTableRecord, ImportItemIssue, ImportPayload } from '../store/model.ts'
 import type { CalculationChangeLog } from '../calculation/recalculation.ts'
 import type { Store } from '../store/port.ts'
@@ -219,10 +219,15 @@ async function applyRecordCall(
   }
 
   const upserts: DataTableRecord[] = []
+  const made = {
+    now,
+    keepOverrides: payload.options.keep_overrides,
+    ids: new AscendingIds(await tx.records.lastId(table.company_id, table.id)),
+  }
   for (const [externalId, change] of changes) {
     if (change.deleted) continue
     const existing = change.replaced ? undefined : stored.get(externalId)
-    upserts.push(nextRecord(table, externalId, change.values, existing, remembered.get(externalId), payload.options.keep_overrides, now))
+    upserts.push(nextRecord(table, externalId, change.values, existing, remembered.get(externalId), made))
   }
   await tx.records.saveMany(table.company_id, upserts)
   for (const record of upserts) {
@@ -237,6 +242,7 @@ async function applyRecordCall(
  * The record after an upsert. Imported values replace the stored ones field by field. A manual override is
  * dropped for the fields the import sets, unless the call keeps overrides. A record that a resync deleted and sends
  * again (`resent`) starts from nothing but keeps its id and creation time, and with `keepOverrides` its overrides.
+ * A new record takes the next of the table's ascending ids.
  */
 function nextRecord(
   table: DataTable,
@@ -244,14 +250,13 @@ function nextRecord(
   values: Record<string, unknown>,
   existing: DataTableRecord | undefined,
   resent: DataTableRecord | undefined,
-  keepOverrides: boolean,
-  now: string,
+  { now, keepOverrides, ids }: { now: string; keepOverrides: boolean; ids: AscendingIds },
 ): DataTableRecord {
   let overrides = existing?.overrides ?? (keepOverrides ? (resent?.overrides ?? {}) : {})
   if (!keepOverrides) overrides = Object.fromEntries(Object.entries(overrides).filter(([key]) => !Object.hasOwn(values, key)))
   const identity = existing ?? resent
   return {
-    id: identity?.id ?? newId(),
+    id: identity?.id ?? ids.next(),
     company_id: table.company_id,
     table_id: table.id,
     external_id: externalId,

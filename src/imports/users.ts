@@ -1,6 +1,6 @@
 import { isCurrencyCode, isDateString, isEmail } from '../domain/formats.ts'
 import { amountKeyOf, currencyKey } from '../domain/money.ts'
-import { newId } from '../ids.ts'
+import { AscendingIds } from '../ids.ts'
 import type { Company, ImportItemIssue, User, UserAttributeType } from '../store/model.ts'
 import type { CalculationChangeLog } from '../calculation/recalculation.ts'
 import type { Store } from '../store/port.ts'
@@ -69,13 +69,14 @@ export async function applyUsers(
     accepted.map((entry) => entry.email),
   )
   const changed: User[] = []
+  const ids = new AscendingIds(await tx.users.lastId(company.id))
   for (const { issue, item, email } of accepted) {
     const existing = stored.get(email.toLowerCase()) ?? null
     if (existing?.status === 'archived') {
       skipped.push({ ...issue, details: `email: archived user, cannot be changed (${email})` })
       continue
     }
-    const user = mergeUser(existing, item, company, now)
+    const user = mergeUser(existing, item, company, now, ids)
     const problems = amountProblems(user, item, attributeTypes)
     if (problems.length > 0) invalid.push({ ...issue, details: problems.join('; ') })
     changed.push(user)
@@ -128,12 +129,15 @@ function amountProblems(user: User, item: Record<string, unknown>, attributeType
   return problems
 }
 
-/** The user after the item: the fields it carries replace the stored ones, null empties one, the others stay. */
-function mergeUser(existing: User | null, item: Record<string, unknown>, company: Company, now: string): User {
+/**
+ * The user after the item: the fields it carries replace the stored ones, null empties one, the others stay. A new
+ * user takes the next of the company's ascending ids.
+ */
+function mergeUser(existing: User | null, item: Record<string, unknown>, company: Company, now: string, ids: AscendingIds): User {
   const user: User = existing
     ? { ...existing, attributes: { ...existing.attributes } }
     : {
-        id: newId(),
+        id: ids.next(),
         company_id: company.id,
         email: item.email as string,
         name: null,

@@ -202,6 +202,8 @@ export interface UserRepository {
   findByEmails(companyId: string, emails: readonly string[]): Promise<Map<string, User>>
   list(companyId: string, window: OffsetWindow): Promise<User[]>
   count(companyId: string): Promise<number>
+  /** The greatest id of the company's users, null when it has none: new users' ids are made after it (`AscendingIds`). */
+  lastId(companyId: string): Promise<string | null>
 }
 
 export interface UserAttributeRepository {
@@ -237,6 +239,8 @@ export interface DataTableRecordRepository {
   upsert(companyId: string, records: DataTableRecord[]): Promise<void>
   list(companyId: string, tableId: string, window: OffsetWindow): Promise<DataTableRecord[]>
   count(companyId: string, tableId: string): Promise<number>
+  /** The greatest id of the table's records, null when it has none: new records' ids are made after it (`AscendingIds`). */
+  lastId(companyId: string, tableId: string): Promise<string | null>
   /**
    * Writes records as given, atomically: each replaces the stored record with its id, or is inserted. Unlike
    * `upsert` it does not look the external id up: the caller passes the stored id of an existing record

@@ -55,6 +55,14 @@ export async function findFirst<T>(
   return findAll<T>(context, codec, filter, { offset: 0, limit }, projection)
 }
 
+/** The greatest id among the matching documents, null when none match (an index on the filter's fields and `_id` serves it). */
+export async function lastIdOf(context: MongoContext, codec: Codec, filter: Document): Promise<string | null> {
+  return call(context, async (session) => {
+    const last = await collectionOf(context, codec).findOne(filter, { ...inSession(session), sort: { _id: -1 }, projection: { _id: 1 } })
+    return last ? String(last._id) : null
+  })
+}
+
 /** How many documents match; `countDocuments` runs an aggregation, which a transaction allows. */
 export async function countAll(context: MongoContext, codec: Codec, filter: Document): Promise<number> {
   return call(context, (session) => collectionOf(context, codec).countDocuments(filter, inSession(session)))

@@ -6,7 +6,7 @@ import { encode, lookupId, lookupIds } from './codec.ts'
 import { DATA_TABLE_RECORDS } from './collections.ts'
 import { atomically, collectionOf, inSession, type MongoContext } from './context.ts'
 import { cursorId, inTable } from './filters.ts'
-import { countAll, findAll, findFirst, replaceById, writeAll } from './operations.ts'
+import { countAll, findAll, findFirst, lastIdOf, replaceById, writeAll } from './operations.ts'
 
 /** A record without a manual override: its `overrides` is the empty document (or missing). */
 const UNOVERRIDDEN: Document = { overrides: { $in: [{}, null] } }
@@ -21,6 +21,7 @@ export function mongoRecords(context: MongoContext): DataTableRecordRepository {
     upsert: (companyId, upserted) => writeAll(context, DATA_TABLE_RECORDS, upsertRecordsOperations(companyId, upserted)),
     list: (companyId, tableId, window) => findAll<DataTableRecord>(context, DATA_TABLE_RECORDS, inTable(companyId, tableId), window),
     count: (companyId, tableId) => countAll(context, DATA_TABLE_RECORDS, inTable(companyId, tableId)),
+    lastId: (companyId, tableId) => lastIdOf(context, DATA_TABLE_RECORDS, inTable(companyId, tableId)),
 
     saveMany: (companyId, saved) => writeAll(context, DATA_TABLE_RECORDS, saveRecordsOperations(companyId, saved)),
 

@@ -4,7 +4,7 @@ import { lookupIds } from './codec.ts'
 import { USERS } from './collections.ts'
 import { counted, type MongoContext } from './context.ts'
 import { byId, inCompany } from './filters.ts'
-import { countAll, findAll, findOne, replaceById, writeAll } from './operations.ts'
+import { countAll, findAll, findOne, lastIdOf, replaceById, writeAll } from './operations.ts'
 
 /** Users, with their lower-case email beside them (`USERS`): a unique index keeps emails unique per company. */
 export function mongoUsers(context: MongoContext): UserRepository {
@@ -24,5 +24,6 @@ export function mongoUsers(context: MongoContext): UserRepository {
     },
     list: (companyId, window) => findAll<User>(context, USERS, inCompany(companyId), window),
     count: (companyId) => countAll(context, USERS, inCompany(companyId)),
+    lastId: (companyId) => lastIdOf(context, USERS, inCompany(companyId)),
   }
 }

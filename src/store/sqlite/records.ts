@@ -60,6 +60,11 @@ export function sqliteRecords(sql: Sql): DataTableRecordRepository {
       )
     },
 
+    async lastId(companyId, tableId) {
+      const [row] = await sql.values('SELECT max(id) FROM data_table_records WHERE company_id = ? AND table_id = ?', companyId, tableId)
+      return (row?.[0] as string | null | undefined) ?? null
+    },
+
     async saveMany(companyId, records) {
       await sql.write((db) => {
         for (const record of records) {

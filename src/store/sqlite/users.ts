@@ -55,5 +55,9 @@ export function sqliteUsers(sql: Sql): UserRepository {
     async count(companyId) {
       return countOf(await sql.remembering.get('SELECT count(*) AS n FROM users WHERE company_id = ?', companyId))
     },
+    async lastId(companyId) {
+      const [row] = await sql.values('SELECT max(id) FROM users WHERE company_id = ?', companyId)
+      return (row?.[0] as string | null | undefined) ?? null
+    },
   }
 }

@@ -25,6 +25,9 @@ export function recordsContract(adapter: StoreAdapter): void {
       )
       expect(await store.records.list(companyId, table.id, { offset: 99, limit: 9, afterId: sorted[3].id })).toStrictEqual(sorted.slice(4))
       expect(await store.records.count(companyId, table.id)).toBe(5)
+      // The greatest id of the table's records; none for a table without any.
+      expect(await store.records.lastId(companyId, table.id)).toBe(sorted[4].id)
+      expect(await store.records.lastId(companyId, aDataTable(companyId).id)).toBeNull()
       expect(await store.records.count(companyId, other.id)).toBe(1)
     })
 

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { newId } from '../../../src/ids.ts'
 import type { User } from '../../../src/store/model.ts'
 import type { Store } from '../../../src/store/port.ts'
-import { aUser, byId } from '../builders.ts'
+import { aCompany, aUser, byId } from '../builders.ts'
 import { storePerTest, expectConflict, ALL, type StoreAdapter } from './support.ts'
 import { aStoredCompany } from './world.ts'
 
@@ -27,6 +27,9 @@ export function usersContract(adapter: StoreAdapter): void {
       await store.users.save(stranger, [aUser(stranger)])
       expect(await store.users.list(companyId, { offset: 0, limit: 2, afterId: sorted[2].id })).toStrictEqual(sorted.slice(3))
       expect(await store.users.list(companyId, { offset: 9, limit: 9, afterId: sorted[4].id })).toStrictEqual([])
+      // The greatest id, the company's own.
+      expect(await store.users.lastId(companyId)).toBe(sorted[4].id)
+      expect(await store.users.lastId(aCompany().id)).toBeNull()
     })
 
     it('replaces a saved user by id', async () => {
