@@ -10,7 +10,7 @@ import { adminRoutes } from './routes/admin.ts'
 import { followClockOfStore } from './routes/clock-sync.ts'
 import { registerCompression } from './routes/compression.ts'
 import { registerCors } from './routes/cors.ts'
-import { drainRefusedBodies } from './routes/refused-bodies.ts'
+import { continueWhenBodyIsRead, drainRefusedBodies } from './routes/refused-bodies.ts'
 import { registerErrorHandling } from './routes/errors.ts'
 import { answerClientError, answerFrameworkError, answerOutsideRoutes, MAX_PARAM_LENGTH } from './routes/framework-errors.ts'
 import { OneLinePerRequest } from './routes/request-log.ts'
@@ -90,6 +90,7 @@ export async function buildApp({ config, store, clock, logStream, worker }: AppO
   followClockOfStore(app)
   const answerNotFound = registerErrorHandling(app)
   drainRefusedBodies(app)
+  continueWhenBodyIsRead(app)
   answerOutsideRoutes(app)
   if (config.corsOrigins.length > 0) await registerCors(app, config.corsOrigins)
   readJsonBodies(app)

@@ -42,3 +42,60 @@ describe('a body over the limit', () => {
     }
   })
 })
+
+/** The head of a record upsert with `key`, but its length and Expect header. */
+const post = (key: string) =>
+  `POST /v1/tables/deals/records/bulk HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nConnection: close\r\nX-API-Key: ${key}\r\n`
+
+describe('a client that waits for 100 Continue (Expect: 100-continue, as curl sends a body over 1 MiB)', () => {
+  let server: TestServer
+  let apiKey: string
+
+  afterEach(() => server.close())
+
+  /** Sends a request's head with `Expect: 100-continue`, and its body only once 100 Continue has come, as curl does. */
+  async function expectingContinue(head: string, body: string): Promise<{ received: string; sentBody: boolean }> {
+    const socket = connect(Number(new URL(server.url).port), '127.0.0.1')
+    await once(socket, 'connect')
+    let received = ''
+    let sentBody = false
+    socket.on('data', (chunk) => {
+      received += chunk.toString()
+      if (!sentBody && received.startsWith('HTTP/1.1 100 Continue\r\n\r\n')) {
+        sentBody = true
+        socket.write(body)
+      }
+    })
+    socket.write(`${head}Expect: 100-continue\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n`)
+    await once(socket, 'close')
+    return { received, sentBody }
+  }
+
+  it('gets 100 Continue when its body is read, then the answer', async () => {
+    server = await startTestServer()
+    ;({ apiKey } = await server.load(smallFixture()))
+    const { received, sentBody } = await expectingContinue(
+      post(apiKey),
+      JSON.stringify([{ deal_id: 'D-100', amount: 1, amount_currency: 'EUR' }]),
+    )
+    expect(sentBody).toBe(true)
+    expect(received).toMatch(/^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 200 /)
+    expect(JSON.parse(received.slice(received.lastIndexOf('\r\n\r\n') + 4))).toEqual({ import_id: expect.any(String), objects_imported: 1 })
+  })
+
+  it('is refused without being asked for its body: over the limit by its Content-Length, or without a key', async () => {
+    server = await startTestServer({ BODY_LIMIT_MB: '1' })
+    ;({ apiKey } = await server.load(smallFixture()))
+    const large = `[${'"x",'.repeat(300_000)}"x"]`
+    const tooLarge = await expectingContinue(post(apiKey), large)
+    expect(tooLarge.sentBody).toBe(false)
+    expect(tooLarge.received).toMatch(/^HTTP\/1\.1 413 /)
+    expect(JSON.parse(tooLarge.received.slice(tooLarge.received.indexOf('\r\n\r\n') + 4))).toEqual({
+      count: 1,
+      errors: [{ error: 'ValidationError', resource: 'body', description: expect.any(String) }],
+    })
+    const unknownKey = await expectingContinue(post('cak_not-a-key-of-anyone-at-all'), '[]')
+    expect(unknownKey.sentBody).toBe(false)
+    expect(unknownKey.received).toMatch(/^HTTP\/1\.1 401 /)
+  })
+})
