@@ -139,10 +139,12 @@ describe('docker-compose.yml', () => {
     }
   })
 
-  it('balances over exactly the API services, on their PORT', () => {
-    const upstream = [...nginxConf.matchAll(/^\s*server ([\w-]+):(\d+) /gm)].map(([, host, port]) => `${host}:${port}`)
+  it('balances over exactly the API services, on their PORT, each also a backup', () => {
+    const upstream = [...nginxConf.matchAll(/^\s*server ([\w-]+):(\d+) (backup )?/gm)].map(
+      ([, host, port, backup]) => `${host}:${port}${backup ? ' backup' : ''}`,
+    )
     const apis = ['api-1', 'api-2'].map((service) => `${service}:${loadConfig(environmentOf(service)).port}`)
-    expect(upstream).toEqual(apis)
+    expect(upstream).toEqual([...apis, ...apis.map((api) => `${api} backup`)])
   })
 })
 

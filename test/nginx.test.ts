@@ -43,10 +43,10 @@ async function freePort(): Promise<number> {
   return typeof address === 'object' && address ? address.port : 0
 }
 
-/** `text` with `from` replaced by `to`, which must occur exactly once: the test follows the file's shape. */
-function replaceOnce(text: string, from: string, to: string): string {
-  expect(text.split(from), `deploy/nginx.conf should contain "${from}" once`).toHaveLength(2)
-  return text.replace(from, to)
+/** `text` with `from` replaced by `to`, which must occur exactly `times` times: the test follows the file's shape. */
+function replaceOnce(text: string, from: string, to: string, times = 1): string {
+  expect(text.split(from), `deploy/nginx.conf should contain "${from}" ${times} times`).toHaveLength(times + 1)
+  return text.replaceAll(from, to)
 }
 
 /**
@@ -55,8 +55,9 @@ function replaceOnce(text: string, from: string, to: string): string {
  */
 function nginxConfiguration(dir: string, ports: { api1: number; api2: number; public: number; operator: number }): string {
   let site = readFileSync(CONFIG, 'utf8')
-  site = replaceOnce(site, 'server api-1:3000 ', `server 127.0.0.1:${ports.api1} `)
-  site = replaceOnce(site, 'server api-2:3000 ', `server 127.0.0.1:${ports.api2} `)
+  // Each instance is a server and a backup.
+  site = replaceOnce(site, 'server api-1:3000 ', `server 127.0.0.1:${ports.api1} `, 2)
+  site = replaceOnce(site, 'server api-2:3000 ', `server 127.0.0.1:${ports.api2} `, 2)
   site = replaceOnce(site, 'listen 80;', `listen 127.0.0.1:${ports.public};`)
   site = replaceOnce(site, 'listen 8080;', `listen 127.0.0.1:${ports.operator};`)
   site = replaceOnce(site, 'access_log /var/log/nginx/access.log ', `access_log ${join(dir, 'access.log')} `)
@@ -94,9 +95,9 @@ const loggedIds = (instance: ServerProcess) =>
   )
 
 /** Waits until `done` holds: a log line is written after its answer, and read from a pipe later still. */
-async function eventually(done: () => boolean, what: string): Promise<void> {
+async function eventually(done: () => boolean | Promise<boolean>, what: string): Promise<void> {
   const deadline = performance.now() + 10_000
-  while (!done()) {
+  while (!(await done())) {
     if (performance.now() > deadline) throw new Error(`never happened: ${what}`)
     await new Promise((resolve) => setTimeout(resolve, 10))
   }
@@ -149,17 +150,19 @@ describe.skipIf(NGINX === null)(
       return reply.body.api_key as string
     }
 
+    /** How an API instance is started, as docker-compose.yml starts one. */
+    const instance = {
+      DATA_DIR: dataDir,
+      DEMO: 'off',
+      TRUST_PROXY: 'on',
+      ADMIN_TOKEN,
+      LOG_LEVEL: 'info',
+      SHUTDOWN_DRAIN_MS,
+      SHUTDOWN_TIMEOUT_MS,
+    }
+
     beforeAll(async () => {
       chmodSync(nginxDir, 0o755)
-      const instance = {
-        DATA_DIR: dataDir,
-        DEMO: 'off',
-        TRUST_PROXY: 'on',
-        ADMIN_TOKEN,
-        LOG_LEVEL: 'info',
-        SHUTDOWN_DRAIN_MS,
-        SHUTDOWN_TIMEOUT_MS,
-      }
       api1 = startServerProcess(instance, ['serve', '--role', 'api'])
       api2 = startServerProcess(instance, ['serve', '--role', 'api'])
       worker = startServerProcess({ DATA_DIR: dataDir, WORKER_HEALTH_PORT: '0', IMPORT_POLL_MS: '20' }, ['serve', '--role', 'worker'])
@@ -415,60 +418,79 @@ describe.skipIf(NGINX === null)(
       expect(users.body.data.map((user: { email: string }) => user.email)).toContain('via-nginx@acme.example')
     })
 
-    it('loses no request while one instance stops gracefully, POSTs included; with none left, answers 503 in JSON', async () => {
+    it('loses no request while one instance stops gracefully, POSTs included, nor in a rolling restart; with none left, answers 503 in JSON', async () => {
       const keys = await Promise.all([1, 2, 3, 4, 5, 6].map(() => newCompanyKey()))
-      const replies: Array<{ status: number; at: number; path: string; id: string }> = []
-      // Until api-1 has exited, and 500 ms after.
-      const stop = { exitedAt: Number.POSITIVE_INFINITY }
+      type Sent = { status: number; at: number; path: string; id: string }
       // Six clients, each under its company's rate limit: reads and user upserts (a PUT, which nginx may send
-      // again to the other instance), and record upserts (a POST, which it never sends twice).
-      const client = async (key: string, index: number) => {
-        for (let round = 0; performance.now() < stop.exitedAt + 500; round++) {
-          const headers = { 'x-request-id': `stream-${index}-${round}` }
-          const [path, reply] =
-            index >= 3
-              ? [
-                  'POST /v1/tables/deals/records/bulk',
-                  await call(`${publicUrl}/v1/tables/deals/records/bulk`, {
-                    method: 'POST',
-                    key,
-                    headers,
-                    body: [{ deal_id: `D-${round}`, deal_name: `Round ${round}` }],
-                  }),
-                ]
-              : index === 2 && round % 2 === 1
+      // again to the other instance), and record upserts (a POST, which it never sends twice). They run until
+      // `until`; each phase sets it.
+      const streams = (phase: string, until: { at: number }) => {
+        const replies: Sent[] = []
+        const client = async (key: string, index: number) => {
+          for (let round = 0; performance.now() < until.at; round++) {
+            const headers = { 'x-request-id': `${phase}-${index}-${round}` }
+            const [path, reply] =
+              index >= 3
                 ? [
-                    'PUT /v1/users/bulk',
-                    await call(`${publicUrl}/v1/users/bulk`, {
-                      method: 'PUT',
+                    'POST /v1/tables/deals/records/bulk',
+                    await call(`${publicUrl}/v1/tables/deals/records/bulk`, {
+                      method: 'POST',
                       key,
                       headers,
-                      body: { data: [{ email: `round-${round}@acme.example` }] },
+                      body: [{ deal_id: `D-${round}`, deal_name: `Round ${round}` }],
                     }),
                   ]
-                : ['GET /v2/data-structures', await call(`${publicUrl}/v2/data-structures`, { key, headers })]
-          replies.push({ status: reply.status, at: performance.now(), path, id: headers['x-request-id'] })
-          await new Promise((resolve) => setTimeout(resolve, index >= 3 ? 12 : 20))
+                : index === 2 && round % 2 === 1
+                  ? [
+                      'PUT /v1/users/bulk',
+                      await call(`${publicUrl}/v1/users/bulk`, {
+                        method: 'PUT',
+                        key,
+                        headers,
+                        body: { data: [{ email: `${phase}-${round}@acme.example` }] },
+                      }),
+                    ]
+                  : ['GET /v2/data-structures', await call(`${publicUrl}/v2/data-structures`, { key, headers })]
+            replies.push({ status: reply.status, at: performance.now(), path, id: headers['x-request-id'] })
+            await new Promise((resolve) => setTimeout(resolve, index >= 3 ? 12 : 20))
+          }
         }
+        return { replies, done: Promise.all(keys.map(client)) }
       }
-      const clients = keys.map(client)
+
+      // A graceful stop of api-1, the clients running until 500 ms after it exited.
+      const stopping = { at: Number.POSITIVE_INFINITY }
+      const first = streams('stream', stopping)
       await new Promise((resolve) => setTimeout(resolve, 300))
       expect(await api1.stop('SIGTERM')).toBe(0)
-      stop.exitedAt = performance.now()
-      await Promise.all(clients)
-
-      expect(replies.filter((reply) => reply.status !== 200)).toEqual([])
+      const exitedAt = performance.now()
+      stopping.at = exitedAt + 500
+      await first.done
+      expect(first.replies.filter((reply) => reply.status !== 200)).toEqual([])
       // The stopped instance had its share of the traffic until it stopped; the other one took all of it after.
-      const [one] = await servedBy(replies.map((reply) => reply.id))
+      const [one] = await servedBy(first.replies.map((reply) => reply.id))
       expect(one.length).toBeGreaterThan(5)
-      expect(replies.filter((reply) => reply.at > stop.exitedAt).length).toBeGreaterThan(10)
+      expect(first.replies.filter((reply) => reply.at > exitedAt).length).toBeGreaterThan(10)
 
+      // A rolling restart: api-1 back on its port, and api-2 stopped the moment api-1 is ready, when nginx may
+      // still leave api-1 out for the connections it refused while it was down.
+      const rolling = { at: Number.POSITIVE_INFINITY }
+      const second = streams('rolling', rolling)
+      api1 = startServerProcess({ ...instance, PORT: new URL(api1Url).port }, ['serve', '--role', 'api'])
+      await api1.waitFor(/listening on/)
+      await eventually(async () => (await call(`${api1Url}/health/ready`).catch(() => null))?.status === 200, 'api-1 ready again')
       expect(await api2.stop('SIGTERM')).toBe(0)
+      rolling.at = performance.now() + 500
+      await second.done
+      expect(second.replies.filter((reply) => reply.status !== 200)).toEqual([])
+      expect(second.replies.length).toBeGreaterThan(50)
+
+      expect(await api1.stop('SIGTERM')).toBe(0)
       const unavailable = await call(`${publicUrl}/v2/data-structures`, { key: keys[0] })
       expect(unavailable.status).toBe(503)
       expect(unavailable.body).toEqual({ message: expect.any(String), type: 'ServiceUnavailableError' })
       expect(unavailable.headers['x-request-id']).toMatch(/^[0-9a-f]{32}$/)
-      // Two stops, each drained for SHUTDOWN_DRAIN_MS at most, under load.
-    }, 45_000)
+      // Three stops, each drained for SHUTDOWN_DRAIN_MS at most, under load.
+    }, 75_000)
   },
 )
