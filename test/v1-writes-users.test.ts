@@ -255,6 +255,23 @@ describe('PUT /v1/users/bulk: applying the users', () => {
     expect(data.slice(-2).map((user: { email: string }) => user.email)).toStrictEqual(['other.process@acme.example', 'newest@acme.example'])
   })
 
+  it('stores a PUT sent again with its X-Request-Id and body once, as nginx sends one whose instance died holding it', async () => {
+    const put = (body: unknown, headers: Record<string, string>) => h.call('/v1/users/bulk', { method: 'PUT', body, headers })
+    const body = { data: [{ email: 'resent@acme.example', name: 'Once' }] }
+    const first = await put(body, { 'x-request-id': 'nginx-id-1' })
+    const again = await put(body, { 'x-request-id': 'nginx-id-1' })
+    expect(again.status).toBe(200)
+    expect(again.body).toStrictEqual(first.body)
+    // Another body under the same id, or the same body without an id the client gave: calls of their own.
+    const other = await put({ data: [{ email: 'resent@acme.example', name: 'Twice' }] }, { 'x-request-id': 'nginx-id-1' })
+    const anonymous = [await put(body, {}), await put(body, {})]
+    const ids = [first, other, ...anonymous].map((reply) => reply.body.import_id)
+    expect(new Set(ids).size).toBe(4)
+    await h.drain()
+    const details = (await h.importOf(first.body.import_id)).data_tables_details
+    expect(details).toHaveLength(1)
+  })
+
   it('upserts the first of a repeated email and skips each later one as a PartialFailure', async () => {
     const result = await imported([
       { email: 'twin@acme.example', name: 'First' },

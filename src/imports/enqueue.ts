@@ -22,6 +22,8 @@ export interface ImportRequest {
   debounceSeconds?: number
   all?: boolean
   keepOverrides?: boolean
+  /** Names a call that may come again as it is (`ImportPayload.request_key`): then it is not stored twice. */
+  requestKey?: string
 }
 
 /** The body of a 200 to an upsert call. */
@@ -71,6 +73,7 @@ export async function enqueueImport(store: Store, clock: Clock, request: ImportR
     options: { all: request.all ?? false, keep_overrides: request.keepOverrides ?? false },
     received_at: nowText,
     bytes: request.bytes,
+    ...(request.requestKey === undefined ? {} : { request_key: request.requestKey }),
   }
   try {
     // The body was parsed in this turn of the event loop; storing it waits for the next, so that a large call

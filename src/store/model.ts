@@ -461,4 +461,16 @@ export interface ImportPayload {
   received_at: string
   /** The size of the call's request body, in bytes: what it counts against its company's import queue bound. */
   bytes: number
+  /**
+   * What names the call when it may reach the service again (a PUT that nginx sends to another instance when the
+   * first died holding it): a call with the key of one stored less than REQUEST_KEY_RETENTION_MS before is that
+   * call, not stored again (`ImportRepository.enqueue`).
+   */
+  request_key?: string
 }
+
+/** How long a call's `request_key` is remembered: a call sent again comes within seconds. */
+export const REQUEST_KEY_RETENTION_MS = 60 * 60 * 1000
+
+/** The earliest time a call with the same request key is still the same call, for one enqueued at `now`. */
+export const requestKeysSince = (now: string): string => new Date(Date.parse(now) - REQUEST_KEY_RETENTION_MS).toISOString()

@@ -520,6 +520,9 @@ export interface ImportRepository {
    * The payload's `import_id` is set to the import it joined, its detail (`scheduledDetail`) appended to the
    * import, and its `bytes` added to the import's `payload_bytes`. Returns the import as it is after the call.
    *
+   * A payload with a `request_key` that a payload stored less than REQUEST_KEY_RETENTION_MS before carried, whose
+   * import is still there, is that call sent again: nothing is stored, and its import is returned as it is now.
+   *
    * With `maxQueuedBytes`, the payload is refused with ImportQueueFullError, and nothing stored, when the company
    * has bytes queued (`queuedBytes`) and this payload's would take them over `maxQueuedBytes`. The check and the
    * write are one atomic step for every process sharing the store, so that the bound holds across instances.

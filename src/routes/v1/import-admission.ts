@@ -1,5 +1,17 @@
+import { hash } from 'node:crypto'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { checkImportQueue } from '../../imports/enqueue.ts'
+
+/**
+ * What names an upsert that may come again as it is: nginx sends a PUT (idempotent to HTTP) to another instance
+ * when the first died holding it (`deploy/nginx.conf`), with the same X-Request-Id, and the first may have stored
+ * it. The key is the request's method, URL, id and body, so that a client giving one id to two different calls
+ * still has both stored. None for a request that came without an id the service kept (it made one).
+ */
+export function resendKey(request: FastifyRequest): string | undefined {
+  if (request.headers['x-request-id'] !== request.id) return undefined
+  return hash('sha256', `${request.method} ${request.url}\n${request.id}\n${JSON.stringify(request.body)}`)
+}
 
 /**
  * Turns per key, first come first served: `take` gives a promise that resolves when the caller's turn comes,

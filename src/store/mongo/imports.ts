@@ -1,10 +1,10 @@
 import type { Document, ObjectId } from 'bson'
 import type { ClientSession, IndexDescription } from 'mongodb'
-import { type DataImport, type ImportPayload, scheduledDetail } from '../model.ts'
+import { type DataImport, type ImportPayload, requestKeysSince, scheduledDetail } from '../model.ts'
 import { type ImportOutcome, type ImportProgress, ImportQueueFullError, type ImportRepository } from '../port.ts'
 import { idAfter } from '../../ids.ts'
 import { decode, encode, lookupId } from './codec.ts'
-import { IMPORT_LOCKS, IMPORT_PAYLOAD_PARTS, IMPORT_PAYLOADS, IMPORTS } from './collections.ts'
+import { IMPORT_LOCKS, IMPORT_PAYLOAD_PARTS, IMPORT_PAYLOADS, IMPORT_REQUESTS, IMPORTS } from './collections.ts'
 import { ensureLock, writeLock } from './locks.ts'
 import { partCount, payloadFrom, storedPayload } from './payload-parts.ts'
 import { byId, inCompany } from './filters.ts'
@@ -37,6 +37,14 @@ export const IMPORT_INDEXES: ReadonlyMap<string, readonly IndexDescription[]> = 
     ],
   ],
   [IMPORT_PAYLOAD_PARTS.collection, [{ key: { company_id: 1, payload_id: 1, index: 1 }, name: 'company_payload_index' }]],
+  [
+    IMPORT_REQUESTS.collection,
+    [
+      { key: { company_id: 1, request_key: 1 }, name: 'company_request_key_unique', unique: true },
+      // enqueue: the company's keys past their hour, which go.
+      { key: { company_id: 1, received_at: 1 }, name: 'company_received_at' },
+    ],
+  ],
   [IMPORT_LOCKS.collection, [{ key: { company_id: 1 }, name: 'company_id' }]],
 ])
 
@@ -106,6 +114,9 @@ export function mongoImports(context: MongoContext): ImportRepository {
   ): Promise<DataImport> {
     return atomically(context, async (session) => {
       await writeLock(context, session, fresh.company_id, `join:${fresh.join_key}`)
+      const sentAgain =
+        payload.request_key === undefined ? null : await importOfRequest(session, fresh.company_id, payload.request_key, now)
+      if (sentAgain) return sentAgain
       if (maxQueuedBytes !== undefined) {
         // Every bounded enqueue of the company writes this lock: two of them, for different join keys, that
         // both read the sum below conflict, and the one run again sees the other's payload.
@@ -133,8 +144,31 @@ export function mongoImports(context: MongoContext): ImportRepository {
       // Its place among the import's calls is its detail's: the order the calls were stored in.
       const position = (joined.details as unknown[]).length - 1
       await collectionOf(context, IMPORT_PAYLOADS).insertOne({ ...document, import_id: joined._id, position }, inSession(session))
+      if (payload.request_key !== undefined) {
+        await collectionOf(context, IMPORT_REQUESTS).updateOne(
+          inCompany(fresh.company_id, { request_key: payload.request_key }),
+          { $set: { import_id: joined._id, received_at: now } },
+          { ...inSession(session), upsert: true },
+        )
+      }
       return decode<DataImport>(IMPORTS, joined)
     })
+  }
+
+  /**
+   * The import of the call stored under `requestKey` less than REQUEST_KEY_RETENTION_MS ago, if it is still there;
+   * the company's keys older than that go.
+   */
+  async function importOfRequest(session: ClientSession | undefined, companyId: string, requestKey: string, now: string) {
+    const requests = collectionOf(context, IMPORT_REQUESTS)
+    const since = requestKeysSince(now)
+    await requests.deleteMany(inCompany(companyId, { received_at: { $lt: since } }), inSession(session))
+    const earlier = await requests.findOne(
+      inCompany(companyId, { request_key: requestKey, received_at: { $gte: since } }),
+      inSession(session),
+    )
+    const found = earlier ? await imports().findOne(inCompany(companyId, { _id: earlier.import_id }), inSession(session)) : null
+    return found ? decode<DataImport>(IMPORTS, found) : null
   }
 
   /** The company's queued bytes, read in the session (see `queuedBytes`). */

@@ -1,5 +1,5 @@
 import { setImmediate } from 'node:timers/promises'
-import { type DataImport, type ImportPayload, scheduledDetail } from '../model.ts'
+import { type DataImport, type ImportPayload, requestKeysSince, scheduledDetail } from '../model.ts'
 import { type ImportOutcome, type ImportProgress, ImportQueueFullError, type ImportRepository } from '../port.ts'
 import { idAfter } from '../../ids.ts'
 import type { Row, Sql, SqlWriter } from './connection.ts'
@@ -11,6 +11,23 @@ export const CLAIM_LOCK_WAIT_MS = 1000
 function latestPending(db: SqlWriter, companyId: string): string | null {
   const [row] = db.all("SELECT max(id) AS id FROM imports WHERE company_id = ? AND status IN ('scheduled', 'started')", companyId)
   return (row?.id as string | null) ?? null
+}
+
+/**
+ * The import of the call stored under `requestKey` less than REQUEST_KEY_RETENTION_MS ago, if it is still there;
+ * the company's keys older than that go.
+ */
+function importOfRequest(db: SqlWriter, companyId: string, requestKey: string, now: string): DataImport | null {
+  const since = requestKeysSince(now)
+  db.run('DELETE FROM import_requests WHERE company_id = ? AND received_at < ?', companyId, since)
+  const [row] = db.all(
+    `SELECT imports.doc FROM import_requests JOIN imports ON imports.id = import_requests.import_id AND imports.company_id = import_requests.company_id
+     WHERE import_requests.company_id = ? AND import_requests.request_key = ? AND import_requests.received_at >= ?`,
+    companyId,
+    requestKey,
+    since,
+  )
+  return row ? parseImport(row) : null
 }
 
 /** The bytes queued by a company: the payloads of its imports that are not finished. */
@@ -29,6 +46,8 @@ export function sqliteImports(sql: Sql): ImportRepository {
       const payloadDoc = JSON.stringify(payload)
       await setImmediate()
       return sql.write((db) => {
+        const sentAgain = payload.request_key === undefined ? null : importOfRequest(db, fresh.company_id, payload.request_key, now)
+        if (sentAgain) return sentAgain
         if (maxQueuedBytes !== undefined) refuseOverBound(db, fresh.company_id, payload.bytes, maxQueuedBytes)
         const open = db.all(
           `SELECT doc FROM imports WHERE company_id = ? AND join_key = ? AND status = 'scheduled' AND window_ends_at > ?
@@ -67,6 +86,15 @@ export function sqliteImports(sql: Sql): ImportRepository {
           joined.details.length - 1,
           payloadDoc,
         )
+        if (payload.request_key !== undefined) {
+          db.run(
+            'INSERT OR REPLACE INTO import_requests (company_id, request_key, import_id, received_at) VALUES (?, ?, ?, ?)',
+            payload.company_id,
+            payload.request_key,
+            joined.id,
+            now,
+          )
+        }
         return joined
       })
     },

@@ -246,6 +246,15 @@ export const MIGRATIONS: readonly string[] = [
   `
   CREATE INDEX IF NOT EXISTS imports_finished_at ON imports (doc ->> '$.finished_at') WHERE status = 'finished';
   `,
+  // The calls stored under a request key, for an hour (src/store/sqlite/imports.ts, enqueue): a PUT sent again
+  // by a proxy is the same call.
+  `
+  CREATE TABLE IF NOT EXISTS import_requests (
+    company_id TEXT NOT NULL, request_key TEXT NOT NULL, import_id TEXT NOT NULL, received_at TEXT NOT NULL,
+    PRIMARY KEY (company_id, request_key)
+  ) WITHOUT ROWID;
+  CREATE INDEX IF NOT EXISTS import_requests_received ON import_requests (company_id, received_at);
+  `,
 ]
 
 /** Every table that holds company data, for deleting a company. */
@@ -265,6 +274,7 @@ export const COMPANY_TABLES: readonly string[] = [
   'quota_values',
   'imports',
   'import_payloads',
+  'import_requests',
   'plans',
   'company_origins',
   'recalculations_due',

@@ -150,6 +150,28 @@ export function importsContract(adapter: StoreAdapter): void {
         )
       })
 
+      it('stores a call sent again with its request key once: the import it joined is answered, within the hour', async () => {
+        const sent = (at: number, requestKey: string, company = companyId) =>
+          store.imports.enqueue(anImport(company, minute(at), 0), { ...aPayload(company), request_key: requestKey }, minute(at))
+        const first = await sent(0, 'key-1')
+        // Its import finished meanwhile: still the same call, answered with its import as it is now.
+        expect((await store.imports.claimNext('w', minute(1), minute(60), companyId))?.id).toBe(first.id)
+        await store.imports.finish(companyId, first.id, 'w', { finished_at: minute(2), error: false, details: [] })
+        const again = await sent(59, 'key-1')
+        expect(again).toMatchObject({ id: first.id, status: 'finished' })
+        expect(await store.imports.payloads(companyId, first.id)).toHaveLength(0)
+        expect((await store.imports.list(companyId, { limit: 10 })).map((item) => item.id)).toStrictEqual([first.id])
+
+        // Another key, the same key of another company, or the key an hour and more later: calls of their own.
+        expect((await sent(3, 'key-2')).id).not.toBe(first.id)
+        expect((await sent(3, 'key-1', otherCompanyId)).id).not.toBe(first.id)
+        const later = await sent(61, 'key-1')
+        expect(later.id).not.toBe(first.id)
+        expect(await store.imports.payloads(companyId, later.id)).toHaveLength(1)
+        // From then on, the key names the later call.
+        expect((await sent(62, 'key-1')).id).toBe(later.id)
+      })
+
       it('never joins an import a worker has claimed', async () => {
         const first = await enqueue(0, 10)
         await store.imports.claimNext('w', minute(10), minute(20))
