@@ -34,8 +34,9 @@ export function continueWhenBodyIsRead(app: FastifyInstance): void {
     awaitingContinue.add(request)
     app.server.emit('request', request, response)
   })
-  app.addHook('preParsing', async (request, reply, payload) =>
-    awaitingContinue.has(request.raw) ? continuingOnFirstRead(request.raw, reply.raw) : payload,
+  // A callback, not an async hook: it runs on every request, and a promise each would cost them all.
+  app.addHook('preParsing', (request, reply, payload, done) =>
+    done(null, awaitingContinue.has(request.raw) ? continuingOnFirstRead(request.raw, reply.raw) : payload),
   )
 }
 
