@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { MAX_TEXT_CHARS, RECORD_TOO_LONG } from '../src/domain/record-values.ts'
+import { ValidationError } from '../src/errors.ts'
 import { newId } from '../src/ids.ts'
 import type { DataTable, DataTableRecord } from '../src/store/model.ts'
 import { smallFixture } from './helpers/fixtures.ts'
@@ -41,6 +42,10 @@ function activitiesTable(companyId: string, environment: 'live' | 'sandbox' = 'l
     created_at: '2026-01-01T00:00:00.000Z',
   }
 }
+
+/** The live deals table of a fixture, to edit its records. */
+const liveDealsOf = (fixture: any) =>
+  fixture.data_tables.find((table: { key: string; environment?: string }) => table.key === 'deals' && !table.environment)
 
 /** The line and the reason of each item the first call of an import skipped (its rows left out). */
 const issuesOf = (result: any): Array<{ line_number: number; details: string }> =>
@@ -122,6 +127,57 @@ describe('POST /v1/tables/{data_table_key}/records/bulk', () => {
     await imported('activities', [{ activity_id: 'NEWEST' }])
     const { data } = (await h.call('/v1/tables/activities/records')).body
     expect(data.slice(-2).map((record: { activity_id: string }) => record.activity_id)).toStrictEqual(['OTHER', 'NEWEST'])
+  })
+
+  it('keeps the manual overrides a fixture gave only with keep_overrides=true, so that a connector can test the flag', async () => {
+    const fixture = smallFixture('Overridden') as any
+    const rows = liveDealsOf(fixture).records
+    rows[0] = { ...rows[0], overrides: { deal_name: 'Named by hand', amount: 7, amount_currency: 'USD' } }
+    rows[1] = { ...rows[1], overrides: { deal_name: 'Also by hand' } }
+    const { apiKey } = await h.server.load(fixture)
+    const call = (path: string, options = {}) => h.server.call(path, { key: apiKey, ...options })
+    const [first, second] = [rows[0].deal_id, rows[1].deal_id]
+    const shown = async () => (await call('/v1/tables/deals/records')).body.data.filter((row: any) => [first, second].includes(row.deal_id))
+    expect(await shown()).toMatchObject([
+      { deal_id: first, deal_name: 'Named by hand', amount: 7, amount_currency: 'USD' },
+      { deal_id: second, deal_name: 'Also by hand' },
+    ])
+
+    const upsert = async (query: string) => {
+      const reply = await call(`/v1/tables/deals/records/bulk${query}`, {
+        method: 'POST',
+        body: [
+          { deal_id: first, deal_name: 'Imported' },
+          { deal_id: second, deal_name: 'Imported too' },
+        ],
+      })
+      expect(reply.status).toBe(200)
+      await h.drain()
+    }
+    await upsert('?keep_overrides=true')
+    expect(await shown()).toMatchObject([{ deal_name: 'Named by hand', amount: 7 }, { deal_name: 'Also by hand' }])
+    // Without the flag, an imported value replaces the override of its field; the others stay.
+    await upsert('')
+    expect(await shown()).toMatchObject([{ deal_name: 'Imported', amount: 7, amount_currency: 'USD' }, { deal_name: 'Imported too' }])
+  })
+
+  it('refuses overrides a fixture gives that its table cannot hold, naming each', async () => {
+    const fixture = smallFixture('BadOverrides') as any
+    const rows = liveDealsOf(fixture).records
+    rows[0] = { ...rows[0], overrides: { nope: 1, amount: 'lots', deal_id: 'X', deleted: true } }
+    rows[1] = { ...rows[1], overrides: ['not', 'an', 'object'] }
+    const refused = await h.server.load(fixture).catch((error: unknown) => error)
+    expect(refused).toBeInstanceOf(ValidationError)
+    const at = '/data_tables/0/records'
+    expect((refused as ValidationError).issues.map(({ resource, description }) => `${resource}: ${description}`).toSorted()).toStrictEqual(
+      [
+        `${at}/0/overrides: amount: expected a number, got "lots"`,
+        `${at}/0/overrides: nope: unknown field`,
+        `${at}/0/overrides/deal_id: the id field cannot be overridden`,
+        `${at}/0/overrides/deleted: not a field: an override does not delete a record`,
+        `${at}/1/overrides: expected an object of field values`,
+      ].toSorted(),
+    )
   })
 
   it('reads numbers written in decimal only: 0x1F and 0b101 are refused, not read as 31 and 5', async () => {
