@@ -2,7 +2,8 @@ import { once } from 'node:events'
 import { connect } from 'node:net'
 import { afterEach, describe, expect, it } from 'vitest'
 import { smallFixture } from './helpers/fixtures.ts'
-import { startTestServer, type TestServer } from './helpers/server.ts'
+import { tempDataDir, startServerProcess } from './helpers/process.ts'
+import { call, startTestServer, type TestServer } from './helpers/server.ts'
 
 /** Sends a whole request on a raw connection, as a proxy does, and reads until the server closes it. */
 async function sendWhole(url: string, head: string, body: Buffer): Promise<{ response: string; error: NodeJS.ErrnoException | null }> {
@@ -97,5 +98,38 @@ describe('a client that waits for 100 Continue (Expect: 100-continue, as curl se
     const unknownKey = await expectingContinue(post('cak_not-a-key-of-anyone-at-all'), '[]')
     expect(unknownKey.sentBody).toBe(false)
     expect(unknownKey.received).toMatch(/^HTTP\/1\.1 401 /)
+  })
+
+  it("that sends its body without waiting for it (RFC 9110 allows it, as Node's client does) gets the 413, not a reset", async () => {
+    server = await startTestServer({ BODY_LIMIT_MB: '1' })
+    ;({ apiKey } = await server.load(smallFixture()))
+    const body = Buffer.alloc(4 * 1024 * 1024, 'x')
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const head = `${post(apiKey)}Expect: 100-continue\r\nContent-Length: ${body.length}\r\n\r\n`
+      const { response, error } = await sendWhole(server.url, head, body)
+      expect(error).toBeNull()
+      expect(response).toMatch(/^HTTP\/1\.1 413 /)
+    }
+  })
+
+  it('whose body is never read, its client gone before the answer, leaves the server running', async () => {
+    const running = startServerProcess({ DATA_DIR: tempDataDir() })
+    try {
+      const [, url] = await running.waitFor(/listening on (http:\/\/\S+)/)
+      for (let attempt = 0; attempt < 30; attempt++) {
+        const socket = connect(Number(new URL(url).port), '127.0.0.1')
+        await once(socket, 'connect')
+        socket.on('error', () => {})
+        // A GET with a length: nothing reads its body. No key needed.
+        socket.write('GET /openapi.json HTTP/1.1\r\nHost: localhost\r\nContent-Length: 100\r\nExpect: 100-continue\r\n\r\n')
+        await new Promise((resolve) => setTimeout(resolve, attempt % 6))
+        socket.resetAndDestroy()
+      }
+      await new Promise((resolve) => setTimeout(resolve, 300))
+      expect((await call(`${url}/health/live`)).status).toBe(200)
+      expect(running.child.exitCode).toBeNull()
+    } finally {
+      await running.stop()
+    }
   })
 })

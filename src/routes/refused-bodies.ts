@@ -5,6 +5,12 @@ import type { FastifyError, FastifyInstance } from 'fastify'
 /** How much of a refused body is read and dropped before the 413 is sent, and for how long at most. */
 const DRAIN_BYTES = 256 * 1024 * 1024
 const DRAIN_MS = 30_000
+/**
+ * How long a refusal waits for the body of a request sent with `Expect: 100-continue` to start coming: a client
+ * that waits for 100 sends none (curl waits a second before it sends it anyway), and one that sends it at once
+ * (as Node's client does) has sent some by then.
+ */
+const FIRST_BYTES_MS = 200
 
 /** Requests sent with `Expect: 100-continue` whose body the service has not asked for yet (no 100 sent). */
 const awaitingContinue = new WeakSet<IncomingMessage>()
@@ -14,11 +20,13 @@ const awaitingContinue = new WeakSet<IncomingMessage>()
  * the body unread, which resets it. A proxy still sending that body (nginx) then sees the reset instead of the
  * answer: it answers 502 itself and takes the instance out of rotation. So the rest of a refused body is read
  * and dropped before the answer (up to DRAIN_BYTES, for DRAIN_MS at most), and the 413 reaches the client. A
- * client that waits for 100 Continue sends no body: it is answered at once.
+ * client that waits for 100 Continue sends no body: when none has started to come after FIRST_BYTES_MS, it is
+ * answered then.
  */
 export function drainRefusedBodies(app: FastifyInstance): void {
   app.addHook('onError', async (request, _reply, error: FastifyError) => {
-    if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE' && !request.raw.complete && !awaitingContinue.has(request.raw)) await drain(request.raw)
+    if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE' && !request.raw.complete)
+      await drain(request.raw, awaitingContinue.has(request.raw) ? FIRST_BYTES_MS : DRAIN_MS)
   })
 }
 
@@ -40,10 +48,19 @@ export function continueWhenBodyIsRead(app: FastifyInstance): void {
   )
 }
 
-/** The body of `request`, which sends 100 Continue on `response` when it is first read. */
+/**
+ * The body of `request`, which sends 100 Continue on `response` when it is first read, and only then listens to
+ * the request: an error of a request whose body is never read (a GET with a length, a refusal) must stay Node's
+ * to drop, with no stream of ours to raise it where nobody listens.
+ */
 function continuingOnFirstRead(request: IncomingMessage, response: ServerResponse): Readable {
+  let reading = false
   const body = new Readable({
     read() {
+      if (!reading) {
+        reading = true
+        forward(request, body)
+      }
       if (awaitingContinue.delete(request)) response.writeContinue()
       request.resume()
     },
@@ -52,6 +69,11 @@ function continuingOnFirstRead(request: IncomingMessage, response: ServerRespons
       callback(error)
     },
   })
+  return body
+}
+
+/** Passes what `request` receives, its end, and its failure on to `body`, whose reader holds it. */
+function forward(request: IncomingMessage, body: Readable): void {
   request.on('data', (chunk: Buffer) => {
     if (!body.push(chunk)) request.pause()
   })
@@ -60,11 +82,10 @@ function continuingOnFirstRead(request: IncomingMessage, response: ServerRespons
   request.once('close', () => {
     if (!request.complete) body.destroy(Object.assign(new Error('aborted'), { code: 'ECONNRESET' }))
   })
-  request.pause()
-  return body
 }
 
-function drain(body: IncomingMessage): Promise<void> {
+/** Reads and drops the rest of `body`: up to DRAIN_BYTES, for DRAIN_MS at most, or `firstBytesMs` if none comes. */
+function drain(body: IncomingMessage, firstBytesMs: number): Promise<void> {
   return new Promise((resolve) => {
     let received = 0
     const done = () => {
@@ -75,10 +96,15 @@ function drain(body: IncomingMessage): Promise<void> {
       resolve()
     }
     const count = (chunk: Buffer) => {
+      // Once the body comes, it is read for DRAIN_MS from its first bytes.
+      if (received === 0 && firstBytesMs < DRAIN_MS) {
+        clearTimeout(timer)
+        timer = setTimeout(done, DRAIN_MS)
+      }
       received += chunk.length
       if (received > DRAIN_BYTES) done()
     }
-    const timer = setTimeout(done, DRAIN_MS)
+    let timer = setTimeout(done, firstBytesMs)
     body.on('data', count)
     body.once('end', done)
     body.once('close', done)
