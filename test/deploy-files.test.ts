@@ -149,6 +149,12 @@ describe('docker-compose.yml', () => {
 })
 
 describe('deploy/nginx.conf', () => {
+  it('tries a request once on each instance at most, its backups not counted as more', () => {
+    const servers = [...nginxConf.matchAll(/^\s*server [\w-]+:\d+ (?!backup)/gm)].length
+    const [, tries] = /proxy_next_upstream_tries (\d+);/.exec(nginxConf) ?? []
+    expect(Number(tries)).toBe(servers)
+  })
+
   it('lets bodies larger than the service limit through (BODY_LIMIT_MB, 32 MiB by default)', () => {
     const [, megabytes] = /client_max_body_size (\d+)m;/.exec(nginxConf) ?? []
     expect(Number(megabytes)).toBeGreaterThan(32)
