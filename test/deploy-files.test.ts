@@ -149,10 +149,11 @@ describe('docker-compose.yml', () => {
 })
 
 describe('deploy/nginx.conf', () => {
-  it('tries a request once on each instance at most, its backups not counted as more', () => {
+  it('tries a request once on each instance, and once more on a backup, within 10 s of its first try', () => {
     const servers = [...nginxConf.matchAll(/^\s*server [\w-]+:\d+ (?!backup)/gm)].length
     const [, tries] = /proxy_next_upstream_tries (\d+);/.exec(nginxConf) ?? []
-    expect(Number(tries)).toBe(servers)
+    expect(Number(tries)).toBe(servers + 1)
+    expect(nginxConf).toContain('proxy_next_upstream_timeout 10s;')
   })
 
   it('lets bodies larger than the service limit through (BODY_LIMIT_MB, 32 MiB by default)', () => {
