@@ -110,6 +110,29 @@ describe('DELETE /v1/users/archive/bulk', () => {
     expect((await archive([{ user: 'owner@acme.example', end_date: '2026-04' }])).status).toBe(200)
   })
 
+  it('refuses to archive someone again with a later last month that falls in the archive period of their archived manager', async () => {
+    expect((await h.call('/v1/users/bulk', { method: 'PUT', body: { data: [{ email: 'mgr@acme.example' }] } })).status).toBe(200)
+    await h.drain()
+    const managers = { data: [{ user: 'rep@acme.example', manager: 'mgr@acme.example', start_date: '2026-01' }] }
+    expect((await h.call('/v1/users/managers/bulk', { method: 'PUT', body: managers })).status).toBe(200)
+    await h.drain()
+    expect((await archive([{ user: 'rep@acme.example', end_date: '2026-03' }])).status).toBe(200)
+    // rep left in March: mgr may leave after May.
+    expect((await archive([{ user: 'mgr@acme.example', end_date: '2026-05' }])).status).toBe(200)
+    const refused = await archive([{ user: 'rep@acme.example', end_date: '2026-09' }])
+    expect(refused.status).toBe(400)
+    expect(refused.body.errors).toStrictEqual([
+      {
+        error: 'ConflictError',
+        resource: 'user',
+        description:
+          'rep@acme.example would be active up to 2026-09, managed by mgr@acme.example (2026-01 to no end), who is archived from 2026-06',
+      },
+    ])
+    expect((await h.user('rep@acme.example'))?.archived_until).toBe('2026-03')
+    expect((await archive([{ user: 'rep@acme.example', end_date: '2026-05' }])).status).toBe(200)
+  })
+
   it('answers 400 (never a 404 with the list body) with NotFoundError on resource user for an unknown user, archiving nobody', async () => {
     const reply = await archive([{ user: 'rep@acme.example' }, { user: 'ghost@acme.example' }])
     expect(reply.status).toBe(400)

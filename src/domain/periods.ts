@@ -121,6 +121,16 @@ export function lastActiveMonthOf(user: Pick<User, 'status' | 'archived_until'>)
 }
 
 /**
+ * The first month of a user's archive period, as the archive call gave it; undefined when there is none: not
+ * archived, archived up to the last month there is, or archived without a last month (by a fixture, or a version
+ * that kept none), whose period is not known.
+ */
+export function firstArchivedMonthOf(user: Pick<User, 'status' | 'archived_until'>): string | undefined {
+  const until = lastActiveMonthOf(user)
+  return until === null || until === LAST_MONTH ? undefined : nextMonth(until)
+}
+
+/**
  * Whether a manager archived from `archivedFrom` (null: from the beginning) manages someone, over `attribution`,
  * in a month that person is still active in (up to `activeUntil`, `lastActiveMonthOf`): what the archive rule of
  * the interface forbids, whichever of the archive and the attribution comes first.

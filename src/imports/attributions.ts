@@ -1,12 +1,11 @@
 import { isEmail, isMonthString } from '../domain/formats.ts'
 import {
-  LAST_MONTH,
+  firstArchivedMonthOf,
   lastActiveMonthOf,
   managesWhileArchived,
   type MonthRange,
   monthRangesOverlap,
   monthRangeWithout,
-  nextMonth,
 } from '../domain/periods.ts'
 import { newId } from '../ids.ts'
 import type { Company, GroupAttribution, ImportItemIssue, ManagerAttribution, User } from '../store/model.ts'
@@ -108,19 +107,9 @@ function readPlacement(
 
 /** The archive rule, from the attribution's side: a manager cannot manage someone active in their archive period. */
 function archivedManagerProblems(manager: User, user: User, months: MonthRange): string[] {
-  const archivedFrom = archivedFromMonth(manager)
+  const archivedFrom = firstArchivedMonthOf(manager)
   if (archivedFrom === undefined || !managesWhileArchived(months, archivedFrom, lastActiveMonthOf(user))) return []
   return [`manager: ${manager.email} is archived from ${archivedFrom}, in months ${user.email} is active in`]
-}
-
-/**
- * The first month of a user's archive period, as the archive call gave it; undefined when there is none: not
- * archived, archived up to the last month there is, or archived without a last month (by a fixture, or a version
- * that kept none), whose period is not known.
- */
-function archivedFromMonth(user: User): string | undefined {
-  const until = lastActiveMonthOf(user)
-  return until === null || until === LAST_MONTH ? undefined : nextMonth(until)
 }
 
 function lookUp(email: unknown, field: string, users: Map<string, User>, problems: string[]): User | null {

@@ -1,6 +1,14 @@
 import type { Clock } from '../clock.ts'
 import { isEmail, isMonthString } from '../domain/formats.ts'
-import { LAST_MONTH, lastActiveMonthOf, managesWhileArchived, nextMonth, previousMonth } from '../domain/periods.ts'
+import {
+  firstArchivedMonthOf,
+  LAST_MONTH,
+  lastActiveMonthOf,
+  managesWhileArchived,
+  type MonthRange,
+  nextMonth,
+  previousMonth,
+} from '../domain/periods.ts'
 import { type Issue, ValidationError } from '../errors.ts'
 import { recalculate, stampedBy } from '../calculation/recalculation.ts'
 import type { User } from '../store/model.ts'
@@ -87,16 +95,30 @@ function readItems(items: readonly unknown[], issues: Issue[]): { email: string;
   return wanted
 }
 
-/** A user to archive who manages someone still active in the archive period: one ConflictError each. */
+/**
+ * A user to archive who manages someone still active in the archive period, or one archived again who would be
+ * active under a manager archived already in that manager's archive period: one ConflictError each.
+ */
 async function managerConflicts(tx: Store, companyId: string, requests: readonly ArchiveRequest[]): Promise<Issue[]> {
   if (requests.length === 0) return []
   const leaving = new Map(requests.map((request) => [request.user.id, request]))
-  const managed = (await tx.attributions.listManagers(companyId)).filter((item) => leaving.has(item.manager_id))
-  const people = await tx.users.getMany(
-    companyId,
-    managed.map((item) => item.user_id),
-  )
+  const attributions = await tx.attributions.listManagers(companyId)
+  const managed = attributions.filter((item) => leaving.has(item.manager_id))
+  // A manager archived by this call is checked from its side above; one archived before, from its people's.
+  const managing = attributions.filter((item) => leaving.has(item.user_id) && !leaving.has(item.manager_id))
+  const people = await tx.users.getMany(companyId, [...managed.map((item) => item.user_id), ...managing.map((item) => item.manager_id)])
   const issues: Issue[] = []
+  for (const attribution of managing) {
+    const request = leaving.get(attribution.user_id)!
+    const manager = people.get(attribution.manager_id)
+    const archivedFrom = manager ? firstArchivedMonthOf(manager) : undefined
+    if (!manager || archivedFrom === undefined || !managesWhileArchived(attribution, archivedFrom, request.lastActiveMonth)) continue
+    issues.push({
+      error: 'ConflictError',
+      resource: 'user',
+      description: `${request.email} would be active up to ${request.lastActiveMonth}, managed by ${manager.email} (${monthsOf(attribution)}), who is archived from ${archivedFrom}`,
+    })
+  }
   for (const attribution of managed) {
     const request = leaving.get(attribution.manager_id)!
     const person = people.get(attribution.user_id)
@@ -106,12 +128,13 @@ async function managerConflicts(tx: Store, companyId: string, requests: readonly
     // A person archived by the same call is active up to the month it gives them.
     const personActiveUntil = leaving.get(person.id)?.lastActiveMonth ?? lastActiveMonthOf(person)
     if (!managesWhileArchived(attribution, archivedFrom, personActiveUntil)) continue
-    const months = `${attribution.start_month ?? 'the beginning'} to ${attribution.end_month ?? 'no end'}`
     issues.push({
       error: 'ConflictError',
       resource: 'user',
-      description: `${request.email} manages ${person.email} (${months}) in the archive period starting ${archivedFrom}`,
+      description: `${request.email} manages ${person.email} (${monthsOf(attribution)}) in the archive period starting ${archivedFrom}`,
     })
   }
   return issues
 }
+
+const monthsOf = (range: MonthRange) => `${range.start_month ?? 'the beginning'} to ${range.end_month ?? 'no end'}`
