@@ -112,7 +112,8 @@ const SECRET_VARIABLES = new Set(['ADMIN_TOKEN', 'DEMO_API_KEY'])
 /** A refused value as the error shows it: a secret not at all, a URL without the credentials it may carry. */
 function shownValue(name: string, raw: string): string {
   if (SECRET_VARIABLES.has(name)) return '(secret, not shown)'
-  return JSON.stringify(raw.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^@/?#]*@/i, '$1…@'))
+  // Up to the last @: a password may hold an @ or a / that its writer did not encode.
+  return JSON.stringify(raw.replace(/^([a-z][a-z0-9+.-]*:\/\/).*@/i, '$1…@'))
 }
 
 /** Reads and validates the configuration; throws one ConfigError that names every bad variable. */

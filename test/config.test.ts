@@ -146,6 +146,10 @@ describe('configuration', () => {
       'PUBLIC_URL="https://…@api.example.com": expected a URL without a user name or password',
     )
     expect(() => loadConfig({ PUBLIC_URL: 'https://user@api.example.com' })).toThrow(/PUBLIC_URL=.*without a user name/)
+    // A password holding an @ or a / it did not encode is not shown either.
+    for (const url of ['https://user:p@ss@api.example.com', 'https://user:pa/ss@api.example.com']) {
+      expect(() => loadConfig({ PUBLIC_URL: url })).toThrow('PUBLIC_URL="https://…@api.example.com"')
+    }
   })
 
   it('refuses a drain that the shutdown timeout would cut short: the timeout bounds the whole shutdown', () => {

@@ -235,7 +235,9 @@ describe('PUT /v1/users/bulk: applying the users', () => {
     expect(result.data_tables_details[0].number_of_records).toBeNull()
     expect(result.data_tables_details[0].error).toStrictEqual({
       title: 'ValidationError',
-      description: expect.stringMatching(/^1 invalid user, nothing of this call was imported: line 1: email: archived user/),
+      description: expect.stringMatching(
+        /^every user of this call reported an issue and was skipped, nothing of it was imported: line 1: email: archived user/,
+      ),
       parsing_error_details: [
         {
           line_number: 1,

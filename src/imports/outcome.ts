@@ -50,6 +50,18 @@ export function refused(noun: string, issues: readonly ImportItemIssue[], skippe
   }
 }
 
+/** Every item of the call was skipped on its own: nothing of it was applied, which is a ValidationError, not a PartialFailure. */
+export function allSkipped(noun: string, skipped: readonly ImportItemIssue[]): PayloadOutcome {
+  return {
+    applied: null,
+    error: {
+      title: 'ValidationError',
+      description: `every ${noun} of this call reported an issue and was skipped, nothing of it was imported: ${lines(skipped)}`,
+      parsing_error_details: lastKept(skipped),
+    },
+  }
+}
+
 /** The call was refused for a reason that is not one item's (its data table is gone...). */
 export function refusedWhole(description: string): PayloadOutcome {
   return { applied: null, error: { title: 'ValidationError', description, parsing_error_details: [] } }

@@ -4,7 +4,7 @@ import { AscendingIds } from '../ids.ts'
 import type { Company, ImportItemIssue, User, UserAttributeType } from '../store/model.ts'
 import type { CalculationChangeLog } from '../calculation/recalculation.ts'
 import type { Store } from '../store/port.ts'
-import { isObject, type PayloadOutcome, partial, refused } from './outcome.ts'
+import { allSkipped, isObject, type PayloadOutcome, partial, refused } from './outcome.ts'
 
 /** A check of one value: null when it is acceptable, else what is wrong. Null always empties a field. */
 type Check = (value: unknown) => string | null
@@ -82,8 +82,7 @@ export async function applyUsers(
     changed.push(user)
   }
   if (invalid.length > 0) return refused('user', invalid.toSorted(byLine), skipped.toSorted(byLine))
-  // Every user skipped: nothing of the call was imported, which is a ValidationError, not a PartialFailure.
-  if (changed.length === 0 && skipped.length > 0) return refused('user', skipped.toSorted(byLine))
+  if (changed.length === 0 && skipped.length > 0) return allSkipped('user', skipped.toSorted(byLine))
 
   await tx.users.save(company.id, changed)
   for (const user of changed) {
