@@ -1,5 +1,3 @@
-import { Type } from 'typebox'
-
 /**
  * The errors the domain raises. They know nothing of HTTP: `src/routes/errors.ts` maps each to its status
  * and body, in one place.
@@ -12,9 +10,6 @@ export interface Issue {
   /** The error family, `ValidationError` unless said otherwise. */
   error?: string
 }
-
-/** An issue with its error family named, as a 400-family body lists it: its family, what it is about, what is wrong. */
-export const ErrorItemSchema = Type.Object({ error: Type.String(), resource: Type.String(), description: Type.String() })
 
 /**
  * The request is refused: a 400 listing every issue. An issue may name another family than ValidationError

@@ -1,13 +1,8 @@
 import { type Static, Type } from 'typebox'
-import { calculatePlan, CalculationProblemSchema, userDirectory } from '../calculation/engine.ts'
+import { calculatePlan, userDirectory } from '../calculation/engine.ts'
 import { exchangeRateProblems } from '../calculation/exchange-rates.ts'
-import {
-  companySettings,
-  type RecalculationSummary,
-  RecalculationSummarySchema,
-  recalculate,
-  stampedBy,
-} from '../calculation/recalculation.ts'
+import { companySettings, type RecalculationSummary, recalculate, stampedBy } from '../calculation/recalculation.ts'
+import { CalculationProblemSchema, RecalculationSummarySchema } from '../calculation/schemas.ts'
 import type { Clock } from '../clock.ts'
 import { isCurrencyCode } from '../domain/formats.ts'
 import { storedId } from '../domain/ids.ts'

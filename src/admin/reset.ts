@@ -1,5 +1,6 @@
 import { type Static, Type } from 'typebox'
-import { ErrorItemSchema, ValidationError } from '../errors.ts'
+import { ErrorItemSchema } from '../domain/schemas.ts'
+import { ValidationError } from '../errors.ts'
 import { reloadFixture } from '../fixtures/load-fixture.ts'
 import type { CompanyOrigin } from '../store/company-origins.ts'
 import type { Store } from '../store/port.ts'

@@ -1,9 +1,11 @@
-import { type Static, Type } from 'typebox'
 import { centsOf, isMoney, numberOf, roundDecimal, roundToCents } from '../domain/money.ts'
 import { firstDayOf, firstMonthOfPeriod, isPeriodOf, monthOfDate, monthText, periodOfMonth } from '../domain/periods.ts'
 import { ownValue, recordDateOf } from '../domain/stored-values.ts'
 import type { CellSums, DataTableRecord, ExchangeRates, Money, Plan, PlanFilter, PlanTier, Quota, Statement, User } from '../store/model.ts'
 import { convert } from './exchange-rates.ts'
+import type { CalculationProblem } from './schemas.ts'
+
+export type { CalculationProblem } from './schemas.ts'
 
 /**
  * The calculation engine: plans turn data-table records into commission lines and statements. Pure and
@@ -20,19 +22,6 @@ export interface CompanySettings {
   fiscalYearStartMonth: number
   exchangeRates: ExchangeRates
 }
-
-/**
- * Something that kept a record or a cell from being calculated. Reported, never turned into a zero. `record`: the
- * id-field value of the record concerned, if one is.
- */
-export const CalculationProblemSchema = Type.Object({
-  plan: Type.String(),
-  record: Type.Optional(Type.String()),
-  user_id: Type.Optional(Type.String()),
-  period: Type.Optional(Type.String()),
-  message: Type.String(),
-})
-export type CalculationProblem = Static<typeof CalculationProblemSchema>
 
 /** The users a plan's records can name: by id, and by lower-case email. */
 export interface UserDirectory {

@@ -1,5 +1,4 @@
 import { isDeepStrictEqual } from 'node:util'
-import { type Static, Type } from 'typebox'
 import { ownValue } from '../domain/stored-values.ts'
 import type { Clock } from '../clock.ts'
 import { newId } from '../ids.ts'
@@ -12,7 +11,6 @@ import {
   type CalculatedLine,
   type CalculatedStatement,
   type CalculationProblem,
-  CalculationProblemSchema,
   type CellResult,
   calculateCell,
   cellKey,
@@ -24,6 +22,9 @@ import {
   type UserDirectory,
   userDirectory,
 } from './engine.ts'
+import type { RecalculationSummary } from './schemas.ts'
+
+export type { RecalculationSummary } from './schemas.ts'
 
 /**
  * Recalculation: runs the engine on exactly the cells (plan, user, period) a change touches, and writes only the
@@ -108,20 +109,6 @@ export interface RecalculationOptions {
   /** How long it works before it gives the event loop a turn (`PACING_MS` by default). */
   pacingMs?: number
 }
-
-/**
- * What a recalculation did: `cells` calculated (frozen ones are not), rows written and deleted, and what kept records
- * or cells from being calculated (the first `KEPT_PROBLEMS`).
- */
-export const RecalculationSummarySchema = Type.Object({
-  cells: Type.Integer(),
-  statements_written: Type.Integer(),
-  statements_deleted: Type.Integer(),
-  lines_written: Type.Integer(),
-  lines_deleted: Type.Integer(),
-  problems: Type.Array(CalculationProblemSchema, { description: 'the first 100' }),
-})
-export type RecalculationSummary = Static<typeof RecalculationSummarySchema>
 
 /** Problems kept in a summary: enough to see what is wrong, bounded whatever the data. */
 export const KEPT_PROBLEMS = 100

@@ -14,9 +14,8 @@ import type { V1RecordSchema } from '../v1/table-records.ts'
 import type { V1UserSchema } from '../v1/user-rows.ts'
 import type { DataStructureListSchema } from '../routes/v2/data-structures.ts'
 import type { DataStructureSchema } from '../v2/data-structures.ts'
-import type { FieldDescriptorSchema, FieldSchemaSchema } from '../v2/field-schema.ts'
+import type { FieldDescriptorSchema, FieldSchemaSchema, RowSchema } from '../v2/schemas.ts'
 import type { PageMetaSchema } from '../v2/pages.ts'
-import type { RowSchema } from '../v2/rows.ts'
 
 /**
  * The shapes of the interface, as the TypeBox schemas the routes answer with declare them (beside the routes, or

@@ -21,3 +21,6 @@ export function Nullable<Schema extends TSchema & { type: string }>(schema: Sche
 export const OrNull = <Schema extends TSchema>(schema: Schema) => Type.Union([schema, Type.Null()])
 
 export const ObjectIdSchema = Type.String({ pattern: '^[0-9a-fA-F]{24}$', description: 'ObjectId string' })
+
+/** An issue with its error family named, as a 400-family body lists it: its family, what it is about, what is wrong. */
+export const ErrorItemSchema = Type.Object({ error: Type.String(), resource: Type.String(), description: Type.String() })

@@ -2,7 +2,8 @@ import { type Static, Type } from 'typebox'
 import { NotFoundError } from '../errors.ts'
 import { storedId } from '../domain/ids.ts'
 import { OrNull } from '../domain/schemas.ts'
-import { type DataImport, IMPORT_STATUSES, ImportErrorSchema } from '../store/model.ts'
+import { type DataImport, IMPORT_STATUSES } from '../store/model.ts'
+import { ImportErrorSchema } from '../store/schemas.ts'
 import type { Store } from '../store/port.ts'
 
 const ImportStatusSchema = Type.Enum([...IMPORT_STATUSES])

@@ -10,7 +10,7 @@ import {
   ValidationErrorBodySchema,
 } from './schemas.ts'
 import { ImportReceiptSchema } from '../imports/enqueue.ts'
-import { ImportErrorSchema } from '../store/model.ts'
+import { ImportErrorSchema } from '../store/schemas.ts'
 import { ImportAnswerSchema } from './v1/import-schemas.ts'
 import { V1RecordRowSchema, V1StatementRowSchema } from '../v1/reporting.ts'
 import { offsetPageSchema } from '../v1/offset-page.ts'
@@ -18,9 +18,8 @@ import { V1RecordSchema } from '../v1/table-records.ts'
 import { V1UserSchema } from '../v1/user-rows.ts'
 import { DataStructureSchema } from '../v2/data-structures.ts'
 import { DataStructureListSchema } from './v2/data-structures.ts'
-import { FieldDescriptorSchema, FieldSchemaSchema } from '../v2/field-schema.ts'
+import { FieldDescriptorSchema, FieldSchemaSchema, RowSchema } from '../v2/schemas.ts'
 import { PageMetaSchema, PageSchema } from '../v2/pages.ts'
-import { RowSchema } from '../v2/rows.ts'
 
 /**
  * The reusable schemas of the OpenAPI document (`components.schemas`): rows, pages, errors, imports. Routes

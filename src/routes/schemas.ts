@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify'
 import { type Static, Type } from 'typebox'
 import { ObjectIdSchema } from '../domain/schemas.ts'
-import { ErrorItemSchema } from '../errors.ts'
+import { ErrorItemSchema } from '../domain/schemas.ts'
 
 /**
  * Shapes shared by several routes (error bodies, their responses, admin parameters). Route-specific schemas live

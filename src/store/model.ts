@@ -1,4 +1,6 @@
-import { type Static, Type } from 'typebox'
+import type { ImportError } from './schemas.ts'
+
+export type { ImportError, ImportItemIssue } from './schemas.ts'
 
 /**
  * The records the store keeps. Every id is a 24-hex-character ObjectId string made by the application
@@ -359,21 +361,6 @@ export const IMPORT_TARGETS = ['users', 'managers', 'groups', 'records'] as cons
 export type ImportTarget = (typeof IMPORT_TARGETS)[number]
 export const IMPORT_STATUSES = ['scheduled', 'started', 'finished'] as const
 export type ImportStatus = (typeof IMPORT_STATUSES)[number]
-
-/** An item an import skipped or refused: its 1-based position in the call's list, the item as sent, why. */
-export const ImportItemIssueSchema = Type.Object({ line_number: Type.Integer(), row: Type.Unknown(), details: Type.String() })
-export type ImportItemIssue = Static<typeof ImportItemIssueSchema>
-
-/**
- * How a call of an import ended badly, as stored and as `GET /v1/imports/{import_id}` shows it. `ValidationError`:
- * the call was refused, nothing of it applied. `PartialFailure`: the others were applied.
- */
-export const ImportErrorSchema = Type.Object({
-  title: Type.Union([Type.Literal('ValidationError'), Type.Literal('PartialFailure')]),
-  description: Type.String(),
-  parsing_error_details: Type.Array(ImportItemIssueSchema, { description: 'The items reported, the most recent 100' }),
-})
-export type ImportError = Static<typeof ImportErrorSchema>
 
 /** One call joined to an import and its outcome (one `data_tables_details` entry). */
 export interface ImportDetail {

@@ -1,5 +1,4 @@
 import { createHash } from 'node:crypto'
-import { type Static, Type } from 'typebox'
 import {
   type CustomMetric,
   type DataTable,
@@ -12,41 +11,15 @@ import {
   STATEMENT_STATUSES,
 } from '../store/model.ts'
 import type { CurrenciesInUse, LineCurrenciesInUse } from '../store/port.ts'
+import type { FieldDescriptor, FieldSchema, FieldType, PropertyMap } from './schemas.ts'
+
+export type { FieldDescriptor, FieldOrigin, FieldSchema, FieldType, PropertyMap } from './schemas.ts'
 
 /**
  * The v2 field schemas, derived from the stored configuration (structure type, its metric and field keys, metric
  * kinds, data-table field types, quota type and frequency) and from the currencies the rows' amounts are in.
  * Pure: the rows are rendered from the same columns, so the schema and the data cannot disagree.
  */
-
-export const FieldDescriptorSchema = Type.Object({
-  api_key: Type.String({ description: 'standard.*, custom.* or datatable.*: the key of the field in the rows' }),
-  name: Type.String(),
-  type: Type.Enum(['string', 'number', 'object', 'date']),
-  format: Type.Union([
-    Type.String({ description: 'enum, period, percentage, float, currency, user_reference, date, or null' }),
-    Type.Null(),
-  ]),
-  origin: Type.Enum(['standard', 'custom', 'datatable']),
-  created_at: Type.String(),
-  currencies: Type.Union([Type.Array(Type.String()), Type.Null()]),
-  enum_values: Type.Union([Type.Array(Type.String()), Type.Null()]),
-  properties: Type.Union([Type.Record(Type.String(), Type.Object({ type: Type.String(), required: Type.Boolean() })), Type.Null()]),
-  frequency: Type.Optional(Type.Enum(['monthly', 'quarterly', 'semesterly', 'annually'], { description: 'only on standard.period' })),
-})
-export type FieldDescriptor = Static<typeof FieldDescriptorSchema>
-export type FieldType = FieldDescriptor['type']
-export type FieldOrigin = FieldDescriptor['origin']
-export type PropertyMap = NonNullable<FieldDescriptor['properties']>
-
-export const FieldSchemaSchema = Type.Object({
-  schema_hash: Type.String({
-    description: 'SHA-256 (hex) of the schema: changes when a field is added, removed or modified, or a quota type changes',
-  }),
-  count: Type.Integer(),
-  fields: Type.Array(FieldDescriptorSchema),
-})
-export type FieldSchema = Static<typeof FieldSchemaSchema>
 
 /** Standard fields exist for every company since the interface does: a fixed date, so the hash never drifts. */
 export const STANDARD_FIELDS_CREATED_AT = '2020-01-01T00:00:00.000Z'

@@ -5,7 +5,7 @@ import { storedId } from '../domain/ids.ts'
 import { ObjectIdSchema } from '../domain/schemas.ts'
 import { type Issue, ValidationError } from '../errors.ts'
 import type { RowWindow } from '../store/port.ts'
-import { RowSchema } from './rows.ts'
+import { RowSchema } from './schemas.ts'
 
 /**
  * v2 pagination, shared by statements, records and quota values: the query parameters, the store window

@@ -1,8 +1,10 @@
-import { type Static, Type } from 'typebox'
 import { moneyOf, numberOf } from '../domain/money.ts'
 import { dateOf, metricValue, multiText } from '../domain/stored-values.ts'
 import type { CommissionLine, CustomMetric, DataTableField, DataTableFieldType, MetricKind, Quota, QuotaValue } from '../store/model.ts'
 import type { StatementRowFields } from '../store/port.ts'
+import type { Row } from './schemas.ts'
+
+export type { Row } from './schemas.ts'
 
 /**
  * The v2 rows: flat objects whose keys are exactly the `api_key`s of the structure's field schema
@@ -11,9 +13,6 @@ import type { StatementRowFields } from '../store/port.ts'
  * (src/domain/stored-values.ts).
  */
 
-/** A row's keys are the structure's field `api_key`s (see its fields endpoint), so the schema cannot list them. */
-export const RowSchema = Type.Record(Type.String(), Type.Unknown(), { description: 'keys: the api_key of each field of the structure' })
-export type Row = Static<typeof RowSchema>
 export interface UserReference {
   id: string
   email: string | null

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
-import { type FieldSchema, FieldSchemaSchema } from '../../v2/field-schema.ts'
+import type { FieldSchema } from '../../v2/field-schema.ts'
+import { FieldSchemaSchema } from '../../v2/schemas.ts'
 import { fieldSchemaOf } from '../../v2/fields.ts'
 import { VersionedAnswers } from '../../reporting/versioned-answers.ts'
 import { AuthenticatedErrorResponses } from '../schemas.ts'
