@@ -3,7 +3,16 @@ import type { CommissionLineRepository, LineFigures } from '../port.ts'
 import type { Sql, Values } from './connection.ts'
 import { lineCurrencies } from './currencies.ts'
 import { INSERT_LINE, LINE_BY_ID, LINE_COLUMNS, lineFromValues, lineParams, REPLACE_LINE } from './line-columns.ts'
-import { countOfSequence, pageClause, parseObject, placeholders, planResultConditions, type SequenceTable, slices } from './queries.ts'
+import {
+  countOfSequence,
+  offsetWindow,
+  pageClause,
+  parseObject,
+  placeholders,
+  planResultConditions,
+  type SequenceTable,
+  slices,
+} from './queries.ts'
 
 const LINES_OF_TABLE: SequenceTable = { table: 'commission_lines', sequence: 'table_id' }
 
@@ -29,26 +38,15 @@ export function sqliteCommissionLines(sql: Sql): CommissionLineRepository {
       )
       return linesOf(rows)
     },
-    // The offset window walks the primary key (company, table, id) in order: no sort, and no row past the window
-    // is read. Callers keep `offset` below the count (a v1 offset may be far larger than SQLite's integers).
+    // The offset window walks the primary key (company, table, id) in order: no sort, and no row past the window is read.
     async list(companyId, tableId, window) {
-      const rows =
-        window.afterId === undefined
-          ? await sql.values(
-              `SELECT ${LINE_COLUMNS} FROM commission_lines WHERE company_id = ? AND table_id = ? ORDER BY id LIMIT ? OFFSET ?`,
-              companyId,
-              tableId,
-              window.limit,
-              window.offset,
-            )
-          : await sql.values(
-              `SELECT ${LINE_COLUMNS} FROM commission_lines WHERE company_id = ? AND table_id = ? AND id > ? ORDER BY id LIMIT ?`,
-              companyId,
-              tableId,
-              window.afterId,
-              window.limit,
-            )
-      return linesOf(rows)
+      const query = offsetWindow(
+        `SELECT ${LINE_COLUMNS} FROM commission_lines`,
+        'company_id = ? AND table_id = ?',
+        [companyId, tableId],
+        window,
+      )
+      return linesOf(await sql.values(query.sql, ...query.params))
     },
     count: (companyId, tableId) => countOfSequence(sql, LINES_OF_TABLE, companyId, tableId),
     currenciesInUse: (companyId, tableId) => lineCurrencies(sql.remembering, companyId, tableId),

@@ -1,4 +1,4 @@
-import type { PlanResultSelection, RowWindow } from '../port.ts'
+import type { OffsetWindow, PlanResultSelection, RowWindow } from '../port.ts'
 import type { Params, Row, Sql } from './connection.ts'
 
 /**
@@ -56,6 +56,17 @@ export function slices<T>(values: readonly T[]): T[][] {
 
 /** The `?, ?, ...` of an IN list of `values`. */
 export const placeholders = (values: readonly unknown[]) => values.map(() => '?').join(', ')
+
+/**
+ * The query of an offset window over the rows `where` selects (with `params`), in id order: the rows after
+ * `window.afterId` when the caller knows the row before the window (a seek in the primary key), else those after
+ * `window.offset` rows. Callers keep `offset` below the count (a v1 offset may be far larger than SQLite's integers).
+ */
+export function offsetWindow(select: string, where: string, params: Params, window: OffsetWindow): { sql: string; params: Params } {
+  return window.afterId === undefined
+    ? { sql: `${select} WHERE ${where} ORDER BY id LIMIT ? OFFSET ?`, params: [...params, window.limit, window.offset] }
+    : { sql: `${select} WHERE ${where} AND id > ? ORDER BY id LIMIT ?`, params: [...params, window.afterId, window.limit] }
+}
 
 /** The WHERE conditions and ORDER/LIMIT of an id-ordered page. */
 export function pageClause(window: RowWindow): { sql: string; params: Params } {

@@ -1,7 +1,7 @@
 import type { DataTableRecord } from '../model.ts'
 import type { DataTableRecordRepository } from '../port.ts'
 import type { Sql } from './connection.ts'
-import { countOf, parseDocument, parseDocuments, placeholders, slices } from './queries.ts'
+import { countOf, offsetWindow, parseDocument, parseDocuments, placeholders, slices } from './queries.ts'
 
 /**
  * Data-table records, keyed by (company, table, id), with the external id in a column of its own under a unique
@@ -34,24 +34,9 @@ export function sqliteRecords(sql: Sql): DataTableRecordRepository {
       })
     },
 
-    async list(companyId, tableId, { offset, limit, afterId }) {
-      const rows =
-        afterId === undefined
-          ? await sql.all(
-              'SELECT doc FROM data_table_records WHERE company_id = ? AND table_id = ? ORDER BY id LIMIT ? OFFSET ?',
-              companyId,
-              tableId,
-              limit,
-              offset,
-            )
-          : await sql.all(
-              'SELECT doc FROM data_table_records WHERE company_id = ? AND table_id = ? AND id > ? ORDER BY id LIMIT ?',
-              companyId,
-              tableId,
-              afterId,
-              limit,
-            )
-      return parseDocuments<DataTableRecord>(rows)
+    async list(companyId, tableId, window) {
+      const query = offsetWindow('SELECT doc FROM data_table_records', 'company_id = ? AND table_id = ?', [companyId, tableId], window)
+      return parseDocuments<DataTableRecord>(await sql.all(query.sql, ...query.params))
     },
 
     async count(companyId, tableId) {

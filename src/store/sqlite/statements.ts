@@ -2,7 +2,7 @@ import type { Environment, Statement } from '../model.ts'
 import type { RowWindow, StatementRowSource, StatementRepository } from '../port.ts'
 import type { Params, Sql, Values } from './connection.ts'
 import { statementCurrencies } from './currencies.ts'
-import { countOf, pageClause, placeholders, planResultConditions, slices } from './queries.ts'
+import { countOf, offsetWindow, pageClause, placeholders, planResultConditions, slices } from './queries.ts'
 import {
   ROW_FIELD_COLUMNS,
   rowFieldsFromValues,
@@ -58,26 +58,15 @@ export function sqliteStatements(sql: Sql): StatementRepository {
         }
       })
     },
-    // The offset window walks the primary key (company, environment, id) in order: no sort, and no row past the
-    // window is read. Callers keep `offset` below the count (a v1 offset may be far larger than SQLite's integers).
+    // The offset window walks the primary key (company, environment, id) in order: no sort, and no row past the window is read.
     async list(companyId, environment, window) {
-      const rows =
-        window.afterId === undefined
-          ? await sql.values(
-              `SELECT ${STATEMENT_COLUMNS} FROM statements WHERE company_id = ? AND environment = ? ORDER BY id LIMIT ? OFFSET ?`,
-              companyId,
-              environment,
-              window.limit,
-              window.offset,
-            )
-          : await sql.values(
-              `SELECT ${STATEMENT_COLUMNS} FROM statements WHERE company_id = ? AND environment = ? AND id > ? ORDER BY id LIMIT ?`,
-              companyId,
-              environment,
-              window.afterId,
-              window.limit,
-            )
-      return rows.map(statementFromValues)
+      const query = offsetWindow(
+        `SELECT ${STATEMENT_COLUMNS} FROM statements`,
+        'company_id = ? AND environment = ?',
+        [companyId, environment],
+        window,
+      )
+      return (await sql.values(query.sql, ...query.params)).map(statementFromValues)
     },
     async count(companyId, environment) {
       return countOf(

@@ -1,7 +1,7 @@
 import type { User } from '../model.ts'
 import type { UserRepository } from '../port.ts'
 import type { Sql } from './connection.ts'
-import { countOf, parseDocument, parseDocuments, placeholders, slices } from './queries.ts'
+import { countOf, offsetWindow, parseDocument, parseDocuments, placeholders, slices } from './queries.ts'
 
 /** Users, with their lower-case email in a column of its own: a unique index keeps emails unique per company. */
 export function sqliteUsers(sql: Sql): UserRepository {
@@ -45,12 +45,9 @@ export function sqliteUsers(sql: Sql): UserRepository {
       }
       return found
     },
-    async list(companyId, { offset, limit, afterId }) {
-      const rows =
-        afterId === undefined
-          ? await sql.all('SELECT doc FROM users WHERE company_id = ? ORDER BY id LIMIT ? OFFSET ?', companyId, limit, offset)
-          : await sql.all('SELECT doc FROM users WHERE company_id = ? AND id > ? ORDER BY id LIMIT ?', companyId, afterId, limit)
-      return parseDocuments<User>(rows)
+    async list(companyId, window) {
+      const query = offsetWindow('SELECT doc FROM users', 'company_id = ?', [companyId], window)
+      return parseDocuments<User>(await sql.all(query.sql, ...query.params))
     },
     async count(companyId) {
       return countOf(await sql.remembering.get('SELECT count(*) AS n FROM users WHERE company_id = ?', companyId))
