@@ -132,4 +132,28 @@ describe('a client that waits for 100 Continue (Expect: 100-continue, as curl se
       await running.stop()
     }
   })
+
+  it('sent in chunks past the limit, its client gone while the rest is read, leaves the server running', async () => {
+    const running = startServerProcess({ DATA_DIR: tempDataDir(), BODY_LIMIT_MB: '1' })
+    try {
+      const [, url] = await running.waitFor(/listening on (http:\/\/\S+)/)
+      const key = (await running.waitFor(/(cak_[\w-]+)/))[1]
+      const socket = connect(Number(new URL(url).port), '127.0.0.1')
+      await once(socket, 'connect')
+      socket.on('error', () => {})
+      socket.write(`${post(key)}Expect: 100-continue\r\nTransfer-Encoding: chunked\r\n\r\n`)
+      await new Promise((resolve) => setTimeout(resolve, 100))
+      const chunk = Buffer.alloc(64 * 1024, 'x')
+      for (let index = 0; index < 20; index++)
+        socket.write(Buffer.concat([Buffer.from(`${chunk.length.toString(16)}\r\n`), chunk, Buffer.from('\r\n')]))
+      await new Promise((resolve) => setTimeout(resolve, 300))
+      // Past the limit: the rest is being read when the client leaves.
+      socket.resetAndDestroy()
+      await new Promise((resolve) => setTimeout(resolve, 500))
+      expect((await call(`${url}/health/live`)).status).toBe(200)
+      expect(running.child.exitCode).toBeNull()
+    } finally {
+      await running.stop()
+    }
+  })
 })

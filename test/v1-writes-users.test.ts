@@ -274,6 +274,25 @@ describe('PUT /v1/users/bulk: applying the users', () => {
     expect(details).toHaveLength(1)
   })
 
+  it('answers a PUT sent again with its first import though its own bytes fill the import queue, rather than a 429', async () => {
+    const bounded = await startImportHarness('Bounded', { IMPORT_QUEUE_LIMIT_MB: '1' })
+    try {
+      // 600 KiB: the second would take the queue over its bound of 1 MiB, were it another call.
+      const body = `{"data":[{"email":"big@bounded.example"}]}${' '.repeat(600 * 1024)}`
+      const put = (id: string) =>
+        bounded.call('/v1/users/bulk', { method: 'PUT', body, headers: { 'content-type': 'application/json', 'x-request-id': id } })
+      const first = await put('nginx-0123')
+      expect(first.status).toBe(200)
+      const again = await put('nginx-0123')
+      expect(again.status).toBe(200)
+      expect(again.body).toStrictEqual(first.body)
+      // Another call is still refused.
+      expect((await put('nginx-0456')).status).toBe(429)
+    } finally {
+      await bounded.close()
+    }
+  })
+
   it('upserts the first of a repeated email and skips each later one as a PartialFailure', async () => {
     const result = await imported([
       { email: 'twin@acme.example', name: 'First' },

@@ -55,7 +55,7 @@ export function continueWhenBodyIsRead(app: FastifyInstance): void {
  */
 function continuingOnFirstRead(request: IncomingMessage, response: ServerResponse): Readable {
   let reading = false
-  const body = new Readable({
+  const body: Readable = new Readable({
     read() {
       if (!reading) {
         reading = true
@@ -69,6 +69,9 @@ function continuingOnFirstRead(request: IncomingMessage, response: ServerRespons
       callback(error)
     },
   })
+  // Fastify stops listening to a body it refused (over the limit) while the rest is drained: a client leaving then
+  // fails the request, with nobody left to tell, which would end the process.
+  body.on('error', () => {})
   return body
 }
 

@@ -9,9 +9,12 @@ import { checkImportQueue } from '../../imports/enqueue.ts'
  * still has both stored. None for a request that came without an id the service kept (it made one).
  */
 export function resendKey(request: FastifyRequest): string | undefined {
-  if (request.headers['x-request-id'] !== request.id) return undefined
+  if (!mayBeSentAgain(request)) return undefined
   return hash('sha256', `${request.method} ${request.url}\n${request.id}\n${JSON.stringify(request.body)}`)
 }
+
+/** A PUT with an X-Request-Id the service kept: its body is needed to tell whether it was stored before. */
+const mayBeSentAgain = (request: FastifyRequest) => request.method === 'PUT' && request.headers['x-request-id'] === request.id
 
 /**
  * Turns per key, first come first served: `take` gives a promise that resolves when the caller's turn comes,
@@ -81,6 +84,9 @@ export async function admitUpsert(request: FastifyRequest, reply: FastifyReply):
 }
 
 async function refuseUnreadWhenQueueFull(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+  // The payloads queued may hold this very call, stored before by an instance that died holding it: the enqueue
+  // answers it with its import before it checks the bound (a PUT's body is 2 MiB at most).
+  if (mayBeSentAgain(request)) return
   try {
     await checkImportQueue(
       request.server.store,
