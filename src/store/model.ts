@@ -459,5 +459,15 @@ export interface ImportPayload {
 /** How long a call's `request_key` is remembered: a call sent again comes within seconds. */
 export const REQUEST_KEY_RETENTION_MS = 60 * 60 * 1000
 
+/**
+ * Whether the call stored as payload `payloadId` in `stored` is still the last of its kind (its company's, its join
+ * key's): no call joined its import after it, and no later import of that key was made (`laterImport`). A call sent
+ * again under its request key is that call only then: a client that gives one id to calls A, B, then A again means
+ * the last A to be applied after B.
+ */
+export function isLastCall(stored: DataImport, payloadId: string, laterImport: boolean): boolean {
+  return !laterImport && stored.details.at(-1)?.payload_id === payloadId
+}
+
 /** The earliest time a call with the same request key is still the same call, for one enqueued at `now`. */
 export const requestKeysSince = (now: string): string => new Date(Date.parse(now) - REQUEST_KEY_RETENTION_MS).toISOString()

@@ -1,6 +1,6 @@
 import type { Document, ObjectId } from 'bson'
 import type { ClientSession, IndexDescription } from 'mongodb'
-import { type DataImport, type ImportPayload, requestKeysSince, scheduledDetail } from '../model.ts'
+import { type DataImport, type ImportPayload, isLastCall, requestKeysSince, scheduledDetail } from '../model.ts'
 import { type ImportOutcome, type ImportProgress, ImportQueueFullError, type ImportRepository } from '../port.ts'
 import { idAfter } from '../../ids.ts'
 import { decode, encode, lookupId } from './codec.ts'
@@ -147,7 +147,7 @@ export function mongoImports(context: MongoContext): ImportRepository {
       if (payload.request_key !== undefined) {
         await collectionOf(context, IMPORT_REQUESTS).updateOne(
           inCompany(fresh.company_id, { request_key: payload.request_key }),
-          { $set: { import_id: joined._id, received_at: now } },
+          { $set: { import_id: joined._id, payload_id: payload.id, received_at: now } },
           { ...inSession(session), upsert: true },
         )
       }
@@ -156,19 +156,25 @@ export function mongoImports(context: MongoContext): ImportRepository {
   }
 
   /**
-   * The import of the call stored under `requestKey` less than REQUEST_KEY_RETENTION_MS ago, if it is still there;
-   * the company's keys older than that go.
+   * The import of the call stored under `requestKey` less than REQUEST_KEY_RETENTION_MS before `now`, if it is still
+   * there and that call is still the last of its kind (`isLastCall`); the company's keys older than that go.
    */
   async function importOfRequest(session: ClientSession | undefined, companyId: string, requestKey: string, now: string) {
     const requests = collectionOf(context, IMPORT_REQUESTS)
     const since = requestKeysSince(now)
     await requests.deleteMany(inCompany(companyId, { received_at: { $lt: since } }), inSession(session))
     const earlier = await requests.findOne(
-      inCompany(companyId, { request_key: requestKey, received_at: { $gte: since } }),
+      inCompany(companyId, { request_key: requestKey, received_at: { $gte: since, $lte: now } }),
       inSession(session),
     )
     const found = earlier ? await imports().findOne(inCompany(companyId, { _id: earlier.import_id }), inSession(session)) : null
-    return found ? decode<DataImport>(IMPORTS, found) : null
+    if (!earlier || !found) return null
+    const stored = decode<DataImport>(IMPORTS, found)
+    const later = await imports().findOne(inCompany(companyId, { join_key: stored.join_key, _id: { $gt: found._id } }), {
+      ...inSession(session),
+      projection: { _id: 1 },
+    })
+    return isLastCall(stored, String(earlier.payload_id), later !== null) ? stored : null
   }
 
   /** The company's queued bytes, read in the session (see `queuedBytes`). */

@@ -1,5 +1,5 @@
 import { setImmediate } from 'node:timers/promises'
-import { type DataImport, type ImportPayload, requestKeysSince, scheduledDetail } from '../model.ts'
+import { type DataImport, type ImportPayload, isLastCall, requestKeysSince, scheduledDetail } from '../model.ts'
 import { type ImportOutcome, type ImportProgress, ImportQueueFullError, type ImportRepository } from '../port.ts'
 import { idAfter } from '../../ids.ts'
 import type { Row, Sql, SqlWriter } from './connection.ts'
@@ -14,20 +14,30 @@ function latestPending(db: SqlWriter, companyId: string): string | null {
 }
 
 /**
- * The import of the call stored under `requestKey` less than REQUEST_KEY_RETENTION_MS ago, if it is still there;
- * the company's keys older than that go.
+ * The import of the call stored under `requestKey` less than REQUEST_KEY_RETENTION_MS before `now`, if it is still
+ * there and that call is still the last of its kind (`isLastCall`); the company's keys older than that go.
  */
 function importOfRequest(db: SqlWriter, companyId: string, requestKey: string, now: string): DataImport | null {
   const since = requestKeysSince(now)
   db.run('DELETE FROM import_requests WHERE company_id = ? AND received_at < ?', companyId, since)
   const [row] = db.all(
-    `SELECT imports.doc FROM import_requests JOIN imports ON imports.id = import_requests.import_id AND imports.company_id = import_requests.company_id
-     WHERE import_requests.company_id = ? AND import_requests.request_key = ? AND import_requests.received_at >= ?`,
+    `SELECT imports.doc, import_requests.payload_id FROM import_requests
+     JOIN imports ON imports.id = import_requests.import_id AND imports.company_id = import_requests.company_id
+     WHERE import_requests.company_id = ? AND import_requests.request_key = ? AND import_requests.received_at BETWEEN ? AND ?`,
     companyId,
     requestKey,
     since,
+    now,
   )
-  return row ? parseImport(row) : null
+  if (!row) return null
+  const stored = parseImport(row)
+  const [later] = db.all(
+    'SELECT 1 FROM imports WHERE company_id = ? AND join_key = ? AND id > ? LIMIT 1',
+    companyId,
+    stored.join_key,
+    stored.id,
+  )
+  return isLastCall(stored, row.payload_id as string, later !== undefined) ? stored : null
 }
 
 /** The bytes queued by a company: the payloads of its imports that are not finished. */
@@ -88,10 +98,11 @@ export function sqliteImports(sql: Sql): ImportRepository {
         )
         if (payload.request_key !== undefined) {
           db.run(
-            'INSERT OR REPLACE INTO import_requests (company_id, request_key, import_id, received_at) VALUES (?, ?, ?, ?)',
+            'INSERT OR REPLACE INTO import_requests (company_id, request_key, import_id, payload_id, received_at) VALUES (?, ?, ?, ?, ?)',
             payload.company_id,
             payload.request_key,
             joined.id,
+            payload.id,
             now,
           )
         }

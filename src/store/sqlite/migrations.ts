@@ -250,7 +250,8 @@ export const MIGRATIONS: readonly string[] = [
   // by a proxy is the same call.
   `
   CREATE TABLE IF NOT EXISTS import_requests (
-    company_id TEXT NOT NULL, request_key TEXT NOT NULL, import_id TEXT NOT NULL, received_at TEXT NOT NULL,
+    company_id TEXT NOT NULL, request_key TEXT NOT NULL, import_id TEXT NOT NULL, payload_id TEXT NOT NULL,
+    received_at TEXT NOT NULL,
     PRIMARY KEY (company_id, request_key)
   ) WITHOUT ROWID;
   CREATE INDEX IF NOT EXISTS import_requests_received ON import_requests (company_id, received_at);

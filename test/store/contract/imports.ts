@@ -154,9 +154,10 @@ export function importsContract(adapter: StoreAdapter): void {
         const sent = (at: number, requestKey: string, company = companyId) =>
           store.imports.enqueue(anImport(company, minute(at), 0), { ...aPayload(company), request_key: requestKey }, minute(at))
         const first = await sent(0, 'key-1')
-        // Its import finished meanwhile: still the same call, answered with its import as it is now.
+        // Its import finished meanwhile (its details still name its calls): still the same call, answered with its
+        // import as it is now.
         expect((await store.imports.claimNext('w', minute(1), minute(60), companyId))?.id).toBe(first.id)
-        await store.imports.finish(companyId, first.id, 'w', { finished_at: minute(2), error: false, details: [] })
+        await store.imports.finish(companyId, first.id, 'w', { finished_at: minute(2), error: false, details: first.details })
         const again = await sent(59, 'key-1')
         expect(again).toMatchObject({ id: first.id, status: 'finished' })
         expect(await store.imports.payloads(companyId, first.id)).toHaveLength(0)
@@ -170,6 +171,27 @@ export function importsContract(adapter: StoreAdapter): void {
         expect(await store.imports.payloads(companyId, later.id)).toHaveLength(1)
         // From then on, the key names the later call.
         expect((await sent(62, 'key-1')).id).toBe(later.id)
+      })
+
+      it('stores a call sent again with its key when another call of its kind came after it, or the clock was moved back', async () => {
+        const sent = (at: number, requestKey: string, window = 0) =>
+          store.imports.enqueue(anImport(companyId, minute(at), window), { ...aPayload(companyId), request_key: requestKey }, minute(at))
+        // A, then B, then A again under one id: the last A is a call of its own, to be applied after B.
+        const a = await sent(0, 'a')
+        await sent(1, 'b')
+        const aAgain = await sent(2, 'a')
+        expect(aAgain.id).not.toBe(a.id)
+        // Another call joined the same import after it: the same.
+        const windowed = await sent(10, 'w', 10)
+        expect((await store.imports.enqueue(anImport(companyId, minute(11), 10), aPayload(companyId), minute(11))).id).toBe(windowed.id)
+        const windowedAgain = await sent(12, 'w', 10)
+        expect(windowedAgain.id).toBe(windowed.id)
+        expect(windowedAgain.details).toHaveLength(3)
+        // A key stored at minute 30, the clock then moved back to minute 20: not the same call, stored again (it joins
+        // the import made at 30, whose window, closing at 30, is still open at 20).
+        const ahead = await sent(30, 'c')
+        expect((await sent(20, 'c')).details).toHaveLength(2)
+        expect(await store.imports.payloads(companyId, ahead.id)).toHaveLength(2)
       })
 
       it('never joins an import a worker has claimed', async () => {
