@@ -3,7 +3,7 @@ import { setImmediate } from 'node:timers/promises'
 import type { Clock } from '../clock.ts'
 import { QueueFullError } from '../errors.ts'
 import { newId } from '../ids.ts'
-import type { Company, DataImport, DataTable, ImportTarget } from '../store/model.ts'
+import type { Company, DataImport, DataTable, ImportPayload, ImportTarget, ResendKeys } from '../store/model.ts'
 import { ImportQueueFullError, type Store } from '../store/port.ts'
 import { MAX_QUEUE_RETRY_AFTER_SECONDS, QUEUE_DRAIN_BYTES_PER_SECOND } from './limits.ts'
 
@@ -22,8 +22,8 @@ export interface ImportRequest {
   debounceSeconds?: number
   all?: boolean
   keepOverrides?: boolean
-  /** Names a call that may come again as it is (`ImportPayload.request_key`): then it is not stored twice. */
-  requestKey?: string
+  /** Names a call that may come again as it is (`ImportPayload.resend`): then it is not stored twice. */
+  resend?: ResendKeys
 }
 
 /** The body of a 200 to an upsert call. */
@@ -64,7 +64,7 @@ export async function enqueueImport(store: Store, clock: Clock, request: ImportR
     attempts: 0,
     payload_bytes: 0,
   }
-  const payload = {
+  const payload: Omit<ImportPayload, 'import_id'> = {
     id: newId(),
     company_id: company.id,
     table_id: table?.id ?? null,
@@ -73,7 +73,7 @@ export async function enqueueImport(store: Store, clock: Clock, request: ImportR
     options: { all: request.all ?? false, keep_overrides: request.keepOverrides ?? false },
     received_at: nowText,
     bytes: request.bytes,
-    ...(request.requestKey === undefined ? {} : { request_key: request.requestKey }),
+    ...(request.resend === undefined ? {} : { resend: request.resend }),
   }
   try {
     // The body was parsed in this turn of the event loop; storing it waits for the next, so that a large call

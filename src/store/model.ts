@@ -449,25 +449,33 @@ export interface ImportPayload {
   /** The size of the call's request body, in bytes: what it counts against its company's import queue bound. */
   bytes: number
   /**
-   * What names the call when it may reach the service again (a PUT that nginx sends to another instance when the
-   * first died holding it): a call with the key of one stored less than REQUEST_KEY_RETENTION_MS before is that
+   * What names a call that may reach the service again as it is (a PUT that nginx sends to another instance when the
+   * first died holding it): the request id it came with (`id_key`), and the call itself under that id (`call_key`).
+   * The latest call stored under an id is remembered for REQUEST_KEY_RETENTION_MS; a call with its `call_key` is that
    * call, not stored again (`ImportRepository.enqueue`).
    */
-  request_key?: string
+  resend?: ResendKeys
 }
 
-/** How long a call's `request_key` is remembered: a call sent again comes within seconds. */
+/** The keys of a call that may be sent again: see `ImportPayload.resend`. */
+export interface ResendKeys {
+  id_key: string
+  call_key: string
+}
+
+/** How long the latest call under a request id is remembered: a call sent again comes within seconds. */
 export const REQUEST_KEY_RETENTION_MS = 60 * 60 * 1000
+/** How far ahead of `now` a remembered call's time may be: instances' clocks differ by a little. */
+const REQUEST_CLOCK_TOLERANCE_MS = 60 * 1000
 
 /**
- * Whether the call stored as payload `payloadId` in `stored` is still the last of its kind (its company's, its join
- * key's): no call joined its import after it, and no later import of that key was made (`laterImport`). A call sent
- * again under its request key is that call only then: a client that gives one id to calls A, B, then A again means
- * the last A to be applied after B.
+ * The times a remembered call must have been stored between to be sent again now: within the retention, and not
+ * later than `now` (a controlled clock moved back) but for the tolerance of clocks.
  */
-export function isLastCall(stored: DataImport, payloadId: string, laterImport: boolean): boolean {
-  return !laterImport && stored.details.at(-1)?.payload_id === payloadId
+export function resendWindow(now: string): { since: string; until: string } {
+  const at = Date.parse(now)
+  return {
+    since: new Date(at - REQUEST_KEY_RETENTION_MS).toISOString(),
+    until: new Date(at + REQUEST_CLOCK_TOLERANCE_MS).toISOString(),
+  }
 }
-
-/** The earliest time a call with the same request key is still the same call, for one enqueued at `now`. */
-export const requestKeysSince = (now: string): string => new Date(Date.parse(now) - REQUEST_KEY_RETENTION_MS).toISOString()

@@ -520,8 +520,9 @@ export interface ImportRepository {
    * The payload's `import_id` is set to the import it joined, its detail (`scheduledDetail`) appended to the
    * import, and its `bytes` added to the import's `payload_bytes`. Returns the import as it is after the call.
    *
-   * A payload with a `request_key` that a payload stored less than REQUEST_KEY_RETENTION_MS before carried, whose
-   * import is still there, is that call sent again: nothing is stored, and its import is returned as it is now.
+   * A payload whose `resend.call_key` is that of the latest call stored under its `resend.id_key` (within
+   * `resendWindow`), whose import is still there, is that call sent again: nothing is stored, and its import is
+   * returned as it is now. Otherwise the payload becomes the latest call under its id.
    *
    * With `maxQueuedBytes`, the payload is refused with ImportQueueFullError, and nothing stored, when the company
    * has bytes queued (`queuedBytes`) and this payload's would take them over `maxQueuedBytes`. The check and the
@@ -530,6 +531,8 @@ export interface ImportRepository {
   enqueue(fresh: DataImport, payload: Omit<ImportPayload, 'import_id'>, now: string, maxQueuedBytes?: number): Promise<DataImport>
   /** The `payload_bytes` of the company's imports that are not finished (scheduled or started), summed. */
   queuedBytes(companyId: string): Promise<number>
+  /** Whether a call was stored under the request id `idKey` within `resendWindow(now)`: one sent again may be it. */
+  remembersRequest(companyId: string, idKey: string, now: string): Promise<boolean>
   get(companyId: string, id: string): Promise<DataImport | null>
   /** The company's imports, newest first: at most `limit`, and only those in `status` when it is given. */
   list(companyId: string, filter: { status?: ImportStatus; limit: number }): Promise<DataImport[]>

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { enqueueImport } from '../../imports/enqueue.ts'
 import { MAX_ATTRIBUTIONS_PER_CALL, smallCallBodyLimit } from '../../imports/limits.ts'
 import { AuthenticatedErrorResponses } from '../schemas.ts'
-import { admitUpsert, bodyBytes, resendKey } from './import-admission.ts'
+import { admitUpsert, bodyBytes, resendKeys } from './import-admission.ts'
 import { AttributionReceiptSchema, bulkBodySchema, DATA_BODY } from './import-schemas.ts'
 
 const ATTRIBUTIONS = [
@@ -51,7 +51,7 @@ export const attributionRoutes: FastifyPluginAsyncTypebox = async (app) => {
           items: data,
           bytes: bodyBytes(request),
           queueLimitBytes: app.config.importQueueLimitBytes,
-          requestKey: resendKey(request),
+          resend: resendKeys(request),
         })
         return { ...receipt, count: data.length, data }
       },

@@ -1,20 +1,26 @@
 import { hash } from 'node:crypto'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { checkImportQueue } from '../../imports/enqueue.ts'
+import type { ResendKeys } from '../../store/model.ts'
 
 /**
  * What names an upsert that may come again as it is: nginx sends a PUT (idempotent to HTTP) to another instance
  * when the first died holding it (`deploy/nginx.conf`), with the same X-Request-Id, and the first may have stored
- * it. The key is the request's method, URL, id and body, so that a client giving one id to two different calls
- * still has both stored. None for a request that came without an id the service kept (it made one).
+ * it. `id_key` names the request id (with the method and URL), `call_key` the call under it (with its body too):
+ * the service remembers the latest call under each id, so that a client that gives one id to two different calls
+ * has both stored. None for a request without an id the service kept (it made one), nor for a POST, which nginx
+ * never sends again.
  */
-export function resendKey(request: FastifyRequest): string | undefined {
-  if (!mayBeSentAgain(request)) return undefined
-  return hash('sha256', `${request.method} ${request.url}\n${request.id}\n${JSON.stringify(request.body)}`)
+export function resendKeys(request: FastifyRequest): ResendKeys | undefined {
+  const idKey = requestIdKey(request)
+  if (idKey === undefined) return undefined
+  return { id_key: idKey, call_key: hash('sha256', `${idKey}\n${JSON.stringify(request.body)}`) }
 }
 
-/** A PUT with an X-Request-Id the service kept: its body is needed to tell whether it was stored before. */
-const mayBeSentAgain = (request: FastifyRequest) => request.method === 'PUT' && request.headers['x-request-id'] === request.id
+function requestIdKey(request: FastifyRequest): string | undefined {
+  if (request.method !== 'PUT' || request.headers['x-request-id'] !== request.id) return undefined
+  return hash('sha256', `${request.method} ${request.url}\n${request.id}`)
+}
 
 /**
  * Turns per key, first come first served: `take` gives a promise that resolves when the caller's turn comes,
@@ -84,9 +90,11 @@ export async function admitUpsert(request: FastifyRequest, reply: FastifyReply):
 }
 
 async function refuseUnreadWhenQueueFull(request: FastifyRequest, reply: FastifyReply): Promise<void> {
-  // The payloads queued may hold this very call, stored before by an instance that died holding it: the enqueue
-  // answers it with its import before it checks the bound (a PUT's body is 2 MiB at most).
-  if (mayBeSentAgain(request)) return
+  // The payloads queued may hold this very call, stored under its request id by an instance that died holding it:
+  // its body tells (a PUT's is 2 MiB at most), and the enqueue answers it with its import before it checks the bound.
+  const idKey = requestIdKey(request)
+  const { store, clock } = request.server
+  if (idKey !== undefined && (await store.imports.remembersRequest(request.principal.company.id, idKey, clock.now().toISOString()))) return
   try {
     await checkImportQueue(
       request.server.store,

@@ -7,7 +7,7 @@ import { type OffsetPage, offsetPageSchema, OffsetQuerySchema, WalkPositions } f
 import { listUsers, type V1User, V1UserSchema } from '../../v1/user-rows.ts'
 import { baseUrl } from '../base-url.ts'
 import { AuthenticatedErrorResponses } from '../schemas.ts'
-import { admitUpsert, bodyBytes, resendKey } from './import-admission.ts'
+import { admitUpsert, bodyBytes, resendKeys } from './import-admission.ts'
 import { bulkBodySchema, DATA_BODY, DebounceSchema } from './import-schemas.ts'
 
 /** `GET /v1/users`, and `PUT /v1/users/bulk`: an asynchronous upsert of users, matched by email. */
@@ -65,7 +65,7 @@ export const userRoutes: FastifyPluginAsyncTypebox = async (app) => {
         bytes: bodyBytes(request),
         queueLimitBytes: app.config.importQueueLimitBytes,
         debounceSeconds: request.query.debounce,
-        requestKey: resendKey(request),
+        resend: resendKeys(request),
       }),
   )
 }

@@ -37,8 +37,8 @@ export const IMPORTS = company('imports', 'table_id')
 export const IMPORT_PAYLOADS = company('import_payloads', 'import_id', 'table_id')
 /** The parts of a payload's items beyond the first, for payloads larger than a document holds (`payload-parts.ts`). */
 export const IMPORT_PAYLOAD_PARTS = company('import_payload_parts', 'payload_id')
-/** The import each call with a request key was stored with, for an hour (`ImportPayload.request_key`). */
-export const IMPORT_REQUESTS = company('import_requests', 'import_id')
+/** The latest call under each request id, with its import, for an hour (`ImportPayload.resend`). */
+export const IMPORT_REQUEST_IDS = company('import_request_ids', 'import_id')
 /**
  * One document per (company, purpose), written by the transactions that must not interleave: two claims for
  * one company, or two enqueues for one (company, join key). Under snapshot isolation two transactions that
@@ -69,7 +69,7 @@ export const COMPANY_COLLECTIONS: readonly Codec[] = [
   IMPORTS,
   IMPORT_PAYLOADS,
   IMPORT_PAYLOAD_PARTS,
-  IMPORT_REQUESTS,
+  IMPORT_REQUEST_IDS,
   IMPORT_LOCKS,
   PLANS,
   COMPANY_ORIGINS,
@@ -103,7 +103,7 @@ export const SHARD_KEYS: ReadonlyMap<string, Readonly<Record<string, 1>>> = new 
   [IMPORTS.collection, BY_COMPANY],
   [IMPORT_PAYLOADS.collection, BY_COMPANY],
   [IMPORT_PAYLOAD_PARTS.collection, BY_COMPANY],
-  [IMPORT_REQUESTS.collection, BY_COMPANY],
+  [IMPORT_REQUEST_IDS.collection, BY_COMPANY],
   [IMPORT_LOCKS.collection, BY_COMPANY],
   [PLANS.collection, BY_COMPANY],
   [COMPANY_ORIGINS.collection, BY_COMPANY],

@@ -1,10 +1,10 @@
 import type { Document, ObjectId } from 'bson'
 import type { ClientSession, IndexDescription } from 'mongodb'
-import { type DataImport, type ImportPayload, isLastCall, requestKeysSince, scheduledDetail } from '../model.ts'
+import { type DataImport, type ImportPayload, type ResendKeys, resendWindow, scheduledDetail } from '../model.ts'
 import { type ImportOutcome, type ImportProgress, ImportQueueFullError, type ImportRepository } from '../port.ts'
 import { idAfter } from '../../ids.ts'
 import { decode, encode, lookupId } from './codec.ts'
-import { IMPORT_LOCKS, IMPORT_PAYLOAD_PARTS, IMPORT_PAYLOADS, IMPORT_REQUESTS, IMPORTS } from './collections.ts'
+import { IMPORT_LOCKS, IMPORT_PAYLOAD_PARTS, IMPORT_PAYLOADS, IMPORT_REQUEST_IDS, IMPORTS } from './collections.ts'
 import { ensureLock, writeLock } from './locks.ts'
 import { partCount, payloadFrom, storedPayload } from './payload-parts.ts'
 import { byId, inCompany } from './filters.ts'
@@ -38,9 +38,9 @@ export const IMPORT_INDEXES: ReadonlyMap<string, readonly IndexDescription[]> = 
   ],
   [IMPORT_PAYLOAD_PARTS.collection, [{ key: { company_id: 1, payload_id: 1, index: 1 }, name: 'company_payload_index' }]],
   [
-    IMPORT_REQUESTS.collection,
+    IMPORT_REQUEST_IDS.collection,
     [
-      { key: { company_id: 1, request_key: 1 }, name: 'company_request_key_unique', unique: true },
+      { key: { company_id: 1, id_key: 1 }, name: 'company_id_key_unique', unique: true },
       // enqueue: the company's keys past their hour, which go.
       { key: { company_id: 1, received_at: 1 }, name: 'company_received_at' },
     ],
@@ -114,8 +114,7 @@ export function mongoImports(context: MongoContext): ImportRepository {
   ): Promise<DataImport> {
     return atomically(context, async (session) => {
       await writeLock(context, session, fresh.company_id, `join:${fresh.join_key}`)
-      const sentAgain =
-        payload.request_key === undefined ? null : await importOfRequest(session, fresh.company_id, payload.request_key, now)
+      const sentAgain = payload.resend === undefined ? null : await importSentAgain(session, fresh.company_id, payload.resend, now)
       if (sentAgain) return sentAgain
       if (maxQueuedBytes !== undefined) {
         // Every bounded enqueue of the company writes this lock: two of them, for different join keys, that
@@ -144,10 +143,10 @@ export function mongoImports(context: MongoContext): ImportRepository {
       // Its place among the import's calls is its detail's: the order the calls were stored in.
       const position = (joined.details as unknown[]).length - 1
       await collectionOf(context, IMPORT_PAYLOADS).insertOne({ ...document, import_id: joined._id, position }, inSession(session))
-      if (payload.request_key !== undefined) {
-        await collectionOf(context, IMPORT_REQUESTS).updateOne(
-          inCompany(fresh.company_id, { request_key: payload.request_key }),
-          { $set: { import_id: joined._id, payload_id: payload.id, received_at: now } },
+      if (payload.resend !== undefined) {
+        await collectionOf(context, IMPORT_REQUEST_IDS).updateOne(
+          inCompany(fresh.company_id, { id_key: payload.resend.id_key }),
+          { $set: { call_key: payload.resend.call_key, import_id: joined._id, received_at: now } },
           { ...inSession(session), upsert: true },
         )
       }
@@ -156,25 +155,19 @@ export function mongoImports(context: MongoContext): ImportRepository {
   }
 
   /**
-   * The import of the call stored under `requestKey` less than REQUEST_KEY_RETENTION_MS before `now`, if it is still
-   * there and that call is still the last of its kind (`isLastCall`); the company's keys older than that go.
+   * The import of the call that `resend` names, when it is the latest call stored under its request id within
+   * `resendWindow(now)` and its import is still there; the company's ids remembered longer than that go.
    */
-  async function importOfRequest(session: ClientSession | undefined, companyId: string, requestKey: string, now: string) {
-    const requests = collectionOf(context, IMPORT_REQUESTS)
-    const since = requestKeysSince(now)
-    await requests.deleteMany(inCompany(companyId, { received_at: { $lt: since } }), inSession(session))
-    const earlier = await requests.findOne(
-      inCompany(companyId, { request_key: requestKey, received_at: { $gte: since, $lte: now } }),
+  async function importSentAgain(session: ClientSession | undefined, companyId: string, resend: ResendKeys, now: string) {
+    const remembered = collectionOf(context, IMPORT_REQUEST_IDS)
+    const { since, until } = resendWindow(now)
+    await remembered.deleteMany(inCompany(companyId, { received_at: { $lt: since } }), inSession(session))
+    const latest = await remembered.findOne(
+      inCompany(companyId, { id_key: resend.id_key, call_key: resend.call_key, received_at: { $gte: since, $lte: until } }),
       inSession(session),
     )
-    const found = earlier ? await imports().findOne(inCompany(companyId, { _id: earlier.import_id }), inSession(session)) : null
-    if (!earlier || !found) return null
-    const stored = decode<DataImport>(IMPORTS, found)
-    const later = await imports().findOne(inCompany(companyId, { join_key: stored.join_key, _id: { $gt: found._id } }), {
-      ...inSession(session),
-      projection: { _id: 1 },
-    })
-    return isLastCall(stored, String(earlier.payload_id), later !== null) ? stored : null
+    const found = latest ? await imports().findOne(inCompany(companyId, { _id: latest.import_id }), inSession(session)) : null
+    return found ? decode<DataImport>(IMPORTS, found) : null
   }
 
   /** The company's queued bytes, read in the session (see `queuedBytes`). */
@@ -221,6 +214,17 @@ export function mongoImports(context: MongoContext): ImportRepository {
     },
 
     queuedBytes: (companyId) => call(context, (session) => queued(session, companyId)),
+
+    async remembersRequest(companyId, idKey, now) {
+      const { since, until } = resendWindow(now)
+      const found = await call(context, (session) =>
+        collectionOf(context, IMPORT_REQUEST_IDS).findOne(
+          inCompany(companyId, { id_key: idKey, received_at: { $gte: since, $lte: until } }),
+          { ...inSession(session), projection: { _id: 1 } },
+        ),
+      )
+      return found !== null
+    },
 
     get: (companyId, id) => findOne<DataImport>(context, IMPORTS, byId(companyId, id)),
 

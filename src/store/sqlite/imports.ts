@@ -1,5 +1,5 @@
 import { setImmediate } from 'node:timers/promises'
-import { type DataImport, type ImportPayload, isLastCall, requestKeysSince, scheduledDetail } from '../model.ts'
+import { type DataImport, type ImportPayload, type ResendKeys, resendWindow, scheduledDetail } from '../model.ts'
 import { type ImportOutcome, type ImportProgress, ImportQueueFullError, type ImportRepository } from '../port.ts'
 import { idAfter } from '../../ids.ts'
 import type { Row, Sql, SqlWriter } from './connection.ts'
@@ -14,30 +14,23 @@ function latestPending(db: SqlWriter, companyId: string): string | null {
 }
 
 /**
- * The import of the call stored under `requestKey` less than REQUEST_KEY_RETENTION_MS before `now`, if it is still
- * there and that call is still the last of its kind (`isLastCall`); the company's keys older than that go.
+ * The import of the call that `resend` names, when it is the latest call stored under its request id within
+ * `resendWindow(now)` and its import is still there; the company's ids remembered longer than that go.
  */
-function importOfRequest(db: SqlWriter, companyId: string, requestKey: string, now: string): DataImport | null {
-  const since = requestKeysSince(now)
-  db.run('DELETE FROM import_requests WHERE company_id = ? AND received_at < ?', companyId, since)
+function importSentAgain(db: SqlWriter, companyId: string, resend: ResendKeys, now: string): DataImport | null {
+  const { since, until } = resendWindow(now)
+  db.run('DELETE FROM import_request_ids WHERE company_id = ? AND received_at < ?', companyId, since)
   const [row] = db.all(
-    `SELECT imports.doc, import_requests.payload_id FROM import_requests
-     JOIN imports ON imports.id = import_requests.import_id AND imports.company_id = import_requests.company_id
-     WHERE import_requests.company_id = ? AND import_requests.request_key = ? AND import_requests.received_at BETWEEN ? AND ?`,
+    `SELECT imports.doc FROM import_request_ids AS remembered
+     JOIN imports ON imports.id = remembered.import_id AND imports.company_id = remembered.company_id
+     WHERE remembered.company_id = ? AND remembered.id_key = ? AND remembered.call_key = ? AND remembered.received_at BETWEEN ? AND ?`,
     companyId,
-    requestKey,
+    resend.id_key,
+    resend.call_key,
     since,
-    now,
+    until,
   )
-  if (!row) return null
-  const stored = parseImport(row)
-  const [later] = db.all(
-    'SELECT 1 FROM imports WHERE company_id = ? AND join_key = ? AND id > ? LIMIT 1',
-    companyId,
-    stored.join_key,
-    stored.id,
-  )
-  return isLastCall(stored, row.payload_id as string, later !== undefined) ? stored : null
+  return row ? parseImport(row) : null
 }
 
 /** The bytes queued by a company: the payloads of its imports that are not finished. */
@@ -56,7 +49,7 @@ export function sqliteImports(sql: Sql): ImportRepository {
       const payloadDoc = JSON.stringify(payload)
       await setImmediate()
       return sql.write((db) => {
-        const sentAgain = payload.request_key === undefined ? null : importOfRequest(db, fresh.company_id, payload.request_key, now)
+        const sentAgain = payload.resend === undefined ? null : importSentAgain(db, fresh.company_id, payload.resend, now)
         if (sentAgain) return sentAgain
         if (maxQueuedBytes !== undefined) refuseOverBound(db, fresh.company_id, payload.bytes, maxQueuedBytes)
         const open = db.all(
@@ -96,13 +89,13 @@ export function sqliteImports(sql: Sql): ImportRepository {
           joined.details.length - 1,
           payloadDoc,
         )
-        if (payload.request_key !== undefined) {
+        if (payload.resend !== undefined) {
           db.run(
-            'INSERT OR REPLACE INTO import_requests (company_id, request_key, import_id, payload_id, received_at) VALUES (?, ?, ?, ?, ?)',
+            `INSERT OR REPLACE INTO import_request_ids (company_id, id_key, call_key, import_id, received_at) VALUES (?, ?, ?, ?, ?)`,
             payload.company_id,
-            payload.request_key,
+            payload.resend.id_key,
+            payload.resend.call_key,
             joined.id,
-            payload.id,
             now,
           )
         }
@@ -113,6 +106,18 @@ export function sqliteImports(sql: Sql): ImportRepository {
     async queuedBytes(companyId) {
       const [[bytes]] = await sql.values(QUEUED_BYTES, companyId)
       return Number(bytes)
+    },
+
+    async remembersRequest(companyId, idKey, now) {
+      const { since, until } = resendWindow(now)
+      const row = await sql.get(
+        'SELECT 1 AS found FROM import_request_ids WHERE company_id = ? AND id_key = ? AND received_at BETWEEN ? AND ?',
+        companyId,
+        idKey,
+        since,
+        until,
+      )
+      return row !== undefined
     },
 
     async get(companyId, id) {

@@ -250,11 +250,21 @@ export const MIGRATIONS: readonly string[] = [
   // by a proxy is the same call.
   `
   CREATE TABLE IF NOT EXISTS import_requests (
-    company_id TEXT NOT NULL, request_key TEXT NOT NULL, import_id TEXT NOT NULL, payload_id TEXT NOT NULL,
-    received_at TEXT NOT NULL,
+    company_id TEXT NOT NULL, request_key TEXT NOT NULL, import_id TEXT NOT NULL, received_at TEXT NOT NULL,
     PRIMARY KEY (company_id, request_key)
   ) WITHOUT ROWID;
   CREATE INDEX IF NOT EXISTS import_requests_received ON import_requests (company_id, received_at);
+  `,
+  // The latest call under each request id, for an hour (src/store/sqlite/imports.ts, enqueue), in place of the calls
+  // by their own key: a call sent again is the same call only while no other call came under its id, whatever
+  // other clients send meanwhile. The keys kept so far last an hour: they go.
+  `
+  DROP TABLE IF EXISTS import_requests;
+  CREATE TABLE IF NOT EXISTS import_request_ids (
+    company_id TEXT NOT NULL, id_key TEXT NOT NULL, call_key TEXT NOT NULL, import_id TEXT NOT NULL, received_at TEXT NOT NULL,
+    PRIMARY KEY (company_id, id_key)
+  ) WITHOUT ROWID;
+  CREATE INDEX IF NOT EXISTS import_request_ids_received ON import_request_ids (company_id, received_at);
   `,
 ]
 
@@ -275,7 +285,7 @@ export const COMPANY_TABLES: readonly string[] = [
   'quota_values',
   'imports',
   'import_payloads',
-  'import_requests',
+  'import_request_ids',
   'plans',
   'company_origins',
   'recalculations_due',

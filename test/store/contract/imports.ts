@@ -29,6 +29,14 @@ export function importsContract(adapter: StoreAdapter): void {
     const enqueue = (at: number, window = 0, company = companyId, joinKey = 'users') =>
       store.imports.enqueue(anImport(company, minute(at), window, joinKey), aPayload(company), minute(at))
 
+    /** Enqueues at minute `at` a call under request id `idKey`, itself `callKey`. */
+    const sent = (at: number, idKey: string, callKey: string, { window = 0, company = companyId } = {}) =>
+      store.imports.enqueue(
+        anImport(company, minute(at), window),
+        { ...aPayload(company), resend: { id_key: idKey, call_key: callKey } },
+        minute(at),
+      )
+
     /** Enqueues a payload of `bytes` at minute 0, bounded by `max` when given. */
     const enqueueBytes = (bytes: number, max?: number, company = companyId, joinKey = 'users') =>
       store.imports.enqueue(
@@ -150,48 +158,47 @@ export function importsContract(adapter: StoreAdapter): void {
         )
       })
 
-      it('stores a call sent again with its request key once: the import it joined is answered, within the hour', async () => {
-        const sent = (at: number, requestKey: string, company = companyId) =>
-          store.imports.enqueue(anImport(company, minute(at), 0), { ...aPayload(company), request_key: requestKey }, minute(at))
-        const first = await sent(0, 'key-1')
-        // Its import finished meanwhile (its details still name its calls): still the same call, answered with its
-        // import as it is now.
+      it('stores a call sent again under its request id once: the import it joined is answered, within the hour', async () => {
+        const first = await sent(0, 'id-1', 'A')
+        expect(await store.imports.remembersRequest(companyId, 'id-1', minute(1))).toBe(true)
+        expect(await store.imports.remembersRequest(companyId, 'id-9', minute(1))).toBe(false)
+        expect(await store.imports.remembersRequest(otherCompanyId, 'id-1', minute(1))).toBe(false)
+        // Its import finished meanwhile: still the same call, answered with its import as it is now.
         expect((await store.imports.claimNext('w', minute(1), minute(60), companyId))?.id).toBe(first.id)
         await store.imports.finish(companyId, first.id, 'w', { finished_at: minute(2), error: false, details: first.details })
-        const again = await sent(59, 'key-1')
+        const again = await sent(59, 'id-1', 'A')
         expect(again).toMatchObject({ id: first.id, status: 'finished' })
-        expect(await store.imports.payloads(companyId, first.id)).toHaveLength(0)
         expect((await store.imports.list(companyId, { limit: 10 })).map((item) => item.id)).toStrictEqual([first.id])
 
-        // Another key, the same key of another company, or the key an hour and more later: calls of their own.
-        expect((await sent(3, 'key-2')).id).not.toBe(first.id)
-        expect((await sent(3, 'key-1', otherCompanyId)).id).not.toBe(first.id)
-        const later = await sent(61, 'key-1')
+        // Under another id, or of another company, or an hour and more later: calls of their own.
+        expect((await sent(3, 'id-2', 'A')).id).not.toBe(first.id)
+        expect((await sent(3, 'id-1', 'A', { company: otherCompanyId })).id).not.toBe(first.id)
+        expect(await store.imports.remembersRequest(companyId, 'id-1', minute(61))).toBe(false)
+        const later = await sent(61, 'id-1', 'A')
         expect(later.id).not.toBe(first.id)
         expect(await store.imports.payloads(companyId, later.id)).toHaveLength(1)
-        // From then on, the key names the later call.
-        expect((await sent(62, 'key-1')).id).toBe(later.id)
+        // From then on, the id names the later call.
+        expect((await sent(62, 'id-1', 'A')).id).toBe(later.id)
       })
 
-      it('stores a call sent again with its key when another call of its kind came after it, or the clock was moved back', async () => {
-        const sent = (at: number, requestKey: string, window = 0) =>
-          store.imports.enqueue(anImport(companyId, minute(at), window), { ...aPayload(companyId), request_key: requestKey }, minute(at))
+      it('remembers the latest call under each id only: what other ids send meanwhile changes nothing', async () => {
         // A, then B, then A again under one id: the last A is a call of its own, to be applied after B.
-        const a = await sent(0, 'a')
-        await sent(1, 'b')
-        const aAgain = await sent(2, 'a')
-        expect(aAgain.id).not.toBe(a.id)
-        // Another call joined the same import after it: the same.
-        const windowed = await sent(10, 'w', 10)
-        expect((await store.imports.enqueue(anImport(companyId, minute(11), 10), aPayload(companyId), minute(11))).id).toBe(windowed.id)
-        const windowedAgain = await sent(12, 'w', 10)
+        const a = await sent(0, 'id', 'A')
+        await sent(1, 'id', 'B')
+        expect((await sent(2, 'id', 'A')).id).not.toBe(a.id)
+        // Another client's calls in between, a new import or one joining the same window: still the same call.
+        const x = await sent(10, 'id-x', 'X')
+        await sent(11, 'other', 'Y')
+        expect((await sent(12, 'id-x', 'X')).id).toBe(x.id)
+        const windowed = await sent(20, 'id-w', 'W', { window: 10 })
+        expect((await sent(21, 'other-w', 'Z', { window: 10 })).id).toBe(windowed.id)
+        const windowedAgain = await sent(22, 'id-w', 'W', { window: 10 })
         expect(windowedAgain.id).toBe(windowed.id)
-        expect(windowedAgain.details).toHaveLength(3)
-        // A key stored at minute 30, the clock then moved back to minute 20: not the same call, stored again (it joins
-        // the import made at 30, whose window, closing at 30, is still open at 20).
-        const ahead = await sent(30, 'c')
-        expect((await sent(20, 'c')).details).toHaveLength(2)
-        expect(await store.imports.payloads(companyId, ahead.id)).toHaveLength(2)
+        expect(windowedAgain.details).toHaveLength(2)
+        // Remembered at minute 40, the clock then moved back to minute 30: not the same call, stored again (it joins
+        // the import made at 40, whose window, closing at 40, is still open at 30).
+        await sent(40, 'id-c', 'C')
+        expect((await sent(30, 'id-c', 'C')).details).toHaveLength(2)
       })
 
       it('never joins an import a worker has claimed', async () => {
