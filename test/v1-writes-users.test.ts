@@ -265,10 +265,13 @@ describe('PUT /v1/users/bulk: applying the users', () => {
     expect(again.status).toBe(200)
     expect(again.body).toStrictEqual(first.body)
     // Another body under the same id, or the same body without an id the client gave: calls of their own.
+    // Another client's call, then the first sent again: still the same call.
+    const between = await put({ data: [{ email: 'other@acme.example' }] }, { 'x-request-id': 'nginx-id-2' })
+    expect((await put(body, { 'x-request-id': 'nginx-id-1' })).body).toStrictEqual(first.body)
     const other = await put({ data: [{ email: 'resent@acme.example', name: 'Twice' }] }, { 'x-request-id': 'nginx-id-1' })
     const anonymous = [await put(body, {}), await put(body, {})]
-    const ids = [first, other, ...anonymous].map((reply) => reply.body.import_id)
-    expect(new Set(ids).size).toBe(4)
+    const ids = [first, between, other, ...anonymous].map((reply) => reply.body.import_id)
+    expect(new Set(ids).size).toBe(5)
     await h.drain()
     const details = (await h.importOf(first.body.import_id)).data_tables_details
     expect(details).toHaveLength(1)
