@@ -104,7 +104,7 @@ async function managerConflicts(tx: Store, companyId: string, requests: readonly
   const leaving = new Map(requests.map((request) => [request.user.id, request]))
   const attributions = await tx.attributions.listManagers(companyId)
   const managed = attributions.filter((item) => leaving.has(item.manager_id))
-  // A manager archived by this call is checked from its side above; one archived before, from its people's.
+  // A manager archived by this call is checked from its side (below); one archived before, from its people's.
   const managing = attributions.filter((item) => leaving.has(item.user_id) && !leaving.has(item.manager_id))
   const people = await tx.users.getMany(companyId, [...managed.map((item) => item.user_id), ...managing.map((item) => item.manager_id)])
   const issues: Issue[] = []
