@@ -81,20 +81,25 @@ export function bodyBytes(request: FastifyRequest): number {
  */
 export async function admitUpsert(request: FastifyRequest, reply: FastifyReply): Promise<void> {
   const { company } = request.principal
-  await refuseUnreadWhenQueueFull(request, reply)
+  // The payloads queued may hold this very call, stored under its request id by an instance that died holding it:
+  // its body tells (a PUT's is 2 MiB at most), and the enqueue answers it with its import before it checks the bound.
+  const storedBefore = await mayHaveBeenStored(request)
+  if (!storedBefore) await refuseUnreadWhenQueueFull(request, reply)
   const { turn, release } = upsertTurns.take(company.id)
   // 'close' comes when the answer is sent, or when the client goes away (also while it waits for its turn).
   reply.raw.once('close', release)
   await turn
-  await refuseUnreadWhenQueueFull(request, reply)
+  if (!storedBefore) await refuseUnreadWhenQueueFull(request, reply)
+}
+
+/** Whether a call was stored under the request's id lately (`ImportRepository.remembersRequest`). */
+async function mayHaveBeenStored(request: FastifyRequest): Promise<boolean> {
+  const idKey = requestIdKey(request)
+  const { store, clock } = request.server
+  return idKey !== undefined && store.imports.remembersRequest(request.principal.company.id, idKey, clock.now().toISOString())
 }
 
 async function refuseUnreadWhenQueueFull(request: FastifyRequest, reply: FastifyReply): Promise<void> {
-  // The payloads queued may hold this very call, stored under its request id by an instance that died holding it:
-  // its body tells (a PUT's is 2 MiB at most), and the enqueue answers it with its import before it checks the bound.
-  const idKey = requestIdKey(request)
-  const { store, clock } = request.server
-  if (idKey !== undefined && (await store.imports.remembersRequest(request.principal.company.id, idKey, clock.now().toISOString()))) return
   try {
     await checkImportQueue(
       request.server.store,
