@@ -181,14 +181,16 @@ describe('parseInstant: an ISO 8601 date or date-time as an instant', () => {
   })
 })
 
+const DATE_METRIC = { kind: 'date', enum_values: null } as const
+
 describe('metricValue of a date metric', () => {
   it('reads a date-time without an offset as UTC, whatever the process’s time zone (renderings made in one process are read in another)', () => {
     const zone = process.env.TZ
     try {
       for (const timeZone of ['UTC', 'America/New_York', 'Asia/Tokyo']) {
         process.env.TZ = timeZone
-        expect(metricValue('date', '2026-01-10T23:30:00', 'EUR'), timeZone).toBe('2026-01-10')
-        expect(metricValue('date', '2026-01-10T23:30:00-05:00', 'EUR'), timeZone).toBe('2026-01-11')
+        expect(metricValue(DATE_METRIC, '2026-01-10T23:30:00', 'EUR'), timeZone).toBe('2026-01-10')
+        expect(metricValue(DATE_METRIC, '2026-01-10T23:30:00-05:00', 'EUR'), timeZone).toBe('2026-01-11')
       }
     } finally {
       if (zone === undefined) delete process.env.TZ
@@ -310,6 +312,15 @@ describe('metricValue: a stored value by the kind of its metric now', () => {
     ['date', 'January', null],
     ['date', null, null],
   ] as const)('%s of %j is %j', (kind, raw, shown) => {
-    expect(metricValue(kind, raw, 'EUR')).toEqual(shown)
+    expect(metricValue({ kind, enum_values: null }, raw, 'EUR')).toEqual(shown)
+  })
+
+  it.each([
+    ['gold', 'gold'],
+    ['x', null],
+    [7, null],
+    [null, null],
+  ])('an enum of gold and silver shows %j as %j: a value written before the metric allowed only these is not one of them', (raw, shown) => {
+    expect(metricValue({ kind: 'enum', enum_values: ['gold', 'silver'] }, raw, 'EUR')).toBe(shown)
   })
 })

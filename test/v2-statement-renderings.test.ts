@@ -384,6 +384,28 @@ describe('v2 statement rows rendered ahead of reads', () => {
       expect(await renderingsFor(company, after)).toEqual(expected.map((statement) => rowText(statement, ALL_METRICS)))
     })
 
+    it('tier’s enum_values narrowed: a value no longer allowed reads as null, and renderings are made for the new key', async () => {
+      const company = await loadCompany('EnumNarrowed')
+      const before = await keyOf(company, 'Statements')
+      const reply = await patch(company, '/custom-metrics/tier', { enum_values: ['gold', 'platinum'] })
+      expect(reply.status, reply.text).toBe(200)
+
+      const expected = company.expected()
+      const tiers = expected.map((statement) => statement.custom.tier)
+      expect(tiers).toEqual(expect.arrayContaining(['gold', 'silver', 'bronze']))
+      for (const statement of expected) if (statement.custom.tier !== 'gold') statement.custom.tier = null
+      const page = await statements(company, 'Statements')
+      expect(page.text).toBe(pageText(expected, ALL_METRICS))
+      expect(page.body.data.map((row: any) => row['custom.tier'])).toEqual(tiers.map((tier) => (tier === 'gold' ? 'gold' : null)))
+
+      const after = await keyOf(company, 'Statements')
+      expect(after).not.toBe(before)
+      expect(await renderingsFor(company, after)).toEqual(expected.map((statement) => rowText(statement, ALL_METRICS)))
+      const v1 = await server.call('/v1/reporting/statements?limit=100', { key: company.apiKey })
+      expect(v1.status).toBe(200)
+      expect(new Set(v1.body.data.map((row: any) => row.tier))).toEqual(new Set(['gold', null]))
+    })
+
     it('and back again: the first kind’s rows and key return', async () => {
       const company = await loadCompany('KindBack')
       const first = await keyOf(company, 'Statements')
@@ -540,7 +562,8 @@ describe('v2 statement rows rendered ahead of reads', () => {
         expect(written?.payment).toBe(100 + index)
         expected[index].total = { value: 100 + index, currency: expected[index].total?.currency ?? 'EUR' }
       }
-      // A statement inserted after the load, never rendered: a date-time as a date, values of the wrong type, an amount without its currency.
+      // A statement inserted after the load, never rendered: a date-time as a date, values of the wrong type (a tier
+      // that is none of the enum's values), an amount without its currency.
       const inserted = aStatement(company.companyId, {
         user_id: company.userId(`owner@${company.domain}`),
         date: '2026-05-31',
@@ -556,7 +579,7 @@ describe('v2 statement rows rendered ahead of reads', () => {
         date: '2026-05-31',
         total: { value: 7, currency: 'USD' },
         status: 'validated',
-        custom: { closed_on: '2026-01-11', tier: '9', score: 2, bonus: { value: 3, currency: 'USD' } },
+        custom: { closed_on: '2026-01-11', tier: null, score: 2, bonus: { value: 3, currency: 'USD' } },
       })
       expect((await renderingsFor(company, key)).map((rendering) => rendering !== null)).toEqual([
         false,

@@ -190,7 +190,8 @@ describe('pageBytes', () => {
       'custom.fee': null,
       'custom.attainment': null,
       'custom.score': 2,
-      'custom.tier': '7',
+      // 7 is none of the enum's values.
+      'custom.tier': null,
       'custom.note': 'true',
       'custom.closed_on': null,
     })
@@ -201,11 +202,11 @@ const keyOf = (metrics: CustomMetric[]) => statementTexts(metrics).key
 
 describe('statementTexts', () => {
   describe('key', () => {
-    it('is the same for equal metric columns, whatever the metrics’ ids, names, creation times, currencies and enum values', () => {
+    it('is the same for equal metric columns, whatever the metrics’ ids, names, creation times and currencies', () => {
       const other = everyKind().map((item) =>
         metric(item.api_key, item.kind, {
           currencies: item.kind === 'amount' ? ['GBP'] : null,
-          enum_values: item.kind === 'enum' ? ['only'] : null,
+          enum_values: item.kind === 'enum' ? ['bronze', 'silver', 'gold'] : ['ignored'],
           company_id: '650000000000000000000002',
         }),
       )
@@ -213,6 +214,12 @@ describe('statementTexts', () => {
       expect(keyOf(other)).toBe(keyOf(everyKind()))
       expect(keyOf([])).toBe(keyOf([]))
       expect(keyOf(everyKind())).toMatch(/^[0-9a-f]{16}$/)
+    })
+
+    it('changes when an enum’s values change, since a value no longer allowed reads as null', () => {
+      const metrics = everyKind()
+      const narrowed = metrics.map((item) => (item.kind === 'enum' ? { ...item, enum_values: ['gold'] } : item))
+      expect(keyOf(narrowed)).not.toBe(keyOf(metrics))
     })
 
     it.each(['amount', 'percentage', 'float', 'enum', 'text', 'date'] as const)('changes when one metric’s kind changes to %s', (kind) => {

@@ -1,4 +1,4 @@
-import type { MetricKind } from '../store/model.ts'
+import type { CustomMetric } from '../store/model.ts'
 import { parseInstant } from './formats.ts'
 import { moneyOf, numberOf } from './money.ts'
 import { joinMulti } from './record-values.ts'
@@ -44,18 +44,29 @@ export function multiText(raw: unknown): string | null {
   return Array.isArray(raw) ? joinMulti(raw) : textOf(raw)
 }
 
-/** A custom metric's value by its kind; an amount without its own currency takes the row's. */
-export function metricValue(kind: MetricKind, raw: unknown, rowCurrency: string): unknown {
-  switch (kind) {
+/** What reading a metric's value needs of its definition. */
+export type MetricShape = Pick<CustomMetric, 'kind' | 'enum_values'>
+
+/**
+ * A custom metric's value by its kind; an amount without its own currency takes the row's. An enum's value is one
+ * of its allowed values or null: a value written before the metric became an enum, or before its values were
+ * narrowed, is not one the field schema lists.
+ */
+export function metricValue(metric: MetricShape, raw: unknown, rowCurrency: string): unknown {
+  switch (metric.kind) {
     case 'amount':
       return moneyOf(raw, rowCurrency)
     case 'percentage':
     case 'float':
       return numberOf(raw)
     case 'enum':
+      return allowedText(textOf(raw), metric.enum_values)
     case 'text':
       return textOf(raw)
     case 'date':
       return dateOf(raw)
   }
 }
+
+const allowedText = (text: string | null, allowed: readonly string[] | null): string | null =>
+  text === null || allowed === null || allowed.includes(text) ? text : null

@@ -77,8 +77,10 @@ function addMissing(row: { [key: string]: unknown }, key: string, value: unknown
  * read as v2 reads them, so that both versions show the same figure for the same stored value.
  */
 function addMetrics(row: V1StatementRow, metrics: readonly CustomMetric[], statement: Statement): void {
-  for (const { api_key: key, kind } of metrics) {
-    for (const [name, value] of flatAmount(key, metricValue(kind, statement.metrics[key], statement.currency))) addMissing(row, name, value)
+  for (const metric of metrics) {
+    const key = metric.api_key
+    for (const [name, value] of flatAmount(key, metricValue(metric, statement.metrics[key], statement.currency)))
+      addMissing(row, name, value)
   }
 }
 

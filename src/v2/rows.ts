@@ -1,6 +1,6 @@
 import { moneyOf, numberOf } from '../domain/money.ts'
-import { dateOf, metricValue, multiText } from '../domain/stored-values.ts'
-import type { CommissionLine, CustomMetric, DataTableField, DataTableFieldType, MetricKind, Quota, QuotaValue } from '../store/model.ts'
+import { dateOf, metricValue, multiText, type MetricShape } from '../domain/stored-values.ts'
+import type { CommissionLine, CustomMetric, DataTableField, DataTableFieldType, Quota, QuotaValue } from '../store/model.ts'
 import type { StatementRowFields } from '../store/port.ts'
 import type { Row } from './schemas.ts'
 
@@ -40,7 +40,7 @@ const DATA_TABLE_VALUES: Record<DataTableFieldType, (raw: unknown) => unknown> =
 interface MetricColumn {
   key: string
   source: string
-  kind: MetricKind
+  metric: MetricShape
 }
 interface FieldColumn {
   key: string
@@ -49,10 +49,10 @@ interface FieldColumn {
 }
 
 const metricColumns = (metrics: readonly CustomMetric[]): MetricColumn[] =>
-  metrics.map((metric) => ({ key: `custom.${metric.api_key}`, source: metric.api_key, kind: metric.kind }))
+  metrics.map((metric) => ({ key: `custom.${metric.api_key}`, source: metric.api_key, metric }))
 
 function addMetrics(row: Row, columns: readonly MetricColumn[], values: Record<string, unknown>, currency: string): Row {
-  for (const column of columns) row[column.key] = metricValue(column.kind, values[column.source], currency)
+  for (const column of columns) row[column.key] = metricValue(column.metric, values[column.source], currency)
   return row
 }
 

@@ -7,7 +7,7 @@ import { statementRenderer } from './rows.ts'
 /**
  * v2 statement rows as JSON text, rendered ahead of reads (why: docs/decisions.md, "Statement rows are rendered
  * ahead of reads"). A row depends only on the statement, on the custom metrics its structure shows (their keys
- * and kinds, in order) and on its user's email. So the row is rendered when statements are written or the
+ * and kinds, an enum's values, in order) and on its user's email. So the row is rendered when statements are written or the
  * configuration changes (`renderStatements`), and stored with the statement under a key that names the metrics
  * it was rendered for; the store drops it when the statement is written again (no writer changes an email).
  *
@@ -17,7 +17,7 @@ import { statementRenderer } from './rows.ts'
  */
 
 /** Change it when the rendering of statement rows changes: renderings made by older code then no longer match. */
-const RENDERING_VERSION = 3
+const RENDERING_VERSION = 4
 
 /** Statements rendered per transaction. */
 const RENDERING_BATCH = 2000
@@ -34,7 +34,7 @@ export interface StatementTexts {
 /** How rows of a statement structure showing these metrics are rendered, and the key of those renderings. */
 export function statementTexts(metrics: readonly CustomMetric[]): StatementTexts {
   const render = statementRenderer(metrics)
-  const shown = metrics.map((metric) => [metric.api_key, metric.kind])
+  const shown = metrics.map((metric) => [metric.api_key, metric.kind, metric.kind === 'enum' ? metric.enum_values : null])
   return {
     key: createHash('sha256')
       .update(JSON.stringify([RENDERING_VERSION, shown]))
