@@ -459,6 +459,30 @@ describe('plans and exchange rates through the admin routes', () => {
     expect(byDateOf(await h.walk(h.statementsPath), '2026-04-01')[0]).toEqual(april)
   })
 
+  it('a plan deleted and created again under its name keeps the paid cells it had: they are not stated a second time', async () => {
+    const planId = (await h.admin(`/admin/companies/${h.companyId}/plans`)).body.data[0].id
+    const april = byDateOf(await h.walk(h.statementsPath), '2026-04-01')[0]
+    expect(april['standard.status']).toBe('paid')
+    expect((await h.admin(`/admin/companies/${h.companyId}/plans/${planId}`, { method: 'DELETE' })).status).toBe(204)
+
+    const created = await h.admin(`/admin/companies/${h.companyId}/plans`, { method: 'POST', body: salesPlan() })
+    expect(created.status).toBe(201)
+    // It takes the deleted plan's id: its paid April cell is its own, frozen, as for a plan replaced.
+    expect(created.body.plan.id).toBe(planId)
+    const statements = await h.walk(h.statementsPath)
+    expect(statements.map((row) => row['standard.date']).toSorted()).toEqual(['2026-04-01', '2026-05-01', '2026-06-01'])
+    expect(byDateOf(statements, '2026-04-01')).toEqual([april])
+    expect((await h.walk(h.recordsPath)).map(dealOf).toSorted()).toEqual(['Deal D-0', 'Deal D-1'])
+
+    // And its statement can be moved back to pending: a plan calculates it again.
+    const reopened = await h.admin(`/admin/companies/${h.companyId}/statements/${april['standard.id']}`, {
+      method: 'PATCH',
+      body: { status: 'pending' },
+    })
+    expect(reopened.status, reopened.text).toBe(200)
+    expect(reopened.body.status).toBe('pending')
+  })
+
   it('creates a plan with a filter and calculates it at once; refuses one that names what does not exist', async () => {
     const plan = {
       ...salesPlan(),

@@ -66,7 +66,11 @@ export async function savePlan(store: Store, clock: Clock, companyId: string, in
           tx.metrics.list(company.id),
         ])
         const issues: Issue[] = []
-        const identity = { id: existing?.id ?? newId(), created_at: existing?.created_at ?? now, modified_at: now }
+        const identity = {
+          id: existing?.id ?? (await deletedPlanNamed(tx, company.id, input)) ?? newId(),
+          created_at: existing?.created_at ?? now,
+          modified_at: now,
+        }
         const plan = resolvePlan(input, { companyId: company.id, tables, quotas, metrics }, identity, '', (resource, description) =>
           issues.push({ resource: resource.replace(/^\//, '') || 'body', description }),
         )
@@ -86,6 +90,20 @@ export async function savePlan(store: Store, clock: Clock, companyId: string, in
       throw new ValidationError({ resource: 'name', description: `a plan named ${input.name} exists already` })
     throw error
   }
+}
+
+/**
+ * The id of a deleted plan whose validated and paid results are stated under this name (the latest such plan): a
+ * plan created under the name takes it, so that those cells stay frozen as they would for a plan replaced, rather
+ * than being stated a second time beside them (docs/decisions.md, "A plan deleted and created again").
+ */
+async function deletedPlanNamed(tx: Store, companyId: string, input: FixturePlan): Promise<string | null> {
+  const [named, plans] = await Promise.all([
+    tx.statements.planIdsNamed(companyId, input.environment ?? 'live', input.name),
+    tx.plans.list(companyId),
+  ])
+  const saved = new Set(plans.map((plan) => plan.id))
+  return named.filter((planId) => !saved.has(planId)).at(-1) ?? null
 }
 
 /** Deletes a plan with its pending results; its validated and paid statements (and their lines) stay. */

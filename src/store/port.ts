@@ -348,6 +348,11 @@ export interface StatementRepository {
   deleteMany(companyId: string, ids: readonly string[]): Promise<void>
   /** The statements a plan calculated (`plan_id`), limited to some cells or users when asked. */
   findOfPlan(companyId: string, planId: string, only?: PlanResultSelection): Promise<Statement[]>
+  /**
+   * The plans (`plan_id`) of the environment's statements stated under this plan name, deleted plans' included (their
+   * validated and paid statements stay), in id order.
+   */
+  planIdsNamed(companyId: string, environment: Environment, planName: string): Promise<string[]>
 }
 
 /** Which of a plan's results (statements, lines) are looked up: some (user, period) cells, or every period of some users. */

@@ -2,7 +2,7 @@ import type { Document } from 'bson'
 import type { Statement } from '../model.ts'
 import { STATEMENT_ROW_FIELDS, type StatementRowFields, type StatementRowSource, type StatementRepository } from '../port.ts'
 import { STATEMENTS } from './collections.ts'
-import type { MongoContext } from './context.ts'
+import { call, collectionOf, inSession, type MongoContext } from './context.ts'
 import { statementCurrencies } from './currencies.ts'
 import { byId, cursorId, inCompany, ofPlan, pageFilter } from './filters.ts'
 import { countAll, deleteByIds, findAll, findFirst, insertAll, replaceOwnById, writeAll } from './operations.ts'
@@ -65,5 +65,10 @@ export function mongoStatements(context: MongoContext): StatementRepository {
     deleteMany: (companyId, ids) => deleteByIds(context, STATEMENTS, companyId, ids),
     findOfPlan: (companyId, planId, only) =>
       findAll<Statement>(context, STATEMENTS, ofPlan(companyId, planId, only), undefined, WITHOUT_RENDERING),
+    async planIdsNamed(companyId, environment, planName) {
+      const filter = inCompany(companyId, { environment, plan: planName, plan_id: { $type: 'objectId' } })
+      const ids = await call(context, (session) => collectionOf(context, STATEMENTS).distinct('plan_id', filter, inSession(session)))
+      return ids.map(String).toSorted()
+    },
   }
 }

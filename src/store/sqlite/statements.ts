@@ -100,6 +100,17 @@ export function sqliteStatements(sql: Sql): StatementRepository {
       }
       return found
     },
+    // No index names a plan: a scan of the company's statements, for an admin call that recalculates a whole plan anyway.
+    async planIdsNamed(companyId, environment, planName) {
+      const rows = await sql.values(
+        `SELECT DISTINCT plan_id FROM statements
+         WHERE company_id = ? AND environment = ? AND plan = ? AND plan_id IS NOT NULL ORDER BY plan_id`,
+        companyId,
+        environment,
+        planName,
+      )
+      return rows.map(([planId]) => planId as string)
+    },
   }
 }
 

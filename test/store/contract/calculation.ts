@@ -126,6 +126,22 @@ export function calculationContract(adapter: StoreAdapter): void {
       expect(await store.statements.count(companyId, 'live')).toBe(4)
     })
 
+    it('names the plans whose statements are stated under a plan name, per environment, deleted plans included', async () => {
+      const [first, second] = byId([{ id: newId() }, { id: newId() }]).map((plan) => plan.id)
+      await store.statements.insertMany([
+        aStatement(companyId, { plan: 'Sales', plan_id: second, period: '2026-03' }),
+        aStatement(companyId, { plan: 'Sales', plan_id: first, period: '2026-03' }),
+        aStatement(companyId, { plan: 'Sales', plan_id: first, period: '2026-04' }),
+        aStatement(companyId, { plan: 'Sales', plan_id: null }),
+        aStatement(companyId, { plan: 'Sales', plan_id: newId(), environment: 'sandbox', period: '2026-03' }),
+        aStatement(companyId, { plan: 'Other', plan_id: newId(), period: '2026-03' }),
+        aStatement(strangerId, { plan: 'Sales', plan_id: newId(), period: '2026-03' }),
+      ])
+      expect(await store.statements.planIdsNamed(companyId, 'live', 'Sales')).toStrictEqual([first, second])
+      expect(await store.statements.planIdsNamed(companyId, 'live', 'sales')).toStrictEqual([])
+      expect(await store.statements.planIdsNamed(strangerId, 'sandbox', 'Sales')).toStrictEqual([])
+    })
+
     it('drops the rendering of a statement saved again', async () => {
       const statement = aStatement(companyId, { plan_id: newId(), period: '2026-03' })
       await store.statements.insertMany([statement])
