@@ -63,9 +63,15 @@ export class QueueFullError extends TooManyRequestsError {
   override name = 'QueueFullError'
 }
 
-/** The service cannot serve the request now (a 503, which clients retry). */
+/** The service cannot serve the request now (a 503, which clients retry), after `retryAfterSeconds` when it is known. */
 export class ServiceUnavailableError extends Error {
   override name = 'ServiceUnavailableError'
+  readonly retryAfterSeconds: number | undefined
+
+  constructor(message: string, retryAfterSeconds?: number) {
+    super(message)
+    this.retryAfterSeconds = retryAfterSeconds
+  }
 }
 
 /**

@@ -42,6 +42,14 @@ describe('faults', () => {
 
     const metrics = (await server.call('/metrics')).text
     expect(metrics).toMatch(/commission_api_faults_fired_total\{effect="503"\} 2/)
+
+    // A 503 may say when to try again, as the service's own do (a busy store: Retry-After: 1); without it, it does not.
+    const later = await setFault({ method: 'GET', path: '/v2/data-structures', status: 503, retry_after: 30, times: 1 })
+    expect(later.body).toMatchObject({ status: 503, retry_after: 30 })
+    const answered = await server.api('/v2/data-structures')
+    expect(answered.status).toBe(503)
+    expect(answered.headers['retry-after']).toBe('30')
+    expect(first.headers['retry-after']).toBeUndefined()
   })
 
   it('answers each status with the body the specification gives it; 429 with Retry-After and the rate-limit headers', async () => {
@@ -241,7 +249,14 @@ describe('faults', () => {
       [{ method: 'GET', path: '/v1/users', status: 503, drop: true }, 'drop'],
       [{ method: 'GET', path: '/v1/users', delay_ms: 500, delay_max_ms: 100 }, 'delay_max_ms'],
       [{ method: 'GET', path: '/v1/users', status: 418 }, 'status'],
-      [{ method: 'GET', path: '/v1/users', status: 503, retry_after: 5 }, 'retry_after'],
+      [{ method: 'GET', path: '/v1/users', status: 500, retry_after: 5 }, 'retry_after'],
+      // Paths no request could match: a parameter written as in the OpenAPI document, `**`, no such route or method.
+      [{ method: 'GET', path: '/v2/reporting/{table_id}/statements', status: 503 }, 'path'],
+      [{ method: 'GET', path: '/v2/reporting/**/statements', status: 503 }, 'path'],
+      [{ method: 'GET', path: '/v1/nope', status: 503 }, 'path'],
+      [{ method: '*', path: '/v2/reporting/*/statements/*', status: 503 }, 'path'],
+      [{ method: 'PUT', path: '/v2/data-structures', status: 503 }, 'path'],
+      [{ method: 'GET', path: '/v1/tables//records', status: 503 }, 'path'],
       [{ method: 'FETCH', path: '/v1/users', status: 503 }, 'method'],
       [{ method: 'GET', path: '/v1/users', status: 503, probability: 0 }, 'probability'],
       [{ method: 'GET', path: '/v1/users', status: 503, colour: 'red' }, 'colour'],
@@ -254,6 +269,12 @@ describe('faults', () => {
         JSON.stringify(body),
       ).toContain(resource)
     }
+    // Paths that reach a route: a literal segment where the route has a parameter, percent-encoded, any method.
+    for (const path of ['/v1/tables/deals/records/bulk', '/v1/tables/%64eals/records', '/*/users', '/v2/*/*/statements']) {
+      const reached = await setFault({ method: '*', path, status: 503 })
+      expect(reached.status, `${path}: ${reached.text}`).toBe(201)
+    }
+    expect((await server.admin(faults(), { method: 'DELETE' })).status).toBe(204)
     const one = await setFault({ method: 'GET', path: '/v1/users', status: 503 })
     const two = await setFault({ method: 'GET', path: '/v2/data-structures', status: 500 })
     expect((await server.admin(`${faults()}/${one.body.id}`, { method: 'DELETE' })).status).toBe(204)

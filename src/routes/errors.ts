@@ -120,7 +120,10 @@ export function registerErrorHandling(app: FastifyInstance): NotFoundHandler {
         .header('retry-after', String(error.retryAfterSeconds))
         .send({ message: error.message, type: 'TooManyRequestsError' })
     }
-    if (error instanceof ServiceUnavailableError) return reply.code(503).send({ message: error.message, type: 'ServiceUnavailableError' })
+    if (error instanceof ServiceUnavailableError) {
+      if (error.retryAfterSeconds !== undefined) reply.header('retry-after', String(error.retryAfterSeconds))
+      return reply.code(503).send({ message: error.message, type: 'ServiceUnavailableError' })
+    }
     if (error instanceof StoreFullError) {
       if (fullDiskReported.due()) request.log.error({ err: error }, "the store's disk is full: writes are refused until there is room")
       return reply.code(503).header('retry-after', FULL_DISK_RETRY_AFTER_SECONDS).send({

@@ -42,7 +42,11 @@ export const FaultDefinitionSchema = Type.Object(
       Type.Integer({ minimum: 0, maximum: 4_294_967_295, description: 'The seed of the draws (random when absent, and shown)' }),
     ),
     retry_after: Type.Optional(
-      Type.Integer({ minimum: 0, maximum: 3600, description: 'With status 429: the Retry-After, in seconds (default 1)' }),
+      Type.Integer({
+        minimum: 0,
+        maximum: 3600,
+        description: 'With status 429 (default 1) or 503 (default none): the Retry-After, in seconds',
+      }),
     ),
   },
   { additionalProperties: false },
@@ -110,20 +114,51 @@ function decodedSegment(segment: string): string {
   }
 }
 
+/** A route of the v1 or v2 interface as the router has it: a `:name` segment is one path parameter. */
+export interface InterfaceRoute {
+  method: string
+  path: string
+}
+
+/**
+ * Whether a fault's method and path pattern can match a request of the route: a `*` of the pattern or a parameter
+ * of the route takes any one (non-empty) segment, other segments are compared percent-decoded.
+ */
+function reaches(method: string, pattern: readonly string[], route: InterfaceRoute): boolean {
+  if (method !== '*' && method !== route.method) return false
+  const segments = route.path.split('/')
+  return (
+    segments.length === pattern.length &&
+    pattern.every((segment, index) =>
+      segments[index].startsWith(':') ? segment !== '' : segment === '*' || decodedSegment(segment) === segments[index],
+    )
+  )
+}
+
+const PATH_EXPECTED =
+  'expected a path of the v1 or v2 interface, such as /v2/reporting/*/statements (`*` for one segment, no query): faults never touch the admin, health or metrics routes'
+
+/** The problems of a path: where it may point, and whether any route of the interface takes it. */
+function pathProblems(method: string, path: string, routes: readonly InterfaceRoute[]): string[] {
+  const pattern = path.split('/')
+  const [first, root] = pattern
+  if (first !== '' || !['v1', 'v2', '*'].includes(root ?? '') || /[?#\s]/.test(path)) return [PATH_EXPECTED]
+  if (/[{}]|\*\*/.test(path))
+    return [
+      'a path parameter is written `*`, one segment, and `**` is not a pattern: /v2/reporting/*/statements, not /v2/reporting/{table_id}/statements',
+    ]
+  if (routes.length > 0 && !routes.some((route) => reaches(method, pattern, route)))
+    return [`no route of the v1 or v2 interface takes ${method === '*' ? 'any method' : method} on ${path}: the fault would never fire`]
+  return []
+}
+
 /** The problems of a definition beyond its schema's: what it does, and the paths it may touch. */
-function problemsOf(definition: FaultDefinition): { resource: string; description: string }[] {
+function problemsOf(definition: FaultDefinition, routes: readonly InterfaceRoute[]): { resource: string; description: string }[] {
   const problems: { resource: string; description: string }[] = []
   const method = definition.method.toUpperCase()
   if (!(FAULT_METHODS as readonly string[]).includes(method))
     problems.push({ resource: 'method', description: `expected one of ${FAULT_METHODS.join(', ')}` })
-  const [first, root] = definition.path.split('/')
-  if (first !== '' || !['v1', 'v2', '*'].includes(root ?? '') || /[?#\s]/.test(definition.path)) {
-    problems.push({
-      resource: 'path',
-      description:
-        'expected a path of the v1 or v2 interface, such as /v2/reporting/*/statements (`*` for one segment, no query): faults never touch the admin, health or metrics routes',
-    })
-  }
+  else for (const description of pathProblems(method, definition.path, routes)) problems.push({ resource: 'path', description })
   const delays = definition.delay_ms !== undefined || definition.delay_max_ms !== undefined
   if (definition.status === undefined && !definition.drop && !delays)
     problems.push({
@@ -134,18 +169,20 @@ function problemsOf(definition: FaultDefinition): { resource: string; descriptio
     problems.push({ resource: 'drop', description: 'a dropped connection answers no status: give drop or status, not both' })
   if (definition.delay_max_ms !== undefined && definition.delay_max_ms < (definition.delay_ms ?? 0))
     problems.push({ resource: 'delay_max_ms', description: 'expected at least delay_ms' })
-  if (definition.retry_after !== undefined && definition.status !== 429)
-    problems.push({ resource: 'retry_after', description: 'only a fault answering 429 has a Retry-After' })
+  if (definition.retry_after !== undefined && definition.status !== 429 && definition.status !== 503)
+    problems.push({ resource: 'retry_after', description: 'only a fault answering 429 or 503 has a Retry-After' })
   return problems
 }
 
 /** Every company's faults, in the order they were set: the first that fires on a request is the one applied. */
 export class FaultBoard {
   readonly #byCompany = new Map<string, LiveFault[]>()
+  /** The interface's routes, which a fault's path must reach; filled as the routes are registered. */
+  readonly routes: InterfaceRoute[] = []
 
   /** Sets a fault of the company; ValidationError when the definition cannot be applied. */
   add(companyId: string, definition: FaultDefinition, now: Date): Fault {
-    const problems = problemsOf(definition)
+    const problems = problemsOf(definition, this.routes)
     if (problems.length > 0) throw new ValidationError(problems)
     const method = definition.method.toUpperCase()
     const seed = definition.seed ?? Math.floor(Math.random() * 4_294_967_296)
@@ -160,7 +197,7 @@ export class FaultBoard {
       times: definition.times ?? null,
       probability: definition.probability ?? null,
       seed,
-      retry_after: definition.status === 429 ? (definition.retry_after ?? 1) : null,
+      retry_after: definition.status === 429 ? (definition.retry_after ?? 1) : (definition.retry_after ?? null),
       fired: 0,
       created_at: now.toISOString(),
     }
