@@ -27,19 +27,27 @@ const admin = (method: string, path: string, body?: unknown) => send(method, pat
 
 beforeAll(async () => {
   // The stand-in, from a checkout of commission-api, on a free port; it needs no other configuration.
-  service = spawn('npm', ['start', '--', '--test-mode'], {
-    cwd: process.env.COMMISSION_API_DIR ?? '.',
-    env: { PATH: process.env.PATH, PORT: '0' },
-    detached: true,
+  const checkout = process.env.COMMISSION_API_DIR
+  if (!checkout) throw new Error('Set COMMISSION_API_DIR to a checkout of commission-api, with npm install run in it')
+  service = spawn('npm', ['start', '--', '--test-mode'], { cwd: checkout, env: { PATH: process.env.PATH, PORT: '0' }, detached: true })
+  baseUrl = await new Promise<string>((resolve, reject) => {
+    let output = ''
+    let errors = ''
+    service.stdout!.on('data', (chunk) => {
+      output += chunk
+      const url = /listening on (http\S+)/.exec(output)?.[1]
+      if (url) resolve(url)
+    })
+    service.stderr!.on('data', (chunk) => (errors += chunk))
+    // A stand-in that cannot start says why on its stderr: show it rather than wait for the hook's timeout.
+    service.once('exit', (code) => reject(new Error(`The stand-in exited (${code}) before it listened:\n${errors}`)))
   })
-  let output = ''
-  service.stdout!.on('data', (chunk) => (output += chunk))
-  while (!/listening on (http\S+)/.test(output)) await once(service.stdout!, 'data')
-  baseUrl = /listening on (http\S+)/.exec(output)![1]
   company = (await admin('GET', '/admin/companies')).body.data[0].id
 }, 60_000)
 
 afterAll(async () => {
+  // Nothing to stop when it never started, or has exited already.
+  if (!service || service.exitCode !== null || service.signalCode !== null) return
   process.kill(-service.pid!, 'SIGTERM')
   await once(service, 'exit')
 })
