@@ -346,6 +346,19 @@ describe('v2 pagination and filters', () => {
       ])
     })
 
+    it('names the cause when an offset’s + was written as it is, which a query string reads as a space', async () => {
+      for (const offset of ['+02:00', '+0200', '+02']) {
+        const reply = await server.call(`${endpoints[0]}?last_modified_after=2026-02-02T12:00:00${offset}`, { key: small.apiKey })
+        expect(reply.status, offset).toBe(400)
+        expect(reply.body.errors, offset).toEqual([
+          expect.objectContaining({ resource: 'last_modified_after', description: expect.stringContaining('%2B') }),
+        ])
+      }
+      const other = await server.call(`${endpoints[0]}?last_modified_before=2026-02-02T12:00:00%2002:00x`, { key: small.apiKey })
+      expect(other.status).toBe(400)
+      expect(other.body.errors[0].description).not.toContain('%2B')
+    })
+
     it('carries the applied filters, normalized to UTC, and the limit in next_url', async () => {
       const query = `limit=1&last_modified_after=${encodeURIComponent('2026-01-31T12:00:00+02:00')}&last_modified_before=2026-12-31T00:00:00`
       const reply = await server.call(`${endpoints[0]}?${query}`, { key: small.apiKey })

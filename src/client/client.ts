@@ -245,7 +245,11 @@ export class CommissionClient {
     }
   }
 
-  /** The rows of a structure changed after `since` (all rows when null), and the high-water mark to pass next time. */
+  /**
+   * The rows of a structure changed after `since` (all rows when null), and the high-water mark to pass next time.
+   * Rows removed since (a deal deleted takes its lines, an emptied cell its statement) are not among them: a full
+   * read now and then, merged by `standard.id`, finds them gone.
+   */
   async syncSince(
     structure: StructureRef,
     since: Date | string | null,

@@ -83,9 +83,13 @@ function boundOf(name: string, value: string | undefined, issues: Issue[]): Boun
   if (value === undefined) return undefined
   const instant = parseInstant(value)
   if (!instant) {
+    // A `+` written as it is in a query string is read as a space: the offset `+02:00` arrives as ` 02:00`.
+    const plusRead = parseInstant(value.replace(/ (\d{2}(:?\d{2})?)$/, '+$1')) !== null
     issues.push({
       resource: name,
-      description: 'expected an ISO 8601 date-time, such as 2026-01-31T10:00:00Z (without an offset it is read as UTC)',
+      description: plusRead
+        ? 'a + in a query string is read as a space: write the offset’s + as %2B (2026-01-31T10:00:00%2B02:00)'
+        : 'expected an ISO 8601 date-time, such as 2026-01-31T10:00:00Z (without an offset it is read as UTC)',
     })
     return undefined
   }
