@@ -135,6 +135,11 @@ describe('the request journal', () => {
     const bad = await journal('?since=yesterday')
     expect(bad.status).toBe(400)
     expect(bad.body.errors[0].resource).toBe('since')
+    const unrooted = await journal('?path_prefix=v1')
+    expect(unrooted.status).toBe(400)
+    expect(unrooted.body.errors).toEqual([
+      expect.objectContaining({ resource: 'path_prefix', description: expect.stringContaining('/v1') }),
+    ])
   })
 
   it('never keeps an API key, wherever the client put it', async () => {

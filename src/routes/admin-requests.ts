@@ -35,6 +35,9 @@ export const adminRequestRoutes: FastifyPluginAsyncTypebox<{ kit: TestKit }> = a
       const { since, ...filter } = request.query
       const from = since === undefined ? undefined : parseInstant(since)
       if (from === null) throw new ValidationError({ resource: 'since', description: 'expected an ISO 8601 date-time' })
+      // Every path kept starts with a slash: a prefix without one would match nothing, silently.
+      if (filter.path_prefix !== undefined && !filter.path_prefix.startsWith('/'))
+        throw new ValidationError({ resource: 'path_prefix', description: `a path starts with /: path_prefix=/${filter.path_prefix}` })
       const entries = kit.journal.list(await company(request.params.id), { ...filter, since: from?.toISOString() })
       return { count: entries.length, data: entries }
     },
