@@ -450,9 +450,10 @@ describe('plans and exchange rates through the admin routes', () => {
     const planId = (await h.admin(`/admin/companies/${h.companyId}/plans`)).body.data[0].id
     const april = byDateOf(await h.walk(h.statementsPath), '2026-04-01')[0]
     expect((await h.admin(`/admin/companies/${h.companyId}/plans/${planId}`, { method: 'DELETE' })).status).toBe(204)
+    // Nothing of the edit is applied: not the payment it also gives.
     const reopened = await h.admin(`/admin/companies/${h.companyId}/statements/${april['standard.id']}`, {
       method: 'PATCH',
-      body: { status: 'pending' },
+      body: { status: 'pending', payment: 5 },
     })
     expect(reopened.status).toBe(400)
     expect(reopened.body.errors).toEqual([expect.objectContaining({ error: 'ConflictError', resource: 'status' })])
