@@ -69,6 +69,25 @@ describe('PUT /v1/users/managers/bulk', () => {
     ])
   })
 
+  it('names a users import still in its debounce window when an item names a user it would create', async () => {
+    const users = await h.call('/v1/users/bulk?debounce=300', { method: 'PUT', body: { data: [{ email: 'fresh@acme.example' }] } })
+    expect(users.status).toBe(200)
+    const early = await imported('managers', [{ user: 'fresh@acme.example', manager: 'owner@acme.example', start_date: '2026-01' }])
+    expect(early.error).toBe(true)
+    expect(early.data_tables_details[0].error.description).toContain(
+      `user: no user with email fresh@acme.example (users import ${users.body.import_id} is still scheduled`,
+    )
+
+    // Once it is applied, the same call goes through; and a user no import creates is refused without the hint.
+    h.server.clock.advance(300_000)
+    await h.drain()
+    const later = await imported('managers', [{ user: 'fresh@acme.example', manager: 'owner@acme.example', start_date: '2026-01' }])
+    expect(later.error).toBe(false)
+    const unknown = await imported('managers', [{ user: 'ghost@acme.example', manager: 'owner@acme.example', start_date: '2026-01' }])
+    expect(unknown.data_tables_details[0].error.description).toContain('no user with email ghost@acme.example')
+    expect(unknown.data_tables_details[0].error.description).not.toContain('still scheduled')
+  })
+
   it.each([
     [
       [{ user: 'nobody@acme.example', manager: 'owner@acme.example', start_date: '2026-01' }],

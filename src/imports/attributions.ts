@@ -50,7 +50,10 @@ export async function applyAttributions(tx: Store, company: Company, kind: Kind,
     if (problems.length > 0) invalid.push({ line_number: line, row: item, details: problems.join('; ') })
     else if ('placement' in read) placements.push(read.placement)
   })
-  if (invalid.length > 0) return refused(kind === 'managers' ? 'manager attribution' : 'group attribution', invalid)
+  if (invalid.length > 0) {
+    await nameWaitingUsersImport(tx, company.id, invalid)
+    return refused(kind === 'managers' ? 'manager attribution' : 'group attribution', invalid)
+  }
 
   const userIds = [...new Set(placements.map((placement) => placement.userId))]
   if (kind === 'managers') {
@@ -112,13 +115,29 @@ function archivedManagerProblems(manager: User, user: User, months: MonthRange):
   return [`manager: ${manager.email} is archived from ${archivedFrom}, in months ${user.email} is active in`]
 }
 
+const NO_USER = 'no user with email'
+
+/**
+ * An item naming no known user while a users import of the company still waits (in its debounce window, or sent
+ * after this call) names that import: the user it creates exists only once it is applied, after this call.
+ */
+async function nameWaitingUsersImport(tx: Store, companyId: string, invalid: ImportItemIssue[]): Promise<void> {
+  if (!invalid.some((issue) => issue.details.includes(NO_USER))) return
+  const waiting = (await tx.imports.list(companyId, { status: 'scheduled', limit: 100 })).find((item) => item.target === 'users')
+  if (!waiting) return
+  for (const issue of invalid) {
+    if (issue.details.includes(NO_USER))
+      issue.details += ` (users import ${waiting.id} is still scheduled: a user it creates exists once it is applied; send attributions after it)`
+  }
+}
+
 function lookUp(email: unknown, field: string, users: Map<string, User>, problems: string[]): User | null {
   if (!isEmail(email)) {
     problems.push(`${field}: expected the email of a user`)
     return null
   }
   const user = users.get(email.toLowerCase())
-  if (!user) problems.push(`${field}: no user with email ${email}`)
+  if (!user) problems.push(`${field}: ${NO_USER} ${email}`)
   return user ?? null
 }
 
