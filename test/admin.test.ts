@@ -172,6 +172,31 @@ describe('admin routes', () => {
     expect(malformed.body).toEqual({ count: 1, errors: [{ error: 'ValidationError', resource: 'id', description: expect.any(String) }] })
   })
 
+  it('400 naming an unknown query parameter, doing nothing: one meant to narrow an action is never dropped in silence', async () => {
+    const kept = await server.call('/admin/companies', { method: 'POST', headers: admin, body: smallFixture('Narrowed') })
+    const id = kept.body.company_id
+    const before = await server.call(`/admin/companies/${id}`, { headers: admin })
+    for (const [method, path] of [
+      ['POST', `/admin/reset?company=${id}`],
+      ['DELETE', `/admin/companies/${id}?confirm=no`],
+      ['GET', `/admin/companies/${id}/requests?limit=1`],
+      ['POST', `/admin/companies/${id}/imports/drain?timeout=5`],
+      ['GET', '/admin/companies?name=Narrowed'],
+    ] as const) {
+      const refused = await server.call(path, { method, headers: admin })
+      expect(refused.status, `${method} ${path}`).toBe(400)
+      expect(refused.body.errors, `${method} ${path}`).toEqual([
+        expect.objectContaining({
+          error: 'ValidationError',
+          description: expect.stringMatching(/unknown parameter (company|confirm|limit|timeout|name)/),
+        }),
+      ])
+    }
+    expect(await server.call(`/admin/companies/${id}`, { headers: admin })).toMatchObject({ status: 200, body: before.body })
+    // The parameters a route names are still taken.
+    expect((await server.call(`/admin/companies/${id}/imports?status=finished&limit=5`, { headers: admin })).status).toBe(200)
+  })
+
   it('400 for malformed JSON, a wrong content type, or an unknown body field', async () => {
     const badJson = await server.call('/admin/companies', { method: 'POST', headers: admin, body: '{"company": ' })
     expect(badJson.status).toBe(400)

@@ -1,5 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyInstance } from 'fastify'
 import { Type } from 'typebox'
 import { companyInventory, createCompanyKey, deleteCompany } from '../admin/company-admin.ts'
 import { UnauthorizedError } from '../errors.ts'
@@ -60,12 +61,26 @@ const CompanyInventorySchema = Type.Object({
 })
 
 /**
+ * Admin routes take only the query parameters they name: an unknown one is a 400 naming it, and nothing is done.
+ * v1 and v2 ignore them (clients add their own); here a parameter meant to narrow an action (`POST
+ * /admin/reset?company=…`, which resets every company) must not be dropped in silence.
+ */
+function refuseUnknownQueryParameters(app: FastifyInstance): void {
+  app.addHook('onRoute', (route) => {
+    const schema = (route.schema ??= {})
+    const query = (schema.querystring ?? Type.Object({})) as Record<string, unknown>
+    schema.querystring = { ...query, additionalProperties: false }
+  })
+}
+
+/**
  * The administration surface, registered only when ADMIN_TOKEN is set: every route expects
  * `Authorization: Bearer <ADMIN_TOKEN>`. Not part of the public interface.
  */
 export const adminRoutes: FastifyPluginAsyncTypebox<{ worker?: WorkerProbe }> = async (app, { worker }) => {
   const expected = digest(app.config.adminToken ?? '')
   keepOutOfCaches(app)
+  refuseUnknownQueryParameters(app)
   app.addHook('onRequest', async (request) => {
     // The scheme's name is case-insensitive, and spaces or tabs may follow it (RFC 9110, 11.1 and 11.4).
     const presented = BEARER.exec(request.headers.authorization ?? '')?.[1]
