@@ -606,6 +606,8 @@ describe('plans and exchange rates through the admin routes', () => {
     // Back to pending, the cell is calculated again from its deals as they are now (3,000 of 10,000 at 5 %): the
     // edited payment does not stay, and neither do the figures of what was paid.
     expect(reopened.body).toMatchObject({ status: 'pending', payment: 150 })
+    // The calculation's exact sums it now holds again are its own: not served.
+    expect(reopened.body).not.toHaveProperty('sums')
     const lines = (await h.walk(h.recordsPath)).filter((line) => dealOf(line) !== 'Deal D-1')
     expect(lines.map((line) => [dealOf(line), line['standard.commission_impact'].value, line['datatable.amount']]).toSorted()).toEqual([
       ['Deal D-0', 50, { value: 1_000, currency: 'EUR' }],

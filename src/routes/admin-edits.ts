@@ -57,7 +57,17 @@ export const adminEditRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: Changed, ...AdminErrorResponses },
       },
     },
-    async (request) => reviseStatement(app.store, app.clock, request.params.id, request.params.statement_id, request.body),
+    async (request) => {
+      // A calculated statement's exact sums are the calculation's own (model.ts): never served.
+      const { sums: _sums, ...statement } = await reviseStatement(
+        app.store,
+        app.clock,
+        request.params.id,
+        request.params.statement_id,
+        request.body,
+      )
+      return statement
+    },
   )
 
   app.patch(
