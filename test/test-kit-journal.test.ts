@@ -3,7 +3,7 @@ import { connect } from 'node:net'
 import { afterEach, describe, expect, it } from 'vitest'
 import { type JournalEntry, RequestJournal } from '../src/test-kit/journal.ts'
 import { smallFixture } from './helpers/fixtures.ts'
-import { KIT_DEMO_KEY, type KitServer, startKitServer, until } from './helpers/kit-server.ts'
+import { KIT_ADMIN_TOKEN, KIT_DEMO_KEY, type KitServer, startKitServer, until } from './helpers/kit-server.ts'
 
 /** The request journal (`/admin/companies/{id}/requests`): what a test asserts its client sent, as WireMock's verify. */
 
@@ -158,6 +158,14 @@ describe('the request journal', () => {
     expect(named.text).not.toContain(KIT_DEMO_KEY)
     expect(named.text).not.toContain('cak_abcdefghijklmnop')
     expect(named.body.data[0].query).toEqual({ '[Redacted]': ['[Redacted]', '[Redacted]'], plain: 'kept' })
+
+    // Nor the admin token, sent where a key goes (in the query, or in the path percent-encoded).
+    await server.api(`/v1/users?access_token=${KIT_ADMIN_TOKEN}&plain=kept`)
+    await server.api(`/v1/imports/${KIT_ADMIN_TOKEN.replace('k', '%6B')}`)
+    const admin = await journal()
+    expect(admin.text).not.toContain(KIT_ADMIN_TOKEN)
+    expect(admin.body.data[0].path).toBe('/v1/imports/[Redacted]')
+    expect(admin.body.data[1].query).toEqual({ access_token: '[Redacted]', plain: 'kept' })
   })
 
   it("never keeps another key's secret of any form, nor a key in the path", async () => {

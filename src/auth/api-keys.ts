@@ -32,7 +32,7 @@ function holdsApiKey(value: string, presented: unknown): boolean {
  * ASCII escapes are decoded all the same, and the others kept as written: the keys' characters are ASCII, and one
  * bad escape must not hide a key encoded beside it.
  */
-function percentDecoded(value: string): string {
+export function percentDecoded(value: string): string {
   try {
     return decodeURIComponent(value)
   } catch {

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { authenticationOf } from '../auth/api-key-hook.ts'
-import { carriesApiKey, isKeySecret } from '../auth/api-keys.ts'
+import { carriesApiKey, isKeySecret, percentDecoded } from '../auth/api-keys.ts'
 import { REDACTED } from '../logger.ts'
 import {
   ForbiddenError,
@@ -166,9 +166,17 @@ async function pathOfRecorded(request: FastifyRequest): Promise<string> {
   return (await Promise.all(segments.map(async (segment) => ((await isSecret(request, segment)) ? REDACTED : segment)))).join('/')
 }
 
-/** A value of the request that is an API key: one it carries (`carriesApiKey`), or the secret of any key of the service. */
+/**
+ * A value of the request that is a secret: an API key it carries (`carriesApiKey`), the secret of any key of the
+ * service, or one that holds the admin token (a client that sends it where a key goes).
+ */
 async function isSecret(request: FastifyRequest, value: string): Promise<boolean> {
-  return carriesApiKey(value, request.headers['x-api-key']) || (await isKeySecret(request.server.store, value))
+  const adminToken = request.server.config.adminToken
+  return (
+    carriesApiKey(value, request.headers['x-api-key']) ||
+    (adminToken !== null && (value.includes(adminToken) || percentDecoded(value).includes(adminToken))) ||
+    (await isKeySecret(request.server.store, value))
+  )
 }
 
 /**
