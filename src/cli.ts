@@ -3,12 +3,20 @@ import { readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
 import { setFlagsFromString } from 'node:v8'
 import pino from 'pino'
-import { Value } from 'typebox/value'
 import { clockState, moveClock } from './admin/clock.ts'
 import { companyInventory, createCompanyKey, existingCompany } from './admin/company-admin.ts'
-import { DEFAULT_DRAIN_TIMEOUT_MS, drainImports, listImports } from './admin/imports.ts'
+import { DEFAULT_DRAIN_TIMEOUT_MS, drainImports, listImports, MAX_DRAIN_TIMEOUT_MS, MAX_LISTED_IMPORTS } from './admin/imports.ts'
 import { type ResetOutcome, resetCompany, resetEveryCompany } from './admin/reset.ts'
-import { calculationProblems, deletePlan, listPlans, savePlan, setExchangeRates } from './admin/plans.ts'
+import {
+  calculationProblems,
+  deletePlan,
+  listPlans,
+  replacementDefinition,
+  type ReplacementPlan,
+  ReplacementPlanSchema,
+  savePlan,
+  setExchangeRates,
+} from './admin/plans.ts'
 import { changeQuotaType } from './admin/data-edits.ts'
 import { ApiError, CommissionClient, ConnectionError, instantParam } from './client/index.ts'
 import { type Clock, clockFor } from './clock.ts'
@@ -17,7 +25,7 @@ import { formatReport, runConformance } from './conformance/conformance.ts'
 import { WRITE_WARNING } from './conformance/write-checks.ts'
 import { NotFoundError, TimedOutError, ValidationError } from './errors.ts'
 import { demoFixture } from './fixtures/demo.ts'
-import { loadFixture } from './fixtures/load-fixture.ts'
+import { loadFixture, schemaProblems } from './fixtures/load-fixture.ts'
 import { type FixturePlan, FixturePlanSchema } from './fixtures/schema.ts'
 import { startServer } from './server.ts'
 import { composeImportWorker } from './imports/compose-worker.ts'
@@ -85,6 +93,26 @@ class UsageError extends Error {}
 
 type Options = Record<string, string | boolean | undefined>
 
+/**
+ * How many arguments each command takes after its name, at most (subcommands, files, `CUR=RATE` pairs): one more is
+ * a usage mistake rather than a file or a value silently left out. An unknown command is refused by its name.
+ */
+const MOST_ARGUMENTS: Record<string, number> = {
+  load: 1,
+  keys: 1,
+  plans: 2,
+  'exchange-rates': Number.POSITIVE_INFINITY,
+  clock: 2,
+  imports: 1,
+}
+
+function refuseLeftOverArguments(name: string, rest: readonly string[]): void {
+  const most = Object.hasOwn(MOST_ARGUMENTS, name) ? MOST_ARGUMENTS[name] : 0
+  if (rest.length <= most) return
+  const takes = most === 0 ? 'no argument' : `at most ${most} argument${most === 1 ? '' : 's'}`
+  throw new UsageError(`${name} takes ${takes}; left over: ${rest.slice(most).join(' ')}`)
+}
+
 /** A command reads its options and returns what to print: a JSON-able value and its human form. */
 type Command = (store: Store, positionals: string[], options: Options, context: CommandContext) => Promise<{ json: unknown; text: string }>
 
@@ -124,7 +152,8 @@ const requiredOption = (options: Options, name: string): string => {
  */
 function readJson(file: string): unknown {
   try {
-    return JSON.parse(readFileSync(file === '-' ? 0 : file, 'utf8'))
+    // A byte order mark, which some editors write, is not JSON; the HTTP routes take a body with one too.
+    return JSON.parse(readFileSync(file === '-' ? 0 : file, 'utf8').replace(/^\uFEFF/, ''))
   } catch (error) {
     throw new ValidationError({
       resource: file === '-' ? 'standard input' : file,
@@ -216,14 +245,13 @@ const COMMANDS: Record<string, Command> = {
     }
     if (subcommand !== 'put') throw new UsageError('plans expects no subcommand, put or delete')
     if (!file) throw new UsageError('plans put expects a plan file, or - for standard input')
-    const definition = readJson(file)
-    const errors = [...Value.Errors(FixturePlanSchema, definition)].map((error) => ({
-      resource: error.instancePath || '/',
-      description: error.message,
-    }))
-    if (errors.length > 0) throw new ValidationError(errors)
+    const document = readJson(file)
     const plan = typeof options.plan === 'string' ? options.plan : undefined
-    const change = await savePlan(store, clock, companyId, definition as FixturePlan, plan)
+    // A replacement may keep the id that `plans --json` shows, as the HTTP route's body may.
+    const errors = schemaProblems(plan === undefined ? FixturePlanSchema : ReplacementPlanSchema, document)
+    if (errors.length > 0) throw new ValidationError(errors)
+    const definition = plan === undefined ? (document as FixturePlan) : replacementDefinition(document as ReplacementPlan, plan)
+    const change = await savePlan(store, clock, companyId, definition, plan)
     const described = change.plan
     const { cells, statements_written: statements, lines_written: lines, problems } = change.calculation
     return {
@@ -285,7 +313,8 @@ const COMMANDS: Record<string, Command> = {
       // a run (an import failed on an internal error, whose reference its details give) is logged on stderr.
       const worker = composeImportWorker({ store, clock, config, logger: stderrLogger(config) })
       try {
-        listed = await drainImports(store, clock, worker, companyId, integerOption(options, 'timeout') ?? DEFAULT_DRAIN_TIMEOUT_MS)
+        const timeout = boundedOption(options, 'timeout', 0, MAX_DRAIN_TIMEOUT_MS) ?? DEFAULT_DRAIN_TIMEOUT_MS
+        listed = await drainImports(store, clock, worker, companyId, timeout)
       } finally {
         // Past its timeout the drain answers while its own run goes on: the store stays open until that run ends.
         await worker.idle()
@@ -294,7 +323,8 @@ const COMMANDS: Record<string, Command> = {
       const status = options.status
       if (status !== undefined && !(IMPORT_STATUSES as readonly unknown[]).includes(status))
         throw new UsageError(`--status expects one of ${IMPORT_STATUSES.join(', ')}`)
-      listed = await listImports(store, companyId, { status: status as ImportStatus | undefined, limit: integerOption(options, 'limit') })
+      const limit = boundedOption(options, 'limit', 1, MAX_LISTED_IMPORTS)
+      listed = await listImports(store, companyId, { status: status as ImportStatus | undefined, limit })
     } else throw new UsageError('imports expects no subcommand, or drain')
     const text = listed.data.map(
       (data) => `${data.id}  ${data.target.padEnd(8)} ${data.status.padEnd(9)} ${data.error ? 'error' : 'ok'}  created ${data.created_at}`,
@@ -434,6 +464,7 @@ async function main(argv: string[]): Promise<number> {
     return values.help ? 0 : 2
   }
   if (name === 'serve') {
+    refuseLeftOverArguments(name, rest)
     await serve(values.role, values['test-mode'] === true)
     return -1
   }
@@ -441,6 +472,7 @@ async function main(argv: string[]): Promise<number> {
   // Own properties only: a command named like an Object.prototype member (`toString`) is unknown, not inherited.
   const clientCommand = Object.hasOwn(CLIENT_COMMANDS, name) ? CLIENT_COMMANDS[name] : undefined
   if (clientCommand) {
+    refuseLeftOverArguments(name, rest)
     const client = clientOf(values)
     try {
       const result = await clientCommand(client, values)
@@ -452,6 +484,7 @@ async function main(argv: string[]): Promise<number> {
   }
   const command = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined
   if (!command) throw new UsageError(`unknown command ${name}`)
+  refuseLeftOverArguments(name, rest)
   const config = loadConfig()
   const store = await openStore(config)
   // On stderr, so that stdout stays the command's answer (--json).

@@ -74,6 +74,52 @@ describe('the CLI', () => {
     }
   })
 
+  it('plans put takes back a plan as plans --json prints it, its id included, and refuses another id', () => {
+    const env = { DATA_DIR: tempDataDir() }
+    const created = JSON.parse(runCli(['demo', '--users', '6', '--months', '2', '--deals', '10', '--json'], env).stdout)
+    const [plan] = JSON.parse(runCli(['plans', '--company', created.company_id, '--json'], env).stdout)
+    const file = join(env.DATA_DIR, 'plan.json')
+    writeFileSync(file, JSON.stringify({ ...plan, rate: 0.07 }))
+    const replaced = runCli(['plans', 'put', '--company', created.company_id, '--plan', plan.id, file, '--json'], env)
+    expect(replaced.code, replaced.stderr).toBe(0)
+    expect(JSON.parse(replaced.stdout).plan).toMatchObject({ id: plan.id, rate: 0.07 })
+
+    writeFileSync(file, JSON.stringify({ ...plan, id: '0123456789abcdef01234567' }))
+    const other = runCli(['plans', 'put', '--company', created.company_id, '--plan', plan.id, file], env)
+    expect(other.code).toBe(1)
+    expect(other.stderr).toContain("a plan's id does not change")
+    // Without --plan, the definition of a new plan has no id; its problems are named as the fixture's are.
+    const unnamed = runCli(['plans', 'put', '--company', created.company_id, file], env)
+    expect(unnamed.code).toBe(1)
+    expect(unnamed.stderr).toContain('unknown properties: id')
+  })
+
+  it('reads a JSON file that starts with a byte order mark, as the HTTP routes read such a body', () => {
+    const env = { DATA_DIR: tempDataDir() }
+    const file = join(env.DATA_DIR, 'bom.json')
+    writeFileSync(file, `\uFEFF${JSON.stringify(smallFixture('Marked'))}`)
+    const loaded = runCli(['load', file, '--json'], env)
+    expect(loaded.code, loaded.stderr).toBe(0)
+    expect(JSON.parse(runCli(['companies', '--json'], env).stdout)).toEqual([expect.objectContaining({ name: 'Marked' })])
+  })
+
+  it('refuses an argument left over, and an option past its bounds, as usage mistakes', () => {
+    const env = { DATA_DIR: tempDataDir() }
+    for (const [args, problem] of [
+      [['load', 'a.json', 'b.json'], 'load takes at most 1 argument; left over: b.json'],
+      [['companies', 'extra'], 'companies takes no argument; left over: extra'],
+      [['clock', 'advance', '1000', 'extra'], 'clock takes at most 2 arguments; left over: extra'],
+      [['serve', 'extra'], 'serve takes no argument'],
+      [['imports', 'drain', '--company', 'c', '--timeout', '99999999999'], '--timeout expects a whole number from 0 to 600000'],
+      [['imports', '--company', 'c', '--limit', '0'], '--limit expects a whole number from 1 to 1000'],
+      [['demo', '--users', '99999999999'], 'demo users must be an integer from 5'],
+    ] as const) {
+      const result = runCli([...args], env)
+      expect(result.code, args.join(' ')).toBe(2)
+      expect(result.stderr, args.join(' ')).toContain(problem)
+    }
+  })
+
   it('explains usage mistakes with exit code 2', () => {
     const env = { DATA_DIR: tempDataDir() }
     expect(runCli(['frobnicate'], env).code).toBe(2)

@@ -283,9 +283,12 @@ describe('demoFixture options', () => {
     expect(many.data_tables?.[0].records?.slice(0, 10)).toEqual(few.data_tables?.[0].records)
   })
 
-  it('refuses fewer than 5 users, and counts that are not whole', () => {
+  it('refuses fewer than 5 users, counts that are not whole, and counts past what one process builds', () => {
     expect(() => demoFixture({ users: 4 })).toThrow(RangeError)
-    expect(() => demoFixture({ users: 4 })).toThrow(/at least 5/)
+    expect(() => demoFixture({ users: 4 })).toThrow(/from 5 \(an admin and one user of each status\)/)
+    expect(() => demoFixture({ users: 100_001 })).toThrow(/to 100000/)
+    expect(() => demoFixture({ months: 1_201 })).toThrow(/from 1 to 1200/)
+    expect(() => demoFixture({ deals: 1_000_001 })).toThrow(/from 0 to 1000000/)
     expect(() => demoFixture({ users: 10.5 })).toThrow(RangeError)
     expect(() => demoFixture({ months: 0 })).toThrow(RangeError)
     expect(() => demoFixture({ deals: -1 })).toThrow(RangeError)

@@ -24,6 +24,21 @@ import { existingCompany } from './company-admin.ts'
 export const PlanDefinitionSchema = Type.Object({ id: Type.String(), ...FixturePlanSchema.properties }, { additionalProperties: false })
 export type PlanDefinition = Static<typeof PlanDefinitionSchema>
 
+/** A replacement may keep the `id` that `GET …/plans` shows, so that a plan read can be sent back as it is. */
+export const ReplacementPlanSchema = Type.Object(
+  { ...FixturePlanSchema.properties, id: Type.Optional(Type.String({ description: "The plan's id, as the path names it" })) },
+  { additionalProperties: false },
+)
+export type ReplacementPlan = Static<typeof ReplacementPlanSchema>
+
+/** The definition a replacement of plan `planId` gives: its `id`, when it keeps one, must be that plan's. */
+export function replacementDefinition(replacement: ReplacementPlan, planId: string): FixturePlan {
+  const { id, ...definition } = replacement
+  if (id !== undefined && storedId(id) !== storedId(planId))
+    throw new ValidationError({ resource: 'id', description: "a plan's id does not change: give the one the path names, or none" })
+  return definition
+}
+
 /** A plan as saved, and what recalculating it did. */
 export const PlanChangeSchema = Type.Object({ plan: PlanDefinitionSchema, calculation: RecalculationSummarySchema })
 export type PlanChange = Static<typeof PlanChangeSchema>

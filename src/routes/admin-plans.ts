@@ -9,11 +9,11 @@ import {
   PlanChangeSchema,
   PlanDefinitionSchema,
   PlanProblemsSchema,
+  replacementDefinition,
+  ReplacementPlanSchema,
   savePlan,
   setExchangeRates,
 } from '../admin/plans.ts'
-import { storedId } from '../domain/ids.ts'
-import { ValidationError } from '../errors.ts'
 import { FixturePlanSchema } from '../fixtures/schema.ts'
 import { AdminErrorResponses, CompanyParamsSchema } from './schemas.ts'
 import { ObjectIdSchema } from '../domain/schemas.ts'
@@ -24,12 +24,6 @@ import { ObjectIdSchema } from '../domain/schemas.ts'
  */
 
 const PlanParams = Type.Object({ id: ObjectIdSchema, plan_id: Type.String() })
-
-/** A replacement may keep the `id` that `GET …/plans` shows, so that a plan read can be sent back as it is. */
-const ReplacementPlanSchema = Type.Object(
-  { ...FixturePlanSchema.properties, id: Type.Optional(Type.String({ description: "The plan's id, as the path names it" })) },
-  { additionalProperties: false },
-)
 
 export const adminPlanRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
@@ -74,9 +68,7 @@ export const adminPlanRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request) => {
-      const { id, ...definition } = request.body
-      if (id !== undefined && storedId(id) !== storedId(request.params.plan_id))
-        throw new ValidationError({ resource: 'id', description: "a plan's id does not change: give the one the path names, or none" })
+      const definition = replacementDefinition(request.body, request.params.plan_id)
       return savePlan(app.store, app.clock, request.params.id, definition, request.params.plan_id)
     },
   )
