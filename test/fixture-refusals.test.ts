@@ -43,6 +43,19 @@ describe('bad fixtures are refused cleanly', () => {
     )
   })
 
+  it('checks every value of a map whatever its key, a line break in it too, and refuses an exchange rate not keyed by a currency', async () => {
+    const fixture = smallFixture() as any
+    fixture.statements[0].dimensions = { 'line\nbreak': 5, plain: ['kept'] }
+    fixture.company.exchange_rates = { usd: 'x', USD: 0.9 }
+    const issues = (await refusalOf(fixture)).issues
+    expect(issues).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ resource: '/statements/0/dimensions/line\nbreak' }),
+        expect.objectContaining({ resource: '/company/exchange_rates', description: 'unknown properties: usd' }),
+      ]),
+    )
+  })
+
   it("refuses a user's amount attribute without its currency beside it, and one of the wrong type", async () => {
     const fixture = smallFixture() as any
     fixture.users[0].attributes = { region: 'EMEA', base_salary: 50000 }
@@ -87,7 +100,7 @@ describe('bad fixtures are refused cleanly', () => {
     fixture.users[1].modified_at = '2026-01-01T00:00:00Z[Europe/Paris]'
     fixture.custom_metrics[0].created_at = '2026-01-01 10:00:00Z'
     fixture.closed_periods = [{ through: '2026-13', status: 'paid' }]
-    fixture.company.exchange_rates = { EUR: 2, usd: 3, USD: 1.1 }
+    fixture.company.exchange_rates = { EUR: 2, USD: 1.1 }
     fixture.data_tables[0].fields.push({ api_key: 'deleted', name: 'Deleted', type: 'boolean' })
     // Times whose offset carries them out of the years 0000 to 9999.
     fixture.statements[0].modified_at = '9999-12-31T23:59:59-23:59'
@@ -101,7 +114,6 @@ describe('bad fixtures are refused cleanly', () => {
         '/custom_metrics/0/created_at',
         '/closed_periods/0/through',
         '/company/exchange_rates/EUR',
-        '/company/exchange_rates/usd',
         '/data_tables/0/fields/4/api_key',
         '/statements/0/modified_at',
         '/quotas/0/values/0/modified_at',

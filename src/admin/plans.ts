@@ -45,6 +45,7 @@ export type PlanChange = Static<typeof PlanChangeSchema>
 
 /** A company's exchange rates as they are given: what one unit of each currency is worth in its default currency. */
 export const ExchangeRatesSchema = Type.Record(Type.String({ pattern: '^[A-Z]{3}$' }), Type.Number({ exclusiveMinimum: 0 }), {
+  additionalProperties: false,
   description: 'what one unit of each currency is worth in the default currency',
 })
 

@@ -22,5 +22,12 @@ export const OrNull = <Schema extends TSchema>(schema: Schema) => Type.Union([sc
 
 export const ObjectIdSchema = Type.String({ pattern: '^[0-9a-fA-F]{24}$', description: 'ObjectId string' })
 
+/**
+ * A map's key that may be any string, as `Type.Record(AnyKey, value)` checks every value: a Record of
+ * `Type.String()` keys is the pattern `^.*$`, and `.` matches no line break, so a key holding one escaped the check
+ * of its value (in TypeBox and in any JSON Schema validator).
+ */
+export const AnyKey = Type.String({ pattern: '^[\\s\\S]*$' })
+
 /** An issue with its error family named, as a 400-family body lists it: its family, what it is about, what is wrong. */
 export const ErrorItemSchema = Type.Object({ error: Type.String(), resource: Type.String(), description: Type.String() })
