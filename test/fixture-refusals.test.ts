@@ -56,6 +56,32 @@ describe('bad fixtures are refused cleanly', () => {
     )
   })
 
+  it('refuses a record marked deleted, an arrival date not in the calendar, and two quotas of one name in an environment', async () => {
+    const fixture = smallFixture() as any
+    fixture.data_tables[0].records[1].deleted = true
+    fixture.users[1].arrival_date = '2026-02-30'
+    fixture.quotas.push({ name: 'Monthly bookings', type: 'amount', frequency: 'monthly', values: [] })
+    fixture.quotas.push({ name: 'Monthly bookings', type: 'amount', frequency: 'monthly', environment: 'sandbox', values: [] })
+    const issues = (await refusalOf(fixture)).issues
+    expect(issues.map((issue) => issue.resource)).toEqual(
+      expect.arrayContaining(['/data_tables/0/records/1/deleted', '/users/1/arrival_date', `/quotas/${fixture.quotas.length - 2}/name`]),
+    )
+    // The same name in the other environment is another quota.
+    expect(issues.map((issue) => issue.resource)).not.toContain(`/quotas/${fixture.quotas.length - 1}/name`)
+  })
+
+  it('finds the record a commission line names as its id field is read, without the spaces around it', async () => {
+    const fixture = smallFixture() as any
+    fixture.commission_lines[0].record = ' D-1 '
+    const store = openSqliteStore(':memory:')
+    try {
+      const loaded = await loadFixture(store, new ManualClock(), fixture)
+      expect(loaded.company_id).toMatch(/^[0-9a-f]{24}$/)
+    } finally {
+      await store.close()
+    }
+  })
+
   it("refuses a user's amount attribute without its currency beside it, and one of the wrong type", async () => {
     const fixture = smallFixture() as any
     fixture.users[0].attributes = { region: 'EMEA', base_salary: 50000 }
