@@ -133,6 +133,19 @@ describe('draining imports', () => {
     expect(await server.running.store.imports.get(server.demoId, upsert.body.import_id)).toMatchObject({ status: 'finished', attempts: 1 })
   })
 
+  it('answers 404 rather than an empty list when its company is deleted while it runs', async () => {
+    const { upsert, held, store, clock, worker } = await heldDrain('doomed@demo.example')
+    const draining = drainImports(store, clock, worker, server.demoId, 10_000)
+    await until(
+      () => server.running.store.imports.get(server.demoId, upsert.body.import_id),
+      (found) => found?.status === 'started',
+    )
+    expect((await server.admin(`/admin/companies/${server.demoId}`, { method: 'DELETE' })).status).toBe(204)
+    held.open()
+    await expect(draining).rejects.toMatchObject({ name: 'NotFoundError', resource: 'company' })
+    await worker.idle()
+  })
+
   it("hands a drain's run back when its worker stops (the app closing after a 408), rather than leave it to the lease", async () => {
     const { upsert, held, worker } = await heldDrain('stopped@demo.example')
     const run = worker.runOnce(server.demoId)
