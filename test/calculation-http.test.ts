@@ -475,6 +475,19 @@ describe('plans and exchange rates through the admin routes', () => {
     expect(byDateOf(statements, '2026-04-01')).toEqual([april])
     expect((await h.walk(h.recordsPath)).map(dealOf).toSorted()).toEqual(['Deal D-0', 'Deal D-1'])
 
+    // Of another frequency it would state the paid month again inside a quarter of its own: refused, replaced or
+    // created again, and nothing changes.
+    const quarterly = { ...salesPlan(), frequency: 'quarterly', quota: undefined, tiers: [], metrics: {} }
+    const replaced = await h.admin(`/admin/companies/${h.companyId}/plans/${planId}`, { method: 'PUT', body: quarterly })
+    expect(replaced.status).toBe(400)
+    expect(replaced.body.errors).toEqual([expect.objectContaining({ error: 'ConflictError', resource: 'frequency' })])
+    expect((await h.admin(`/admin/companies/${h.companyId}/plans/${planId}`, { method: 'DELETE' })).status).toBe(204)
+    const recreated = await h.admin(`/admin/companies/${h.companyId}/plans`, { method: 'POST', body: quarterly })
+    expect(recreated.status).toBe(400)
+    expect(recreated.body.errors).toEqual([expect.objectContaining({ resource: 'frequency' })])
+    expect(byDateOf(await h.walk(h.statementsPath), '2026-04-01')).toEqual([april])
+    expect((await h.admin(`/admin/companies/${h.companyId}/plans`, { method: 'POST', body: salesPlan() })).status).toBe(201)
+
     // And its statement can be moved back to pending: a plan calculates it again.
     const reopened = await h.admin(`/admin/companies/${h.companyId}/statements/${april['standard.id']}`, {
       method: 'PATCH',

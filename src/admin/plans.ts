@@ -5,6 +5,7 @@ import { companySettings, type RecalculationSummary, recalculate, stampedBy } fr
 import { CalculationProblemSchema, RecalculationSummarySchema } from '../calculation/schemas.ts'
 import type { Clock } from '../clock.ts'
 import { isCurrencyCode } from '../domain/formats.ts'
+import { isPeriodOf } from '../domain/periods.ts'
 import { storedId } from '../domain/ids.ts'
 import { type Issue, NotFoundError, ValidationError } from '../errors.ts'
 import { describePlan, resolvePlan } from '../fixtures/plan-definitions.ts'
@@ -91,6 +92,7 @@ export async function savePlan(store: Store, clock: Clock, companyId: string, in
           issues.push({ resource: resource.replace(/^\//, '') || 'body', description }),
         )
         if (issues.length > 0) throw new ValidationError(issues)
+        await refuseFrequencyOfFrozenCells(tx, company.id, plan)
         // Its lines are read by the table they were calculated from: those of the table it no longer reads would
         // never be found again, and a cell recalculated in part would count them as records.
         if (existing && existing.table_id !== plan.table_id) await deleteUnfrozenLines(tx, company.id, existing.id)
@@ -106,6 +108,23 @@ export async function savePlan(store: Store, clock: Clock, companyId: string, in
       throw new ValidationError({ resource: 'name', description: `a plan named ${input.name} exists already` })
     throw error
   }
+}
+
+/**
+ * A plan keeps the frequency of its validated and paid cells while they stay: of another frequency, it would state
+ * the months of a paid quarter a second time, in cells of their own beside the frozen one (replaced, or created
+ * again under a deleted plan's name).
+ */
+async function refuseFrequencyOfFrozenCells(tx: Store, companyId: string, plan: Plan): Promise<void> {
+  const frozen = (await tx.statements.findOfPlan(companyId, plan.id)).find(
+    (statement) => statement.status !== 'pending' && statement.period !== null && !isPeriodOf(plan.frequency, statement.period),
+  )
+  if (!frozen) return
+  throw new ValidationError({
+    error: 'ConflictError',
+    resource: 'frequency',
+    description: `the plan's ${frozen.status} statements are of another frequency (period ${frozen.period}): a plan keeps its frequency while they stay; give a plan of another frequency another name`,
+  })
 }
 
 /**

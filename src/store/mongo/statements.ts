@@ -65,10 +65,15 @@ export function mongoStatements(context: MongoContext): StatementRepository {
     deleteMany: (companyId, ids) => deleteByIds(context, STATEMENTS, companyId, ids),
     findOfPlan: (companyId, planId, only) =>
       findAll<Statement>(context, STATEMENTS, ofPlan(companyId, planId, only), undefined, WITHOUT_RENDERING),
+    // A group rather than `distinct`, which a sharded collection refuses inside a transaction (savePlan's).
     async planIdsNamed(companyId, environment, planName) {
-      const filter = inCompany(companyId, { environment, plan: planName, plan_id: { $type: 'objectId' } })
-      const ids = await call(context, (session) => collectionOf(context, STATEMENTS).distinct('plan_id', filter, inSession(session)))
-      return ids.map(String).toSorted()
+      const pipeline = [
+        { $match: inCompany(companyId, { environment, plan: planName, plan_id: { $type: 'objectId' } }) },
+        { $group: { _id: '$plan_id' } },
+        { $sort: { _id: 1 } },
+      ]
+      const groups = await call(context, (session) => collectionOf(context, STATEMENTS).aggregate(pipeline, inSession(session)).toArray())
+      return groups.map((group) => String(group._id))
     },
   }
 }
