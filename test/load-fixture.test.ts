@@ -143,4 +143,25 @@ describe('loading a fixture', () => {
       await dispose()
     }
   })
+
+  it('resets a company loaded before the rules on arrival dates, deleted records and quota names', async () => {
+    const { store, dispose } = await openTestStore()
+    try {
+      const { company_id: companyId } = await loadFixture(store, new ManualClock(), smallFixture())
+      const origin = (await store.companyOrigins.get(companyId))!
+      const earlier = structuredClone(origin.fixture) as any
+      earlier.users[1].arrival_date = '2026-02-30'
+      earlier.data_tables[0].records[1].deleted = true
+      earlier.quotas.push({ name: 'Monthly bookings', type: 'amount', frequency: 'monthly', values: [] })
+      await store.companyOrigins.save({ ...origin, fixture: earlier })
+      await expect(problemsOf(earlier)).resolves.toEqual(
+        expect.arrayContaining(['/users/1/arrival_date', '/data_tables/0/records/1/deleted', `/quotas/${earlier.quotas.length - 1}/name`]),
+      )
+      const outcome = await resetCompany(store, companyId)
+      expect(outcome).toMatchObject({ reset: true })
+      expect(await store.quotas.list(companyId)).toHaveLength(earlier.quotas.length)
+    } finally {
+      await dispose()
+    }
+  })
 })

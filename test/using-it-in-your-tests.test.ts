@@ -41,13 +41,14 @@ beforeAll(async () => {
     service.stderr!.on('data', (chunk) => (errors += chunk))
     // A stand-in that cannot start says why on its stderr: show it rather than wait for the hook's timeout.
     service.once('exit', (code) => reject(new Error(`The stand-in exited (${code}) before it listened:\n${errors}`)))
+    service.once('error', (error) => reject(new Error(`The stand-in could not be started in ${checkout}: ${error.message}`)))
   })
   company = (await admin('GET', '/admin/companies')).body.data[0].id
 }, 60_000)
 
 afterAll(async () => {
   // Nothing to stop when it never started, or has exited already.
-  if (!service || service.exitCode !== null || service.signalCode !== null) return
+  if (service?.pid === undefined || service.exitCode !== null || service.signalCode !== null) return
   process.kill(-service.pid!, 'SIGTERM')
   await once(service, 'exit')
 })
