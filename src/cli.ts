@@ -94,23 +94,29 @@ class UsageError extends Error {}
 type Options = Record<string, string | boolean | undefined>
 
 /**
- * How many arguments each command takes after its name, at most (subcommands, files, `CUR=RATE` pairs): one more is
- * a usage mistake rather than a file or a value silently left out. An unknown command is refused by its name.
+ * How many arguments each command takes after its name, at most (files, `CUR=RATE` pairs), or after each of its
+ * subcommands: one more is a usage mistake rather than a file or a value silently left out. A command not listed
+ * takes none; an unknown command or subcommand is refused by its name.
  */
-const MOST_ARGUMENTS: Record<string, number> = {
+const MOST_ARGUMENTS: Record<string, number | Record<string, number>> = {
   load: 1,
-  keys: 1,
-  plans: 2,
   'exchange-rates': Number.POSITIVE_INFINITY,
-  clock: 2,
-  imports: 1,
+  keys: { create: 0 },
+  plans: { put: 1, delete: 0 },
+  clock: { advance: 1, set: 1 },
+  imports: { drain: 0 },
 }
 
 function refuseLeftOverArguments(name: string, rest: readonly string[]): void {
-  const most = Object.hasOwn(MOST_ARGUMENTS, name) ? MOST_ARGUMENTS[name] : 0
-  if (rest.length <= most) return
+  const taken = Object.hasOwn(MOST_ARGUMENTS, name) ? MOST_ARGUMENTS[name] : 0
+  const [subcommand, ...after] = rest
+  const bySubcommand = typeof taken === 'object'
+  // A subcommand the command does not know is its own to refuse, by name.
+  if (bySubcommand && (subcommand === undefined || !Object.hasOwn(taken, subcommand))) return
+  const [command, most, given] = bySubcommand ? [`${name} ${subcommand}`, taken[subcommand], after] : [name, taken, rest]
+  if (given.length <= most) return
   const takes = most === 0 ? 'no argument' : `at most ${most} argument${most === 1 ? '' : 's'}`
-  throw new UsageError(`${name} takes ${takes}; left over: ${rest.slice(most).join(' ')}`)
+  throw new UsageError(`${command} takes ${takes}; left over: ${given.slice(most).join(' ')}`)
 }
 
 /** A command reads its options and returns what to print: a JSON-able value and its human form. */

@@ -108,7 +108,9 @@ describe('the CLI', () => {
     for (const [args, problem] of [
       [['load', 'a.json', 'b.json'], 'load takes at most 1 argument; left over: b.json'],
       [['companies', 'extra'], 'companies takes no argument; left over: extra'],
-      [['clock', 'advance', '1000', 'extra'], 'clock takes at most 2 arguments; left over: extra'],
+      [['clock', 'advance', '1000', 'extra'], 'clock advance takes at most 1 argument; left over: extra'],
+      [['plans', 'delete', '--company', 'c', '--plan', 'p1', 'p2'], 'plans delete takes no argument; left over: p2'],
+      [['keys', 'create', 'extra', '--company', 'c'], 'keys create takes no argument; left over: extra'],
       [['serve', 'extra'], 'serve takes no argument'],
       [['imports', 'drain', '--company', 'c', '--timeout', '99999999999'], '--timeout expects a whole number from 0 to 600000'],
       [['imports', '--company', 'c', '--limit', '0'], '--limit expects a whole number from 1 to 1000'],
