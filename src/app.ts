@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import Fastify, { type FastifyInstance } from 'fastify'
 import { requireApiKey } from './auth/api-key-hook.ts'
-import { carriesApiKey } from './auth/api-keys.ts'
+import { carriesSecret, secretsOf } from './auth/api-keys.ts'
 import type { Clock } from './clock.ts'
 import type { Config } from './config.ts'
 import { logDestination, loggerOptions } from './logger.ts'
@@ -62,8 +62,9 @@ export async function buildApp({ config, store, clock, logStream, worker }: AppO
     logController: new OneLinePerRequest(),
     genReqId: (request) => {
       const incoming = request.headers['x-request-id']
-      // An id is written on every log line and in the journal: one that carries the API key is not taken.
-      const usable = typeof incoming === 'string' && REQUEST_ID.test(incoming) && !carriesApiKey(incoming, request.headers['x-api-key'])
+      // An id is written on every log line and in the journal: one that carries a secret is not taken.
+      const usable =
+        typeof incoming === 'string' && REQUEST_ID.test(incoming) && !carriesSecret(incoming, secretsOf(request, config.adminToken))
       return usable ? incoming : randomUUID()
     },
     // Fastify takes a hop count at run time; its types only list the other forms.

@@ -1,6 +1,6 @@
 import type { FastifyRequest } from 'fastify'
 import pino, { type DestinationStream, type LoggerOptions } from 'pino'
-import { carriesApiKey } from './auth/api-keys.ts'
+import { carriesSecret, secretsOf } from './auth/api-keys.ts'
 import type { LogLevel } from './config.ts'
 
 /**
@@ -21,33 +21,33 @@ const LOGGED_QUERY_PARAMETERS = new Set([
 
 export const REDACTED = '[Redacted]'
 
-/** A request's path with every segment that carries an API key (`carriesApiKey`) replaced. */
-function redactPath(path: string, presentedKey: unknown): string {
-  if (!carriesApiKey(path, presentedKey)) return path
+/** A request's path with every segment that carries a secret (`carriesSecret`) replaced. */
+function redactPath(path: string, known: readonly unknown[]): string {
+  if (!carriesSecret(path, known)) return path
   return path
     .split('/')
-    .map((segment) => (carriesApiKey(segment, presentedKey) ? REDACTED : segment))
+    .map((segment) => (carriesSecret(segment, known) ? REDACTED : segment))
     .join('/')
 }
 
 /**
  * The path and query of a request's URL as the request log writes them: the values of unknown query parameters
- * replaced, and any path segment, query name or query value that carries an API key (`carriesApiKey`: one of the
- * service's form, or `presentedKey`, the one in the request's X-API-Key header).
+ * replaced, and any path segment, query name or query value that carries a secret (`carriesSecret`: an API key of
+ * the service's form, or one of `known`, the request's `secretsOf`).
  */
-export function redactUrl(url: string, presentedKey: unknown): string {
+export function redactUrl(url: string, known: readonly unknown[]): string {
   const question = url.indexOf('?')
-  const safePath = redactPath(question === -1 ? url : url.slice(0, question), presentedKey)
+  const safePath = redactPath(question === -1 ? url : url.slice(0, question), known)
   if (question === -1) return safePath
   // In two passes over the parameters: `set` and `getAll` each scan every parameter, which made a URL of a few
   // thousand names cost about 100 ms of CPU to log (before any key or rate-limit check).
   // A name that carries a key is itself written `[Redacted]`: a client may send its key as a name (`?cak_…=1`).
   const entries = [...new URLSearchParams(url.slice(question + 1))].map(([name, value]): [string, string] =>
-    carriesApiKey(name, presentedKey) ? [REDACTED, value] : [name, value],
+    carriesSecret(name, known) ? [REDACTED, value] : [name, value],
   )
   const redacted = new Set<string>()
   for (const [name, value] of entries) {
-    if (!LOGGED_QUERY_PARAMETERS.has(name) || carriesApiKey(value, presentedKey)) redacted.add(name)
+    if (!LOGGED_QUERY_PARAMETERS.has(name) || carriesSecret(value, known)) redacted.add(name)
   }
   // A redacted parameter is written once, where it first came; the others as they came.
   const logged = new URLSearchParams()
@@ -102,7 +102,7 @@ export function loggerOptions(level: LogLevel): LoggerOptions {
     serializers: {
       req: (request: FastifyRequest) => ({
         method: request.method,
-        url: redactUrl(request.url, request.headers['x-api-key']),
+        url: redactUrl(request.url, secretsOf(request, request.server?.config?.adminToken)),
         remoteAddress: request.ip,
       }),
     },

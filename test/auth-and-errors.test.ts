@@ -110,6 +110,26 @@ describe('authentication and error bodies over HTTP', () => {
     expect(server.rawLogs()).not.toContain('cak_another-key')
   })
 
+  it('neither logs nor echoes nor takes as a request id the admin token, wherever a client put it', async () => {
+    const adminToken = 'the-admin-token-of-this-server'
+    const withAdmin = await startTestServer({ ADMIN_TOKEN: adminToken })
+    try {
+      const { apiKey } = await withAdmin.load(smallFixture())
+      const asId = await withAdmin.call('/v1/users?limit=1', { key: apiKey, headers: { 'x-request-id': adminToken } })
+      expect(asId.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/)
+      await withAdmin.call(`/v1/imports/${adminToken}`, { key: apiKey })
+      await withAdmin.call(`/v1/imports/${adminToken.replace('a', '%61')}`, { key: apiKey })
+      await withAdmin.call(`/admin/clock?${adminToken}=1`, { headers: { authorization: `Bearer ${adminToken}` } })
+      expect(withAdmin.rawLogs()).not.toContain(adminToken)
+      expect(withAdmin.rawLogs()).not.toContain(adminToken.replace('a', '%61'))
+      expect(
+        withAdmin.logs.filter((entry) => String((entry.req as { url?: string } | undefined)?.url).includes('[Redacted]')),
+      ).not.toHaveLength(0)
+    } finally {
+      await withAdmin.close()
+    }
+  })
+
   it('makes a request id when none is sent, one log line per request', async () => {
     const reply = await server.call('/v2/data-structures', { key })
     const id = reply.headers['x-request-id']

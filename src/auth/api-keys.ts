@@ -1,4 +1,5 @@
 import { hash as digestOf, randomBytes } from 'node:crypto'
+import type { IncomingHttpHeaders } from 'node:http'
 import type { Clock } from '../clock.ts'
 import { ForbiddenError, UnauthorizedError } from '../errors.ts'
 import { newId } from '../ids.ts'
@@ -14,17 +15,25 @@ const SECRET_SHAPED = new RegExp(`${SECRET_PREFIX}[\\w-]{16,}`)
 const SHORTEST_SECRET = 16
 
 /**
- * Whether a value a request carries (a query value, a path segment, a request id) holds an API key: one of the
- * service's form, or the key the request presents (a fixture's or DEMO_API_KEY's secret may have any form), as
- * written or percent-decoded (a path keeps its encoding: `%63ak_…` is `cak_…`). Such a value is never written to
- * a log line or the request journal.
+ * Whether a value a request carries (a query value, a path segment, a request id) holds a secret: an API key of the
+ * service's form, or one of the `known` secrets (`secretsOf`: the key the request presents, since a fixture's or
+ * DEMO_API_KEY's secret may have any form, and the admin token), as written or percent-decoded (a path keeps its
+ * encoding: `%63ak_…` is `cak_…`). Such a value is never written to a log line or the request journal.
  */
-export function carriesApiKey(value: string, presented: unknown): boolean {
-  return holdsApiKey(value, presented) || (value.includes('%') && holdsApiKey(percentDecoded(value), presented))
+export function carriesSecret(value: string, known: readonly unknown[]): boolean {
+  return holdsSecret(value, known) || (value.includes('%') && holdsSecret(percentDecoded(value), known))
 }
 
-function holdsApiKey(value: string, presented: unknown): boolean {
-  return SECRET_SHAPED.test(value) || (typeof presented === 'string' && presented.length >= SHORTEST_SECRET && value.includes(presented))
+/** The secrets a request may carry beside keys of the service's form: the key it presents, and the admin token. */
+export function secretsOf(request: { headers: IncomingHttpHeaders }, adminToken: string | null | undefined): unknown[] {
+  return [request.headers['x-api-key'], adminToken]
+}
+
+function holdsSecret(value: string, known: readonly unknown[]): boolean {
+  return (
+    SECRET_SHAPED.test(value) ||
+    known.some((secret) => typeof secret === 'string' && secret.length >= SHORTEST_SECRET && value.includes(secret))
+  )
 }
 
 /**

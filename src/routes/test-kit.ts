@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { authenticationOf } from '../auth/api-key-hook.ts'
-import { carriesApiKey, isKeySecret, percentDecoded } from '../auth/api-keys.ts'
+import { carriesSecret, isKeySecret, secretsOf } from '../auth/api-keys.ts'
 import { REDACTED } from '../logger.ts'
 import {
   ForbiddenError,
@@ -167,21 +167,16 @@ async function pathOfRecorded(request: FastifyRequest): Promise<string> {
 }
 
 /**
- * A value of the request that is a secret: an API key it carries (`carriesApiKey`), the secret of any key of the
- * service, or one that holds the admin token (a client that sends it where a key goes).
+ * A value of the request that is a secret: one it carries (`carriesSecret`: an API key, its own or of the service's
+ * form, or the admin token where a client put it), or the secret of any key of the service.
  */
 async function isSecret(request: FastifyRequest, value: string): Promise<boolean> {
-  const adminToken = request.server.config.adminToken
-  return (
-    carriesApiKey(value, request.headers['x-api-key']) ||
-    (adminToken !== null && (value.includes(adminToken) || percentDecoded(value).includes(adminToken))) ||
-    (await isKeySecret(request.server.store, value))
-  )
+  return carriesSecret(value, secretsOf(request, request.server.config.adminToken)) || (await isKeySecret(request.server.store, value))
 }
 
 /**
  * The query as sent: each parameter once, a repeated one as an array of its values, API keys redacted: a name or
- * value that carries one (`carriesApiKey`), or that is the secret of any key of the service. The first
+ * value that carries one (`carriesSecret`), or that is the secret of any key of the service. The first
  * MAX_RECORDED_QUERY_VALUES values only: an entry stays small, and its redaction cheap, whatever a URL repeats.
  */
 async function queryOf(request: FastifyRequest): Promise<Record<string, string | string[]>> {
