@@ -75,8 +75,12 @@ describe('PUT /v1/users/managers/bulk', () => {
     const early = await imported('managers', [{ user: 'fresh@acme.example', manager: 'owner@acme.example', start_date: '2026-01' }])
     expect(early.error).toBe(true)
     expect(early.data_tables_details[0].error.description).toContain(
-      `user: no user with email fresh@acme.example (users import ${users.body.import_id} is still scheduled`,
+      `user: no user with email fresh@acme.example (users import ${users.body.import_id}, which creates that user, is still scheduled`,
     )
+    // A user that waiting import does not create (a typo) is not told to wait for it.
+    const typo = await imported('managers', [{ user: 'frseh@acme.example', manager: 'owner@acme.example', start_date: '2026-01' }])
+    expect(typo.data_tables_details[0].error.description).toContain('no user with email frseh@acme.example')
+    expect(typo.data_tables_details[0].error.description).not.toContain('still scheduled')
 
     // Once it is applied, the same call goes through; and a user no import creates is refused without the hint.
     h.server.clock.advance(300_000)

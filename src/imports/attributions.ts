@@ -118,18 +118,28 @@ function archivedManagerProblems(manager: User, user: User, months: MonthRange):
 const NO_USER = 'no user with email'
 
 /**
- * An item naming no known user while a users import of the company still waits (in its debounce window, or sent
- * after this call) names that import: the user it creates exists only once it is applied, after this call.
+ * An item naming no known user that a users import of the company still waiting creates (in its debounce window,
+ * or sent after this call) names that import: the user exists only once it is applied, after this call.
  */
 async function nameWaitingUsersImport(tx: Store, companyId: string, invalid: ImportItemIssue[]): Promise<void> {
   if (!invalid.some((issue) => issue.details.includes(NO_USER))) return
-  const waiting = (await tx.imports.list(companyId, { status: 'scheduled', limit: 100 })).find((item) => item.target === 'users')
-  if (!waiting) return
+  const waiting = (await tx.imports.list(companyId, { status: 'scheduled', limit: 100 })).filter((item) => item.target === 'users')
+  const creates = new Map<string, string>()
+  for (const data of waiting) {
+    for (const payload of await tx.imports.payloads(companyId, data.id)) {
+      for (const item of payload.items) if (isObject(item) && isEmail(item.email)) creates.set(item.email.toLowerCase(), data.id)
+    }
+  }
   for (const issue of invalid) {
-    if (issue.details.includes(NO_USER))
-      issue.details += ` (users import ${waiting.id} is still scheduled: a user it creates exists once it is applied; send attributions after it)`
+    const named = [...issue.details.toLowerCase().matchAll(NAMED_EMAIL)].map((match) => match[1])
+    const importId = named.map((email) => creates.get(email)).find((id) => id !== undefined)
+    if (importId)
+      issue.details += ` (users import ${importId}, which creates that user, is still scheduled: send attributions once it is applied)`
   }
 }
+
+/** The emails of an issue's "no user with email" problems. */
+const NAMED_EMAIL = new RegExp(`${NO_USER} (\\S+?)(?:;|$)`, 'g')
 
 function lookUp(email: unknown, field: string, users: Map<string, User>, problems: string[]): User | null {
   if (!isEmail(email)) {
