@@ -98,6 +98,31 @@ describe('the request journal', () => {
     expect(server.running.app.testKit?.journal.list(other.body.company_id)).toEqual([])
   })
 
+  it('keeps the path of a request sent in absolute form (GET http://host/v1/users), which its filters and faults then see', async () => {
+    server = await startKitServer()
+    await server.admin(`/admin/companies/${server.demoId}/faults`, {
+      method: 'POST',
+      body: { method: 'GET', path: '/v1/users', status: 503 },
+    })
+    const socket = connect(Number(new URL(server.url).port), '127.0.0.1')
+    await once(socket, 'connect')
+    let answer = ''
+    socket.on('data', (chunk) => (answer += chunk))
+    socket.write(
+      `GET ${server.url}/v1/users?limit=2 HTTP/1.1\r\nHost: localhost\r\nX-API-Key: ${KIT_DEMO_KEY}\r\nConnection: close\r\n\r\n`,
+    )
+    await once(socket, 'close')
+    expect(answer).toMatch(/^HTTP\/1\.1 503/)
+    const entries = (await journal('?path_prefix=/v1/users')).body.data
+    expect(entries).toEqual([expect.objectContaining({ path: '/v1/users', query: { limit: '2' }, status: 503 })])
+  })
+
+  it('keeps a query parameter whose name holds a line break, as sent', async () => {
+    server = await startKitServer()
+    await server.api('/v1/users?a%0Ab=1&plain=2')
+    expect((await journal()).body.data[0].query).toEqual({ 'a\nb': '1', plain: '2' })
+  })
+
   it('keeps an upsert whose client left before its answer, with no status and the import it made', async () => {
     server = await startKitServer()
     const body = JSON.stringify(Array.from({ length: 10_000 }, (_, index) => ({ deal_id: `LEFT-${index}`, deal_name: 'Left' })))

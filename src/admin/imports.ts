@@ -97,7 +97,8 @@ export async function drainImports(
     const data = await store.imports.get(company, id)
     if (data) drained.push(adminView(data))
   }
-  // Imports it saw, gone: the company was deleted (or reset) meanwhile, which an empty answer would hide.
+  // Imports it saw, gone: the company was deleted meanwhile, which an empty answer would hide (a reset keeps the
+  // company: its imports go with the data the reset replaces).
   if (drained.length < seen.size) await existingCompany(store, companyId)
   return { count: drained.length, data: drained }
 }

@@ -158,7 +158,12 @@ async function record(kit: TestKit, request: FastifyRequest, reply: FastifyReply
   kit.journal.record(outcome.company.id, entry, arrival?.order ?? arrivalsSoFar++)
 }
 
-const pathOf = (url: string) => url.split('?')[0]
+/**
+ * The path of a request's target, in origin form: a target in absolute form (`GET http://host/v1/users`, which a
+ * client may send and the router serves) without its scheme and authority, so that journal filters and faults see
+ * the path they name.
+ */
+const pathOf = (url: string) => url.split('?')[0].replace(/^[a-z][a-z\d+.-]*:\/\/[^/]*/i, '')
 
 /** The path as sent, each segment that is an API key (`isSecret`) redacted. */
 async function pathOfRecorded(request: FastifyRequest): Promise<string> {

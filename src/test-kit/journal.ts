@@ -1,4 +1,5 @@
 import { type Static, Type } from 'typebox'
+import { AnyKey } from '../domain/schemas.ts'
 
 /**
  * The request journal: the last requests of each company, as a test asserts what its client did (WireMock's
@@ -10,7 +11,7 @@ import { type Static, Type } from 'typebox'
 export const JournalEntrySchema = Type.Object({
   method: Type.String(),
   path: Type.String({ description: 'As sent (percent-encoded), without the query' }),
-  query: Type.Record(Type.String(), Type.Union([Type.String(), Type.Array(Type.String())]), {
+  query: Type.Record(AnyKey, Type.Union([Type.String(), Type.Array(Type.String())]), {
     description: 'As sent; a repeated parameter as an array; an API key is [Redacted]',
   }),
   status: Type.Union([Type.Integer(), Type.Null()], {

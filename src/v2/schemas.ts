@@ -1,4 +1,5 @@
 import { type Static, Type } from 'typebox'
+import { AnyKey } from '../domain/schemas.ts'
 
 /**
  * The TypeBox schemas of the v2 shapes that the services build: the routes validate, serialize and document with
@@ -18,7 +19,7 @@ export const FieldDescriptorSchema = Type.Object({
   created_at: Type.String(),
   currencies: Type.Union([Type.Array(Type.String()), Type.Null()]),
   enum_values: Type.Union([Type.Array(Type.String()), Type.Null()]),
-  properties: Type.Union([Type.Record(Type.String(), Type.Object({ type: Type.String(), required: Type.Boolean() })), Type.Null()]),
+  properties: Type.Union([Type.Record(AnyKey, Type.Object({ type: Type.String(), required: Type.Boolean() })), Type.Null()]),
   frequency: Type.Optional(Type.Enum(['monthly', 'quarterly', 'semesterly', 'annually'], { description: 'only on standard.period' })),
 })
 export type FieldDescriptor = Static<typeof FieldDescriptorSchema>
@@ -36,5 +37,5 @@ export const FieldSchemaSchema = Type.Object({
 export type FieldSchema = Static<typeof FieldSchemaSchema>
 
 /** A row's keys are the structure's field `api_key`s (see its fields endpoint), so the schema cannot list them. */
-export const RowSchema = Type.Record(Type.String(), Type.Unknown(), { description: 'keys: the api_key of each field of the structure' })
+export const RowSchema = Type.Record(AnyKey, Type.Unknown(), { description: 'keys: the api_key of each field of the structure' })
 export type Row = Static<typeof RowSchema>

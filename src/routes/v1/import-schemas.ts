@@ -2,6 +2,7 @@ import { Type } from 'typebox'
 import { ImportReceiptSchema } from '../../imports/enqueue.ts'
 import { MAX_DEBOUNCE_SECONDS } from '../../imports/limits.ts'
 import { ImportViewSchema } from '../../imports/import-view.ts'
+import { AnyKey } from '../../domain/schemas.ts'
 
 /** The shapes of the asynchronous upserts and of `GET /v1/imports/{import_id}`. */
 
@@ -12,7 +13,7 @@ import { ImportViewSchema } from '../../imports/import-view.ts'
 export const AttributionReceiptSchema = Type.Object({
   ...ImportReceiptSchema.properties,
   count: Type.Integer({ description: 'How many items the call carried' }),
-  data: Type.Array(Type.Record(Type.String(), Type.Unknown()), { description: 'The items accepted, as sent' }),
+  data: Type.Array(Type.Record(AnyKey, Type.Unknown()), { description: 'The items accepted, as sent' }),
 })
 
 export const DebounceSchema = Type.Integer({
@@ -46,7 +47,7 @@ export const DATA_BODY = { bodyResource: 'data' }
 
 /** `{data: [item]}`: the items are checked when the import runs, so that one bad item cannot hide the others. */
 export function bulkBodySchema(maxItems: number, description: string) {
-  return Type.Object({ data: Type.Array(Type.Record(Type.String(), Type.Unknown()), { maxItems, description }) })
+  return Type.Object({ data: Type.Array(Type.Record(AnyKey, Type.Unknown()), { maxItems, description }) })
 }
 
 /** The answer of `GET /v1/imports/{import_id}`. */
