@@ -160,6 +160,9 @@ describe('the request journal', () => {
     const bad = await journal('?since=yesterday')
     expect(bad.status).toBe(400)
     expect(bad.body.errors[0].resource).toBe('since')
+    const plus = await journal('?since=2026-11-27T12:00:00+02:00')
+    expect(plus.status).toBe(400)
+    expect(plus.body.errors).toEqual([expect.objectContaining({ resource: 'since', description: expect.stringContaining('%2B') })])
     const unrooted = await journal('?path_prefix=v1')
     expect(unrooted.status).toBe(400)
     expect(unrooted.body.errors).toEqual([

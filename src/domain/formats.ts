@@ -51,6 +51,16 @@ export function parseInstant(value: unknown): Date | null {
   return isDateString(value.slice(0, 10)) ? date : null
 }
 
+/**
+ * Why a query parameter is not an instant, for its 400: a `+` written as it is in a query string is read as a space,
+ * so an offset `+02:00` arrives as ` 02:00`, which the answer names rather than leave the client to guess.
+ */
+export function instantParamProblem(value: string): string {
+  return parseInstant(value.replace(/ (\d{2}(:?\d{2})?)$/, '+$1')) !== null
+    ? 'a + in a query string is read as a space: write the offset’s + as %2B (2026-01-31T10:00:00%2B02:00)'
+    : 'expected an ISO 8601 date-time, such as 2026-01-31T10:00:00Z (without an offset it is read as UTC)'
+}
+
 /** An email address as the interface accepts it: something@something, without spaces. */
 export function isEmail(value: unknown): value is string {
   return typeof value === 'string' && /^[^@\s]+@[^@\s]+$/.test(value)

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { existingCompany } from '../admin/company-admin.ts'
-import { parseInstant } from '../domain/formats.ts'
+import { instantParamProblem, parseInstant } from '../domain/formats.ts'
 import { ValidationError } from '../errors.ts'
 import { JournalEntrySchema } from '../test-kit/journal.ts'
 import type { TestKit } from './test-kit.ts'
@@ -34,7 +34,7 @@ export const adminRequestRoutes: FastifyPluginAsyncTypebox<{ kit: TestKit }> = a
     async (request) => {
       const { since, ...filter } = request.query
       const from = since === undefined ? undefined : parseInstant(since)
-      if (from === null) throw new ValidationError({ resource: 'since', description: 'expected an ISO 8601 date-time' })
+      if (from === null) throw new ValidationError({ resource: 'since', description: instantParamProblem(since!) })
       // Every path kept starts with a slash: a prefix without one would match nothing, silently.
       if (filter.path_prefix !== undefined && !filter.path_prefix.startsWith('/'))
         throw new ValidationError({ resource: 'path_prefix', description: `a path starts with /: path_prefix=/${filter.path_prefix}` })

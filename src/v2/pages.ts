@@ -1,6 +1,6 @@
 import { type Static, Type } from 'typebox'
 import { LAST_WRITABLE_TIME } from '../clock.ts'
-import { parseInstant } from '../domain/formats.ts'
+import { instantParamProblem, parseInstant } from '../domain/formats.ts'
 import { storedId } from '../domain/ids.ts'
 import { ObjectIdSchema } from '../domain/schemas.ts'
 import { type Issue, ValidationError } from '../errors.ts'
@@ -83,14 +83,7 @@ function boundOf(name: string, value: string | undefined, issues: Issue[]): Boun
   if (value === undefined) return undefined
   const instant = parseInstant(value)
   if (!instant) {
-    // A `+` written as it is in a query string is read as a space: the offset `+02:00` arrives as ` 02:00`.
-    const plusRead = parseInstant(value.replace(/ (\d{2}(:?\d{2})?)$/, '+$1')) !== null
-    issues.push({
-      resource: name,
-      description: plusRead
-        ? 'a + in a query string is read as a space: write the offset’s + as %2B (2026-01-31T10:00:00%2B02:00)'
-        : 'expected an ISO 8601 date-time, such as 2026-01-31T10:00:00Z (without an offset it is read as UTC)',
-    })
+    issues.push({ resource: name, description: instantParamProblem(value) })
     return undefined
   }
   const fraction = /T[^.]*\.(\d+)/i.exec(value)?.[1] ?? ''
