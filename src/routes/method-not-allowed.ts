@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { recordRoutes } from './route-table.ts'
 
 /** A route path as a pattern over concrete paths: `:param` is one segment, `*` anything. */
 function pathPattern(url: string): RegExp {
@@ -12,23 +13,19 @@ function pathPattern(url: string): RegExp {
 }
 
 /**
- * Tells a wrong method on a known path (405, with `Allow`) from an unknown path (404): every route registered
- * after this is called is remembered with its methods. Fastify itself answers both with a 404.
+ * Tells a wrong method on a known path (405, with `Allow`) from an unknown path (404), by the routes registered
+ * after this is called (`recordRoutes`). Fastify itself answers both with a 404.
  */
 export function trackRouteMethods(app: FastifyInstance): (request: FastifyRequest, reply: FastifyReply) => boolean {
-  const routes: { pattern: RegExp; methods: string[] }[] = []
-  app.addHook('onRoute', (route) => {
-    const url = route.url ?? route.path
-    // A catch-all (CORS's `OPTIONS *`, for preflights) names no path: with it, every unknown path was a 405.
-    if (url === '*' || url === '/*') return
-    routes.push({ pattern: pathPattern(url), methods: [route.method].flat() })
-  })
+  const routes = recordRoutes(app)
+  const patterns = new Map<string, RegExp>()
+  const patternOf = (path: string) => patterns.get(path) ?? patterns.set(path, pathPattern(path)).get(path)!
 
   /** Answers 405 when the path is a route's under other methods; false (nothing sent) otherwise. */
   return (request, reply) => {
     const path = request.url.split('?')[0]
     const routed = decodedAsRouted(path)
-    const allowed = new Set(routes.filter((route) => route.pattern.test(routed)).flatMap((route) => route.methods))
+    const allowed = new Set(routes.filter((route) => patternOf(route.path).test(routed)).flatMap((route) => route.methods))
     if (allowed.size === 0 || allowed.has(request.method)) return false
     const allow = [...allowed].toSorted().join(', ')
     reply

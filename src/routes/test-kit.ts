@@ -47,15 +47,13 @@ export function injectedFaultOf(request: FastifyRequest): Fault | undefined {
 
 /** Gives the app its test kit when it has admin routes: without them nobody can set a fault or read the journal. */
 export function registerTestKit(app: FastifyInstance): void {
-  const kit = app.config.adminToken ? { faults: new FaultBoard(), journal: new RequestJournal(app.config.requestJournalSize) } : null
+  // A fault's path must be one of the v1 and v2 routes', which the app records as they are registered.
+  const interfaceRoutes = () => app.knownRoutes.filter((route) => /^\/v[12]\//.test(route.path))
+  const kit = app.config.adminToken
+    ? { faults: new FaultBoard(interfaceRoutes), journal: new RequestJournal(app.config.requestJournalSize) }
+    : null
   app.decorate('testKit', kit)
   if (!kit) return
-  // The v1 and v2 routes are registered after this: a fault's path must be one of theirs.
-  app.addHook('onRoute', (route) => {
-    const path = route.url ?? route.path
-    if (!/^\/v[12]\//.test(path)) return
-    for (const method of [route.method].flat()) kit.faults.routes.push({ method, path })
-  })
   // On the app, so before the hooks of the v1 and v2 routes (the rate limit's, the key's), and after the clock's
   // own (which reads a move made by another process): a request's time of arrival is not moved by the clock moving
   // while it is served, nor missed when the rate limit answers it.

@@ -89,19 +89,23 @@ interface LiveFault {
 }
 
 /**
- * The matcher of a method and a path pattern: `*` stands for one path segment (never empty, never a `/`). Segments
- * are compared percent-decoded, as the router reads them: `/v1/tables/%64eals/records` is the table `deals`.
+ * A fault's path pattern, segment by segment: null for `*`, which stands for one path segment (never empty, never a
+ * `/`); any other segment percent-decoded (a `%2A` written in a pattern is a segment `*`, not the wildcard).
  */
+const expectedSegments = (pattern: string): (string | null)[] =>
+  pattern.split('/').map((segment) => (segment === '*' ? null : decodedSegment(segment)))
+
+/** Whether a segment of a pattern takes a path's segment: compared percent-decoded, as the router reads them. */
+const takes = (expected: string | null, segment: string): boolean =>
+  expected === null ? segment !== '' : expected === decodedSegment(segment)
+
+/** The matcher of a method and a path pattern: `/v1/tables/%64eals/records` is the table `deals`. */
 function matcherOf(method: string, pattern: string): (method: string, path: string) => boolean {
-  // null: the wildcard (a `%2A` written in a pattern is a segment `*`, not the wildcard).
-  const expected = pattern.split('/').map((segment) => (segment === '*' ? null : decodedSegment(segment)))
+  const expected = expectedSegments(pattern)
   return (requestMethod, requestPath) => {
     if (method !== '*' && method !== requestMethod) return false
     const segments = requestPath.split('/')
-    return (
-      segments.length === expected.length &&
-      expected.every((segment, index) => (segment === null ? segments[index] !== '' : segment === decodedSegment(segments[index])))
-    )
+    return segments.length === expected.length && expected.every((segment, index) => takes(segment, segments[index]))
   }
 }
 
@@ -114,24 +118,23 @@ function decodedSegment(segment: string): string {
   }
 }
 
-/** A route of the v1 or v2 interface as the router has it: a `:name` segment is one path parameter. */
+/** A route as the router has it (`src/routes/route-table.ts`): a `:name` segment of its path is one parameter. */
 export interface InterfaceRoute {
-  method: string
   path: string
+  methods: readonly string[]
 }
 
 /**
- * Whether a fault's method and path pattern can match a request of the route: a `*` of the pattern or a parameter
- * of the route takes any one (non-empty) segment, other segments are compared percent-decoded.
+ * Whether a fault's method and path pattern can match a request of the route: as a request's path would be matched,
+ * a parameter of the route standing for any one segment the pattern gives there (not an empty one).
  */
-function reaches(method: string, pattern: readonly string[], route: InterfaceRoute): boolean {
-  if (method !== '*' && method !== route.method) return false
+function reaches(method: string, pattern: string, route: InterfaceRoute): boolean {
+  if (method !== '*' && !route.methods.includes(method)) return false
+  const expected = expectedSegments(pattern)
   const segments = route.path.split('/')
   return (
-    segments.length === pattern.length &&
-    pattern.every((segment, index) =>
-      segments[index].startsWith(':') ? segment !== '' : segment === '*' || decodedSegment(segment) === segments[index],
-    )
+    segments.length === expected.length &&
+    expected.every((segment, index) => (segments[index].startsWith(':') ? segment !== '' : takes(segment, segments[index])))
   )
 }
 
@@ -140,14 +143,13 @@ const PATH_EXPECTED =
 
 /** The problems of a path: where it may point, and whether any route of the interface takes it. */
 function pathProblems(method: string, path: string, routes: readonly InterfaceRoute[]): string[] {
-  const pattern = path.split('/')
-  const [first, root] = pattern
+  const [first, root] = path.split('/')
   if (first !== '' || !['v1', 'v2', '*'].includes(root ?? '') || /[?#\s]/.test(path)) return [PATH_EXPECTED]
   if (/[{}]|\*\*/.test(path))
     return [
       'a path parameter is written `*`, one segment, and `**` is not a pattern: /v2/reporting/*/statements, not /v2/reporting/{table_id}/statements',
     ]
-  if (routes.length > 0 && !routes.some((route) => reaches(method, pattern, route)))
+  if (routes.length > 0 && !routes.some((route) => reaches(method, path, route)))
     return [`no route of the v1 or v2 interface takes ${method === '*' ? 'any method' : method} on ${path}: the fault would never fire`]
   return []
 }
@@ -177,12 +179,16 @@ function problemsOf(definition: FaultDefinition, routes: readonly InterfaceRoute
 /** Every company's faults, in the order they were set: the first that fires on a request is the one applied. */
 export class FaultBoard {
   readonly #byCompany = new Map<string, LiveFault[]>()
-  /** The interface's routes, which a fault's path must reach; filled as the routes are registered. */
-  readonly routes: InterfaceRoute[] = []
+  /** The v1 and v2 routes, which a fault's path must reach (none known: any path of the interface is taken). */
+  readonly #routes: () => readonly InterfaceRoute[]
+
+  constructor(routes: () => readonly InterfaceRoute[] = () => []) {
+    this.#routes = routes
+  }
 
   /** Sets a fault of the company; ValidationError when the definition cannot be applied. */
   add(companyId: string, definition: FaultDefinition, now: Date): Fault {
-    const problems = problemsOf(definition, this.routes)
+    const problems = problemsOf(definition, this.#routes())
     if (problems.length > 0) throw new ValidationError(problems)
     const method = definition.method.toUpperCase()
     const seed = definition.seed ?? Math.floor(Math.random() * 4_294_967_296)
