@@ -57,18 +57,21 @@ describe('the controlled clock', () => {
       ])
     }
     // Each refusal names its one cause (a union of the two forms listed every branch's complaints: four or five).
-    const refusals: [object, string][] = [
+    const refusals: [object, string, string?][] = [
       [{ advance_ms: -1 }, 'advance_ms'],
       [{ advance_ms: 1.5 }, 'advance_ms'],
       [{ set: 'tomorrow' }, 'set'],
-      [{}, 'body'],
-      [{ advance_ms: 1, set: target }, 'body'],
+      [{}, 'body', 'expected exactly one of advance_ms and set'],
+      [{ advance_ms: 1, set: target }, 'body', 'expected exactly one of advance_ms and set'],
+      [{ advance_ms: 0, colour: 'red' }, 'colour', 'unknown parameter colour'],
       [{ advance: 5 }, 'advance'],
     ]
-    for (const [body, resource] of refusals) {
+    for (const [body, resource, description] of refusals) {
       const refused = await server.admin('/admin/clock', { method: 'POST', body })
       expect(refused.status, JSON.stringify(body)).toBe(400)
-      expect(refused.body.errors, JSON.stringify(body)).toEqual([expect.objectContaining({ resource })])
+      expect(refused.body.errors, JSON.stringify(body)).toEqual([
+        expect.objectContaining({ resource, ...(description === undefined ? {} : { description }) }),
+      ])
     }
     expect(await clockNow()).toBeGreaterThanOrEqual(Date.parse(target))
     expect((await server.call('/admin/clock')).status).toBe(401)

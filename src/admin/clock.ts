@@ -15,12 +15,7 @@ export const ClockMoveSchema = Type.Object(
       Type.String({ description: 'The instant to move the clock to (ISO 8601; without an offset, UTC): not before its time now' }),
     ),
   },
-  {
-    additionalProperties: false,
-    minProperties: 1,
-    maxProperties: 1,
-    description: '{"advance_ms": N} or {"set": "<ISO instant>"}: exactly one',
-  },
+  { additionalProperties: false, description: '{"advance_ms": N} or {"set": "<ISO instant>"}: exactly one' },
 )
 export type ClockMove = Static<typeof ClockMoveSchema>
 
