@@ -481,6 +481,17 @@ describe('plans and exchange rates through the admin routes', () => {
     const replaced = await h.admin(`/admin/companies/${h.companyId}/plans/${planId}`, { method: 'PUT', body: quarterly })
     expect(replaced.status).toBe(400)
     expect(replaced.body.errors).toEqual([expect.objectContaining({ error: 'ConflictError', resource: 'frequency' })])
+    // A replacement that keeps its frequency goes through, frozen cells or not, even beside a paid cell of another
+    // frequency (a store where an earlier version let the plan's frequency change under it).
+    const [paidApril] = (await h.server.store.statements.findOfPlan(h.companyId, planId)).filter((row) => row.status === 'paid')
+    const legacy = { ...paidApril, id: newId(), period: '2026-Q2', date: '2026-04-01' }
+    await h.server.store.statements.save([legacy])
+    const sameFrequency = await h.admin(`/admin/companies/${h.companyId}/plans/${planId}`, {
+      method: 'PUT',
+      body: { ...salesPlan(), rate: 0.06 },
+    })
+    expect(sameFrequency.status, sameFrequency.text).toBe(200)
+    await h.server.store.statements.deleteMany(h.companyId, [legacy.id])
     expect((await h.admin(`/admin/companies/${h.companyId}/plans/${planId}`, { method: 'DELETE' })).status).toBe(204)
     const recreated = await h.admin(`/admin/companies/${h.companyId}/plans`, { method: 'POST', body: quarterly })
     expect(recreated.status).toBe(400)

@@ -92,7 +92,9 @@ export async function savePlan(store: Store, clock: Clock, companyId: string, in
           issues.push({ resource: resource.replace(/^\//, '') || 'body', description }),
         )
         if (issues.length > 0) throw new ValidationError(issues)
-        await refuseFrequencyOfFrozenCells(tx, company.id, plan)
+        // A replacement that keeps its frequency is never refused for it (a store may hold a plan whose frequency an
+        // earlier version let change under its frozen cells); one created may take a deleted plan's frozen cells.
+        if (existing?.frequency !== plan.frequency) await refuseFrequencyOfFrozenCells(tx, company.id, plan)
         // Its lines are read by the table they were calculated from: those of the table it no longer reads would
         // never be found again, and a cell recalculated in part would count them as records.
         if (existing && existing.table_id !== plan.table_id) await deleteUnfrozenLines(tx, company.id, existing.id)
