@@ -70,6 +70,16 @@ describe('bad fixtures are refused cleanly', () => {
     expect(issues.map((issue) => issue.resource)).not.toContain(`/quotas/${fixture.quotas.length - 1}/name`)
   })
 
+  it('lists those problems in the same pass as a schema problem elsewhere', async () => {
+    const fixture = smallFixture() as any
+    fixture.users[1].currency = 'dollars'
+    fixture.users[0].arrival_date = '2026-02-30'
+    fixture.data_tables[0].records[1].deleted = 'true'
+    expect(resources(await refusalOf(fixture))).toEqual(
+      expect.arrayContaining(['/users/1/currency', '/users/0/arrival_date', '/data_tables/0/records/1/deleted']),
+    )
+  })
+
   it('refuses a blank or overlong plan name, which every statement and line of the plan repeats', async () => {
     const fixture = smallFixture() as any
     const plan = {

@@ -60,6 +60,12 @@ function multiTextLength(values: readonly unknown[]): number {
   return values.reduce<number>((length, item) => length + (typeof item === 'string' ? item.length : 0), Math.max(0, values.length - 1))
 }
 
+/** A record's `deleted` as sent: a boolean, or its text (`"true"`, `"false"`); null for anything else. */
+export function deletionOf(raw: unknown): boolean | null {
+  if (typeof raw === 'boolean') return raw
+  return raw === 'true' || raw === 'false' ? raw === 'true' : null
+}
+
 /** Each table's fields by API key, built once per table object rather than once per record. */
 const fieldMaps = new WeakMap<DataTable, Map<string, DataTableField>>()
 
@@ -82,8 +88,9 @@ export function parseRecord(table: DataTable, input: Record<string, unknown>): P
 
   for (const [key, raw] of Object.entries(input)) {
     if (key === 'deleted') {
-      if (typeof raw === 'boolean' || raw === 'true' || raw === 'false') deleted = raw === true || raw === 'true'
-      else problems.push('deleted: expected a boolean')
+      const deletion = deletionOf(raw)
+      if (deletion === null) problems.push('deleted: expected a boolean')
+      else deleted = deletion
       continue
     }
     const field = fields.get(key)
