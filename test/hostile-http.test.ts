@@ -97,6 +97,20 @@ describe('hostile HTTP: every refusal in the documented bodies', () => {
     const encoded = await server.call('/%762/data-structures', { method: 'DELETE', key })
     expect(encoded.status).toBe(405)
     expect(encoded.headers.allow).toBe('GET, HEAD')
+
+    // A target in absolute form is its path: a 405 as above, and a 404 naming the path alone.
+    const absolute = await rawExchange(
+      server.url,
+      `DELETE ${server.url}/v2/data-structures HTTP/1.1\r\nHost: localhost\r\nX-API-Key: ${key}\r\nConnection: close\r\n\r\n`,
+    )
+    expect(absolute.status).toBe(405)
+    expect(absolute.headers).toMatch(/\r\nallow: GET, HEAD\r\n/i)
+    const unknown = await rawExchange(
+      server.url,
+      `GET ${server.url}/v2/nothing-here HTTP/1.1\r\nHost: localhost\r\nX-API-Key: ${key}\r\nConnection: close\r\n\r\n`,
+    )
+    expect(unknown.status).toBe(404)
+    expect(JSON.parse(unknown.body).message).toBe('No route GET /v2/nothing-here')
   })
 
   it('oversized headers are a 431 with the 400-family body', async () => {

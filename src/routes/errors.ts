@@ -12,6 +12,7 @@ import {
 } from '../errors.ts'
 import { StoreBusyError, StoreFullError, StoreUpgradedError } from '../store/port.ts'
 import { trackRouteMethods } from './method-not-allowed.ts'
+import { originFormPath } from './route-table.ts'
 import type { ValidationErrorBody } from './schemas.ts'
 
 declare module 'fastify' {
@@ -165,7 +166,7 @@ export function registerErrorHandling(app: FastifyInstance): NotFoundHandler {
   const answeredMethodNotAllowed = trackRouteMethods(app)
   const answerNotFound: NotFoundHandler = (request, reply) => {
     if (answeredMethodNotAllowed(request, reply)) return
-    reply.code(404).send({ message: `No route ${request.method} ${request.url.split('?')[0]}`, resource: 'route', type: 'NotFoundError' })
+    reply.code(404).send({ message: `No route ${request.method} ${originFormPath(request.url)}`, resource: 'route', type: 'NotFoundError' })
   }
   app.setNotFoundHandler(answerNotFound)
   return answerNotFound

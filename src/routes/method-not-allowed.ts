@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { recordRoutes } from './route-table.ts'
+import { originFormPath, recordRoutes } from './route-table.ts'
 
 /** A route path as a pattern over concrete paths: `:param` is one segment, `*` anything. */
 function pathPattern(url: string): RegExp {
@@ -23,7 +23,7 @@ export function trackRouteMethods(app: FastifyInstance): (request: FastifyReques
 
   /** Answers 405 when the path is a route's under other methods; false (nothing sent) otherwise. */
   return (request, reply) => {
-    const path = request.url.split('?')[0]
+    const path = originFormPath(request.url)
     const routed = decodedAsRouted(path)
     const allowed = new Set(routes.filter((route) => patternOf(route.path).test(routed)).flatMap((route) => route.methods))
     if (allowed.size === 0 || allowed.has(request.method)) return false

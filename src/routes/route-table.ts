@@ -28,3 +28,9 @@ export function recordRoutes(app: FastifyInstance): readonly KnownRoute[] {
   app.decorate('knownRoutes', routes)
   return routes
 }
+
+/**
+ * The path of a request's target in origin form: a target in absolute form (`GET http://host/v1/users`, which a
+ * client may send and the router serves) without its scheme and authority, and without the query.
+ */
+export const originFormPath = (url: string): string => url.split('?')[0].replace(/^[a-z][a-z\d+.-]*:\/\/[^/]*/i, '')

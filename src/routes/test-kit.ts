@@ -13,6 +13,7 @@ import {
   ValidationError,
 } from '../errors.ts'
 import { type Fault, FaultBoard } from '../test-kit/faults.ts'
+import { originFormPath } from './route-table.ts'
 import { MAX_RECORDED_CHARS, MAX_RECORDED_QUERY_VALUES, RequestJournal } from '../test-kit/journal.ts'
 
 /** What tests set and read in a running service, beside its data: fault scenarios, and the request journal. */
@@ -93,7 +94,7 @@ export function applyTestKit(api: FastifyInstance): void {
   // After the body is read (an answer before it would leave the rest of the body in the connection), before the
   // request's own checks.
   api.addHook('preValidation', async (request, reply) => {
-    const fired = kit.faults.fire(request.principal.company.id, request.method, pathOf(request.url))
+    const fired = kit.faults.fire(request.principal.company.id, request.method, originFormPath(request.url))
     if (!fired) return
     const { fault, delayMs } = fired
     firedFaults.set(request, fault)
@@ -156,16 +157,9 @@ async function record(kit: TestKit, request: FastifyRequest, reply: FastifyReply
   kit.journal.record(outcome.company.id, entry, arrival?.order ?? arrivalsSoFar++)
 }
 
-/**
- * The path of a request's target, in origin form: a target in absolute form (`GET http://host/v1/users`, which a
- * client may send and the router serves) without its scheme and authority, so that journal filters and faults see
- * the path they name.
- */
-const pathOf = (url: string) => url.split('?')[0].replace(/^[a-z][a-z\d+.-]*:\/\/[^/]*/i, '')
-
 /** The path as sent, each segment that is an API key (`isSecret`) redacted. */
 async function pathOfRecorded(request: FastifyRequest): Promise<string> {
-  const segments = pathOf(request.url).split('/')
+  const segments = originFormPath(request.url).split('/')
   return (await Promise.all(segments.map(async (segment) => ((await isSecret(request, segment)) ? REDACTED : segment)))).join('/')
 }
 
