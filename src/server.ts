@@ -119,6 +119,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
     }
     if (options.closeOnSignals) closeGracefullyOnSignals(running, config)
     await recalculateWhatIsDue(store, clock, log)
+    await renderWhatIsStale(store, log)
     // Every module of the role is loaded. Node writes its compile cache (on with `npm start`: scripts/compile-cache.mjs)
     // at exit; written now too, a process that is killed rather than stopped still leaves it for the next start.
     flushCompileCache()
@@ -157,6 +158,24 @@ async function recalculateWhatIsDue(store: Store, clock: Clock, log: WorkerLogge
     }
   } catch (error) {
     log.error({ err: error }, 'the recalculations due after the upgrade could not be listed; the next start runs them')
+  }
+}
+
+/**
+ * Statement rows rendered by an earlier version (another rendering code, or a key that named less of a metric) match
+ * no structure's key any more, and every page would render them as it reads them until something rendered them
+ * again: the first start of a version renders them, as a fixture load does. Where every statement holds its
+ * structure's rendering, this reads each company's statements once and writes nothing.
+ */
+async function renderWhatIsStale(store: Store, log: WorkerLogger): Promise<void> {
+  try {
+    const { renderStatements } = await import('./v2/statement-texts.ts')
+    for (const company of await store.companies.list()) {
+      const rendered = await renderStatements(store, company.id)
+      if (rendered > 0) log.info({ company_id: company.id, statements: rendered }, 'statement rows rendered ahead of reads again')
+    }
+  } catch (error) {
+    log.warn({ err: error }, 'statement rows could not be rendered again at start: pages render them as they are read')
   }
 }
 

@@ -12,6 +12,7 @@ import { MIGRATIONS } from '../src/store/sqlite/migrations.ts'
 import { openSqliteStore } from '../src/store/sqlite/sqlite-store.ts'
 import { tempDataDir } from './helpers/process.ts'
 import { aCommissionLine } from './store/builders.ts'
+import { smallFixture } from './helpers/fixtures.ts'
 
 /**
  * What an earlier version left wrong, put right by the upgrade: a plan moved to another data table kept its lines of
@@ -112,6 +113,41 @@ describe('the upgrade over a plan that kept the lines of the table it left (SQLi
       expect((await stores[0].statements.findOfPlan(companyId, planId))[0].payment).toBe(60)
     } finally {
       for (const store of stores) await store.close()
+    }
+  })
+})
+
+describe('statement rows an earlier version rendered', () => {
+  it('are rendered again by the first start of this version, which pages then read rather than render as they go', async () => {
+    const dataDir = tempDataDir()
+    const store = openSqliteStore(join(dataDir, 'commission-api.sqlite'))
+    const { company_id: companyId } = await loadFixture(store, new ManualClock('2026-06-01T00:00:00.000Z'), smallFixture())
+    // Every live statement as an earlier version left it: a rendering under a key this version never makes.
+    const older = 'rendered-by-an-earlier-version'
+    const live = await store.statements.pageToRender(companyId, 'live', older, null, 1000)
+    expect(live.length).toBeGreaterThan(0)
+    await store.statements.saveRenderings(
+      companyId,
+      'live',
+      live.map((statement) => ({ id: statement.id, key: older, text: '{}' })),
+    )
+    expect(await store.statements.pageToRender(companyId, 'live', older, null, 1000)).toEqual([])
+    await store.close()
+
+    let logs = ''
+    const logStream = new Writable({
+      write(chunk, _encoding, done) {
+        logs += chunk.toString()
+        done()
+      },
+    })
+    const config = loadConfig({ DATA_DIR: dataDir, PORT: '0', DEMO: 'off', LOG_LEVEL: 'info', IMPORT_WORKER: 'inline' })
+    const server = await startServer(config, { role: 'api', out: null, logStream })
+    try {
+      expect(await server.store.statements.pageToRender(companyId, 'live', older, null, 1000)).toHaveLength(live.length)
+      expect(logs).toContain('statement rows rendered ahead of reads again')
+    } finally {
+      await server.close()
     }
   })
 })
