@@ -1,6 +1,7 @@
 import { makeDirectories } from './durable-files.ts'
 import { flushCompileCache } from 'node:module'
 import { BlockList, isIP } from 'node:net'
+import { isMainThread } from 'node:worker_threads'
 import type { FastifyInstance } from 'fastify'
 import pino from 'pino'
 import { type Clock, clockFor } from './clock.ts'
@@ -119,7 +120,8 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
     }
     if (options.closeOnSignals) closeGracefullyOnSignals(running, config)
     await recalculateWhatIsDue(store, clock, log)
-    await renderWhatIsStale(store, log)
+    // Once a process: with role all, the import worker's thread (which starts the role worker) leaves it to the HTTP one.
+    if (isMainThread) await renderWhatIsStale(store, log)
     // Every module of the role is loaded. Node writes its compile cache (on with `npm start`: scripts/compile-cache.mjs)
     // at exit; written now too, a process that is killed rather than stopped still leaves it for the next start.
     flushCompileCache()
@@ -164,18 +166,29 @@ async function recalculateWhatIsDue(store: Store, clock: Clock, log: WorkerLogge
 /**
  * Statement rows rendered by an earlier version (another rendering code, or a key that named less of a metric) match
  * no structure's key any more, and every page would render them as it reads them until something rendered them
- * again: the first start of a version renders them, as a fixture load does. Where every statement holds its
- * structure's rendering, this reads each company's statements once and writes nothing.
+ * again: the first start of a version renders them, as a fixture load does. Where nothing is stale, it reads each
+ * company's statements once and writes nothing (`renderStatements`). A company whose rows cannot be rendered now
+ * (the store busy with a long write) is left to render its rows as they are read, until the next start.
  */
 async function renderWhatIsStale(store: Store, log: WorkerLogger): Promise<void> {
+  const { renderStatements } = await import('./v2/statement-texts.ts')
+  let companies: { id: string }[]
   try {
-    const { renderStatements } = await import('./v2/statement-texts.ts')
-    for (const company of await store.companies.list()) {
-      const rendered = await renderStatements(store, company.id)
-      if (rendered > 0) log.info({ company_id: company.id, statements: rendered }, 'statement rows rendered ahead of reads again')
-    }
+    companies = await store.companies.list()
   } catch (error) {
     log.warn({ err: error }, 'statement rows could not be rendered again at start: pages render them as they are read')
+    return
+  }
+  for (const company of companies) {
+    try {
+      const rendered = await renderStatements(store, company.id)
+      if (rendered > 0) log.info({ company_id: company.id, statements: rendered }, 'statement rows rendered ahead of reads again')
+    } catch (error) {
+      log.warn(
+        { err: error, company_id: company.id },
+        'statement rows could not be rendered again at start: pages render them as they are read',
+      )
+    }
   }
 }
 

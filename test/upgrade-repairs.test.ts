@@ -118,6 +118,33 @@ describe('the upgrade over a plan that kept the lines of the table it left (SQLi
 })
 
 describe('statement rows an earlier version rendered', () => {
+  it('are looked for without the write lock: a start where nothing is stale does not wait behind a long write', async () => {
+    const dataDir = tempDataDir()
+    const file = join(dataDir, 'commission-api.sqlite')
+    const store = openSqliteStore(file)
+    await loadFixture(store, new ManualClock('2026-06-01T00:00:00.000Z'), smallFixture())
+    await store.close()
+    // Another process's long write (a large import's transaction) holds the lock for the whole start.
+    const writer = new DatabaseSync(file)
+    writer.exec('BEGIN IMMEDIATE')
+    let logs = ''
+    const logStream = new Writable({
+      write(chunk, _encoding, done) {
+        logs += chunk.toString()
+        done()
+      },
+    })
+    try {
+      const config = loadConfig({ DATA_DIR: dataDir, PORT: '0', DEMO: 'off', LOG_LEVEL: 'info', IMPORT_WORKER: 'inline' })
+      const server = await startServer(config, { role: 'api', out: null, logStream })
+      await server.close()
+      expect(logs).not.toContain('could not be rendered again')
+    } finally {
+      writer.exec('ROLLBACK')
+      writer.close()
+    }
+  })
+
   it('are rendered again by the first start of this version, which pages then read rather than render as they go', async () => {
     const dataDir = tempDataDir()
     const store = openSqliteStore(join(dataDir, 'commission-api.sqlite'))

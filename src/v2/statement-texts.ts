@@ -117,6 +117,9 @@ export async function renderStatementsAhead(store: Store, companyId: string): Pr
 export async function renderStatements(store: Store, companyId: string): Promise<number> {
   const texts = await renderedStructureTexts(store, companyId)
   if (!texts) return 0
+  // Nothing to render, as at most starts (`renderWhatIsStale`): told by a read, without the write lock (SQLite) or the
+  // company's lock document (MongoDB) that each batch's transaction takes.
+  if ((await store.statements.pageToRender(companyId, 'live', texts.key, null, 1)).length === 0) return 0
   let rendered = 0
   let afterId: string | null = null
   for (;;) {
