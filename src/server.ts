@@ -14,7 +14,7 @@ import { listeningUrl } from './routes/base-url.ts'
 import { drain } from './routes/draining.ts'
 import { closeGracefullyOnSignals } from './shutdown.ts'
 import { openStore, storeDescription } from './store/open-store.ts'
-import type { Store } from './store/port.ts'
+import { type Store, StoreBusyError } from './store/port.ts'
 
 /** What `serve` runs: HTTP and the import worker (`all`), HTTP alone (`api`), the import worker alone (`worker`). */
 export type Role = 'all' | 'api' | 'worker'
@@ -179,15 +179,15 @@ async function renderWhatIsStale(store: Store, log: WorkerLogger): Promise<void>
     log.warn({ err: error }, 'statement rows could not be rendered again at start: pages render them as they are read')
     return
   }
-  for (const company of companies) {
+  for (const [index, company] of companies.entries()) {
     try {
       const rendered = await renderStatements(store, company.id)
       if (rendered > 0) log.info({ company_id: company.id, statements: rendered }, 'statement rows rendered ahead of reads again')
     } catch (error) {
-      log.warn(
-        { err: error, company_id: company.id },
-        'statement rows could not be rendered again at start: pages render them as they are read',
-      )
+      // A busy store (another writer held its lock past the wait) would keep each next company waiting as long.
+      const left = error instanceof StoreBusyError ? companies.slice(index).map((item) => item.id) : [company.id]
+      log.warn({ err: error, company_ids: left }, 'statement rows could not be rendered again at start: pages render them as they are read')
+      if (error instanceof StoreBusyError) return
     }
   }
 }

@@ -8,6 +8,7 @@ import { loadConfig } from '../src/config.ts'
 import { loadFixture } from '../src/fixtures/load-fixture.ts'
 import type { Fixture } from '../src/fixtures/schema.ts'
 import { startServer } from '../src/server.ts'
+import { renderStatements } from '../src/v2/statement-texts.ts'
 import { MIGRATIONS } from '../src/store/sqlite/migrations.ts'
 import { openSqliteStore } from '../src/store/sqlite/sqlite-store.ts'
 import { tempDataDir } from './helpers/process.ts'
@@ -118,6 +119,43 @@ describe('the upgrade over a plan that kept the lines of the table it left (SQLi
 })
 
 describe('statement rows an earlier version rendered', () => {
+  it('are left to the next start when the store is busy, without each company waiting for its lock in turn', async () => {
+    const dataDir = tempDataDir()
+    const file = join(dataDir, 'commission-api.sqlite')
+    const store = openSqliteStore(file)
+    const companies: string[] = []
+    for (const name of ['One', 'Two']) {
+      const { company_id: companyId } = await loadFixture(store, new ManualClock('2026-06-01T00:00:00.000Z'), smallFixture(name))
+      const live = await store.statements.pageToRender(companyId, 'live', 'stale', null, 1000)
+      await store.statements.saveRenderings(
+        companyId,
+        'live',
+        live.map((statement) => ({ id: statement.id, key: 'stale', text: '{}' })),
+      )
+      companies.push(companyId)
+    }
+    await store.close()
+    const writer = new DatabaseSync(file)
+    writer.exec('BEGIN IMMEDIATE')
+    const lines: { msg?: string; company_ids?: string[] }[] = []
+    const logStream = new Writable({
+      write(chunk, _encoding, done) {
+        for (const line of chunk.toString().split('\n').filter(Boolean)) lines.push(JSON.parse(line))
+        done()
+      },
+    })
+    try {
+      const config = loadConfig({ DATA_DIR: dataDir, PORT: '0', DEMO: 'off', LOG_LEVEL: 'info', IMPORT_WORKER: 'inline' })
+      const server = await startServer(config, { role: 'api', out: null, logStream })
+      await server.close()
+      const warnings = lines.filter((line) => line.msg?.startsWith('statement rows could not be rendered again'))
+      expect(warnings).toEqual([expect.objectContaining({ company_ids: expect.arrayContaining(companies) })])
+    } finally {
+      writer.exec('ROLLBACK')
+      writer.close()
+    }
+  }, 30_000)
+
   it('are looked for without the write lock: a start where nothing is stale does not wait behind a long write', async () => {
     const dataDir = tempDataDir()
     const file = join(dataDir, 'commission-api.sqlite')
@@ -172,7 +210,9 @@ describe('statement rows an earlier version rendered', () => {
     const server = await startServer(config, { role: 'api', out: null, logStream })
     try {
       expect(await server.store.statements.pageToRender(companyId, 'live', older, null, 1000)).toHaveLength(live.length)
-      expect(logs).toContain('statement rows rendered ahead of reads again')
+      // Under the key of this version: nothing is left to render.
+      expect(await renderStatements(server.store, companyId)).toBe(0)
+      expect(logs).toContain(`"statements":${live.length},"msg":"statement rows rendered ahead of reads again"`)
     } finally {
       await server.close()
     }
