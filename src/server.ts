@@ -167,8 +167,8 @@ async function recalculateWhatIsDue(store: Store, clock: Clock, log: WorkerLogge
  * Statement rows rendered by an earlier version (another rendering code, or a key that named less of a metric) match
  * no structure's key any more, and every page would render them as it reads them until something rendered them
  * again: the first start of a version renders them, as a fixture load does. Where nothing is stale, it reads each
- * company's statements once and writes nothing (`renderStatements`). A company whose rows cannot be rendered now
- * (the store busy with a long write) is left to render its rows as they are read, until the next start.
+ * company's statements once and writes nothing (`renderStatements`). What cannot be rendered now (the store busy
+ * with a long write) is logged and left to the next start; its pages render their rows as they read them.
  */
 async function renderWhatIsStale(store: Store, log: WorkerLogger): Promise<void> {
   const { renderStatements } = await import('./v2/statement-texts.ts')
@@ -184,10 +184,12 @@ async function renderWhatIsStale(store: Store, log: WorkerLogger): Promise<void>
       const rendered = await renderStatements(store, company.id)
       if (rendered > 0) log.info({ company_id: company.id, statements: rendered }, 'statement rows rendered ahead of reads again')
     } catch (error) {
-      // A busy store (another writer held its lock past the wait) would keep each next company waiting as long.
-      const left = error instanceof StoreBusyError ? companies.slice(index).map((item) => item.id) : [company.id]
+      // SQLite's one write lock, held by another writer past the wait, would keep each next company waiting as long
+      // (MongoDB locks a company at a time: the others go on).
+      const stop = error instanceof StoreBusyError && store.kind === 'sqlite'
+      const left = stop ? companies.slice(index).map((item) => item.id) : [company.id]
       log.warn({ err: error, company_ids: left }, 'statement rows could not be rendered again at start: pages render them as they are read')
-      if (error instanceof StoreBusyError) return
+      if (stop) return
     }
   }
 }
