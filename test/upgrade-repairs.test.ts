@@ -82,24 +82,41 @@ async function storeLeftByAnEarlierVersion() {
   return { dataDir, file, companyId, planId: plan.id, dealsId: deals.id }
 }
 
+/** Runs `work` while another connection holds the store's write lock, as another process's long write does. */
+async function whileLocked<T>(file: string, work: () => Promise<T>): Promise<T> {
+  const writer = new DatabaseSync(file)
+  writer.exec('BEGIN IMMEDIATE')
+  try {
+    return await work()
+  } finally {
+    writer.exec('ROLLBACK')
+    writer.close()
+  }
+}
+
+/** A server of role api on the store in `dataDir`, what it logs kept as text. */
+async function startLogged(dataDir: string) {
+  const log = { text: '' }
+  const logStream = new Writable({
+    write(chunk, _encoding, done) {
+      log.text += chunk.toString()
+      done()
+    },
+  })
+  const config = loadConfig({ DATA_DIR: dataDir, PORT: '0', DEMO: 'off', LOG_LEVEL: 'info', IMPORT_WORKER: 'inline' })
+  return { server: await startServer(config, { role: 'api', out: null, logStream }), log }
+}
+
 describe('the upgrade over a plan that kept the lines of the table it left (SQLite)', () => {
   it('removes those lines and recalculates the company at the next start, its statements as a fresh calculation states them', async () => {
     const { dataDir, companyId, planId, dealsId } = await storeLeftByAnEarlierVersion()
-    let logs = ''
-    const logStream = new Writable({
-      write(chunk, _encoding, done) {
-        logs += chunk.toString()
-        done()
-      },
-    })
-    const config = loadConfig({ DATA_DIR: dataDir, PORT: '0', DEMO: 'off', LOG_LEVEL: 'info', IMPORT_WORKER: 'inline' })
-    const server = await startServer(config, { role: 'api', out: null, logStream })
+    const { server, log } = await startLogged(dataDir)
     try {
       const [after] = await server.store.statements.findOfPlan(companyId, planId)
       expect(after.payment).toBe(60)
       expect(await server.store.commissionLines.page(companyId, dealsId, { limit: 10 })).toEqual([])
       expect(await server.store.companies.recalculationsDue()).toEqual([])
-      expect(logs).toContain('company recalculated after the upgrade')
+      expect(log.text).toContain('company recalculated after the upgrade')
     } finally {
       await server.close()
     }
@@ -135,25 +152,14 @@ describe('statement rows an earlier version rendered', () => {
       companies.push(companyId)
     }
     await store.close()
-    const writer = new DatabaseSync(file)
-    writer.exec('BEGIN IMMEDIATE')
-    const lines: { msg?: string; company_ids?: string[] }[] = []
-    const logStream = new Writable({
-      write(chunk, _encoding, done) {
-        for (const line of chunk.toString().split('\n').filter(Boolean)) lines.push(JSON.parse(line))
-        done()
-      },
-    })
-    try {
-      const config = loadConfig({ DATA_DIR: dataDir, PORT: '0', DEMO: 'off', LOG_LEVEL: 'info', IMPORT_WORKER: 'inline' })
-      const server = await startServer(config, { role: 'api', out: null, logStream })
-      await server.close()
-      const warnings = lines.filter((line) => line.msg?.startsWith('statement rows could not be rendered again'))
-      expect(warnings).toEqual([expect.objectContaining({ company_ids: expect.arrayContaining(companies) })])
-    } finally {
-      writer.exec('ROLLBACK')
-      writer.close()
-    }
+    const { server, log } = await whileLocked(file, () => startLogged(dataDir))
+    await server.close()
+    const lines: { msg?: string; company_ids?: string[] }[] = log.text
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line))
+    const warnings = lines.filter((line) => line.msg?.startsWith('statement rows could not be rendered again'))
+    expect(warnings).toEqual([expect.objectContaining({ company_ids: expect.arrayContaining(companies) })])
   }, 30_000)
 
   it('are looked for without the write lock: a start where nothing is stale does not wait behind a long write', async () => {
@@ -162,25 +168,9 @@ describe('statement rows an earlier version rendered', () => {
     const store = openSqliteStore(file)
     await loadFixture(store, new ManualClock('2026-06-01T00:00:00.000Z'), smallFixture())
     await store.close()
-    // Another process's long write (a large import's transaction) holds the lock for the whole start.
-    const writer = new DatabaseSync(file)
-    writer.exec('BEGIN IMMEDIATE')
-    let logs = ''
-    const logStream = new Writable({
-      write(chunk, _encoding, done) {
-        logs += chunk.toString()
-        done()
-      },
-    })
-    try {
-      const config = loadConfig({ DATA_DIR: dataDir, PORT: '0', DEMO: 'off', LOG_LEVEL: 'info', IMPORT_WORKER: 'inline' })
-      const server = await startServer(config, { role: 'api', out: null, logStream })
-      await server.close()
-      expect(logs).not.toContain('could not be rendered again')
-    } finally {
-      writer.exec('ROLLBACK')
-      writer.close()
-    }
+    const { server, log } = await whileLocked(file, () => startLogged(dataDir))
+    await server.close()
+    expect(log.text).not.toContain('could not be rendered again')
   })
 
   it('are rendered again by the first start of this version, which pages then read rather than render as they go', async () => {
@@ -199,20 +189,12 @@ describe('statement rows an earlier version rendered', () => {
     expect(await store.statements.pageToRender(companyId, 'live', older, null, 1000)).toEqual([])
     await store.close()
 
-    let logs = ''
-    const logStream = new Writable({
-      write(chunk, _encoding, done) {
-        logs += chunk.toString()
-        done()
-      },
-    })
-    const config = loadConfig({ DATA_DIR: dataDir, PORT: '0', DEMO: 'off', LOG_LEVEL: 'info', IMPORT_WORKER: 'inline' })
-    const server = await startServer(config, { role: 'api', out: null, logStream })
+    const { server, log } = await startLogged(dataDir)
     try {
       expect(await server.store.statements.pageToRender(companyId, 'live', older, null, 1000)).toHaveLength(live.length)
       // Under the key of this version: nothing is left to render.
       expect(await renderStatements(server.store, companyId)).toBe(0)
-      expect(logs).toContain(`"statements":${live.length},"msg":"statement rows rendered ahead of reads again"`)
+      expect(log.text).toContain(`"statements":${live.length},"msg":"statement rows rendered ahead of reads again"`)
     } finally {
       await server.close()
     }

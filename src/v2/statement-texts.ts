@@ -7,9 +7,10 @@ import { statementRenderer } from './rows.ts'
 /**
  * v2 statement rows as JSON text, rendered ahead of reads (why: docs/decisions.md, "Statement rows are rendered
  * ahead of reads"). A row depends only on the statement, on the custom metrics its structure shows (their keys
- * and kinds, an enum's values, in order) and on its user's email. So the row is rendered when statements are written or the
- * configuration changes (`renderStatements`), and stored with the statement under a key that names the metrics
- * it was rendered for; the store drops it when the statement is written again (no writer changes an email).
+ * and kinds, an enum's values, in order) and on its user's email. So the row is rendered when statements are
+ * written or the configuration changes (`renderStatements`), and stored with the statement under a key that names
+ * the metrics it was rendered for; the store drops it when the statement is written again (no writer changes an
+ * email).
  *
  * A page uses the stored row only when its key is the structure's, and renders every other row as it reads it,
  * with the same function: a rendering made for another configuration, or for the statement before it was written
