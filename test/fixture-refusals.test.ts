@@ -80,6 +80,16 @@ describe('bad fixtures are refused cleanly', () => {
     )
   })
 
+  it('reports a record without an id once, at its id field, however many there are and whatever overrides it has', async () => {
+    const fixture = smallFixture() as any
+    fixture.data_tables[0].records.push({ deal_name: 'No id', overrides: { deal_name: 'Renamed' } }, { deal_name: 'No id either' })
+    const issues = (await refusalOf(fixture)).issues
+    expect(issues).toEqual([
+      expect.objectContaining({ resource: '/data_tables/0/records/2/deal_id', description: 'deal_id: the id field is required' }),
+      expect.objectContaining({ resource: '/data_tables/0/records/3/deal_id', description: 'deal_id: the id field is required' }),
+    ])
+  })
+
   it('refuses a blank or overlong plan name, which every statement and line of the plan repeats', async () => {
     const fixture = smallFixture() as any
     const plan = {

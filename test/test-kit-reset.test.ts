@@ -186,7 +186,11 @@ describe('a reset of every company, one of whose fixtures the rules now refuse',
           name: 'Earlier',
           reset: false,
           problems: [
-            { error: 'ValidationError', resource: '/data_tables/0/records/0', description: expect.stringContaining('deal_types') },
+            {
+              error: 'ValidationError',
+              resource: '/data_tables/0/records/0/deal_types',
+              description: expect.stringContaining('deal_types'),
+            },
           ],
         },
       ]),
