@@ -90,6 +90,29 @@ describe('bad fixtures are refused cleanly', () => {
     ])
   })
 
+  it('points at the currency beside an amount when that is wrong, and escapes a key in a path as JSON pointers do', async () => {
+    const fixture = smallFixture() as any
+    fixture.data_tables[0].records.push(
+      { deal_id: 'D-3', amount: 5, amount_currency: 'eur' },
+      { deal_id: 'D-4', 'a/b': 1, 'x~y': 2 },
+      // A record whose id is the text "null" is no duplicate of one without an id.
+      { deal_name: 'No id' },
+      { deal_id: 'null' },
+    )
+    fixture.users[0].attributes = { 'odd/key': 1 }
+    const issues = (await refusalOf(fixture)).issues.map((issue) => issue.resource)
+    expect(issues).toEqual(
+      expect.arrayContaining([
+        '/data_tables/0/records/2/amount_currency',
+        '/data_tables/0/records/3/a~1b',
+        '/data_tables/0/records/3/x~0y',
+        '/data_tables/0/records/4/deal_id',
+        '/users/0/attributes/odd~1key',
+      ]),
+    )
+    expect(issues).not.toContain('/data_tables/0/records/5/deal_id')
+  })
+
   it('refuses a blank or overlong plan name, which every statement and line of the plan repeats', async () => {
     const fixture = smallFixture() as any
     const plan = {
