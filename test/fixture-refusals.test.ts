@@ -100,6 +100,9 @@ describe('bad fixtures are refused cleanly', () => {
       { deal_id: 'null' },
     )
     fixture.users[0].attributes = { 'odd/key': 1 }
+    fixture.data_tables[0].records[0].overrides = { 'o/p': 1, amount: 3, amount_currency: 'usd' }
+    fixture.statements[0].metrics = { 'm/~x': 1 }
+    fixture.statements[1].dimensions = { 'a/\u0000~': ['x'] }
     const issues = (await refusalOf(fixture)).issues.map((issue) => issue.resource)
     expect(issues).toEqual(
       expect.arrayContaining([
@@ -108,6 +111,10 @@ describe('bad fixtures are refused cleanly', () => {
         '/data_tables/0/records/3/x~0y',
         '/data_tables/0/records/4/deal_id',
         '/users/0/attributes/odd~1key',
+        '/data_tables/0/records/0/overrides/o~1p',
+        '/data_tables/0/records/0/overrides/amount_currency',
+        '/statements/0/metrics/m~1~0x',
+        '/statements/1/dimensions/a~1\u0000~0',
       ]),
     )
     expect(issues).not.toContain('/data_tables/0/records/5/deal_id')

@@ -171,8 +171,8 @@ describe('POST /v1/tables/{data_table_key}/records/bulk', () => {
     const at = '/data_tables/0/records'
     expect((refused as ValidationError).issues.map(({ resource, description }) => `${resource}: ${description}`).toSorted()).toStrictEqual(
       [
-        `${at}/0/overrides: amount: expected a number, got "lots"`,
-        `${at}/0/overrides: nope: unknown field`,
+        `${at}/0/overrides/amount: amount: expected a number, got "lots"`,
+        `${at}/0/overrides/nope: nope: unknown field`,
         `${at}/0/overrides/deal_id: the id field cannot be overridden`,
         `${at}/0/overrides/deleted: not a field: an override does not delete a record`,
         `${at}/1/overrides: expected an object of field values`,
