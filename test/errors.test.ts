@@ -39,6 +39,7 @@ describe('error mapping', () => {
       async () => ({ ok: true }),
     )
     app.post('/echo', async (echoed) => ({ received: echoed.body }))
+    app.post('/map', { schema: { body: Type.Record(Type.String(), Type.Number()) } }, async () => ({ ok: true }))
     app.get('/explode', async () => {
       throw new Error('database password is hunter2 at /srv/secret/path.ts:12')
     })
@@ -86,6 +87,14 @@ describe('error mapping', () => {
     expect(tooMany.body).toEqual(single('data'))
     const missing = await call(`${url}/probe/${id}`, { method: 'POST', body: {} })
     expect(missing.body).toEqual(single('data'))
+  })
+
+  it('a bad value under a key names the key as it was written, escapes and percent signs included', async () => {
+    for (const key of ['100%', '%41', 'a/b~c']) {
+      const res = await call(`${url}/map`, { method: 'POST', body: { [key]: 'not a number' } })
+      expect(res.status).toBe(400)
+      expect(res.body).toEqual(single(key))
+    }
   })
 
   it('malformed JSON and an empty JSON body are 400s about the body', async () => {

@@ -62,10 +62,13 @@ interface SchemaIssue {
   params?: Record<string, unknown>
 }
 
-/** Which parameter a schema validation error is about: the first segment of its path, else the missing one. */
+/**
+ * Which parameter a schema validation error is about: the first segment of its path, else the missing one.
+ * The path is a JSON pointer, escaped with `~1` and `~0` only: a `%` in it is the key's own.
+ */
 function resourceOf(issue: SchemaIssue, context: string | undefined): string {
   const segment = issue.instancePath?.split('/').find((part) => part !== '')
-  if (segment) return decodeURIComponent(segment.replaceAll('~1', '/').replaceAll('~0', '~'))
+  if (segment) return segment.replaceAll('~1', '/').replaceAll('~0', '~')
   const missing = issue.params?.missingProperty ?? issue.params?.additionalProperty
   if (typeof missing === 'string') return missing
   return context === 'querystring' ? 'query' : (context ?? 'request')
