@@ -1,5 +1,6 @@
 import { isIP } from 'node:net'
 import { resolve } from 'node:path'
+import { isPresentableSecret } from './domain/formats.ts'
 
 /** The service's configuration, read once from the environment at start-up. docs/configuration.md lists every variable. */
 export interface Config {
@@ -215,7 +216,10 @@ function parsePublicUrl(raw: string): Parsed<string> {
 
 /** The admin token and the demo key's secret: long enough not to be guessed. */
 function parseSecret(raw: string): Parsed<string> {
-  return raw.length >= 16 ? { value: raw } : problem('expected at least 16 characters')
+  if (raw.length < 16) return problem('expected at least 16 characters')
+  return isPresentableSecret(raw)
+    ? { value: raw }
+    : problem('expected printable ASCII characters only, without spaces at either end: a header cannot carry others as written')
 }
 
 function parseTrustProxy(raw: string): Parsed<boolean | number | string[]> {

@@ -189,6 +189,16 @@ describe('configuration', () => {
     expect(loadConfig({ HOST: '!host' }).host).toBe('!host')
   })
 
+  it('refuses a secret no client could present in a header: other than printable ASCII', () => {
+    for (const secret of ['an-admin-tokén-that-is-long', 'an-admin-token\tthat-is-long', 'an-admin-token\u0000-that-is-long']) {
+      expect(refusal({ ADMIN_TOKEN: secret })).toMatch(/ADMIN_TOKEN=.*expected printable ASCII characters only/)
+      expect(refusal({ DEMO_API_KEY: secret })).toMatch(/DEMO_API_KEY=.*expected printable ASCII characters only/)
+    }
+    expect(loadConfig({ ADMIN_TOKEN: 'an admin token with spaces' }).adminToken).toBe('an admin token with spaces')
+    // A variable's value is read trimmed: the spaces at its ends are not the secret's.
+    expect(loadConfig({ ADMIN_TOKEN: ' an-admin-token-that-is-long ' }).adminToken).toBe('an-admin-token-that-is-long')
+  })
+
   it('never shows a secret it refuses, nor the credentials of a URL', () => {
     const token = refusal({ ADMIN_TOKEN: 'hunter2-short' })
     expect(token).toMatch(/ADMIN_TOKEN=.*expected at least 16 characters/)

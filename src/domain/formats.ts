@@ -65,3 +65,16 @@ export function instantParamProblem(value: string): string {
 export function isEmail(value: unknown): value is string {
   return typeof value === 'string' && /^[^@\s]+@[^@\s]+$/.test(value)
 }
+
+/**
+ * A secret a client can present in a header (an API key, the admin token): printable ASCII, at least 16 characters,
+ * without spaces at its ends. A header's other bytes do not arrive as they were sent (Node reads them as Latin-1, and
+ * fetch refuses them), and the spaces at its ends are dropped: such a secret could never be presented.
+ */
+export const PRESENTABLE_SECRET_PATTERN = '^[!-~][ -~]{14,}[!-~]$'
+
+const PRESENTABLE_SECRET = new RegExp(PRESENTABLE_SECRET_PATTERN)
+
+export function isPresentableSecret(value: string): boolean {
+  return PRESENTABLE_SECRET.test(value)
+}
