@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-import { readFileSync } from 'node:fs'
+import { readFileSync, statSync } from 'node:fs'
 import { parseArgs } from 'node:util'
 import { setFlagsFromString } from 'node:v8'
 import pino from 'pino'
@@ -31,7 +31,7 @@ import { startServer } from './server.ts'
 import { composeImportWorker } from './imports/compose-worker.ts'
 import { startupFailure } from './startup-errors.ts'
 import { loggerOptions, surviveClosedOutput } from './logger.ts'
-import { openStore, storeDescription } from './store/open-store.ts'
+import { openStore, sqliteFile, storeDescription } from './store/open-store.ts'
 import { IMPORT_STATUSES, type ImportStatus, QUOTA_TYPES, type QuotaType } from './store/model.ts'
 import type { Store } from './store/port.ts'
 import { terminalProgress } from './sync/progress.ts'
@@ -492,11 +492,18 @@ async function main(argv: string[]): Promise<number> {
   if (!command) throw new UsageError(`unknown command ${name}`)
   refuseLeftOverArguments(name, rest)
   const config = loadConfig()
-  const store = await openStore(config)
+  const missing = STORE_MAKERS.has(name) ? null : missingStore(config)
+  // Without a store, the command runs on an empty one in memory, so that its usage mistakes are still told first.
+  const store = await openStore(missing ? { ...config, dataDir: IN_MEMORY } : config)
   // On stderr, so that stdout stays the command's answer (--json).
-  console.error(`Store: ${storeDescription(config)}`)
+  if (!missing) console.error(`Store: ${storeDescription(config)}`)
   try {
-    const result = await command(store, rest, values, { config, clock: await clockFor(config.clock, store.clockOffset) })
+    const result = await command(store, rest, values, { config, clock: await clockFor(config.clock, store.clockOffset) }).catch(
+      (error: unknown) => {
+        throw missing && !isUsageMistake(error) ? missing : error
+      },
+    )
+    if (missing) throw missing
     console.log(values.json ? JSON.stringify(result.json, null, 2) : result.text)
     return 0
   } finally {
@@ -504,8 +511,33 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
+/** The commands that make the embedded store where there is none yet: every other one works on what a store holds. */
+const STORE_MAKERS = new Set(['demo', 'load'])
+
+/**
+ * Where DATA_DIR holds no embedded store, what a command on its companies answers: a mistaken directory, most
+ * likely, where it must not make an empty store and report that it holds nothing.
+ */
+function missingStore(config: Config): NotFoundError | null {
+  if (config.mongodbUrl || config.dataDir === IN_MEMORY) return null
+  const file = sqliteFile(config)
+  try {
+    statSync(file)
+    return null
+  } catch (error) {
+    // Only a plain absence: for another cause (a file where a directory should be…), opening the store names it.
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') return null
+    return new NotFoundError('store', `no store at ${file}: check DATA_DIR (npm start, demo and load make one)`)
+  }
+}
+
+/** A mistake in the command line: ours, or parseArgs' (a TypeError with a code). */
+function isUsageMistake(error: unknown): error is Error {
+  return error instanceof UsageError || (error instanceof TypeError && 'code' in error)
+}
+
 function report(error: unknown): number {
-  if (error instanceof UsageError || (error instanceof TypeError && 'code' in error)) {
+  if (isUsageMistake(error)) {
     console.error(`commission-api: ${error.message}\n\n${USAGE}`)
     return 2
   }

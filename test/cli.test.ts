@@ -1,4 +1,4 @@
-import { writeFileSync } from 'node:fs'
+import { existsSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { smallFixture } from './helpers/fixtures.ts'
@@ -134,6 +134,20 @@ describe('the CLI', () => {
       expect(unknown.code, name).toBe(2)
       expect(unknown.stderr).toContain(`unknown command ${name}`)
     }
+  })
+
+  it('stops on a DATA_DIR without a store rather than make an empty one, after telling usage mistakes', () => {
+    const dataDir = join(tempDataDir(), 'mistyped')
+    const env = { DATA_DIR: dataDir }
+    for (const args of [['companies'], ['structures', '--company', 'x'], ['reset'], ['clock', 'advance', '1000']]) {
+      const answer = runCli(args, env)
+      expect(answer.code, args.join(' ')).toBe(1)
+      expect(answer.stderr).toContain(`no store at ${join(dataDir, 'commission-api.sqlite')}`)
+    }
+    expect(runCli(['structures'], env).stderr).toContain('--company is required')
+    expect(existsSync(dataDir)).toBe(false)
+    expect(runCli(['demo', '--users', '5', '--months', '1', '--deals', '5'], env).code).toBe(0)
+    expect(runCli(['companies'], env).code).toBe(0)
   })
 
   it('works on the DATA_DIR of a running server, which sees what it wrote', async () => {

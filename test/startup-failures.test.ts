@@ -127,9 +127,9 @@ describe('the store in use is printed', () => {
 
   it('by the CLI, on stderr so that stdout stays the answer', () => {
     const dataDir = tempDataDir()
-    const result = runCli(['companies', '--json'], sqlite({ DATA_DIR: dataDir }))
+    const result = runCli(['demo', '--users', '5', '--months', '1', '--deals', '5', '--json'], sqlite({ DATA_DIR: dataDir }))
     expect(result.code).toBe(0)
-    expect(JSON.parse(result.stdout)).toEqual([])
+    expect(JSON.parse(result.stdout)).toEqual({ company_id: expect.any(String), api_key: expect.any(String) })
     expect(result.stderr.trim()).toBe(`Store: SQLite file ${resolve(dataDir, 'commission-api.sqlite')}`)
   })
 })

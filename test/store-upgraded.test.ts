@@ -36,7 +36,7 @@ describe('a store a newer version has migrated (SQLite)', () => {
   it('is refused when it is opened, and left as it is', () => {
     const dataDir = tempDataDir()
     const file = join(dataDir, 'commission-api.sqlite')
-    expect(runCli(['companies'], { DATA_DIR: dataDir }).code).toBe(0)
+    expect(runCli(['demo', '--users', '5', '--months', '1', '--deals', '5'], { DATA_DIR: dataDir }).code).toBe(0)
     migrateAsANewerVersion(file)
     const bytes = readFileSync(file)
 
