@@ -1,6 +1,6 @@
 import { isIP } from 'node:net'
 import { resolve } from 'node:path'
-import { isPresentableSecret } from './domain/formats.ts'
+import { isApiKeyForm, isPresentableSecret } from './domain/formats.ts'
 
 /** The service's configuration, read once from the environment at start-up. docs/configuration.md lists every variable. */
 export interface Config {
@@ -154,7 +154,7 @@ export function loadConfig(env: Env = process.env): Config {
     importQueueLimitBytes: read('IMPORT_QUEUE_LIMIT_MB', 64, (raw) => parseWholeNumber(raw, 1, 1_000_000)) * MIB,
     clock: read('CLOCK', 'system', (raw) => oneOf(CLOCK_MODES, raw)),
     requestJournalSize: read('REQUEST_JOURNAL_SIZE', 1000, (raw) => parseWholeNumber(raw, 0, 100_000)),
-    demoApiKey: read<string | null>('DEMO_API_KEY', null, parseSecret),
+    demoApiKey: read<string | null>('DEMO_API_KEY', null, parseApiKeySecret),
   }
   if (config.shutdownDrainMs >= config.shutdownTimeoutMs)
     problems.push(
@@ -220,6 +220,10 @@ function parseSecret(raw: string): Parsed<string> {
   return isPresentableSecret(raw)
     ? { value: raw }
     : problem('expected printable ASCII characters only, without spaces at either end: a header cannot carry others as written')
+}
+
+function parseApiKeySecret(raw: string): Parsed<string> {
+  return isApiKeyForm(raw) ? { value: raw } : problem('expected an API key: cak_ then at least 16 letters, digits, _ or -')
 }
 
 function parseTrustProxy(raw: string): Parsed<boolean | number | string[]> {

@@ -3,21 +3,20 @@ import type { IncomingHttpHeaders } from 'node:http'
 import type { Clock } from '../clock.ts'
 import { ForbiddenError, UnauthorizedError } from '../errors.ts'
 import { newId } from '../ids.ts'
+import { API_KEY_PREFIX } from '../domain/formats.ts'
 import type { ApiKey, Company, User } from '../store/model.ts'
 import type { Store } from '../store/port.ts'
 
-const SECRET_PREFIX = 'cak_'
+/** A secret of the service's form, within a value: the prefix and at least 16 of the characters `generateSecret` writes. */
+const SECRET_SHAPED = new RegExp(`${API_KEY_PREFIX}[\\w-]{16,}`)
 
-/** A secret of the service's form: the prefix and at least 16 of the characters `generateSecret` writes. */
-const SECRET_SHAPED = new RegExp(`${SECRET_PREFIX}[\\w-]{16,}`)
-
-/** No secret is shorter: a fixture's given ones, DEMO_API_KEY and generated ones alike. */
+/** No secret is shorter: the admin token, and every key's, those a store kept from older versions' fixtures included. */
 const SHORTEST_SECRET = 16
 
 /**
  * Whether a value a request carries (a query value, a path segment, a request id) holds a secret: an API key of the
- * service's form, or one of the `known` secrets (`secretsOf`: the key the request presents, since a fixture's or
- * DEMO_API_KEY's secret may have any form, and the admin token), as written or percent-decoded (a path keeps its
+ * service's form, or one of the `known` secrets (`secretsOf`: the key the request presents, since a fixture of an
+ * older version could give a key of any form, and the admin token), as written or percent-decoded (a path keeps its
  * encoding: `%63ak_…` is `cak_…`). Such a value is never written to a log line or the request journal.
  */
 export function carriesSecret(value: string, known: readonly unknown[]): boolean {
@@ -66,7 +65,7 @@ export function hashApiKey(secret: string): string {
 
 /** A new random secret. It is shown once, when created, and never stored. */
 export function generateSecret(): string {
-  return SECRET_PREFIX + randomBytes(24).toString('base64url')
+  return API_KEY_PREFIX + randomBytes(24).toString('base64url')
 }
 
 /** Stores a key for `user` (a given secret, or a new one) and returns the secret. */
@@ -82,7 +81,7 @@ export async function createApiKey(
     company_id: companyId,
     user_id: userId,
     hash: hashApiKey(secret),
-    prefix: secret.slice(0, SECRET_PREFIX.length + 4),
+    prefix: secret.slice(0, API_KEY_PREFIX.length + 4),
     created_at: clock.now().toISOString(),
   }
   await store.apiKeys.insert(key)

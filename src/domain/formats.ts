@@ -67,14 +67,25 @@ export function isEmail(value: unknown): value is string {
 }
 
 /**
- * A secret a client can present in a header (an API key, the admin token): printable ASCII, at least 16 characters,
- * without spaces at its ends. A header's other bytes do not arrive as they were sent (Node reads them as Latin-1, and
- * fetch refuses them), and the spaces at its ends are dropped: such a secret could never be presented.
+ * A secret a client can present in a header (the admin token): printable ASCII, at least 16 characters, without
+ * spaces at its ends. A header's other bytes do not arrive as they were sent (Node reads them as Latin-1, and fetch
+ * refuses them), and the spaces at its ends are dropped: such a secret could never be presented.
  */
-export const PRESENTABLE_SECRET_PATTERN = '^[!-~][ -~]{14,}[!-~]$'
-
-const PRESENTABLE_SECRET = new RegExp(PRESENTABLE_SECRET_PATTERN)
-
 export function isPresentableSecret(value: string): boolean {
-  return PRESENTABLE_SECRET.test(value)
+  return /^[!-~][ -~]{14,}[!-~]$/.test(value)
+}
+
+/** What every API key's secret starts with: a key is known for one wherever a client puts it (logs redact it). */
+export const API_KEY_PREFIX = 'cak_'
+
+/**
+ * The form of an API key's secret, generated or given (a fixture's `secret`, DEMO_API_KEY): the prefix, then at least
+ * 16 letters, digits, `_` or `-`.
+ */
+export const API_KEY_PATTERN = `^${API_KEY_PREFIX}[A-Za-z0-9_-]{16,}$`
+
+const API_KEY_FORM = new RegExp(API_KEY_PATTERN)
+
+export function isApiKeyForm(value: string): boolean {
+  return API_KEY_FORM.test(value)
 }
