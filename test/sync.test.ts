@@ -1,4 +1,8 @@
 import { appendFileSync, existsSync, readdirSync, readFileSync, rmSync, statfsSync, statSync, writeFileSync } from 'node:fs'
+import { spawn } from 'node:child_process'
+import { once } from 'node:events'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
 import { Writable } from 'node:stream'
 import { CommissionClient, ConnectionError, type DataStructure, type Row } from 'commission-api/client'
@@ -8,7 +12,7 @@ import { writeDurably } from '../src/durable-files.ts'
 import { demoFixture } from '../src/fixtures/demo.ts'
 import { terminalProgress } from '../src/sync/progress.ts'
 import { commitMerge } from '../src/sync/row-files.ts'
-import { readState } from '../src/sync/state.ts'
+import { lockDirectory, readState } from '../src/sync/state.ts'
 import { syncStructures } from '../src/sync/sync.ts'
 import { collect, requestLines } from './helpers/client-support.ts'
 import { smallFixture } from './helpers/fixtures.ts'
@@ -61,7 +65,8 @@ describe('sync: export every live structure, then only what changed', () => {
       expect(readNdjson(join(out, outcome.file))).toEqual(rows[outcome.id])
       expect(outcome.rows).toBe(rows[outcome.id].length)
     }
-    expect(readdirSync(out).toSorted()).toEqual([...first.map((outcome) => outcome.file), 'sync-state.json'].toSorted())
+    // The lock stays: the operating system's lock on it ends with the run.
+    expect(readdirSync(out).toSorted()).toEqual([...first.map((outcome) => outcome.file), 'sync-state.json', 'sync.lock'].toSorted())
 
     const fileIds = () => first.map((outcome) => statSync(join(out, outcome.file)).ino)
     const idsBefore = fileIds()
@@ -328,6 +333,65 @@ describe.skipIf(!SMALL_DISKS)(`a file written durably on a disk that fills up${S
       expect(existsSync(join(disk, 'state.json'))).toBe(false)
     } finally {
       unmount(disk)
+    }
+  })
+})
+
+/** A process holding the lock of `dir` until it is killed. */
+async function holdLock(dir: string) {
+  const state = join(import.meta.dirname, '../src/sync/state.ts')
+  const script = `import { lockDirectory } from ${JSON.stringify(state)}; lockDirectory(${JSON.stringify(dir)}); console.log('locked'); setInterval(() => {}, 1000)`
+  const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] })
+  const [line] = (await once(child.stdout, 'data')) as [Buffer]
+  expect(line.toString()).toContain('locked')
+  return child
+}
+
+describe("the sync directory's lock", () => {
+  it('refuses a directory another run holds, and takes it once that run is killed, whatever process id it had', async () => {
+    const dir = tempDataDir()
+    const holder = await holdLock(dir)
+    expect(() => lockDirectory(dir)).toThrow(new RegExp(`another sync is writing to ${dir}`))
+    holder.kill('SIGKILL')
+    await once(holder, 'exit')
+    const release = lockDirectory(dir)
+    expect(() => lockDirectory(dir)).toThrow(/another sync is writing/)
+    release()
+    lockDirectory(dir)()
+  })
+
+  it("takes over an earlier version's lock, a process id in a text file, even this process's own (a container's is the same every run)", () => {
+    for (const pid of [process.pid, 1]) {
+      const dir = tempDataDir()
+      writeFileSync(join(dir, 'sync.lock'), String(pid))
+      const release = lockDirectory(dir)
+      expect(() => lockDirectory(dir)).toThrow(/another sync is writing/)
+      release()
+    }
+  })
+})
+
+describe('sync against a service answering what it should not', () => {
+  it('writes nothing outside its directory for a structure id that is not an ObjectId', async () => {
+    const root = tempDataDir()
+    const out = join(root, 'a', 'out')
+    const structure = { id: '../escaped', name: 'Quota', type: 'quota', environment: 'live', total_records: 1 }
+    const service = createServer((request, response) => {
+      response.setHeader('content-type', 'application/json')
+      response.end(JSON.stringify(request.url?.startsWith('/v2/data-structures') ? { data: [structure] } : { data: [], meta: {} }))
+    })
+    await new Promise<void>((resolve) => service.listen(0, '127.0.0.1', resolve))
+    const { port } = service.address() as AddressInfo
+    const client = new CommissionClient({ baseUrl: `http://127.0.0.1:${port}`, apiKey: 'cak_a-key-for-a-service-that-lies' })
+    try {
+      await expect(syncStructures(client, { outDir: out })).rejects.toThrow(
+        /answered a structure id that is not an ObjectId \("\.\.\/escaped"\)/,
+      )
+      expect(readdirSync(join(root, 'a'))).toEqual(['out'])
+      expect(readdirSync(out).filter((name) => name !== 'sync.lock')).toEqual([])
+    } finally {
+      await client.close()
+      service.close()
     }
   })
 })

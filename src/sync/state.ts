@@ -1,6 +1,7 @@
-import { closeSync, existsSync, openSync, readFileSync, rmSync } from 'node:fs'
+import { existsSync, readFileSync, rmSync } from 'node:fs'
+import { DatabaseSync } from 'node:sqlite'
 import { join } from 'node:path'
-import { renameDurably, writeDurably, writeFullySync } from '../durable-files.ts'
+import { renameDurably, writeDurably } from '../durable-files.ts'
 
 /**
  * The state file of a sync directory: per structure, what the files hold (the high-water mark, the schema
@@ -12,7 +13,10 @@ const LOCK_FILE = 'sync.lock'
 
 export type SyncFormat = 'ndjson' | 'csv'
 
-/** The sync directory cannot be used: another service's rows, or another sync writing to it. */
+/**
+ * The sync directory cannot be used: another service's rows, another sync writing to it, or a service whose
+ * answer would have it write outside it.
+ */
 export class SyncDirectoryError extends Error {
   override name = 'SyncDirectoryError'
 }
@@ -69,35 +73,31 @@ export function saveState(dir: string, state: SyncState): void {
   renameDurably(`${path}.tmp`, path)
 }
 
+/** SQLite's result codes the lock tells apart: another connection holds it; the file is not a database. */
+const SQLITE_BUSY = 5
+const SQLITE_NOTADB = 26
+
 /**
- * Takes the directory for this process. A lock left by a process that no longer runs (killed) is taken
- * over: that is the interrupted run the state file lets us resume.
+ * Takes the directory for this process: an exclusive lock on `sync.lock` (an empty SQLite database), which the
+ * operating system drops when the process ends, however it ends. A run killed (kill -9, its container stopped)
+ * leaves nothing to take over, whatever process id the next run gets (in a container, the same every time). The
+ * file stays: removing it could let two runs lock two files of the same name.
  */
 export function lockDirectory(dir: string): () => void {
   const path = join(dir, LOCK_FILE)
   for (let attempt = 0; attempt < 2; attempt++) {
+    const lock = new DatabaseSync(path, { timeout: 0 })
     try {
-      const fd = openSync(path, 'wx')
-      writeFullySync(fd, String(process.pid))
-      closeSync(fd)
-      return () => rmSync(path, { force: true })
+      lock.exec('BEGIN EXCLUSIVE')
+      return () => lock.close()
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
-      const holder = Number(readFileSync(path, 'utf8'))
-      if (Number.isInteger(holder) && holder > 0 && isRunning(holder)) {
-        throw new SyncDirectoryError(`another sync (process ${holder}) is writing to ${dir}`, { cause: error })
-      }
-      rmSync(path, { force: true })
+      lock.close()
+      const code = (error as { errcode?: number }).errcode
+      if (code === SQLITE_BUSY) throw new SyncDirectoryError(`another sync is writing to ${dir}`, { cause: error })
+      // The lock of an earlier version: its process id, in a text file. Whoever wrote it is gone or an old version.
+      if (code === SQLITE_NOTADB && attempt === 0) rmSync(path, { force: true })
+      else throw error
     }
   }
   throw new Error(`cannot lock ${dir}`)
-}
-
-function isRunning(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM'
-  }
 }

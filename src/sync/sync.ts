@@ -55,6 +55,8 @@ export interface StructureOutcome {
   high_water_mark: string
 }
 
+const OBJECT_ID = /^[0-9a-f]{24}$/i
+
 const quiet: SyncProgress = { start() {}, advance() {}, finish() {} }
 
 export async function syncStructures(client: CommissionClient, options: SyncOptions): Promise<StructureOutcome[]> {
@@ -75,6 +77,14 @@ export async function syncStructures(client: CommissionClient, options: SyncOpti
     }
     const state: SyncState = previous ?? { version: 1, base_url: baseUrl, format, structures: {} }
     const { data: structures } = await client.listDataStructures()
+    for (const { id } of structures) {
+      // A structure's id names its files: another form (`../x`) would have a service write outside the directory.
+      if (!OBJECT_ID.test(id)) {
+        throw new SyncDirectoryError(
+          `${baseUrl} answered a structure id that is not an ObjectId (${JSON.stringify(id)}): nothing is written`,
+        )
+      }
+    }
     const outcomes: StructureOutcome[] = []
     for (const structure of structures) {
       outcomes.push(await new StructureSync(client, options, state, structure).run())
