@@ -5,7 +5,7 @@ import { newId } from '../../src/ids.ts'
 import { type Codec, decode, encode, lookupId, toObjectId } from '../../src/store/mongo/codec.ts'
 import * as collections from '../../src/store/mongo/collections.ts'
 import { databaseInUrl, isDuplicateKey, toPortError, toPortErrorInTransaction } from '../../src/store/mongo/connection.ts'
-import { byId, cursorId, inCompany, inTable, pageFilter } from '../../src/store/mongo/filters.ts'
+import { byId, cursorId, inCompany, inTable, ofPlan, pageFilter } from '../../src/store/mongo/filters.ts'
 import { claimUpdate, runnable } from '../../src/store/mongo/imports.ts'
 import { INDEXES } from '../../src/store/mongo/indexes.ts'
 import { ensureLock, lockFilter } from '../../src/store/mongo/locks.ts'
@@ -253,6 +253,22 @@ describe('mongo filters', () => {
         { limit: 5, modifiedAfter: { at: minute(2), inclusive: true }, modifiedBefore: { at: minute(3), inclusive: false } },
       ),
     ).toMatchObject({ modified_at: { $gte: minute(2), $lt: minute(3) } })
+  })
+
+  it("state the filter expression of the partial index company_plan_cell whenever they select a plan's results, so that MongoDB uses it", () => {
+    const [planId, userId] = [newId(), newId()]
+    const selections = [undefined, { cells: [{ user_id: userId, period: '2026-03' }] }, { userIds: [userId] }, {}]
+    for (const collection of [collections.STATEMENTS.collection, collections.COMMISSION_LINES.collection]) {
+      const index = INDEXES.get(collection)?.find((item) => item.name === 'company_plan_cell')
+      expect(index?.partialFilterExpression, collection).toBeDefined()
+      for (const only of selections) {
+        const filter = ofPlan(companyId, planId, only)
+        // An equality alone does not imply the expression: MongoDB needs each of its conditions in the query itself.
+        for (const [field, condition] of Object.entries(index?.partialFilterExpression ?? {}))
+          expect(filter[field]).toMatchObject(condition)
+        expect(filter.plan_id.$eq).toStrictEqual(new ObjectId(planId))
+      }
+    }
   })
 
   it('read a cursor in upper-case hex as the same ObjectId, and refuse anything else', () => {

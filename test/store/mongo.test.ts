@@ -5,8 +5,9 @@ import { openMongoStore } from '../../src/store/mongo/mongo-store.ts'
 import { connectMongo } from '../../src/store/mongo/connection.ts'
 import { ImportQueueFullError } from '../../src/store/port.ts'
 import { PART_BYTES } from '../../src/store/mongo/json-parts.ts'
+import { ofPlan } from '../../src/store/mongo/filters.ts'
 import { dropDatabase } from '../helpers/test-store.ts'
-import { aCompany, anImport, heavyItems, minute } from './builders.ts'
+import { aCommissionLine, aCompany, anImport, aStatement, heavyItems, minute } from './builders.ts'
 import { type StoreAdapter, storeContract } from './contract.ts'
 
 // The MongoDB adapter passes the contract the SQLite adapter passes, against a real server: run when
@@ -39,6 +40,15 @@ function mongoStores(serverUrl: string, database: string): StoreAdapter {
   }
 }
 
+/** The names of the indexes an explained plan scans, wherever its stages nest them (`inputStage`, `inputStages`, `queryPlan`). */
+function indexesScanned(plan: unknown): string[] {
+  if (Array.isArray(plan)) return plan.flatMap(indexesScanned)
+  if (plan === null || typeof plan !== 'object') return []
+  const stage = plan as Record<string, unknown>
+  const own = typeof stage.indexName === 'string' ? [stage.indexName] : []
+  return [...own, ...Object.values(stage).flatMap(indexesScanned)]
+}
+
 describe.skipIf(url === null)('MongoDB adapter (needs MONGODB_URL, a replica set: skipped when it is unset)', () => {
   const serverUrl = url ?? ''
   // Stores opened by the suites share the database: every test works in companies (and rate subjects) it creates.
@@ -67,6 +77,39 @@ describe.skipIf(url === null)('MongoDB adapter (needs MONGODB_URL, a replica set
     } finally {
       await client.close()
       await dropDatabase(serverUrl, name)
+    }
+  })
+
+  it("finds a plan's statements and lines through the partial index company_plan_cell, not by scanning the company", async () => {
+    const store = await openMongoStore(serverUrl, { database })
+    const { client, db } = await connectMongo(serverUrl, database)
+    try {
+      const companyId = aCompany().id
+      const [planId, tableId, userId] = [newId(), newId(), newId()]
+      const periods = ['2026-01', '2026-02', '2026-03']
+      // Results of no plan beside the plan's few, which a scan of the company's documents would read too.
+      await store.statements.insertMany([
+        ...Array.from({ length: 200 }, () => aStatement(companyId)),
+        ...periods.map((period) => aStatement(companyId, { plan_id: planId, user_id: userId, period })),
+      ])
+      await store.commissionLines.insertMany([
+        ...Array.from({ length: 200 }, () => aCommissionLine(companyId, tableId)),
+        ...periods.map((period) => aCommissionLine(companyId, tableId, { plan_id: planId, user_id: userId, period })),
+      ])
+      const selections = [undefined, { cells: [{ user_id: userId, period: periods[1] }] }, { userIds: [userId] }]
+      for (const collection of ['statements', 'commission_lines']) {
+        for (const only of selections) {
+          // The query `findOfPlan` sends: the plan's filter, in id order.
+          const explained = await db
+            .collection(collection)
+            .find(ofPlan(companyId, planId, only), { sort: { _id: 1 } })
+            .explain('queryPlanner')
+          expect(indexesScanned(explained.queryPlanner.winningPlan), `${collection} ${JSON.stringify(only)}`).toContain('company_plan_cell')
+        }
+      }
+    } finally {
+      await store.close()
+      await client.close()
     }
   })
 

@@ -48,9 +48,16 @@ export function pageFilter(companyId: string, sequence: Document, window: RowWin
   return filter
 }
 
+/**
+ * The `plan_id` of a calculated statement or line (the others hold null): the filter expression of the partial index
+ * `company_plan_cell` (indexes.ts). MongoDB uses a partial index only for a query that states its filter expression:
+ * an equality on `plan_id` alone does not, so every query meant for that index names this condition too.
+ */
+export const CALCULATED_PLAN_ID: Document = { $type: 'objectId' }
+
 /** The filter of a plan's results (statements or lines), limited to some cells or to every period of some users when asked. */
 export function ofPlan(companyId: string, planId: string, only: PlanResultSelection | undefined): Document {
-  const filter = inCompany(companyId, { plan_id: lookupId(planId) })
+  const filter = inCompany(companyId, { plan_id: { $eq: lookupId(planId), ...CALCULATED_PLAN_ID } })
   if (!only) return filter
   const any: Document[] = []
   if (only.cells && only.cells.length > 0) {

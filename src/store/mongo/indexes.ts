@@ -16,6 +16,7 @@ import {
   USER_ATTRIBUTES,
   USERS,
 } from './collections.ts'
+import { CALCULATED_PLAN_ID } from './filters.ts'
 
 /** The (company, id) index behind every company-wide list in id order, and the shard key's prefix. */
 const byCompany: IndexDescription = { key: { company_id: 1, _id: 1 }, name: 'company_id' }
@@ -24,7 +25,7 @@ const byCompany: IndexDescription = { key: { company_id: 1, _id: 1 }, name: 'com
 const PLAN_CELLS: IndexDescription = {
   key: { company_id: 1, plan_id: 1, user_id: 1, period: 1 },
   name: 'company_plan_cell',
-  partialFilterExpression: { plan_id: { $type: 'objectId' } },
+  partialFilterExpression: { plan_id: CALCULATED_PLAN_ID },
 }
 
 /**

@@ -4,7 +4,7 @@ import { STATEMENT_ROW_FIELDS, type StatementRowFields, type StatementRowSource,
 import { STATEMENTS } from './collections.ts'
 import { call, collectionOf, inSession, type MongoContext } from './context.ts'
 import { statementCurrencies } from './currencies.ts'
-import { byId, cursorId, inCompany, ofPlan, pageFilter } from './filters.ts'
+import { byId, CALCULATED_PLAN_ID, cursorId, inCompany, ofPlan, pageFilter } from './filters.ts'
 import { countAll, deleteByIds, findAll, findFirst, insertAll, replaceOwnById, writeAll } from './operations.ts'
 
 /** A statement's row fields as a find projection: `id` is `_id`, which a projection includes anyway. */
@@ -68,7 +68,7 @@ export function mongoStatements(context: MongoContext): StatementRepository {
     // A group rather than `distinct`, which a sharded collection refuses inside a transaction (savePlan's).
     async planIdsNamed(companyId, environment, planName) {
       const pipeline = [
-        { $match: inCompany(companyId, { environment, plan: planName, plan_id: { $type: 'objectId' } }) },
+        { $match: inCompany(companyId, { environment, plan: planName, plan_id: CALCULATED_PLAN_ID }) },
         { $group: { _id: '$plan_id' } },
         { $sort: { _id: 1 } },
       ]
