@@ -486,9 +486,12 @@ export class StoreConflictError extends Error {
 }
 
 /**
- * The store could not run a transaction for now, and wrote nothing of it: another writer held SQLite's write
- * lock past the wait, MongoDB's transaction kept conflicting or lost its connection. Not a fault of the work: the
- * same transaction may succeed later (an import is then run again, never refused for it).
+ * The store could not run a transaction or an operation for now, and wrote nothing of it: another writer held SQLite's
+ * write lock past the wait; MongoDB's transaction kept conflicting, or MongoDB could not serve, in a transaction or
+ * outside one (the connection lost, no primary during a failover, a node stepping down or overloaded). Not a fault of
+ * the work: the same transaction may succeed later (an import is then run again, never refused for it). One write may
+ * have been applied all the same: a one-document write outside a transaction whose answer the lost connection took,
+ * after the driver's retry (as any request whose answer is lost).
  */
 export class StoreBusyError extends Error {
   override name = 'StoreBusyError'

@@ -1,12 +1,20 @@
 import { calculateObjectSize, deserialize, type Document, ObjectId, serialize } from 'bson'
-import { MongoServerError } from 'mongodb'
+import {
+  MongoNetworkError,
+  MongoNetworkTimeoutError,
+  MongoServerError,
+  MongoServerSelectionError,
+  MongoTopologyClosedError,
+  MongoWriteConcernError,
+  type TopologyDescription,
+} from 'mongodb'
 import { describe, expect, it } from 'vitest'
 import { newId } from '../../src/ids.ts'
 import { type Codec, decode, encode, lookupId, toObjectId } from '../../src/store/mongo/codec.ts'
 import * as collections from '../../src/store/mongo/collections.ts'
 import { databaseInUrl, isDuplicateKey, toPortError, toPortErrorInTransaction } from '../../src/store/mongo/connection.ts'
 import { byId, cursorId, inCompany, inTable, ofPlan, pageFilter } from '../../src/store/mongo/filters.ts'
-import { claimUpdate, runnable } from '../../src/store/mongo/imports.ts'
+import { claimUpdate, mongoImports, runnable } from '../../src/store/mongo/imports.ts'
 import { INDEXES } from '../../src/store/mongo/indexes.ts'
 import { ensureLock, lockFilter } from '../../src/store/mongo/locks.ts'
 import type { MongoContext } from '../../src/store/mongo/context.ts'
@@ -491,5 +499,49 @@ describe('mongo connection helpers', () => {
     // A commit whose result stayed unknown may have committed: not told as busy.
     const unknown = new MongoServerError({ message: 'timeout', code: 50, errorLabels: ['UnknownTransactionCommitResult'] })
     expect(toPortError(unknown)).toBe(unknown)
+  })
+
+  it('turns an operation the deployment could not serve (connection lost, no primary, a node stepping down) into StoreBusyError', () => {
+    const noPrimary = { error: undefined } as unknown as TopologyDescription
+    const unavailable = [
+      new MongoNetworkError('connection 4 to db-1:27017 closed'),
+      new MongoNetworkTimeoutError('connection 5 to db-1:27017 timed out'),
+      new MongoServerSelectionError('Server selection timed out after 30000 ms', noPrimary),
+      new MongoServerError({ message: 'not primary', code: 10107 }),
+      new MongoServerError({ message: 'operation was interrupted because of a replica set state change', code: 11602 }),
+      new MongoServerError({ message: 'shutdown in progress', code: 91, errorLabels: ['RetryableWriteError'] }),
+      new MongoServerError({ message: 'the server is overloaded', code: 1, errorLabels: ['SystemOverloadedError'] }),
+    ]
+    for (const error of unavailable) {
+      const busy = toPortError(error)
+      expect(busy, error.message).toBeInstanceOf(StoreBusyError)
+      expect((busy as Error).cause).toBe(error)
+      // Inside a transaction the driver's own error reaches withTransaction, which labels it transient and runs it again.
+      expect(toPortErrorInTransaction(error)).toBe(error)
+    }
+    // Kept: a commit whose answer was lost may have committed; a write concern error comes after the primary applied
+    // the write; a closed client is this process's own doing; any other server error is not the deployment's state.
+    const lostCommit = new MongoNetworkError('connection 6 to db-1:27017 closed')
+    lostCommit.addErrorLabel('UnknownTransactionCommitResult')
+    const kept = [
+      lostCommit,
+      new MongoWriteConcernError({ writeConcernError: { code: 91, errmsg: 'waiting for replication interrupted' }, ok: 1 }),
+      new MongoTopologyClosedError(),
+      new MongoServerError({ message: 'BadValue', code: 2 }),
+    ]
+    for (const error of kept) expect(toPortError(error), error.message).toBe(error)
+  })
+
+  it("answers StoreBusyError when a worker's read of an import's payloads lost its connection outside a transaction", async () => {
+    const lost = new MongoNetworkError('connection 7 to db-1:27017 closed')
+    const payloads = { find: () => ({ toArray: () => Promise.reject(lost) }) }
+    const context = {
+      connection: { db: { collection: () => payloads } },
+      transaction: null,
+      state: { closed: false, writes: 0 },
+    } as unknown as MongoContext
+    const read = mongoImports(context).payloads(newId(), newId())
+    await expect(read).rejects.toBeInstanceOf(StoreBusyError)
+    await expect(read).rejects.toHaveProperty('cause', lost)
   })
 })

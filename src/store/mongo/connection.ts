@@ -1,4 +1,15 @@
-import { type ClientSession, type Db, MongoClient, MongoError, MongoServerError, type TransactionOptions } from 'mongodb'
+import {
+  type ClientSession,
+  type Db,
+  MongoClient,
+  MongoError,
+  MongoErrorLabel,
+  MongoNetworkError,
+  MongoServerError,
+  MongoServerSelectionError,
+  MongoWriteConcernError,
+  type TransactionOptions,
+} from 'mongodb'
 import { asStoreError } from '../shared/conflicts.ts'
 import { DEFAULT_DATABASE, databaseInUrl } from './url.ts'
 
@@ -67,13 +78,13 @@ export function isDuplicateKey(error: unknown): boolean {
 
 /**
  * A driver error as the port states it, once no retry of the driver's is left to make (outside a transaction, or
- * after `withTransaction` gave up): a broken uniqueness rule becomes StoreConflictError, a transaction that stayed
- * transient (it kept conflicting, or lost its connection, and was aborted: nothing of it committed)
- * StoreBusyError; anything else is kept. A commit whose result stayed unknown is kept as it is: it may have
- * committed.
+ * after `withTransaction` gave up): a broken uniqueness rule becomes StoreConflictError; a transaction that stayed
+ * transient (it kept conflicting, or lost its connection, and was aborted: nothing of it committed), or an operation
+ * the deployment could not serve (`isUnavailable`), StoreBusyError; anything else is kept. A commit whose result
+ * stayed unknown is kept as it is: it may have committed.
  */
 export function toPortError(error: unknown): unknown {
-  return asStoreError(error, isDuplicateKey, isAbortedTransient)
+  return asStoreError(error, isDuplicateKey, isBusy)
 }
 
 /**
@@ -84,8 +95,43 @@ export function toPortErrorInTransaction(error: unknown): unknown {
   return asStoreError(error, isDuplicateKey)
 }
 
-function isAbortedTransient(error: unknown): boolean {
-  return error instanceof MongoError && error.hasErrorLabel('TransientTransactionError')
+function isBusy(error: unknown): boolean {
+  if (!(error instanceof MongoError) || error.hasErrorLabel(MongoErrorLabel.UnknownTransactionCommitResult)) return false
+  return error.hasErrorLabel(MongoErrorLabel.TransientTransactionError) || isUnavailable(error)
+}
+
+/**
+ * The server codes of a node that cannot serve for now (no longer primary, stepping down, shutting down, unreachable
+ * from a mongos): those of the retryable-reads specification, which the driver keeps to itself (`isRetryableReadError`
+ * is not exported).
+ */
+const UNAVAILABLE_CODES: ReadonlySet<number> = new Set([
+  6, // HostUnreachable
+  7, // HostNotFound
+  89, // NetworkTimeout
+  91, // ShutdownInProgress
+  134, // ReadConcernMajorityNotAvailableYet
+  189, // PrimarySteppedDown
+  262, // ExceededTimeLimit
+  9001, // SocketException
+  10107, // NotWritablePrimary
+  11600, // InterruptedAtShutdown
+  11602, // InterruptedDueToReplStateChange
+  13435, // NotPrimaryNoSecondaryOk
+  13436, // NotPrimaryOrSecondary
+])
+
+/**
+ * The deployment could not serve an operation for now, which the driver already retried once where it could: the
+ * connection was lost, no server could be selected (no primary during a failover), a node answered it cannot serve
+ * (a code above, a retryable write error, or overloaded). A write concern error is not one: the write was applied on
+ * the primary, and whether it stays is unknown, as with an unknown commit result.
+ */
+function isUnavailable(error: MongoError): boolean {
+  if (error instanceof MongoWriteConcernError) return false
+  if (error instanceof MongoNetworkError || error instanceof MongoServerSelectionError) return true
+  if (error.hasErrorLabel(MongoErrorLabel.RetryableWriteError) || error.hasErrorLabel(MongoErrorLabel.SystemOverloadedError)) return true
+  return UNAVAILABLE_CODES.has(Number(error.code))
 }
 
 /**
