@@ -20,7 +20,7 @@ import { ensureLock, lockFilter } from '../../src/store/mongo/locks.ts'
 import type { MongoContext } from '../../src/store/mongo/context.ts'
 import { saveRecordsOperations, upsertRecordsOperations } from '../../src/store/mongo/records.ts'
 import { PART_BYTES } from '../../src/store/mongo/json-parts.ts'
-import { replaceOwnById } from '../../src/store/mongo/operations.ts'
+import { deleteByIds, replaceOwnById } from '../../src/store/mongo/operations.ts'
 import { payloadFrom, storedPayload } from '../../src/store/mongo/payload-parts.ts'
 import { hitPipeline } from '../../src/store/mongo/rate-limits.ts'
 import { EXTRA_INDEXES } from '../../src/store/mongo/mongo-store.ts'
@@ -420,6 +420,35 @@ describe('mongo imports and rate windows: the update documents', () => {
 
   it('counts the unfinished imports, 0 for a status with none', () => {
     expect(countsFrom([{ _id: 'scheduled', n: 1 }])).toStrictEqual({ scheduled: 1, started: 0 })
+  })
+})
+
+describe('mongo deletes by id', () => {
+  it('deletes more ids than one command may hold (16 MiB), in commands that each fit, all in one transaction', async () => {
+    // About 900,000 ObjectIds: some 18 MB as one `$in` list.
+    const ids = Array.from({ length: 900_000 }, (_, index) => index.toString(16).padStart(24, '0'))
+    // A store outside any transaction, whose one transaction runs its work once and whose collection records each deleteMany.
+    const session = { withTransaction: (work: (session: unknown) => Promise<unknown>) => work(session), endSession: async () => {} }
+    let sessions = 0
+    const deletes: Array<{ filter: Document; options: Document }> = []
+    const context = {
+      connection: {
+        client: { startSession: () => (sessions++, session) },
+        db: { collection: () => ({ deleteMany: async (filter: Document, options: Document) => deletes.push({ filter, options }) }) },
+      },
+      transaction: null,
+      state: { closed: false, writes: 0 },
+    } as unknown as MongoContext
+    await deleteByIds(context, collections.COMMISSION_LINES, companyId, ids)
+    expect(sessions).toBe(1)
+    expect(deletes.length).toBeGreaterThan(1)
+    for (const { filter, options } of deletes) {
+      expect(calculateObjectSize(filter)).toBeLessThan(DOCUMENT_LIMIT)
+      expect(filter.company_id).toStrictEqual(new ObjectId(companyId))
+      expect(options.session).toBe(session)
+    }
+    const deleted = deletes.flatMap(({ filter }) => (filter._id.$in as ObjectId[]).map((id) => id.toHexString()))
+    expect(deleted.join()).toBe(ids.join())
   })
 })
 

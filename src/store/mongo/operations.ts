@@ -125,10 +125,23 @@ export function replaceOwnById<T extends { id: string; company_id: string }>(
   return saved.flatMap((record) => replaceById(codec, record.company_id, [record]))
 }
 
-/** Deletes by id in one `deleteMany`, run in a transaction (the caller's, or its own): one such call is not atomic alone. */
+/**
+ * The ids one `deleteMany` of `deleteByIds` names. An ObjectId costs about 20 bytes of BSON in an `$in` list, so some
+ * 840,000 of them (a plan's lines, say) would make a command larger than the 16 MiB MongoDB accepts.
+ */
+export const IDS_PER_DELETE = 100_000
+
+/**
+ * Deletes by id, in a `deleteMany` per IDS_PER_DELETE ids, all in one transaction (the caller's, or its own): one
+ * such call is not atomic alone.
+ */
 export async function deleteByIds(context: MongoContext, codec: Codec, companyId: string, ids: readonly string[]): Promise<void> {
   if (ids.length === 0) return
-  await atomically(context, (session: ClientSession | undefined) =>
-    collectionOf(context, codec).deleteMany(inCompany(companyId, { _id: { $in: lookupIds(ids) } }), inSession(session)),
-  )
+  const all = lookupIds(ids)
+  await atomically(context, async (session: ClientSession | undefined) => {
+    for (let start = 0; start < all.length; start += IDS_PER_DELETE) {
+      const slice = all.slice(start, start + IDS_PER_DELETE)
+      await collectionOf(context, codec).deleteMany(inCompany(companyId, { _id: { $in: slice } }), inSession(session))
+    }
+  })
 }

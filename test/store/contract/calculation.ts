@@ -126,6 +126,21 @@ export function calculationContract(adapter: StoreAdapter): void {
       expect(await store.statements.count(companyId, 'live')).toBe(4)
     })
 
+    it('deletes statements and lines by id however many ids it is given (more than one MongoDB command holds)', async () => {
+      const table = aDataTable(companyId)
+      await store.dataTables.insert(table)
+      const [statement, keptStatement] = [aStatement(companyId), aStatement(companyId)]
+      const [line, keptLine] = [aCommissionLine(companyId, table.id), aCommissionLine(companyId, table.id)]
+      await store.statements.insertMany([statement, keptStatement])
+      await store.commissionLines.insertMany([line, keptLine])
+      // About 900,000 ids as one MongoDB `$in` list would be some 18 MB, over its 16 MiB limit on a command.
+      const unknown = Array.from({ length: 900_000 }, () => newId())
+      await store.statements.deleteMany(companyId, [...unknown, statement.id])
+      await store.commissionLines.deleteMany(companyId, [line.id, ...unknown])
+      expect(await store.statements.list(companyId, 'live', { offset: 0, limit: 10 })).toStrictEqual([keptStatement])
+      expect(await store.commissionLines.list(companyId, table.id, { offset: 0, limit: 10 })).toStrictEqual([keptLine])
+    })
+
     it('names the plans whose statements are stated under a plan name, per environment, deleted plans included', async () => {
       const [first, second] = byId([{ id: newId() }, { id: newId() }]).map((plan) => plan.id)
       await store.statements.insertMany([
