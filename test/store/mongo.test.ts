@@ -144,5 +144,42 @@ describe.skipIf(url === null)('MongoDB adapter (needs MONGODB_URL, a replica set
     }
   })
 
+  it('removes the parts of a large payload sent again, which the import of its first sending answers', async () => {
+    const name = `commission_api_test_${newId()}`
+    const store = await openMongoStore(serverUrl, { database: name })
+    const { client, db } = await connectMongo(serverUrl, name)
+    try {
+      const companyId = aCompany().id
+      const large = heavyItems(PART_BYTES * 2 + 1)
+      // A client sending the same large call again under its request id, as after a lost answer.
+      const send = () =>
+        store.imports.enqueue(
+          anImport(companyId, minute(0), 10),
+          {
+            id: newId(),
+            company_id: companyId,
+            items: large,
+            options: { all: false, keep_overrides: false },
+            received_at: minute(0),
+            bytes: 900,
+            resend: { id_key: 'request-1', call_key: 'call-1' },
+          },
+          minute(0),
+        )
+      const parts = () => db.collection('import_payload_parts').countDocuments()
+      const first = await send()
+      expect(await parts()).toBe(2)
+      for (let attempt = 0; attempt < 3; attempt++) expect((await send()).id).toBe(first.id)
+      expect(await parts()).toBe(2)
+      const stored = await store.imports.payloads(companyId, first.id)
+      expect(stored).toHaveLength(1)
+      expect(JSON.stringify(stored[0].items)).toBe(JSON.stringify(large))
+    } finally {
+      await store.close()
+      await client.close()
+      await dropDatabase(serverUrl, name)
+    }
+  })
+
   storeContract('mongodb', mongoStores(serverUrl, database))
 })

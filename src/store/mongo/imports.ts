@@ -103,7 +103,8 @@ export function mongoImports(context: MongoContext): ImportRepository {
 
   /**
    * The transaction of `enqueue`, its payload's parts written: joins the open import of the call's join key or
-   * makes one, within the company's bound, and stores the payload's document.
+   * makes one, within the company's bound, and stores the payload's document; `stored` is false when the call was
+   * sent again, and the import that took it the first time is answered instead.
    */
   function enqueueWritten(
     fresh: DataImport,
@@ -111,11 +112,11 @@ export function mongoImports(context: MongoContext): ImportRepository {
     document: Document,
     now: string,
     maxQueuedBytes: number | undefined,
-  ): Promise<DataImport> {
+  ): Promise<{ joined: DataImport; stored: boolean }> {
     return atomically(context, async (session) => {
       await writeLock(context, session, fresh.company_id, `join:${fresh.join_key}`)
       const sentAgain = payload.resend === undefined ? null : await importSentAgain(session, fresh.company_id, payload.resend, now)
-      if (sentAgain) return sentAgain
+      if (sentAgain) return { joined: sentAgain, stored: false }
       if (maxQueuedBytes !== undefined) {
         // Every bounded enqueue of the company writes this lock: two of them, for different join keys, that
         // both read the sum below conflict, and the one run again sees the other's payload.
@@ -150,8 +151,18 @@ export function mongoImports(context: MongoContext): ImportRepository {
           { ...inSession(session), upsert: true },
         )
       }
-      return decode<DataImport>(IMPORTS, joined)
+      return { joined: decode<DataImport>(IMPORTS, joined), stored: true }
     })
+  }
+
+  /**
+   * Removes the parts of a payload whose document was never stored, which nothing can read. Best effort: what the
+   * caller must see is the enqueue's outcome, not a failure of this cleanup.
+   */
+  async function removeUnreadParts(companyId: string, payloadId: unknown): Promise<void> {
+    await call(context, (session) =>
+      collectionOf(context, IMPORT_PAYLOAD_PARTS).deleteMany(inCompany(companyId, { payload_id: payloadId }), inSession(session)),
+    ).catch(() => undefined)
   }
 
   /**
@@ -195,22 +206,19 @@ export function mongoImports(context: MongoContext): ImportRepository {
         await call(context, (session) =>
           collectionOf(context, IMPORT_PAYLOAD_PARTS).insertMany(parts, { ...inSession(session), ordered: true }),
         )
+      // The parts are certainly unread when the payload's document was not stored: a full queue is found before
+      // anything commits, and a call sent again commits without it. They go, as a client sending a large body again
+      // and again (while its queue is full, or retrying) would pile them up. After another failure the transaction
+      // may have committed (an unknown commit result): its parts stay.
+      let written: { joined: DataImport; stored: boolean }
       try {
-        return await enqueueWritten(fresh, payload, document, now, maxQueuedBytes)
+        written = await enqueueWritten(fresh, payload, document, now, maxQueuedBytes)
       } catch (error) {
-        // A full queue is found before anything commits, so its parts are certainly unread: they go, as a client
-        // sending a large body again and again while its queue is full would pile them up. After another failure
-        // the transaction may have committed (an unknown commit result): its parts stay.
-        // Best effort: the refusal is what the caller must see (a 429), not a failure of this cleanup.
-        if (error instanceof ImportQueueFullError && parts.length > 0)
-          await call(context, (session) =>
-            collectionOf(context, IMPORT_PAYLOAD_PARTS).deleteMany(
-              inCompany(fresh.company_id, { payload_id: document._id }),
-              inSession(session),
-            ),
-          ).catch(() => undefined)
+        if (error instanceof ImportQueueFullError && parts.length > 0) await removeUnreadParts(fresh.company_id, document._id)
         throw error
       }
+      if (!written.stored && parts.length > 0) await removeUnreadParts(fresh.company_id, document._id)
+      return written.joined
     },
 
     queuedBytes: (companyId) => call(context, (session) => queued(session, companyId)),
