@@ -66,6 +66,8 @@ export function mongoRecords(context: MongoContext): DataTableRecordRepository {
     },
 
     async deleteUnoverridden(companyId, tableId, limit) {
+      // A limit of 0 means "no limit" to MongoDB: a batch of no records deletes none.
+      if (limit <= 0) return 0
       return atomically(context, async (session) => {
         const records = collectionOf(context, DATA_TABLE_RECORDS)
         const batch = await records

@@ -668,6 +668,9 @@ export function importsContract(adapter: StoreAdapter): void {
         const elsewhere = aRecord(companyId, other.id)
         await store.records.upsert(companyId, [...plain, overridden, elsewhere])
         expect(await store.records.deleteUnoverridden(otherCompanyId, table.id, 10)).toBe(0)
+        // A batch of none deletes none (to MongoDB, a limit of 0 is no limit).
+        expect(await store.records.deleteUnoverridden(companyId, table.id, 0)).toBe(0)
+        expect(await store.records.count(companyId, table.id)).toBe(6)
         expect(await store.records.deleteUnoverridden(companyId, table.id, 2)).toBe(2)
         expect(await store.records.deleteUnoverridden(companyId, table.id, 2)).toBe(2)
         expect(await store.records.deleteUnoverridden(companyId, table.id, 2)).toBe(1)
