@@ -53,7 +53,7 @@ export interface ImportWorkerEvents {
  */
 export const BUSY_ATTEMPTS = 10
 
-/** How many expired imports one transaction of `purgeExpired` deletes, and how often a polling worker runs it. */
+/** How many expired imports one batch of `purgeExpired` deletes, and how often a polling worker runs it. */
 const PURGE_BATCH = 1000
 const PURGE_EVERY_MS = 3_600_000
 const PURGE_RETRY_MS = 60_000
@@ -151,7 +151,7 @@ export class ImportWorker extends EventEmitter<ImportWorkerEvents> {
 
   /**
    * Deletes the finished imports older than the retention (`retentionDays`, by the service's clock), of every
-   * company, a batch a transaction; resolves with how many. Nothing without a retention.
+   * company, a batch at a time; resolves with how many. Nothing without a retention.
    */
   async purgeExpired(): Promise<number> {
     if (this.#retentionDays === 0) return 0
