@@ -355,7 +355,12 @@ export interface StatementRepository {
   planIdsNamed(companyId: string, environment: Environment, planName: string): Promise<string[]>
 }
 
-/** Which of a plan's results (statements, lines) are looked up: some (user, period) cells, or every period of some users. */
+/**
+ * Which of a plan's results (statements, lines) are looked up: some (user, period) cells, or every period of some users.
+ * What a selection finds comes in no promised order (SQLite reads a long list in slices, each in id order), and a
+ * result that both `cells` and `userIds` select may come twice: callers group the results by cell, and ask for cells
+ * or for users, never both.
+ */
 export interface PlanResultSelection {
   cells?: readonly CalculationCell[]
   userIds?: readonly string[]
