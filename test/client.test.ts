@@ -1,4 +1,5 @@
 import {
+  type Amount,
   CommissionClient,
   ConnectionError,
   type DataStructure,
@@ -7,12 +8,13 @@ import {
   ImportTimeoutError,
   NotFoundApiError,
   RateLimitedError,
+  type StatementRow,
   UnauthorizedApiError,
   ValidationApiError,
 } from 'commission-api/client'
 import { once } from 'node:events'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from 'vitest'
 import { demoFixture } from '../src/fixtures/demo.ts'
 import { retryAfterSeconds } from '../src/client/transport.ts'
 import { ImportWorker } from '../src/imports/worker.ts'
@@ -217,6 +219,21 @@ describe('the client, against our server over HTTP', () => {
     } finally {
       await throughProxy.close()
       await proxy.close()
+    }
+  })
+
+  // Last of this group: it changes statements, which the incremental reads above would otherwise see.
+  it('types a statement total as nullable, as the service sends it when the figures cannot be stated', async () => {
+    expectTypeOf<StatementRow['standard.total_commission']>().toEqualTypeOf<Amount | null>()
+    const rates = (await server.store.companies.get(companyId))!.exchange_rates
+    const rateless = await server.call(`/admin/companies/${companyId}/exchange-rates`, { method: 'PUT', headers: admin, body: {} })
+    expect(rateless.status, rateless.text).toBe(200)
+    try {
+      const totals = (await collect(client.statements(byType('statement_reporting').id))).map((row) => row['standard.total_commission'])
+      expect(totals).toContain(null)
+      expect(totals.filter((total) => total !== null)[0]).toEqual({ value: expect.any(Number), currency: expect.any(String) })
+    } finally {
+      await server.call(`/admin/companies/${companyId}/exchange-rates`, { method: 'PUT', headers: admin, body: rates })
     }
   })
 })

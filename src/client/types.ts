@@ -62,7 +62,8 @@ export type StatementRow = Row & {
   'standard.id': string
   'standard.user': UserReference
   'standard.date': string
-  'standard.total_commission': Amount
+  /** Null when the statement's figures cannot be stated (an amount in a currency without an exchange rate). */
+  'standard.total_commission': Amount | null
   'standard.status': 'paid' | 'pending' | 'validated'
 }
 
