@@ -1,11 +1,14 @@
 import {
   type Amount,
+  type AttributionReceipt,
   CommissionClient,
   ConnectionError,
   type DataStructure,
   DEFAULT_CLOCK_SKEW_MS,
   ForbiddenApiError,
+  type GroupAttribution,
   ImportTimeoutError,
+  type ManagerAttribution,
   NotFoundApiError,
   RateLimitedError,
   type StatementRow,
@@ -139,14 +142,23 @@ describe('the client, against our server over HTTP', () => {
     const users = await collect(client.users())
     expect(users.find((user) => user.email === 'new.hire@demo.example')).toMatchObject({ name: 'New Hire', status: 'active' })
 
-    const managers = await client.upsertManagers([
-      { user: 'new.hire@demo.example', manager: 'admin@demo.example', start_date: '2026-01', end_date: null },
-    ])
+    const manager: ManagerAttribution = {
+      user: 'new.hire@demo.example',
+      manager: 'admin@demo.example',
+      start_date: '2026-01',
+      end_date: null,
+    }
+    const managers = await client.upsertManagers([manager])
+    // An attribution call answers the items it carried beside its import.
+    expectTypeOf(managers).toEqualTypeOf<AttributionReceipt<ManagerAttribution>>()
+    expect(managers).toEqual({ import_id: expect.any(String), objects_imported: 1, count: 1, data: [manager] })
+    expect(managers.data[0].manager).toBe('admin@demo.example')
     expect(managers.import_id).not.toBe(receipt.import_id)
     expect(await client.waitForImport(managers.import_id, { intervalMs: 20 })).toMatchObject({ status: 'finished', error: false })
-    const groups = await client.upsertGroups([
-      { user: 'new.hire@demo.example', group_dimension: 'team', group: 'North', start_date: '2026-01' },
-    ])
+    const group: GroupAttribution = { user: 'new.hire@demo.example', group_dimension: 'team', group: 'North', start_date: '2026-01' }
+    const groups = await client.upsertGroups([group])
+    expectTypeOf(groups).toEqualTypeOf<AttributionReceipt<GroupAttribution>>()
+    expect(groups).toEqual({ import_id: expect.any(String), objects_imported: 1, count: 1, data: [group] })
     expect(await client.waitForImport(groups.import_id, { intervalMs: 20 })).toMatchObject({ status: 'finished', error: false })
 
     const [record] = (await client.listTableRecords('deals', { limit: 1 })).data

@@ -3,6 +3,7 @@ import { ImportTimeoutError } from './errors.ts'
 import { type ApiRequest, Transport, type TransportOptions } from './transport.ts'
 import type {
   ArchiveItem,
+  AttributionReceipt,
   DataStructureList,
   DataStructureType,
   FieldSchema,
@@ -148,12 +149,12 @@ export class CommissionClient {
   }
 
   /** `PUT /v1/users/managers/bulk`: its own import, all or nothing. */
-  async upsertManagers(items: ManagerAttribution[]): Promise<ImportReceipt> {
+  async upsertManagers(items: ManagerAttribution[]): Promise<AttributionReceipt<ManagerAttribution>> {
     return this.#write({ method: 'PUT', path: '/v1/users/managers/bulk', body: { data: items } })
   }
 
   /** `PUT /v1/users/groups/bulk`: its own import, all or nothing. */
-  async upsertGroups(items: GroupAttribution[]): Promise<ImportReceipt> {
+  async upsertGroups(items: GroupAttribution[]): Promise<AttributionReceipt<GroupAttribution>> {
     return this.#write({ method: 'PUT', path: '/v1/users/groups/bulk', body: { data: items } })
   }
 

@@ -7,7 +7,7 @@ import type {
   ValidationErrorBodySchema,
 } from '../routes/schemas.ts'
 import type { ImportReceiptSchema } from '../imports/enqueue.ts'
-import type { ImportAnswerSchema } from '../routes/v1/import-schemas.ts'
+import type { AttributionReceiptSchema, ImportAnswerSchema } from '../routes/v1/import-schemas.ts'
 import type { offsetPageSchema } from '../v1/offset-page.ts'
 import type { V1RecordRowSchema, V1StatementRowSchema } from '../v1/reporting.ts'
 import type { V1RecordSchema } from '../v1/table-records.ts'
@@ -169,6 +169,11 @@ export interface TableUpsertOptions extends UpsertOptions {
 
 /** What an upsert answers: the import it created or joined, and how many items the call carried. */
 export type ImportReceipt = Static<typeof ImportReceiptSchema>
+/**
+ * What an attribution upsert (`upsertManagers`, `upsertGroups`) answers: its import, and `count` and `data`, the
+ * items the call carried, as sent (the route's schema says no more of them than objects: the client knows it sent).
+ */
+export type AttributionReceipt<Item> = Omit<Static<typeof AttributionReceiptSchema>, 'data'> & { data: Item[] }
 /** The body of `GET /v1/imports/{import_id}`. */
 export type ImportView = Static<typeof ImportAnswerSchema>
 export type ImportRecord = ImportView['data_import']
