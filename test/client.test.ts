@@ -17,7 +17,7 @@ import {
 } from 'commission-api/client'
 import { once } from 'node:events'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
-import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, expectTypeOf, it, vi } from 'vitest'
 import { demoFixture } from '../src/fixtures/demo.ts'
 import { retryAfterSeconds } from '../src/client/transport.ts'
 import { ImportWorker } from '../src/imports/worker.ts'
@@ -39,6 +39,15 @@ describe('the client, against our server over HTTP', () => {
   let apiKey: string
   let structures: DataStructure[]
   const byType = (type: DataStructure['type']) => structures.find((structure) => structure.type === type)!
+  const setFault = async (fault: Record<string, unknown>) => {
+    const reply = await server.call(`/admin/companies/${companyId}/faults`, { method: 'POST', headers: admin, body: fault })
+    expect(reply.status, reply.text).toBe(201)
+  }
+  /** The statuses of the company's latest requests to `path`, the latest first. */
+  const latestStatuses = async (path: string, count: number) => {
+    const journal = await server.call(`/admin/companies/${companyId}/requests?path_prefix=${path}`, { headers: admin })
+    return journal.body.data.slice(0, count).map((entry: { status: number }) => entry.status)
+  }
 
   beforeAll(async () => {
     server = await startTestServer({ ADMIN_TOKEN, RATE_LIMIT_PER_SECOND: '1000000' }, {}, { runningClock: true })
@@ -248,6 +257,31 @@ describe('the client, against our server over HTTP', () => {
       await server.call(`/admin/companies/${companyId}/exchange-rates`, { method: 'PUT', headers: admin, body: rates })
     }
   })
+
+  describe('a 503 with Retry-After, on a read it retries', () => {
+    it('is waited for as long as it asks before the read is sent again', async () => {
+      await setFault({ method: 'GET', path: '/v2/data-structures', status: 503, retry_after: 1, times: 2 })
+      const started = Date.now()
+      const { data } = await client.listDataStructures()
+      expect(data.length).toBeGreaterThan(0)
+      // Twice the second each 503 asked for, not the quick backoff (250 ms, then 500 ms).
+      expect(Date.now() - started).toBeGreaterThanOrEqual(2000)
+      expect(await latestStatuses('/v2/data-structures', 3)).toEqual([200, 503, 503])
+    })
+
+    it('is not waited for past maxWaitMs: the 503 is answered at once, not retried sooner than asked', async () => {
+      await setFault({ method: 'GET', path: '/v2/data-structures', status: 503, retry_after: 5, times: 1 })
+      const impatient = new CommissionClient({ baseUrl: server.url, apiKey, rateLimit: { maxWaitMs: 1000 } })
+      try {
+        const started = Date.now()
+        await expect(impatient.listDataStructures()).rejects.toMatchObject({ status: 503 })
+        expect(Date.now() - started).toBeLessThan(1000)
+        expect(await latestStatuses('/v2/data-structures', 1)).toEqual([503])
+      } finally {
+        await impatient.close()
+      }
+    })
+  })
 })
 
 /** A stand-in service answering every request with `answer`; returns its URL and the request ids it received. */
@@ -330,6 +364,30 @@ describe('the client against a service that stalls or cuts off', () => {
       setTimeout(() => controller.abort(reason), 200)
       await expect(client.getImport('0123456789abcdef01234567', { signal: controller.signal })).rejects.toBe(reason)
     } finally {
+      await client.close()
+      service.close()
+    }
+  })
+
+  it('a read cut off by the network is sent again after its backoff plus a little at random', async () => {
+    const arrivals: number[] = []
+    const service = await stubService((request) => {
+      arrivals.push(Date.now())
+      request.socket.destroy()
+    })
+    const client = new CommissionClient({
+      baseUrl: service.url,
+      apiKey: 'cak_stub-key-of-the-client-tests',
+      retry: { attempts: 1, baseDelayMs: 1000 },
+    })
+    // The most the jitter adds: a tenth of the 1 s backoff.
+    const random = vi.spyOn(Math, 'random').mockReturnValue(1)
+    try {
+      await expect(client.getImport('0123456789abcdef01234567')).rejects.toBeInstanceOf(ConnectionError)
+      expect(arrivals).toHaveLength(2)
+      expect(arrivals[1] - arrivals[0]).toBeGreaterThanOrEqual(1080)
+    } finally {
+      random.mockRestore()
       await client.close()
       service.close()
     }

@@ -7,14 +7,20 @@ import type { TooManyRequestsBody } from './types.ts'
 export interface RateLimitOptions {
   /** How many 429 answers in a row one call waits through before it throws `RateLimitedError` (default 5). */
   maxRetries?: number
-  /** The longest single wait the client accepts; a longer `Retry-After` throws at once (default 60 s). */
+  /**
+   * The longest single wait the client accepts, for a 429's `Retry-After` and for a 503's on a read it retries: a
+   * longer one is not waited for, the answer is the caller's at once (`RateLimitedError`, `ApiError`) (default 60 s).
+   */
   maxWaitMs?: number
 }
 
 export interface RetryOptions {
-  /** Retries of a read cut off by the network or answered 502/503/504 (default 3). Writes are never resent. */
+  /**
+   * Retries of a read cut off by the network or answered 502/503/504 (default 3). Writes are never resent. A 503's
+   * `Retry-After` is waited for (bounded by `rateLimit.maxWaitMs`) instead of the pause below.
+   */
   attempts?: number
-  /** The first pause; each retry doubles it (default 250 ms). */
+  /** The first pause; each retry doubles it, plus a little at random (default 250 ms). */
   baseDelayMs?: number
 }
 
@@ -113,7 +119,7 @@ export class Transport {
         // Its request id is the one to look for in the service's log (or the test kit's journal) to know.
         if ((!readOnly && !refusedBeforeSending(error)) || failures >= this.#retryAttempts)
           throw new ConnectionError(apiRequest.method, url.href, error, requestId)
-        await pause(this.#retryDelayMs * 2 ** failures++, signal)
+        await pause(this.#backoffMs(failures++), signal)
         continue
       }
       if (response.status === 429) {
@@ -124,15 +130,33 @@ export class Transport {
         }
         rateRetries++
         // Every request of this client holds, not only this one: they share the company's budget.
-        this.#pausedUntil = Math.max(this.#pausedUntil, Date.now() + waitMs + Math.random() * Math.min(250, waitMs / 10))
+        this.#pausedUntil = Math.max(this.#pausedUntil, Date.now() + withJitter(waitMs))
         continue
       }
       if (readOnly && RETRYABLE_STATUSES.has(response.status) && failures < this.#retryAttempts) {
-        await pause(this.#retryDelayMs * 2 ** failures++, signal)
+        const waitMs = this.#retryWaitMs(response, failures++)
+        if (waitMs === null) return response
+        await pause(waitMs, signal)
         continue
       }
       return response
     }
+  }
+
+  /**
+   * How long a read answered 502, 503 or 504 waits before it is sent again: a 503's `Retry-After` when it has one
+   * (the service says when it expects to be back: sooner would only meet another 503), else the backoff. Null when
+   * the service asks for longer than `maxWaitMs`, as for a 429: the answer is then the caller's.
+   */
+  #retryWaitMs(response: ApiResponse<unknown>, failures: number): number | null {
+    const retryAfter = response.status === 503 ? retryAfterSeconds(response.headers['retry-after']) : null
+    if (retryAfter === null) return this.#backoffMs(failures)
+    return retryAfter * 1000 > this.#maxWaitMs ? null : withJitter(retryAfter * 1000)
+  }
+
+  /** The pause before the retry after `failures` failed attempts: doubling each time. */
+  #backoffMs(failures: number): number {
+    return withJitter(this.#retryDelayMs * 2 ** failures)
   }
 
   /** Sends a request; an error status throws the typed error of its family. */
@@ -207,6 +231,14 @@ export class Transport {
     }
     if (this.#spacingMs > 0) this.#nextSlot = Math.max(this.#nextSlot, Date.now()) + this.#spacingMs
   }
+}
+
+/**
+ * A wait with a little added at random (up to a tenth, at most 250 ms), so that the requests told to wait the same
+ * time, this client's and others', do not all come back at the same instant.
+ */
+function withJitter(ms: number): number {
+  return ms + Math.random() * Math.min(250, ms / 10)
 }
 
 /** Waits `ms`; rejects with the signal's reason when it aborts first (as an aborted request does). */
