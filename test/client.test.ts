@@ -282,6 +282,66 @@ describe('the client, against our server over HTTP', () => {
       }
     })
   })
+
+  describe('a signal', () => {
+    const isAbort = { name: 'AbortError' }
+
+    it('ends a call waiting out a 429: it rejects with the abort at once, not after Retry-After', async () => {
+      await setFault({ method: 'GET', path: '/v2/reporting/*/statements', status: 429, retry_after: 8, times: 1 })
+      // A client of its own: a 429 holds every request of the client that met it.
+      const waiting = new CommissionClient({ baseUrl: server.url, apiKey })
+      const controller = new AbortController()
+      try {
+        const started = Date.now()
+        const call = waiting.getStatements(byType('statement_reporting').id, {}, { signal: controller.signal })
+        setTimeout(() => controller.abort(), 300)
+        await expect(call).rejects.toMatchObject(isAbort)
+        expect(Date.now() - started).toBeLessThan(2000)
+        expect(await latestStatuses('/v2/reporting', 1)).toEqual([429])
+      } finally {
+        await waiting.close()
+      }
+    })
+
+    it('ends a walk waiting out a 429 between two pages', async () => {
+      const waiting = new CommissionClient({ baseUrl: server.url, apiKey })
+      const controller = new AbortController()
+      try {
+        const rows = waiting.statements(byType('statement_reporting').id, { limit: 2 }, { signal: controller.signal })
+        await rows.next()
+        await rows.next()
+        await setFault({ method: 'GET', path: '/v2/reporting/*/statements', status: 429, retry_after: 8, times: 1 })
+        const started = Date.now()
+        setTimeout(() => controller.abort(), 300)
+        await expect(rows.next()).rejects.toMatchObject(isAbort)
+        expect(Date.now() - started).toBeLessThan(2000)
+      } finally {
+        await waiting.close()
+      }
+    })
+
+    it.each(['statements', 'users'] as const)('stops a walk (%s) at the next row, asking no other page', async (walk) => {
+      const controller = new AbortController()
+      const { signal } = controller
+      const rows =
+        walk === 'statements'
+          ? client.statements(byType('statement_reporting').id, { limit: 3 }, { signal })
+          : client.users({ limit: 3 }, { signal })
+      const before = requestLines(server).length
+      expect((await rows.next()).done).toBe(false)
+      controller.abort()
+      await expect(rows.next()).rejects.toMatchObject(isAbort)
+      expect(requestLines(server).length - before).toBe(1)
+    })
+
+    it('ends waitForImport with the signal’s reason, not as a timeout', async () => {
+      const receipt = await client.upsertUsers([{ email: 'waited.for@demo.example' }], { debounce: 30 })
+      const reason = new Error('no longer needed')
+      const controller = new AbortController()
+      setTimeout(() => controller.abort(reason), 200)
+      await expect(client.waitForImport(receipt.import_id, { intervalMs: 20, signal: controller.signal })).rejects.toBe(reason)
+    })
+  })
 })
 
 /** A stand-in service answering every request with `answer`; returns its URL and the request ids it received. */

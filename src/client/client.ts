@@ -1,9 +1,9 @@
-import { setTimeout as sleep } from 'node:timers/promises'
 import { ImportTimeoutError } from './errors.ts'
-import { type ApiRequest, Transport, type TransportOptions } from './transport.ts'
+import { type ApiRequest, pause, Transport, type TransportOptions } from './transport.ts'
 import type {
   ArchiveItem,
   AttributionReceipt,
+  CallOptions,
   DataStructureList,
   DataStructureType,
   FieldSchema,
@@ -54,7 +54,7 @@ export interface StructureRef {
   type: DataStructureType
 }
 
-export interface WaitOptions {
+export interface WaitOptions extends CallOptions {
   /** Give up (ImportTimeoutError) after this long (default 60 s). */
   timeoutMs?: number
   /** The first pause between two reads; it doubles up to `maxIntervalMs` (defaults 250 ms and 5 s). */
@@ -90,72 +90,72 @@ export class CommissionClient {
   // v2: discovery, fields, one page of rows
 
   /** `GET /v2/data-structures`: the live structures (statement and record reporting, quotas). */
-  async listDataStructures(): Promise<DataStructureList> {
-    return this.#get('/v2/data-structures')
+  async listDataStructures(options: CallOptions = {}): Promise<DataStructureList> {
+    return this.#get('/v2/data-structures', undefined, options)
   }
 
   /** `GET /v2/data-structures/{table_id}/fields`. */
-  async getFields(tableId: string): Promise<FieldSchema> {
-    return this.#get(`/v2/data-structures/${segment(tableId)}/fields`)
+  async getFields(tableId: string, options: CallOptions = {}): Promise<FieldSchema> {
+    return this.#get(`/v2/data-structures/${segment(tableId)}/fields`, undefined, options)
   }
 
   /** `GET /v2/reporting/{table_id}/statements`: one page. */
-  async getStatements(tableId: string, query: PageQuery = {}): Promise<Page<StatementRow>> {
-    return this.#get(`/v2/reporting/${segment(tableId)}/statements`, pageParams(query))
+  async getStatements(tableId: string, query: PageQuery = {}, options: CallOptions = {}): Promise<Page<StatementRow>> {
+    return this.#get(`/v2/reporting/${segment(tableId)}/statements`, pageParams(query), options)
   }
 
   /** `GET /v2/reporting/{table_id}/records`: one page. */
-  async getRecords(tableId: string, query: PageQuery = {}): Promise<Page<RecordRow>> {
-    return this.#get(`/v2/reporting/${segment(tableId)}/records`, pageParams(query))
+  async getRecords(tableId: string, query: PageQuery = {}, options: CallOptions = {}): Promise<Page<RecordRow>> {
+    return this.#get(`/v2/reporting/${segment(tableId)}/records`, pageParams(query), options)
   }
 
   /** `GET /v2/quotas/{quota_id}/values`: one page (date bounds inclusive). */
-  async getQuotaValues(quotaId: string, query: PageQuery = {}): Promise<Page<QuotaValueRow>> {
-    return this.#get(`/v2/quotas/${segment(quotaId)}/values`, pageParams(query))
+  async getQuotaValues(quotaId: string, query: PageQuery = {}, options: CallOptions = {}): Promise<Page<QuotaValueRow>> {
+    return this.#get(`/v2/quotas/${segment(quotaId)}/values`, pageParams(query), options)
   }
 
   // v1: lists, one page
 
   /** `GET /v1/users`. */
-  async listUsers(query: OffsetQuery = {}): Promise<OffsetPage<User>> {
-    return this.#get('/v1/users', offsetParams(query))
+  async listUsers(query: OffsetQuery = {}, options: CallOptions = {}): Promise<OffsetPage<User>> {
+    return this.#get('/v1/users', offsetParams(query), options)
   }
 
   /** `GET /v1/tables/{data_table_key}/records`. */
-  async listTableRecords(dataTableKey: string, query: OffsetQuery = {}): Promise<OffsetPage<TableRecord>> {
-    return this.#get(`/v1/tables/${segment(dataTableKey)}/records`, offsetParams(query))
+  async listTableRecords(dataTableKey: string, query: OffsetQuery = {}, options: CallOptions = {}): Promise<OffsetPage<TableRecord>> {
+    return this.#get(`/v1/tables/${segment(dataTableKey)}/records`, offsetParams(query), options)
   }
 
   /** `GET /v1/reporting`. @deprecated by the service: use `getStatements`. */
-  async listReportingStatements(query: OffsetQuery = {}): Promise<OffsetPage<V1StatementRow>> {
-    return this.#get('/v1/reporting', offsetParams(query))
+  async listReportingStatements(query: OffsetQuery = {}, options: CallOptions = {}): Promise<OffsetPage<V1StatementRow>> {
+    return this.#get('/v1/reporting', offsetParams(query), options)
   }
 
   /** `GET /v1/reporting/{data_table_id}/records`. @deprecated by the service: use `getRecords`. */
-  async listReportingRecords(dataTableId: string, query: OffsetQuery = {}): Promise<OffsetPage<V1RecordRow>> {
-    return this.#get(`/v1/reporting/${segment(dataTableId)}/records`, offsetParams(query))
+  async listReportingRecords(dataTableId: string, query: OffsetQuery = {}, options: CallOptions = {}): Promise<OffsetPage<V1RecordRow>> {
+    return this.#get(`/v1/reporting/${segment(dataTableId)}/records`, offsetParams(query), options)
   }
 
   /** `GET /v1/imports/{import_id}`. */
-  async getImport(importId: string, options: { signal?: AbortSignal } = {}): Promise<ImportView> {
-    return this.#get(`/v1/imports/${segment(importId)}`, undefined, options.signal)
+  async getImport(importId: string, options: CallOptions = {}): Promise<ImportView> {
+    return this.#get(`/v1/imports/${segment(importId)}`, undefined, options)
   }
 
   // v1: writes
 
   /** `PUT /v1/users/bulk` (at most 200 users): answers once the import is created, not applied. */
   async upsertUsers(users: UserPayload[], options: UpsertOptions = {}): Promise<ImportReceipt> {
-    return this.#write({ method: 'PUT', path: '/v1/users/bulk', query: { debounce: options.debounce }, body: { data: users } })
+    return this.#write({ method: 'PUT', path: '/v1/users/bulk', query: { debounce: options.debounce }, body: { data: users } }, options)
   }
 
   /** `PUT /v1/users/managers/bulk`: its own import, all or nothing. */
-  async upsertManagers(items: ManagerAttribution[]): Promise<AttributionReceipt<ManagerAttribution>> {
-    return this.#write({ method: 'PUT', path: '/v1/users/managers/bulk', body: { data: items } })
+  async upsertManagers(items: ManagerAttribution[], options: CallOptions = {}): Promise<AttributionReceipt<ManagerAttribution>> {
+    return this.#write({ method: 'PUT', path: '/v1/users/managers/bulk', body: { data: items } }, options)
   }
 
   /** `PUT /v1/users/groups/bulk`: its own import, all or nothing. */
-  async upsertGroups(items: GroupAttribution[]): Promise<AttributionReceipt<GroupAttribution>> {
-    return this.#write({ method: 'PUT', path: '/v1/users/groups/bulk', body: { data: items } })
+  async upsertGroups(items: GroupAttribution[], options: CallOptions = {}): Promise<AttributionReceipt<GroupAttribution>> {
+    return this.#write({ method: 'PUT', path: '/v1/users/groups/bulk', body: { data: items } }, options)
   }
 
   /** `POST /v1/tables/{data_table_key}/records/bulk`. */
@@ -164,66 +164,69 @@ export class CommissionClient {
     records: Record<string, unknown>[],
     options: TableUpsertOptions = {},
   ): Promise<ImportReceipt> {
-    return this.#write({
-      method: 'POST',
-      path: `/v1/tables/${segment(dataTableKey)}/records/bulk`,
-      query: { all: options.all, debounce: options.debounce, keep_overrides: options.keepOverrides },
-      body: records,
-    })
+    return this.#write(
+      {
+        method: 'POST',
+        path: `/v1/tables/${segment(dataTableKey)}/records/bulk`,
+        query: { all: options.all, debounce: options.debounce, keep_overrides: options.keepOverrides },
+        body: records,
+      },
+      options,
+    )
   }
 
   /** `DELETE /v1/users/archive/bulk` (at most 50): synchronous, all or nothing. */
-  async archiveUsers(items: ArchiveItem[]): Promise<{ message: string }> {
-    return this.#write({ method: 'DELETE', path: '/v1/users/archive/bulk', body: { data: items } })
+  async archiveUsers(items: ArchiveItem[], options: CallOptions = {}): Promise<{ message: string }> {
+    return this.#write({ method: 'DELETE', path: '/v1/users/archive/bulk', body: { data: items } }, options)
   }
 
   // Walks
 
   /** Every page of a v2 structure, following `meta.next_url` until `has_more` is false. */
-  async *pages(structure: StructureRef, query: PageQuery = {}): AsyncGenerator<Page<Row>> {
+  async *pages(structure: StructureRef, query: PageQuery = {}, options: CallOptions = {}): AsyncGenerator<Page<Row>> {
     const path = rowsPathOf(structure)
     let next: Pick<ApiRequest, 'path' | 'query'> | null = { path, query: pageParams(query) }
     while (next) {
-      const page: Page<Row> = await this.#get(next.path, next.query)
+      const page: Page<Row> = await this.#get(next.path, next.query, options)
       yield page
       next = page.meta.has_more ? this.#nextPageOf(path, page, next) : null
     }
   }
 
   /** Every row of a v2 structure (see `pages`). */
-  async *rows(structure: StructureRef, query: PageQuery = {}): AsyncGenerator<Row> {
-    for await (const page of this.pages(structure, query)) yield* page.data
+  async *rows(structure: StructureRef, query: PageQuery = {}, options: CallOptions = {}): AsyncGenerator<Row> {
+    for await (const page of this.pages(structure, query, options)) yield* untilAborted(page.data, options.signal)
   }
 
-  statements(tableId: string, query: PageQuery = {}): AsyncGenerator<StatementRow> {
-    return this.rows({ id: tableId, type: 'statement_reporting' }, query) as AsyncGenerator<StatementRow>
+  statements(tableId: string, query: PageQuery = {}, options: CallOptions = {}): AsyncGenerator<StatementRow> {
+    return this.rows({ id: tableId, type: 'statement_reporting' }, query, options) as AsyncGenerator<StatementRow>
   }
 
-  records(tableId: string, query: PageQuery = {}): AsyncGenerator<RecordRow> {
-    return this.rows({ id: tableId, type: 'record_reporting' }, query) as AsyncGenerator<RecordRow>
+  records(tableId: string, query: PageQuery = {}, options: CallOptions = {}): AsyncGenerator<RecordRow> {
+    return this.rows({ id: tableId, type: 'record_reporting' }, query, options) as AsyncGenerator<RecordRow>
   }
 
-  quotaValues(quotaId: string, query: PageQuery = {}): AsyncGenerator<QuotaValueRow> {
-    return this.rows({ id: quotaId, type: 'quota' }, query) as unknown as AsyncGenerator<QuotaValueRow>
+  quotaValues(quotaId: string, query: PageQuery = {}, options: CallOptions = {}): AsyncGenerator<QuotaValueRow> {
+    return this.rows({ id: quotaId, type: 'quota' }, query, options) as unknown as AsyncGenerator<QuotaValueRow>
   }
 
   /** Every user, page by page through `offset`. */
-  users(query: OffsetQuery = {}): AsyncGenerator<User> {
-    return this.#offsetRows('/v1/users', query)
+  users(query: OffsetQuery = {}, options: CallOptions = {}): AsyncGenerator<User> {
+    return this.#offsetRows('/v1/users', query, options)
   }
 
-  tableRecords(dataTableKey: string, query: OffsetQuery = {}): AsyncGenerator<TableRecord> {
-    return this.#offsetRows(`/v1/tables/${segment(dataTableKey)}/records`, query)
+  tableRecords(dataTableKey: string, query: OffsetQuery = {}, options: CallOptions = {}): AsyncGenerator<TableRecord> {
+    return this.#offsetRows(`/v1/tables/${segment(dataTableKey)}/records`, query, options)
   }
 
   /** @deprecated by the service: use `statements`. */
-  reportingStatements(query: OffsetQuery = {}): AsyncGenerator<V1StatementRow> {
-    return this.#offsetRows('/v1/reporting', query)
+  reportingStatements(query: OffsetQuery = {}, options: CallOptions = {}): AsyncGenerator<V1StatementRow> {
+    return this.#offsetRows('/v1/reporting', query, options)
   }
 
   /** @deprecated by the service: use `records`. */
-  reportingRecords(dataTableId: string, query: OffsetQuery = {}): AsyncGenerator<V1RecordRow> {
-    return this.#offsetRows(`/v1/reporting/${segment(dataTableId)}/records`, query)
+  reportingRecords(dataTableId: string, query: OffsetQuery = {}, options: CallOptions = {}): AsyncGenerator<V1RecordRow> {
+    return this.#offsetRows(`/v1/reporting/${segment(dataTableId)}/records`, query, options)
   }
 
   /**
@@ -235,14 +238,23 @@ export class CommissionClient {
   async changesSince(
     structure: StructureRef,
     since: Date | string | null,
-    options: { limit?: number; startId?: string } = {},
+    options: CallOptions & { limit?: number; startId?: string } = {},
   ): Promise<Changes> {
-    const answer = await this.transport.send<FieldSchema>({ method: 'GET', path: `/v2/data-structures/${segment(structure.id)}/fields` })
+    const { signal } = options
+    const answer = await this.transport.send<FieldSchema>({
+      method: 'GET',
+      path: `/v2/data-structures/${segment(structure.id)}/fields`,
+      signal,
+    })
     const serverNow = answer.date ?? new Date()
     return {
       highWaterMark: new Date(serverNow.getTime() - this.#clockSkewMs).toISOString(),
       schema: answer.body,
-      pages: this.pages(structure, { limit: options.limit, start_id: options.startId, last_modified_after: since ?? undefined }),
+      pages: this.pages(
+        structure,
+        { limit: options.limit, start_id: options.startId, last_modified_after: since ?? undefined },
+        { signal },
+      ),
     }
   }
 
@@ -254,7 +266,7 @@ export class CommissionClient {
   async syncSince(
     structure: StructureRef,
     since: Date | string | null,
-    options: { limit?: number } = {},
+    options: CallOptions & { limit?: number } = {},
   ): Promise<{ rows: Row[]; highWaterMark: string }> {
     const changes = await this.changesSince(structure, since, options)
     const rows: Row[] = []
@@ -262,7 +274,10 @@ export class CommissionClient {
     return { rows, highWaterMark: changes.highWaterMark }
   }
 
-  /** Reads an import until it is finished, pausing longer each time; its `error` tells the outcome. */
+  /**
+   * Reads an import until it is finished, pausing longer each time; its `error` tells the outcome. `signal` ends the
+   * wait with its reason; `timeoutMs` with ImportTimeoutError.
+   */
   async waitForImport(importId: string, options: WaitOptions = {}): Promise<ImportRecord> {
     const timeoutMs = options.timeoutMs ?? 60_000
     // NaN (a variable left unset, read as a number) would poll every millisecond for good.
@@ -270,21 +285,25 @@ export class CommissionClient {
     const deadline = Date.now() + timeoutMs
     // A read held up (a slow answer, a 429's wait) is abandoned at the deadline too. A timeout of 0 or less reads
     // once; one a timer cannot hold (over 2³¹ − 1 ms, or not finite) bounds nothing.
-    const signal = timeoutMs > 0 && timeoutMs <= MAX_TIMER_MS ? AbortSignal.timeout(Math.ceil(timeoutMs)) : undefined
-    let pause = options.intervalMs ?? 250
+    const timeout = timeoutMs > 0 && timeoutMs <= MAX_TIMER_MS ? AbortSignal.timeout(Math.ceil(timeoutMs)) : undefined
+    const signals = [timeout, options.signal].filter((signal) => signal !== undefined)
+    const signal = signals.length > 0 ? AbortSignal.any(signals) : undefined
+    let interval = options.intervalMs ?? 250
     let last: ImportRecord | null = null
     for (;;) {
       try {
         last = (await this.getImport(importId, { signal })).data_import
       } catch (error) {
-        if (signal?.aborted) throw new ImportTimeoutError(importId, timeoutMs, last)
+        // The caller giving up is not a timeout: its reason, as every other call rejects with.
+        options.signal?.throwIfAborted()
+        if (timeout?.aborted) throw new ImportTimeoutError(importId, timeoutMs, last)
         throw error
       }
       if (last.status === 'finished') return last
       const remaining = deadline - Date.now()
       if (remaining <= 0) throw new ImportTimeoutError(importId, timeoutMs, last)
-      await sleep(Math.min(pause, remaining))
-      pause = Math.min(pause * 2, options.maxIntervalMs ?? 5_000)
+      await pause(Math.min(interval, remaining), options.signal)
+      interval = Math.min(interval * 2, options.maxIntervalMs ?? 5_000)
     }
   }
 
@@ -293,12 +312,12 @@ export class CommissionClient {
     return this.transport.close()
   }
 
-  async #get<Body>(path: string, query?: ApiRequest['query'], signal?: AbortSignal): Promise<Body> {
+  async #get<Body>(path: string, query: ApiRequest['query'], { signal }: CallOptions): Promise<Body> {
     return (await this.transport.send<Body>({ method: 'GET', path, query, signal })).body
   }
 
-  async #write<Body>(request: ApiRequest): Promise<Body> {
-    return (await this.transport.send<Body>(request)).body
+  async #write<Body>(request: ApiRequest, { signal }: CallOptions): Promise<Body> {
+    return (await this.transport.send<Body>({ ...request, signal })).body
   }
 
   /**
@@ -313,13 +332,13 @@ export class CommissionClient {
     return { path, query: { ...query, start_id: nextStartId } }
   }
 
-  async *#offsetRows<R>(path: string, query: OffsetQuery): AsyncGenerator<R> {
+  async *#offsetRows<R>(path: string, query: OffsetQuery, options: CallOptions): AsyncGenerator<R> {
     const limit = query.limit ?? 2000
     if (limit < 1) throw new RangeError('a walk needs a limit of at least 1')
     let offset = BigInt(query.offset ?? 0)
     for (;;) {
-      const page: OffsetPage<R> = await this.#get(path, { offset: offset.toString(), limit })
-      yield* page.data
+      const page: OffsetPage<R> = await this.#get(path, { offset: offset.toString(), limit }, options)
+      yield* untilAborted(page.data, options.signal)
       offset += BigInt(page.data.length)
       if (page.data.length === 0 || offset >= BigInt(page.count)) return
     }
@@ -340,6 +359,14 @@ export function followedNextUrl(baseUrl: URL, path: string, nextUrl: string): { 
 export function rowsPathOf({ id, type }: StructureRef): string {
   if (type === 'quota') return `/v2/quotas/${segment(id)}/values`
   return `/v2/reporting/${segment(id)}/${type === 'statement_reporting' ? 'statements' : 'records'}`
+}
+
+/** The rows of a page one by one, ending the walk as soon as the signal aborts, not only at the next request. */
+function* untilAborted<R>(rows: R[], signal: AbortSignal | undefined): Generator<R> {
+  for (const row of rows) {
+    signal?.throwIfAborted()
+    yield row
+  }
 }
 
 function segment(value: string): string {

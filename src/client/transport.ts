@@ -242,7 +242,7 @@ function withJitter(ms: number): number {
 }
 
 /** Waits `ms`; rejects with the signal's reason when it aborts first (as an aborted request does). */
-async function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
+export async function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
   try {
     await sleep(ms, undefined, { signal })
   } catch (error) {

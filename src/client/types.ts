@@ -155,7 +155,17 @@ export interface ArchiveItem {
   end_date?: string
 }
 
-export interface UpsertOptions {
+/** What every method and walk takes beside its arguments. */
+export interface CallOptions {
+  /**
+   * Abandons the call or the walk when it aborts, and any wait in it (pacing, a 429's or a 503's `Retry-After`, the
+   * pause before a read is sent again): it then rejects with the signal's reason. A write already sent may have
+   * reached the service all the same.
+   */
+  signal?: AbortSignal
+}
+
+export interface UpsertOptions extends CallOptions {
   /** Seconds the import stays open for more calls to the same endpoint, which join it. */
   debounce?: number
 }
