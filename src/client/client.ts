@@ -210,21 +210,27 @@ export class CommissionClient {
     return this.rows({ id: quotaId, type: 'quota' }, query, options) as unknown as AsyncGenerator<QuotaValueRow>
   }
 
-  /** Every user, page by page through `offset`. */
+  /**
+   * Every user, page by page through `offset`, as are the other v1 walks: not every row when the list changes
+   * during the walk. A row deleted before the walk's position moves the later ones back by one, and one of them is
+   * never read; a row deleted and made again is read twice. For every row once, walk while nothing is written, or
+   * (statements, commission lines) the v2 walks, whose pages start after an id.
+   */
   users(query: OffsetQuery = {}, options: CallOptions = {}): AsyncGenerator<User> {
     return this.#offsetRows('/v1/users', query, options)
   }
 
+  /** Every record of a data table, through `offset`: see `users` on what a change during the walk does. */
   tableRecords(dataTableKey: string, query: OffsetQuery = {}, options: CallOptions = {}): AsyncGenerator<TableRecord> {
     return this.#offsetRows(`/v1/tables/${segment(dataTableKey)}/records`, query, options)
   }
 
-  /** @deprecated by the service: use `statements`. */
+  /** Through `offset` (see `users`). @deprecated by the service: use `statements`, whose walk no deletion shifts. */
   reportingStatements(query: OffsetQuery = {}, options: CallOptions = {}): AsyncGenerator<V1StatementRow> {
     return this.#offsetRows('/v1/reporting', query, options)
   }
 
-  /** @deprecated by the service: use `records`. */
+  /** Through `offset` (see `users`). @deprecated by the service: use `records`, whose walk no deletion shifts. */
   reportingRecords(dataTableId: string, query: OffsetQuery = {}, options: CallOptions = {}): AsyncGenerator<V1RecordRow> {
     return this.#offsetRows(`/v1/reporting/${segment(dataTableId)}/records`, query, options)
   }
