@@ -136,11 +136,11 @@ export function registerErrorHandling(app: FastifyInstance): NotFoundHandler {
       })
     }
     if (error instanceof StoreBusyError) {
-      request.log.warn({ err: error }, 'the store was busy')
+      request.log.warn({ err: error }, 'the store was busy or out of reach')
       return reply
         .code(503)
         .header('retry-after', 1)
-        .send({ message: 'The store is busy with another write; nothing was done: try again', type: 'ServiceUnavailableError' })
+        .send({ message: 'The store is busy or out of reach for now; nothing was done: try again', type: 'ServiceUnavailableError' })
     }
     if (error instanceof StoreUpgradedError) {
       request.log.error({ err: error }, 'the store was upgraded by a newer version of the service')
