@@ -68,6 +68,21 @@ describe('the OpenAPI document against real answers', () => {
     expectDeclared(overLong, 'GET', '/v2/reporting/{table_id}/statements')
   })
 
+  it('declares a statement whose figures cannot be stated, its total null', async () => {
+    const [company] = (await server.admin('/admin/companies')).body.data
+    const ratesPath = `/admin/companies/${company.id}/exchange-rates`
+    const { exchange_rates: rates } = (await server.admin(ratesPath, { method: 'PUT', body: {} })).body
+    try {
+      const discovery = await server.api('/v2/data-structures')
+      const table = discovery.body.data.find((structure: { type: string }) => structure.type === 'statement_reporting').id
+      const page = await server.api(`/v2/reporting/${table}/statements`)
+      expect(page.body.data.some((row: Record<string, unknown>) => row['standard.total_commission'] === null)).toBe(true)
+      expectDeclared(page, 'GET', '/v2/reporting/{table_id}/statements')
+    } finally {
+      await server.admin(ratesPath, { method: 'PUT', body: rates })
+    }
+  })
+
   it('declares a 503, as a fault answers it and as a busy store would', async () => {
     const fault = await server.admin(`/admin/companies/${server.demoId}/faults`, {
       method: 'POST',

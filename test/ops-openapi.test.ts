@@ -251,9 +251,15 @@ describe('OpenAPI document for client generators and readers', () => {
   it('refers to component schemas for rows, pages, errors and imports instead of repeating them', () => {
     const schemas = document.components.schemas
     for (const name of [
-      'Page',
+      'StatementPage',
+      'RecordPage',
+      'QuotaValuePage',
       'PageMeta',
-      'Row',
+      'StatementRow',
+      'RecordRow',
+      'QuotaValueRow',
+      'Amount',
+      'UserReference',
       'DataStructureList',
       'FieldSchema',
       'UserPage',
@@ -266,9 +272,11 @@ describe('OpenAPI document for client generators and readers', () => {
     ]) {
       expect(schemas[name], name).toBeDefined()
     }
-    expect(schemas.Page.properties.meta).toEqual({ $ref: '#/components/schemas/PageMeta' })
+    expect(schemas.QuotaValuePage.properties.meta).toEqual({ $ref: '#/components/schemas/PageMeta' })
+    expect(schemas.QuotaValuePage.properties.data.items).toEqual({ $ref: '#/components/schemas/QuotaValueRow' })
+    expect(schemas.StatementRow.properties['standard.total_commission'].anyOf).toContainEqual({ $ref: '#/components/schemas/Amount' })
     const responses = document.paths['/v2/quotas/{quota_id}/values'].get.responses
-    expect(responses['200'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/Page' })
+    expect(responses['200'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/QuotaValuePage' })
     expect(responses['400'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/ValidationErrorBody' })
     expect(document.paths['/v1/imports/{import_id}'].get.responses['200'].content['application/json'].schema).toEqual({
       $ref: '#/components/schemas/ImportView',
@@ -280,7 +288,7 @@ describe('OpenAPI document for client generators and readers', () => {
 
   it('shows examples taken from the demo company, and they have the documented shapes', async () => {
     const { Value } = await import('typebox/value')
-    const { PageSchema } = await import('../src/v2/pages.ts')
+    const { QuotaValuePageSchema, RecordPageSchema, StatementPageSchema } = await import('../src/v2/pages.ts')
     const { DataStructureListSchema } = await import('../src/routes/v2/data-structures.ts')
     const { FieldSchemaSchema } = await import('../src/v2/schemas.ts')
     const { ImportReceiptSchema } = await import('../src/imports/enqueue.ts')
@@ -292,9 +300,9 @@ describe('OpenAPI document for client generators and readers', () => {
     const shapes: Record<string, unknown> = {
       listDataStructures: DataStructureListSchema,
       getFields: FieldSchemaSchema,
-      getStatements: PageSchema,
-      getRecords: PageSchema,
-      getQuotaValues: PageSchema,
+      getStatements: StatementPageSchema,
+      getRecords: RecordPageSchema,
+      getQuotaValues: QuotaValuePageSchema,
       listUsers: offsetPageSchema(V1UserSchema),
       listTableRecords: offsetPageSchema(V1RecordSchema),
       listReportingStatements: offsetPageSchema(V1StatementRowSchema),

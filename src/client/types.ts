@@ -14,7 +14,16 @@ import type { V1RecordSchema } from '../v1/table-records.ts'
 import type { V1UserSchema } from '../v1/user-rows.ts'
 import type { DataStructureListSchema } from '../routes/v2/data-structures.ts'
 import type { DataStructureSchema } from '../v2/data-structures.ts'
-import type { FieldDescriptorSchema, FieldSchemaSchema, RowSchema } from '../v2/schemas.ts'
+import type {
+  AmountSchema,
+  FieldDescriptorSchema,
+  FieldSchemaSchema,
+  QuotaValueRowSchema,
+  RecordRowSchema,
+  RowSchema,
+  StatementRowSchema,
+  UserReferenceSchema,
+} from '../v2/schemas.ts'
 import type { PageMetaSchema } from '../v2/pages.ts'
 
 /**
@@ -43,46 +52,18 @@ export type FieldSchema = Static<typeof FieldSchemaSchema>
 /** A v2 row: keys are the `api_key`s of the structure's fields. */
 export type Row = Static<typeof RowSchema>
 
-/**
- * The values of a row's standard fields. A row's schema is open (its keys are the company's), so no route schema
- * declares them: their shapes are the ones the fields endpoint describes (`format: currency`, `user_reference`).
- */
-export interface Amount {
-  value: number
-  currency: string
-}
-export interface UserReference {
-  id: string
-  /** Null for a user that no longer exists. */
-  email: string | null
-}
+/** The values of a row's standard fields: an amount (`format: currency`), a user (`user_reference`). */
+export type Amount = Static<typeof AmountSchema>
+export type UserReference = Static<typeof UserReferenceSchema>
 
 /** A statement row: the standard keys the specification names, then `custom.*` per the schema. */
-export type StatementRow = Row & {
-  'standard.id': string
-  'standard.user': UserReference
-  'standard.date': string
-  /** Null when the statement's figures cannot be stated (an amount in a currency without an exchange rate). */
-  'standard.total_commission': Amount | null
-  'standard.status': 'paid' | 'pending' | 'validated'
-}
+export type StatementRow = Row & Static<typeof StatementRowSchema>
 
 /** A reporting record row: the standard keys, then `datatable.*` and `custom.*` per the schema. */
-export type RecordRow = Row & {
-  'standard.id': string
-  'standard.user': UserReference
-  'standard.commission_impact': Amount
-  'standard.date': string
-}
+export type RecordRow = Row & Static<typeof RecordRowSchema>
 
 /** A quota value: exactly these five keys. `standard.value` is an amount for an `amount` quota, else a number. */
-export interface QuotaValueRow {
-  'standard.id': string
-  'standard.user': UserReference
-  'standard.period': string
-  'standard.value': Amount | number
-  'standard.source': 'local' | 'integration'
-}
+export type QuotaValueRow = Static<typeof QuotaValueRowSchema>
 
 export interface Page<R> {
   data: R[]

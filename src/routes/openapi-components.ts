@@ -18,8 +18,16 @@ import { V1RecordSchema } from '../v1/table-records.ts'
 import { V1UserSchema } from '../v1/user-rows.ts'
 import { DataStructureSchema } from '../v2/data-structures.ts'
 import { DataStructureListSchema } from './v2/data-structures.ts'
-import { FieldDescriptorSchema, FieldSchemaSchema, RowSchema } from '../v2/schemas.ts'
-import { PageMetaSchema, PageSchema } from '../v2/pages.ts'
+import {
+  AmountSchema,
+  FieldDescriptorSchema,
+  FieldSchemaSchema,
+  QuotaValueRowSchema,
+  RecordRowSchema,
+  StatementRowSchema,
+  UserReferenceSchema,
+} from '../v2/schemas.ts'
+import { PageMetaSchema, QuotaValuePageSchema, RecordPageSchema, StatementPageSchema } from '../v2/pages.ts'
 
 /**
  * The reusable schemas of the OpenAPI document (`components.schemas`): rows, pages, errors, imports. Routes
@@ -35,8 +43,14 @@ const COMPONENTS: Record<string, TSchema> = {
   TooManyRequestsBody: TooManyRequestsBodySchema,
   ServerErrorBody: ServerErrorBodySchema,
   PageMeta: PageMetaSchema,
-  Row: RowSchema,
-  Page: PageSchema,
+  Amount: AmountSchema,
+  UserReference: UserReferenceSchema,
+  StatementRow: StatementRowSchema,
+  RecordRow: RecordRowSchema,
+  QuotaValueRow: QuotaValueRowSchema,
+  StatementPage: StatementPageSchema,
+  RecordPage: RecordPageSchema,
+  QuotaValuePage: QuotaValuePageSchema,
   DataStructure: DataStructureSchema,
   DataStructureList: DataStructureListSchema,
   FieldDescriptor: FieldDescriptorSchema,

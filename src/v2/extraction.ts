@@ -6,13 +6,13 @@ import {
   cutPage,
   DEFAULT_QUOTA_PAGE_LIMIT,
   DEFAULT_ROW_PAGE_LIMIT,
-  type Page,
   type PageMeta,
   type PageQuery,
   type PageRequest,
   pageRequest,
 } from './pages.ts'
-import { type Emails, quotaValueRenderer, recordRenderer, type Row } from './rows.ts'
+import { type Emails, quotaValueRenderer, recordRenderer } from './rows.ts'
+import type { QuotaValueRow } from './schemas.ts'
 import { KEPT_PAGE_ROWS, type VersionedAnswers } from '../reporting/versioned-answers.ts'
 import type { PageReadAhead } from './read-ahead.ts'
 import { pageBytes, statementTexts } from './statement-texts.ts'
@@ -31,14 +31,20 @@ async function emailsOf(store: Store, companyId: string, rows: ReadonlyArray<{ u
   return emails
 }
 
-async function renderPage<Stored extends { id: string; user_id: string }>(
+/** A page of rows of one kind. */
+interface RowsPage<R> {
+  data: R[]
+  meta: PageMeta
+}
+
+async function renderPage<Stored extends { id: string; user_id: string }, R>(
   store: Store,
   companyId: string,
   request: PageRequest,
   stored: Stored[],
-  render: (row: Stored, emails: Emails) => Row,
+  render: (row: Stored, emails: Emails) => R,
   rowsUrl: string,
-): Promise<Page> {
+): Promise<RowsPage<R>> {
   const page = cutPage(request, stored, rowsUrl)
   const emails = await emailsOf(store, companyId, page.rows)
   return { data: page.rows.map((row) => render(row, emails)), meta: page.meta }
@@ -171,7 +177,13 @@ async function readRecordPage(store: Store, companyId: string, tableId: string, 
 }
 
 /** `GET /v2/quotas/{quota_id}/values`. Date bounds are inclusive (the specification). */
-export async function quotaValuePage(store: Store, companyId: string, quotaId: string, query: PageQuery, baseUrl: string): Promise<Page> {
+export async function quotaValuePage(
+  store: Store,
+  companyId: string,
+  quotaId: string,
+  query: PageQuery,
+  baseUrl: string,
+): Promise<RowsPage<QuotaValueRow>> {
   const request = pageRequest(query, 'inclusive', DEFAULT_QUOTA_PAGE_LIMIT)
   const quota = await liveQuota(store, companyId, quotaId)
   const stored = await store.quotaValues.page(companyId, quota.id, request.window)

@@ -5,7 +5,7 @@ import { storedId } from '../domain/ids.ts'
 import { ObjectIdSchema } from '../domain/schemas.ts'
 import { type Issue, ValidationError } from '../errors.ts'
 import type { RowWindow } from '../store/port.ts'
-import { RowSchema } from './schemas.ts'
+import { QuotaValueRowSchema, RecordRowSchema, RowSchema, StatementRowSchema } from './schemas.ts'
 
 /**
  * v2 pagination, shared by statements, records and quota values: the query parameters, the store window
@@ -59,6 +59,11 @@ export type PageMeta = Static<typeof PageMetaSchema>
 
 export const PageSchema = Type.Object({ data: Type.Array(RowSchema), meta: PageMetaSchema })
 export type Page = Static<typeof PageSchema>
+
+/** The page of each kind of row, as the routes document them. */
+export const StatementPageSchema = Type.Object({ data: Type.Array(StatementRowSchema), meta: PageMetaSchema })
+export const RecordPageSchema = Type.Object({ data: Type.Array(RecordRowSchema), meta: PageMetaSchema })
+export const QuotaValuePageSchema = Type.Object({ data: Type.Array(QuotaValueRowSchema), meta: PageMetaSchema })
 
 /** A checked page request: the window to read (one row more than the page, to know whether more follow). */
 export interface PageRequest {

@@ -2,7 +2,8 @@ import { moneyOf, numberOf } from '../domain/money.ts'
 import { dateOf, metricValue, multiText, type MetricShape } from '../domain/stored-values.ts'
 import type { CommissionLine, CustomMetric, DataTableField, DataTableFieldType, Quota, QuotaValue } from '../store/model.ts'
 import type { StatementRowFields } from '../store/port.ts'
-import type { Row } from './schemas.ts'
+import type { Static } from 'typebox'
+import type { QuotaValueRow, Row, UserReferenceSchema } from './schemas.ts'
 
 export type { Row } from './schemas.ts'
 
@@ -13,10 +14,7 @@ export type { Row } from './schemas.ts'
  * (src/domain/stored-values.ts).
  */
 
-export interface UserReference {
-  id: string
-  email: string | null
-}
+export type UserReference = Static<typeof UserReferenceSchema>
 /** Emails of the users a page names, by user id; a user that no longer exists is missing. */
 export type Emails = ReadonlyMap<string, string>
 
@@ -101,7 +99,7 @@ export function recordRenderer(
 }
 
 /** Renders quota values: the five keys, `standard.value` by the quota's type at read time. */
-export function quotaValueRenderer(quota: Pick<Quota, 'type' | 'currency'>): (value: QuotaValue, emails: Emails) => Row {
+export function quotaValueRenderer(quota: Pick<Quota, 'type' | 'currency'>): (value: QuotaValue, emails: Emails) => QuotaValueRow {
   const render = quota.type === 'amount' ? (value: number) => ({ value, currency: quota.currency }) : (value: number) => value
   return (value, emails) => ({
     'standard.id': value.id,

@@ -1,10 +1,12 @@
 import type { FastifyReply } from 'fastify'
-import { PageSchema } from '../../v2/pages.ts'
+import { QuotaValuePageSchema, RecordPageSchema, StatementPageSchema } from '../../v2/pages.ts'
 import { AuthenticatedErrorResponses } from '../schemas.ts'
 
 /** The answers of the v2 row endpoints (statements, records, quota values); their query and page are src/v2/pages.ts's. */
 
-export const PageResponses = { 200: PageSchema, ...AuthenticatedErrorResponses }
+export const StatementPageResponses = { 200: StatementPageSchema, ...AuthenticatedErrorResponses }
+export const RecordPageResponses = { 200: RecordPageSchema, ...AuthenticatedErrorResponses }
+export const QuotaValuePageResponses = { 200: QuotaValuePageSchema, ...AuthenticatedErrorResponses }
 
 /**
  * Pages are serialized with JSON.stringify: their rows have keys that only the company's configuration knows,

@@ -3,7 +3,7 @@ import { Type } from 'typebox'
 import { quotaValuePage } from '../../v2/extraction.ts'
 import { QuotaPageQuerySchema } from '../../v2/pages.ts'
 import { baseUrl } from '../base-url.ts'
-import { PageResponses, serializeWithJson } from './page-schemas.ts'
+import { QuotaValuePageResponses, serializeWithJson } from './page-schemas.ts'
 
 const QuotaParamsSchema = Type.Object({ quota_id: Type.String({ description: 'id of a live quota, from discovery' }) })
 
@@ -18,7 +18,7 @@ export const quotaValueRoutes: FastifyPluginAsyncTypebox = async (app) => {
           'One page of quota values, exactly five keys each; `standard.value` is an amount for an `amount` quota, a number otherwise. Equal or inverted date bounds are 400; a reporting table id is 404.',
         params: QuotaParamsSchema,
         querystring: QuotaPageQuerySchema,
-        response: PageResponses,
+        response: QuotaValuePageResponses,
       },
       serializerCompiler: serializeWithJson,
     },

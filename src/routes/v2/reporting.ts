@@ -6,7 +6,7 @@ import { type KeptPages, type PageBytes, reportingPage } from '../../v2/extracti
 import { RowPageQuerySchema } from '../../v2/pages.ts'
 import { PageReadAhead } from '../../v2/read-ahead.ts'
 import { baseUrl } from '../base-url.ts'
-import { PageResponses, sendPageBytes, serializeWithJson } from './page-schemas.ts'
+import { RecordPageResponses, sendPageBytes, serializeWithJson, StatementPageResponses } from './page-schemas.ts'
 
 const TableParamsSchema = Type.Object({ table_id: Type.String({ description: 'id of a live reporting structure, from discovery' }) })
 type ReportingRequest = FastifyRequest<{ Params: Static<typeof TableParamsSchema>; Querystring: Static<typeof RowPageQuerySchema> }>
@@ -37,7 +37,7 @@ export const reportingRoutes: FastifyPluginAsyncTypebox = async (app) => {
           'One page of statements; follow `meta.next_url` until `meta.has_more` is false. `last_modified_after` and `last_modified_before` select the rows modified strictly after and before an instant.',
         params: TableParamsSchema,
         querystring: RowPageQuerySchema,
-        response: PageResponses,
+        response: StatementPageResponses,
       },
       serializerCompiler: serializeWithJson,
     },
@@ -54,7 +54,7 @@ export const reportingRoutes: FastifyPluginAsyncTypebox = async (app) => {
           'One page of reporting records; follow `meta.next_url` until `meta.has_more` is false. Data-table structures are not served here: use `GET /v1/tables/{data_table_key}/records`.',
         params: TableParamsSchema,
         querystring: RowPageQuerySchema,
-        response: PageResponses,
+        response: RecordPageResponses,
       },
       serializerCompiler: serializeWithJson,
     },
