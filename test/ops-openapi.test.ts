@@ -237,6 +237,18 @@ describe('OpenAPI document for client generators and readers', () => {
     )
   })
 
+  it('declares a 400 on every admin operation, which refuses a query parameter it does not name', () => {
+    const admin = Object.entries(document.paths).filter(([path]) => path.startsWith('/admin'))
+    expect(admin.length).toBeGreaterThan(10)
+    for (const [path, item] of admin) {
+      for (const [method, operation] of Object.entries(item as Record<string, any>)) {
+        expect(operation.responses['400'], `${method} ${path}`).toEqual(
+          expect.objectContaining({ content: { 'application/json': { schema: { $ref: '#/components/schemas/ValidationErrorBody' } } } }),
+        )
+      }
+    }
+  })
+
   it('marks the body optional where the route takes none, and required elsewhere', () => {
     const operations = Object.values(document.paths).flatMap((item: any) => Object.values(item)) as any[]
     const byId = (operationId: string) => operations.find((operation) => operation.operationId === operationId)

@@ -14,7 +14,13 @@ import { adminResetRoutes } from './admin-reset.ts'
 import { adminEditRoutes } from './admin-edits.ts'
 import type { WorkerProbe } from './health.ts'
 import { keepOutOfCaches } from './no-store.ts'
-import { AdminErrorResponses, CompanyParamsSchema, missingBodyAsEmpty, UnauthorizedBodySchema } from './schemas.ts'
+import {
+  AdminErrorResponses,
+  CompanyParamsSchema,
+  missingBodyAsEmpty,
+  UnauthorizedBodySchema,
+  ValidationErrorBodySchema,
+} from './schemas.ts'
 
 const digest = (text: string) => createHash('sha256').update(text).digest()
 const BEARER = /^bearer[ \t]+(.+)$/i
@@ -70,6 +76,9 @@ function refuseUnknownQueryParameters(app: FastifyInstance): void {
     const schema = (route.schema ??= {})
     const query = (schema.querystring ?? Type.Object({})) as Record<string, unknown>
     schema.querystring = { ...query, additionalProperties: false }
+    // So every admin route can answer a 400, and the OpenAPI document says so.
+    const responses = schema.response as Record<string, unknown> | undefined
+    if (responses && responses['400'] === undefined) responses['400'] = ValidationErrorBodySchema
   })
 }
 
