@@ -1,4 +1,4 @@
-import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from 'node:fs'
+import { closeSync, constants, existsSync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from 'node:fs'
 import type { FileHandle } from 'node:fs/promises'
 import { dirname, resolve } from 'node:path'
 
@@ -72,12 +72,30 @@ function flushDirectory(dir: string): void {
 /** What opening or flushing a directory answers where directories cannot be flushed (Windows). */
 const CANNOT_FLUSH = new Set(['EISDIR', 'EINVAL', 'EPERM', 'EBADF'])
 
+/** The embedded store's directories and files are their owner's only: they hold every company's data. */
+export const PRIVATE_DIRECTORY_MODE = 0o700
+const PRIVATE_FILE_MODE = 0o600
+
 /**
- * Creates the directory `path` and its missing parents, one level at a time. Node's recursive mkdir spins for ever
+ * Makes a database file of the embedded store, empty and its owner's only, with the directories missing above it
+ * (also its owner's only), where it does not exist yet; an existing one is left as it is. SQLite gives the files it
+ * makes beside it (its WAL, its shared memory) the database file's permissions.
+ */
+export function makePrivateFile(path: string): void {
+  makeDirectories(dirname(path), PRIVATE_DIRECTORY_MODE)
+  try {
+    closeSync(openSync(path, constants.O_CREAT | constants.O_EXCL | constants.O_WRONLY, PRIVATE_FILE_MODE))
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
+  }
+}
+
+/**
+ * Creates the directory `path` and its missing parents (with `mode`, less the umask), one level at a time. Node's recursive mkdir spins for ever
  * under a directory that refuses new entries with ENOENT (procfs: `/proc/data`), where one level at a time it is an
  * error the start reports.
  */
-export function makeDirectories(path: string): void {
+export function makeDirectories(path: string, mode = 0o777): void {
   const missing: string[] = []
   for (let directory = resolve(path); !existsSync(directory); directory = dirname(directory)) {
     missing.unshift(directory)
@@ -85,7 +103,7 @@ export function makeDirectories(path: string): void {
   }
   for (const directory of missing) {
     try {
-      mkdirSync(directory)
+      mkdirSync(directory, { mode })
     } catch (error) {
       // Another process made it meanwhile.
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error

@@ -1,4 +1,4 @@
-import { makeDirectories } from './durable-files.ts'
+import { makeDirectories, PRIVATE_DIRECTORY_MODE } from './durable-files.ts'
 import { flushCompileCache } from 'node:module'
 import { BlockList, isIP } from 'node:net'
 import { isMainThread } from 'node:worker_threads'
@@ -96,7 +96,7 @@ export async function startServer(config: Config, options?: ServerOptions & { ro
 export async function startServer(config: Config, options?: ServerOptions): Promise<RunningServer | RunningWorker>
 export async function startServer(config: Config, options: ServerOptions = {}): Promise<Running> {
   const role = options.role ?? 'all'
-  if (config.dataDir !== IN_MEMORY) makeDirectories(config.dataDir)
+  if (config.dataDir !== IN_MEMORY) makeDirectories(config.dataDir, PRIVATE_DIRECTORY_MODE)
   const store = await openStore(config)
   const started: Started = { app: null, worker: null }
   let closing: Promise<void> | null = null

@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs'
+import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
@@ -74,6 +74,25 @@ it('keeps the counters in a file of their own beside the main file', async () =>
   } finally {
     await store.close()
     rmSync(directory, { recursive: true, force: true })
+  }
+})
+
+it("makes its directory and files its owner's only, as they hold every company's data and its keys' hashes", async () => {
+  const parent = mkdtempSync(join(tmpdir(), 'store-'))
+  const directory = join(parent, 'data')
+  const store = openSqliteStore(join(directory, 'commission-api.sqlite'))
+  try {
+    await loadFixture(store, new ManualClock(), smallFixture())
+    await store.rateLimits.hit(rateSubjectKey({ companyId: 'c' }), 1000, new Date())
+    expect(statSync(directory).mode & 0o777).toBe(0o700)
+    const files = readdirSync(directory)
+    expect(files).toEqual(
+      expect.arrayContaining(['commission-api.sqlite', 'commission-api.sqlite-wal', 'commission-api.rate-limits.sqlite']),
+    )
+    for (const file of files) expect(statSync(join(directory, file)).mode & 0o777, file).toBe(0o600)
+  } finally {
+    await store.close()
+    rmSync(parent, { recursive: true, force: true })
   }
 })
 

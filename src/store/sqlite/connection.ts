@@ -1,5 +1,4 @@
-import { makeDirectories } from '../../durable-files.ts'
-import { dirname } from 'node:path'
+import { makePrivateFile } from '../../durable-files.ts'
 import { DatabaseSync, type SQLInputValue, type SQLOutputValue, type StatementSync } from 'node:sqlite'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { StoreBusyError, StoreFullError, StoreUpgradedError } from '../port.ts'
@@ -115,7 +114,7 @@ export class SqliteConnection {
 
   constructor(path: string, { writeLockTimeoutMs = WRITE_LOCK_TIMEOUT_MS }: { writeLockTimeoutMs?: number } = {}) {
     this.#writeLockTimeoutMs = writeLockTimeoutMs
-    if (path !== ':memory:') makeDirectories(dirname(path))
+    if (path !== ':memory:') makePrivateFile(path)
     this.#writer = new Handle(path)
     migrate(this.#writer.db)
     // From now on the writer never sleeps inside SQLite waiting for the lock (that would stop the event loop

@@ -1,5 +1,4 @@
-import { makeDirectories } from '../../durable-files.ts'
-import { dirname } from 'node:path'
+import { makePrivateFile } from '../../durable-files.ts'
 import { DatabaseSync, type StatementSync } from 'node:sqlite'
 import type { RateLimitRepository, RateSubjectKey, RateWindow } from '../port.ts'
 import { asSqliteStoreError, retriedWhileLocked } from './connection.ts'
@@ -36,7 +35,7 @@ export class SqliteRateLimits implements RateLimitRepository {
   #closed = false
 
   constructor(path: string) {
-    if (path !== ':memory:') makeDirectories(dirname(path))
+    if (path !== ':memory:') makePrivateFile(path)
     this.#db = new DatabaseSync(path)
     // Opening waits inside SQLite: instances started together set the file up at the same time.
     this.#db.exec('PRAGMA busy_timeout = 10000')
