@@ -71,6 +71,8 @@ const DOCUMENTED_BODIES: Record<string, unknown> = { 'POST /admin/companies': Do
  * `Deprecation` (and `Link` on success) on deprecated routes.
  */
 function headersOf(status: string, area: Area, deprecated: boolean): Record<string, unknown> | undefined {
+  // Answered before any route is found (framework-errors.ts): no rate limit counts it, no route's header is set.
+  if (status === '414') return undefined
   const headers = {
     ...(isPublic(area) ? RATE_HEADERS : {}),
     ...(status === '429' || (status === '503' && area !== 'operations') ? RETRY_AFTER : {}),

@@ -15,7 +15,7 @@ function answerDeprecated<Row>(reply: FastifyReply, { page, successor }: Depreca
   return page
 }
 
-/** The two deprecated reporting reads. Every answer, errors included, carries `Deprecation`. */
+/** The two deprecated reporting reads. Every answer, errors included, carries `Deprecation`, but a 414, answered before any route is found. */
 export const reportingRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const positions = new WalkPositions()
   // On sending, not on the request: the key's and the rate limit's hooks run first and may refuse the call.
