@@ -1,3 +1,4 @@
+import { Ajv2020 } from 'ajv/dist/2020.js'
 import { spawnSync } from 'node:child_process'
 import { mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -235,6 +236,27 @@ describe('OpenAPI document for client generators and readers', () => {
         'getMetrics',
       ]),
     )
+  })
+
+  it("shows the items of the users' calls, which the service checks one by one, and their examples have that shape", () => {
+    const ajv = new Ajv2020({ strict: false, validateFormats: false })
+    ajv.addSchema(document, 'openapi')
+    // Custom attributes are a user's own keys: only the other items have none beside the listed ones.
+    for (const [path, method, required, closed] of [
+      ['/v1/users/bulk', 'put', ['email'], undefined],
+      ['/v1/users/managers/bulk', 'put', ['user', 'manager'], false],
+      ['/v1/users/groups/bulk', 'put', ['user', 'group_dimension', 'group'], false],
+      ['/v1/users/archive/bulk', 'delete', ['user'], false],
+    ] as const) {
+      const media = document.paths[path][method].requestBody.content['application/json']
+      const items = media.schema.properties.data.items
+      expect(items.required, path).toEqual(required)
+      expect(items.additionalProperties, path).toBe(closed)
+    }
+    const upsertUsers = document.paths['/v1/users/bulk'].put.requestBody.content['application/json']
+    expect(upsertUsers.example.data.length).toBeGreaterThan(0)
+    const validate = ajv.getSchema('openapi#/paths/~1v1~1users~1bulk/put/requestBody/content/application~1json/schema')!
+    expect(validate(upsertUsers.example), JSON.stringify(validate.errors)).toBe(true)
   })
 
   it('promises no header on a 414, which is answered before any route is found', async () => {

@@ -7,7 +7,14 @@ import type {
   ValidationErrorBodySchema,
 } from '../routes/schemas.ts'
 import type { ImportReceiptSchema } from '../imports/enqueue.ts'
-import type { AttributionReceiptSchema, ImportAnswerSchema } from '../routes/v1/import-schemas.ts'
+import type {
+  ArchiveItemSchema,
+  AttributionReceiptSchema,
+  GroupAttributionSchema,
+  ImportAnswerSchema,
+  ManagerAttributionSchema,
+  UserPayloadSchema,
+} from '../routes/v1/import-schemas.ts'
 import type { offsetPageSchema } from '../v1/offset-page.ts'
 import type { V1RecordRowSchema, V1StatementRowSchema } from '../v1/reporting.ts'
 import type { V1RecordSchema } from '../v1/table-records.ts'
@@ -98,43 +105,19 @@ export type V1StatementRow = Static<typeof V1StatementRowSchema> & Record<string
 export type V1RecordRow = Static<typeof V1RecordRowSchema>
 
 /** An item of `PUT /v1/users/bulk`: matched by `email`; a field left out is unchanged, `null` empties it. */
-export interface UserPayload {
-  email: string
-  name?: string | null
-  role?: string | null
-  currency?: string | null
-  calculation_currency?: string | null
-  country?: string | null
-  code?: string | null
-  /** YYYY-MM-DD. */
-  arrival_date?: string | null
-  junior?: boolean | null
+export type UserPayload = Static<typeof UserPayloadSchema> & {
   /** Custom attributes, by their API keys. */
   [attribute: string]: unknown
 }
 
 /** An item of `PUT /v1/users/managers/bulk`; months are YYYY-MM, a null `end_date` is open-ended. */
-export interface ManagerAttribution {
-  user: string
-  manager: string | null
-  start_date?: string
-  end_date?: string | null
-}
+export type ManagerAttribution = Static<typeof ManagerAttributionSchema>
 
 /** An item of `PUT /v1/users/groups/bulk`. */
-export interface GroupAttribution {
-  user: string
-  group_dimension: string
-  group: string
-  start_date?: string
-  end_date?: string | null
-}
+export type GroupAttribution = Static<typeof GroupAttributionSchema>
 
 /** An item of `DELETE /v1/users/archive/bulk`: `end_date` (YYYY-MM) is the last month of activity. */
-export interface ArchiveItem {
-  user: string
-  end_date?: string
-}
+export type ArchiveItem = Static<typeof ArchiveItemSchema>
 
 /** What every method and walk takes beside its arguments. */
 export interface CallOptions {

@@ -4,6 +4,15 @@ import fastifySwaggerUi from '@fastify/swagger-ui'
 import type { FastifyInstance, FastifyReply, FastifyRequest, FastifySchema, RouteOptions } from 'fastify'
 import { SERVICE_VERSION as version } from '../version.ts'
 import { addComponentSchemas, DocumentedFixtureBody, withComponentRefs } from './openapi-components.ts'
+import { MAX_ATTRIBUTIONS_PER_CALL, MAX_USERS_PER_CALL } from '../imports/limits.ts'
+import { MAX_ARCHIVED_PER_CALL } from '../v1/archive-users.ts'
+import {
+  ArchiveItemSchema,
+  documentedBulkBody,
+  GroupAttributionSchema,
+  ManagerAttributionSchema,
+  UserPayloadSchema,
+} from './v1/import-schemas.ts'
 import {
   missingBodyAsEmpty,
   ServerErrorBodySchema,
@@ -63,8 +72,17 @@ const SUCCESSOR_HEADER = {
   Link: { type: 'string', description: 'The v2 route that replaces this one: `<URL>; rel="successor-version"`' },
 }
 
-/** Bodies the document shows though the route checks them itself (for errors listed with their JSON paths). */
-const DOCUMENTED_BODIES: Record<string, unknown> = { 'POST /admin/companies': DocumentedFixtureBody }
+/**
+ * Bodies the document shows though the route checks them itself: a fixture (for errors listed with their JSON
+ * paths), the items of the users' calls (each checked on its own, so that one bad item is reported with the others).
+ */
+const DOCUMENTED_BODIES: Record<string, unknown> = {
+  'POST /admin/companies': DocumentedFixtureBody,
+  'PUT /v1/users/bulk': documentedBulkBody(MAX_USERS_PER_CALL, UserPayloadSchema),
+  'PUT /v1/users/managers/bulk': documentedBulkBody(MAX_ATTRIBUTIONS_PER_CALL, ManagerAttributionSchema),
+  'PUT /v1/users/groups/bulk': documentedBulkBody(MAX_ATTRIBUTIONS_PER_CALL, GroupAttributionSchema),
+  'DELETE /v1/users/archive/bulk': documentedBulkBody(MAX_ARCHIVED_PER_CALL, ArchiveItemSchema),
+}
 
 /**
  * The headers of a response: rate limit on public routes, `Retry-After` on a 429 and on a busy store's 503,

@@ -1,4 +1,4 @@
-import { Type } from 'typebox'
+import { type TSchema, Type } from 'typebox'
 import { ImportReceiptSchema } from '../../imports/enqueue.ts'
 import { MAX_DEBOUNCE_SECONDS } from '../../imports/limits.ts'
 import { ImportViewSchema } from '../../imports/import-view.ts'
@@ -49,6 +49,62 @@ export const DATA_BODY = { bodyResource: 'data' }
 export function bulkBodySchema(maxItems: number, description: string) {
   return Type.Object({ data: Type.Array(Type.Record(AnyKey, Type.Unknown()), { maxItems, description }) })
 }
+
+/**
+ * The same body as the OpenAPI document shows it, and clients type it: its items' shape, which the service checks
+ * item by item (not the route's schema), so that one bad item is reported with the others.
+ */
+export function documentedBulkBody(maxItems: number, item: TSchema) {
+  return Type.Object({ data: Type.Array(item, { maxItems }) })
+}
+
+const MONTH = { pattern: '^\\d{4}-(0[1-9]|1[0-2])$', description: 'YYYY-MM' }
+const orNull = <T extends TSchema>(schema: T) => Type.Optional(Type.Union([schema, Type.Null()]))
+
+/** An item of `PUT /v1/users/bulk`: a field left out is unchanged, null empties it. */
+export const UserPayloadSchema = Type.Object(
+  {
+    email: Type.String({ description: 'the matching key, compared case-insensitively' }),
+    name: orNull(Type.String()),
+    role: orNull(Type.String()),
+    currency: orNull(Type.String({ description: 'currency code' })),
+    calculation_currency: orNull(Type.String({ description: 'currency code' })),
+    country: orNull(Type.String()),
+    code: orNull(Type.String()),
+    arrival_date: orNull(Type.String({ description: 'YYYY-MM-DD' })),
+    junior: orNull(Type.Boolean()),
+  },
+  { description: 'then the custom attributes, by their API keys (created in the company settings first)' },
+)
+
+/** An item of `PUT /v1/users/managers/bulk`: a null manager ends the user's managers over the months. */
+export const ManagerAttributionSchema = Type.Object(
+  {
+    user: Type.String({ description: 'email' }),
+    manager: Type.Union([Type.String({ description: 'email' }), Type.Null()]),
+    start_date: orNull(Type.String(MONTH)),
+    end_date: orNull(Type.String(MONTH)),
+  },
+  { additionalProperties: false },
+)
+
+/** An item of `PUT /v1/users/groups/bulk`. */
+export const GroupAttributionSchema = Type.Object(
+  {
+    user: Type.String({ description: 'email' }),
+    group_dimension: Type.String({ minLength: 1 }),
+    group: Type.String({ minLength: 1 }),
+    start_date: orNull(Type.String(MONTH)),
+    end_date: orNull(Type.String(MONTH)),
+  },
+  { additionalProperties: false },
+)
+
+/** An item of `DELETE /v1/users/archive/bulk`: `end_date` is the last month of activity. */
+export const ArchiveItemSchema = Type.Object(
+  { user: Type.String({ description: 'email' }), end_date: orNull(Type.String(MONTH)) },
+  { additionalProperties: false },
+)
 
 /** The answer of `GET /v1/imports/{import_id}`. */
 export const ImportAnswerSchema = Type.Object({ data_import: ImportViewSchema })
