@@ -298,9 +298,9 @@ describe('the client, against our server over HTTP', () => {
       expect(await latestStatuses('/v2/data-structures', 3)).toEqual([200, 503, 503])
     })
 
-    it('is not waited for past maxWaitMs: the 503 is answered at once, not retried sooner than asked', async () => {
+    it('is not waited for past retry.maxRetryAfterMs: the 503 is answered at once, not retried sooner than asked', async () => {
       await setFault({ method: 'GET', path: '/v2/data-structures', status: 503, retry_after: 5, times: 1 })
-      const impatient = new CommissionClient({ baseUrl: server.url, apiKey, rateLimit: { maxWaitMs: 1000 } })
+      const impatient = new CommissionClient({ baseUrl: server.url, apiKey, retry: { maxRetryAfterMs: 1000 } })
       try {
         const started = Date.now()
         await expect(impatient.listDataStructures()).rejects.toMatchObject({ status: 503 })
@@ -308,6 +308,33 @@ describe('the client, against our server over HTTP', () => {
         expect(await latestStatuses('/v2/data-structures', 1)).toEqual([503])
       } finally {
         await impatient.close()
+      }
+    })
+
+    it('is not waited for past 10 s by default: one of 30 s is the caller’s at once, not minutes of waits', async () => {
+      await setFault({ method: 'GET', path: '/v2/data-structures', status: 503, retry_after: 30, times: 1 })
+      const defaults = new CommissionClient({ baseUrl: server.url, apiKey })
+      try {
+        const started = Date.now()
+        await expect(defaults.listDataStructures()).rejects.toMatchObject({ status: 503 })
+        expect(Date.now() - started).toBeLessThan(1000)
+        expect(await latestStatuses('/v2/data-structures', 1)).toEqual([503])
+      } finally {
+        await defaults.close()
+      }
+    })
+
+    it('of 0 still backs off before the read is sent again', async () => {
+      await setFault({ method: 'GET', path: '/v2/data-structures', status: 503, retry_after: 0, times: 1 })
+      const patient = new CommissionClient({ baseUrl: server.url, apiKey, retry: { baseDelayMs: 1000 } })
+      try {
+        const started = Date.now()
+        const { data } = await patient.listDataStructures()
+        expect(data.length).toBeGreaterThan(0)
+        expect(Date.now() - started).toBeGreaterThanOrEqual(1000)
+        expect(await latestStatuses('/v2/data-structures', 2)).toEqual([200, 503])
+      } finally {
+        await patient.close()
       }
     })
   })
@@ -477,6 +504,29 @@ describe('the client against a service that stalls or cuts off', () => {
       expect(arrivals[1] - arrivals[0]).toBeGreaterThanOrEqual(1080)
     } finally {
       random.mockRestore()
+      await client.close()
+      service.close()
+    }
+  })
+
+  it('a read answered 503 with a Retry-After date already past is sent again after its backoff, not at once', async () => {
+    const arrivals: number[] = []
+    const service = await stubService((_request, response) => {
+      arrivals.push(Date.now())
+      response
+        .writeHead(503, { 'content-type': 'application/json', 'retry-after': 'Sun, 06 Nov 1994 08:49:37 GMT' })
+        .end('{"message":"Not now","type":"ServiceUnavailableError"}')
+    })
+    const client = new CommissionClient({
+      baseUrl: service.url,
+      apiKey: 'cak_stub-key-of-the-client-tests',
+      retry: { attempts: 1, baseDelayMs: 500 },
+    })
+    try {
+      await expect(client.getImport('0123456789abcdef01234567')).rejects.toMatchObject({ status: 503 })
+      expect(arrivals).toHaveLength(2)
+      expect(arrivals[1] - arrivals[0]).toBeGreaterThanOrEqual(500)
+    } finally {
       await client.close()
       service.close()
     }

@@ -7,21 +7,23 @@ import type { TooManyRequestsBody } from './types.ts'
 export interface RateLimitOptions {
   /** How many 429 answers in a row one call waits through before it throws `RateLimitedError` (default 5). */
   maxRetries?: number
-  /**
-   * The longest single wait the client accepts, for a 429's `Retry-After` and for a 503's on a read it retries: a
-   * longer one is not waited for, the answer is the caller's at once (`RateLimitedError`, `ApiError`) (default 60 s).
-   */
+  /** The longest 429 `Retry-After` the client waits out; a longer one throws `RateLimitedError` at once (default 60 s). */
   maxWaitMs?: number
 }
 
 export interface RetryOptions {
   /**
    * Retries of a read cut off by the network or answered 502/503/504 (default 3). Writes are never resent. A 503's
-   * `Retry-After` is waited for (bounded by `rateLimit.maxWaitMs`) instead of the pause below.
+   * `Retry-After` is waited for when it is longer than the pause below.
    */
   attempts?: number
   /** The first pause; each retry doubles it, plus a little at random (default 250 ms). */
   baseDelayMs?: number
+  /**
+   * The longest 503 `Retry-After` a read waits for before it is sent again; a longer one is the caller's at once, an
+   * `ApiError` 503 (default 10 s). Each retry may wait this long, on every page of a walk: keep it short.
+   */
+  maxRetryAfterMs?: number
 }
 
 export interface TransportOptions {
@@ -81,6 +83,7 @@ export class Transport {
   readonly #maxWaitMs: number
   readonly #retryAttempts: number
   readonly #retryDelayMs: number
+  readonly #maxRetryAfterMs: number
   readonly #timeoutMs: number
   /** When the next request may leave (pacing), and until when a 429 told every request to hold. */
   #nextSlot = 0
@@ -98,6 +101,7 @@ export class Transport {
     this.#maxWaitMs = options.rateLimit?.maxWaitMs ?? 60_000
     this.#retryAttempts = options.retry?.attempts ?? 3
     this.#retryDelayMs = options.retry?.baseDelayMs ?? 250
+    this.#maxRetryAfterMs = options.retry?.maxRetryAfterMs ?? 10_000
     this.#timeoutMs = options.timeoutMs ?? 60_000
   }
 
@@ -144,14 +148,15 @@ export class Transport {
   }
 
   /**
-   * How long a read answered 502, 503 or 504 waits before it is sent again: a 503's `Retry-After` when it has one
-   * (the service says when it expects to be back: sooner would only meet another 503), else the backoff. Null when
-   * the service asks for longer than `maxWaitMs`, as for a 429: the answer is then the caller's.
+   * How long a read answered 502, 503 or 504 waits before it is sent again: the backoff, or a 503's `Retry-After`
+   * when it is longer (the service says when it expects to be back: sooner would only meet another 503; a
+   * `Retry-After` of 0, or a date past, still backs off). Null when it asks for longer than `maxRetryAfterMs`: the
+   * answer is then the caller's, rather than hold a call, and every page of a walk, for minutes.
    */
   #retryWaitMs(response: ApiResponse<unknown>, failures: number): number | null {
     const retryAfter = response.status === 503 ? retryAfterSeconds(response.headers['retry-after']) : null
-    if (retryAfter === null) return this.#backoffMs(failures)
-    return retryAfter * 1000 > this.#maxWaitMs ? null : withJitter(retryAfter * 1000)
+    if (retryAfter !== null && retryAfter * 1000 > this.#maxRetryAfterMs) return null
+    return withJitter(Math.max((retryAfter ?? 0) * 1000, this.#retryDelayMs * 2 ** failures))
   }
 
   /** The pause before the retry after `failures` failed attempts: doubling each time. */
