@@ -66,7 +66,7 @@ describe('sync: export every live structure, then only what changed', () => {
       expect(outcome.rows).toBe(rows[outcome.id].length)
     }
     // The lock stays: the operating system's lock on it ends with the run.
-    expect(readdirSync(out).toSorted()).toEqual([...first.map((outcome) => outcome.file), 'sync-state.json', 'sync.lock'].toSorted())
+    expect(readdirSync(out).toSorted()).toEqual([...first.map((outcome) => outcome.file), 'sync-state.json', 'sync.lock.db'].toSorted())
 
     const fileIds = () => first.map((outcome) => statSync(join(out, outcome.file)).ino)
     const idsBefore = fileIds()
@@ -240,7 +240,7 @@ describe('sync: export every live structure, then only what changed', () => {
     }
     child.kill('SIGKILL')
     await new Promise((resolve) => child.once('exit', resolve))
-    expect(existsSync(join(out, 'sync.lock'))).toBe(true)
+    expect(existsSync(join(out, 'sync.lock.db'))).toBe(true)
 
     const result = await runCliAsync(['sync', '--base-url', server.url, '--key', apiKey, '--out', out, '--json'])
     expect(result.code, result.stderr).toBe(0)
@@ -340,7 +340,7 @@ describe.skipIf(!SMALL_DISKS)(`a file written durably on a disk that fills up${S
 /** A process holding the lock of `dir` until it is killed. */
 async function holdLock(dir: string) {
   const state = join(import.meta.dirname, '../src/sync/state.ts')
-  const script = `import { lockDirectory } from ${JSON.stringify(state)}; lockDirectory(${JSON.stringify(dir)}); console.log('locked'); setInterval(() => {}, 1000)`
+  const script = `import { lockDirectory } from ${JSON.stringify(state)}; globalThis.release = lockDirectory(${JSON.stringify(dir)}); console.log('locked'); setInterval(() => {}, 1000)`
   const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] })
   const [line] = (await once(child.stdout, 'data')) as [Buffer]
   expect(line.toString()).toContain('locked')
@@ -365,8 +365,25 @@ describe("the sync directory's lock", () => {
       const dir = tempDataDir()
       writeFileSync(join(dir, 'sync.lock'), String(pid))
       const release = lockDirectory(dir)
+      expect(existsSync(join(dir, 'sync.lock'))).toBe(false)
       expect(() => lockDirectory(dir)).toThrow(/another sync is writing/)
       release()
+    }
+  })
+
+  it('holds its lock while the run lasts, whatever the garbage collector does', async () => {
+    const dir = tempDataDir()
+    const state = join(import.meta.dirname, '../src/sync/state.ts')
+    // The release is dropped at once: only the module keeps the lock's connection.
+    const script = `import { lockDirectory } from ${JSON.stringify(state)}; lockDirectory(${JSON.stringify(dir)}); globalThis.gc(); globalThis.gc(); console.log('locked'); setInterval(() => {}, 1000)`
+    const holder = spawn(process.execPath, ['--expose-gc', '--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] })
+    try {
+      const [line] = (await once(holder.stdout, 'data')) as [Buffer]
+      expect(line.toString()).toContain('locked')
+      expect(() => lockDirectory(dir)).toThrow(/another sync is writing/)
+    } finally {
+      holder.kill('SIGKILL')
+      await once(holder, 'exit')
     }
   })
 })
@@ -388,7 +405,7 @@ describe('sync against a service answering what it should not', () => {
         /answered a structure id that is not an ObjectId \("\.\.\/escaped"\)/,
       )
       expect(readdirSync(join(root, 'a'))).toEqual(['out'])
-      expect(readdirSync(out).filter((name) => name !== 'sync.lock')).toEqual([])
+      expect(readdirSync(out).filter((name) => name !== 'sync.lock.db')).toEqual([])
     } finally {
       await client.close()
       service.close()

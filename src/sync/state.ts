@@ -1,4 +1,4 @@
-import { existsSync, readFileSync, rmSync } from 'node:fs'
+import { accessSync, constants, existsSync, readFileSync, rmSync } from 'node:fs'
 import { DatabaseSync } from 'node:sqlite'
 import { join } from 'node:path'
 import { renameDurably, writeDurably } from '../durable-files.ts'
@@ -9,7 +9,8 @@ import { renameDurably, writeDurably } from '../durable-files.ts'
  */
 
 export const STATE_FILE = 'sync-state.json'
-const LOCK_FILE = 'sync.lock'
+const LOCK_FILE = 'sync.lock.db'
+const LEGACY_LOCK_FILE = 'sync.lock'
 
 export type SyncFormat = 'ndjson' | 'csv'
 
@@ -73,31 +74,37 @@ export function saveState(dir: string, state: SyncState): void {
   renameDurably(`${path}.tmp`, path)
 }
 
-/** SQLite's result codes the lock tells apart: another connection holds it; the file is not a database. */
+/** SQLite's result code for a lock another connection holds. */
 const SQLITE_BUSY = 5
-const SQLITE_NOTADB = 26
+
+/** The locks this process holds: a lock's connection closed by the garbage collector would release it. */
+const held = new Set<DatabaseSync>()
 
 /**
- * Takes the directory for this process: an exclusive lock on `sync.lock` (an empty SQLite database), which the
+ * Takes the directory for this process: an exclusive lock on `sync.lock.db` (an empty SQLite database), which the
  * operating system drops when the process ends, however it ends. A run killed (kill -9, its container stopped)
  * leaves nothing to take over, whatever process id the next run gets (in a container, the same every time). The
- * file stays: removing it could let two runs lock two files of the same name.
+ * file stays: removing it could let two runs lock two files of the same name. It needs the file system's locks
+ * (not an NFS mount without them). Returns the release.
  */
 export function lockDirectory(dir: string): () => void {
-  const path = join(dir, LOCK_FILE)
-  for (let attempt = 0; attempt < 2; attempt++) {
-    const lock = new DatabaseSync(path, { timeout: 0 })
-    try {
-      lock.exec('BEGIN EXCLUSIVE')
-      return () => lock.close()
-    } catch (error) {
-      lock.close()
-      const code = (error as { errcode?: number }).errcode
-      if (code === SQLITE_BUSY) throw new SyncDirectoryError(`another sync is writing to ${dir}`, { cause: error })
-      // The lock of an earlier version: its process id, in a text file. Whoever wrote it is gone or an old version.
-      if (code === SQLITE_NOTADB && attempt === 0) rmSync(path, { force: true })
-      else throw error
+  // A directory this process cannot write to is told as the file system says it, not as SQLite's "unable to open".
+  accessSync(dir, constants.W_OK)
+  const lock = new DatabaseSync(join(dir, LOCK_FILE), { timeout: 0 })
+  try {
+    lock.exec('BEGIN EXCLUSIVE')
+  } catch (error) {
+    lock.close()
+    if ((error as { errcode?: number }).errcode === SQLITE_BUSY) {
+      throw new SyncDirectoryError(`another sync is writing to ${dir}`, { cause: error })
     }
+    throw error
   }
-  throw new Error(`cannot lock ${dir}`)
+  held.add(lock)
+  // The lock file of earlier versions, a process id in a text file: whoever wrote it is gone, or an older version.
+  rmSync(join(dir, LEGACY_LOCK_FILE), { force: true })
+  return () => {
+    held.delete(lock)
+    lock.close()
+  }
 }
