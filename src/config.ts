@@ -214,7 +214,7 @@ function parsePublicUrl(raw: string): Parsed<string> {
   return { value: url.href.replace(/\/+$/, '') }
 }
 
-/** The admin token and the demo key's secret: long enough not to be guessed. */
+/** The admin token: long enough not to be guessed, and of characters a header carries as they are. */
 function parseSecret(raw: string): Parsed<string> {
   if (raw.length < 16) return problem('expected at least 16 characters')
   return isPresentableSecret(raw)
@@ -222,6 +222,7 @@ function parseSecret(raw: string): Parsed<string> {
     : problem('expected printable ASCII characters only, without spaces at either end: a header cannot carry others as written')
 }
 
+/** The demo key's secret: of the form of every API key, which the logs know wherever a client puts it. */
 function parseApiKeySecret(raw: string): Parsed<string> {
   return isApiKeyForm(raw) ? { value: raw } : problem('expected an API key: cak_ then at least 16 letters, digits, _ or -')
 }
