@@ -10,6 +10,7 @@ import {
   UnauthorizedError,
   ValidationError,
 } from '../errors.ts'
+import { keyOfPointerSegment } from '../domain/json-pointer.ts'
 import { StoreBusyError, StoreFullError, StoreUpgradedError } from '../store/port.ts'
 import { trackRouteMethods } from './method-not-allowed.ts'
 import { originFormPath } from './route-table.ts'
@@ -68,7 +69,7 @@ interface SchemaIssue {
  */
 function resourceOf(issue: SchemaIssue, context: string | undefined): string {
   const segment = issue.instancePath?.split('/').find((part) => part !== '')
-  if (segment) return segment.replaceAll('~1', '/').replaceAll('~0', '~')
+  if (segment) return keyOfPointerSegment(segment)
   const missing = issue.params?.missingProperty ?? issue.params?.additionalProperty
   if (typeof missing === 'string') return missing
   return context === 'querystring' ? 'query' : (context ?? 'request')

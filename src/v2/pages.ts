@@ -5,7 +5,7 @@ import { storedId } from '../domain/ids.ts'
 import { ObjectIdSchema } from '../domain/schemas.ts'
 import { type Issue, ValidationError } from '../errors.ts'
 import type { RowWindow } from '../store/port.ts'
-import { QuotaValueRowSchema, RecordRowSchema, RowSchema, StatementRowSchema } from './schemas.ts'
+import { QuotaValueRowSchema, RecordRowSchema, StatementRowSchema } from './schemas.ts'
 
 /**
  * v2 pagination, shared by statements, records and quota values: the query parameters, the store window
@@ -56,9 +56,6 @@ export const PageMetaSchema = Type.Object({
   next_url: Type.Union([Type.String(), Type.Null()]),
 })
 export type PageMeta = Static<typeof PageMetaSchema>
-
-export const PageSchema = Type.Object({ data: Type.Array(RowSchema), meta: PageMetaSchema })
-export type Page = Static<typeof PageSchema>
 
 /** The page of each kind of row, as the routes document them. */
 export const StatementPageSchema = Type.Object({ data: Type.Array(StatementRowSchema), meta: PageMetaSchema })
