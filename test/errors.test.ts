@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { buildApp } from '../src/app.ts'
 import { ManualClock } from '../src/clock.ts'
 import { loadConfig } from '../src/config.ts'
-import { StoreBusyError } from '../src/store/port.ts'
+import { StoreBusyError, StoreUnconfirmedError } from '../src/store/port.ts'
 import { openTestStore } from './helpers/test-store.ts'
 import { call } from './helpers/server.ts'
 
@@ -45,6 +45,9 @@ describe('error mapping', () => {
     })
     app.post('/busy', async () => {
       throw new StoreBusyError('another writer held the store write lock for 10000 ms')
+    })
+    app.post('/unconfirmed', async () => {
+      throw new StoreUnconfirmedError('connection 4 to db-1:27017 closed')
     })
     await app.listen({ port: 0, host: '127.0.0.1' })
     const address = app.server.address()
@@ -172,6 +175,14 @@ describe('error mapping', () => {
     expect(reply.status).toBe(503)
     expect(reply.headers['retry-after']).toBe('1')
     expect(reply.body).toEqual({ message: expect.stringContaining('try again'), type: 'ServiceUnavailableError' })
+  })
+
+  it('a write the store went out of reach before confirming is a 503 that does not say nothing was done, nor invites a retry', async () => {
+    const reply = await call(`${url}/unconfirmed`, { method: 'POST' })
+    expect(reply.status).toBe(503)
+    expect(reply.headers['retry-after']).toBeUndefined()
+    expect(reply.body).toEqual({ message: expect.stringContaining('may have been done'), type: 'ServiceUnavailableError' })
+    expect(reply.body.message).not.toContain('nothing was done')
   })
 
   it('a 5xx carries no internal message or stack, and is logged with the request id', async () => {

@@ -6,7 +6,7 @@ import type { ManualClock } from '../src/clock.ts'
 import { newId } from '../src/ids.ts'
 import { runClaimedImport } from '../src/imports/run-import.ts'
 import { BUSY_ATTEMPTS, ImportWorker } from '../src/imports/worker.ts'
-import { type Store, StoreBusyError } from '../src/store/port.ts'
+import { type Store, StoreBusyError, StoreUnconfirmedError } from '../src/store/port.ts'
 import { loadConfig } from '../src/config.ts'
 import { startServer } from '../src/server.ts'
 import { smallFixture } from './helpers/fixtures.ts'
@@ -429,6 +429,42 @@ describe('the import worker', () => {
     expect(await h.drain()).toBe(1)
     expect(await h.importOf(id)).toMatchObject({ status: 'finished', error: false })
     expect((await h.store.imports.get(h.companyId, id))?.attempts).toBe(2)
+    expect((await h.user('a@acme.example'))?.name).toBe('A')
+  })
+
+  it('leaves the import it runs to its lease when stopped and the store could not confirm the hand-back: never refused for it', async () => {
+    const id = await putUsers([{ email: 'a@acme.example', name: 'A' }])
+    const reading = gate()
+    const release = gate()
+    const paused = pausingBeforePayloads(h.store, async () => {
+      reading.open()
+      await release.promise
+    })
+    const leaving = new ImportWorker({
+      // MongoDB out of reach as the stopping worker hands the import back: the write may or may not have been applied.
+      store: {
+        ...paused,
+        imports: { ...paused.imports, release: () => Promise.reject(new StoreUnconfirmedError('connection 9 to db-1:27017 closed')) },
+      },
+      clock: h.server.clock,
+      owner: 'leaving',
+      pollMs: 10,
+      leaseMs: LEASE,
+    })
+    const events: string[] = []
+    for (const event of ['postponed', 'finished', 'handedBack'] as const) leaving.on(event, () => events.push(event))
+    leaving.start()
+    await reading.promise
+    const stopping = leaving.stop()
+    release.open()
+    await stopping
+    expect(events).toEqual(['postponed'])
+    expect(await h.store.imports.get(h.companyId, id)).toMatchObject({ status: 'started', lease_owner: 'leaving' })
+    expect(await h.user('a@acme.example')).toBeUndefined()
+
+    h.server.clock.advance(LEASE)
+    expect(await h.drain()).toBe(1)
+    expect(await h.importOf(id)).toMatchObject({ status: 'finished', error: false })
     expect((await h.user('a@acme.example'))?.name).toBe('A')
   })
 

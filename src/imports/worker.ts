@@ -4,7 +4,7 @@ import { hostname } from 'node:os'
 import type { Clock } from '../clock.ts'
 import { DEFAULT_IMPORT_LEASE_MS, DEFAULT_IMPORT_POLL_MS } from '../config.ts'
 import type { DataImport } from '../store/model.ts'
-import { type Store, StoreBusyError, StoreFullError, StoreUpgradedError } from '../store/port.ts'
+import { type Store, StoreBusyError, StoreFullError, StoreUnconfirmedError, StoreUpgradedError } from '../store/port.ts'
 import { failClaimedImport, runClaimedImport } from './run-import.ts'
 
 /** The little of a pino logger the worker uses. */
@@ -37,7 +37,8 @@ export interface ImportWorkerEvents {
   handedBack: [DataImport]
   /**
    * The store was busy (StoreBusyError): the run wrote nothing, and the import is handed back to run again; or its
-   * disk was full (StoreFullError): the import is left to its lease, and run again once it expires.
+   * disk was full (StoreFullError), or MongoDB out of reach before it confirmed a write of the worker's outside a
+   * transaction (StoreUnconfirmedError): the import is left to its lease, and run again once it expires.
    */
   postponed: [DataImport]
   /** The import's company was deleted (a call stored while it was): the import was finished, never applied. */
@@ -222,6 +223,14 @@ export class ImportWorker extends EventEmitter<ImportWorkerEvents> {
         // Nothing was written; handed back, it would be claimed and refused again at every poll. Left claimed, it is
         // run again once its lease expires, never refused for it however long the disk stays full: its payloads wait.
         this.#logger.error({ ...log, err: error }, "import postponed: the store's disk is full; it runs again once its lease expires")
+        this.emit('postponed', claimed)
+        return true
+      }
+      if (error instanceof StoreUnconfirmedError) {
+        // A write of the worker's outside the run's transactions (handing the import back as it stops) may or may not
+        // have been applied: not a failure of the import. Left claimed, it runs again once its lease expires, from its
+        // last committed step, if the write did not hand it back already.
+        this.#logger.warn({ ...log, err: error }, 'import postponed: the store was out of reach before it confirmed a write')
         this.emit('postponed', claimed)
         return true
       }

@@ -11,7 +11,7 @@ import {
   ValidationError,
 } from '../errors.ts'
 import { keyOfPointerSegment } from '../domain/json-pointer.ts'
-import { StoreBusyError, StoreFullError, StoreUpgradedError } from '../store/port.ts'
+import { StoreBusyError, StoreFullError, StoreUnconfirmedError, StoreUpgradedError } from '../store/port.ts'
 import { trackRouteMethods } from './method-not-allowed.ts'
 import { originFormPath } from './route-table.ts'
 import type { ValidationErrorBody } from './schemas.ts'
@@ -142,6 +142,14 @@ export function registerErrorHandling(app: FastifyInstance): NotFoundHandler {
         .code(503)
         .header('retry-after', 1)
         .send({ message: 'The store is busy or out of reach for now; nothing was done: try again', type: 'ServiceUnavailableError' })
+    }
+    if (error instanceof StoreUnconfirmedError) {
+      // No Retry-After: sent again as it is, the write may be done twice.
+      request.log.warn({ err: error }, 'the store was out of reach before it confirmed a write')
+      return reply.code(503).send({
+        message: 'The store was out of reach before it confirmed the write, which may have been done: check before sending it again',
+        type: 'ServiceUnavailableError',
+      })
     }
     if (error instanceof StoreUpgradedError) {
       request.log.error({ err: error }, 'the store was upgraded by a newer version of the service')

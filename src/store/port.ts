@@ -491,15 +491,24 @@ export class StoreConflictError extends Error {
 }
 
 /**
- * The store could not run a transaction or an operation for now, and wrote nothing of it: another writer held SQLite's
- * write lock past the wait; MongoDB's transaction kept conflicting, or MongoDB could not serve, in a transaction or
- * outside one (the connection lost, no primary during a failover, a node stepping down or overloaded). Not a fault of
- * the work: the same transaction may succeed later (an import is then run again, never refused for it). One write may
- * have been applied all the same: a one-document write outside a transaction whose answer the lost connection took,
- * after the driver's retry (as any request whose answer is lost).
+ * The store could not run a transaction or a read for now, and wrote nothing of it: another writer held SQLite's
+ * write lock past the wait; MongoDB's transaction kept conflicting, or MongoDB could not serve a transaction or a read
+ * (the connection lost, no primary during a failover, a node stepping down or overloaded). Not a fault of the work: the
+ * same transaction may succeed later (an import is then run again, never refused for it). A MongoDB write outside a
+ * transaction that could not be served is StoreUnconfirmedError instead: it may have been applied.
  */
 export class StoreBusyError extends Error {
   override name = 'StoreBusyError'
+}
+
+/**
+ * MongoDB could not serve a write made outside a transaction (the connection lost, no primary during a failover, a
+ * node stepping down or overloaded), and whether it was applied is unknown: the driver may have sent it, and sent it
+ * again after a failover, before the answer was lost, and a write of several documents may be half done. Unlike
+ * StoreBusyError, doing it again may do it twice (a second API key): look before. (SQLite answers every write.)
+ */
+export class StoreUnconfirmedError extends Error {
+  override name = 'StoreUnconfirmedError'
 }
 
 /**

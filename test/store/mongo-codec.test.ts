@@ -12,8 +12,15 @@ import { describe, expect, it } from 'vitest'
 import { newId } from '../../src/ids.ts'
 import { type Codec, decode, encode, lookupId, toObjectId } from '../../src/store/mongo/codec.ts'
 import * as collections from '../../src/store/mongo/collections.ts'
-import { databaseInUrl, isDuplicateKey, toPortError, toPortErrorInTransaction } from '../../src/store/mongo/connection.ts'
+import {
+  databaseInUrl,
+  isDuplicateKey,
+  toPortError,
+  toPortErrorInTransaction,
+  toPortErrorOfWrite,
+} from '../../src/store/mongo/connection.ts'
 import { byId, cursorId, inCompany, inTable, ofPlan, pageFilter } from '../../src/store/mongo/filters.ts'
+import { mongoApiKeys } from '../../src/store/mongo/api-keys.ts'
 import { claimUpdate, mongoImports, runnable } from '../../src/store/mongo/imports.ts'
 import { INDEXES } from '../../src/store/mongo/indexes.ts'
 import { ensureLock, lockFilter } from '../../src/store/mongo/locks.ts'
@@ -26,7 +33,7 @@ import { hitPipeline } from '../../src/store/mongo/rate-limits.ts'
 import { EXTRA_INDEXES } from '../../src/store/mongo/mongo-store.ts'
 import { countsFrom } from '../../src/store/mongo/import-statistics.ts'
 import { withDatabase } from '../helpers/test-store.ts'
-import { StoreBusyError, StoreConflictError } from '../../src/store/port.ts'
+import { StoreBusyError, StoreConflictError, StoreUnconfirmedError } from '../../src/store/port.ts'
 import {
   aCommissionLine,
   aCompany,
@@ -545,6 +552,11 @@ describe('mongo connection helpers', () => {
       const busy = toPortError(error)
       expect(busy, error.message).toBeInstanceOf(StoreBusyError)
       expect((busy as Error).cause).toBe(error)
+      // A write outside a transaction may have been applied before its answer was lost: not "nothing was done".
+      const unconfirmed = toPortErrorOfWrite(error)
+      expect(unconfirmed, error.message).toBeInstanceOf(StoreUnconfirmedError)
+      expect(unconfirmed).not.toBeInstanceOf(StoreBusyError)
+      expect((unconfirmed as Error).cause).toBe(error)
       // Inside a transaction the driver's own error reaches withTransaction, which labels it transient and runs it again.
       expect(toPortErrorInTransaction(error)).toBe(error)
     }
@@ -558,7 +570,16 @@ describe('mongo connection helpers', () => {
       new MongoTopologyClosedError(),
       new MongoServerError({ message: 'BadValue', code: 2 }),
     ]
-    for (const error of kept) expect(toPortError(error), error.message).toBe(error)
+    for (const error of kept) {
+      expect(toPortError(error), error.message).toBe(error)
+      expect(toPortErrorOfWrite(error), error.message).toBe(error)
+    }
+  })
+
+  it('tells a write outside a transaction that an aborted transaction of its own wrote nothing, and a broken uniqueness rule', () => {
+    const aborted = new MongoServerError({ message: 'WriteConflict', code: 112, errorLabels: ['TransientTransactionError'] })
+    expect(toPortErrorOfWrite(aborted)).toBeInstanceOf(StoreBusyError)
+    expect(toPortErrorOfWrite(duplicateKeyError())).toBeInstanceOf(StoreConflictError)
   })
 
   it("answers StoreBusyError when a worker's read of an import's payloads lost its connection outside a transaction", async () => {
@@ -572,5 +593,21 @@ describe('mongo connection helpers', () => {
     const read = mongoImports(context).payloads(newId(), newId())
     await expect(read).rejects.toBeInstanceOf(StoreBusyError)
     await expect(read).rejects.toHaveProperty('cause', lost)
+  })
+
+  it("answers StoreUnconfirmedError, never StoreBusyError, when an API key's insert lost its connection outside a transaction", async () => {
+    // The driver retried the insert after a failover and lost the answer: the first attempt may have stored the key.
+    const lost = new MongoNetworkError('connection 8 to db-1:27017 closed')
+    const keys = { insertOne: () => Promise.reject(lost), findOne: () => Promise.reject(lost) }
+    const context = {
+      connection: { db: { collection: () => keys } },
+      transaction: null,
+      state: { closed: false, writes: 0 },
+    } as unknown as MongoContext
+    const insert = mongoApiKeys(context).insert(anApiKey(companyId, newId()))
+    await expect(insert).rejects.toBeInstanceOf(StoreUnconfirmedError)
+    await expect(insert).rejects.toHaveProperty('cause', lost)
+    // Its read, which changed nothing, is busy: nothing was done.
+    await expect(mongoApiKeys(context).findByHash('ab'.repeat(32))).rejects.toBeInstanceOf(StoreBusyError)
   })
 })

@@ -10,6 +10,7 @@ import {
   MongoWriteConcernError,
   type TransactionOptions,
 } from 'mongodb'
+import { StoreUnconfirmedError } from '../port.ts'
 import { asStoreError } from '../shared/conflicts.ts'
 import { DEFAULT_DATABASE, databaseInUrl } from './url.ts'
 
@@ -77,14 +78,26 @@ export function isDuplicateKey(error: unknown): boolean {
 }
 
 /**
- * A driver error as the port states it, once no retry of the driver's is left to make (outside a transaction, or
- * after `withTransaction` gave up): a broken uniqueness rule becomes StoreConflictError; a transaction that stayed
- * transient (it kept conflicting, or lost its connection, and was aborted: nothing of it committed), or an operation
- * the deployment could not serve (`isUnavailable`), StoreBusyError; anything else is kept. A commit whose result
- * stayed unknown is kept as it is: it may have committed.
+ * A driver error as the port states it, once no retry of the driver's is left to make, for a read outside a
+ * transaction or a transaction (after `withTransaction` gave up): a broken uniqueness rule becomes StoreConflictError;
+ * a transaction that stayed transient (it kept conflicting, or lost its connection, and was aborted: nothing of it
+ * committed), or a read or transaction the deployment could not serve (`isUnavailable`), StoreBusyError; anything
+ * else is kept. A commit whose result stayed unknown is kept as it is: it may have committed.
  */
 export function toPortError(error: unknown): unknown {
   return asStoreError(error, isDuplicateKey, isBusy)
+}
+
+/**
+ * The same for a write outside a transaction, which may have been applied although the deployment could not serve
+ * it: the driver retries a one-document write once, after selecting a server again, so a lost connection or no primary
+ * may follow a first attempt whose answer was lost; a write of several documents gets one attempt, and may be half
+ * done. So it is StoreUnconfirmedError, never StoreBusyError ("nothing was done"), but for a transaction the write ran
+ * first and that was aborted, having written nothing (a company's deletion outside a transaction).
+ */
+export function toPortErrorOfWrite(error: unknown): unknown {
+  const mapped = asStoreError(error, isDuplicateKey, isAbortedTransaction)
+  return mapped === error && isUnserved(error) ? new StoreUnconfirmedError((error as Error).message, { cause: error }) : mapped
 }
 
 /**
@@ -95,9 +108,23 @@ export function toPortErrorInTransaction(error: unknown): unknown {
   return asStoreError(error, isDuplicateKey)
 }
 
+/** A transaction aborted, or a read or transaction the deployment could not serve: nothing of it was written. */
 function isBusy(error: unknown): boolean {
-  if (!(error instanceof MongoError) || error.hasErrorLabel(MongoErrorLabel.UnknownTransactionCommitResult)) return false
-  return error.hasErrorLabel(MongoErrorLabel.TransientTransactionError) || isUnavailable(error)
+  return isAbortedTransaction(error) || isUnserved(error)
+}
+
+/** A transaction `withTransaction` gave up on as transient: the server aborted it, and nothing of it committed. */
+function isAbortedTransaction(error: unknown): boolean {
+  return (
+    error instanceof MongoError &&
+    !error.hasErrorLabel(MongoErrorLabel.UnknownTransactionCommitResult) &&
+    error.hasErrorLabel(MongoErrorLabel.TransientTransactionError)
+  )
+}
+
+/** An operation the deployment could not serve (`isUnavailable`), other than a commit whose result stayed unknown. */
+function isUnserved(error: unknown): boolean {
+  return error instanceof MongoError && !error.hasErrorLabel(MongoErrorLabel.UnknownTransactionCommitResult) && isUnavailable(error)
 }
 
 /**

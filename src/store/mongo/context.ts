@@ -2,7 +2,7 @@ import type { Document } from 'bson'
 import type { ClientSession, Collection } from 'mongodb'
 import type { SerialQueue } from '../shared/serial-queue.ts'
 import type { Codec } from './codec.ts'
-import { inTransaction, type MongoConnection, toPortError, toPortErrorInTransaction } from './connection.ts'
+import { inTransaction, type MongoConnection, toPortError, toPortErrorInTransaction, toPortErrorOfWrite } from './connection.ts'
 
 /** An open transaction of `Store.transaction`. */
 export interface OpenTransaction {
@@ -46,17 +46,46 @@ export function inSession(session: ClientSession | undefined): { session?: Clien
 }
 
 /**
- * Runs one operation of the port: in the transaction's session when there is one, and with MongoDB's
- * duplicate-key error turned into StoreConflictError.
+ * Runs one read of the port, in the transaction's session when there is one. Outside a transaction, a read the
+ * deployment could not serve is StoreBusyError (`toPortError`): it changed nothing, and may succeed later.
+ */
+export async function read<T>(context: MongoContext, work: (session: ClientSession | undefined) => Promise<T>): Promise<T> {
+  return run(context, work, toPortError)
+}
+
+/**
+ * Runs one write of the port, in the transaction's session when there is one. Outside a transaction, a write the
+ * deployment could not serve is StoreUnconfirmedError (`toPortErrorOfWrite`): it may have been applied.
  */
 export async function call<T>(context: MongoContext, work: (session: ClientSession | undefined) => Promise<T>): Promise<T> {
+  return run(context, work, toPortErrorOfWrite)
+}
+
+/**
+ * Runs a write of the store's own bookkeeping outside a transaction, which no caller of the port sees and the caller's
+ * next attempt makes again harmlessly (a lock document's creation, the parts of a payload no document refers to yet):
+ * one the deployment could not serve is StoreBusyError, as a read's, whether or not it was applied.
+ */
+export async function writeUnseen<T>(context: MongoContext, work: (session: ClientSession | undefined) => Promise<T>): Promise<T> {
+  return run(context, work, toPortError)
+}
+
+/**
+ * Runs one operation of the port: in the transaction's session when there is one, and with MongoDB's duplicate-key
+ * error turned into StoreConflictError; outside a transaction, `outside` states any other error as the port does.
+ */
+async function run<T>(
+  context: MongoContext,
+  work: (session: ClientSession | undefined) => Promise<T>,
+  outside: (error: unknown) => unknown,
+): Promise<T> {
   if (context.state.closed) throw new Error('the MongoDB store is closed')
   const transaction = context.transaction
   if (!transaction) {
     try {
       return await work(undefined)
     } catch (error) {
-      throw toPortError(error)
+      throw outside(error)
     }
   }
   return transaction.queue.run(async () => {
@@ -71,9 +100,9 @@ export async function call<T>(context: MongoContext, work: (session: ClientSessi
 
 /**
  * Runs an operation that writes several documents, atomically: inside the caller's transaction when there is
- * one, else in a transaction of its own.
+ * one, else in a transaction of its own, whose errors are a transaction's (`toPortError`): aborted, it wrote nothing.
  */
 export async function atomically<T>(context: MongoContext, work: (session: ClientSession | undefined) => Promise<T>): Promise<T> {
   if (context.transaction) return call(context, work)
-  return call(context, () => inTransaction(context.connection.client, work))
+  return run(context, () => inTransaction(context.connection.client, work), toPortError)
 }

@@ -2,7 +2,7 @@ import type { Document } from 'bson'
 import type { CurrenciesInUse, LineCurrenciesInUse } from '../port.ts'
 import { currencyListsByKey } from '../shared/currency-lists.ts'
 import type { Codec } from './codec.ts'
-import { call, collectionOf, inSession, type MongoContext } from './context.ts'
+import { collectionOf, inSession, type MongoContext, read } from './context.ts'
 
 /**
  * The currencies in use among rows (`statements.currenciesInUse`, `commissionLines.currenciesInUse`): `distinct`
@@ -43,12 +43,12 @@ async function mapCurrencies(
     { $match: { currency: { $type: 'string' } } },
     { $group: { _id: { key: '$key', currency: '$currency' } } },
   ]
-  const groups = await call(context, (session) => collectionOf(context, codec).aggregate(pipeline, inSession(session)).toArray())
+  const groups = await read(context, (session) => collectionOf(context, codec).aggregate(pipeline, inSession(session)).toArray())
   return currencyListsByKey(groups.map(({ _id }) => [_id.key as string, _id.currency as string]))
 }
 
 async function rowCurrencies(context: MongoContext, codec: Codec, filter: Document): Promise<string[]> {
-  const values = await call(context, (session) => collectionOf(context, codec).distinct('currency', filter, inSession(session)))
+  const values = await read(context, (session) => collectionOf(context, codec).distinct('currency', filter, inSession(session)))
   return values.filter((value): value is string => typeof value === 'string').toSorted()
 }
 

@@ -1,6 +1,6 @@
 import type { ImportStatisticsRepository, UnfinishedImports } from '../import-statistics.ts'
 import { IMPORTS } from './collections.ts'
-import { call, collectionOf, inSession, type MongoContext } from './context.ts'
+import { collectionOf, inSession, type MongoContext, read } from './context.ts'
 
 const UNFINISHED = ['scheduled', 'started'] as const
 
@@ -16,7 +16,7 @@ export function countsFrom(groups: ReadonlyArray<{ _id: unknown; n: number }>): 
 export function mongoImportStatistics(context: MongoContext): ImportStatisticsRepository {
   return {
     countUnfinished: () =>
-      call(context, async (session) => {
+      read(context, async (session) => {
         // Outside a transaction, read concern "snapshot" (MongoDB 5.0+) makes the aggregation one point-in-time
         // read; inside one, the transaction's snapshot already is (a read concern may not be set per operation).
         const readConcern = session ? {} : { readConcern: { level: 'snapshot' as const } }
@@ -33,7 +33,7 @@ export function mongoImportStatistics(context: MongoContext): ImportStatisticsRe
         return countsFrom(groups)
       }),
     oldestScheduledDueAt: () =>
-      call(context, async (session) => {
+      read(context, async (session) => {
         const [oldest] = await collectionOf(context, IMPORTS)
           .find(
             { status: 'scheduled' },

@@ -8,7 +8,7 @@ import { IMPORT_LOCKS, IMPORT_PAYLOAD_PARTS, IMPORT_PAYLOADS, IMPORT_REQUEST_IDS
 import { ensureLock, writeLock } from './locks.ts'
 import { partCount, payloadFrom, storedPayload } from './payload-parts.ts'
 import { byId, inCompany } from './filters.ts'
-import { atomically, call, collectionOf, inSession, type MongoContext } from './context.ts'
+import { atomically, call, collectionOf, inSession, type MongoContext, read, writeUnseen } from './context.ts'
 import { findOne } from './operations.ts'
 
 export const IMPORT_INDEXES: ReadonlyMap<string, readonly IndexDescription[]> = new Map<string, readonly IndexDescription[]>([
@@ -203,7 +203,7 @@ export function mongoImports(context: MongoContext): ImportRepository {
       // the payload's document commits, nothing refers to them (an enqueue that fails leaves them unread).
       const { payload: document, parts } = storedPayload({ ...payload, import_id: fresh.id })
       if (parts.length > 0)
-        await call(context, (session) =>
+        await writeUnseen(context, (session) =>
           collectionOf(context, IMPORT_PAYLOAD_PARTS).insertMany(parts, { ...inSession(session), ordered: true }),
         )
       // The parts are certainly unread when the payload's document was not stored: a full queue is found before
@@ -221,11 +221,11 @@ export function mongoImports(context: MongoContext): ImportRepository {
       return written.joined
     },
 
-    queuedBytes: (companyId) => call(context, (session) => queued(session, companyId)),
+    queuedBytes: (companyId) => read(context, (session) => queued(session, companyId)),
 
     async remembersRequest(companyId, idKey, now) {
       const { since, until } = resendWindow(now)
-      const found = await call(context, (session) =>
+      const found = await read(context, (session) =>
         collectionOf(context, IMPORT_REQUEST_IDS).findOne(
           inCompany(companyId, { id_key: idKey, received_at: { $gte: since, $lte: until } }),
           { ...inSession(session), projection: { _id: 1 } },
@@ -237,7 +237,7 @@ export function mongoImports(context: MongoContext): ImportRepository {
     get: (companyId, id) => findOne<DataImport>(context, IMPORTS, byId(companyId, id)),
 
     list: (companyId, { status, limit }) =>
-      call(context, async (session) => {
+      read(context, async (session) => {
         // A limit of 0 means "no limit" to MongoDB.
         if (limit <= 0) return []
         const documents = await imports()
@@ -258,7 +258,7 @@ export function mongoImports(context: MongoContext): ImportRepository {
       }),
 
     payloads: (companyId, importId) =>
-      call(context, async (session) => {
+      read(context, async (session) => {
         const documents = await collectionOf(context, IMPORT_PAYLOADS)
           .find(inCompany(companyId, { import_id: lookupId(importId) }), { ...inSession(session), sort: { position: 1, _id: 1 } })
           .toArray()
@@ -283,21 +283,21 @@ export function mongoImports(context: MongoContext): ImportRepository {
       // imports they have queued, the oldest runnable import of any other company is found. Companies take turns:
       // the first scan (in index order, stopping at the first import) leaves out the companies served lately
       // (`recent`); only when it finds none does a second one rank theirs by turn, the least recent first.
-      const busy: unknown[] = await call(context, (session) =>
+      const busy: unknown[] = await read(context, (session) =>
         imports().distinct('company_id', { status: 'started', lease_expires_at: { $gt: now } }, inSession(session)),
       )
       const served = companyId ? [] : recent.map(lookupId)
       const tried: ObjectId[] = []
       for (;;) {
         const company = companyId ? { $eq: lookupId(companyId), $nin: busy } : { $nin: [...busy, ...served] }
-        let candidate: Document | null = await call(context, (session) =>
+        let candidate: Document | null = await read(context, (session) =>
           imports().findOne(
             { ...runnable(now), company_id: company, _id: { $nin: tried } },
             { ...inSession(session), sort: { _id: 1 }, projection: { _id: 1, company_id: 1 } },
           ),
         )
         if (!candidate && served.length > 0) {
-          const [first] = await call(context, (session) =>
+          const [first] = await read(context, (session) =>
             imports()
               .aggregate(
                 [

@@ -3,7 +3,7 @@ import type { ClientSession } from 'mongodb'
 import { lookupId } from './codec.ts'
 import { IMPORT_LOCKS } from './collections.ts'
 import { upsertOnce } from './connection.ts'
-import { call, collectionOf, inSession, type MongoContext } from './context.ts'
+import { collectionOf, inSession, type MongoContext, writeUnseen } from './context.ts'
 
 /**
  * The lock documents of `import_locks` (see IMPORT_LOCKS): one per (company, purpose). The filter names the
@@ -46,7 +46,7 @@ export async function writeLock(
  */
 export async function ensureLock(context: MongoContext, companyId: string, purpose: string): Promise<void> {
   if (context.transaction) return
-  await call(context, () =>
+  await writeUnseen(context, () =>
     upsertOnce(() =>
       collectionOf(context, IMPORT_LOCKS).updateOne(lockFilter(companyId, purpose), { $setOnInsert: { version: 0 } }, { upsert: true }),
     ),

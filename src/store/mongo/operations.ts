@@ -2,7 +2,7 @@ import type { Document } from 'bson'
 import type { AnyBulkWriteOperation, ClientSession } from 'mongodb'
 import type { OffsetWindow } from '../port.ts'
 import { type Codec, decode, encode, lookupIds } from './codec.ts'
-import { atomically, call, collectionOf, inSession, type MongoContext } from './context.ts'
+import { atomically, call, collectionOf, inSession, type MongoContext, read } from './context.ts'
 import { byId, cursorId, inCompany } from './filters.ts'
 
 /**
@@ -11,7 +11,7 @@ import { byId, cursorId, inCompany } from './filters.ts'
  */
 
 export async function findOne<T>(context: MongoContext, codec: Codec, filter: Document): Promise<T | null> {
-  return call(context, async (session) => {
+  return read(context, async (session) => {
     const document = await collectionOf(context, codec).findOne(filter, inSession(session))
     return document ? decode<T>(codec, document) : null
   })
@@ -33,7 +33,7 @@ export async function findAll<T>(
   const seek = window?.afterId !== undefined
   // A v1 offset may be far beyond any count: past 2^53 it cannot even be sent exactly, and it skips every row.
   if (window && !seek && !Number.isSafeInteger(window.offset)) return []
-  return call(context, async (session) => {
+  return read(context, async (session) => {
     const cursor = collectionOf(context, codec).find(seek ? { ...filter, _id: { $gt: cursorId(window.afterId!) } } : filter, {
       ...inSession(session),
       sort: { _id: 1 },
@@ -57,7 +57,7 @@ export async function findFirst<T>(
 
 /** The greatest id among the matching documents, null when none match (an index on the filter's fields and `_id` serves it). */
 export async function lastIdOf(context: MongoContext, codec: Codec, filter: Document): Promise<string | null> {
-  return call(context, async (session) => {
+  return read(context, async (session) => {
     const last = await collectionOf(context, codec).findOne(filter, { ...inSession(session), sort: { _id: -1 }, projection: { _id: 1 } })
     return last ? String(last._id) : null
   })
@@ -65,7 +65,7 @@ export async function lastIdOf(context: MongoContext, codec: Codec, filter: Docu
 
 /** How many documents match; `countDocuments` runs an aggregation, which a transaction allows. */
 export async function countAll(context: MongoContext, codec: Codec, filter: Document): Promise<number> {
-  return call(context, (session) => collectionOf(context, codec).countDocuments(filter, inSession(session)))
+  return read(context, (session) => collectionOf(context, codec).countDocuments(filter, inSession(session)))
 }
 
 export async function insertOne(context: MongoContext, codec: Codec, record: object): Promise<void> {

@@ -2,7 +2,7 @@ import type { Document } from 'bson'
 import type { Statement } from '../model.ts'
 import { STATEMENT_ROW_FIELDS, type StatementRowFields, type StatementRowSource, type StatementRepository } from '../port.ts'
 import { STATEMENTS } from './collections.ts'
-import { call, collectionOf, inSession, type MongoContext } from './context.ts'
+import { collectionOf, inSession, type MongoContext, read } from './context.ts'
 import { statementCurrencies } from './currencies.ts'
 import { byId, CALCULATED_PLAN_ID, cursorId, inCompany, ofPlan, pageFilter } from './filters.ts'
 import { countAll, deleteByIds, findAll, findFirst, insertAll, replaceOwnById, writeAll } from './operations.ts'
@@ -72,7 +72,7 @@ export function mongoStatements(context: MongoContext): StatementRepository {
         { $group: { _id: '$plan_id' } },
         { $sort: { _id: 1 } },
       ]
-      const groups = await call(context, (session) => collectionOf(context, STATEMENTS).aggregate(pipeline, inSession(session)).toArray())
+      const groups = await read(context, (session) => collectionOf(context, STATEMENTS).aggregate(pipeline, inSession(session)).toArray())
       return groups.map((group) => String(group._id))
     },
   }
