@@ -52,9 +52,9 @@ interface Window {
  * their last write is unknown here, so across N instances a window may let through up to
  * (N − 1) × batchSize(max) requests more than `max`. With one instance, or a batch of one, the count is exact.
  *
- * When the store refuses a write as busy (StoreBusyError: its lock held by something else past the wait), the
- * instance counts alone, writing nothing, for `ALONE_AFTER_BUSY_MS`: a request is neither refused nor failed
- * for it, and across N instances a window may then let through up to N × `max`.
+ * When the store refuses a write as busy (StoreBusyError: its lock held by something else past the wait, or MongoDB out
+ * of reach), the instance counts alone, writing nothing, for `ALONE_AFTER_BUSY_MS`: a request is neither refused nor
+ * failed for it, and across N instances a window may then let through up to N × `max`.
  */
 export class BatchedRateCounts {
   readonly #write: WriteHits
@@ -153,7 +153,8 @@ export class BatchedRateCounts {
       return { current: stored.hits, ttl: Math.max(0, window.resetsAt - now.getTime()) }
     } catch (error) {
       if (!(error instanceof StoreBusyError)) throw error
-      // Nothing was written: the requests are counted here again, to be written once the store answers.
+      // Nothing was written: the requests are counted here again, to be written once the store answers. (On MongoDB a
+      // write whose answer was lost may have been applied: the batch is then counted twice, see MongoRateLimits.hit.)
       window.unwritten += count
       this.#aloneUntil = now.getTime() + ALONE_AFTER_BUSY_MS
       return { current: window.stored + window.unwritten, ttl: Math.max(0, window.resetsAt - now.getTime()) }

@@ -6,6 +6,7 @@ import {
   MongoServerSelectionError,
   MongoTopologyClosedError,
   MongoWriteConcernError,
+  type Db,
   type TopologyDescription,
 } from 'mongodb'
 import { describe, expect, it } from 'vitest'
@@ -29,7 +30,8 @@ import { saveRecordsOperations, upsertRecordsOperations } from '../../src/store/
 import { PART_BYTES } from '../../src/store/mongo/json-parts.ts'
 import { deleteByIds, replaceOwnById } from '../../src/store/mongo/operations.ts'
 import { payloadFrom, storedPayload } from '../../src/store/mongo/payload-parts.ts'
-import { hitPipeline } from '../../src/store/mongo/rate-limits.ts'
+import { hitPipeline, MongoRateLimits } from '../../src/store/mongo/rate-limits.ts'
+import { BatchedRateCounts } from '../../src/rate-limit/batched-counts.ts'
 import { EXTRA_INDEXES } from '../../src/store/mongo/mongo-store.ts'
 import { countsFrom } from '../../src/store/mongo/import-statistics.ts'
 import { withDatabase } from '../helpers/test-store.ts'
@@ -593,6 +595,20 @@ describe('mongo connection helpers', () => {
     const read = mongoImports(context).payloads(newId(), newId())
     await expect(read).rejects.toBeInstanceOf(StoreBusyError)
     await expect(read).rejects.toHaveProperty('cause', lost)
+  })
+
+  it('counts requests in the instance alone, refusing and failing none, while the rate windows cannot be reached', async () => {
+    const lost = new MongoNetworkError('connection 10 to db-1:27017 closed')
+    const windows = { findOneAndUpdate: () => Promise.reject(lost), findOne: () => Promise.reject(lost) }
+    const rateLimits = new MongoRateLimits({ collection: () => windows } as unknown as Db, () => false)
+    const now = new Date('2026-06-01T00:00:00Z')
+    await expect(rateLimits.hit('company:1', 1000, now, 4)).rejects.toBeInstanceOf(StoreBusyError)
+    await expect(rateLimits.peek('company:1', now)).rejects.toBeInstanceOf(StoreBusyError)
+    // @fastify/rate-limit (skipOnError false) would answer 500 to a request whose count rejected.
+    const counts = new BatchedRateCounts((key, windowMs, at, count) => rateLimits.hit(key, windowMs, at, count))
+    for (let request = 1; request <= 10; request++) {
+      await expect(counts.count('company:1', 1000, 80, now)).resolves.toEqual({ current: request, ttl: 1000 })
+    }
   })
 
   it("answers StoreUnconfirmedError, never StoreBusyError, when an API key's insert lost its connection outside a transaction", async () => {

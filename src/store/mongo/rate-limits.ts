@@ -1,7 +1,7 @@
 import type { Document } from 'bson'
 import type { Db, IndexDescription } from 'mongodb'
 import type { RateLimitRepository, RateSubjectKey, RateWindow } from '../port.ts'
-import { upsertOnce } from './connection.ts'
+import { toPortError, upsertOnce } from './connection.ts'
 
 /** One document per subject: `{_id: subject, hits, resets_at, purge_at}`. Not company data: no transaction. */
 export const RATE_WINDOWS = 'rate_windows'
@@ -57,19 +57,38 @@ export class MongoRateLimits implements RateLimitRepository {
     this.#isClosed = isClosed
   }
 
+  /**
+   * A hit MongoDB could not serve is StoreBusyError, as a read's (`toPortError`), on which the batched counts count in
+   * this instance alone for a while and write the batch again later. It may have been applied all the same (its answer
+   * lost after the driver's retry): that batch is then counted twice, a window over-counted by it (4 requests of 80),
+   * which refuses a few requests early during a failover, where a 500 would fail every request.
+   */
   async hit(subject: RateSubjectKey, windowMs: number, now: Date, count = 1): Promise<RateWindow> {
     this.#open()
     const windows = this.#db.collection(RATE_WINDOWS)
-    const document = await upsertOnce(() =>
-      windows.findOneAndUpdate({ _id: subject } as Document, hitPipeline(windowMs, now, count), { upsert: true, returnDocument: 'after' }),
-    )
+    let document: Document | null
+    try {
+      document = await upsertOnce(() =>
+        windows.findOneAndUpdate({ _id: subject } as Document, hitPipeline(windowMs, now, count), {
+          upsert: true,
+          returnDocument: 'after',
+        }),
+      )
+    } catch (error) {
+      throw toPortError(error)
+    }
     if (!document) throw new Error('the rate window upsert returned no document')
     return toWindow(document)
   }
 
   async peek(subject: RateSubjectKey, now: Date): Promise<RateWindow | null> {
     this.#open()
-    const document = await this.#db.collection(RATE_WINDOWS).findOne({ _id: subject, resets_at: { $gt: now } } as Document)
+    let document: Document | null
+    try {
+      document = await this.#db.collection(RATE_WINDOWS).findOne({ _id: subject, resets_at: { $gt: now } } as Document)
+    } catch (error) {
+      throw toPortError(error)
+    }
     return document ? toWindow(document) : null
   }
 
