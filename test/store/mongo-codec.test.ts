@@ -1,5 +1,8 @@
+import { createRequire } from 'node:module'
 import { calculateObjectSize, deserialize, type Document, ObjectId, serialize } from 'bson'
 import {
+  type BulkWriteResult,
+  MongoBulkWriteError,
   MongoNetworkError,
   MongoNetworkTimeoutError,
   MongoServerError,
@@ -8,6 +11,7 @@ import {
   MongoWriteConcernError,
   type Db,
   type TopologyDescription,
+  type WriteConcernError,
 } from 'mongodb'
 import { describe, expect, it } from 'vitest'
 import { newId } from '../../src/ids.ts'
@@ -575,6 +579,40 @@ describe('mongo connection helpers', () => {
     for (const error of kept) {
       expect(toPortError(error), error.message).toBe(error)
       expect(toPortErrorOfWrite(error), error.message).toBe(error)
+    }
+  })
+
+  it("keeps a bulk write's write concern error, which carries the code of a node stepping down though the primary applied the write", () => {
+    // Built as the driver builds it (lib/bulk/common.js, executeCommands): the write concern error's code becomes the
+    // bulk error's own, and its result holds the write concern error.
+    const driver = createRequire(import.meta.url)('mongodb/lib/bulk/common.js') as {
+      BulkWriteResult: new (bulkResult: Document, isOrdered: boolean) => BulkWriteResult
+      WriteConcernError: new (error: Document) => WriteConcernError
+    }
+    const bulkOf = (writeConcernErrors: WriteConcernError[]) =>
+      new driver.BulkWriteResult(
+        {
+          ok: 1,
+          writeErrors: [],
+          writeConcernErrors,
+          insertedIds: [],
+          nInserted: 2,
+          nUpserted: 0,
+          nMatched: 0,
+          nModified: 0,
+          nRemoved: 0,
+          upserted: [],
+        },
+        true,
+      )
+    for (const code of [91, 189, 11602]) {
+      const concern = new driver.WriteConcernError({ code, errmsg: 'waiting for replication interrupted' })
+      const applied = new MongoBulkWriteError({ message: concern.errmsg!, code }, bulkOf([concern]))
+      expect(toPortError(applied)).toBe(applied)
+      expect(toPortErrorOfWrite(applied)).toBe(applied)
+      // Without a write concern error, the same code is a node that could not serve the write.
+      const refused = new MongoBulkWriteError({ message: 'interrupted', code }, bulkOf([]))
+      expect(toPortError(refused)).toBeInstanceOf(StoreBusyError)
     }
   })
 

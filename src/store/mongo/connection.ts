@@ -1,6 +1,7 @@
 import {
   type ClientSession,
   type Db,
+  MongoBulkWriteError,
   MongoClient,
   MongoError,
   MongoErrorLabel,
@@ -152,10 +153,13 @@ const UNAVAILABLE_CODES: ReadonlySet<number> = new Set([
  * The deployment could not serve an operation for now, which the driver already retried once where it could: the
  * connection was lost, no server could be selected (no primary during a failover), a node answered it cannot serve
  * (a code above, a retryable write error, or overloaded). A write concern error is not one: the write was applied on
- * the primary, and whether it stays is unknown, as with an unknown commit result.
+ * the primary, and whether it stays is unknown, as with an unknown commit result. A bulk write (insertMany, bulkWrite)
+ * reports one as a MongoBulkWriteError that carries the write concern error's code (91, 189, 11602...), its result
+ * holding the write concern error.
  */
 function isUnavailable(error: MongoError): boolean {
   if (error instanceof MongoWriteConcernError) return false
+  if (error instanceof MongoBulkWriteError && error.result.getWriteConcernError() !== undefined) return false
   if (error instanceof MongoNetworkError || error instanceof MongoServerSelectionError) return true
   if (error.hasErrorLabel(MongoErrorLabel.RetryableWriteError) || error.hasErrorLabel(MongoErrorLabel.SystemOverloadedError)) return true
   return UNAVAILABLE_CODES.has(Number(error.code))
