@@ -418,9 +418,10 @@ export function mongoImports(context: MongoContext): ImportRepository {
           .toArray()
         if (expired.length === 0) return 0
         // Each by its whole shard key (company, id); one deleteMany, as a finished import no longer changes. Outside a
-        // transaction, unlike the adapter's other deleteManys: no reader needs the batch gone all at once (each import
-        // goes alone), an interrupted purge leaves imports the next one deletes, and on a sharded cluster the
-        // companies of one batch span shards, which would make every purge a cross-shard transaction.
+        // transaction, unlike most of the adapter's deleteManys (docs/decisions.md names the other two): no reader needs
+        // the batch gone all at once (each import goes alone), an interrupted purge leaves imports the next one deletes,
+        // and on a sharded cluster the companies of one batch span shards, which would make every purge a cross-shard
+        // transaction.
         const deleted = await imports().deleteMany(
           { $or: expired.map((document) => ({ company_id: document.company_id, _id: document._id })) },
           inSession(session),
