@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { newId } from '../src/ids.ts'
 import type { DataTable, ReportingStructure, User } from '../src/store/model.ts'
 import { smallFixture } from './helpers/fixtures.ts'
+import { aCommissionLine, aDataTable, minute } from './store/builders.ts'
 import { type TestServer, startTestServer } from './helpers/server.ts'
 import { v1Fixture } from './helpers/v1-fixture.ts'
 
@@ -314,6 +315,25 @@ describe('deprecated v1 reporting reads', () => {
         expect(other['custom.tier']).toBe(row.tier)
         expect(other['custom.bonus']).toEqual(row.bonus === null ? null : { value: row.bonus, currency: row.bonus_currency })
       })
+    })
+
+    it("shows a record's name as v2 does, a multi-valued name field as one string", async () => {
+      const table = aDataTable(acme.companyId, {
+        key: 'tagged',
+        id_field: 'tag_id',
+        name_field: 'tags',
+        fields: [
+          { api_key: 'tag_id', name: 'Id', type: 'string', created_at: minute(0) },
+          { api_key: 'tags', name: 'Tags', type: 'multi', created_at: minute(0) },
+        ],
+      })
+      await server.store.dataTables.insert(table)
+      const owner = user('owner@acme.example')
+      await server.store.commissionLines.insertMany([
+        aCommissionLine(acme.companyId, table.id, { user_id: owner.id, record_values: { tag_id: 'T-1', tags: ['a', 'b'] } }),
+      ])
+      const [row] = (await get(`/v1/reporting/${table.id}/records`)).body.data
+      expect(row.record).toEqual({ id: 'T-1', name: 'a;b' })
     })
 
     it('serves the same commission lines as v2 serves through the record structure over the table', async () => {

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { newId } from '../src/ids.ts'
 import type { DataTable } from '../src/store/model.ts'
-import { type TestServer, startTestServer } from './helpers/server.ts'
+import { type KitServer, startKitServer } from './helpers/kit-server.ts'
+import { call, type TestServer, startTestServer } from './helpers/server.ts'
 import { v1Fixture } from './helpers/v1-fixture.ts'
 
 describe('GET /v1/tables/{data_table_key}/records', () => {
@@ -101,5 +102,42 @@ describe('GET /v1/tables/{data_table_key}/records', () => {
     const reply = await server.call('/v1/tables/events/records', { key: globex.apiKey })
     expect(reply.body.count).toBe(2)
     expect(reply.body.data.map((record: { event_id: number }) => record.event_id)).toEqual([7, 8])
+  })
+})
+
+describe('a number id field, as its records are keyed', () => {
+  let server: KitServer
+  afterAll(() => server.close())
+
+  it('shows an id written otherwise than as its number as it was written, so that a fetched record sent back updates that record', async () => {
+    server = await startKitServer()
+    const created = await server.admin('/admin/companies', { method: 'POST', body: v1Fixture('Keyed') })
+    expect(created.status).toBe(201)
+    const { company_id: companyId, api_key: key } = created.body
+    const upsert = async (records: unknown[]) => {
+      const sent = await call(`${server.url}/v1/tables/events/records/bulk`, { method: 'POST', key, body: records })
+      expect(sent.status).toBe(200)
+      expect((await server.admin(`/admin/companies/${companyId}/imports/drain`, { method: 'POST' })).status).toBe(200)
+    }
+    const list = async () => (await call(`${server.url}/v1/tables/events/records`, { key })).body
+
+    await upsert([
+      { event_id: '007', title: 'Zeros' },
+      { event_id: '12345678901234567', title: 'Past 2^53' },
+      { event_id: '9', title: 'Nine' },
+    ])
+    const fetched = await list()
+    expect(fetched.data.map((record: { event_id: unknown }) => record.event_id)).toEqual([7, 8, '007', '12345678901234567', 9])
+
+    await upsert(fetched.data.map((record: { title: string }) => ({ ...record, title: `${record.title}, again` })))
+    const again = await list()
+    expect(again.count).toBe(5)
+    expect(again.data.map((record: { event_id: unknown; title: string }) => [record.event_id, record.title])).toEqual([
+      [7, 'Kick-off, again'],
+      [8, 'Sparse, again'],
+      ['007', 'Zeros, again'],
+      ['12345678901234567', 'Past 2^53, again'],
+      [9, 'Nine, again'],
+    ])
   })
 })

@@ -1,4 +1,4 @@
-import type { CustomMetric } from '../store/model.ts'
+import type { CustomMetric, DataTableFieldType } from '../store/model.ts'
 import { parseInstant } from './formats.ts'
 import { moneyOf, numberOf } from './money.ts'
 import { joinMulti } from './record-values.ts'
@@ -70,3 +70,23 @@ export function metricValue(metric: MetricShape, raw: unknown, rowCurrency: stri
 
 const allowedText = (text: string | null, allowed: readonly string[] | null): string | null =>
   text === null || allowed === null || allowed.includes(text) ? text : null
+
+/**
+ * Each data-table type's value in its v2 form, from its stored form (amounts as objects, multi-valued fields as
+ * arrays, date-times as ISO UTC): a date-time as its UTC date, a boolean as `"true"`/`"false"`, a multi-valued
+ * field as one string.
+ */
+const DATA_TABLE_VALUES: Record<DataTableFieldType, (raw: unknown) => unknown> = {
+  string: multiText,
+  multi: multiText,
+  number: numberOf,
+  amount: (raw) => moneyOf(raw, null),
+  date: dateOf,
+  datetime: dateOf,
+  boolean: (raw) => (typeof raw === 'boolean' ? String(raw) : raw === 'true' || raw === 'false' ? raw : null),
+}
+
+/** A data-table value in its v2 form (`datatable.*`, and the deprecated v1 reads' `record.name`), from its stored form. */
+export function dataTableValue(type: DataTableFieldType, raw: unknown): unknown {
+  return DATA_TABLE_VALUES[type](raw)
+}

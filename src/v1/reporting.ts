@@ -2,7 +2,7 @@ import { type Static, Type } from 'typebox'
 import { storedId } from '../domain/ids.ts'
 import { flatAmount } from '../domain/money.ts'
 import { OrNull } from '../domain/schemas.ts'
-import { metricValue, ownValue } from '../domain/stored-values.ts'
+import { dataTableValue, metricValue, ownValue } from '../domain/stored-values.ts'
 import { NotFoundError } from '../errors.ts'
 import { findLiveStructure, rowsPath } from '../reporting/structures.ts'
 import type {
@@ -125,6 +125,13 @@ export function v1StatementRow(statement: Statement, user: V1ReportingUser, metr
   return row
 }
 
+/** The name-field value of a line's record in the form v2 shows it (`datatable.*`: a multi-valued field as `a;b`). */
+function nameOf(line: CommissionLine, table: DataTable): unknown {
+  const field = table.fields.find((candidate) => candidate.api_key === table.name_field)
+  const raw = ownValue(line.record_values, table.name_field)
+  return (field ? dataTableValue(field.type, raw) : raw) ?? null
+}
+
 /** One commission line as `GET /v1/reporting/{data_table_id}/records` shows it. */
 export function v1RecordRow(line: CommissionLine, table: DataTable, user: V1ReportingUser): V1RecordRow {
   const recordId = ownValue(line.record_values, table.id_field)
@@ -136,7 +143,7 @@ export function v1RecordRow(line: CommissionLine, table: DataTable, user: V1Repo
     // The record as it was when the commission was calculated, as the v2 records route shows it.
     record: {
       id: recordId === undefined || recordId === null ? null : String(recordId),
-      name: ownValue(line.record_values, table.name_field) ?? null,
+      name: nameOf(line, table),
     },
     commission: line.commission,
     commission_currency: line.currency,

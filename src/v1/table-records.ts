@@ -38,8 +38,21 @@ function addField(row: V1Record, field: DataTableField, value: unknown): void {
 export function v1Record(table: DataTable, record: DataTableRecord): V1Record {
   const values = { ...record.values, ...record.overrides }
   const row: V1Record = {}
-  for (const field of table.fields) addField(row, field, ownValue(values, field.api_key))
+  for (const field of table.fields) {
+    addField(row, field, field.api_key === table.id_field ? idAsKeyed(field, record) : ownValue(values, field.api_key))
+  }
   return row
+}
+
+/**
+ * The id field's value as its record is keyed. Ids are matched as written (`"007"` and `7` are two records, and an id
+ * past 2^53 must not merge with its neighbour), so a number id shows the text it was written as where that is not
+ * the number's own: a fetched record sent back then updates that record, not another.
+ */
+function idAsKeyed(field: DataTableField, record: DataTableRecord): unknown {
+  if (field.type !== 'number') return ownValue(record.values, field.api_key)
+  const number = Number(record.external_id)
+  return String(number) === record.external_id ? number : record.external_id
 }
 
 /** The live data table with this key; a sandbox table, or none, is NotFoundError. */

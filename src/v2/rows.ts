@@ -1,5 +1,4 @@
-import { moneyOf, numberOf } from '../domain/money.ts'
-import { dateOf, metricValue, multiText, type MetricShape } from '../domain/stored-values.ts'
+import { dataTableValue, metricValue, type MetricShape } from '../domain/stored-values.ts'
 import type { CommissionLine, CustomMetric, DataTableField, DataTableFieldType, Quota, QuotaValue } from '../store/model.ts'
 import type { StatementRowFields } from '../store/port.ts'
 import type { Static } from 'typebox'
@@ -19,21 +18,6 @@ export type UserReference = Static<typeof UserReferenceSchema>
 export type Emails = ReadonlyMap<string, string>
 
 const userReference = (userId: string, emails: Emails): UserReference => ({ id: userId, email: emails.get(userId) ?? null })
-
-/**
- * Each data-table type's value in its v2 form, from its stored form (amounts as objects, multi-valued fields as
- * arrays, date-times as ISO UTC): a date-time as its UTC date, a boolean as `"true"`/`"false"`, a multi-valued
- * field as one string.
- */
-const DATA_TABLE_VALUES: Record<DataTableFieldType, (raw: unknown) => unknown> = {
-  string: multiText,
-  multi: multiText,
-  number: numberOf,
-  amount: (raw) => moneyOf(raw, null),
-  date: dateOf,
-  datetime: dateOf,
-  boolean: (raw) => (typeof raw === 'boolean' ? String(raw) : raw === 'true' || raw === 'false' ? raw : null),
-}
 
 interface MetricColumn {
   key: string
@@ -93,7 +77,7 @@ export function recordRenderer(
       'standard.commission_impact': { value: line.commission, currency: line.currency },
       'standard.date': line.date,
     }
-    for (const column of fieldColumns) row[column.key] = DATA_TABLE_VALUES[column.type](line.record_values[column.source])
+    for (const column of fieldColumns) row[column.key] = dataTableValue(column.type, line.record_values[column.source])
     return addMetrics(row, columns, line.metrics, line.currency)
   }
 }
