@@ -22,6 +22,7 @@ interface Service {
   volumes?: string[]
   healthcheck?: { disable?: boolean }
   stop_grace_period?: string
+  init?: boolean
 }
 
 const compose = parse(read('docker-compose.yml'), { merge: true }) as { services: Record<string, Service> }
@@ -137,6 +138,10 @@ describe('docker-compose.yml', () => {
       const [, graceSeconds] = /^(\d+)s$/.exec(compose.services[service].stop_grace_period ?? '') ?? []
       expect(Number(graceSeconds) * 1000, service).toBeGreaterThan(config.shutdownTimeoutMs)
     }
+  })
+
+  it("runs every process of the image under an init, which passes a stop's SIGTERM on even before the service handles it", () => {
+    for (const service of ['api-1', 'api-2', 'worker']) expect(compose.services[service].init, service).toBe(true)
   })
 
   it('balances over exactly the API services, on their PORT, each also a backup', () => {

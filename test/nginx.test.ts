@@ -60,7 +60,9 @@ function nginxConfiguration(dir: string, ports: { api1: number; api2: number; pu
   site = replaceOnce(site, 'server api-2:3000 ', `server 127.0.0.1:${ports.api2} `, 2)
   site = replaceOnce(site, 'listen 80;', `listen 127.0.0.1:${ports.public};`)
   site = replaceOnce(site, 'listen 8080;', `listen 127.0.0.1:${ports.operator};`)
-  site = replaceOnce(site, 'access_log /var/log/nginx/access.log ', `access_log ${join(dir, 'access.log')} `)
+  site = replaceOnce(site, 'access_log /var/log/nginx/access.log ', `access_log ${join(dir, 'access.log')} `, 2)
+  // An answer is awaited 120 s on the public port: 3 s here, for the test of a request that times out.
+  site = replaceOnce(site, 'proxy_read_timeout 120s;', 'proxy_read_timeout 3s;')
   writeFileSync(join(dir, 'commission-api.conf'), site)
   const temp = ['client_body', 'proxy', 'fastcgi', 'uwsgi', 'scgi'].map((kind) => {
     mkdirSync(join(dir, kind), { recursive: true })
@@ -74,7 +76,8 @@ function nginxConfiguration(dir: string, ports: { api1: number; api2: number; pu
     // As root, nginx's workers would run as `nobody`, who cannot write the temporary directories.
     ...(process.getuid?.() === 0 ? ['user root;'] : []),
     'events { worker_connections 1024; }',
-    `http { ${temp.join(' ')} include ${join(dir, 'commission-api.conf')}; }`,
+    // The image's own http block: its access log, in a format with the whole request line, around conf.d.
+    `http { log_format main '$remote_addr "$request" $status'; access_log ${join(dir, 'image-access.log')} main; ${temp.join(' ')} include ${join(dir, 'commission-api.conf')}; }`,
   ].join('\n')
 }
 
@@ -140,15 +143,16 @@ describe.skipIf(NGINX === null)(
     }
 
     /** A new company, created through the operator's port as an operator would; returns its key. */
-    async function newCompanyKey(): Promise<string> {
+    async function newCompany(): Promise<{ companyId: string; key: string }> {
       const reply = await call(`${operatorUrl}/admin/companies`, {
         method: 'POST',
         headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
         body: smallFixture(`Balanced${++companies}`),
       })
       expect(reply.status, reply.text).toBe(201)
-      return reply.body.api_key as string
+      return { companyId: reply.body.company_id as string, key: reply.body.api_key as string }
     }
+    const newCompanyKey = async () => (await newCompany()).key
 
     /** How an API instance is started, as docker-compose.yml starts one. */
     const instance = {
@@ -262,6 +266,8 @@ describe.skipIf(NGINX === null)(
       expect(nginx.log()).toContain('"GET /[redacted] HTTP/1.1" 404')
       expect(nginx.log()).not.toContain(key)
       expect(nginx.log()).not.toContain(key.slice(1))
+      // The image's own access log, with the whole request line, is replaced by each server's: nothing goes there.
+      expect(readFileSync(join(nginxDir, 'image-access.log'), 'utf8')).toBe('')
     })
 
     it('tells the instances the address it saw, whatever X-Forwarded-For a client sends', async () => {
@@ -304,6 +310,37 @@ describe.skipIf(NGINX === null)(
       }
       // Headers of 9 KiB, which nginx's default buffers refused, reach the service, as they would without nginx.
       expect(statusesIn(await exchange(publicUrl, get('/v2/data-structures', `X-Padding: ${'a'.repeat(9_000)}\r\n`)))).toEqual([200])
+    })
+
+    it('answers a request an instance took but did not answer in time 504, saying it may have been done, never sent again', async () => {
+      const { companyId, key } = await newCompany()
+      // Faults are each instance's own: both hold this one, whichever nginx picks.
+      for (const instanceUrl of [api1Url, api2Url]) {
+        const set = await call(`${instanceUrl}/admin/companies/${companyId}/faults`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+          body: { method: 'POST', path: '/v1/tables/deals/records/bulk', delay_ms: 4500, times: 1 },
+        })
+        expect(set.status, set.text).toBe(201)
+      }
+      const reply = await call(`${publicUrl}/v1/tables/deals/records/bulk`, {
+        method: 'POST',
+        key,
+        headers: { 'x-request-id': 'timed-out-post' },
+        body: [{ id: 'D-TIMED-OUT', name: 'Late' }],
+      })
+      expect(reply.status).toBe(504)
+      expect(reply.body).toEqual({ message: expect.stringContaining('may have been done'), type: 'GatewayTimeoutError' })
+      await eventually(() => nginx.log().includes('request_id=timed-out-post'), 'the request in the access log')
+      // One instance tried: a POST is never sent to another.
+      const line = nginx
+        .log()
+        .split('\n')
+        .find((candidate) => candidate.includes('request_id=timed-out-post'))!
+      expect(line).toMatch(/ 504 .* upstream=127\.0\.0\.1:\d+ request_id/)
+      // The tests after this one count on both instances: nginx leaves the one that timed out out for a second, and
+      // that one holds the request until its delay ends.
+      await new Promise((resolve) => setTimeout(resolve, 2500))
     })
 
     it('does not serve /metrics or /admin on the public port, in any spelling; the operator port and the instances do', async () => {
