@@ -1,4 +1,3 @@
-import type { FastifyInstance } from 'fastify'
 import type { TSchema } from 'typebox'
 import { FixtureSchema } from '../fixtures/schema.ts'
 import {
@@ -85,15 +84,18 @@ export function withComponentRefs(schema: unknown, except?: string): unknown {
   if (Array.isArray(schema)) return schema.map((item) => withComponentRefs(item))
   if (!schema || typeof schema !== 'object') return schema
   const name = NAME_BY_SHAPE.get(canonical(schema))
-  if (name && name !== except) return { $ref: `${name}#` }
+  if (name && name !== except) return { $ref: `#/components/schemas/${name}` }
   return Object.fromEntries(Object.entries(schema).map(([key, value]) => [key, withComponentRefs(value)]))
 }
 
-/** Registers each component as a shared schema, which the OpenAPI generator emits under `components.schemas`. */
-export function addComponentSchemas(app: FastifyInstance): void {
-  for (const [name, schema] of Object.entries(COMPONENTS)) {
-    app.addSchema({ ...(withComponentRefs(schema, name) as object), $id: name, title: name })
-  }
+/**
+ * The components, for the document's `components.schemas`. Not Fastify's shared schemas (`addSchema`), which every
+ * route's validator and serializer would be given too: about 10 MiB of a server's memory, for a document.
+ */
+export function componentSchemas(): Record<string, unknown> {
+  return Object.fromEntries(
+    Object.entries(COMPONENTS).map(([name, schema]) => [name, { ...(withComponentRefs(schema, name) as object), title: name }]),
+  )
 }
 
 /** The fixture schema: the documented body of `POST /admin/companies` (whose loader checks it itself). */

@@ -3,7 +3,7 @@ import fastifySwagger from '@fastify/swagger'
 import fastifySwaggerUi from '@fastify/swagger-ui'
 import type { FastifyInstance, FastifyReply, FastifyRequest, FastifySchema, RouteOptions } from 'fastify'
 import { SERVICE_VERSION as version } from '../version.ts'
-import { addComponentSchemas, DocumentedFixtureBody, withComponentRefs } from './openapi-components.ts'
+import { componentSchemas, DocumentedFixtureBody, withComponentRefs } from './openapi-components.ts'
 import { MAX_ATTRIBUTIONS_PER_CALL, MAX_USERS_PER_CALL } from '../imports/limits.ts'
 import { MAX_ARCHIVED_PER_CALL } from '../v1/archive-users.ts'
 import {
@@ -203,7 +203,6 @@ function documentationPagePolicy(publicUrl: string | null): Record<string, strin
  * for it at `/docs`. Register before the routes, so that every route is seen.
  */
 export async function registerOpenApi(app: FastifyInstance): Promise<void> {
-  addComponentSchemas(app)
   const optionalBodies = new Set<string>()
   await app.register(fastifySwagger, {
     openapi: {
@@ -227,6 +226,7 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
           ApiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'The API key of a user of the company' },
           AdminToken: { type: 'http', scheme: 'bearer', description: 'ADMIN_TOKEN' },
         },
+        schemas: componentSchemas() as Record<string, never>,
       },
     },
     transform: (route) => {
@@ -238,8 +238,6 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
       'openapiObject' in documentObject
         ? withOptionalBodies(withExamples(documentObject.openapiObject as Parameters<typeof withExamples>[0]), optionalBodies)
         : documentObject.swaggerObject,
-    // Components are named by their $id (Page, ImportView...), not numbered.
-    refResolver: { buildLocalReference: (json, _baseUri, _fragment, index) => (typeof json.$id === 'string' ? json.$id : `def-${index}`) },
   })
 
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())
