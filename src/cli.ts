@@ -33,7 +33,7 @@ import { startupFailure } from './startup-errors.ts'
 import { loggerOptions, surviveClosedOutput } from './logger.ts'
 import { openStore, sqliteFile, storeDescription } from './store/open-store.ts'
 import { IMPORT_STATUSES, type ImportStatus, QUOTA_TYPES, type QuotaType } from './store/model.ts'
-import type { Store } from './store/port.ts'
+import { type Store, StoreBusyError, StoreFullError, StoreUnconfirmedError } from './store/port.ts'
 import { terminalProgress } from './sync/progress.ts'
 import { SyncDirectoryError } from './sync/state.ts'
 import { syncStructures } from './sync/sync.ts'
@@ -546,7 +546,15 @@ function report(error: unknown): number {
     console.error(`Invalid input (${error.issues.length} problem${error.issues.length === 1 ? '' : 's'}):`)
     for (const issue of error.issues) console.error(`  ${issue.resource}: ${issue.description}`)
   } else if (error instanceof NotFoundError) console.error(`Not found: ${error.message}`)
-  else if (error instanceof TimedOutError) console.error(`commission-api: ${error.message}`)
+  else if (error instanceof StoreFullError) console.error(`commission-api: the store's disk is full; nothing was done (${error.message})`)
+  else if (error instanceof StoreBusyError) {
+    console.error(`commission-api: the store is busy or out of reach; nothing was done: run the command again (${error.message})`)
+  } else if (error instanceof StoreUnconfirmedError) {
+    // Run again as it is, the command could do its write twice (a second key).
+    console.error(
+      `commission-api: the store went out of reach before it confirmed the write, which may have been done: look (companies, structures, imports) before running the command again (${error.message})`,
+    )
+  } else if (error instanceof TimedOutError) console.error(`commission-api: ${error.message}`)
   else if (error instanceof ApiError || error instanceof ConnectionError || error instanceof SyncDirectoryError) {
     // A client command stopped: what it saved stays saved, and a sync run again resumes.
     console.error(`commission-api: ${error.message}`)

@@ -1,8 +1,9 @@
 import { existsSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { DatabaseSync } from 'node:sqlite'
 import { describe, expect, it } from 'vitest'
 import { smallFixture } from './helpers/fixtures.ts'
-import { runCli, startServerProcess, tempDataDir } from './helpers/process.ts'
+import { runCli, runCliAsync, startServerProcess, tempDataDir } from './helpers/process.ts'
 import { call } from './helpers/server.ts'
 
 describe('the CLI', () => {
@@ -148,6 +149,23 @@ describe('the CLI', () => {
     expect(existsSync(dataDir)).toBe(false)
     expect(runCli(['demo', '--users', '5', '--months', '1', '--deals', '5'], env).code).toBe(0)
     expect(runCli(['companies'], env).code).toBe(0)
+  })
+
+  it('says a store too busy to write did nothing, and the command can run again', async () => {
+    const env = { DATA_DIR: tempDataDir(), MONGODB_URL: '' }
+    const created = runCli(['demo', '--users', '5', '--months', '1', '--deals', '5', '--json'], env)
+    expect(created.code, created.stderr).toBe(0)
+    // Another writer holds the embedded store's write lock past the CLI's wait (10 s).
+    const holder = new DatabaseSync(join(env.DATA_DIR, 'commission-api.sqlite'))
+    holder.exec('BEGIN IMMEDIATE')
+    try {
+      const refused = await runCliAsync(['keys', 'create', '--company', JSON.parse(created.stdout).company_id], env)
+      expect(refused.code).toBe(1)
+      expect(refused.stderr).toContain('the store is busy or out of reach; nothing was done: run the command again')
+    } finally {
+      holder.exec('ROLLBACK')
+      holder.close()
+    }
   })
 
   it('works on the DATA_DIR of a running server, which sees what it wrote', async () => {
