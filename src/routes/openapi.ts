@@ -47,7 +47,7 @@ const DESCRIPTIONS: Record<string, string> = {
   414: `A path parameter over ${MAX_PARAM_LENGTH} characters: \`resource\` is \`path\``,
   429: "Over the rate limit, or (upserts) the company's import queue is full: retry after `Retry-After` seconds",
   500: 'A fault of the service, logged with the request id',
-  503: 'Not now: not ready (probes); a write found the store busy past the wait or out of reach, or its disk full, nothing of it done (retry after `Retry-After`); a write the store went out of reach before confirming, which may have been done (no `Retry-After`: look before sending it again); or a fault set through the admin routes',
+  503: 'Not now: not ready (probes); a request that found the store busy past the wait or out of reach, or a write its disk full, nothing of it done (retry after `Retry-After`); a write the store went out of reach before confirming, which may have been done (no `Retry-After`: look before sending it again); or a fault set through the admin routes',
 }
 
 type Area = 'v1' | 'v2' | 'admin' | 'operations'
@@ -61,7 +61,9 @@ function areaOf(url: string): Area {
   return 'operations'
 }
 
-const RETRY_AFTER = { 'Retry-After': { type: 'integer', description: 'Seconds to wait before retrying' } }
+const RETRY_AFTER = {
+  'Retry-After': { type: 'integer', description: 'Seconds to wait before retrying; absent from a 503 whose write may have been done' },
+}
 
 type ResponseSchemas = Record<string, { description?: string; [keyword: string]: unknown }>
 
