@@ -338,9 +338,15 @@ describe.skipIf(NGINX === null)(
         .split('\n')
         .find((candidate) => candidate.includes('request_id=timed-out-post'))!
       expect(line).toMatch(/ 504 .* upstream=127\.0\.0\.1:\d+ request_id/)
-      // The tests after this one count on both instances: nginx leaves the one that timed out out for a second, and
-      // that one holds the request until its delay ends.
-      await new Promise((resolve) => setTimeout(resolve, 2500))
+      expect(reply.headers['x-request-id']).toBe('timed-out-post')
+      // The tests after this one count on both instances: nginx leaves the one that timed out out for a second.
+      let probe = 0
+      await eventually(async () => {
+        const ids = [`after-timeout-${probe++}`, `after-timeout-${probe++}`]
+        for (const id of ids) await call(`${publicUrl}/health/live`, { headers: { 'x-request-id': id } })
+        const [one, two] = await servedBy(ids)
+        return one.length === 1 && two.length === 1
+      }, 'both instances served again')
     })
 
     it('does not serve /metrics or /admin on the public port, in any spelling; the operator port and the instances do', async () => {

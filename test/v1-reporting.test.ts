@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { newId } from '../src/ids.ts'
 import type { DataTable, ReportingStructure, User } from '../src/store/model.ts'
 import { smallFixture } from './helpers/fixtures.ts'
-import { aCommissionLine, aDataTable, minute } from './store/builders.ts'
+import { aCommissionLine, aDataTable, aRecord, minute } from './store/builders.ts'
 import { type TestServer, startTestServer } from './helpers/server.ts'
 import { v1Fixture } from './helpers/v1-fixture.ts'
 
@@ -334,6 +334,24 @@ describe('deprecated v1 reporting reads', () => {
       ])
       const [row] = (await get(`/v1/reporting/${table.id}/records`)).body.data
       expect(row.record).toEqual({ id: 'T-1', name: 'a;b' })
+    })
+
+    it('names a record by the id it is keyed by: "007" in a number id field is not the record 7', async () => {
+      const table = aDataTable(acme.companyId, {
+        key: 'numbered',
+        id_field: 'number',
+        name_field: 'number',
+        fields: [{ api_key: 'number', name: 'Number', type: 'number', created_at: minute(0) }],
+      })
+      await server.store.dataTables.insert(table)
+      const record = aRecord(acme.companyId, table.id, { external_id: '007', values: { number: 7 } })
+      await server.store.records.upsert(acme.companyId, [record])
+      const owner = user('owner@acme.example')
+      await server.store.commissionLines.insertMany([
+        aCommissionLine(acme.companyId, table.id, { user_id: owner.id, record_id: record.id, record_values: { number: 7 } }),
+      ])
+      const [row] = (await get(`/v1/reporting/${table.id}/records`)).body.data
+      expect(row.record).toEqual({ id: '007', name: 7 })
     })
 
     it('serves the same commission lines as v2 serves through the record structure over the table', async () => {

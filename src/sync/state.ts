@@ -101,10 +101,16 @@ export function lockDirectory(dir: string): () => void {
     throw error
   }
   held.add(lock)
-  // The lock file of earlier versions, a process id in a text file: whoever wrote it is gone, or an older version.
-  rmSync(join(dir, LEGACY_LOCK_FILE), { force: true })
-  return () => {
+  const release = () => {
     held.delete(lock)
     lock.close()
   }
+  try {
+    // The lock file of earlier versions, a process id in a text file: whoever wrote it is gone, or an older version.
+    rmSync(join(dir, LEGACY_LOCK_FILE), { force: true })
+  } catch (error) {
+    release()
+    throw error
+  }
+  return release
 }

@@ -133,16 +133,17 @@ function nameOf(line: CommissionLine, table: DataTable): unknown {
 }
 
 /** One commission line as `GET /v1/reporting/{data_table_id}/records` shows it. */
-export function v1RecordRow(line: CommissionLine, table: DataTable, user: V1ReportingUser): V1RecordRow {
+export function v1RecordRow(line: CommissionLine, table: DataTable, user: V1ReportingUser, keyedAs: string | undefined): V1RecordRow {
   const recordId = ownValue(line.record_values, table.id_field)
   return {
     id: line.id,
     date: line.date,
     plan: line.plan,
     user,
-    // The record as it was when the commission was calculated, as the v2 records route shows it.
+    // The record as it was when the commission was calculated. Its id is the one it is keyed by, as the upsert and
+    // the table's read take it ("007" is not the record 7), else the value it was calculated with.
     record: {
-      id: recordId === undefined || recordId === null ? null : String(recordId),
+      id: keyedAs ?? (recordId === undefined || recordId === null ? null : String(recordId)),
       name: nameOf(line, table),
     },
     commission: line.commission,
@@ -241,7 +242,8 @@ export async function listRecordRows(
           companyId,
           lines.map((line) => line.user_id),
         )
-        return lines.map((line) => v1RecordRow(line, table, userOf(context, line.user_id)))
+        const records = await store.records.getMany(companyId, table.id, [...new Set(lines.map((line) => line.record_id))])
+        return lines.map((line) => v1RecordRow(line, table, userOf(context, line.user_id), records.get(line.record_id)?.external_id))
       },
     },
     pageUrl(base, `/v1/reporting/${structure?.id ?? table.id}/records`),
