@@ -352,6 +352,46 @@ describe('the import worker', () => {
     expect((await h.user('c@acme.example'))?.name).toBe('C')
   })
 
+  it('leaves an import to its lease when a step committed unconfirmed, and runs it again after the steps that did commit', async () => {
+    // Three calls in one import, each applied in a transaction of its own.
+    const ids = []
+    for (const name of ['A', 'B', 'C']) {
+      const reply = await h.server.call('/v1/users/bulk?debounce=60', {
+        method: 'PUT',
+        key: h.key,
+        body: { data: [{ email: `${name.toLowerCase()}@acme.example`, name }] },
+      })
+      ids.push(reply.body.import_id as string)
+    }
+    h.server.clock.advance(60_000)
+    // The second step commits, and MongoDB goes out of reach before it confirms the commit.
+    let transactions = 0
+    const store: Store = {
+      ...h.store,
+      itemsPerTransaction: 1,
+      transaction: async (work, options) => {
+        const result = await h.store.transaction(work, options)
+        if (++transactions === 2) throw new StoreUnconfirmedError('connection 11 to db-1:27017 closed')
+        return result
+      },
+    }
+    const worker = new ImportWorker({ store, clock: h.server.clock, leaseMs: LEASE })
+    const events: string[] = []
+    for (const event of ['postponed', 'finished', 'handedBack'] as const) worker.on(event, () => events.push(event))
+    expect(await worker.drain()).toBe(1)
+    expect(events).toEqual(['postponed'])
+    expect(await h.store.imports.get(h.companyId, ids[0])).toMatchObject({ status: 'started', payloads_applied: 2 })
+    expect(await worker.drain()).toBe(0)
+
+    h.server.clock.advance(LEASE)
+    expect(await worker.drain()).toBe(1)
+    // One more transaction, for the third call: the steps that committed are not applied again.
+    expect(transactions).toBe(3)
+    expect(events).toEqual(['postponed', 'finished'])
+    expect(await h.importOf(ids[0])).toMatchObject({ status: 'finished', error: false })
+    expect((await h.user('c@acme.example'))?.name).toBe('C')
+  })
+
   it('polls once started, and stop() lets the running import finish; start and stop are idempotent', async () => {
     let release!: () => void
     const released = new Promise<void>((resolve) => {

@@ -38,7 +38,8 @@ export interface ImportWorkerEvents {
   /**
    * The store was busy (StoreBusyError): the run wrote nothing, and the import is handed back to run again; or its
    * disk was full (StoreFullError), or MongoDB out of reach before it confirmed a write of the worker's outside a
-   * transaction (StoreUnconfirmedError): the import is left to its lease, and run again once it expires.
+   * transaction or the commit of a step (StoreUnconfirmedError): the import is left to its lease, and run again once
+   * it expires.
    */
   postponed: [DataImport]
   /** The import's company was deleted (a call stored while it was): the import was finished, never applied. */
@@ -227,9 +228,11 @@ export class ImportWorker extends EventEmitter<ImportWorkerEvents> {
         return true
       }
       if (error instanceof StoreUnconfirmedError) {
-        // A write of the worker's outside the run's transactions (handing the import back as it stops) may or may not
-        // have been applied: not a failure of the import. Left claimed, it runs again once its lease expires, from its
-        // last committed step, if the write did not hand it back already.
+        // A write of the worker's outside the run's transactions (handing the import back as it stops), or the commit
+        // of one of them, may or may not have been applied: not a failure of the import. Left claimed, it runs again
+        // once its lease expires, from its last committed step, if the write did not hand it back already: a step
+        // records its progress (`imports.advance`, or `finish`) in its own transaction, so a step that did commit is
+        // not applied again.
         this.#logger.warn({ ...log, err: error }, 'import postponed: the store was out of reach before it confirmed a write')
         this.emit('postponed', claimed)
         return true

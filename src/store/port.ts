@@ -83,6 +83,8 @@ export interface Store {
    * resolves and rolled back when it throws. In one process, transactions run one at a time.
    * Inside `work`, use only the store it is given. An adapter may run `work` again after a transient conflict
    * with another process (MongoDB's `withTransaction` does), so `work` must have no effect outside the store.
+   * A transaction the store could not run for now rejects with StoreBusyError: nothing of it committed. One whose
+   * commit MongoDB could not confirm rejects with StoreUnconfirmedError: it may have committed, whole.
    *
    * A transaction that reads a company's data to write what follows from it (an import's run, an archive's
    * checks, plans' results, statement renderings) names the company: it is then serialized with every other transaction that
@@ -495,7 +497,8 @@ export class StoreConflictError extends Error {
  * write lock past the wait; MongoDB's transaction kept conflicting, or MongoDB could not serve a transaction or a read
  * (the connection lost, no primary during a failover, a node stepping down or overloaded). Not a fault of the work: the
  * same transaction may succeed later (an import is then run again, never refused for it). A MongoDB write outside a
- * transaction that could not be served is StoreUnconfirmedError instead: it may have been applied.
+ * transaction that could not be served, or a commit MongoDB could not confirm, is StoreUnconfirmedError instead: it may
+ * have been applied.
  */
 export class StoreBusyError extends Error {
   override name = 'StoreBusyError'
@@ -504,8 +507,10 @@ export class StoreBusyError extends Error {
 /**
  * MongoDB could not serve a write made outside a transaction (the connection lost, no primary during a failover, a
  * node stepping down or overloaded), and whether it was applied is unknown: the driver may have sent it, and sent it
- * again after a failover, before the answer was lost, and a write of several documents may be half done. Unlike
- * StoreBusyError, doing it again may do it twice (a second API key): look before. (SQLite answers every write.)
+ * again after a failover, before the answer was lost, and a write of several documents may be half done. Or, for the
+ * same reasons, MongoDB could not confirm a transaction's commit: the transaction may have committed, whole, or not at
+ * all. Unlike StoreBusyError, doing it again may do it twice (a second API key): look before. (SQLite answers every
+ * write.)
  */
 export class StoreUnconfirmedError extends Error {
   override name = 'StoreUnconfirmedError'

@@ -3,6 +3,7 @@ import { calculateObjectSize, deserialize, type Document, ObjectId, serialize } 
 import {
   type BulkWriteResult,
   MongoBulkWriteError,
+  MongoClient,
   MongoNetworkError,
   MongoNetworkTimeoutError,
   MongoServerError,
@@ -29,7 +30,7 @@ import { mongoApiKeys } from '../../src/store/mongo/api-keys.ts'
 import { claimUpdate, mongoImports, runnable } from '../../src/store/mongo/imports.ts'
 import { INDEXES } from '../../src/store/mongo/indexes.ts'
 import { ensureLock, lockFilter } from '../../src/store/mongo/locks.ts'
-import type { MongoContext } from '../../src/store/mongo/context.ts'
+import { atomically, type MongoContext } from '../../src/store/mongo/context.ts'
 import { saveRecordsOperations, upsertRecordsOperations } from '../../src/store/mongo/records.ts'
 import { PART_BYTES } from '../../src/store/mongo/json-parts.ts'
 import { deleteByIds, replaceOwnById } from '../../src/store/mongo/operations.ts'
@@ -468,6 +469,10 @@ describe('mongo deletes by id', () => {
 /** The error a unique index answers a second insert of the same key with. */
 const duplicateKeyError = () => new MongoServerError({ message: 'E11000 duplicate key error', code: 11000 })
 
+/** The error of an operation that found no primary to select (a failover under way). */
+const selectionTimedOut = () =>
+  new MongoServerSelectionError('Server selection timed out after 30000 ms', { error: undefined } as unknown as TopologyDescription)
+
 describe('mongo connection helpers', () => {
   it('reads the database a connection string names', () => {
     expect(databaseInUrl('mongodb://db:27017/commission?replicaSet=rs0')).toBe('commission')
@@ -538,9 +543,55 @@ describe('mongo connection helpers', () => {
     const busy = toPortError(transient)
     expect(busy).toBeInstanceOf(StoreBusyError)
     expect((busy as Error).cause).toBe(transient)
-    // A commit whose result stayed unknown may have committed: not told as busy.
+    // A commit whose result stayed unknown may have committed: not told as busy, nor kept as an internal error.
     const unknown = new MongoServerError({ message: 'timeout', code: 50, errorLabels: ['UnknownTransactionCommitResult'] })
-    expect(toPortError(unknown)).toBe(unknown)
+    const unconfirmed = toPortError(unknown)
+    expect(unconfirmed).toBeInstanceOf(StoreUnconfirmedError)
+    expect((unconfirmed as Error).cause).toBe(unknown)
+    expect(toPortErrorOfWrite(unknown)).toBeInstanceOf(StoreUnconfirmedError)
+  })
+
+  it('takes a commit whose retry could not select a server for one whose result is unknown, but not the work failing so', async () => {
+    // The driver's own withTransaction, over a session whose commit fails as lib/sessions.js fails it when the first
+    // attempt lost its connection and the retry found no primary: the retry's server selection error, unlabelled.
+    const driver = new MongoClient('mongodb://db-1:27017/?replicaSet=rs0')
+    let commit: Error | null = null
+    const client = {
+      startSession: () => {
+        const session = driver.startSession()
+        // The driver's own commit of a transaction that sent nothing, which ends it, then the failure.
+        const ended = session.commitTransaction.bind(session)
+        session.commitTransaction = async () => {
+          await ended()
+          throw commit
+        }
+        return session
+      },
+    }
+    const context = { connection: { client }, transaction: null, state: { closed: false, writes: 0 } } as unknown as MongoContext
+    try {
+      commit = selectionTimedOut()
+      const committed = atomically(context, async () => 'written')
+      await expect(committed).rejects.toBeInstanceOf(StoreUnconfirmedError)
+      await expect(committed).rejects.toHaveProperty('cause', commit)
+      // The work could not reach the deployment: nothing was committed.
+      const lost = selectionTimedOut()
+      const refused = atomically(context, () => Promise.reject(lost))
+      await expect(refused).rejects.toBeInstanceOf(StoreBusyError)
+      await expect(refused).rejects.toHaveProperty('cause', lost)
+      // A commit refused as transient runs the transaction again, whose work then finds no primary: nothing was
+      // committed, though the first run's work had resolved.
+      commit = new MongoServerError({ message: 'WriteConflict', code: 112, errorLabels: ['TransientTransactionError'] })
+      let attempts = 0
+      const work = async () => {
+        if (++attempts === 2) throw selectionTimedOut()
+        return 'written'
+      }
+      await expect(atomically(context, work)).rejects.toBeInstanceOf(StoreBusyError)
+      expect(attempts).toBe(2)
+    } finally {
+      await driver.close()
+    }
   })
 
   it('turns an operation the deployment could not serve (connection lost, no primary, a node stepping down) into StoreBusyError', () => {
@@ -566,12 +617,14 @@ describe('mongo connection helpers', () => {
       // Inside a transaction the driver's own error reaches withTransaction, which labels it transient and runs it again.
       expect(toPortErrorInTransaction(error)).toBe(error)
     }
-    // Kept: a commit whose answer was lost may have committed; a write concern error comes after the primary applied
-    // the write; a closed client is this process's own doing; any other server error is not the deployment's state.
+    // A commit whose answer was lost may have committed.
     const lostCommit = new MongoNetworkError('connection 6 to db-1:27017 closed')
     lostCommit.addErrorLabel('UnknownTransactionCommitResult')
+    expect(toPortError(lostCommit)).toBeInstanceOf(StoreUnconfirmedError)
+    expect(toPortErrorOfWrite(lostCommit)).toBeInstanceOf(StoreUnconfirmedError)
+    // Kept: a write concern error comes after the primary applied the write; a closed client is this process's own
+    // doing; any other server error is not the deployment's state.
     const kept = [
-      lostCommit,
       new MongoWriteConcernError({ writeConcernError: { code: 91, errmsg: 'waiting for replication interrupted' }, ok: 1 }),
       new MongoTopologyClosedError(),
       new MongoServerError({ message: 'BadValue', code: 2 }),

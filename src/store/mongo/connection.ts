@@ -82,23 +82,27 @@ export function isDuplicateKey(error: unknown): boolean {
  * A driver error as the port states it, once no retry of the driver's is left to make, for a read outside a
  * transaction or a transaction (after `withTransaction` gave up): a broken uniqueness rule becomes StoreConflictError;
  * a transaction that stayed transient (it kept conflicting, or lost its connection, and was aborted: nothing of it
- * committed), or a read or transaction the deployment could not serve (`isUnavailable`), StoreBusyError; anything
- * else is kept. A commit whose result stayed unknown is kept as it is: it may have committed.
+ * committed), or a read or transaction the deployment could not serve (`isUnavailable`), StoreBusyError; a commit
+ * whose result stayed unknown (see `inTransaction`), StoreUnconfirmedError: it may have committed; anything else is kept.
  */
 export function toPortError(error: unknown): unknown {
-  return asStoreError(error, isDuplicateKey, isBusy)
+  const mapped = asStoreError(error, isDuplicateKey, isBusy)
+  return mapped === error && isUnknownCommit(error) ? new StoreUnconfirmedError((error as Error).message, { cause: error }) : mapped
 }
 
 /**
  * The same for a write outside a transaction, which may have been applied although the deployment could not serve
  * it: the driver retries a one-document write once, after selecting a server again, so a lost connection or no primary
  * may follow a first attempt whose answer was lost; a write of several documents gets one attempt, and may be half
- * done. So it is StoreUnconfirmedError, never StoreBusyError ("nothing was done"), but for a transaction the write ran
- * first and that was aborted, having written nothing (a company's deletion outside a transaction).
+ * done. So it is StoreUnconfirmedError, never StoreBusyError ("nothing was done"), as is a commit whose result stayed
+ * unknown, but for a transaction the write ran first and that was aborted, having written nothing (a company's deletion
+ * outside a transaction).
  */
 export function toPortErrorOfWrite(error: unknown): unknown {
   const mapped = asStoreError(error, isDuplicateKey, isAbortedTransaction)
-  return mapped === error && isUnserved(error) ? new StoreUnconfirmedError((error as Error).message, { cause: error }) : mapped
+  return mapped === error && (isUnserved(error) || isUnknownCommit(error))
+    ? new StoreUnconfirmedError((error as Error).message, { cause: error })
+    : mapped
 }
 
 /**
@@ -126,6 +130,11 @@ function isAbortedTransaction(error: unknown): boolean {
 /** An operation the deployment could not serve (`isUnavailable`), other than a commit whose result stayed unknown. */
 function isUnserved(error: unknown): boolean {
   return error instanceof MongoError && !error.hasErrorLabel(MongoErrorLabel.UnknownTransactionCommitResult) && isUnavailable(error)
+}
+
+/** A commit whose result stayed unknown: the transaction may have committed, or not. */
+function isUnknownCommit(error: unknown): boolean {
+  return error instanceof MongoError && error.hasErrorLabel(MongoErrorLabel.UnknownTransactionCommitResult)
 }
 
 /**
@@ -185,11 +194,34 @@ export async function upsertOnce<T>(upsert: () => Promise<T>): Promise<T> {
  * 120 seconds. Since driver 6 it resolves with what `work` resolved with. `work` must use the session for
  * every operation, one at a time, and must let every error of an operation reject its promise: a swallowed
  * error leaves the driver unable to tell whether the server aborted the transaction.
+ *
+ * Once `work` resolved, the deployment failing to serve (`isUnavailable`) with neither label is taken for a commit
+ * whose result is unknown, and labelled so: when a commit's first attempt is retryable (its connection lost) and its
+ * retry cannot select a server, the driver (lib/sessions.js, `commitTransaction`) labels the retry's error only when it
+ * is itself retryable, which a server selection error is not, and `withTransaction` rejects with it unlabelled,
+ * though the first attempt may have committed.
  */
 export async function inTransaction<T>(client: MongoClient, work: (session: ClientSession) => Promise<T>): Promise<T> {
   const session = client.startSession()
+  // Whether `work` resolved in the current attempt: `withTransaction` runs it again after a transient error.
+  let committing = false
   try {
-    return await session.withTransaction(work, TRANSACTION_OPTIONS)
+    return await session.withTransaction(async (active) => {
+      committing = false
+      const result = await work(active)
+      committing = true
+      return result
+    }, TRANSACTION_OPTIONS)
+  } catch (error) {
+    if (
+      committing &&
+      error instanceof MongoError &&
+      !error.hasErrorLabel(MongoErrorLabel.TransientTransactionError) &&
+      !error.hasErrorLabel(MongoErrorLabel.UnknownTransactionCommitResult) &&
+      isUnavailable(error)
+    )
+      error.addErrorLabel(MongoErrorLabel.UnknownTransactionCommitResult)
+    throw error
   } finally {
     await session.endSession()
   }
