@@ -169,7 +169,8 @@ export interface CompanyRepository {
    * Deletes the company and every record that belongs to it; returns false when unknown. Atomic for readers:
    * the company and its API keys go at once, and nothing reaches its records from then on. Inside a transaction
    * everything goes with it. Outside one, MongoDB deletes the records after the company, outside a transaction
-   * (a large company would not fit in one); an interrupted deletion is finished by deleting the company again.
+   * (a large company would not fit in one); an interrupted deletion is finished by deleting the company again,
+   * so MongoDB answers one it could not serve or confirm StoreBusyError, though part of it may be done.
    * `pause`, given only inside a transaction (which keeps the deletion atomic), is awaited between the steps of a
    * deletion done in several (SQLite: table by table), so that a large company's deletion shares its thread.
    */

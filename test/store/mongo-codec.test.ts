@@ -27,6 +27,7 @@ import {
 } from '../../src/store/mongo/connection.ts'
 import { byId, cursorId, inCompany, inTable, ofPlan, pageFilter } from '../../src/store/mongo/filters.ts'
 import { mongoApiKeys } from '../../src/store/mongo/api-keys.ts'
+import { mongoCompanies } from '../../src/store/mongo/companies.ts'
 import { claimUpdate, mongoImports, runnable } from '../../src/store/mongo/imports.ts'
 import { INDEXES } from '../../src/store/mongo/indexes.ts'
 import { ensureLock, lockFilter } from '../../src/store/mongo/locks.ts'
@@ -700,6 +701,55 @@ describe('mongo connection helpers', () => {
     for (let request = 1; request <= 10; request++) {
       await expect(counts.count('company:1', 1000, 80, now)).resolves.toEqual({ current: request, ttl: 1000 })
     }
+  })
+
+  it("answers StoreBusyError when a company's deletion could not be served or confirmed, and deleting it again finishes it", async () => {
+    // A client told "check before sending it again" would find the company gone and stop, its documents left behind.
+    const lost = new MongoNetworkError('connection 12 to db-1:27017 closed')
+    let commit: Error | null = null
+    let failing: string | null = collections.USERS.collection
+    const removed: string[] = []
+    const session = {
+      withTransaction: async (work: (session: unknown) => Promise<unknown>) => {
+        const result = await work(session)
+        if (commit) throw commit
+        return result
+      },
+      endSession: async () => {},
+    }
+    let companies = 1
+    const context = {
+      connection: {
+        client: { startSession: () => session },
+        db: {
+          collection: (name: string) => ({
+            deleteOne: async () => ({ deletedCount: companies-- > 0 ? 1 : 0 }),
+            deleteMany: async () => {
+              if (name === failing) throw lost
+              removed.push(name)
+            },
+          }),
+        },
+      },
+      transaction: null,
+      state: { closed: false, writes: 0 },
+    } as unknown as MongoContext
+    const company = newId()
+    // The company and its keys are gone; its users could not be deleted.
+    const cut = mongoCompanies(context).delete(company)
+    await expect(cut).rejects.toBeInstanceOf(StoreBusyError)
+    await expect(cut).rejects.toHaveProperty('cause', lost)
+    // The company's own transaction whose commit stayed unknown: it may be gone too.
+    const lostCommit = new MongoNetworkError('connection 13 to db-1:27017 closed')
+    lostCommit.addErrorLabel('UnknownTransactionCommitResult')
+    commit = lostCommit
+    await expect(mongoCompanies(context).delete(company)).rejects.toBeInstanceOf(StoreBusyError)
+    // Sent again, the deletion removes what was left, and answers that there was no company.
+    commit = null
+    failing = null
+    removed.length = 0
+    await expect(mongoCompanies(context).delete(company)).resolves.toBe(false)
+    expect(removed).toEqual([collections.API_KEYS, ...collections.COMPANY_COLLECTIONS].map((codec) => codec.collection))
   })
 
   it("answers StoreUnconfirmedError, never StoreBusyError, when an API key's insert lost its connection outside a transaction", async () => {

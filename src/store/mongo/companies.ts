@@ -1,10 +1,10 @@
 import type { Document, ObjectId } from 'bson'
 import type { ClientSession } from 'mongodb'
 import type { Company } from '../model.ts'
-import type { CompanyRepository } from '../port.ts'
+import { type CompanyRepository, StoreBusyError, StoreUnconfirmedError } from '../port.ts'
 import { lookupId } from './codec.ts'
 import { API_KEYS, COMPANIES, COMPANY_COLLECTIONS } from './collections.ts'
-import { inTransaction } from './connection.ts'
+import { inTransaction, toPortErrorOfWrite } from './connection.ts'
 import { call, collectionOf, counted, inSession, type MongoContext } from './context.ts'
 import { findAll, findOne, insertOne } from './operations.ts'
 
@@ -43,6 +43,10 @@ async function deleteDocumentsOf(context: MongoContext, session: ClientSession |
  * small transaction, so that from then on nothing reaches its data (every request finds its company through
  * them); then its documents, collection by collection, outside any transaction. If that is interrupted (a
  * failover), deleting the company again (it answers false then) removes what was left.
+ *
+ * So whatever MongoDB could not serve or confirm outside a transaction is StoreBusyError ("try again"), though the
+ * company may be gone already, never StoreUnconfirmedError ("check before sending it again"), on which a client that
+ * looks finds the company gone and stops, its documents left behind. Deleting again does nothing twice.
  */
 function deleteCompany(context: MongoContext, id: string): Promise<boolean> {
   const companyId = lookupId(id)
@@ -57,8 +61,13 @@ function deleteCompany(context: MongoContext, id: string): Promise<boolean> {
     })
   }
   return call(context, async () => {
-    const existed = await inTransaction(context.connection.client, deleteCompanyItself)
-    await deleteDocumentsOf(context, undefined, companyId)
-    return existed
+    try {
+      const existed = await inTransaction(context.connection.client, deleteCompanyItself)
+      await deleteDocumentsOf(context, undefined, companyId)
+      return existed
+    } catch (error) {
+      const mapped = toPortErrorOfWrite(error)
+      throw mapped instanceof StoreUnconfirmedError ? new StoreBusyError(mapped.message, { cause: error }) : mapped
+    }
   })
 }
