@@ -27,6 +27,7 @@ import {
 } from '../../src/store/mongo/connection.ts'
 import { byId, cursorId, inCompany, inTable, ofPlan, pageFilter } from '../../src/store/mongo/filters.ts'
 import { mongoApiKeys } from '../../src/store/mongo/api-keys.ts'
+import { mongoClockOffset } from '../../src/store/mongo/clock-offset.ts'
 import { mongoCompanies } from '../../src/store/mongo/companies.ts'
 import { claimUpdate, mongoImports, runnable } from '../../src/store/mongo/imports.ts'
 import { INDEXES } from '../../src/store/mongo/indexes.ts'
@@ -750,6 +751,24 @@ describe('mongo connection helpers', () => {
     removed.length = 0
     await expect(mongoCompanies(context).delete(company)).resolves.toBe(false)
     expect(removed).toEqual([collections.API_KEYS, ...collections.COMPANY_COLLECTIONS].map((codec) => codec.collection))
+  })
+
+  it("answers the controlled clock's advance MongoDB could not serve as unconfirmed, its read and raise as busy", async () => {
+    const lost = new MongoNetworkError('connection 14 to db-1:27017 closed')
+    const clock = { findOne: () => Promise.reject(lost), findOneAndUpdate: () => Promise.reject(lost) }
+    const context = {
+      connection: { db: { collection: () => clock } },
+      transaction: null,
+      state: { closed: false, writes: 0 },
+    } as unknown as MongoContext
+    const offsets = mongoClockOffset(context)
+    // A `$inc` the driver may have applied before the answer was lost: done again, the clock would move twice.
+    const advance = offsets.advance(60_000)
+    await expect(advance).rejects.toBeInstanceOf(StoreUnconfirmedError)
+    await expect(advance).rejects.toHaveProperty('cause', lost)
+    // A read, and a `$max`, are the same done twice.
+    await expect(offsets.read()).rejects.toBeInstanceOf(StoreBusyError)
+    await expect(offsets.raiseTo(60_000)).rejects.toBeInstanceOf(StoreBusyError)
   })
 
   it("answers StoreUnconfirmedError, never StoreBusyError, when an API key's insert lost its connection outside a transaction", async () => {

@@ -62,9 +62,10 @@ export async function call<T>(context: MongoContext, work: (session: ClientSessi
 }
 
 /**
- * Runs a write of the store's own bookkeeping outside a transaction, which no caller of the port sees and the caller's
- * next attempt makes again harmlessly (a lock document's creation, the parts of a payload no document refers to yet):
- * one the deployment could not serve is StoreBusyError, as a read's, whether or not it was applied.
+ * Runs a write outside a transaction that the caller's next attempt makes again harmlessly: of the store's own
+ * bookkeeping, which no caller of the port sees (a lock document's creation, the parts of a payload no document refers
+ * to yet), or one that done twice is done once (the controlled clock raised to an instant, a `$max`): one the
+ * deployment could not serve is StoreBusyError, as a read's, whether or not it was applied.
  */
 export async function writeUnseen<T>(context: MongoContext, work: (session: ClientSession | undefined) => Promise<T>): Promise<T> {
   return run(context, work, toPortError)
