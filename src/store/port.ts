@@ -508,10 +508,11 @@ export class StoreBusyError extends Error {
 /**
  * MongoDB could not serve a write made outside a transaction (the connection lost, no primary during a failover, a
  * node stepping down or overloaded), and whether it was applied is unknown: the driver may have sent it, and sent it
- * again after a failover, before the answer was lost, and a write of several documents may be half done. Or, for the
- * same reasons, MongoDB could not confirm a transaction's commit: the transaction may have committed, whole, or not at
- * all. Unlike StoreBusyError, doing it again may do it twice (a second API key): look before. (SQLite answers every
- * write.)
+ * again after a failover, before the answer was lost, and a write of several documents may be half done; or the
+ * primary applied it and could not confirm that it stays (a write concern error: it stepped down, say, before a
+ * majority had it). Or, for the same reasons, MongoDB could not confirm a transaction's commit: the transaction may
+ * have committed, whole, or not at all. Unlike StoreBusyError, doing it again may do it twice (a second API key): look
+ * before. (SQLite answers every write.)
  */
 export class StoreUnconfirmedError extends Error {
   override name = 'StoreUnconfirmedError'

@@ -624,20 +624,22 @@ describe('mongo connection helpers', () => {
     lostCommit.addErrorLabel('UnknownTransactionCommitResult')
     expect(toPortError(lostCommit)).toBeInstanceOf(StoreUnconfirmedError)
     expect(toPortErrorOfWrite(lostCommit)).toBeInstanceOf(StoreUnconfirmedError)
-    // Kept: a write concern error comes after the primary applied the write; a closed client is this process's own
-    // doing; any other server error is not the deployment's state.
-    const kept = [
-      new MongoWriteConcernError({ writeConcernError: { code: 91, errmsg: 'waiting for replication interrupted' }, ok: 1 }),
-      new MongoTopologyClosedError(),
-      new MongoServerError({ message: 'BadValue', code: 2 }),
-    ]
+    // A write concern error comes after the primary applied the write, which may or may not stay: a write's is
+    // unconfirmed, never busy.
+    const concern = new MongoWriteConcernError({ writeConcernError: { code: 91, errmsg: 'waiting for replication interrupted' }, ok: 1 })
+    expect(toPortError(concern)).toBe(concern)
+    const unconfirmed = toPortErrorOfWrite(concern)
+    expect(unconfirmed).toBeInstanceOf(StoreUnconfirmedError)
+    expect((unconfirmed as Error).cause).toBe(concern)
+    // Kept: a closed client is this process's own doing; any other server error is not the deployment's state.
+    const kept = [new MongoTopologyClosedError(), new MongoServerError({ message: 'BadValue', code: 2 })]
     for (const error of kept) {
       expect(toPortError(error), error.message).toBe(error)
       expect(toPortErrorOfWrite(error), error.message).toBe(error)
     }
   })
 
-  it("keeps a bulk write's write concern error, which carries the code of a node stepping down though the primary applied the write", () => {
+  it("answers a bulk write's write concern error, which carries the code of a node stepping down, as applied: unconfirmed, never busy", () => {
     // Built as the driver builds it (lib/bulk/common.js, executeCommands): the write concern error's code becomes the
     // bulk error's own, and its result holds the write concern error.
     const driver = createRequire(import.meta.url)('mongodb/lib/bulk/common.js') as {
@@ -664,7 +666,9 @@ describe('mongo connection helpers', () => {
       const concern = new driver.WriteConcernError({ code, errmsg: 'waiting for replication interrupted' })
       const applied = new MongoBulkWriteError({ message: concern.errmsg!, code }, bulkOf([concern]))
       expect(toPortError(applied)).toBe(applied)
-      expect(toPortErrorOfWrite(applied)).toBe(applied)
+      const unconfirmed = toPortErrorOfWrite(applied)
+      expect(unconfirmed).toBeInstanceOf(StoreUnconfirmedError)
+      expect((unconfirmed as Error).cause).toBe(applied)
       // Without a write concern error, the same code is a node that could not serve the write.
       const refused = new MongoBulkWriteError({ message: 'interrupted', code }, bulkOf([]))
       expect(toPortError(refused)).toBeInstanceOf(StoreBusyError)

@@ -95,12 +95,13 @@ export function toPortError(error: unknown): unknown {
  * it: the driver retries a one-document write once, after selecting a server again, so a lost connection or no primary
  * may follow a first attempt whose answer was lost; a write of several documents gets one attempt, and may be half
  * done. So it is StoreUnconfirmedError, never StoreBusyError ("nothing was done"), as is a commit whose result stayed
- * unknown, but for a transaction the write ran first and that was aborted, having written nothing (a company's deletion
- * outside a transaction).
+ * unknown, and a write concern error (the primary applied the write; whether it stays is unknown), but for a
+ * transaction the write ran first and that was aborted, having written nothing (a company's deletion outside a
+ * transaction).
  */
 export function toPortErrorOfWrite(error: unknown): unknown {
   const mapped = asStoreError(error, isDuplicateKey, isAbortedTransaction)
-  return mapped === error && (isUnserved(error) || isUnknownCommit(error))
+  return mapped === error && (isUnserved(error) || isUnknownCommit(error) || isWriteConcernFailure(error))
     ? new StoreUnconfirmedError((error as Error).message, { cause: error })
     : mapped
 }
@@ -138,6 +139,17 @@ function isUnknownCommit(error: unknown): boolean {
 }
 
 /**
+ * A write concern error, which the server answers once the primary applied the write, when it could not confirm the
+ * write concern (a majority, the journal): the write may stay, or be rolled back. A bulk write (insertMany, bulkWrite)
+ * reports one as a MongoBulkWriteError whose result holds it.
+ */
+function isWriteConcernFailure(error: unknown): boolean {
+  return (
+    error instanceof MongoWriteConcernError || (error instanceof MongoBulkWriteError && error.result.getWriteConcernError() !== undefined)
+  )
+}
+
+/**
  * The server codes of a node that cannot serve for now (no longer primary, stepping down, shutting down, unreachable
  * from a mongos): those of the retryable-reads specification, which the driver keeps to itself (`isRetryableReadError`
  * is not exported).
@@ -161,14 +173,12 @@ const UNAVAILABLE_CODES: ReadonlySet<number> = new Set([
 /**
  * The deployment could not serve an operation for now, which the driver already retried once where it could: the
  * connection was lost, no server could be selected (no primary during a failover), a node answered it cannot serve
- * (a code above, a retryable write error, or overloaded). A write concern error is not one: the write was applied on
- * the primary, and whether it stays is unknown, as with an unknown commit result. A bulk write (insertMany, bulkWrite)
- * reports one as a MongoBulkWriteError that carries the write concern error's code (91, 189, 11602...), its result
- * holding the write concern error.
+ * (a code above, a retryable write error, or overloaded). A write concern error is not one (`isWriteConcernFailure`):
+ * the write was applied on the primary, and whether it stays is unknown, as with an unknown commit result; a bulk
+ * write's carries the write concern error's code (91, 189, 11602...) as its own.
  */
 function isUnavailable(error: MongoError): boolean {
-  if (error instanceof MongoWriteConcernError) return false
-  if (error instanceof MongoBulkWriteError && error.result.getWriteConcernError() !== undefined) return false
+  if (isWriteConcernFailure(error)) return false
   if (error instanceof MongoNetworkError || error instanceof MongoServerSelectionError) return true
   if (error.hasErrorLabel(MongoErrorLabel.RetryableWriteError) || error.hasErrorLabel(MongoErrorLabel.SystemOverloadedError)) return true
   return UNAVAILABLE_CODES.has(Number(error.code))
