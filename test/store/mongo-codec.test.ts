@@ -694,6 +694,23 @@ describe('mongo connection helpers', () => {
     await expect(read).rejects.toHaveProperty('cause', lost)
   })
 
+  it('answers the purge of finished imports StoreBusyError when its read lost its connection, and unconfirmed when its delete did', async () => {
+    const lost = new MongoNetworkError('connection 15 to db-1:27017 closed')
+    const expired = [{ _id: new ObjectId(), company_id: new ObjectId(companyId) }]
+    let finding: () => Promise<Document[]> = () => Promise.reject(lost)
+    const imports = { find: () => ({ toArray: () => finding() }), deleteMany: () => Promise.reject(lost) }
+    const context = {
+      connection: { db: { collection: () => imports } },
+      transaction: null,
+      state: { closed: false, writes: 0 },
+    } as unknown as MongoContext
+    const purge = () => mongoImports(context).purgeFinished('2026-01-01T00:00:00.000Z', 1000)
+    // The read changed nothing.
+    await expect(purge()).rejects.toBeInstanceOf(StoreBusyError)
+    finding = async () => expired
+    await expect(purge()).rejects.toBeInstanceOf(StoreUnconfirmedError)
+  })
+
   it('counts requests in the instance alone, refusing and failing none, while the rate windows cannot be reached', async () => {
     const lost = new MongoNetworkError('connection 10 to db-1:27017 closed')
     const windows = { findOneAndUpdate: () => Promise.reject(lost), findOne: () => Promise.reject(lost) }

@@ -407,26 +407,29 @@ export function mongoImports(context: MongoContext): ImportRepository {
         return true
       }),
 
-    purgeFinished: (finishedBefore, limit) =>
-      call(context, async (session) => {
-        if (limit <= 0) return 0
-        const expired = await imports()
+    async purgeFinished(finishedBefore, limit) {
+      if (limit <= 0) return 0
+      const expired = await read(context, (session) =>
+        imports()
           .find(
             { status: 'finished', finished_at: { $lt: finishedBefore } },
             { ...inSession(session), projection: { _id: 1, company_id: 1 }, limit },
           )
-          .toArray()
-        if (expired.length === 0) return 0
-        // Each by its whole shard key (company, id); one deleteMany, as a finished import no longer changes. Outside a
-        // transaction, unlike most of the adapter's deleteManys (docs/decisions.md names the other two): no reader needs
-        // the batch gone all at once (each import goes alone), an interrupted purge leaves imports the next one deletes,
-        // and on a sharded cluster the companies of one batch span shards, which would make every purge a cross-shard
-        // transaction.
+          .toArray(),
+      )
+      if (expired.length === 0) return 0
+      // Each by its whole shard key (company, id); one deleteMany, as a finished import no longer changes. Outside a
+      // transaction, unlike most of the adapter's deleteManys (docs/decisions.md names the other two): no reader needs
+      // the batch gone all at once (each import goes alone), an interrupted purge leaves imports the next one deletes,
+      // and on a sharded cluster the companies of one batch span shards, which would make every purge a cross-shard
+      // transaction.
+      return call(context, async (session) => {
         const deleted = await imports().deleteMany(
           { $or: expired.map((document) => ({ company_id: document.company_id, _id: document._id })) },
           inSession(session),
         )
         return deleted.deletedCount
-      }),
+      })
+    },
   }
 }
