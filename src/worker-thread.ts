@@ -10,10 +10,17 @@ import { readlinkSync } from 'node:fs'
 import { getPriority, setPriority } from 'node:os'
 import { parentPort, workerData } from 'node:worker_threads'
 import pino from 'pino'
-import type { EnqueueCall, EnqueueOutcome, FromWorkerThread, ToWorkerThread, WorkerThreadData } from './imports/threaded-worker.ts'
+import {
+  type EnqueueCall,
+  enqueueFailureOf,
+  type EnqueueOutcome,
+  type FromWorkerThread,
+  type ToWorkerThread,
+  type WorkerThreadData,
+} from './imports/threaded-worker.ts'
 import type { WorkerLogger } from './imports/worker.ts'
 import { startServer } from './server.ts'
-import { ImportQueueFullError, type Store, StoreBusyError, StoreFullError, StoreUpgradedError } from './store/port.ts'
+import type { Store } from './store/port.ts'
 
 if (!parentPort) throw new Error('worker-thread.ts runs as a worker thread (see ThreadedImportWorker)')
 const port = parentPort
@@ -63,14 +70,8 @@ async function enqueue(store: Store, call: number, { fresh, payload, now, maxQue
   try {
     outcome = { import: await store.imports.enqueue(fresh, payload, now, maxQueuedBytes) }
   } catch (error) {
-    if (error instanceof ImportQueueFullError) outcome = { queuedBytes: error.queuedBytes }
-    else if (error instanceof StoreFullError) outcome = { full: error.message }
-    else if (error instanceof StoreBusyError) outcome = { busy: error.message }
-    else if (error instanceof StoreUpgradedError) outcome = { upgraded: error.message }
-    else {
-      logger.error({ err: error }, 'storing an upsert payload failed')
-      outcome = { failure: error instanceof Error ? error.message : String(error) }
-    }
+    outcome = enqueueFailureOf(error)
+    if ('failure' in outcome) logger.error({ err: error }, 'storing an upsert payload failed')
   }
   send({ type: 'enqueued', call, outcome })
 }

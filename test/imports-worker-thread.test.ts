@@ -8,9 +8,16 @@ import { loadFixture } from '../src/fixtures/load-fixture.ts'
 import { systemClock } from '../src/clock.ts'
 import { QueueFullError } from '../src/errors.ts'
 import { enqueueImport } from '../src/imports/enqueue.ts'
-import { storeEnqueuingThrough, ThreadedImportWorker } from '../src/imports/threaded-worker.ts'
+import { enqueueErrorOf, enqueueFailureOf, storeEnqueuingThrough, ThreadedImportWorker } from '../src/imports/threaded-worker.ts'
 import { newId } from '../src/ids.ts'
-import { ImportQueueFullError, type Store, StoreBusyError } from '../src/store/port.ts'
+import {
+  ImportQueueFullError,
+  type Store,
+  StoreBusyError,
+  StoreFullError,
+  StoreUnconfirmedError,
+  StoreUpgradedError,
+} from '../src/store/port.ts'
 import { ImportWorker, type WorkerLogger } from '../src/imports/worker.ts'
 import { type RunningServer, startServer } from '../src/server.ts'
 import type { DataImport } from '../src/store/model.ts'
@@ -272,5 +279,23 @@ describe('the inline import worker (IMPORT_WORKER=inline)', () => {
     expect((await call(`${server.url}/v1/users?limit=10`, { key })).body.data.map((user: { email: string }) => user.email)).toContain(
       'inline@acme.example',
     )
+  })
+})
+
+describe("an enqueue's failure across the thread", () => {
+  it('reaches the HTTP thread as the error it was, which it answers its own way (a busy store 503 "try again", a write maybe done 503 "look")', () => {
+    for (const error of [
+      new ImportQueueFullError(1234),
+      new StoreFullError('no room'),
+      new StoreBusyError('locked'),
+      new StoreUnconfirmedError('out of reach before the answer'),
+      new StoreUpgradedError('newer'),
+    ]) {
+      const crossed = enqueueErrorOf(structuredClone(enqueueFailureOf(error)))
+      expect(crossed.constructor, error.name).toBe(error.constructor)
+      expect(crossed.message).toBe(error.message)
+    }
+    const other = enqueueErrorOf(structuredClone(enqueueFailureOf(new TypeError('a bug'))))
+    expect(other.message).toBe('the import worker thread could not store the payload: a bug')
   })
 })

@@ -2,7 +2,14 @@ import { EventEmitter } from 'node:events'
 import { Worker } from 'node:worker_threads'
 import type { Config } from '../config.ts'
 import type { DataImport, ImportPayload } from '../store/model.ts'
-import { ImportQueueFullError, type Store, StoreBusyError, StoreFullError, StoreUpgradedError } from '../store/port.ts'
+import {
+  ImportQueueFullError,
+  type Store,
+  StoreBusyError,
+  StoreFullError,
+  StoreUnconfirmedError,
+  StoreUpgradedError,
+} from '../store/port.ts'
 import type { WorkerLogger } from './worker.ts'
 
 /** What the HTTP thread gives the import worker's thread. */
@@ -20,7 +27,36 @@ export interface EnqueueCall {
 
 /** How an enqueue ended in the worker's thread: the import joined, a full queue, or a failure. */
 export type EnqueueOutcome =
-  { import: DataImport } | { queuedBytes: number } | { busy: string } | { full: string } | { upgraded: string } | { failure: string }
+  | { import: DataImport }
+  | { queuedBytes: number }
+  | { busy: string }
+  | { full: string }
+  | { unconfirmed: string }
+  | { upgraded: string }
+  | { failure: string }
+
+/**
+ * An enqueue's error as the worker's thread tells the HTTP thread (an error does not cross a thread with its class):
+ * the port's errors by kind, which the HTTP thread answers each its own way, anything else as a failure.
+ */
+export function enqueueFailureOf(error: unknown): Exclude<EnqueueOutcome, { import: DataImport }> {
+  if (error instanceof ImportQueueFullError) return { queuedBytes: error.queuedBytes }
+  if (error instanceof StoreFullError) return { full: error.message }
+  if (error instanceof StoreBusyError) return { busy: error.message }
+  if (error instanceof StoreUnconfirmedError) return { unconfirmed: error.message }
+  if (error instanceof StoreUpgradedError) return { upgraded: error.message }
+  return { failure: error instanceof Error ? error.message : String(error) }
+}
+
+/** The error an enqueue's failure stands for, on the HTTP thread. */
+export function enqueueErrorOf(outcome: Exclude<EnqueueOutcome, { import: DataImport }>): Error {
+  if ('queuedBytes' in outcome) return new ImportQueueFullError(outcome.queuedBytes)
+  if ('full' in outcome) return new StoreFullError(outcome.full)
+  if ('busy' in outcome) return new StoreBusyError(outcome.busy)
+  if ('unconfirmed' in outcome) return new StoreUnconfirmedError(outcome.unconfirmed)
+  if ('upgraded' in outcome) return new StoreUpgradedError(outcome.upgraded)
+  return new Error(`the import worker thread could not store the payload: ${outcome.failure}`)
+}
 
 /** Messages from the HTTP thread to the worker's thread. */
 export type ToWorkerThread = { type: 'stop' } | { type: 'wake' } | { type: 'enqueue'; call: number; enqueue: EnqueueCall }
@@ -175,11 +211,7 @@ export class ThreadedImportWorker extends EventEmitter<{ finished: [DataImport] 
     if (!pending) return
     this.#enqueues.delete(call)
     if ('import' in outcome) pending.resolve(outcome.import)
-    else if ('queuedBytes' in outcome) pending.reject(new ImportQueueFullError(outcome.queuedBytes))
-    else if ('busy' in outcome) pending.reject(new StoreBusyError(outcome.busy))
-    else if ('full' in outcome) pending.reject(new StoreFullError(outcome.full))
-    else if ('upgraded' in outcome) pending.reject(new StoreUpgradedError(outcome.upgraded))
-    else pending.reject(new Error(`the import worker thread could not store the payload: ${outcome.failure}`))
+    else pending.reject(enqueueErrorOf(outcome))
   }
 }
 
