@@ -1,10 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { ManualClock } from '../src/clock.ts'
+import { loadFixture } from '../src/fixtures/load-fixture.ts'
 import type { Fixture } from '../src/fixtures/schema.ts'
 import { newId } from '../src/ids.ts'
-import type { Store } from '../src/store/port.ts'
+import { type Store, StoreBusyError, StoreFullError, StoreUnconfirmedError } from '../src/store/port.ts'
 import { structureColumns } from '../src/v2/fields.ts'
-import { renderStatements, statementTexts } from '../src/v2/statement-texts.ts'
+import { renderStatements, renderStatementsAhead, statementTexts } from '../src/v2/statement-texts.ts'
+import { smallFixture } from './helpers/fixtures.ts'
 import { startTestServer, type TestServer } from './helpers/server.ts'
+import { openTestStore } from './helpers/test-store.ts'
 import { aStatement } from './store/builders.ts'
 import { V2_TEST_ENV, admin, idsByName, walk } from './v2-support.ts'
 
@@ -616,4 +620,27 @@ describe('v2 statement rows rendered ahead of reads', () => {
       }
     },
   )
+})
+
+describe('rendering ahead, after a commit that stands', () => {
+  it('leaves the statements to be rendered as they are read when the store cannot write for now, and fails on anything else', async () => {
+    const { store, dispose } = await openTestStore()
+    try {
+      const { company_id: companyId } = await loadFixture(store, new ManualClock(), smallFixture())
+      // A statement to render, found by the first read; its batch's transaction then fails as given.
+      const failingWith = (error: Error): Store => ({
+        ...store,
+        statements: { ...store.statements, pageToRender: async () => [aStatement(companyId)] },
+        transaction: async () => {
+          throw error
+        },
+      })
+      for (const error of [new StoreBusyError('locked'), new StoreFullError('no room'), new StoreUnconfirmedError('out of reach')]) {
+        await expect(renderStatementsAhead(failingWith(error), companyId), error.name).resolves.toBeUndefined()
+      }
+      await expect(renderStatementsAhead(failingWith(new Error('a bug')), companyId)).rejects.toThrow('a bug')
+    } finally {
+      await dispose()
+    }
+  })
 })

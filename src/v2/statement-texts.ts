@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto'
 import type { CustomMetric, Statement } from '../store/model.ts'
-import { type StatementRowFields, type Store, StoreBusyError } from '../store/port.ts'
+import { type StatementRowFields, type Store, StoreBusyError, StoreUnconfirmedError } from '../store/port.ts'
 import { structureColumns } from './fields.ts'
 import { statementRenderer } from './rows.ts'
 
@@ -98,13 +98,14 @@ export async function renderStatementRows(store: Store, companyId: string, state
 /**
  * `renderStatements` after a commit that made renderings due (a load, a reset, an edit of a structure or metric):
  * the commit stands whatever happens here, and its call succeeded. A store that cannot write for now (busy, its
- * disk full) leaves the statements unrendered, which a read of them renders as it goes: the same answer, later.
+ * disk full, or MongoDB out of reach before it confirmed a batch) leaves statements unrendered, which a read of them
+ * renders as it goes: the same answer, later.
  */
 export async function renderStatementsAhead(store: Store, companyId: string): Promise<void> {
   try {
     await renderStatements(store, companyId)
   } catch (error) {
-    if (!(error instanceof StoreBusyError)) throw error
+    if (!(error instanceof StoreBusyError || error instanceof StoreUnconfirmedError)) throw error
   }
 }
 
