@@ -165,7 +165,10 @@ describe('the import worker', () => {
     expect(await h.drain()).toBe(0)
   })
 
-  it('says once that the store is busy while its polls keep finding it so, and again after a poll got through', async () => {
+  it.each([
+    ['busy', () => new StoreBusyError('another process holds the lock')],
+    ['out of reach before it confirmed a claim', () => new StoreUnconfirmedError('no primary')],
+  ])('says once that the store is %s while its polls keep finding it so, and again after a poll got through', async (_what, refusal) => {
     let refusals = 0
     let claims = 0
     const busyFor = (count: number) => (refusals = count)
@@ -175,7 +178,7 @@ describe('the import worker', () => {
         ...h.store.imports,
         claimNext: (...args) => {
           claims++
-          if (refusals-- > 0) return Promise.reject(new StoreBusyError('another process holds the lock'))
+          if (refusals-- > 0) return Promise.reject(refusal())
           return h.store.imports.claimNext(...args)
         },
       },
@@ -191,7 +194,7 @@ describe('the import worker', () => {
     busyFor(5)
     worker.start()
     await pollsFrom(8)
-    expect(warnings).toEqual(['import worker: the store is busy; polling on until it is free'])
+    expect(warnings).toEqual(['import worker: the store is busy or out of reach; polling on until it answers'])
     busyFor(3)
     await pollsFrom(5)
     await worker.stop()

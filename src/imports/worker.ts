@@ -266,20 +266,22 @@ export class ImportWorker extends EventEmitter<ImportWorkerEvents> {
         }
         this.#storeTrouble = null
       } catch (error) {
-        // Another process holding the write lock past the wait (a long import or reset) is not a failure of ours, and
-        // a store a newer version migrated is not either: each is said once per spell, as the polls that find it so
-        // follow each other every IMPORT_POLL_MS.
+        // Another process holding the write lock past the wait (a long import or reset), or MongoDB out of reach (a
+        // claim it did not confirm is the lease's to settle), is not a failure of ours, and a store a newer version
+        // migrated is not either: each is said once per spell, as the polls that find it so follow each other every
+        // IMPORT_POLL_MS.
         const trouble =
           error instanceof StoreUpgradedError
             ? 'upgraded'
             : error instanceof StoreFullError
               ? 'full'
-              : error instanceof StoreBusyError
+              : error instanceof StoreBusyError || error instanceof StoreUnconfirmedError
                 ? 'busy'
                 : null
         if (trouble === null) this.#logger.error({ err: error }, 'import worker: polling failed')
         else if (trouble !== this.#storeTrouble) {
-          if (trouble === 'busy') this.#logger.warn({ err: error }, 'import worker: the store is busy; polling on until it is free')
+          if (trouble === 'busy')
+            this.#logger.warn({ err: error }, 'import worker: the store is busy or out of reach; polling on until it answers')
           else if (trouble === 'full')
             this.#logger.error({ err: error }, "import worker: the store's disk is full; polling on until there is room")
           else

@@ -625,9 +625,9 @@ describe('mongo connection helpers', () => {
     expect(toPortError(lostCommit)).toBeInstanceOf(StoreUnconfirmedError)
     expect(toPortErrorOfWrite(lostCommit)).toBeInstanceOf(StoreUnconfirmedError)
     // A write concern error comes after the primary applied the write, which may or may not stay: a write's is
-    // unconfirmed, never busy.
+    // unconfirmed, never busy; one of a write safe to make again (toPortError's: a lock, a rate window's hit) is busy.
     const concern = new MongoWriteConcernError({ writeConcernError: { code: 91, errmsg: 'waiting for replication interrupted' }, ok: 1 })
-    expect(toPortError(concern)).toBe(concern)
+    expect(toPortError(concern)).toBeInstanceOf(StoreBusyError)
     const unconfirmed = toPortErrorOfWrite(concern)
     expect(unconfirmed).toBeInstanceOf(StoreUnconfirmedError)
     expect((unconfirmed as Error).cause).toBe(concern)
@@ -639,7 +639,7 @@ describe('mongo connection helpers', () => {
     }
   })
 
-  it("answers a bulk write's write concern error, which carries the code of a node stepping down, as applied: unconfirmed, never busy", () => {
+  it("answers a bulk write's write concern error, which carries the code of a node stepping down, as applied: a write's unconfirmed, one safe to make again busy", () => {
     // Built as the driver builds it (lib/bulk/common.js, executeCommands): the write concern error's code becomes the
     // bulk error's own, and its result holds the write concern error.
     const driver = createRequire(import.meta.url)('mongodb/lib/bulk/common.js') as {
@@ -665,7 +665,7 @@ describe('mongo connection helpers', () => {
     for (const code of [91, 189, 11602]) {
       const concern = new driver.WriteConcernError({ code, errmsg: 'waiting for replication interrupted' })
       const applied = new MongoBulkWriteError({ message: concern.errmsg!, code }, bulkOf([concern]))
-      expect(toPortError(applied)).toBe(applied)
+      expect(toPortError(applied)).toBeInstanceOf(StoreBusyError)
       const unconfirmed = toPortErrorOfWrite(applied)
       expect(unconfirmed).toBeInstanceOf(StoreUnconfirmedError)
       expect((unconfirmed as Error).cause).toBe(applied)

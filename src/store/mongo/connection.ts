@@ -114,9 +114,18 @@ export function toPortErrorInTransaction(error: unknown): unknown {
   return asStoreError(error, isDuplicateKey)
 }
 
-/** A transaction aborted, or a read or transaction the deployment could not serve: nothing of it was written. */
+/**
+ * A transaction aborted, or a read or transaction the deployment could not serve: nothing of it was written. Or a
+ * write concern error of a write that `toPortError` maps (`writeUnseen`, a rate window's hit: writes safe to make
+ * again), which the primary applied but may not keep: made again, it does no harm. (A commit's write concern error
+ * is labelled an unknown commit result by the driver, which stays StoreUnconfirmedError.)
+ */
 function isBusy(error: unknown): boolean {
-  return isAbortedTransaction(error) || isUnserved(error)
+  return (
+    isAbortedTransaction(error) ||
+    isUnserved(error) ||
+    (isWriteConcernFailure(error) && !(error as MongoError).hasErrorLabel(MongoErrorLabel.UnknownTransactionCommitResult))
+  )
 }
 
 /** A transaction `withTransaction` gave up on as transient: the server aborted it, and nothing of it committed. */
