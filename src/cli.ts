@@ -548,7 +548,7 @@ function report(error: unknown): number {
   } else if (error instanceof NotFoundError) console.error(`Not found: ${error.message}`)
   else if (error instanceof StoreFullError) console.error(`commission-api: the store's disk is full; nothing was done (${error.message})`)
   else if (error instanceof StoreBusyError) {
-    console.error(`commission-api: the store is busy or out of reach; nothing was done: run the command again (${error.message})`)
+    console.error(`commission-api: the store is busy or out of reach; what failed was not done: run the command again (${error.message})`)
   } else if (error instanceof StoreUnconfirmedError) {
     // Run again as it is, the command could do its write twice (a second key).
     console.error(

@@ -161,7 +161,7 @@ describe('the CLI', () => {
     try {
       const refused = await runCliAsync(['keys', 'create', '--company', JSON.parse(created.stdout).company_id], env)
       expect(refused.code).toBe(1)
-      expect(refused.stderr).toContain('the store is busy or out of reach; nothing was done: run the command again')
+      expect(refused.stderr).toContain('the store is busy or out of reach; what failed was not done: run the command again')
     } finally {
       holder.exec('ROLLBACK')
       holder.close()

@@ -1,4 +1,4 @@
-import { appendFileSync, existsSync, readdirSync, readFileSync, rmSync, statfsSync, statSync, writeFileSync } from 'node:fs'
+import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statfsSync, statSync, writeFileSync } from 'node:fs'
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { createServer } from 'node:http'
@@ -369,6 +369,16 @@ describe("the sync directory's lock", () => {
       expect(() => lockDirectory(dir)).toThrow(/another sync is writing/)
       release()
     }
+  })
+
+  it("releases its lock when the earlier version's lock file cannot be removed", () => {
+    const dir = tempDataDir()
+    mkdirSync(join(dir, 'sync.lock'))
+    expect(() => lockDirectory(dir)).toThrow(/EISDIR|EPERM/)
+    // The failed run holds nothing: the next one meets the same file, not a lock.
+    expect(() => lockDirectory(dir)).toThrow(/EISDIR|EPERM/)
+    rmSync(join(dir, 'sync.lock'), { recursive: true })
+    lockDirectory(dir)()
   })
 
   it('holds its lock while the run lasts, whatever the garbage collector does', async () => {

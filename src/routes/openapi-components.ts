@@ -90,7 +90,7 @@ export function withComponentRefs(schema: unknown, except?: string): unknown {
 
 /**
  * The components, for the document's `components.schemas`. Not Fastify's shared schemas (`addSchema`), which every
- * route's validator and serializer would be given too: about 9 MiB of an idle server (docs/performance.md).
+ * route's validator and serializer would be given too: a server's memory, for a document (docs/performance.md).
  */
 export function componentSchemas(): Record<string, unknown> {
   return Object.fromEntries(

@@ -47,7 +47,7 @@ const DESCRIPTIONS: Record<string, string> = {
   414: `A path parameter over ${MAX_PARAM_LENGTH} characters: \`resource\` is \`path\``,
   429: "Over the rate limit, or (upserts) the company's import queue is full: retry after `Retry-After` seconds",
   500: 'A fault of the service, logged with the request id',
-  503: 'Not now: not ready (probes); a request that found the store busy past the wait or out of reach, or a write its disk full, nothing of it done (retry after `Retry-After`); a write the store went out of reach before confirming, which may have been done (no `Retry-After`: look before sending it again); or a fault set through the admin routes',
+  503: 'Not now: not ready (probes); a request that found the store busy past the wait or out of reach, or a write its disk full, nothing of it done (retry after `Retry-After`); a write the store went out of reach before confirming, which may have been done (no `Retry-After`: look before sending it again); a write to an instance older than the store (send it to one of the new version); or a fault set through the admin routes',
 }
 
 type Area = 'v1' | 'v2' | 'admin' | 'operations'
@@ -61,8 +61,12 @@ function areaOf(url: string): Area {
   return 'operations'
 }
 
-const RETRY_AFTER = {
-  'Retry-After': { type: 'integer', description: 'Seconds to wait before retrying; absent from a 503 whose write may have been done' },
+const RETRY_AFTER = { 'Retry-After': { type: 'integer', description: 'Seconds to wait before retrying' } }
+const UNAVAILABLE_RETRY_AFTER = {
+  'Retry-After': {
+    type: 'integer',
+    description: 'Seconds to wait before retrying; absent where the request may have been done, or waits for an operator',
+  },
 }
 
 type ResponseSchemas = Record<string, { description?: string; [keyword: string]: unknown }>
@@ -95,7 +99,8 @@ function headersOf(status: string, area: Area, deprecated: boolean): Record<stri
   if (status === '414') return undefined
   const headers = {
     ...(isPublic(area) ? RATE_HEADERS : {}),
-    ...(status === '429' || (status === '503' && area !== 'operations') ? RETRY_AFTER : {}),
+    ...(status === '429' ? RETRY_AFTER : {}),
+    ...(status === '503' && area !== 'operations' ? UNAVAILABLE_RETRY_AFTER : {}),
     ...(deprecated ? DEPRECATION_HEADERS : {}),
     ...(deprecated && status.startsWith('2') ? SUCCESSOR_HEADER : {}),
   }

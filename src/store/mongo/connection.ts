@@ -138,7 +138,7 @@ function isAbortedTransaction(error: unknown): boolean {
 }
 
 /** An operation the deployment could not serve (`isUnavailable`), other than a commit whose result stayed unknown. */
-function isUnserved(error: unknown): boolean {
+function isUnserved(error: unknown): error is MongoError {
   return error instanceof MongoError && !error.hasErrorLabel(MongoErrorLabel.UnknownTransactionCommitResult) && isUnavailable(error)
 }
 
@@ -218,7 +218,8 @@ export async function upsertOnce<T>(upsert: () => Promise<T>): Promise<T> {
  * whose result is unknown, and labelled so: when a commit's first attempt is retryable (its connection lost) and its
  * retry cannot select a server, the driver (lib/sessions.js, `commitTransaction`) labels the retry's error only when it
  * is itself retryable, which a server selection error is not, and `withTransaction` rejects with it unlabelled,
- * though the first attempt may have committed.
+ * though the first attempt may have committed. A commit whose first attempt found no server, so never left, is taken
+ * for one too: the driver's error does not tell the two apart, and "may have been done" is the answer that is true.
  */
 export async function inTransaction<T>(client: MongoClient, work: (session: ClientSession) => Promise<T>): Promise<T> {
   const session = client.startSession()
@@ -232,14 +233,9 @@ export async function inTransaction<T>(client: MongoClient, work: (session: Clie
       return result
     }, TRANSACTION_OPTIONS)
   } catch (error) {
-    if (
-      committing &&
-      error instanceof MongoError &&
-      !error.hasErrorLabel(MongoErrorLabel.TransientTransactionError) &&
-      !error.hasErrorLabel(MongoErrorLabel.UnknownTransactionCommitResult) &&
-      isUnavailable(error)
-    )
+    if (committing && isUnserved(error) && !error.hasErrorLabel(MongoErrorLabel.TransientTransactionError)) {
       error.addErrorLabel(MongoErrorLabel.UnknownTransactionCommitResult)
+    }
     throw error
   } finally {
     await session.endSession()
