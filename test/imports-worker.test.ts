@@ -45,6 +45,20 @@ const at = (offset = 0) => new Date(h.server.clock.now().getTime() + offset).toI
 /** A worker that claims an import and then dies: it never finishes it nor renews its lease. */
 const claimAndDie = (owner = 'dead-worker') => h.store.imports.claimNext(owner, at(), at(LEASE))
 
+/** Three users calls in one import (a window of 60 s), each applied in a transaction of its own: their import ids. */
+async function threeCallsInOneImport(): Promise<string[]> {
+  const ids: string[] = []
+  for (const name of ['A', 'B', 'C']) {
+    const reply = await h.server.call('/v1/users/bulk?debounce=60', {
+      method: 'PUT',
+      key: h.key,
+      body: { data: [{ email: `${name.toLowerCase()}@acme.example`, name }] },
+    })
+    ids.push(reply.body.import_id as string)
+  }
+  return ids
+}
+
 describe('the retention of finished imports (IMPORT_RETENTION_DAYS)', () => {
   it('deletes, from its first poll, the finished imports older than the retention by the service clock, and nothing else', async () => {
     const clock = h.server.clock as ManualClock
@@ -334,16 +348,7 @@ describe('the import worker', () => {
   })
 
   it('counts only the busy runs since the import last made progress: a run that commits a part starts the count again', async () => {
-    // Three calls in one import, each applied in a transaction of its own.
-    const ids = []
-    for (const name of ['A', 'B', 'C']) {
-      const reply = await h.server.call('/v1/users/bulk?debounce=60', {
-        method: 'PUT',
-        key: h.key,
-        body: { data: [{ email: `${name.toLowerCase()}@acme.example`, name }] },
-      })
-      ids.push(reply.body.import_id as string)
-    }
+    const ids = await threeCallsInOneImport()
     expect(new Set(ids).size).toBe(1)
     h.server.clock.advance(60_000)
     // Nine runs find the store busy; the tenth commits the first call, then finds it busy; the eleventh finishes.
@@ -356,16 +361,7 @@ describe('the import worker', () => {
   })
 
   it('leaves an import to its lease when a step committed unconfirmed, and runs it again after the steps that did commit', async () => {
-    // Three calls in one import, each applied in a transaction of its own.
-    const ids = []
-    for (const name of ['A', 'B', 'C']) {
-      const reply = await h.server.call('/v1/users/bulk?debounce=60', {
-        method: 'PUT',
-        key: h.key,
-        body: { data: [{ email: `${name.toLowerCase()}@acme.example`, name }] },
-      })
-      ids.push(reply.body.import_id as string)
-    }
+    const ids = await threeCallsInOneImport()
     h.server.clock.advance(60_000)
     // The second step commits, and MongoDB goes out of reach before it confirms the commit.
     let transactions = 0
