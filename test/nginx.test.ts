@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
 import { once } from 'node:events'
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
-import { createServer } from 'node:net'
+import { connect, createServer, type Socket } from 'node:net'
 import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -535,5 +535,61 @@ describe.skipIf(NGINX === null)(
       expect(unavailable.headers['x-request-id']).toMatch(/^[0-9a-f]{32}$/)
       // Three stops, each drained for SHUTDOWN_DRAIN_MS at most, under load.
     }, 75_000)
+  },
+)
+
+describe.skipIf(NGINX === null)(
+  `deploy/nginx.conf in a real nginx, in front of instances that never accept a connection${NGINX ? '' : ' (NOT RUN: nginx is not installed)'}`,
+  () => {
+    it('answers a request it could not send to any instance 503, which a client sends again, not the 504 of one that may have been done', async () => {
+      // A listener that never accepts, its queue full: a connection to it is neither made nor refused, it times out.
+      const script = `const server = require('node:net').createServer(); server.listen({ port: 0, host: '127.0.0.1', backlog: 1 }, () => { console.log(server.address().port); Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 60000) })`
+      const stalled = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'inherit'] })
+      const dir = tempDataDir()
+      chmodSync(dir, 0o755)
+      const args = ['-p', `${dir}/`, '-c', join(dir, 'nginx.conf'), '-e', join(dir, 'error.log')]
+      let nginx: ChildProcess | null = null
+      const fillers: Socket[] = []
+      try {
+        const [line] = (await once(stalled.stdout, 'data')) as [Buffer]
+        const port = Number(line.toString().trim())
+        // Connections fill its queue until one is not made: the queue is full.
+        for (let made = true; made;) {
+          const filler = connect(port, '127.0.0.1').on('error', () => undefined)
+          fillers.push(filler)
+          made = await Promise.race([
+            once(filler, 'connect').then(() => true),
+            new Promise<boolean>((resolve) => setTimeout(resolve, 500, false)),
+          ])
+        }
+        const ports = { api1: port, api2: port, public: await freePort(), operator: await freePort() }
+        writeFileSync(join(dir, 'nginx.conf'), nginxConfiguration(dir, ports))
+        nginx = spawn(NGINX!, args, { stdio: 'ignore' })
+        const publicUrl = `http://127.0.0.1:${ports.public}`
+        // nginx answers this page itself, without an instance: it is up once it does.
+        for (;;) {
+          const answer = await call(`${publicUrl}/admin`).catch(() => null)
+          if (answer?.status === 404) break
+          await new Promise((resolve) => setTimeout(resolve, 20))
+        }
+        const reply = await call(`${publicUrl}/v1/tables/deals/records/bulk`, {
+          method: 'POST',
+          key: 'cak_a-key-no-instance-reads-ever',
+          body: [],
+        })
+        expect(reply.status).toBe(503)
+        expect(reply.body).toEqual({ message: 'No instance of the service answered: retry later', type: 'ServiceUnavailableError' })
+        expect(readFileSync(join(dir, 'error.log'), 'utf8')).toContain(
+          'upstream timed out (110: Connection timed out) while connecting to upstream',
+        )
+      } finally {
+        for (const filler of fillers) filler.destroy()
+        if (nginx && nginx.exitCode === null) {
+          nginx.kill('SIGTERM')
+          await once(nginx, 'exit')
+        }
+        stalled.kill('SIGKILL')
+      }
+    })
   },
 )
