@@ -623,6 +623,22 @@ describe('the client under the rate limit', () => {
     expect(seen.filter((status) => status === 429).length).toBeGreaterThanOrEqual(20)
   })
 
+  it('paces itself a little under the limit a 429 states, so that the calls it held do not all come back at once and run out of retries', async () => {
+    const client = new CommissionClient({ baseUrl: server.url, apiKey, rateLimit: { maxRetries: 3 } })
+    const from = requestLines(server).length
+    try {
+      // 60 at once where 10 a second pass: released together after each wait, 10 would pass a round, and 20 fail
+      // their fourth 429.
+      const outcomes = await Promise.allSettled(Array.from({ length: 60 }, () => client.getFields(tableId)))
+      expect(outcomes.filter((outcome) => outcome.status === 'rejected')).toEqual([])
+    } finally {
+      await client.close()
+    }
+    // The first wave's 50 refusals, and few after it, as the held calls leave about 110 ms apart (released together,
+    // they would meet 50 + 40 + 30 + 20).
+    expect(statuses(from).filter((status) => status === 429).length).toBeLessThan(100)
+  })
+
   it('gives up with a typed error once its bound is reached', async () => {
     const client = new CommissionClient({ baseUrl: server.url, apiKey, rateLimit: { maxRetries: 0 } })
     try {

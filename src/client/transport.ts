@@ -78,7 +78,8 @@ export class Transport {
   readonly #apiKey: string
   readonly #dispatcher: Dispatcher
   readonly #ownsDispatcher: boolean
-  readonly #spacingMs: number
+  /** The spacing `requestsPerSecond` asks for, or, without it, the one the service's limit gave with its first 429. */
+  #spacingMs: number
   readonly #maxRateRetries: number
   readonly #maxWaitMs: number
   readonly #retryAttempts: number
@@ -133,8 +134,11 @@ export class Transport {
           throw new RateLimitedError(errorDetails(apiRequest.method, url, response as ApiResponse<TooManyRequestsBody>), retryAfter)
         }
         rateRetries++
-        // Every request of this client holds, not only this one: they share the company's budget.
+        // Every request of this client holds, not only this one: they share the company's budget. And from now on
+        // they leave no faster than the limit the service states, so that those held do not all come back at once,
+        // to meet another 429 together until their retries run out.
         this.#pausedUntil = Math.max(this.#pausedUntil, Date.now() + withJitter(waitMs))
+        this.#paceAtLimitOf(response)
         continue
       }
       if (readOnly && RETRYABLE_STATUSES.has(response.status) && failures < this.#retryAttempts) {
@@ -227,6 +231,15 @@ export class Transport {
     }
   }
 
+  /**
+   * Paces the client a little under the limit a 429 states (`RateLimit-Limit` requests a second), unless it is paced
+   * already: at the limit itself, the requests that fall either side of the service's one-second windows meet 429s.
+   */
+  #paceAtLimitOf(response: ApiResponse<unknown>): void {
+    const limit = Number(response.headers['ratelimit-limit'])
+    if (this.#spacingMs === 0 && Number.isFinite(limit) && limit > 0) this.#spacingMs = 1000 / (limit * LIMIT_SHARE)
+  }
+
   async #waitForSlot(signal: AbortSignal | undefined): Promise<void> {
     for (;;) {
       const now = Date.now()
@@ -237,6 +250,9 @@ export class Transport {
     if (this.#spacingMs > 0) this.#nextSlot = Math.max(this.#nextSlot, Date.now()) + this.#spacingMs
   }
 }
+
+/** The share of the service's rate limit a client paces itself at once it met a 429. */
+const LIMIT_SHARE = 0.9
 
 /**
  * A wait with a little added at random (up to a tenth, at most 250 ms), so that the requests told to wait the same
