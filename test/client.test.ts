@@ -19,7 +19,7 @@ import { once } from 'node:events'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import { afterAll, beforeAll, describe, expect, expectTypeOf, it, vi } from 'vitest'
 import { demoFixture } from '../src/fixtures/demo.ts'
-import { retryAfterSeconds } from '../src/client/transport.ts'
+import { retryAfterSeconds, statedLimit } from '../src/client/transport.ts'
 import { ImportWorker } from '../src/imports/worker.ts'
 import { collect, requestLines } from './helpers/client-support.ts'
 import { smallFixture } from './helpers/fixtures.ts'
@@ -637,6 +637,14 @@ describe('the client under the rate limit', () => {
     // The first wave's 50 refusals, and few after it, as the held calls leave about 110 ms apart (released together,
     // they would meet 50 + 40 + 30 + 20).
     expect(statuses(from).filter((status) => status === 429).length).toBeLessThan(100)
+  })
+
+  it('reads the limit a 429 states only as a whole number of requests a second, the first of a list', () => {
+    expect(statedLimit({ 'ratelimit-limit': '80' })).toBe(80)
+    expect(statedLimit({ 'ratelimit-limit': '80, 80' })).toBe(80)
+    expect(statedLimit({ 'ratelimit-limit': ['40', '80'] })).toBe(40)
+    for (const odd of ['0.01', '0', '0x50', '1e3', '', 'many']) expect(statedLimit({ 'ratelimit-limit': odd }), odd).toBeNull()
+    expect(statedLimit({})).toBeNull()
   })
 
   it('gives up with a typed error once its bound is reached', async () => {

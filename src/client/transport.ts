@@ -78,8 +78,10 @@ export class Transport {
   readonly #apiKey: string
   readonly #dispatcher: Dispatcher
   readonly #ownsDispatcher: boolean
-  /** The spacing `requestsPerSecond` asks for, or, without it, the one the service's limit gave with its first 429. */
-  #spacingMs: number
+  /** The spacing `requestsPerSecond` asks for (0: none). */
+  readonly #spacingMs: number
+  /** The spacing the limit a 429 stated asks for (0 until a 429 came): the slower of the two holds. */
+  #limitSpacingMs = 0
   readonly #maxRateRetries: number
   readonly #maxWaitMs: number
   readonly #retryAttempts: number
@@ -232,12 +234,14 @@ export class Transport {
   }
 
   /**
-   * Paces the client a little under the limit a 429 states (`RateLimit-Limit` requests a second), unless it is paced
-   * already: at the limit itself, the requests that fall either side of the service's one-second windows meet 429s.
+   * Paces the client a little under the limit a 429 states (`RateLimit-Limit` requests a second), for the rest of its
+   * life, unless `requestsPerSecond` paces it slower: at the limit itself, the requests that fall either side of the
+   * service's one-second windows meet 429s. A limit that is not a whole number from 1 is not one (a spacing of
+   * minutes would stall the client); a lower limit stated later slows it further.
    */
   #paceAtLimitOf(response: ApiResponse<unknown>): void {
-    const limit = Number(response.headers['ratelimit-limit'])
-    if (this.#spacingMs === 0 && Number.isFinite(limit) && limit > 0) this.#spacingMs = 1000 / (limit * LIMIT_SHARE)
+    const limit = statedLimit(response.headers)
+    if (limit !== null) this.#limitSpacingMs = Math.max(this.#limitSpacingMs, 1000 / (limit * LIMIT_SHARE))
   }
 
   async #waitForSlot(signal: AbortSignal | undefined): Promise<void> {
@@ -247,8 +251,15 @@ export class Transport {
       if (at <= now) break
       await pause(at - now, signal)
     }
-    if (this.#spacingMs > 0) this.#nextSlot = Math.max(this.#nextSlot, Date.now()) + this.#spacingMs
+    const spacingMs = Math.max(this.#spacingMs, this.#limitSpacingMs)
+    if (spacingMs > 0) this.#nextSlot = Math.max(this.#nextSlot, Date.now()) + spacingMs
   }
+}
+
+/** The requests a second an answer's `RateLimit-Limit` states (the first of a list), or null when it states none. */
+export function statedLimit(headers: ApiResponse<unknown>['headers']): number | null {
+  const first = [headers['ratelimit-limit']].flat()[0]?.split(',')[0].trim() ?? ''
+  return /^[1-9]\d*$/.test(first) ? Number(first) : null
 }
 
 /** The share of the service's rate limit a client paces itself at once it met a 429. */
