@@ -91,9 +91,9 @@ export function makePrivateFile(path: string): void {
 }
 
 /**
- * Creates the directory `path` and its missing parents (with `mode`, less the umask), one level at a time. Node's recursive mkdir spins for ever
- * under a directory that refuses new entries with ENOENT (procfs: `/proc/data`), where one level at a time it is an
- * error the start reports.
+ * Creates the directory `path` and its missing parents (with `mode`, less the umask), one level at a time. Node's
+ * recursive mkdir spins for ever under a directory that refuses new entries with ENOENT (procfs: `/proc/data`), where
+ * one level at a time it is an error the start reports.
  */
 export function makeDirectories(path: string, mode = 0o777): void {
   const missing: string[] = []

@@ -92,7 +92,7 @@ export function withComponentRefs(schema: unknown, except?: string): unknown {
  * The components, for the document's `components.schemas`. Not Fastify's shared schemas (`addSchema`), which every
  * route's validator and serializer would be given too: a server's memory, for a document (docs/performance.md).
  */
-export function componentSchemas(): Record<string, unknown> {
+export function componentSchemas(): Record<string, object> {
   return Object.fromEntries(
     Object.entries(COMPONENTS).map(([name, schema]) => [name, { ...(withComponentRefs(schema, name) as object), title: name }]),
   )

@@ -233,7 +233,7 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
           ApiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'The API key of a user of the company' },
           AdminToken: { type: 'http', scheme: 'bearer', description: 'ADMIN_TOKEN' },
         },
-        schemas: componentSchemas() as Record<string, never>,
+        schemas: componentSchemas(),
       },
     },
     transform: (route) => {
