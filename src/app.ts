@@ -11,7 +11,7 @@ import { followClockOfStore } from './routes/clock-sync.ts'
 import { registerCompression } from './routes/compression.ts'
 import { registerCors } from './routes/cors.ts'
 import { continueWhenBodyIsRead, drainRefusedBodies } from './routes/refused-bodies.ts'
-import { registerErrorHandling } from './routes/errors.ts'
+import { registerErrorHandling, schemaRefusal } from './routes/errors.ts'
 import { answerClientError, answerFrameworkError, answerOutsideRoutes, MAX_PARAM_LENGTH } from './routes/framework-errors.ts'
 import { OneLinePerRequest } from './routes/request-log.ts'
 import { requestTimeouts } from './routes/request-timeouts.ts'
@@ -81,6 +81,7 @@ export async function buildApp({ config, store, clock, logStream, worker }: AppO
     frameworkErrors: answerFrameworkError,
     clientErrorHandler: answerClientError,
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
+    schemaErrorFormatter: schemaRefusal,
     ajv: { customOptions: { coerceTypes: 'array', allErrors: true, removeAdditional: false } },
     schemaController: { compilersFactory: { buildValidator: validatorsKeepingBodyTypes() } },
   })

@@ -6,6 +6,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { buildApp } from '../src/app.ts'
 import { ManualClock } from '../src/clock.ts'
 import { loadConfig } from '../src/config.ts'
+import {
+  ForbiddenError,
+  NotFoundError,
+  QueueFullError,
+  TimedOutError,
+  TooManyRequestsError,
+  UnauthorizedError,
+  ValidationError,
+} from '../src/errors.ts'
+import { schemaRefusal } from '../src/routes/errors.ts'
 import { StoreBusyError, StoreUnconfirmedError } from '../src/store/port.ts'
 import { openTestStore } from './helpers/test-store.ts'
 import { call } from './helpers/server.ts'
@@ -194,5 +204,32 @@ describe('error mapping', () => {
     const line = logs.split('\n').find((entry) => entry.includes('request failed'))
     expect(line).toBeDefined()
     expect(JSON.parse(line!)).toMatchObject({ request_id: 'boom-1', level: 50, err: { message: expect.stringContaining('hunter2') } })
+  })
+})
+
+describe('refusals of a request', () => {
+  const refusals = [
+    new ValidationError({ resource: 'limit', description: 'must be >= 1' }),
+    new NotFoundError('user'),
+    new UnauthorizedError('Invalid API key'),
+    new ForbiddenError('The public API is not enabled for this company'),
+    new TooManyRequestsError('Too many requests', 1),
+    new QueueFullError('The import queue is full', 5),
+    new TimedOutError({ resource: 'imports', description: 'still running' }),
+    schemaRefusal([{ keyword: 'minimum', instancePath: '/limit', schemaPath: '#', params: {}, message: 'must be >= 1' }], 'querystring'),
+  ]
+
+  it('are made without a stack trace (never logged, it cost a refused request a third of its time), their message kept', () => {
+    for (const refusal of refusals) {
+      expect(refusal).toBeInstanceOf(Error)
+      expect(refusal.message).not.toBe('')
+      expect(refusal.stack).not.toContain('\n    at ')
+    }
+    expect(refusals.at(-1)?.message).toBe('querystring/limit must be >= 1')
+  })
+
+  it('leave the stack trace of every other error as it was', () => {
+    expect(new Error('a failure of ours').stack).toContain('\n    at ')
+    expect(new StoreBusyError('busy').stack).toContain('\n    at ')
   })
 })

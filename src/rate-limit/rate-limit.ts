@@ -1,6 +1,7 @@
 import fastifyRateLimit from '@fastify/rate-limit'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { authenticationOf } from '../auth/api-key-hook.ts'
+import { ClientError } from '../errors.ts'
 import { rateSubjectKey } from '../store/port.ts'
 import { portRateLimitStore } from './port-store.ts'
 
@@ -22,6 +23,9 @@ export async function limitRequestRate(api: FastifyInstance): Promise<void> {
     enableDraftSpec: true,
     store: portRateLimitStore(api.store, api.clock),
     keyGenerator: subjectKey,
+    // The plugin's own error for a 429, without its stack trace (ClientError says why).
+    errorResponseBuilder: (_request, context) =>
+      Object.assign(new ClientError(`Rate limit exceeded, retry in ${context.after}`), { statusCode: context.statusCode }),
   })
   api.addHook('onRequest', api.rateLimit())
 }

@@ -1,5 +1,6 @@
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, FastifySchemaValidationError } from 'fastify'
 import {
+  ClientError,
   ForbiddenError,
   type Issue,
   NotFoundError,
@@ -90,6 +91,13 @@ function schemaIssues(error: FastifyError): Issue[] {
     description: describe(issue as SchemaIssue),
   }))
 }
+
+/**
+ * Fastify's error for a schema's refusal, with Fastify's message, made without a stack trace (ClientError says
+ * why). The error handler answers it from the `validation` Fastify adds to it.
+ */
+export const schemaRefusal = (errors: FastifySchemaValidationError[], dataVar: string): Error =>
+  new ClientError(errors.map((error) => `${dataVar}${error.instancePath} ${error.message ?? ''}`).join(', '))
 
 /** Issues for the framework's own 4xx errors (bad JSON, wrong content type, body too large...). */
 function frameworkIssues(error: FastifyError): Issue[] {
