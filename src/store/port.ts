@@ -545,7 +545,8 @@ export class StoreUpgradedError extends Error {
 export interface ImportRepository {
   /**
    * Stores one call's payload with the import it joins, atomically: the import of the same company and
-   * `join_key` that is `scheduled` with `window_ends_at` after `now`; when there is none, `fresh` is created.
+   * `join_key` that is `scheduled` with `window_ends_at` after `now` and after its `created_at` (an import made
+   * without a debounce has no window, whatever `now` a call brings); when there is none, `fresh` is created.
    * The payload's `import_id` is set to the import it joined, its detail (`scheduledDetail`) appended to the
    * import, and its `bytes` added to the import's `payload_bytes`. Returns the import as it is after the call.
    *

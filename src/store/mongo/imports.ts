@@ -126,7 +126,13 @@ export function mongoImports(context: MongoContext): ImportRepository {
       }
       const detail = scheduledDetail(payload)
       let joined: Document | null = await imports().findOneAndUpdate(
-        inCompany(fresh.company_id, { join_key: fresh.join_key, status: 'scheduled', window_ends_at: { $gt: now } }),
+        // An import made without a debounce has no window, even for a call whose clock reads earlier (see SQLite's).
+        inCompany(fresh.company_id, {
+          join_key: fresh.join_key,
+          status: 'scheduled',
+          window_ends_at: { $gt: now },
+          $expr: { $gt: ['$window_ends_at', '$created_at'] },
+        }),
         { $push: { details: detail }, $inc: { payload_bytes: payload.bytes } } as Document,
         { ...inSession(session), sort: { _id: 1 }, returnDocument: 'after' },
       )

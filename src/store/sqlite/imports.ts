@@ -52,8 +52,11 @@ export function sqliteImports(sql: Sql): ImportRepository {
         const sentAgain = payload.resend === undefined ? null : importSentAgain(db, fresh.company_id, payload.resend, now)
         if (sentAgain) return sentAgain
         if (maxQueuedBytes !== undefined) refuseOverBound(db, fresh.company_id, payload.bytes, maxQueuedBytes)
+        // An import made without a debounce has no window (it ends where it was created), even for a call whose
+        // clock reads earlier: another instance's call that read its clock first and took the lock second.
         const open = db.all(
           `SELECT doc FROM imports WHERE company_id = ? AND join_key = ? AND status = 'scheduled' AND window_ends_at > ?
+             AND window_ends_at > doc ->> '$.created_at'
            ORDER BY id LIMIT 1`,
           fresh.company_id,
           fresh.join_key,

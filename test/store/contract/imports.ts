@@ -195,10 +195,21 @@ export function importsContract(adapter: StoreAdapter): void {
         const windowedAgain = await sent(22, 'id-w', 'W', { window: 10 })
         expect(windowedAgain.id).toBe(windowed.id)
         expect(windowedAgain.details).toHaveLength(2)
-        // Remembered at minute 40, the clock then moved back to minute 30: not the same call, stored again (it joins
-        // the import made at 40, whose window, closing at 40, is still open at 30).
-        await sent(40, 'id-c', 'C')
-        expect((await sent(30, 'id-c', 'C')).details).toHaveLength(2)
+        // Remembered at minute 40, the clock then moved back to minute 30: not the same call, stored again (in an
+        // import of its own: the one made at 40 had no debounce, so no window to join).
+        const c = await sent(40, 'id-c', 'C')
+        const storedAgain = await sent(30, 'id-c', 'C')
+        expect(storedAgain.id).not.toBe(c.id)
+        expect(storedAgain.details).toHaveLength(1)
+      })
+
+      it('never joins an import made without a debounce, though the call read its clock before that import was made', async () => {
+        // Two API instances: the call stored second read its clock first (it waited for the write lock, or its
+        // clock is behind). Joined, its client would read the other call's refusal as its own.
+        const first = await enqueue(5)
+        expect((await enqueue(4)).id).not.toBe(first.id)
+        expect((await enqueue(4, 10)).id).not.toBe(first.id)
+        expect((await store.imports.get(companyId, first.id))?.details).toHaveLength(1)
       })
 
       it('never joins an import a worker has claimed', async () => {
