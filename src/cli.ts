@@ -18,11 +18,10 @@ import {
   setExchangeRates,
 } from './admin/plans.ts'
 import { changeQuotaType } from './admin/data-edits.ts'
-import { ApiError, CommissionClient, ConnectionError, instantParam } from './client/index.ts'
+import { ApiError, ConnectionError } from './client/errors.ts'
+import type { CommissionClient } from './client/index.ts'
 import { type Clock, clockFor } from './clock.ts'
 import { type Config, ConfigError, IN_MEMORY, loadConfig, TEST_MODE_DEFAULTS, withTestModeDefaults } from './config.ts'
-import { formatReport, runConformance } from './conformance/conformance.ts'
-import { WRITE_WARNING } from './conformance/write-checks.ts'
 import { NotFoundError, TimedOutError, ValidationError } from './errors.ts'
 import { demoFixture } from './fixtures/demo.ts'
 import { loadFixture, schemaProblems } from './fixtures/load-fixture.ts'
@@ -34,9 +33,7 @@ import { loggerOptions, surviveClosedOutput } from './logger.ts'
 import { openStore, sqliteFile, storeDescription } from './store/open-store.ts'
 import { IMPORT_STATUSES, type ImportStatus, QUOTA_TYPES, type QuotaType } from './store/model.ts'
 import { type Store, StoreBusyError, StoreFullError, StoreUnconfirmedError } from './store/port.ts'
-import { terminalProgress } from './sync/progress.ts'
 import { SyncDirectoryError } from './sync/state.ts'
-import { syncStructures } from './sync/sync.ts'
 
 const USAGE = `Usage: commission-api <command> [options]   (npm run cli -- <command> [options])
 
@@ -129,7 +126,11 @@ interface CommandContext {
   clock: Clock
 }
 
-/** A command that talks to a running service through the client: it opens no store. */
+/**
+ * A command that talks to a running service through the client: it opens no store. The client and the modules of
+ * these commands are loaded when one runs: `serve` and the store's commands never need them (undici alone is about
+ * 6 MiB of a server's memory: "Memory" in docs/performance.md).
+ */
 type ClientCommand = (client: CommissionClient, options: Options) => Promise<{ json: unknown; text: string; exitCode?: number }>
 
 const integerOption = (options: Options, name: string): number | undefined => {
@@ -254,7 +255,7 @@ const COMMANDS: Record<string, Command> = {
     const document = readJson(file)
     const plan = typeof options.plan === 'string' ? options.plan : undefined
     // A replacement may keep the id that `plans --json` shows, as the HTTP route's body may.
-    const errors = schemaProblems(plan === undefined ? FixturePlanSchema : ReplacementPlanSchema, document)
+    const errors = await schemaProblems(plan === undefined ? FixturePlanSchema : ReplacementPlanSchema, document)
     if (errors.length > 0) throw new ValidationError(errors)
     const definition = plan === undefined ? (document as FixturePlan) : replacementDefinition(document as ReplacementPlan, plan)
     const change = await savePlan(store, clock, companyId, definition, plan)
@@ -365,8 +366,9 @@ const CLIENT_COMMANDS: Record<string, ClientCommand> = {
     // Without --format, the directory's own format (ndjson for a new one).
     const format = options.format
     if (format !== undefined && format !== 'ndjson' && format !== 'csv') throw new UsageError('--format expects ndjson or csv')
-    const since = typeof options.since === 'string' ? instantOption('since', options.since) : null
+    const since = typeof options.since === 'string' ? await instantOption('since', options.since) : null
     const outDir = requiredOption(options, 'out')
+    const [{ syncStructures }, { terminalProgress }] = await Promise.all([import('./sync/sync.ts'), import('./sync/progress.ts')])
     const outcomes = await syncStructures(client, {
       outDir,
       format,
@@ -385,6 +387,10 @@ const CLIENT_COMMANDS: Record<string, ClientCommand> = {
 }
 
 CLIENT_COMMANDS.conformance = async (client, options) => {
+  const [{ formatReport, runConformance }, { WRITE_WARNING }] = await Promise.all([
+    import('./conformance/conformance.ts'),
+    import('./conformance/write-checks.ts'),
+  ])
   if (options.write) console.error(`commission-api: ${WRITE_WARNING}`)
   const checked = await runConformance(client, {
     write: options.write === true,
@@ -400,7 +406,8 @@ const stderrLogger = (config: Config) => pino(loggerOptions(config.logLevel === 
 const fileSystemError = (error: unknown): error is NodeJS.ErrnoException =>
   error instanceof Error && typeof (error as NodeJS.ErrnoException).syscall === 'string'
 
-const instantOption = (name: string, raw: string): string => {
+async function instantOption(name: string, raw: string): Promise<string> {
+  const { instantParam } = await import('./client/index.ts')
   try {
     return instantParam(name, raw)!
   } catch (error) {
@@ -408,11 +415,12 @@ const instantOption = (name: string, raw: string): string => {
   }
 }
 
-function clientOf(options: Options): CommissionClient {
+async function clientOf(options: Options): Promise<CommissionClient> {
   const key = typeof options.key === 'string' ? options.key : process.env.COMMISSION_API_KEY
   if (!key) throw new UsageError('--key (or the COMMISSION_API_KEY variable) is required')
   const baseUrl = requiredOption(options, 'base-url')
   if (!/^https?:\/\/[^/]/i.test(baseUrl)) throw new UsageError('--base-url expects an http or https URL')
+  const { CommissionClient } = await import('./client/index.ts')
   return new CommissionClient({ baseUrl, apiKey: key, requestsPerSecond: boundedOption(options, 'rate', 1, 1000) ?? 40 })
 }
 
@@ -479,7 +487,7 @@ async function main(argv: string[]): Promise<number> {
   const clientCommand = Object.hasOwn(CLIENT_COMMANDS, name) ? CLIENT_COMMANDS[name] : undefined
   if (clientCommand) {
     refuseLeftOverArguments(name, rest)
-    const client = clientOf(values)
+    const client = await clientOf(values)
     try {
       const result = await clientCommand(client, values)
       console.log(values.json ? JSON.stringify(result.json, null, 2) : result.text)
