@@ -1,9 +1,11 @@
 import { once } from 'node:events'
 import { connect } from 'node:net'
+import { setFlagsFromString } from 'node:v8'
+import { runInNewContext } from 'node:vm'
 import { afterEach, describe, expect, it } from 'vitest'
 import { createApiKey } from '../src/auth/api-keys.ts'
 import { ManualClock } from '../src/clock.ts'
-import { type JournalEntry, RequestJournal } from '../src/test-kit/journal.ts'
+import { type JournalEntry, MAX_RECORDED_CHARS, RequestJournal } from '../src/test-kit/journal.ts'
 import { smallFixture } from './helpers/fixtures.ts'
 import { KIT_ADMIN_TOKEN, KIT_DEMO_KEY, type KitServer, startKitServer, until } from './helpers/kit-server.ts'
 
@@ -27,6 +29,9 @@ const entryOf = (path: string): JournalEntry => ({
   at: '2026-11-27T00:00:00.000Z',
 })
 
+/** A text of 100,000 characters and more, distinct for each `index`. */
+const long = (start: string, index: number) => `${start}${'x'.repeat(100_000)}${index}`
+
 describe('the journal of a company (RequestJournal)', () => {
   it('keeps the last requests to arrive, whenever they ended: one held past its capacity is the one that goes', () => {
     const ring = new RequestJournal(3)
@@ -42,6 +47,29 @@ describe('the journal of a company (RequestJournal)', () => {
     // One that arrived between two kept ones goes in its place, and the earliest arrival goes.
     ring.record('company', entryOf('/c2'), 2.5)
     expect(ring.list('company').map((kept) => kept.path)).toEqual(['/d', '/c2', '/c'])
+  })
+
+  it('holds no more than the characters it keeps of a long path, query name or value: a slice of a string holds the whole string', () => {
+    setFlagsFromString('--expose-gc')
+    const gc = runInNewContext('gc') as () => void
+    // An object's property names are held by its shape until a later collection than the one that frees the object.
+    const collect = () => [1, 2, 3].forEach(() => gc())
+    const ring = new RequestJournal(100)
+    collect()
+    const before = process.memoryUsage().heapUsed
+    // 100 entries cut from 40 MB of text.
+    for (let index = 0; index < 100; index++) {
+      const path = long('/v1/', index)
+      const query = { [long('name', index)]: long('value', index), tag: [long('tag', index)] }
+      ring.record('company', { ...entryOf(path), request_id: `request-${index}`, query }, index)
+    }
+    collect()
+    // What is kept: 100 entries of three cuts of 2,048 characters, under 1 MB.
+    expect(process.memoryUsage().heapUsed - before).toBeLessThan(5_000_000)
+    const [entry] = ring.list('company')
+    expect(entry.path).toBe(long('/v1/', 99).slice(0, MAX_RECORDED_CHARS))
+    // The name and the value cut spend the query's MAX_RECORDED_QUERY_CHARS: `tag` is left out.
+    expect(entry.query).toEqual({ [long('name', 99).slice(0, MAX_RECORDED_CHARS)]: long('value', 99).slice(0, MAX_RECORDED_CHARS) })
   })
 })
 
@@ -233,6 +261,18 @@ describe('the request journal', () => {
       ['GET', '/v2/reporting', {}, 404],
       ['GET', '/v1/nothing', { limit: '1' }, 404],
     ])
+  })
+
+  it('keeps the first 4,096 characters of the names and values of a query, each cut at 2,048', async () => {
+    server = await startKitServer()
+    const names = Array.from({ length: 30 }, (_, index) => `name${String(index).padStart(2, '0')}${'n'.repeat(94)}=${'v'.repeat(100)}`)
+    await server.api(`/v2/data-structures?long=${'l'.repeat(3000)}&${names.join('&')}`)
+    const [entry] = (await journal()).body.data
+    // 4 + 2,048 characters, then ten names and values of 100 each, and no more: an eleventh would pass 4,096.
+    expect(entry.query).toEqual({
+      long: 'l'.repeat(2048),
+      ...Object.fromEntries(names.slice(0, 10).map((parameter) => parameter.split('='))),
+    })
   })
 
   it('keeps the first 100 query values of a request, however many times a URL repeats a parameter', async () => {

@@ -14,7 +14,7 @@ import {
 } from '../errors.ts'
 import { type Fault, FaultBoard } from '../test-kit/faults.ts'
 import { originFormPath } from './route-table.ts'
-import { MAX_RECORDED_CHARS, MAX_RECORDED_QUERY_VALUES, RequestJournal } from '../test-kit/journal.ts'
+import { MAX_RECORDED_QUERY_VALUES, RequestJournal } from '../test-kit/journal.ts'
 
 /** What tests set and read in a running service, beside its data: fault scenarios, and the request journal. */
 export interface TestKit {
@@ -185,7 +185,7 @@ async function queryOf(request: FastifyRequest): Promise<Record<string, string |
     // A client may send its key as a name (`?cak_…=1`): such a name is kept `[Redacted]`, its value too.
     const secretName = await isSecret(request, sentName)
     const name = secretName ? REDACTED : sentName
-    const value = secretName || (await isSecret(request, raw)) ? REDACTED : raw.slice(0, MAX_RECORDED_CHARS)
+    const value = secretName || (await isSecret(request, raw)) ? REDACTED : raw
     const named = values.get(name)
     if (named) named.push(value)
     else values.set(name, [value])

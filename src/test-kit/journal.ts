@@ -34,10 +34,47 @@ export interface JournalFilter {
   since?: string
 }
 
-/** Paths and query values longer than this are cut: an entry stays small whatever a client sends. */
+/** Paths, query names and query values longer than this are cut: an entry stays small whatever a client sends. */
 export const MAX_RECORDED_CHARS = 2048
 /** The query values kept of a request, in the order sent: a URL may repeat a parameter thousands of times. */
 export const MAX_RECORDED_QUERY_VALUES = 100
+/**
+ * The characters of a query's names and values kept in all, in the order sent: 100 values, each cut, still held
+ * most of a URL of 16 KiB (the most Node reads), where an entry is usually well under 1 KB (docs/decisions.md).
+ */
+export const MAX_RECORDED_QUERY_CHARS = 4096
+
+/**
+ * The first MAX_RECORDED_CHARS characters of `text`, as a string of its own: in V8 a slice (or a value parsed out of
+ * a URL) holds the whole string it came from, so that an entry cut from a long URL held all of it.
+ */
+function cut(text: string): string {
+  return JSON.parse(JSON.stringify(text.slice(0, MAX_RECORDED_CHARS))) as string
+}
+
+/**
+ * The query as an entry keeps it: each name and value cut, and the names and values past MAX_RECORDED_QUERY_CHARS
+ * left out. Two names alike in their first characters are one once cut: their values go together.
+ */
+function keptQuery(query: JournalEntry['query']): JournalEntry['query'] {
+  const kept = new Map<string, string | string[]>()
+  let left = MAX_RECORDED_QUERY_CHARS
+  for (const [sentName, sent] of Object.entries(query)) {
+    const name = cut(sentName)
+    const values: string[] = []
+    for (const value of Array.isArray(sent) ? sent : [sent]) {
+      left -= (values.length === 0 ? name.length : 0) + Math.min(value.length, MAX_RECORDED_CHARS)
+      if (left < 0) break
+      values.push(cut(value))
+    }
+    if (values.length > 0) {
+      const before = kept.get(name)
+      kept.set(name, before === undefined ? (Array.isArray(sent) ? values : values[0]) : [before, values].flat())
+    }
+    if (left <= 0) break
+  }
+  return Object.fromEntries(kept)
+}
 
 /** An entry with its place in the order the requests arrived. */
 interface Kept {
@@ -89,7 +126,7 @@ export class RequestJournal {
       ring = new Ring(this.#capacity)
       this.#byCompany.set(companyId, ring)
     }
-    ring.push({ entry: { ...entry, path: entry.path.slice(0, MAX_RECORDED_CHARS) }, arrival })
+    ring.push({ entry: { ...entry, path: cut(entry.path), query: keptQuery(entry.query) }, arrival })
   }
 
   /** The company's entries, the latest arrival first, that pass every filter given. */
