@@ -125,6 +125,12 @@ describe('OpenAPI document', () => {
     expect(body('429')).toMatchObject({ properties: { type: { enum: ['TooManyRequestsError'] } } })
   })
 
+  it('serves the same document, as JSON, at every request', async () => {
+    const again = await call(`${url}/openapi.json`)
+    expect(again.headers['content-type']).toBe('application/json; charset=utf-8')
+    expect(again.body).toEqual(document)
+  })
+
   it('serves a documentation page at /docs that reads /openapi.json', async () => {
     // Follow the redirects of the documentation plugin to its page.
     let address = `${url}/docs`

@@ -247,7 +247,13 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
         : documentObject.swaggerObject,
   })
 
-  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())
+  // The document does not change while the process runs: its text is made at the first request rather than at each
+  // (254 KB, 2.8 ms of CPU a request, on a route that takes no key and counts against no rate limit).
+  let documentText: string | undefined
+  app.get('/openapi.json', { schema: { hide: true } }, async (_request, reply) => {
+    documentText ??= JSON.stringify(app.swagger())
+    return reply.type('application/json; charset=utf-8').send(documentText)
+  })
   // The service's root is its documentation.
   app.get('/', { schema: { hide: true } }, async (_request, reply) => reply.redirect('/docs'))
 
