@@ -120,6 +120,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
     }
     if (options.closeOnSignals) closeGracefullyOnSignals(running, config)
     await recalculateWhatIsDue(store, clock, log)
+    if (isMainThread && !options.clock) await warnOfMovedClock(config, store, log)
     // Once a process: with role all, the import worker's thread (which starts the role worker) leaves it to the HTTP one.
     if (isMainThread) await renderWhatIsStale(store, log)
     // Every module of the role is loaded. Node writes its compile cache (on with `npm start`: scripts/compile-cache.mjs)
@@ -161,6 +162,22 @@ async function recalculateWhatIsDue(store: Store, clock: Clock, log: WorkerLogge
   } catch (error) {
     log.error({ err: error }, 'the recalculations due after the upgrade could not be listed; the next start runs them')
   }
+}
+
+/**
+ * The instances of one store agree on the time only when they run the same `CLOCK`: a process on the system's
+ * clock beside processes on the controlled one disagrees with them on every window (the shared rate limit's,
+ * leases, debounce windows). Nothing tells a process which clock the others run; a controlled clock the store says
+ * was moved is said at start.
+ */
+async function warnOfMovedClock(config: Config, store: Store, log: WorkerLogger): Promise<void> {
+  if (config.clock !== 'system') return
+  const offsetMs = await store.clockOffset.read()
+  if (offsetMs <= 0) return
+  log.warn(
+    { clock_offset_ms: offsetMs },
+    "this process runs CLOCK=system, and the store's controlled clock was moved: instances of one store that run different clocks disagree on the rate limit's windows, leases and debounce windows (set the same CLOCK on every one)",
+  )
 }
 
 /**

@@ -1,4 +1,5 @@
 import { rmSync } from 'node:fs'
+import { Writable } from 'node:stream'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { clockFor } from '../src/clock.ts'
@@ -158,5 +159,32 @@ describe('a move while another process runs an import', () => {
     expect(Date.parse(finished.finished_at)).toBeGreaterThanOrEqual(Date.parse(moved.body.now))
     const since = await api(`${statements}?last_modified_after=${mark}`)
     expect(since.body.data).toHaveLength(1)
+  })
+})
+
+/** What a server of role api, started with `clock` on the store in `dir`, logs as it starts. */
+async function startLog(dir: string, clock: 'system' | 'controlled'): Promise<string> {
+  let text = ''
+  const logStream = new Writable({
+    write(chunk, _encoding, done) {
+      text += chunk.toString()
+      done()
+    },
+  })
+  const config = loadConfig({ PORT: '0', LOG_LEVEL: 'info', CLOCK: clock, DEMO: 'off', DATA_DIR: dir, IMPORT_WORKER: 'inline' })
+  const server = await startServer(config, { role: 'api', out: null, logStream })
+  await server.close()
+  return text
+}
+
+describe('a process on the system clock beside processes on the controlled one', () => {
+  it("is warned at start when the store's controlled clock was moved: the instances would disagree on every window", async () => {
+    const dir = tempDataDir()
+    expect(await startLog(dir, 'system')).not.toContain('CLOCK=system')
+    const store = openSqliteStore(join(dir, 'commission-api.sqlite'))
+    await store.clockOffset.advance(60_000)
+    await store.close()
+    expect(await startLog(dir, 'system')).toContain("this process runs CLOCK=system, and the store's controlled clock was moved")
+    expect(await startLog(dir, 'controlled')).not.toContain('CLOCK=system')
   })
 })
