@@ -17,7 +17,7 @@ export type RunResult =
   | { kind: 'handed back' }
   | { kind: 'discarded' }
 
-/** The claim was taken over by another worker (our lease expired): this run must leave no trace. */
+/** The claim was taken over by another worker (our lease expired), or the import removed (a reset): this run must leave no trace. */
 class LostClaim extends Error {}
 
 /** What a step's transaction answers when the import's company was deleted: the import was finished unapplied. */

@@ -196,7 +196,7 @@ export class ImportWorker extends EventEmitter<ImportWorkerEvents> {
     try {
       const result = await runClaimedImport(this.#store, this.#clock, claimed, this.owner, this.#stopped.signal)
       if (result.kind === 'lost') {
-        this.#logger.warn(log, 'import taken over by another worker: this run was rolled back')
+        this.#logger.warn(log, 'import taken over by another worker, or removed by a reset: this run was rolled back')
         this.emit('lost', claimed)
       } else if (result.kind === 'handed back') {
         this.#logger.info(log, 'import handed back: the worker stops, another one takes it over')
