@@ -73,8 +73,8 @@ export interface ServerOptions {
   /** `serve --test-mode`: the banner also prints the admin token, which is a fixed one then. */
   testMode?: boolean
   /**
-   * `serve`: SIGTERM, SIGINT or an uncaught error close the process gracefully (`shutdown.ts`), from before the
-   * banner says it started.
+   * `serve`: SIGTERM, SIGINT or an uncaught error close the process gracefully (`shutdown.ts`), from the moment the
+   * API's listener accepts requests (role worker: from the moment its worker starts).
    */
   closeOnSignals?: boolean
 }
@@ -101,12 +101,20 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
   const started: Started = { app: null, worker: null }
   let closing: Promise<void> | null = null
   const close = () => (closing ??= closeInOrder(started, store))
+  const drainApi = async (ms: number) => (role === 'worker' || started.app === null ? { open: 0 } : drain(started.app, ms))
+  // Called by the role as soon as a request may be in flight, not once the role has started: the API listens before
+  // the import worker's thread has started (a few hundred milliseconds; after an upgrade, as long as the recalculations
+  // it runs first, a minute for a large company), and a signal not handled kills the process, its requests cut.
+  const signals = { uninstall: () => {} }
+  const handleSignals = (log: WorkerLogger) => {
+    if (options.closeOnSignals) signals.uninstall = closeGracefullyOnSignals({ log, close, drain: drainApi }, config)
+  }
   try {
     const clock = options.clock ?? (await clockFor(config.clock, store.clockOffset))
     const { log, banner } =
       role === 'worker'
-        ? await startWorker(config, options, store, clock, started)
-        : await startApi(config, options, role, store, clock, started)
+        ? await startWorker(config, options, store, clock, started, handleSignals)
+        : await startApi(config, options, role, store, clock, started, handleSignals)
     const running: Running = {
       role,
       store,
@@ -116,9 +124,10 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
       worker: started.worker,
       log,
       close,
-      drain: async (ms) => (role === 'worker' || started.app === null ? { open: 0 } : drain(started.app, ms)),
+      drain: drainApi,
     }
-    if (options.closeOnSignals) closeGracefullyOnSignals(running, config)
+    // Stopped while it started: what is left to start would only fail on the closed store.
+    if (closing) return running
     await recalculateWhatIsDue(store, clock, log)
     if (isMainThread && !options.clock) await warnOfMovedClock(config, store, log)
     // Once a process: with role all, the import worker's thread (which starts the role worker) leaves it to the HTTP one.
@@ -129,6 +138,8 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
     if (options.out !== null) (options.out ?? process.stdout).write(banner(running.url))
     return running
   } catch (error) {
+    // A start that failed is reported by its caller, with its exit code, not ended as a graceful stop with 0.
+    signals.uninstall()
     await close()
     throw error
   }
@@ -231,6 +242,7 @@ async function startApi(
   store: Store,
   clock: Clock,
   started: Started,
+  handleSignals: (log: WorkerLogger) => void,
 ): Promise<RoleStart> {
   const [{ buildApp }, { ensureDemoCompany }] = await Promise.all([import('./app.ts'), import('./fixtures/demo-company.ts')])
   const demo = config.demo ? await ensureDemoCompany(store, clock, config.dataDir, config.demoApiKey) : null
@@ -241,6 +253,7 @@ async function startApi(
   const app = await buildApp({ config, store: appStore, clock, logStream: options.logStream, worker: probe })
   started.app = app
   await app.listen({ port: config.port, host: config.host })
+  handleSignals(app.log)
   if (probe) {
     const worker =
       config.importWorker === 'thread'
@@ -268,10 +281,18 @@ async function startApi(
 }
 
 /** Role worker: the import worker alone, and with WORKER_HEALTH_PORT its probes and metrics on a listener of their own. */
-async function startWorker(config: Config, options: ServerOptions, store: Store, clock: Clock, started: Started): Promise<RoleStart> {
+async function startWorker(
+  config: Config,
+  options: ServerOptions,
+  store: Store,
+  clock: Clock,
+  started: Started,
+  handleSignals: (log: WorkerLogger) => void,
+): Promise<RoleStart> {
   const log = options.logger ?? (await workerLogger(config, options.logStream))
   const worker = composeImportWorker({ store, clock, config, logger: log })
   started.worker = worker
+  handleSignals(log)
   worker.start()
   if (config.workerHealthPort !== null) {
     const { buildWorkerHealth } = await import('./routes/worker-health.ts')

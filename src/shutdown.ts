@@ -8,14 +8,14 @@ import type { Running } from './server.ts'
  * and closes each after its answer, until none is left or the time is over); then `server.close()`, in which
  * readiness turns 503, no new connection is accepted, requests in flight finish, the worker hands its import back
  * (or finishes it), and the store closes. The process exits 0 when that is done, or 1 when it takes more than
- * SHUTDOWN_TIMEOUT_MS, on an uncaught error, or on a second signal.
+ * SHUTDOWN_TIMEOUT_MS, on an uncaught error, or on a second signal. Returns what stops handling them.
  */
 export function closeGracefullyOnSignals(
   server: Pick<Running, 'log' | 'close' | 'drain'>,
   { shutdownTimeoutMs, shutdownDrainMs }: Pick<Config, 'shutdownTimeoutMs' | 'shutdownDrainMs'>,
-): void {
+): () => void {
   const log = server.log
-  closeWithGrace(
+  const { uninstall } = closeWithGrace(
     {
       delay: shutdownTimeoutMs,
       logger: { error: (message: unknown) => log.error({ message }, 'shutdown') },
@@ -34,4 +34,5 @@ export function closeGracefullyOnSignals(
       log.info({}, 'shut down')
     },
   )
+  return uninstall
 }

@@ -1,4 +1,6 @@
 import { once } from 'node:events'
+import { join } from 'node:path'
+import { DatabaseSync } from 'node:sqlite'
 import { randomBytes } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
 import { openConnection, refusesConnections } from './helpers/raw-http.ts'
@@ -265,6 +267,36 @@ describe('graceful shutdown of a real server process', () => {
     // The second answer came, after the first, and closed the connection.
     expect(reader.received()).toMatch(/HTTP\/1\.1 200 [\s\S]*HTTP\/1\.1 200 [\s\S]*\r\nconnection: close\r\n[\s\S]*\{"status":"ok"\}$/i)
     expect(await exitCode(server)).toBe(0)
+  })
+
+  it('stops gracefully on SIGTERM while the import worker thread is still starting, its request in flight answered', async () => {
+    // The listener opens before the worker's thread has started; after an upgrade the thread first runs the
+    // recalculations due, here kept waiting by another connection's write lock, as a long write would.
+    const dataDir = tempDataDir()
+    const file = join(dataDir, 'commission-api.sqlite')
+    const loaded = runCli(['load', '-', '--json'], { DATA_DIR: dataDir }, JSON.stringify(smallFixture()))
+    const { company_id: companyId } = JSON.parse(loaded.stdout) as { company_id: string }
+    const holder = new DatabaseSync(file)
+    holder.prepare('INSERT INTO recalculations_due (company_id, reason) VALUES (?, ?)').run(companyId, 'a test')
+    holder.exec('BEGIN IMMEDIATE')
+    const server = startServerProcess({ DEMO: 'off', ADMIN_TOKEN, DATA_DIR: dataDir, LOG_LEVEL: 'info' })
+    const [, url] = await server.waitFor(/"msg":"Server listening at (http:\/\/[^"]+)"/)
+    const connection = await holdRequestInFlight(Number(new URL(url).port))
+
+    const exited = once(server.child, 'exit')
+    server.child.kill('SIGTERM')
+    // Before, the signal killed the process at once (no exit code), its request in flight unanswered.
+    await Promise.race([server.waitFor(/"msg":"shutting down"/), exited])
+    holder.exec('ROLLBACK')
+    holder.close()
+    connection.socket.write(FIXTURE)
+    if (!connection.socket.closed) await once(connection.socket, 'close')
+    expect((await exited)[0]).toBe(0)
+    expect(connection.received()).toMatch(/HTTP\/1\.1 201 /)
+    expect(server.output()).toContain('"msg":"shut down"')
+    expect(server.output()).not.toContain('commission-api listening on')
+    const companies = JSON.parse(runCli(['companies', '--json'], { DATA_DIR: dataDir }).stdout) as Array<{ name: string }>
+    expect(companies.map((company) => company.name)).toContain('In flight')
   })
 
   it('exits with 1 when the requests in flight outlast SHUTDOWN_TIMEOUT_MS', async () => {
