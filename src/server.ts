@@ -129,6 +129,7 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
     // Stopped while it started: what is left to start would only fail on the closed store.
     if (closing) return running
     await recalculateWhatIsDue(store, clock, log)
+    if (closing) return running
     if (isMainThread && !options.clock) await warnOfMovedClock(config, store, log)
     // Once a process: with role all, the import worker's thread (which starts the role worker) leaves it to the HTTP one.
     if (isMainThread) await renderWhatIsStale(store, log)
@@ -183,7 +184,8 @@ async function recalculateWhatIsDue(store: Store, clock: Clock, log: WorkerLogge
  */
 async function warnOfMovedClock(config: Config, store: Store, log: WorkerLogger): Promise<void> {
   if (config.clock !== 'system') return
-  const offsetMs = await store.clockOffset.read()
+  // Only a warning: a store that cannot tell now (busy, or closed by a stop during the start) does not fail the start.
+  const offsetMs = await store.clockOffset.read().catch(() => 0)
   if (offsetMs <= 0) return
   log.warn(
     { clock_offset_ms: offsetMs },
