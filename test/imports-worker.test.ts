@@ -6,7 +6,7 @@ import type { ManualClock } from '../src/clock.ts'
 import { newId } from '../src/ids.ts'
 import { runClaimedImport } from '../src/imports/run-import.ts'
 import { BUSY_ATTEMPTS, ImportWorker } from '../src/imports/worker.ts'
-import { type Store, StoreBusyError, StoreUnconfirmedError } from '../src/store/port.ts'
+import { type Store, StoreBusyError, StoreLockedError, StoreUnconfirmedError } from '../src/store/port.ts'
 import { loadConfig } from '../src/config.ts'
 import { startServer } from '../src/server.ts'
 import { smallFixture } from './helpers/fixtures.ts'
@@ -33,14 +33,14 @@ const putUsers = async (data: unknown[], key = h.key) => {
   return reply.body.import_id as string
 }
 /** The harness's store, whose `n`th transaction (from 1) the store is too busy for when `busyAt(n)`. */
-const busyTransactions = (busyAt: (transaction: number) => boolean): Store => {
+const busyTransactions = (busyAt: (transaction: number) => boolean, busy = () => new StoreBusyError('MongoDB out of reach')): Store => {
   let transactions = 0
   return {
     ...h.store,
-    transaction: (work, options) =>
-      busyAt(++transactions) ? Promise.reject(new StoreBusyError('another writer held the lock')) : h.store.transaction(work, options),
+    transaction: (work, options) => (busyAt(++transactions) ? Promise.reject(busy()) : h.store.transaction(work, options)),
   }
 }
+const lockHeld = () => new StoreLockedError('another writer held the write lock for 10000 ms')
 const at = (offset = 0) => new Date(h.server.clock.now().getTime() + offset).toISOString()
 /** A worker that claims an import and then dies: it never finishes it nor renews its lease. */
 const claimAndDie = (owner = 'dead-worker') => h.store.imports.claimNext(owner, at(), at(LEASE))
@@ -332,6 +332,17 @@ describe('the import worker', () => {
     expect(await worker.drain()).toBe(BUSY_ATTEMPTS)
     expect(await h.importOf(id)).toMatchObject({ status: 'finished', error: true })
     expect(await h.user('a@acme.example')).toBeUndefined()
+  })
+
+  it("never refuses an import for the embedded store's write lock held by another writer, however many runs find it held", async () => {
+    const worker = new ImportWorker({
+      store: busyTransactions((transaction) => transaction <= BUSY_ATTEMPTS + 2, lockHeld),
+      clock: h.server.clock,
+    })
+    const id = await putUsers([{ email: 'a@acme.example', name: 'A' }])
+    expect(await worker.drain()).toBe(BUSY_ATTEMPTS + 3)
+    expect(await h.store.imports.get(h.companyId, id)).toMatchObject({ status: 'finished', error: false, attempts: BUSY_ATTEMPTS + 3 })
+    expect((await h.user('a@acme.example'))?.name).toBe('A')
   })
 
   it('counts toward that limit only the runs the store was too busy for, not the claims of workers that died', async () => {

@@ -4,7 +4,7 @@ import { hostname } from 'node:os'
 import type { Clock } from '../clock.ts'
 import { DEFAULT_IMPORT_LEASE_MS, DEFAULT_IMPORT_POLL_MS } from '../config.ts'
 import type { DataImport } from '../store/model.ts'
-import { type Store, StoreBusyError, StoreFullError, StoreUnconfirmedError, StoreUpgradedError } from '../store/port.ts'
+import { type Store, StoreBusyError, StoreFullError, StoreLockedError, StoreUnconfirmedError, StoreUpgradedError } from '../store/port.ts'
 import { failClaimedImport, runClaimedImport } from './run-import.ts'
 
 /** The little of a pino logger the worker uses. */
@@ -50,8 +50,9 @@ export interface ImportWorkerEvents {
 
 /**
  * How many runs of an import may find the store too busy (StoreBusyError) before it is refused as a failure of
- * ours: a lock held for minutes, or a MongoDB transaction over its time limit, would otherwise hold every later
- * import of the company back forever. Only those runs count: not the claims of workers that died.
+ * ours: a MongoDB transaction over its time limit, which fails the same way every time, would otherwise hold every
+ * later import of the company back forever. Only those runs count: not the claims of workers that died, nor the
+ * runs that found the embedded store's write lock held by another writer (StoreLockedError), which passes.
  */
 export const BUSY_ATTEMPTS = 10
 
@@ -234,6 +235,15 @@ export class ImportWorker extends EventEmitter<ImportWorkerEvents> {
         // records its progress (`imports.advance`, or `finish`) in its own transaction, so a step that did commit is
         // not applied again.
         this.#logger.warn({ ...log, err: error }, 'import postponed: the store was out of reach before it confirmed a write')
+        this.emit('postponed', claimed)
+        return true
+      }
+      if (error instanceof StoreLockedError) {
+        // Another writer held the embedded store's write lock past the wait: the run passes once that writer is done,
+        // however long that takes, so the import is never refused for it (its calls were answered 200). Handed back
+        // uncounted, it runs again at the next claim.
+        this.#logger.warn({ ...log, err: error }, 'import postponed: another writer held the store; it runs again')
+        await this.#handBack(claimed, { postponed: false })
         this.emit('postponed', claimed)
         return true
       }

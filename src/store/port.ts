@@ -506,6 +506,15 @@ export class StoreBusyError extends Error {
 }
 
 /**
+ * A StoreBusyError of the embedded store: another connection (a long import or reset, another process) held its one
+ * write lock past the wait. It passes once that writer is done, however long that takes: an import is never refused
+ * for it, as it is after some busy runs of another cause (`BUSY_ATTEMPTS`, worker.ts).
+ */
+export class StoreLockedError extends StoreBusyError {
+  override name = 'StoreLockedError'
+}
+
+/**
  * MongoDB could not serve a write made outside a transaction (the connection lost, no primary during a failover, a
  * node stepping down or overloaded), and whether it was applied is unknown: the driver may have sent it, and sent it
  * again after a failover, before the answer was lost, and a write of several documents may be half done; or the

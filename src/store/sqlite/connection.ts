@@ -1,7 +1,7 @@
 import { makePrivateFile } from '../../durable-files.ts'
 import { DatabaseSync, type SQLInputValue, type SQLOutputValue, type StatementSync } from 'node:sqlite'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { StoreBusyError, StoreFullError, StoreUpgradedError } from '../port.ts'
+import { StoreFullError, StoreLockedError, StoreUpgradedError } from '../port.ts'
 import { asStoreError } from '../shared/conflicts.ts'
 import { SerialQueue } from '../shared/serial-queue.ts'
 import { MIGRATIONS } from './migrations.ts'
@@ -317,7 +317,7 @@ function sqliteCode(error: unknown): number | null {
 /**
  * Runs `attempt` again while SQLite refuses it for a lock another connection holds, pausing on a timer rather
  * than inside SQLite (its busy handler sleeps the thread), so that the event loop goes on meanwhile. Past
- * `timeoutMs` it fails with StoreBusyError, SQLite's "database is locked" as its cause.
+ * `timeoutMs` it fails with StoreLockedError (a StoreBusyError), SQLite's "database is locked" as its cause.
  */
 export async function retriedWhileLocked<T>(attempt: () => T, timeoutMs: number, lock: string): Promise<T> {
   const deadline = Date.now() + timeoutMs
@@ -326,7 +326,7 @@ export async function retriedWhileLocked<T>(attempt: () => T, timeoutMs: number,
       return attempt()
     } catch (error) {
       if (!isBusy(error)) throw error
-      if (Date.now() >= deadline) throw new StoreBusyError(`another writer held ${lock} for ${timeoutMs} ms`, { cause: error })
+      if (Date.now() >= deadline) throw new StoreLockedError(`another writer held ${lock} for ${timeoutMs} ms`, { cause: error })
     }
     await sleep(pause)
   }
