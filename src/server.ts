@@ -106,8 +106,15 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
   // the import worker's thread has started (a few hundred milliseconds; after an upgrade, as long as the recalculations
   // it runs first, a minute for a large company), and a signal not handled kills the process, its requests cut.
   const signals = { uninstall: () => {} }
+  // A stop drains first (SHUTDOWN_DRAIN_MS) and closes after: the start going on meanwhile sees it from its drain on.
+  let draining = false
+  const drainFirst = async (ms: number) => {
+    draining = true
+    return drainApi(ms)
+  }
+  const stopBegun = () => draining || closing !== null
   const handleSignals = (log: WorkerLogger) => {
-    if (options.closeOnSignals) signals.uninstall = closeGracefullyOnSignals({ log, close, drain: drainApi }, config)
+    if (options.closeOnSignals) signals.uninstall = closeGracefullyOnSignals({ log, close, drain: drainFirst }, config)
   }
   try {
     const clock = options.clock ?? (await clockFor(config.clock, store.clockOffset))
@@ -126,10 +133,11 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
       close,
       drain: drainApi,
     }
-    // Stopped while it started: what is left to start would only fail on the closed store.
-    if (closing) return running
+    // Stopped while it started (drained, or closed): what is left to start would only fail on the closed store, or
+    // print a banner for a listener already closed; the next start does it.
+    if (stopBegun()) return running
     await recalculateWhatIsDue(store, clock, log)
-    if (closing) return running
+    if (stopBegun()) return running
     if (isMainThread && !options.clock) await warnOfMovedClock(config, store, log)
     // Once a process: with role all, the import worker's thread (which starts the role worker) leaves it to the HTTP one.
     if (isMainThread) await renderWhatIsStale(store, log)

@@ -2,6 +2,7 @@ import { once } from 'node:events'
 import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import { randomBytes } from 'node:crypto'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { describe, expect, it } from 'vitest'
 import { openConnection, refusesConnections } from './helpers/raw-http.ts'
 import { runCli, type ServerProcess, startServerProcess, tempDataDir } from './helpers/process.ts'
@@ -297,6 +298,34 @@ describe('graceful shutdown of a real server process', () => {
     expect(server.output()).not.toContain('commission-api listening on')
     const companies = JSON.parse(runCli(['companies', '--json'], { DATA_DIR: dataDir }).stdout) as Array<{ name: string }>
     expect(companies.map((company) => company.name)).toContain('In flight')
+  })
+
+  it('with SHUTDOWN_DRAIN_MS, leaves out the rest of the start when the stop came while it started, during the drain too', async () => {
+    // The stop drains before it closes: the start going on meanwhile (here the import worker's thread, kept waiting
+    // by another connection's write lock) must see the stop from its drain on, not only from its close.
+    const dataDir = tempDataDir()
+    const file = join(dataDir, 'commission-api.sqlite')
+    const loaded = runCli(['load', '-', '--json'], { DATA_DIR: dataDir }, JSON.stringify(smallFixture()))
+    const { company_id: companyId } = JSON.parse(loaded.stdout) as { company_id: string }
+    const holder = new DatabaseSync(file)
+    holder.prepare('INSERT INTO recalculations_due (company_id, reason) VALUES (?, ?)').run(companyId, 'a test')
+    holder.exec('BEGIN IMMEDIATE')
+    const server = startServerProcess({ DEMO: 'off', ADMIN_TOKEN, DATA_DIR: dataDir, LOG_LEVEL: 'info', SHUTDOWN_DRAIN_MS: '8000' })
+    const [, url] = await server.waitFor(/"msg":"Server listening at (http:\/\/[^"]+)"/)
+    // Idle in a balancer's pool: the drain lasts until it is closed.
+    const pooled = await keptAliveConnection(Number(new URL(url).port))
+
+    server.child.kill('SIGTERM')
+    await server.waitFor(/"drain_ms":8000,"msg":"shutting down"/)
+    holder.exec('ROLLBACK')
+    holder.close()
+    // The thread has run the recalculation (or given up on it): it starts, and the rest of the start would follow.
+    await server.waitFor(/"msg":"(company recalculated after the upgrade|a recalculation due after the upgrade failed)/)
+    await sleep(500)
+    pooled.socket.end()
+    expect(await exitCode(server)).toBe(0)
+    expect(server.output()).toContain('"msg":"shut down"')
+    expect(server.output()).not.toContain('commission-api listening on')
   })
 
   it('exits with 1 when the requests in flight outlast SHUTDOWN_TIMEOUT_MS', async () => {
