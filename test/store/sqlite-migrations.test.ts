@@ -240,4 +240,26 @@ describe('SQLite migrations', () => {
       await store.close()
     }
   })
+
+  it('give a store migrated by a version whose migration 13 made no table of recalculations due that table', async () => {
+    const path = join(mkdtempSync(join(tmpdir(), 'migrate-')), 'db.sqlite')
+    const company = aCompany()
+    const before = openSqliteStore(path)
+    await before.companies.insert(company)
+    await before.close()
+    // As c238b78 to 7ff1009 left it: migration 13 ran, without the table.
+    const migration = MIGRATIONS.findIndex((text) => text.includes("line.table_id <> plans.doc ->> '$.table_id'"))
+    const old = new DatabaseSync(path)
+    old.exec('DROP TABLE recalculations_due')
+    old.exec(`PRAGMA user_version = ${migration + 1}`)
+    old.close()
+
+    const store = openSqliteStore(path)
+    try {
+      expect(await store.companies.recalculationsDue()).toStrictEqual([])
+      expect(await store.companies.delete(company.id)).toBe(true)
+    } finally {
+      await store.close()
+    }
+  })
 })

@@ -266,6 +266,12 @@ export const MIGRATIONS: readonly string[] = [
   ) WITHOUT ROWID;
   CREATE INDEX IF NOT EXISTS import_request_ids_received ON import_request_ids (company_id, received_at);
   `,
+  // Migration 13 as shipped from c238b78 to 7ff1009 (2026-11-26) made no table of recalculations due, and a store it
+  // migrated skipped the one made since: every start failed to list them, and deleting or resetting a company
+  // failed on the missing table.
+  `
+  CREATE TABLE IF NOT EXISTS recalculations_due (company_id TEXT NOT NULL PRIMARY KEY, reason TEXT NOT NULL) WITHOUT ROWID;
+  `,
 ]
 
 /** Every table that holds company data, for deleting a company. */
