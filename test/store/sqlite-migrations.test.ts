@@ -202,6 +202,53 @@ describe('SQLite migrations', () => {
     }
   })
 
+  it('run at once the record imports that migration 12 as eb2e744 shipped it joined by records', async () => {
+    const path = join(mkdtempSync(join(tmpdir(), 'migrate-')), 'db.sqlite')
+    const companyId = aCompany().id
+    const [leads, deals] = [newId(), newId()]
+    // As eb2e744 left them: each keeps its table, and is joined by records.
+    const createdAt = ['2026-06-01T00:00:00.000Z', '2026-06-01T00:00:30.000Z']
+    const waiting = [leads, deals].map((tableId, index): DataImport => ({
+      ...anImport(companyId, createdAt[index], 5, 'records'),
+      target: 'records',
+      table_id: tableId,
+      data_table_key: 'deals',
+    }))
+    const old = new DatabaseSync(path)
+    const windowsMigration = MIGRATIONS.findIndex((migration) => migration.includes("join_key LIKE 'records:%'"))
+    for (const migration of MIGRATIONS.slice(0, windowsMigration)) old.exec(migration)
+    old.exec(`PRAGMA user_version = ${windowsMigration + 1}`)
+    for (const legacy of waiting) {
+      old
+        .prepare('INSERT INTO imports (id, company_id, join_key, status, window_ends_at, doc) VALUES (?, ?, ?, ?, ?, ?)')
+        .run(legacy.id, companyId, legacy.join_key, legacy.status, legacy.window_ends_at, JSON.stringify(legacy))
+    }
+    old.close()
+
+    const store = openSqliteStore(path)
+    try {
+      for (const legacy of waiting) {
+        expect((await store.imports.get(companyId, legacy.id))?.window_ends_at).toBe(legacy.created_at)
+      }
+      const now = '2026-06-01T00:01:00.000Z'
+      const payload = {
+        id: newId(),
+        company_id: companyId,
+        table_id: deals,
+        items: [{ id: 'D-1' }],
+        options: { all: false, keep_overrides: false },
+        received_at: now,
+        bytes: 10,
+      }
+      const call: DataImport = { ...anImport(companyId, now, 5, 'records'), target: 'records', table_id: null, data_table_key: 'records' }
+      const joined = await store.imports.enqueue(call, payload, now)
+      expect(waiting.map((legacy) => legacy.id)).not.toContain(joined.id)
+      expect(joined.id > waiting[1].id).toBe(true)
+    } finally {
+      await store.close()
+    }
+  })
+
   it("drop the lines a plan kept of the table it left, but a frozen cell's, and the sums of their pending cells", async () => {
     const path = join(mkdtempSync(join(tmpdir(), 'migrate-')), 'db.sqlite')
     const companyId = aCompany().id

@@ -272,6 +272,15 @@ export const MIGRATIONS: readonly string[] = [
   `
   CREATE TABLE IF NOT EXISTS recalculations_due (company_id TEXT NOT NULL PRIMARY KEY, reason TEXT NOT NULL) WITHOUT ROWID;
   `,
+  // Migration 12 as shipped in eb2e744 (2026-11-26) joined the record imports of a version before 2026-11-23 by
+  // `records` rather than closing their windows, and a store it migrated skipped the one shipped since: a call to one
+  // table could still join the waiting import of another and run before its own table's older one. Those imports
+  // (the only ones joined by `records` that keep their table on the import) run at once, as migration 12 has them.
+  `
+  UPDATE imports SET window_ends_at = doc ->> '$.created_at', doc = json_set(doc, '$.window_ends_at', doc ->> '$.created_at')
+  WHERE join_key = 'records' AND status = 'scheduled' AND doc ->> '$.table_id' IS NOT NULL
+    AND window_ends_at > doc ->> '$.created_at';
+  `,
 ]
 
 /** Every table that holds company data, for deleting a company. */
