@@ -268,9 +268,18 @@ export const MIGRATIONS: readonly string[] = [
   `,
   // Migration 13 as shipped from c238b78 to 7ff1009 (2026-11-26) made no table of recalculations due, and a store it
   // migrated skipped the one made since: every start failed to list them, and deleting or resetting a company
-  // failed on the missing table.
+  // failed on the missing table. It had dropped the lines plans kept of the tables they left and the sums of their
+  // pending cells, but listed no company: where the table is missing, the companies with pending statements left
+  // without sums (those cells, and any not calculated since migration 9) are due a full recalculation.
   `
+  CREATE TABLE recalculations_left_unlisted AS
+    SELECT DISTINCT company_id FROM statements
+    WHERE NOT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'recalculations_due')
+      AND plan_id IS NOT NULL AND status = 'pending' AND sums IS NULL;
   CREATE TABLE IF NOT EXISTS recalculations_due (company_id TEXT NOT NULL PRIMARY KEY, reason TEXT NOT NULL) WITHOUT ROWID;
+  INSERT OR IGNORE INTO recalculations_due (company_id, reason)
+    SELECT company_id, 'a plan kept lines of the data table it left' FROM recalculations_left_unlisted;
+  DROP TABLE recalculations_left_unlisted;
   `,
   // Migration 12 as shipped in eb2e744 (2026-11-26) joined the record imports of a version before 2026-11-23 by
   // `records` rather than closing their windows, and a store it migrated skipped the one shipped since: a call to one
