@@ -140,7 +140,8 @@ export async function startServer(config: Config, options: ServerOptions = {}): 
     if (stopBegun()) return running
     if (isMainThread && !options.clock) await warnOfMovedClock(config, store, log)
     // Once a process: with role all, the import worker's thread (which starts the role worker) leaves it to the HTTP one.
-    if (isMainThread) await renderWhatIsStale(store, log)
+    if (isMainThread) await renderWhatIsStale(store, log, stopBegun)
+    if (stopBegun()) return running
     // Every module of the role is loaded. Node writes its compile cache (on with `npm start`: scripts/compile-cache.mjs)
     // at exit; written now too, a process that is killed rather than stopped still leaves it for the next start.
     flushCompileCache()
@@ -208,7 +209,7 @@ async function warnOfMovedClock(config: Config, store: Store, log: WorkerLogger)
  * company's statements once and writes nothing (`renderStatements`). What cannot be rendered now (the store busy
  * with a long write) is logged and left to the next start; its pages render their rows as they read them.
  */
-async function renderWhatIsStale(store: Store, log: WorkerLogger): Promise<void> {
+async function renderWhatIsStale(store: Store, log: WorkerLogger, stopBegun: () => boolean): Promise<void> {
   const { renderStatements } = await import('./v2/statement-texts.ts')
   let companies: { id: string }[]
   try {
@@ -218,6 +219,8 @@ async function renderWhatIsStale(store: Store, log: WorkerLogger): Promise<void>
     return
   }
   for (const [index, company] of companies.entries()) {
+    // A stop began (a drain, then the close): the companies left are rendered at the next start, as after a busy store.
+    if (stopBegun()) return
     try {
       const rendered = await renderStatements(store, company.id)
       if (rendered > 0) log.info({ company_id: company.id, statements: rendered }, 'statement rows rendered ahead of reads again')

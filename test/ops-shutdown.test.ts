@@ -328,6 +328,35 @@ describe('graceful shutdown of a real server process', () => {
     expect(server.output()).not.toContain('commission-api listening on')
   })
 
+  it('with SHUTDOWN_DRAIN_MS, leaves out the companies left to render and the banner when the stop came while it rendered', async () => {
+    // The last part of the start: statement rows an earlier version rendered, rendered again (here kept waiting by
+    // another connection's write lock). A stop meanwhile must leave out what is left of it, and the banner.
+    const dataDir = tempDataDir()
+    const file = join(dataDir, 'commission-api.sqlite')
+    for (let company = 0; company < 2; company++) runCli(['load', '-', '--json'], { DATA_DIR: dataDir }, JSON.stringify(smallFixture()))
+    const holder = new DatabaseSync(file)
+    holder.exec("UPDATE statements SET rendering_key = 'an earlier version'")
+    holder.exec('BEGIN IMMEDIATE')
+    const server = startServerProcess({ DEMO: 'off', ADMIN_TOKEN, DATA_DIR: dataDir, LOG_LEVEL: 'info', SHUTDOWN_DRAIN_MS: '8000' })
+    const [, url] = await server.waitFor(/"msg":"Server listening at (http:\/\/[^"]+)"/)
+    const pooled = await keptAliveConnection(Number(new URL(url).port))
+    // The worker's thread has started (its first claim found the lock held): the HTTP thread waits to render.
+    await server.waitFor(/"msg":"import worker: the store is busy/)
+
+    server.child.kill('SIGTERM')
+    await server.waitFor(/"drain_ms":8000,"msg":"shutting down"/)
+    holder.exec('ROLLBACK')
+    holder.close()
+    // The company it was rendering is rendered; the rest of the start would follow.
+    await server.waitFor(/"msg":"statement rows rendered ahead of reads again"/)
+    await sleep(500)
+    pooled.socket.end()
+    expect(await exitCode(server)).toBe(0)
+    expect(server.output()).toContain('"msg":"shut down"')
+    expect(server.output()).not.toContain('commission-api listening on')
+    expect(server.output().match(/statement rows rendered ahead of reads again/g)).toHaveLength(1)
+  })
+
   it('exits with 1 when the requests in flight outlast SHUTDOWN_TIMEOUT_MS', async () => {
     const { server, port } = await started({ DATA_DIR: tempDataDir(), SHUTDOWN_TIMEOUT_MS: '300' })
     const connection = await holdRequestInFlight(port)
