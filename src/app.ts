@@ -16,6 +16,7 @@ import { answerClientError, answerFrameworkError, answerOutsideRoutes, MAX_PARAM
 import { OneLinePerRequest } from './routes/request-log.ts'
 import { requestTimeouts } from './routes/request-timeouts.ts'
 import { stopWithTheApp } from './routes/draining.ts'
+import { shareReadsFairly } from './routes/fair-reads.ts'
 import { registerHealth, type WorkerProbe } from './routes/health.ts'
 import { refuseInvalidHost } from './routes/host-header.ts'
 import { refuseUnstorableJson } from './routes/json-body.ts'
@@ -115,6 +116,8 @@ export async function buildApp({ config, store, clock, logStream, worker }: AppO
     await limitRequestRate(api)
     requireApiKey(api)
     applyTestKit(api)
+    // After them all: a read takes its turn once counted, authenticated, validated and past the test kit's faults.
+    shareReadsFairly(api)
     await api.register(v1Routes, { prefix: '/v1' })
     await api.register(v2Routes, { prefix: '/v2' })
     // A v1 or v2 path no route takes is answered inside `api`, after its hooks: it needs the key, counts against

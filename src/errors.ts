@@ -77,6 +77,14 @@ export class QueueFullError extends TooManyRequestsError {
   override name = 'QueueFullError'
 }
 
+/**
+ * A read refused for now, to be sent again after `retryAfterSeconds`: as many reads of its company as may wait for
+ * their turn in this instance wait already (`src/routes/fair-reads.ts`). Nothing of it was done.
+ */
+export class ReadQueueFullError extends TooManyRequestsError {
+  override name = 'ReadQueueFullError'
+}
+
 /** The service cannot serve the request now (a 503, which clients retry), after `retryAfterSeconds` when it is known. */
 export class ServiceUnavailableError extends Error {
   override name = 'ServiceUnavailableError'

@@ -22,14 +22,14 @@ describe('SlotQueues', () => {
   it('gives free slots at once, then queues, and passes each slot given back to the first waiting', () => {
     const q = queues(2, 10)
     const [a, b, c, d] = ['a', 'b', 'c', 'd'].map((name) => q.take('k', name) as SlotTicket)
-    expect([a.held, b.held, c.held, d.held]).toEqual([true, true, false, false])
+    expect([a.state, b.state, c.state, d.state]).toEqual(['held', 'held', 'waiting', 'waiting'])
     expect(q.slotQueues.of('k')).toEqual({ holding: 2, waiting: 2 })
     b.release()
     a.release()
     expect(q.held).toEqual([])
     q.turn()
     expect(q.held).toEqual(['c', 'd'])
-    expect([c.held, d.held]).toEqual([true, true])
+    expect([c.state, d.state]).toEqual(['held', 'held'])
     expect(q.slotQueues.of('k')).toEqual({ holding: 2, waiting: 0 })
   })
 
@@ -39,7 +39,7 @@ describe('SlotQueues', () => {
     first.release()
     const second = q.take('k', 'second') as SlotTicket
     const third = q.take('k', 'third') as SlotTicket
-    expect([second.held, third.held]).toEqual([false, false])
+    expect([second.state, third.state]).toEqual(['waiting', 'waiting'])
     q.turn()
     expect(q.held).toEqual(['second'])
     second.release()
@@ -55,7 +55,7 @@ describe('SlotQueues', () => {
     expect(q.take('k', 'refused')).toBeNull()
     expect(q.slotQueues.of('k')).toEqual({ holding: 1, waiting: 2 })
     // Another key has its own slots and queue.
-    expect(q.take('other', 'o')?.held).toBe(true)
+    expect(q.take('other', 'o')?.state).toBe('held')
     holder.release()
     q.turn()
     expect(q.held).toEqual(['w1'])
@@ -73,8 +73,8 @@ describe('SlotQueues', () => {
     holder.release()
     q.turn()
     expect(q.held).toEqual(['next'])
-    expect(gone.held).toBe(false)
-    expect(next.held).toBe(true)
+    expect(gone.state).toBe('released')
+    expect(next.state).toBe('held')
   })
 
   it('gives a slot back once however often it is released, and forgets a key with no ticket left', () => {

@@ -41,6 +41,7 @@ export class ServiceMetrics {
   readonly latency: Histogram<'method' | 'route' | 'status_code'>
   readonly rateLimited: Counter
   readonly importQueueFull: Counter
+  readonly readQueueFull: Counter
   readonly faultsFired: Counter<'effect'>
   readonly pagesReadAhead: Counter
   readonly importDuration: Histogram<'outcome'>
@@ -72,6 +73,11 @@ export class ServiceMetrics {
     this.importQueueFull = new Counter({
       name: 'commission_api_import_queue_full_total',
       help: "Upserts refused with 429 because their company's import queue was full",
+      registers,
+    })
+    this.readQueueFull = new Counter({
+      name: 'commission_api_read_queue_full_total',
+      help: 'Reads refused with 429 because as many reads of their company as may wait for their turn in this instance waited',
       registers,
     })
     this.faultsFired = new Counter({

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import { Type } from 'typebox'
-import { QueueFullError } from '../errors.ts'
+import type { Counter } from 'prom-client'
+import { QueueFullError, ReadQueueFullError } from '../errors.ts'
 import { ServiceMetrics } from '../observability/metrics.ts'
 import { SERVICE_VERSION } from '../version.ts'
 import { injectedFaultOf } from './test-kit.ts'
@@ -32,17 +33,18 @@ export function registerMetrics(app: FastifyInstance): void {
   })
   app.decorate('metrics', metrics)
 
-  // A 429 is the rate limit's unless it refused an upsert because its company's import queue was full.
-  const refusedForQueue = new WeakSet<object>()
+  // A 429 is the rate limit's unless it refused an upsert because its company's import queue was full, or a read
+  // because too many of its company's reads waited for their turn.
+  const refusedForQueue = new WeakMap<object, Counter>()
   app.addHook('onError', async (request, _reply, error) => {
-    if (error instanceof QueueFullError) refusedForQueue.add(request)
+    if (error instanceof QueueFullError) refusedForQueue.set(request, metrics.importQueueFull)
+    else if (error instanceof ReadQueueFullError) refusedForQueue.set(request, metrics.readQueueFull)
   })
 
   app.addHook('onResponse', async (request, reply) => {
     metrics.countAnswer(request.method, routeLabel(request.routeOptions.url), reply.statusCode, reply.elapsedTime / 1000)
     // An injected 429 is counted with the faults, not as a refusal of the service's own.
-    if (reply.statusCode === 429 && !injectedFaultOf(request))
-      (refusedForQueue.has(request) ? metrics.importQueueFull : metrics.rateLimited).inc()
+    if (reply.statusCode === 429 && !injectedFaultOf(request)) (refusedForQueue.get(request) ?? metrics.rateLimited).inc()
   })
 
   app.get(

@@ -45,7 +45,7 @@ const DESCRIPTIONS: Record<string, string> = {
   408: 'Waited longer than the request allowed (`timeout_ms`): `resource` names what ran out',
   413: 'Request body over the limit (`BODY_LIMIT_MB`, 32 MiB by default; 2 MiB for the user, attribution and archive calls): `resource` is `body` (`data` on those calls)',
   414: `A path parameter over ${MAX_PARAM_LENGTH} characters: \`resource\` is \`path\``,
-  429: "Over the rate limit, or (upserts) the company's import queue is full: retry after `Retry-After` seconds",
+  429: "Over the rate limit, (upserts) the company's import queue is full, or (reads) too many of the company's reads wait for their turn on the instance: retry after `Retry-After` seconds",
   500: 'A fault of the service, logged with the request id',
   503: 'Not now: not ready (probes); a request that found the store busy past the wait or out of reach, or a write its disk full, nothing of it done (retry after `Retry-After`); a write the store went out of reach before confirming, which may have been done (no `Retry-After`: look before sending it again); a write to an instance older than the store (send it to one of the new version); or a fault set through the admin routes',
 }

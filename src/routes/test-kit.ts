@@ -103,8 +103,7 @@ export function applyTestKit(api: FastifyInstance): void {
     // The client gave up during the delay: the request is not served. Were it served, its writes would land after
     // whatever the test did next, a reset included.
     if (request.raw.socket.destroyed) {
-      keepUnanswered(kit, request, reply)
-      reply.hijack()
+      leaveUnanswered(request, reply)
       return
     }
     if (fault.drop) {
@@ -126,6 +125,16 @@ export function applyTestKit(api: FastifyInstance): void {
   api.addHook('onResponse', async (request, reply) => {
     await record(kit, request, reply, reply.statusCode)
   })
+}
+
+/**
+ * Ends a request whose client left before it was served (during a fault's delay, or while it waited for its turn:
+ * `src/routes/fair-reads.ts`): nothing more of it runs, and its company's journal keeps it, status null.
+ */
+export function leaveUnanswered(request: FastifyRequest, reply: FastifyReply): void {
+  const kit = request.server.testKit
+  if (kit) keepUnanswered(kit, request, reply)
+  reply.hijack()
 }
 
 /** Keeps a request no answer reached, status null (its close comes outside any hook, so a failure is only logged). */

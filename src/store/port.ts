@@ -69,6 +69,12 @@ export interface Store {
    * `transactionLifetimeLimitSeconds` (60 s by default); SQLite has no such limit, and answers Infinity.
    */
   readonly itemsPerTransaction: number
+  /**
+   * Whether a read holds the calling thread until it is done, so that nothing else of the process runs meanwhile
+   * (SQLite: node:sqlite answers synchronously), or waits on the network and leaves the thread to others (MongoDB).
+   * How many reads of one company the HTTP thread takes at once follows from it (`src/routes/fair-reads.ts`).
+   */
+  readonly readsBlockThread: boolean
   /** Import counts across companies, for the metrics. */
   readonly importStatistics: ImportStatisticsRepository
   /** Changes to stored records made by administration (admin routes, CLI). */

@@ -55,6 +55,7 @@ function mongoStore(context: MongoContext, transactions: SerialQueue, rateLimits
     kind: 'mongodb',
     ...repositoriesOver(repositories, context),
     itemsPerTransaction: ITEMS_PER_TRANSACTION,
+    readsBlockThread: false,
     rateLimits,
 
     async transaction(work, options = {}) {

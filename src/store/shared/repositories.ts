@@ -3,7 +3,7 @@ import type { Store } from '../port.ts'
 /** The repositories of a store: every member of the port but what the adapter holds itself (its lifecycle, its counters). */
 export type Repositories = Omit<
   Store,
-  'kind' | 'itemsPerTransaction' | 'rateLimits' | 'transaction' | 'committedWrites' | 'dataVersion' | 'ping' | 'close'
+  'kind' | 'itemsPerTransaction' | 'readsBlockThread' | 'rateLimits' | 'transaction' | 'committedWrites' | 'dataVersion' | 'ping' | 'close'
 >
 
 /**

@@ -27,6 +27,7 @@ function sqliteStore(connection: SqliteConnection, sql: Sql, rateLimits: SqliteR
     ...repositoriesOver(repositories, sql),
     // One file, one writer, no time limit on a transaction: an import of any size is applied in one.
     itemsPerTransaction: Number.POSITIVE_INFINITY,
+    readsBlockThread: true,
     rateLimits,
 
     async transaction(work) {
