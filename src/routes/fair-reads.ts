@@ -34,6 +34,9 @@ export function readsOf(companyId: string): { holding: number; waiting: number }
   return reads
 }
 
+/** Gives the read's turn back (once: a ticket's release is idempotent). */
+const giveBack = (request: FastifyRequest) => request.readTurn?.release()
+
 /**
  * Fair reads per company (docs/decisions.md), on the routes of `api` after the rate limit, the key and the test
  * kit's faults: a company's GET and HEAD requests are handled a few at a time (`READS_AT_ONCE…`, from what the
@@ -52,7 +55,6 @@ export function shareReadsFairly(api: FastifyInstance): void {
   // comes), and an entry whose value refers to its key outlives every scavenge, to the next full collection
   // (docs/performance.md, "Fair reads per company").
   api.decorateRequest('readTurn', null)
-  const giveBack = (request: FastifyRequest) => request.readTurn?.release()
 
   // After validation: a refused read takes no turn.
   api.addHook('preHandler', (request, reply, done) => {
