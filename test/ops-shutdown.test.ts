@@ -53,6 +53,21 @@ async function started(env: Record<string, string>, args?: string[]): Promise<{ 
 const exitCode = async (server: ServerProcess) =>
   server.child.exitCode !== null ? server.child.exitCode : (await once(server.child, 'exit'))[0]
 
+/**
+ * A store with a company whose recalculation is due (as after an upgrade), and another connection holding its write
+ * lock: a server started on it listens, while its import worker's thread stays in its start, waiting to recalculate,
+ * until `holder` rolls back.
+ */
+function storeWhoseRecalculationWaits(): { dataDir: string; holder: DatabaseSync } {
+  const dataDir = tempDataDir()
+  const loaded = runCli(['load', '-', '--json'], { DATA_DIR: dataDir }, JSON.stringify(smallFixture()))
+  const { company_id: companyId } = JSON.parse(loaded.stdout) as { company_id: string }
+  const holder = new DatabaseSync(join(dataDir, 'commission-api.sqlite'))
+  holder.prepare('INSERT INTO recalculations_due (company_id, reason) VALUES (?, ?)').run(companyId, 'a test')
+  holder.exec('BEGIN IMMEDIATE')
+  return { dataDir, holder }
+}
+
 describe('graceful shutdown of a real server process', () => {
   it('on SIGTERM stops accepting, finishes the request in flight and closes its connection, closes the store and exits 0', async () => {
     const dataDir = tempDataDir()
@@ -273,13 +288,7 @@ describe('graceful shutdown of a real server process', () => {
   it('stops gracefully on SIGTERM while the import worker thread is still starting, its request in flight answered', async () => {
     // The listener opens before the worker's thread has started; after an upgrade the thread first runs the
     // recalculations due, here kept waiting by another connection's write lock, as a long write would.
-    const dataDir = tempDataDir()
-    const file = join(dataDir, 'commission-api.sqlite')
-    const loaded = runCli(['load', '-', '--json'], { DATA_DIR: dataDir }, JSON.stringify(smallFixture()))
-    const { company_id: companyId } = JSON.parse(loaded.stdout) as { company_id: string }
-    const holder = new DatabaseSync(file)
-    holder.prepare('INSERT INTO recalculations_due (company_id, reason) VALUES (?, ?)').run(companyId, 'a test')
-    holder.exec('BEGIN IMMEDIATE')
+    const { dataDir, holder } = storeWhoseRecalculationWaits()
     const server = startServerProcess({ DEMO: 'off', ADMIN_TOKEN, DATA_DIR: dataDir, LOG_LEVEL: 'info' })
     const [, url] = await server.waitFor(/"msg":"Server listening at (http:\/\/[^"]+)"/)
     const connection = await holdRequestInFlight(Number(new URL(url).port))
@@ -303,13 +312,7 @@ describe('graceful shutdown of a real server process', () => {
   it('with SHUTDOWN_DRAIN_MS, leaves out the rest of the start when the stop came while it started, during the drain too', async () => {
     // The stop drains before it closes: the start going on meanwhile (here the import worker's thread, kept waiting
     // by another connection's write lock) must see the stop from its drain on, not only from its close.
-    const dataDir = tempDataDir()
-    const file = join(dataDir, 'commission-api.sqlite')
-    const loaded = runCli(['load', '-', '--json'], { DATA_DIR: dataDir }, JSON.stringify(smallFixture()))
-    const { company_id: companyId } = JSON.parse(loaded.stdout) as { company_id: string }
-    const holder = new DatabaseSync(file)
-    holder.prepare('INSERT INTO recalculations_due (company_id, reason) VALUES (?, ?)').run(companyId, 'a test')
-    holder.exec('BEGIN IMMEDIATE')
+    const { dataDir, holder } = storeWhoseRecalculationWaits()
     const server = startServerProcess({ DEMO: 'off', ADMIN_TOKEN, DATA_DIR: dataDir, LOG_LEVEL: 'info', SHUTDOWN_DRAIN_MS: '8000' })
     const [, url] = await server.waitFor(/"msg":"Server listening at (http:\/\/[^"]+)"/)
     // Idle in a balancer's pool: the drain lasts until it is closed.

@@ -9,6 +9,34 @@ import { newId } from '../../src/ids.ts'
 import type { DataImport } from '../../src/store/model.ts'
 import { aCommissionLine, aCompany, anImport, aStatement, aUser } from './builders.ts'
 
+/**
+ * A store made by the migrations before migration 12 (which runs at once the record imports a version before stacked
+ * imports left waiting), holding the imports `waiting`; with `windowsMigrationRan`, its schema says migration 12 ran.
+ */
+function storeWithWaitingImports(path: string, waiting: readonly DataImport[], { windowsMigrationRan }: { windowsMigrationRan: boolean }) {
+  const old = new DatabaseSync(path)
+  const windowsMigration = MIGRATIONS.findIndex((migration) => migration.includes("join_key LIKE 'records:%'"))
+  for (const migration of MIGRATIONS.slice(0, windowsMigration)) old.exec(migration)
+  old.exec(`PRAGMA user_version = ${windowsMigration + (windowsMigrationRan ? 1 : 0)}`)
+  for (const legacy of waiting) {
+    old
+      .prepare('INSERT INTO imports (id, company_id, join_key, status, window_ends_at, doc) VALUES (?, ?, ?, ?, ?, ?)')
+      .run(legacy.id, legacy.company_id, legacy.join_key, legacy.status, legacy.window_ends_at, JSON.stringify(legacy))
+  }
+  old.close()
+}
+
+/** The payload of a call of one record to the table `tableId`, received at `now`. */
+const dealsCall = (companyId: string, tableId: string, now: string) => ({
+  id: newId(),
+  company_id: companyId,
+  table_id: tableId,
+  items: [{ id: 'D-1' }],
+  options: { all: false, keep_overrides: false },
+  received_at: now,
+  bytes: 10,
+})
+
 describe('SQLite migrations', () => {
   it('move statements stored as documents into columns, unchanged', async () => {
     const path = join(mkdtempSync(join(tmpdir(), 'migrate-')), 'db.sqlite')
@@ -167,16 +195,7 @@ describe('SQLite migrations', () => {
     })
     // Two tables' imports waiting in their windows, the leads' older: a call to deals must not run before either.
     const waiting = [recordImport(leads, '2026-06-01T00:00:00.000Z'), recordImport(deals, '2026-06-01T00:00:30.000Z')]
-    const old = new DatabaseSync(path)
-    const windowsMigration = MIGRATIONS.findIndex((migration) => migration.includes("join_key LIKE 'records:%'"))
-    for (const migration of MIGRATIONS.slice(0, windowsMigration)) old.exec(migration)
-    old.exec(`PRAGMA user_version = ${windowsMigration}`)
-    for (const legacy of waiting) {
-      old
-        .prepare('INSERT INTO imports (id, company_id, join_key, status, window_ends_at, doc) VALUES (?, ?, ?, ?, ?, ?)')
-        .run(legacy.id, companyId, legacy.join_key, legacy.status, legacy.window_ends_at, JSON.stringify(legacy))
-    }
-    old.close()
+    storeWithWaitingImports(path, waiting, { windowsMigrationRan: false })
 
     const store = openSqliteStore(path)
     try {
@@ -184,15 +203,7 @@ describe('SQLite migrations', () => {
         expect((await store.imports.get(companyId, legacy.id))?.window_ends_at).toBe(legacy.created_at)
       }
       const now = '2026-06-01T00:01:00.000Z'
-      const payload = {
-        id: newId(),
-        company_id: companyId,
-        table_id: deals,
-        items: [{ id: 'D-1' }],
-        options: { all: false, keep_overrides: false },
-        received_at: now,
-        bytes: 10,
-      }
+      const payload = dealsCall(companyId, deals, now)
       const joined = await store.imports.enqueue(recordImport(null, now), payload, now)
       expect(waiting.map((legacy) => legacy.id)).not.toContain(joined.id)
       expect(joined.id > waiting[1].id).toBe(true)
@@ -214,16 +225,8 @@ describe('SQLite migrations', () => {
       table_id: tableId,
       data_table_key: 'deals',
     }))
-    const old = new DatabaseSync(path)
-    const windowsMigration = MIGRATIONS.findIndex((migration) => migration.includes("join_key LIKE 'records:%'"))
-    for (const migration of MIGRATIONS.slice(0, windowsMigration)) old.exec(migration)
-    old.exec(`PRAGMA user_version = ${windowsMigration + 1}`)
-    for (const legacy of waiting) {
-      old
-        .prepare('INSERT INTO imports (id, company_id, join_key, status, window_ends_at, doc) VALUES (?, ?, ?, ?, ?, ?)')
-        .run(legacy.id, companyId, legacy.join_key, legacy.status, legacy.window_ends_at, JSON.stringify(legacy))
-    }
-    old.close()
+    // Migration 12 ran as eb2e744 shipped it: the store says so, and the imports are as the migrations before left them.
+    storeWithWaitingImports(path, waiting, { windowsMigrationRan: true })
 
     const store = openSqliteStore(path)
     try {
@@ -231,15 +234,7 @@ describe('SQLite migrations', () => {
         expect((await store.imports.get(companyId, legacy.id))?.window_ends_at).toBe(legacy.created_at)
       }
       const now = '2026-06-01T00:01:00.000Z'
-      const payload = {
-        id: newId(),
-        company_id: companyId,
-        table_id: deals,
-        items: [{ id: 'D-1' }],
-        options: { all: false, keep_overrides: false },
-        received_at: now,
-        bytes: 10,
-      }
+      const payload = dealsCall(companyId, deals, now)
       const call: DataImport = { ...anImport(companyId, now, 5, 'records'), target: 'records', table_id: null, data_table_key: 'records' }
       const joined = await store.imports.enqueue(call, payload, now)
       expect(waiting.map((legacy) => legacy.id)).not.toContain(joined.id)
