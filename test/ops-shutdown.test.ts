@@ -205,6 +205,30 @@ describe('graceful shutdown of a real server process', () => {
     expect(server.output()).toMatch(/"open_connections":1,"msg":"drain time over"/)
   })
 
+  it('closes a connection that has sent nothing (a balancer connecting ahead, a probe) rather than waiting for it', async () => {
+    const { server, port } = await started({ DATA_DIR: tempDataDir(), LOG_LEVEL: 'info', SHUTDOWN_TIMEOUT_MS: '5000' })
+    const silent = await openConnection(port)
+    server.child.kill('SIGTERM')
+    await once(silent.socket, 'close')
+    expect(silent.received()).toBe('')
+    expect(await exitCode(server)).toBe(0)
+    expect(server.output()).not.toContain('shutdown took too long')
+  })
+
+  it('with SHUTDOWN_DRAIN_MS, closes a connection that has sent nothing once the drain time is over', async () => {
+    const { server, port } = await started({
+      DATA_DIR: tempDataDir(),
+      LOG_LEVEL: 'info',
+      SHUTDOWN_DRAIN_MS: '300',
+      SHUTDOWN_TIMEOUT_MS: '5000',
+    })
+    const silent = await openConnection(port)
+    server.child.kill('SIGTERM')
+    await server.waitFor(/"open_connections":1,"msg":"drain time over"/)
+    await once(silent.socket, 'close')
+    expect(await exitCode(server)).toBe(0)
+  })
+
   it('with SHUTDOWN_DRAIN_MS, still finishes a request in flight when the drain time is over, before the store closes', async () => {
     const dataDir = tempDataDir()
     const { server, port } = await started({ DATA_DIR: dataDir, LOG_LEVEL: 'info', SHUTDOWN_DRAIN_MS: '300' })

@@ -17,7 +17,7 @@ export const isStopping = (app: FastifyInstance): boolean => stopping.has(app)
  * How an instance stops, with or without a drain: from the start of its `close()`, every answer closes its
  * connection, including those of the requests already in flight (Node otherwise keeps their connection open, idle,
  * and the stop waited for it until SHUTDOWN_TIMEOUT_MS ran out); a connection left idle by an answer that had
- * already started is closed within `SWEEP_MS`. Node's own `closeIdleConnections` (which `server.close()` calls)
+ * already started, or that has sent nothing at all, is closed within `SWEEP_MS`. Node's own `closeIdleConnections` (which `server.close()` calls)
  * also takes a connection whose answer has ended but is still being sent, and cut a large answer short: it runs
  * only when no connection is sending.
  */
@@ -32,6 +32,9 @@ export function stopWithTheApp(app: FastifyInstance): void {
   const closeIdle = () => {
     for (const socket of connections) if (isSending(socket)) return
     closeIdleConnections()
+    // Node counts a connection that has sent nothing yet as busy (its headers' timeout runs from the connect), so
+    // one opened ahead by a balancer or a probe held the stop until SHUTDOWN_TIMEOUT_MS, and the exit was 1.
+    for (const socket of connections) if (socket.bytesRead === 0) socket.destroy()
   }
   app.server.closeIdleConnections = closeIdle
   app.addHook('preClose', async () => {
