@@ -124,6 +124,33 @@ interface CommandContext {
   config: Config
   /** The clock `CLOCK` names: the controlled one tells the time of every process sharing the store. */
   clock: Clock
+  /** What the command read before the store opened (`INPUTS`); undefined for the others. */
+  input?: unknown
+}
+
+/**
+ * The commands that make the embedded store where there is none yet (every other one works on what a store holds),
+ * and what each reads before it opens the store, so that a usage mistake or an unreadable file makes no empty one:
+ * the fixture it loads.
+ */
+const INPUTS: Record<string, (positionals: string[], options: Options) => unknown> = {
+  demo(_positionals, options) {
+    try {
+      return demoFixture({
+        users: integerOption(options, 'users'),
+        months: integerOption(options, 'months'),
+        deals: integerOption(options, 'deals'),
+        seed: typeof options.seed === 'string' ? options.seed : undefined,
+      })
+    } catch (error) {
+      if (error instanceof RangeError) throw new UsageError(error.message)
+      throw error
+    }
+  },
+  load([file]) {
+    if (!file) throw new UsageError('load expects a fixture file, or - for standard input')
+    return readJson(file)
+  },
 }
 
 /**
@@ -186,26 +213,12 @@ function resetText(outcome: ResetOutcome): string {
 }
 
 const COMMANDS: Record<string, Command> = {
-  async demo(store, _positionals, options, { clock }) {
-    let fixture
-    try {
-      fixture = demoFixture({
-        users: integerOption(options, 'users'),
-        months: integerOption(options, 'months'),
-        deals: integerOption(options, 'deals'),
-        seed: typeof options.seed === 'string' ? options.seed : undefined,
-      })
-    } catch (error) {
-      if (error instanceof RangeError) throw new UsageError(error.message)
-      throw error
-    }
-    return created(await loadFixture(store, clock, fixture))
+  async demo(store, _positionals, _options, { clock, input }) {
+    return created(await loadFixture(store, clock, input))
   },
 
-  async load(store, positionals, _options, { clock }) {
-    const [file] = positionals
-    if (!file) throw new UsageError('load expects a fixture file, or - for standard input')
-    return created(await loadFixture(store, clock, readJson(file)))
+  async load(store, _positionals, _options, { clock, input }) {
+    return created(await loadFixture(store, clock, input))
   },
 
   async companies(store) {
@@ -500,13 +513,14 @@ async function main(argv: string[]): Promise<number> {
   if (!command) throw new UsageError(`unknown command ${name}`)
   refuseLeftOverArguments(name, rest)
   const config = loadConfig()
-  const missing = STORE_MAKERS.has(name) ? null : missingStore(config)
+  const input = Object.hasOwn(INPUTS, name) ? INPUTS[name](rest, values) : undefined
+  const missing = Object.hasOwn(INPUTS, name) ? null : missingStore(config)
   // Without a store, the command runs on an empty one in memory, so that its usage mistakes are still told first.
   const store = await openStore(missing ? { ...config, dataDir: IN_MEMORY } : config)
   // On stderr, so that stdout stays the command's answer (--json).
   if (!missing) console.error(`Store: ${storeDescription(config)}`)
   try {
-    const result = await command(store, rest, values, { config, clock: await clockFor(config.clock, store.clockOffset) }).catch(
+    const result = await command(store, rest, values, { config, clock: await clockFor(config.clock, store.clockOffset), input }).catch(
       (error: unknown) => {
         throw missing && !isUsageMistake(error) ? missing : error
       },
@@ -518,9 +532,6 @@ async function main(argv: string[]): Promise<number> {
     await store.close()
   }
 }
-
-/** The commands that make the embedded store where there is none yet: every other one works on what a store holds. */
-const STORE_MAKERS = new Set(['demo', 'load'])
 
 /**
  * Where DATA_DIR holds no embedded store, what a command on its companies answers: a mistaken directory, most

@@ -63,6 +63,8 @@ describe('the CLI', () => {
     const env = { DATA_DIR: tempDataDir() }
     const file = join(env.DATA_DIR, 'broken.json')
     writeFileSync(file, '{bad')
+    // `plans put` reads its file once the store is open: it needs one (`load` and `demo` read theirs before).
+    expect(runCli(['demo', '--users', '5', '--months', '1', '--deals', '5'], env).code).toBe(0)
     for (const [args, problem] of [
       [['load', file], `${file}: cannot be read as JSON`],
       [['load', join(env.DATA_DIR, 'missing.json')], 'missing.json: cannot be read as JSON: ENOENT'],
@@ -146,6 +148,10 @@ describe('the CLI', () => {
       expect(answer.stderr).toContain(`no store at ${join(dataDir, 'commission-api.sqlite')}`)
     }
     expect(runCli(['structures'], env).stderr).toContain('--company is required')
+    // The commands that make a store read their fixture first: a mistake there makes none either.
+    expect(runCli(['load'], env).code).toBe(2)
+    expect(runCli(['load', join(dataDir, 'absent.json')], env).stderr).toContain('cannot be read as JSON')
+    expect(runCli(['demo', '--users', 'many'], env).code).toBe(2)
     expect(existsSync(dataDir)).toBe(false)
     expect(runCli(['demo', '--users', '5', '--months', '1', '--deals', '5'], env).code).toBe(0)
     expect(runCli(['companies'], env).code).toBe(0)
