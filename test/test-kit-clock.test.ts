@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import { plannedFixture } from './helpers/fixtures.ts'
 import { type KitServer, startKitServer, until } from './helpers/kit-server.ts'
+import { exchange } from './helpers/raw-http.ts'
 
 /**
  * The controlled clock over HTTP (`CLOCK=controlled`): read and moved through `/admin/clock`, and followed by
@@ -16,6 +17,8 @@ afterEach(() => server?.close())
 
 const clockNow = async () => Date.parse((await server.admin('/admin/clock')).body.now)
 const advance = (advance_ms: number) => server.admin('/admin/clock', { method: 'POST', body: { advance_ms } })
+/** How far the `Date` of an answer's head is ahead of the system clock, in milliseconds. */
+const dateAhead = (head: string) => Date.parse(/\r\ndate: ([^\r]*)\r\n/i.exec(head)?.[1] ?? '') - Date.now()
 const importOf = async (importId: string) => (await server.api(`/v1/imports/${importId}`)).body.data_import
 const finished = (importId: string) =>
   until(
@@ -75,6 +78,26 @@ describe('the controlled clock', () => {
     }
     expect(await clockNow()).toBeGreaterThanOrEqual(Date.parse(target))
     expect((await server.call('/admin/clock')).status).toBe(401)
+  })
+
+  it('tells its time in the Date header of the refusals answered outside the routes too', async () => {
+    server = await startKitServer()
+    await advance(2 * HOUR)
+    // Fastify's own answers (a path that is not percent-encoding, an over-long path parameter), Node's (an unknown
+    // Expect), and what the HTTP parser refused (malformed, headers too large) or no route takes (CONNECT).
+    const requests = [
+      `GET /v2/data-structures/%zz/fields HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n`,
+      `GET /v2/data-structures/${'a'.repeat(101)}/fields HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n`,
+      `GET /v1/users HTTP/1.1\r\nHost: localhost\r\nExpect: foo\r\nConnection: close\r\n\r\n`,
+      'GET /v2/data-structures HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n',
+      `GET /v2/data-structures HTTP/1.1\r\nHost: localhost\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`,
+      'CONNECT 127.0.0.1:1 HTTP/1.1\r\nHost: 127.0.0.1:1\r\n\r\n',
+    ]
+    for (const bytes of requests) {
+      const head = (await exchange(server.url, bytes)).split('\r\n\r\n')[0]
+      expect(head, bytes.slice(0, 40)).toMatch(/^HTTP\/1\.1 4\d\d /)
+      expect(dateAhead(head), head).toBeGreaterThanOrEqual(2 * HOUR - 2000)
+    }
   })
 
   it('refuses a move into the last three days of year 9999, so that the running clock stays short of them, and goes on serving', async () => {

@@ -14,6 +14,13 @@ import { logRequestLine } from './request-log.ts'
 export const MAX_PARAM_LENGTH = 100
 
 /**
+ * The `Date` of an answer written outside the hooks that set it (`followClockOfStore`): the service's time, a
+ * controlled clock's included, as every other answer tells it. Node's default would be the system's, and an answer
+ * written to the socket has none. No request read the store's clock for it: this process's last offset stands.
+ */
+const serviceDate = (app: FastifyInstance) => app.clock.now().toUTCString()
+
+/**
  * Fastify's `frameworkErrors`: a path that is not valid percent-encoding, an over-long path parameter. Fastify
  * answers these outside the request lifecycle, so without its hooks: the request's line and its count in the
  * metrics are written here.
@@ -27,6 +34,7 @@ export function answerFrameworkError(error: FastifyError, request: FastifyReques
 
 function answerRefusal(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
   reply.header('x-request-id', request.id)
+  reply.header('date', serviceDate(request.server))
   if (error.code === 'FST_ERR_BAD_URL') {
     reply
       .code(400)
@@ -82,7 +90,7 @@ export function answerClientError(this: FastifyInstance, error: NodeJS.ErrnoExce
       const body = JSON.stringify(validationBody([issue]))
       socket.write(
         `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
-          `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+          `Content-Length: ${Buffer.byteLength(body)}\r\nDate: ${serviceDate(this)}\r\nConnection: close\r\n\r\n${body}`,
       )
       // Counted once answered, not timed: the parser knows neither the method nor when the request began.
       this.metrics.countAnswer('unparsed', 'unmatched', status)
@@ -123,7 +131,11 @@ function afterAnswersUnderWay(socket: Socket, then: () => void): void {
 export function answerOutsideRoutes(app: FastifyInstance): void {
   app.server.on('checkExpectation', (request: IncomingMessage, response: ServerResponse) => {
     const body = JSON.stringify(validationBody([{ resource: 'Expect', description: 'only 100-continue is understood' }]))
-    response.writeHead(417, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) })
+    response.writeHead(417, {
+      'content-type': 'application/json; charset=utf-8',
+      'content-length': Buffer.byteLength(body),
+      date: serviceDate(app),
+    })
     response.end(body)
     app.metrics.countAnswer(request.method ?? 'unparsed', 'unmatched', 417)
   })
@@ -135,7 +147,7 @@ export function answerOutsideRoutes(app: FastifyInstance): void {
     })
     socket.end(
       `HTTP/1.1 405 ${STATUS_CODES[405]}\r\nAllow: GET, HEAD, POST, PUT, PATCH, DELETE\r\nContent-Type: application/json; charset=utf-8\r\n` +
-        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+        `Content-Length: ${Buffer.byteLength(body)}\r\nDate: ${serviceDate(app)}\r\nConnection: close\r\n\r\n${body}`,
     )
     app.metrics.countAnswer('CONNECT', 'unmatched', 405)
   })
