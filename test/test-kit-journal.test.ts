@@ -187,6 +187,11 @@ describe('the request journal', () => {
     expect(await paths('?status=404')).toEqual(['/v1/tables/unknown/records'])
     expect(await paths(`?since=${encodeURIComponent(later)}`)).toEqual(['/v1/tables/unknown/records', '/v2/data-structures'])
     expect(await paths(`?since=${encodeURIComponent(later)}&method=GET&path_prefix=/v2`)).toEqual(['/v2/data-structures'])
+    // Arrivals are kept to the millisecond: one at 10:00:00.123 is before 10:00:00.1231, as a v2 bound reads it.
+    const last = (await journal()).body.data[0].at as string
+    expect(await paths(`?since=${last.replace('Z', '0Z')}`)).toEqual(['/v1/tables/unknown/records'])
+    expect(await paths(`?since=${last.replace('Z', '1Z')}`)).toEqual([])
+    expect(await paths('?since=9999-12-31T23:59:59.9991Z')).toEqual([])
     const bad = await journal('?since=yesterday')
     expect(bad.status).toBe(400)
     expect(bad.body.errors[0].resource).toBe('since')

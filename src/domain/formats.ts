@@ -52,6 +52,14 @@ export function parseInstant(value: unknown): Date | null {
 }
 
 /**
+ * Whether an instant was written with a digit other than 0 past its millisecond (`10:00:00.1231`), which
+ * `parseInstant` drops: a time kept to the millisecond, `10:00:00.123`, is before that instant, not at it.
+ */
+export function pastItsMillisecond(value: string): boolean {
+  return /T[^.]*\.\d{3}\d*[1-9]/i.test(value)
+}
+
+/**
  * Why a query parameter is not an instant, for its 400: a `+` written as it is in a query string is read as a space,
  * so an offset `+02:00` arrives as ` 02:00`, which the answer names rather than leave the client to guess.
  */

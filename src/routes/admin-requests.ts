@@ -1,7 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import { existingCompany } from '../admin/company-admin.ts'
-import { instantParamProblem, parseInstant } from '../domain/formats.ts'
+import { LAST_WRITABLE_TIME } from '../clock.ts'
+import { instantParamProblem, parseInstant, pastItsMillisecond } from '../domain/formats.ts'
 import { ValidationError } from '../errors.ts'
 import { JournalEntrySchema } from '../test-kit/journal.ts'
 import type { TestKit } from './test-kit.ts'
@@ -38,7 +39,12 @@ export const adminRequestRoutes: FastifyPluginAsyncTypebox<{ kit: TestKit }> = a
       // Every path kept starts with a slash: a prefix without one would match nothing, silently.
       if (filter.path_prefix !== undefined && !filter.path_prefix.startsWith('/'))
         throw new ValidationError({ resource: 'path_prefix', description: `a path starts with /: path_prefix=/${filter.path_prefix}` })
-      const entries = kit.journal.list(await company(request.params.id), { ...filter, since: from?.toISOString() })
+      const companyId = await company(request.params.id)
+      // Arrivals are kept to the millisecond: at or after an instant with digits past its millisecond is from the
+      // next one, as v2's bounds read it; past the last instant a date writes, no request arrived.
+      const fromMs = from && from.getTime() + (pastItsMillisecond(since!) ? 1 : 0)
+      if (fromMs !== undefined && fromMs > LAST_WRITABLE_TIME.getTime()) return { count: 0, data: [] }
+      const entries = kit.journal.list(companyId, { ...filter, since: fromMs === undefined ? undefined : new Date(fromMs).toISOString() })
       return { count: entries.length, data: entries }
     },
   )
