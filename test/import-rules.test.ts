@@ -4,7 +4,9 @@ import { loadFixture } from '../src/fixtures/load-fixture.ts'
 import { enqueueImport, type ImportRequest } from '../src/imports/enqueue.ts'
 import { getImportView, type ImportView } from '../src/imports/import-view.ts'
 import { ImportWorker } from '../src/imports/worker.ts'
-import type { Company, DataTable } from '../src/store/model.ts'
+import { type Company, type DataTable, IMPORT_DEADLINES_AHEAD_MS, latestImportDeadline } from '../src/store/model.ts'
+import { MAX_DEBOUNCE_SECONDS } from '../src/imports/limits.ts'
+import { MAX_IMPORT_LEASE_MS } from '../src/config.ts'
 import type { Store } from '../src/store/port.ts'
 import { smallFixture } from './helpers/fixtures.ts'
 import { openTestStore, type TestStore } from './helpers/test-store.ts'
@@ -138,5 +140,16 @@ describe('debounce windows', () => {
     clock.advance(60_000)
     const second = await enqueue(recordCall([{ deal_id: 'D-5', deal_name: 'Fifth' }], { debounceSeconds: 60 }))
     expect(second.import_id).not.toBe(first.import_id)
+  })
+})
+
+describe('the deadlines of imports', () => {
+  it('takes a window or a lease as made by a clock ahead only past the longest debounce and lease, with an hour for clocks', () => {
+    const hour = 60 * 60 * 1000
+    expect(MAX_DEBOUNCE_SECONDS * 1000 + hour).toBeLessThanOrEqual(IMPORT_DEADLINES_AHEAD_MS)
+    expect(MAX_IMPORT_LEASE_MS + hour).toBeLessThanOrEqual(IMPORT_DEADLINES_AHEAD_MS)
+    expect(latestImportDeadline('2026-01-01T00:00:00.000Z')).toBe('2026-01-02T01:00:00.000Z')
+    // Never past what a date writes: a later instant would be written +010000-…, which sorts before every other.
+    expect(latestImportDeadline('9999-12-31T12:00:00.000Z')).toBe('9999-12-31T23:59:59.999Z')
   })
 })

@@ -187,4 +187,37 @@ describe('a process on the system clock beside processes on the controlled one',
     expect(await startLog(dir, 'system')).toContain("this process runs CLOCK=system, and the store's controlled clock was moved")
     expect(await startLog(dir, 'controlled')).not.toContain('CLOCK=system')
   })
+
+  it('runs the imports a controlled clock moved a year ahead left waiting, once the store is used on the system clock', async () => {
+    const base = {
+      PORT: '0',
+      LOG_LEVEL: 'silent',
+      ADMIN_TOKEN: KIT_ADMIN_TOKEN,
+      DEMO: 'off',
+      DATA_DIR: tempDataDir(),
+      IMPORT_POLL_MS: '50',
+    }
+    // An API instance alone: its call waits, in a window that ends a year and ten minutes ahead of the system's time.
+    const ahead = await startServer(loadConfig({ ...base, CLOCK: 'controlled' }), { role: 'api', out: null })
+    const created = await admin(ahead.url, '/admin/companies', plannedFixture('Ahead', []))
+    expect(created.status, created.text).toBe(201)
+    expect((await admin(ahead.url, '/admin/clock', { advance_ms: 365 * 86_400_000 })).status).toBe(200)
+    const upsert = (url: string, path: string, email: string) =>
+      call(`${url}/v1/users/bulk${path}`, { method: 'PUT', key: created.body.api_key, body: { data: [{ email }] } })
+    const left = await upsert(ahead.url, '?debounce=600', 'left@planned.example')
+    expect(left.status).toBe(200)
+    await ahead.close()
+
+    const system = await startServer(loadConfig({ ...base, CLOCK: 'system', IMPORT_WORKER: 'inline' }), { role: 'all', out: null })
+    try {
+      const later = await upsert(system.url, '', 'later@planned.example')
+      expect(later.body.import_id).not.toBe(left.body.import_id)
+      for (const id of [left.body.import_id, later.body.import_id]) {
+        const read = async () => (await call(`${system.url}/v1/imports/${id}`, { key: created.body.api_key })).body.data_import
+        expect(await until(read, (data) => data.status === 'finished')).toMatchObject({ error: false })
+      }
+    } finally {
+      await system.close()
+    }
+  })
 })

@@ -3,7 +3,15 @@ import { setImmediate } from 'node:timers/promises'
 import type { Clock } from '../clock.ts'
 import { QueueFullError } from '../errors.ts'
 import { newId } from '../ids.ts'
-import type { Company, DataImport, DataTable, ImportPayload, ImportTarget, ResendKeys } from '../store/model.ts'
+import {
+  type Company,
+  type DataImport,
+  type DataTable,
+  type ImportPayload,
+  type ImportTarget,
+  latestImportDeadline,
+  type ResendKeys,
+} from '../store/model.ts'
 import { ImportQueueFullError, type Store } from '../store/port.ts'
 import { MAX_QUEUE_RETRY_AFTER_SECONDS, QUEUE_DRAIN_BYTES_PER_SECOND } from './limits.ts'
 
@@ -136,6 +144,7 @@ async function queueFull(
 /** When the last debounce window still open among the company's scheduled imports closes; null when none is open. */
 async function lastOpenWindowEnd(store: Store, companyId: string, now: Date): Promise<Date | null> {
   const scheduled = await store.imports.list(companyId, { status: 'scheduled', limit: 100 })
-  const ends = scheduled.map((waiting) => Date.parse(waiting.window_ends_at)).filter((end) => end > now.getTime())
+  const latest = Date.parse(latestImportDeadline(now.toISOString()))
+  const ends = scheduled.map((waiting) => Date.parse(waiting.window_ends_at)).filter((end) => end > now.getTime() && end <= latest)
   return ends.length === 0 ? null : new Date(Math.max(...ends))
 }

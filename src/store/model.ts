@@ -479,3 +479,19 @@ export function resendWindow(now: string): { since: string; until: string } {
     until: new Date(at + REQUEST_CLOCK_TOLERANCE_MS).toISOString(),
   }
 }
+
+/**
+ * How far ahead of the time it is made an import's window may end (a day's debounce at most) or its lease expire (an
+ * hour at most), with an hour for the clocks of instances sharing the store.
+ */
+export const IMPORT_DEADLINES_AHEAD_MS = 25 * 60 * 60 * 1000
+const LAST_INSTANT_MS = Date.parse('9999-12-31T23:59:59.999Z')
+
+/**
+ * The latest an import's window may end, or its lease expire, at `now`. One later was made by a clock ahead of this
+ * one (a controlled clock moved ahead, then the store used on the system's; a system clock stepped back): it counts
+ * as closed, or expired, rather than hold the company's imports until this clock reaches it.
+ */
+export function latestImportDeadline(now: string): string {
+  return new Date(Math.min(Date.parse(now) + IMPORT_DEADLINES_AHEAD_MS, LAST_INSTANT_MS)).toISOString()
+}

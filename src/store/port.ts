@@ -561,7 +561,8 @@ export interface ImportRepository {
   /**
    * Stores one call's payload with the import it joins, atomically: the import of the same company and
    * `join_key` that is `scheduled` with `window_ends_at` after `now` and after its `created_at` (an import made
-   * without a debounce has no window, whatever `now` a call brings); when there is none, `fresh` is created.
+   * without a debounce has no window, whatever `now` a call brings), and not after `latestImportDeadline(now)`
+   * (a clock ahead of this one made it); when there is none, `fresh` is created.
    * The payload's `import_id` is set to the import it joined, its detail (`scheduledDetail`) appended to the
    * import, and its `bytes` added to the import's `payload_bytes`. Returns the import as it is after the call.
    *
@@ -592,7 +593,8 @@ export interface ImportRepository {
   /**
    * Claims the oldest runnable import with one atomic conditional update, or returns null. Runnable: it is
    * `scheduled` with its window closed (`window_ends_at` at or before `now`), or `started` with an expired
-   * lease (its worker died); and no other import of its company is `started` with a live lease. The claim
+   * lease (its worker died); and no other import of its company is `started` with a live lease. A window or a
+   * lease that ends after `latestImportDeadline(now)` counts as closed or expired. The claim
    * sets `started`, `owner` and `lease_expires_at`, sets `launched_at` on the first claim and counts the attempt.
    * With `companyId`, only an import of that company is claimed. Otherwise companies take turns: `recent` lists
    * the companies whose imports the worker ran lately, the least recent first; the oldest import of a company not

@@ -1,6 +1,6 @@
 import type { Document, ObjectId } from 'bson'
 import type { ClientSession, IndexDescription } from 'mongodb'
-import { type DataImport, type ImportPayload, type ResendKeys, resendWindow, scheduledDetail } from '../model.ts'
+import { type DataImport, type ImportPayload, latestImportDeadline, type ResendKeys, resendWindow, scheduledDetail } from '../model.ts'
 import { type ImportOutcome, type ImportProgress, ImportQueueFullError, type ImportRepository } from '../port.ts'
 import { idAfter } from '../../ids.ts'
 import { decode, encode, lookupId } from './codec.ts'
@@ -48,15 +48,24 @@ export const IMPORT_INDEXES: ReadonlyMap<string, readonly IndexDescription[]> = 
   [IMPORT_LOCKS.collection, [{ key: { company_id: 1 }, name: 'company_id' }]],
 ])
 
-/** Runnable at `now`: scheduled with its window closed, or started with a lease that expired (its worker died). */
+/**
+ * Runnable at `now`: scheduled with its window closed, or started with a lease that expired (its worker died); a
+ * window or lease past `latestImportDeadline` counts as closed or expired.
+ */
 export function runnable(now: string): Document {
+  const latest = latestImportDeadline(now)
   return {
     $or: [
       { status: 'scheduled', window_ends_at: { $lte: now } },
+      { status: 'scheduled', window_ends_at: { $gt: latest } },
       { status: 'started', lease_expires_at: { $lte: now } },
+      { status: 'started', lease_expires_at: { $gt: latest } },
     ],
   }
 }
+
+/** A lease that still holds at `now`. */
+const liveLease = (now: string): Document => ({ $gt: now, $lte: latestImportDeadline(now) })
 
 /** The claim's update: a pipeline, so that `launched_at` keeps its first value and `attempts` counts up. */
 export function claimUpdate(owner: string, now: string, leaseExpiresAt: string): Document[] {
@@ -86,7 +95,7 @@ export function mongoImports(context: MongoContext): ImportRepository {
     const companyId = String(candidate.company_id)
     return atomically(context, async (session) => {
       const running = await imports().findOne(
-        inCompany(companyId, { status: 'started', lease_expires_at: { $gt: now }, _id: { $ne: candidate._id } }),
+        inCompany(companyId, { status: 'started', lease_expires_at: liveLease(now), _id: { $ne: candidate._id } }),
         inSession(session),
       )
       if (running) return 'busy'
@@ -130,7 +139,7 @@ export function mongoImports(context: MongoContext): ImportRepository {
         inCompany(fresh.company_id, {
           join_key: fresh.join_key,
           status: 'scheduled',
-          window_ends_at: { $gt: now },
+          window_ends_at: { $gt: now, $lte: latestImportDeadline(now) },
           $expr: { $gt: ['$window_ends_at', '$created_at'] },
         }),
         { $push: { details: detail }, $inc: { payload_bytes: payload.bytes } } as Document,
@@ -290,7 +299,7 @@ export function mongoImports(context: MongoContext): ImportRepository {
       // the first scan (in index order, stopping at the first import) leaves out the companies served lately
       // (`recent`); only when it finds none does a second one rank theirs by turn, the least recent first.
       const busy: unknown[] = await read(context, (session) =>
-        imports().distinct('company_id', { status: 'started', lease_expires_at: { $gt: now } }, inSession(session)),
+        imports().distinct('company_id', { status: 'started', lease_expires_at: liveLease(now) }, inSession(session)),
       )
       const served = companyId ? [] : recent.map(lookupId)
       const tried: ObjectId[] = []

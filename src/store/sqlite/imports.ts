@@ -1,5 +1,5 @@
 import { setImmediate } from 'node:timers/promises'
-import { type DataImport, type ImportPayload, type ResendKeys, resendWindow, scheduledDetail } from '../model.ts'
+import { type DataImport, type ImportPayload, latestImportDeadline, type ResendKeys, resendWindow, scheduledDetail } from '../model.ts'
 import { type ImportOutcome, type ImportProgress, ImportQueueFullError, type ImportRepository } from '../port.ts'
 import { idAfter } from '../../ids.ts'
 import type { Row, Sql, SqlWriter } from './connection.ts'
@@ -56,11 +56,12 @@ export function sqliteImports(sql: Sql): ImportRepository {
         // clock reads earlier: another instance's call that read its clock first and took the lock second.
         const open = db.all(
           `SELECT doc FROM imports WHERE company_id = ? AND join_key = ? AND status = 'scheduled' AND window_ends_at > ?
-             AND window_ends_at > doc ->> '$.created_at'
+             AND window_ends_at <= ? AND window_ends_at > doc ->> '$.created_at'
            ORDER BY id LIMIT 1`,
           fresh.company_id,
           fresh.join_key,
           now,
+          latestImportDeadline(now),
         )[0]
         // A new import comes after the company's imports still to run, whoever made their ids: they are claimed in id order.
         const joined: DataImport = open
@@ -170,13 +171,13 @@ export function sqliteImports(sql: Sql): ImportRepository {
                             '$.attempts', json_extract(doc, '$.attempts') + 1)
            WHERE id = (
              SELECT candidate.id FROM imports AS candidate
-             WHERE ((candidate.status = 'scheduled' AND candidate.window_ends_at <= ?3)
-                 OR (candidate.status = 'started' AND candidate.lease_expires_at <= ?3))
+             WHERE ((candidate.status = 'scheduled' AND (candidate.window_ends_at <= ?3 OR candidate.window_ends_at > ?6))
+                 OR (candidate.status = 'started' AND (candidate.lease_expires_at <= ?3 OR candidate.lease_expires_at > ?6)))
                AND (?4 IS NULL OR candidate.company_id = ?4)
                AND NOT EXISTS (
                  SELECT 1 FROM imports AS running
                  WHERE running.company_id = candidate.company_id AND running.status = 'started'
-                   AND running.lease_expires_at > ?3 AND running.id <> candidate.id)
+                   AND running.lease_expires_at > ?3 AND running.lease_expires_at <= ?6 AND running.id <> candidate.id)
              ORDER BY instr(?5, candidate.company_id), candidate.id LIMIT 1)
            RETURNING doc`,
             owner,
@@ -185,6 +186,7 @@ export function sqliteImports(sql: Sql): ImportRepository {
             companyId ?? null,
             // Where each company stands in the turns: 0 for one not served lately, then the least recent first.
             recent.join(','),
+            latestImportDeadline(now),
           ),
         // A claim is tried again at the next poll: it does not hold the writes queued behind it (an upsert's payload,
         // in the worker's thread) for the whole wait while another process holds the lock.

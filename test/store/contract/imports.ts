@@ -12,6 +12,9 @@ function aPayload(companyId: string, items: unknown[] = [{ email: 'a@example.com
 
 const ids = (imports: { id: string }[]) => imports.map((item) => item.id)
 
+/** A year, in the minutes of `minute`: further ahead than any window or lease the service makes. */
+const YEAR_IN_MINUTES = 365 * 24 * 60
+
 /** The imports repository and the record operations of the import engine, for every adapter. */
 export function importsContract(adapter: StoreAdapter): void {
   describe('imports', () => {
@@ -212,6 +215,15 @@ export function importsContract(adapter: StoreAdapter): void {
         expect((await store.imports.get(companyId, first.id))?.details).toHaveLength(1)
       })
 
+      it('never joins an import whose window ends further ahead than any the service makes (a clock ahead of this one made it)', async () => {
+        // A controlled clock moved a year ahead made it; the store is now used on the system's clock.
+        const ahead = await enqueue(YEAR_IN_MINUTES, 10)
+        const late = await enqueue(0, 10)
+        expect(late.id).not.toBe(ahead.id)
+        expect((await enqueue(1, 10)).id).toBe(late.id)
+        expect((await store.imports.get(companyId, ahead.id))?.details).toHaveLength(1)
+      })
+
       it('never joins an import a worker has claimed', async () => {
         const first = await enqueue(0, 10)
         await store.imports.claimNext('w', minute(10), minute(20))
@@ -343,6 +355,15 @@ export function importsContract(adapter: StoreAdapter): void {
         const first = await enqueue(0)
         await enqueue(1, 0, otherCompanyId)
         expect((await store.imports.claimNext('w', minute(10), minute(20), companyId, [otherCompanyId, companyId]))?.id).toBe(first.id)
+      })
+
+      it('takes a window or a lease further ahead than any the service makes (a clock ahead of this one made it) as closed or expired', async () => {
+        const waiting = await enqueue(YEAR_IN_MINUTES, 10)
+        expect((await store.imports.claimNext('w', minute(1), minute(11), companyId))?.id).toBe(waiting.id)
+        const stuck = await enqueue(0, 0, otherCompanyId)
+        await store.imports.claimNext('ahead', minute(YEAR_IN_MINUTES), minute(YEAR_IN_MINUTES + 10), otherCompanyId)
+        const again = await store.imports.claimNext('w', minute(2), minute(12), otherCompanyId)
+        expect(again).toMatchObject({ id: stuck.id, lease_owner: 'w', attempts: 2 })
       })
 
       it('claims again an import whose lease expired, keeping its first launch time and counting attempts', async () => {
