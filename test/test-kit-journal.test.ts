@@ -2,6 +2,7 @@ import { once } from 'node:events'
 import { connect } from 'node:net'
 import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
+import { request } from 'undici'
 import { afterEach, describe, expect, it } from 'vitest'
 import { createApiKey } from '../src/auth/api-keys.ts'
 import { ManualClock } from '../src/clock.ts'
@@ -298,6 +299,26 @@ describe('the request journal', () => {
     await server.api('/v1/users?limit=0')
     expect((await journal()).body.count).toBe(1)
     expect((await server.admin('/admin/companies/0123456789abcdef01234567/requests')).status).toBe(404)
+  })
+
+  it('keeps nothing, once cleared, of a request that arrived before: one a delay held past the clear of the test before', async () => {
+    server = await startKitServer()
+    const key = server.running.app.config.demoApiKey!
+    await server.admin(`/admin/companies/${server.demoId}/faults`, {
+      method: 'POST',
+      body: { method: 'GET', path: '/v1/users', delay_ms: 600 },
+    })
+    // One test's client gives up on a read the fault holds; the next test's hooks clear the journal (one company's,
+    // then every company's) before the delay ends.
+    const heldRead = () => request(`${server.url}/v1/users`, { headers: { 'x-api-key': key }, signal: AbortSignal.timeout(100) })
+    await expect(heldRead()).rejects.toThrow(/abort|timeout/i)
+    expect((await server.admin(`/admin/companies/${server.demoId}/requests`, { method: 'DELETE' })).status).toBe(204)
+    await expect(heldRead()).rejects.toThrow(/abort|timeout/i)
+    expect((await server.admin('/admin/reset', { method: 'POST' })).status).toBe(200)
+    await server.api('/v2/data-structures')
+    await new Promise((resolve) => setTimeout(resolve, 900))
+
+    expect((await journal()).body.data.map((entry: JournalEntry) => entry.path)).toEqual(['/v2/data-structures'])
   })
 
   it('keeps nothing with REQUEST_JOURNAL_SIZE=0', async () => {

@@ -160,7 +160,7 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{ worker?: WorkerProbe }> = 
       const companyId = await deleteCompany(app.store, request.params.id)
       // Its faults and journal go with it: they are kept in memory per company.
       app.testKit?.faults.clear(companyId)
-      app.testKit?.journal.clear(companyId)
+      app.testKit?.journal.forget(companyId)
       return reply.code(204).send(null)
     },
   )

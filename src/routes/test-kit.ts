@@ -34,7 +34,6 @@ const firedFaults = new WeakMap<FastifyRequest, Fault>()
 const importIds = new WeakMap<FastifyRequest, string>()
 /** When each request arrived, by the service's clock, and its place in the order of arrival. */
 const arrivals = new WeakMap<FastifyRequest, { at: number; order: number }>()
-let arrivalsSoFar = 0
 /** The requests written to the journal: an answer and the connection's close may both try. */
 const recorded = new WeakSet<FastifyRequest>()
 /** Requests whose answer is under way (past onSend), and those whose client left while they were handled. */
@@ -59,7 +58,7 @@ export function registerTestKit(app: FastifyInstance): void {
   // own (which reads a move made by another process): a request's time of arrival is not moved by the clock moving
   // while it is served, nor missed when the rate limit answers it.
   app.addHook('onRequest', (request, _reply, done) => {
-    arrivals.set(request, { at: app.clock.now().getTime(), order: arrivalsSoFar++ })
+    arrivals.set(request, { at: app.clock.now().getTime(), order: kit.journal.arrived() })
     done()
   })
 }
@@ -163,7 +162,7 @@ async function record(kit: TestKit, request: FastifyRequest, reply: FastifyReply
     fault_id: firedFaults.get(request)?.id ?? null,
     at: new Date(arrival?.at ?? request.server.clock.now().getTime() - duration).toISOString(),
   }
-  kit.journal.record(outcome.company.id, entry, arrival?.order ?? arrivalsSoFar++)
+  kit.journal.record(outcome.company.id, entry, arrival?.order ?? kit.journal.arrived())
 }
 
 /** The path as sent, each segment that is an API key (`isSecret`) redacted. */

@@ -90,9 +90,12 @@ interface Kept {
 class Ring {
   readonly #kept: Kept[] = []
   readonly #capacity: number
+  /** The first arrival the ring keeps: a request that arrived before its company's journal was cleared is not kept. */
+  readonly since: number
 
-  constructor(capacity: number) {
+  constructor(capacity: number, since: number) {
     this.#capacity = capacity
+    this.since = since
   }
 
   push(kept: Kept): void {
@@ -112,20 +115,33 @@ class Ring {
 export class RequestJournal {
   readonly #capacity: number
   readonly #byCompany = new Map<string, Ring>()
+  #arrivals = 0
+  /** The first arrival kept since every journal was cleared. */
+  #since = 0
 
   /** `capacity`: how many entries each company keeps (0: the journal keeps nothing). */
   constructor(capacity: number) {
     this.#capacity = capacity
   }
 
-  /** `arrival`: the request's place in the order requests arrived, which orders the list. */
+  /** A request arrived: its place in the order of arrival, which `record` is given when it ends. */
+  arrived(): number {
+    return this.#arrivals++
+  }
+
+  /**
+   * `arrival`: the request's place in the order requests arrived (from `arrived`), which orders the list. A request
+   * that arrived before its company's journal was cleared is not kept: one a fault's delay held past the clear of the
+   * test that sent it would otherwise show in the next test's journal.
+   */
   record(companyId: string, entry: JournalEntry, arrival: number): void {
-    if (this.#capacity === 0) return
+    if (this.#capacity === 0 || arrival < this.#since) return
     let ring = this.#byCompany.get(companyId)
     if (!ring) {
-      ring = new Ring(this.#capacity)
+      ring = new Ring(this.#capacity, this.#since)
       this.#byCompany.set(companyId, ring)
     }
+    if (arrival < ring.since) return
     ring.push({ entry: { ...entry, path: cut(entry.path), query: keptQuery(entry.query) }, arrival })
   }
 
@@ -141,11 +157,18 @@ export class RequestJournal {
     )
   }
 
+  /** Clears the company's journal; an empty ring stays, to know which requests still under way came before. */
   clear(companyId: string): void {
+    if (this.#capacity > 0) this.#byCompany.set(companyId, new Ring(this.#capacity, this.#arrivals))
+  }
+
+  /** Drops a deleted company's journal. */
+  forget(companyId: string): void {
     this.#byCompany.delete(companyId)
   }
 
   clearAll(): void {
     this.#byCompany.clear()
+    this.#since = this.#arrivals
   }
 }
