@@ -1,4 +1,4 @@
-import { existsSync, writeFileSync } from 'node:fs'
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import { describe, expect, it } from 'vitest'
@@ -7,6 +7,11 @@ import { runCli, runCliAsync, startServerProcess, tempDataDir } from './helpers/
 import { call } from './helpers/server.ts'
 
 describe('the CLI', () => {
+  it('is executable as committed, so that installing the checkout by its path (npm makes a bin executable) leaves it as it was', () => {
+    const bin = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { bin: Record<string, string> }).bin
+    for (const file of Object.values(bin)) expect(statSync(new URL(`../${file}`, import.meta.url)).mode & 0o111, file).not.toBe(0)
+  })
+
   it('demo creates a company at the chosen scale and prints its id and key as JSON', () => {
     const env = { DATA_DIR: tempDataDir() }
     const result = runCli(['demo', '--users', '6', '--months', '2', '--deals', '10', '--seed', 'cli', '--json'], env)
