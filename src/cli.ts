@@ -26,7 +26,7 @@ import { NotFoundError, TimedOutError, ValidationError } from './errors.ts'
 import { demoFixture } from './fixtures/demo.ts'
 import { loadFixture, schemaProblems } from './fixtures/load-fixture.ts'
 import { type FixturePlan, FixturePlanSchema } from './fixtures/schema.ts'
-import { startServer } from './server.ts'
+import { MOVED_CLOCK_WARNING, movedClockOffset, startServer } from './server.ts'
 import { composeImportWorker } from './imports/compose-worker.ts'
 import { startupFailure } from './startup-errors.ts'
 import { loggerOptions, surviveClosedOutput } from './logger.ts'
@@ -519,6 +519,10 @@ async function main(argv: string[]): Promise<number> {
   const store = await openStore(missing ? { ...config, dataDir: IN_MEMORY } : config)
   // On stderr, so that stdout stays the command's answer (--json).
   if (!missing) console.error(`Store: ${storeDescription(config)}`)
+  // What the command writes (a drain's imports, a reset's rows) would be stamped behind the clock the servers tell,
+  // where an incremental sync that takes its mark from them does not look.
+  if (!missing && (await movedClockOffset(config, store)) > 0)
+    console.error(`Warning: ${MOVED_CLOCK_WARNING}; what this command writes is stamped by the system clock: give it CLOCK=controlled`)
   try {
     const result = await command(store, rest, values, { config, clock: await clockFor(config.clock, store.clockOffset), input }).catch(
       (error: unknown) => {

@@ -192,14 +192,20 @@ async function recalculateWhatIsDue(store: Store, clock: Clock, log: WorkerLogge
  * was moved is said at start.
  */
 async function warnOfMovedClock(config: Config, store: Store, log: WorkerLogger): Promise<void> {
-  if (config.clock !== 'system') return
-  // Only a warning: a store that cannot tell now (busy, or closed by a stop during the start) does not fail the start.
-  const offsetMs = await store.clockOffset.read().catch(() => 0)
-  if (offsetMs <= 0) return
-  log.warn(
-    { clock_offset_ms: offsetMs },
-    "this process runs CLOCK=system, and the store's controlled clock was moved: instances of one store that run different clocks disagree on the rate limit's windows, leases and debounce windows (set the same CLOCK on every one)",
-  )
+  const offsetMs = await movedClockOffset(config, store)
+  if (offsetMs > 0) log.warn({ clock_offset_ms: offsetMs }, MOVED_CLOCK_WARNING)
+}
+
+export const MOVED_CLOCK_WARNING =
+  "this process runs CLOCK=system, and the store's controlled clock was moved: instances of one store that run different clocks disagree on the rate limit's windows, leases and debounce windows (set the same CLOCK on every one)"
+
+/**
+ * How far the store's controlled clock was moved, when this process runs CLOCK=system (else 0). Only for a warning:
+ * a store that cannot tell now (busy, or closed by a stop during the start) answers 0.
+ */
+export async function movedClockOffset(config: Config, store: Store): Promise<number> {
+  if (config.clock !== 'system') return 0
+  return store.clockOffset.read().catch(() => 0)
 }
 
 /**

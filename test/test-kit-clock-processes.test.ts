@@ -220,4 +220,18 @@ describe('a process on the system clock beside processes on the controlled one',
       await system.close()
     }
   })
+
+  it("is warned by a CLI command when the store's controlled clock was moved: a drain would stamp what it writes behind it", async () => {
+    const dir = tempDataDir()
+    const demo = await runCliAsync(['demo', '--users', '5', '--months', '1', '--deals', '0', '--json'], { DATA_DIR: dir })
+    const companyId = JSON.parse(demo.stdout).company_id as string
+    const drain = (env: Record<string, string>) => runCliAsync(['imports', 'drain', '--company', companyId], { DATA_DIR: dir, ...env })
+    expect((await drain({})).stderr).not.toContain('CLOCK=system')
+    expect((await runCliAsync(['clock', 'advance', '60000'], { DATA_DIR: dir, CLOCK: 'controlled' })).code).toBe(0)
+    const warned = await drain({})
+    expect(warned.code).toBe(0)
+    expect(warned.stderr).toContain("this process runs CLOCK=system, and the store's controlled clock was moved")
+    expect((await drain({ CLOCK: 'controlled' })).stderr).not.toContain('CLOCK=system')
+    rmSync(dir, { recursive: true, force: true })
+  })
 })
