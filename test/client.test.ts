@@ -324,6 +324,15 @@ describe('the client, against our server over HTTP', () => {
       }
     })
 
+    it('that the client does not wait for (a write, a read past its bound) tells the caller its Retry-After', async () => {
+      await setFault({ method: 'PUT', path: '/v1/users/bulk', status: 503, retry_after: 7, times: 1 })
+      await setFault({ method: 'GET', path: '/v2/data-structures', status: 503, retry_after: 30, times: 1 })
+      await expect(client.upsertUsers([{ email: 'busy@demo.example' }])).rejects.toMatchObject({ status: 503, retryAfterSeconds: 7 })
+      await expect(client.listDataStructures()).rejects.toMatchObject({ status: 503, retryAfterSeconds: 30 })
+      await setFault({ method: 'PUT', path: '/v1/users/bulk', status: 503, times: 1 })
+      await expect(client.upsertUsers([{ email: 'busy@demo.example' }])).rejects.toMatchObject({ status: 503, retryAfterSeconds: null })
+    })
+
     it('of 0 still backs off before the read is sent again', async () => {
       await setFault({ method: 'GET', path: '/v2/data-structures', status: 503, retry_after: 0, times: 1 })
       const patient = new CommissionClient({ baseUrl: server.url, apiKey, retry: { baseDelayMs: 1000 } })

@@ -16,6 +16,8 @@ export interface ApiErrorDetails<Body = ErrorBody> {
   body: Body
   /** `X-Request-Id` of the answer (else the one the client sent): quote it when reporting a problem. */
   requestId: string | null
+  /** The answer's `Retry-After`, in seconds, when it gave one (a 429, a 503 of a store too busy to take a write). */
+  retryAfterSeconds?: number | null
 }
 
 /**
@@ -29,6 +31,11 @@ export class ApiError<Body = ErrorBody> extends Error {
   readonly status: number
   readonly body: Body
   readonly requestId: string | null
+  /**
+   * Seconds the service asked to wait before the call is sent again, when it said: a 503 the client does not wait
+   * for (a write is never sent again; a read's `Retry-After` past `retry.maxRetryAfterMs`), a 429 past its bounds.
+   */
+  readonly retryAfterSeconds: number | null
 
   constructor(details: ApiErrorDetails<Body>) {
     super(
@@ -39,6 +46,7 @@ export class ApiError<Body = ErrorBody> extends Error {
     this.status = details.status
     this.body = details.body
     this.requestId = details.requestId
+    this.retryAfterSeconds = details.retryAfterSeconds ?? null
   }
 }
 
@@ -70,12 +78,9 @@ export class NotFoundApiError extends ApiError<NotFoundBody> {
 /** 429 that the client stopped waiting for: too many retries, or a `Retry-After` beyond its bound. */
 export class RateLimitedError extends ApiError<TooManyRequestsBody> {
   override name = 'RateLimitedError'
-  /** Seconds the service asked to wait, when it said. */
-  readonly retryAfterSeconds: number | null
 
   constructor(details: ApiErrorDetails<TooManyRequestsBody>, retryAfterSeconds: number | null) {
-    super(details)
-    this.retryAfterSeconds = retryAfterSeconds
+    super({ ...details, retryAfterSeconds })
   }
 }
 

@@ -288,7 +288,8 @@ function headerValue(headers: Record<string, string> | undefined, name: string):
 }
 
 function errorDetails<Body>(method: string, url: URL, response: ApiResponse<Body>) {
-  return { method, url: url.href, status: response.status, body: response.body, requestId: response.requestId }
+  const { status, body, requestId, headers } = response
+  return { method, url: url.href, status, body, requestId, retryAfterSeconds: retryAfterSeconds(headers['retry-after']) }
 }
 
 /**
