@@ -145,6 +145,36 @@ describe('faults', () => {
     expect((await server.admin(`/admin/companies/${server.demoId}/imports`)).body.count).toBe(0)
   })
 
+  it('serves a request and drops its answer: the write is done, and a PUT sent again under its request id is not done twice', async () => {
+    server = await startKitServer()
+    const fault = await setFault({ method: 'PUT', path: '/v1/users/bulk', drop_answer: true, times: 1 })
+    expect(fault.body).toMatchObject({ drop: false, drop_answer: true })
+    const put = () =>
+      request(`${server.url}/v1/users/bulk`, {
+        method: 'PUT',
+        headers: { 'x-api-key': server.running.app.config.demoApiKey!, 'content-type': 'application/json', 'x-request-id': 'put-1' },
+        body: JSON.stringify({ data: [{ email: 'lost-answer@demo.example' }] }),
+      })
+    await expect(put()).rejects.toThrow(/other side closed|socket|ECONNRESET/i)
+    const [entry] = (await server.admin(`/admin/companies/${server.demoId}/requests`)).body.data
+    expect(entry).toMatchObject({
+      method: 'PUT',
+      path: '/v1/users/bulk',
+      status: null,
+      fault_id: fault.body.id,
+      import_id: expect.any(String),
+    })
+    const imports = (await server.admin(`/admin/companies/${server.demoId}/imports`)).body
+    expect(imports.data.map((stored: { id: string }) => stored.id)).toEqual([entry.import_id])
+
+    // The client sends it again, as after any failure it cannot tell the fate of: the same call, stored once.
+    const again = await put()
+    expect(again.statusCode).toBe(200)
+    expect(((await again.body.json()) as { import_id: string }).import_id).toBe(entry.import_id)
+    expect((await server.admin(`/admin/companies/${server.demoId}/imports`)).body.count).toBe(1)
+    expect((await server.call('/metrics')).text).toMatch(/commission_api_faults_fired_total\{effect="drop_answer"\} 1/)
+  })
+
   it('does not serve a request its client gave up on during a delay, and keeps it in the journal with no status', async () => {
     server = await startKitServer()
     const fault = await setFault({ method: 'POST', path: '/v1/tables/*/records/bulk', delay_ms: 1_500 })
@@ -247,6 +277,8 @@ describe('faults', () => {
     const refusals: [Record<string, unknown>, string][] = [
       [{ method: 'GET', path: '/v1/users' }, 'status'],
       [{ method: 'GET', path: '/v1/users', status: 503, drop: true }, 'drop'],
+      [{ method: 'GET', path: '/v1/users', status: 503, drop_answer: true }, 'drop_answer'],
+      [{ method: 'GET', path: '/v1/users', drop: true, drop_answer: true }, 'drop_answer'],
       [{ method: 'GET', path: '/v1/users', delay_ms: 500, delay_max_ms: 100 }, 'delay_max_ms'],
       [{ method: 'GET', path: '/v1/users', status: 418 }, 'status'],
       [{ method: 'GET', path: '/v1/users', status: 500, retry_after: 5 }, 'retry_after'],

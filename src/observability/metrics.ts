@@ -82,7 +82,7 @@ export class ServiceMetrics {
     })
     this.faultsFired = new Counter({
       name: 'commission_api_faults_fired_total',
-      help: 'Requests a fault set through the admin routes fired on, by effect: the status it answered, drop, or delay',
+      help: 'Requests a fault set through the admin routes fired on, by effect: the status it answered, drop, drop_answer, or delay',
       labelNames: ['effect'],
       registers,
     })

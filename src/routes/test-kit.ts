@@ -39,6 +39,8 @@ const recorded = new WeakSet<FastifyRequest>()
 /** Requests whose answer is under way (past onSend), and those whose client left while they were handled. */
 const answering = new WeakSet<FastifyRequest>()
 const abandoned = new WeakSet<FastifyRequest>()
+/** Requests served as usual whose answer a fault drops (`drop_answer`). */
+const answersDropped = new WeakSet<FastifyRequest>()
 
 /** The fault that fired on the request, if one did (the metrics tell an injected 429 from the rate limit's). */
 export function injectedFaultOf(request: FastifyRequest): Fault | undefined {
@@ -87,6 +89,13 @@ export function applyTestKit(api: FastifyInstance): void {
   api.addHook('onSend', async (request, reply, payload) => {
     answering.add(request)
     if (abandoned.has(request)) keepUnanswered(kit, request, reply)
+    else if (answersDropped.has(request)) {
+      // Served, and its answer lost on the way, as a network failure after the service wrote it does: the client
+      // cannot tell whether its write was done.
+      await record(kit, request, reply, null)
+      reply.hijack()
+      request.raw.socket.destroy()
+    }
     return payload
   })
 
@@ -97,7 +106,7 @@ export function applyTestKit(api: FastifyInstance): void {
     if (!fired) return
     const { fault, delayMs } = fired
     firedFaults.set(request, fault)
-    api.metrics.faultsFired.inc({ effect: fault.drop ? 'drop' : fault.status === null ? 'delay' : String(fault.status) })
+    api.metrics.faultsFired.inc({ effect: effectOf(fault) })
     if (delayMs > 0) await sleep(delayMs)
     // The client gave up during the delay: the request is not served. Were it served, its writes would land after
     // whatever the test did next, a reset included.
@@ -112,6 +121,7 @@ export function applyTestKit(api: FastifyInstance): void {
       request.raw.socket.destroy()
       return
     }
+    if (fault.drop_answer) answersDropped.add(request)
     if (fault.status !== null) throw faultError(fault, reply, api.config.rateLimitPerSecond)
   })
 
@@ -199,6 +209,13 @@ async function queryOf(request: FastifyRequest): Promise<Record<string, string |
     else values.set(name, [value])
   }
   return Object.fromEntries([...values].map(([name, list]) => [name, list.length === 1 ? list[0] : list]))
+}
+
+/** What a fault did, as its metric counts it: the status it answered, `drop`, `drop_answer`, or `delay`. */
+function effectOf(fault: Fault): string {
+  if (fault.drop) return 'drop'
+  if (fault.drop_answer) return 'drop_answer'
+  return fault.status === null ? 'delay' : String(fault.status)
 }
 
 /** The error a fault's status is answered with: the body the specification (or this service) gives that status. */

@@ -8,7 +8,8 @@ import { mulberry32 } from '../seeded-random.ts'
 /**
  * Fault scenarios, as WireMock's faults or a toxic proxy give them: per company, a fault names the requests it
  * matches (a method and a path whose `*` stands for one segment) and what it does to them: answer a status with
- * the specification's body, wait first, or close the connection; on every matching request, on the next N, or on
+ * the specification's body, wait first, close the connection, or serve the request and close the connection
+ * instead of answering; on every matching request, on the next N, or on
  * a seeded share of them. Kept in the memory of the process that serves the requests. Free of HTTP: the hook in
  * `src/routes/test-kit.ts` applies what `fire` decides.
  */
@@ -34,6 +35,11 @@ export const FaultDefinitionSchema = Type.Object(
       Type.Integer({ minimum: 0, maximum: 600_000, description: 'Wait a time drawn uniformly from delay_ms to this' }),
     ),
     drop: Type.Optional(Type.Boolean({ description: 'Close the connection without answering' })),
+    drop_answer: Type.Optional(
+      Type.Boolean({
+        description: 'Serve the request, then close the connection instead of answering: what it writes is done, its answer lost',
+      }),
+    ),
     times: Type.Optional(Type.Integer({ minimum: 1, description: 'Fire on the next N matching requests only' })),
     probability: Type.Optional(
       Type.Number({ exclusiveMinimum: 0, maximum: 1, description: 'Fire on this share of the matching requests, drawn from `seed`' }),
@@ -65,6 +71,7 @@ export const FaultSchema = Type.Object({
   delay_ms: OrNull(Type.Integer()),
   delay_max_ms: OrNull(Type.Integer()),
   drop: Type.Boolean(),
+  drop_answer: Type.Boolean(),
   times: OrNull(Type.Integer()),
   probability: Type.Union([Type.Number(), Type.Null()]),
   seed: Type.Integer(),
@@ -162,13 +169,19 @@ function problemsOf(definition: FaultDefinition, routes: readonly InterfaceRoute
     problems.push({ resource: 'method', description: `expected one of ${FAULT_METHODS.join(', ')}` })
   else for (const description of pathProblems(method, definition.path, routes)) problems.push({ resource: 'path', description })
   const delays = definition.delay_ms !== undefined || definition.delay_max_ms !== undefined
-  if (definition.status === undefined && !definition.drop && !delays)
+  if (definition.status === undefined && !definition.drop && !definition.drop_answer && !delays)
     problems.push({
       resource: 'status',
-      description: 'a fault answers a status, waits (delay_ms, delay_max_ms), or drops the connection (drop): give at least one',
+      description:
+        'a fault answers a status, waits (delay_ms, delay_max_ms), or drops the connection before serving the request (drop) or after (drop_answer): give at least one',
     })
   if (definition.drop && definition.status !== undefined)
     problems.push({ resource: 'drop', description: 'a dropped connection answers no status: give drop or status, not both' })
+  if (definition.drop_answer && (definition.drop || definition.status !== undefined))
+    problems.push({
+      resource: 'drop_answer',
+      description: 'a request whose answer is dropped is served as usual: give drop_answer without status or drop',
+    })
   if (definition.delay_max_ms !== undefined && definition.delay_max_ms < (definition.delay_ms ?? 0))
     problems.push({ resource: 'delay_max_ms', description: 'expected at least delay_ms' })
   if (definition.retry_after !== undefined && definition.status !== 429 && definition.status !== 503)
@@ -200,6 +213,7 @@ export class FaultBoard {
       delay_ms: definition.delay_ms ?? (definition.delay_max_ms === undefined ? null : 0),
       delay_max_ms: definition.delay_max_ms ?? null,
       drop: definition.drop ?? false,
+      drop_answer: definition.drop_answer ?? false,
       times: definition.times ?? null,
       probability: definition.probability ?? null,
       seed,
