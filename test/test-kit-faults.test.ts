@@ -52,6 +52,16 @@ describe('faults', () => {
     expect(first.headers['retry-after']).toBeUndefined()
   })
 
+  it('lets the first `skip` matching requests through before it fires', async () => {
+    server = await startKitServer()
+    const fault = await setFault({ method: 'GET', path: '/v1/users', status: 503, skip: 2, times: 1 })
+    expect(fault.body).toMatchObject({ skip: 2, times: 1 })
+    const statuses = []
+    for (let call = 0; call < 4; call++) statuses.push((await server.api('/v1/users?limit=1')).status)
+    expect(statuses).toEqual([200, 200, 503, 200])
+    expect((await server.admin(faults())).body.data[0]).toMatchObject({ fired: 1, skip: 2 })
+  })
+
   it('answers each status with the body the specification gives it; 429 with Retry-After and the rate-limit headers', async () => {
     server = await startKitServer()
     const bodies: Record<number, unknown> = {
@@ -291,6 +301,7 @@ describe('faults', () => {
       [{ method: 'GET', path: '/v1/tables//records', status: 503 }, 'path'],
       [{ method: 'FETCH', path: '/v1/users', status: 503 }, 'method'],
       [{ method: 'GET', path: '/v1/users', status: 503, probability: 0 }, 'probability'],
+      [{ method: 'GET', path: '/v1/users', status: 503, skip: 0 }, 'skip'],
       [{ method: 'GET', path: '/v1/users', status: 503, colour: 'red' }, 'colour'],
     ]
     for (const [body, resource] of refusals) {

@@ -41,6 +41,9 @@ export const FaultDefinitionSchema = Type.Object(
       }),
     ),
     times: Type.Optional(Type.Integer({ minimum: 1, description: 'Fire on the next N matching requests only' })),
+    skip: Type.Optional(
+      Type.Integer({ minimum: 1, description: 'Let the next N matching requests through first (the second part of a call split in two)' }),
+    ),
     probability: Type.Optional(
       Type.Number({ exclusiveMinimum: 0, maximum: 1, description: 'Fire on this share of the matching requests, drawn from `seed`' }),
     ),
@@ -73,6 +76,7 @@ export const FaultSchema = Type.Object({
   drop: Type.Boolean(),
   drop_answer: Type.Boolean(),
   times: OrNull(Type.Integer()),
+  skip: OrNull(Type.Integer()),
   probability: Type.Union([Type.Number(), Type.Null()]),
   seed: Type.Integer(),
   retry_after: OrNull(Type.Integer()),
@@ -93,6 +97,8 @@ interface LiveFault {
   fault: Fault
   matches: (method: string, path: string) => boolean
   draw: () => number
+  /** How many matching requests it has let through for its `skip`. */
+  skipped: number
 }
 
 /**
@@ -215,6 +221,7 @@ export class FaultBoard {
       drop: definition.drop ?? false,
       drop_answer: definition.drop_answer ?? false,
       times: definition.times ?? null,
+      skip: definition.skip ?? null,
       probability: definition.probability ?? null,
       seed,
       retry_after: definition.status === 429 ? (definition.retry_after ?? 1) : (definition.retry_after ?? null),
@@ -222,7 +229,7 @@ export class FaultBoard {
       created_at: now.toISOString(),
     }
     const faults = this.#byCompany.get(companyId) ?? []
-    faults.push({ fault, matches: matcherOf(method, fault.path), draw: mulberry32(seed) })
+    faults.push({ fault, matches: matcherOf(method, fault.path), draw: mulberry32(seed), skipped: 0 })
     this.#byCompany.set(companyId, faults)
     return { ...fault }
   }
@@ -251,12 +258,17 @@ export class FaultBoard {
 
   /**
    * The fault that fires on a request of the company, if any: the first, in the order they were set, that matches
-   * it, has firings left (`times`) and whose draw falls in its share (`probability`). Counts the firing.
+   * it, has let its `skip` through, has firings left (`times`) and whose draw falls in its share (`probability`).
+   * Counts the firing.
    */
   fire(companyId: string, method: string, path: string): FiredFault | null {
     for (const live of this.#byCompany.get(companyId) ?? []) {
       const { fault } = live
       if (!live.matches(method, path)) continue
+      if (fault.skip !== null && live.skipped < fault.skip) {
+        live.skipped++
+        continue
+      }
       if (fault.times !== null && fault.fired >= fault.times) continue
       if (fault.probability !== null && live.draw() >= fault.probability) continue
       fault.fired++
