@@ -256,7 +256,7 @@ describe('the calculation engine', () => {
     const fiscal = { ...EUR, fiscalYearStartMonth: 4 }
     const plan = aPlan({ quota_id: null, frequency: 'annually' })
     const result = run(plan, [aDeal(ann.email, '9999-11-02', 1_000), aDeal(ann.email, '9999-02-02', 1_000)], {}, fiscal)
-    expect(result.problems.map((problem) => problem.message)).toEqual(['close_date: 9999-11-02 is in no annually period'])
+    expect(result.problems.map((problem) => problem.message)).toEqual(['close_date: 9999-11-02 is in no period of frequency annually'])
     expect(cell(result, ann, '9999')?.statement?.payment).toBe(50)
   })
 
@@ -270,7 +270,9 @@ describe('the calculation engine', () => {
       ['quarterly', 3, '0001-Q1', '0000-03-01'],
     ] as const) {
       const result = run(aPlan({ quota_id: null, frequency }), deals, {}, { ...EUR, fiscalYearStartMonth })
-      expect(result.problems.map((problem) => problem.message)).toEqual([`close_date: 0000-01-15 is in no ${frequency} period`])
+      expect(result.problems.map((problem) => problem.message)).toEqual([
+        `close_date: 0000-01-15 is in no period of frequency ${frequency}`,
+      ])
       expect(cell(result, ann, period)?.statement).toMatchObject({ payment: 50, date })
     }
     // Nor does a target of such a period make a cell: it could not be dated.

@@ -99,7 +99,7 @@ export function placeRecord(plan: Plan, record: DataTableRecord, users: UserDire
     !isPeriodOf(plan.frequency, period) ||
     (period.startsWith('0000') && !firstMonthOfPeriod(plan.frequency, period, company.fiscalYearStartMonth))
   )
-    return placementProblem(plan, record, `${plan.date_field}: ${date} is in no ${plan.frequency} period`)
+    return placementProblem(plan, record, `${plan.date_field}: ${date} is in no period of frequency ${plan.frequency}`)
   return { kind: 'placed', placement: { recordId: record.id, externalId: record.external_id, userId: user.id, period, date, amount } }
 }
 
