@@ -16,6 +16,7 @@ import {
 } from 'mongodb'
 import { describe, expect, it } from 'vitest'
 import { newId } from '../../src/ids.ts'
+import { latestImportDeadline } from '../../src/store/model.ts'
 import { type Codec, decode, encode, lookupId, toObjectId } from '../../src/store/mongo/codec.ts'
 import * as collections from '../../src/store/mongo/collections.ts'
 import {
@@ -396,12 +397,15 @@ describe('mongo sharding', () => {
 })
 
 describe('mongo imports and rate windows: the update documents', () => {
-  it('makes an import runnable when its window closed or its lease expired', () => {
+  it('makes an import runnable when its window closed or its lease expired, or either ends further ahead than any the service makes', () => {
     const now = minute(10)
+    const latest = latestImportDeadline(now)
     expect(runnable(now)).toStrictEqual({
       $or: [
         { status: 'scheduled', window_ends_at: { $lte: now } },
+        { status: 'scheduled', window_ends_at: { $gt: latest } },
         { status: 'started', lease_expires_at: { $lte: now } },
+        { status: 'started', lease_expires_at: { $gt: latest } },
       ],
     })
   })
