@@ -4,11 +4,17 @@ import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { FastifyInstance } from 'fastify'
 
-/** The API instances that are stopping: draining (SHUTDOWN_DRAIN_MS), or closing. */
-const stopping = new WeakSet<FastifyInstance>()
+/** The API instances that are stopping (draining with SHUTDOWN_DRAIN_MS, or closing), and since when. */
+const stopping = new WeakMap<FastifyInstance, number>()
 
 /** How often a stopping instance looks whether its connections have ended, and closes those left idle. */
 const SWEEP_MS = 50
+
+/**
+ * How long into its stop an instance waits before it closes a connection that has sent nothing: bytes a client sent
+ * before the stop began may not have been read yet when it begins.
+ */
+const SILENT_GRACE_MS = 1000
 
 /** True once the instance has started to stop: readiness then answers 503. */
 export const isStopping = (app: FastifyInstance): boolean => stopping.has(app)
@@ -17,7 +23,7 @@ export const isStopping = (app: FastifyInstance): boolean => stopping.has(app)
  * How an instance stops, with or without a drain: from the start of its `close()`, every answer closes its
  * connection, including those of the requests already in flight (Node otherwise keeps their connection open, idle,
  * and the stop waited for it until SHUTDOWN_TIMEOUT_MS ran out); a connection left idle by an answer that had
- * already started, or that has sent nothing at all, is closed within `SWEEP_MS`. Node's own `closeIdleConnections` (which `server.close()` calls)
+ * already started is closed within `SWEEP_MS`, and one that has sent nothing at all `SILENT_GRACE_MS` into the stop. Node's own `closeIdleConnections` (which `server.close()` calls)
  * also takes a connection whose answer has ended but is still being sent, and cut a large answer short: it runs
  * only when no connection is sending.
  */
@@ -34,6 +40,8 @@ export function stopWithTheApp(app: FastifyInstance): void {
     closeIdleConnections()
     // Node counts a connection that has sent nothing yet as busy (its headers' timeout runs from the connect), so
     // one opened ahead by a balancer or a probe held the stop until SHUTDOWN_TIMEOUT_MS, and the exit was 1.
+    const since = stopping.get(app)
+    if (since === undefined || performance.now() - since < SILENT_GRACE_MS) return
     for (const socket of connections) if (socket.bytesRead === 0) socket.destroy()
   }
   app.server.closeIdleConnections = closeIdle
@@ -75,7 +83,7 @@ export async function drain(app: FastifyInstance, ms: number): Promise<{ open: n
 
 function beginStopping(app: FastifyInstance): void {
   if (stopping.has(app)) return
-  stopping.add(app)
+  stopping.set(app, performance.now())
   closeConnectionsAfterTheirAnswer(app.server)
 }
 
