@@ -137,6 +137,33 @@ describe('bad fixtures are refused cleanly', () => {
     expect(resources(await refusalOf(fixture))).toEqual(expect.arrayContaining(['/plans/0/name', '/plans/1/name']))
   })
 
+  it('refuses a statement or line loaded under the name of a plan of the fixture, in its environment: the plan states its periods itself', async () => {
+    const fixture = smallFixture() as any
+    const plan = {
+      data_table: 'deals',
+      user_field: 'deal_id',
+      date_field: 'deal_id',
+      amount_field: 'amount',
+      frequency: 'monthly',
+      rate: 0.1,
+    }
+    fixture.plans = [{ ...plan, name: 'Sales 2026' }]
+    const refused = resources(await refusalOf(fixture))
+    expect(refused).toEqual(expect.arrayContaining(['/statements/0/plan', '/commission_lines/0/plan']))
+    // A plan of that name in the other environment states other cells.
+    fixture.plans = [{ ...plan, name: 'Sales 2026', environment: 'sandbox' }]
+    const store = openSqliteStore(':memory:')
+    try {
+      const elsewhere = await loadFixture(store, new ManualClock(), fixture).then(
+        () => [],
+        (error: ValidationError) => resources(error),
+      )
+      expect(elsewhere.filter((resource) => resource.endsWith('/plan'))).toEqual([])
+    } finally {
+      await store.close()
+    }
+  })
+
   it('finds the record a commission line names as its id field is read, without the spaces around it', async () => {
     const fixture = smallFixture() as any
     fixture.commission_lines[0].record = ' D-1 '
