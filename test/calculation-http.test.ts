@@ -384,6 +384,28 @@ describe('plans and exchange rates through the admin routes', () => {
     ])
   })
 
+  it('refuses a plan created, or renamed, under the name of statements a fixture loaded: it would state them twice', async () => {
+    const history = { user: 'ann@planned.example', date: '2026-04-30', plan: 'History', status: 'paid', currency: 'EUR', payment: 100 }
+    const { companyId } = await h.server.load({
+      ...plannedCompany(),
+      company: { name: 'With history', default_currency: 'EUR' },
+      statements: [history],
+    })
+    const plans = `/admin/companies/${companyId}/plans`
+    const refused = await h.admin(plans, { method: 'POST', body: { ...salesPlan(), name: 'History' } })
+    expect(refused.status).toBe(400)
+    expect(refused.body.errors).toEqual([expect.objectContaining({ error: 'ConflictError', resource: 'name' })])
+    const created = await h.admin(plans, { method: 'POST', body: { ...salesPlan(), name: 'Forecast' } })
+    expect(created.status, created.text).toBe(201)
+    const renamed = await h.admin(`${plans}/${created.body.plan.id}`, { method: 'PUT', body: { ...salesPlan(), name: 'History' } })
+    expect(renamed.status).toBe(400)
+    expect(renamed.body.errors).toEqual([expect.objectContaining({ error: 'ConflictError', resource: 'name' })])
+    // In the other environment the name is free: the loaded statements are live ones (the sandbox has no deals table,
+    // for which this plan is refused, but not for its name).
+    const sandbox = await h.admin(plans, { method: 'POST', body: { ...salesPlan(), name: 'History', environment: 'sandbox' } })
+    expect(sandbox.body.errors.map((error: { resource: string }) => error.resource)).toEqual(['data_table', 'quota'])
+  })
+
   it('lists plans as defined, replaces one and recalculates, deletes one and its pending results', async () => {
     const listed = await h.admin(`/admin/companies/${h.companyId}/plans`)
     expect(listed.status).toBe(200)

@@ -95,6 +95,7 @@ export async function savePlan(store: Store, clock: Clock, companyId: string, in
         // A replacement that keeps its frequency is never refused for it (a store may hold a plan whose frequency an
         // earlier version let change under its frozen cells); one created may take a deleted plan's frozen cells.
         if (existing?.frequency !== plan.frequency) await refuseFrequencyOfFrozenCells(tx, company.id, plan)
+        if (existing?.name !== plan.name) await refuseNameOfLoadedResults(tx, company.id, plan)
         // Its lines are read by the table they were calculated from: those of the table it no longer reads would
         // never be found again, and a cell recalculated in part would count them as records.
         if (existing && existing.table_id !== plan.table_id) await deleteUnfrozenLines(tx, company.id, existing.id)
@@ -110,6 +111,24 @@ export async function savePlan(store: Store, clock: Clock, companyId: string, in
       throw new ValidationError({ resource: 'name', description: `a plan named ${input.name} exists already` })
     throw error
   }
+}
+
+/**
+ * A plan is neither created nor renamed under the name of results a fixture loaded (no plan calculated them): it
+ * would state their cells a second time beside them (docs/decisions.md, "A fixture's loaded results never share a
+ * name with one of its plans").
+ */
+async function refuseNameOfLoadedResults(tx: Store, companyId: string, plan: Plan): Promise<void> {
+  const [statements, lines] = await Promise.all([
+    tx.statements.loadedNamed(companyId, plan.environment, plan.name),
+    tx.commissionLines.loadedNamed(companyId, plan.environment, plan.name),
+  ])
+  if (!statements && !lines) return
+  throw new ValidationError({
+    error: 'ConflictError',
+    resource: 'name',
+    description: `results a fixture loaded are stated under the name ${plan.name}: a plan of that name would state their periods a second time; give it another name`,
+  })
 }
 
 /**

@@ -362,6 +362,8 @@ export interface StatementRepository {
    * validated and paid statements stay), in id order.
    */
   planIdsNamed(companyId: string, environment: Environment, planName: string): Promise<string[]>
+  /** Whether the environment holds statements loaded under this plan name: a fixture's, which no plan calculated. */
+  loadedNamed(companyId: string, environment: Environment, planName: string): Promise<boolean>
 }
 
 /**
@@ -399,6 +401,8 @@ export interface CommissionLineRepository {
   deleteMany(companyId: string, ids: readonly string[]): Promise<void>
   /** The lines a plan calculated (`plan_id`), limited to some cells or users when asked. */
   findOfPlan(companyId: string, planId: string, only?: PlanResultSelection): Promise<CommissionLine[]>
+  /** Whether the environment holds lines loaded under this plan name: a fixture's, which no plan calculated. */
+  loadedNamed(companyId: string, environment: Environment, planName: string): Promise<boolean>
   /**
    * The figures of the lines a plan calculated for some cells: what a recalculation reads of the lines of records
    * that did not change, without the rest of their records' values (most of a line's size).

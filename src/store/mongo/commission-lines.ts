@@ -5,8 +5,8 @@ import { lookupId } from './codec.ts'
 import { COMMISSION_LINES } from './collections.ts'
 import type { MongoContext } from './context.ts'
 import { lineCurrencies } from './currencies.ts'
-import { byId, inTable, ofPlan, pageFilter } from './filters.ts'
-import { countAll, deleteByIds, findAll, findFirst, insertAll, replaceOwnById, writeAll } from './operations.ts'
+import { byId, inCompany, inTable, ofPlan, pageFilter } from './filters.ts'
+import { countAll, deleteByIds, findAll, findFirst, findOne, insertAll, replaceOwnById, writeAll } from './operations.ts'
 
 /** Commission lines; a plan's are found by cell through `company_plan_cell`. */
 export function mongoCommissionLines(context: MongoContext): CommissionLineRepository {
@@ -21,6 +21,8 @@ export function mongoCommissionLines(context: MongoContext): CommissionLineRepos
       lines.length === 0 ? Promise.resolve() : writeAll(context, COMMISSION_LINES, replaceOwnById(COMMISSION_LINES, lines)),
     deleteMany: (companyId, ids) => deleteByIds(context, COMMISSION_LINES, companyId, ids),
     findOfPlan: (companyId, planId, only) => findAll<CommissionLine>(context, COMMISSION_LINES, ofPlan(companyId, planId, only)),
+    loadedNamed: async (companyId, environment, planName) =>
+      (await findOne(context, COMMISSION_LINES, inCompany(companyId, { environment, plan: planName, plan_id: null }))) !== null,
     async figuresOfPlan(companyId, planId, cells, fields) {
       if (cells.length === 0) return []
       const amount = `record_values.${fields.amount}`

@@ -5,7 +5,7 @@ import { STATEMENTS } from './collections.ts'
 import { collectionOf, inSession, type MongoContext, read } from './context.ts'
 import { statementCurrencies } from './currencies.ts'
 import { byId, CALCULATED_PLAN_ID, cursorId, inCompany, ofPlan, pageFilter } from './filters.ts'
-import { countAll, deleteByIds, findAll, findFirst, insertAll, replaceOwnById, writeAll } from './operations.ts'
+import { countAll, deleteByIds, findAll, findFirst, findOne, insertAll, replaceOwnById, writeAll } from './operations.ts'
 
 /** A statement's row fields as a find projection: `id` is `_id`, which a projection includes anyway. */
 const ROW_FIELDS_PROJECTION: Document = Object.fromEntries(
@@ -75,5 +75,7 @@ export function mongoStatements(context: MongoContext): StatementRepository {
       const groups = await read(context, (session) => collectionOf(context, STATEMENTS).aggregate(pipeline, inSession(session)).toArray())
       return groups.map((group) => String(group._id))
     },
+    loadedNamed: async (companyId, environment, planName) =>
+      (await findOne(context, STATEMENTS, inCompany(companyId, { environment, plan: planName, plan_id: null }))) !== null,
   }
 }

@@ -75,6 +75,11 @@ export function sqliteCommissionLines(sql: Sql): CommissionLineRepository {
       }
       return found
     },
+    async loadedNamed(companyId, environment, planName) {
+      const query =
+        'SELECT 1 AS found FROM commission_lines WHERE company_id = ? AND environment = ? AND plan = ? AND plan_id IS NULL LIMIT 1'
+      return (await sql.get(query, companyId, environment, planName)) !== undefined
+    },
     async figuresOfPlan(companyId, planId, cells, fields) {
       const found: LineFigures[] = []
       // SQLite reads the two values from the record's, so that JavaScript never parses the rest.

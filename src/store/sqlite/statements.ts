@@ -111,6 +111,11 @@ export function sqliteStatements(sql: Sql): StatementRepository {
       )
       return rows.map(([planId]) => planId as string)
     },
+
+    async loadedNamed(companyId, environment, planName) {
+      const query = 'SELECT 1 AS found FROM statements WHERE company_id = ? AND environment = ? AND plan = ? AND plan_id IS NULL LIMIT 1'
+      return (await sql.get(query, companyId, environment, planName)) !== undefined
+    },
   }
 }
 

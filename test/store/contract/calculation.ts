@@ -157,6 +157,35 @@ export function calculationContract(adapter: StoreAdapter): void {
       expect(await store.statements.planIdsNamed(strangerId, 'sandbox', 'Sales')).toStrictEqual([])
     })
 
+    it('tells whether statements or lines were loaded under a plan name (no plan calculated them), per environment', async () => {
+      const table = aDataTable(companyId)
+      await store.dataTables.insert(table)
+      await store.statements.insertMany([
+        aStatement(companyId, { plan: 'Loaded', plan_id: null }),
+        aStatement(companyId, { plan: 'Calculated', plan_id: newId(), period: '2026-03' }),
+        aStatement(strangerId, { plan: 'Theirs', plan_id: null }),
+      ])
+      await store.commissionLines.insertMany([
+        aCommissionLine(companyId, table.id, { plan: 'Lines only', plan_id: null }),
+        aCommissionLine(companyId, table.id, { plan: 'Calculated', plan_id: newId(), period: '2026-03' }),
+      ])
+      const statementsNamed = (name: string, environment: 'live' | 'sandbox' = 'live', company = companyId) =>
+        store.statements.loadedNamed(company, environment, name)
+      expect([await statementsNamed('Loaded'), await statementsNamed('Calculated'), await statementsNamed('loaded')]).toEqual([
+        true,
+        false,
+        false,
+      ])
+      expect([
+        await statementsNamed('Loaded', 'sandbox'),
+        await statementsNamed('Theirs'),
+        await statementsNamed('Theirs', 'live', strangerId),
+      ]).toEqual([false, false, true])
+      expect(await store.commissionLines.loadedNamed(companyId, 'live', 'Lines only')).toBe(true)
+      expect(await store.commissionLines.loadedNamed(companyId, 'live', 'Calculated')).toBe(false)
+      expect(await store.commissionLines.loadedNamed(companyId, 'sandbox', 'Lines only')).toBe(false)
+    })
+
     it('drops the rendering of a statement saved again', async () => {
       const statement = aStatement(companyId, { plan_id: newId(), period: '2026-03' })
       await store.statements.insertMany([statement])
