@@ -171,6 +171,9 @@ describe('parseInstant: an ISO 8601 date or date-time as an instant', () => {
     '2026-02-30T10:00:00Z',
     '2026-01-31-05',
     '2026-01-31 10:00:00Z',
+    // Hours run to 23: Date reads 24:00 as the next midnight, which RFC 3339 (and the fixture's schema) does not.
+    '2026-01-31T24:00Z',
+    '2026-01-31T24:00:00+02:00',
     // Past the end of year 9999, or before year 0, in UTC: no four-digit year writes them.
     '9999-12-31T23:30:00-05:00',
     '0000-01-01T00:30:00+01:00',

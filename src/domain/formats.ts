@@ -30,14 +30,16 @@ const HOURS_OFFSET = /[+-]\d{2}$/
 /**
  * Reads an ISO 8601 date or date-time as an instant: its offset written `Z`, `±hh:mm`, `±hhmm` or `±hh`, and `T`
  * and `Z` in either case (RFC 3339 allows lower case). A value without an offset is read as UTC (the documented
- * rule), a bare date as its midnight UTC. Returns null for anything else, and for an instant outside years 0000 to
- * 9999 in UTC.
+ * rule), a bare date as its midnight UTC. Returns null for anything else (`T24:00` included), and for an instant
+ * outside years 0000 to 9999 in UTC.
  */
 export function parseInstant(value: unknown): Date | null {
   if (typeof value !== 'string') return null
   const upper = value.toUpperCase()
   if (!ISO_DATE_TIME.test(upper)) return null
   const time = upper.includes('T')
+  // Hours run to 23 (RFC 3339, as the fixture's schema checks): Date reads `T24:00` as the next midnight.
+  if (time && upper.slice(11, 13) > '23') return null
   const hasOffset = time && /(Z|[+-]\d{2}(:?\d{2})?)$/.test(upper)
   const withOffset = HOURS_OFFSET.test(upper) && time ? `${upper}:00` : upper
   const text = time ? (hasOffset ? withOffset : `${upper}Z`) : `${upper}T00:00:00Z`
