@@ -103,4 +103,41 @@ describe("a calculation's rows are stamped close to their commit", () => {
       await store.close()
     }
   })
+
+  it("once every plan is calculated: a plan's rows do not wait, stamped, for the plans after it", async () => {
+    const store = openSqliteStore(':memory:')
+    try {
+      const fixture = company()
+      fixture.plans = [fixture.plans![0], { ...fixture.plans![0], name: 'Sales again', rate: 0.07 }]
+      const { company_id: companyId } = await loadFixture(store, new ManualClock(LOADED_AT), fixture)
+      // Each read of a plan's records takes a minute: a plan of 200,000 deals calculated after another took seconds,
+      // while the other's rows, stamped, waited for the commit, and a sync that walked meanwhile missed them.
+      const clock = new ManualClock('2026-06-01T00:00:01.000Z')
+      await store.transaction(async (tx) => {
+        await tx.companies.setExchangeRates(companyId, { USD: 0.8 })
+        const records = new Proxy(tx.records, {
+          get: (target, name, receiver) =>
+            name === 'page'
+              ? (...args: Parameters<typeof target.page>) => {
+                  clock.advance(60_000)
+                  return target.page(...args)
+                }
+              : Reflect.get(target, name, receiver),
+        })
+        const slow = new Proxy(tx, {
+          get: (target, name, receiver) => (name === 'records' ? records : Reflect.get(target, name, receiver)),
+        })
+        await recalculate(slow, companyId, { everything: true }, { now: clock.now().toISOString(), stamp: () => clock.now().toISOString() })
+      })
+      const readsEnded = clock.now().toISOString()
+      const plans = await store.plans.list(companyId)
+      for (const plan of plans) {
+        const lines = await store.commissionLines.findOfPlan(companyId, plan.id)
+        expect(lines.map((line) => line.modified_at)).toEqual([readsEnded, readsEnded])
+      }
+      expect((await liveStatements(store, companyId)).map((statement) => statement.modified_at)).toEqual([readsEnded, readsEnded])
+    } finally {
+      await store.close()
+    }
+  })
 })
