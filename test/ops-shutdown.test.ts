@@ -215,6 +215,20 @@ describe('graceful shutdown of a real server process', () => {
     expect(server.output()).not.toContain('shutdown took too long')
   })
 
+  it('answers a request sent, in the first moments of the stop, on a connection that had sent nothing', async () => {
+    const { server, port } = await started({ DATA_DIR: tempDataDir(), LOG_LEVEL: 'info', SHUTDOWN_TIMEOUT_MS: '5000' })
+    const late = await openConnection(port)
+    const closed = once(late.socket, 'close')
+    server.child.kill('SIGTERM')
+    await refusesConnections(port)
+    // Its bytes come after the stop's first sweeps (a client slow to write what it connected for): they are read.
+    await new Promise((resolve) => setTimeout(resolve, 250))
+    late.socket.write('GET /health/live HTTP/1.1\r\nHost: localhost\r\n\r\n')
+    await closed
+    expect(late.received()).toMatch(/^HTTP\/1\.1 200 [^]*\r\nconnection: close\r\n/i)
+    expect(await exitCode(server)).toBe(0)
+  })
+
   it('with SHUTDOWN_DRAIN_MS, closes a connection that has sent nothing once the drain time is over', async () => {
     const { server, port } = await started({
       DATA_DIR: tempDataDir(),
