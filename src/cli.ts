@@ -522,7 +522,7 @@ async function main(argv: string[]): Promise<number> {
   // What the command writes (a drain's imports, a reset's rows) would be stamped behind the clock the servers tell,
   // where an incremental sync that takes its mark from them does not look.
   if (!missing && (await movedClockOffset(config, store)) > 0)
-    console.error(`Warning: ${MOVED_CLOCK_WARNING}; what this command writes is stamped by the system clock: give it CLOCK=controlled`)
+    console.error(`Warning: ${MOVED_CLOCK_WARNING}; what a command writes is stamped by the system clock: give it CLOCK=controlled`)
   try {
     const result = await command(store, rest, values, { config, clock: await clockFor(config.clock, store.clockOffset), input }).catch(
       (error: unknown) => {

@@ -399,13 +399,11 @@ describe('mongo sharding', () => {
 describe('mongo imports and rate windows: the update documents', () => {
   it('makes an import runnable when its window closed or its lease expired, or either ends further ahead than any the service makes', () => {
     const now = minute(10)
-    const latest = latestImportDeadline(now)
+    const live = { $gt: now, $lte: latestImportDeadline(now) }
     expect(runnable(now)).toStrictEqual({
       $or: [
-        { status: 'scheduled', window_ends_at: { $lte: now } },
-        { status: 'scheduled', window_ends_at: { $gt: latest } },
-        { status: 'started', lease_expires_at: { $lte: now } },
-        { status: 'started', lease_expires_at: { $gt: latest } },
+        { status: 'scheduled', window_ends_at: { $not: live } },
+        { status: 'started', lease_expires_at: { $not: live } },
       ],
     })
   })

@@ -53,19 +53,17 @@ export const IMPORT_INDEXES: ReadonlyMap<string, readonly IndexDescription[]> = 
  * window or lease past `latestImportDeadline` counts as closed or expired.
  */
 export function runnable(now: string): Document {
-  const latest = latestImportDeadline(now)
+  // One branch a status, as before the deadlines: a scan by id stops at the first runnable import.
   return {
     $or: [
-      { status: 'scheduled', window_ends_at: { $lte: now } },
-      { status: 'scheduled', window_ends_at: { $gt: latest } },
-      { status: 'started', lease_expires_at: { $lte: now } },
-      { status: 'started', lease_expires_at: { $gt: latest } },
+      { status: 'scheduled', window_ends_at: { $not: live(now) } },
+      { status: 'started', lease_expires_at: { $not: live(now) } },
     ],
   }
 }
 
-/** A lease that still holds at `now`. */
-const liveLease = (now: string): Document => ({ $gt: now, $lte: latestImportDeadline(now) })
+/** A window still open, or a lease that still holds, at `now`. */
+const live = (now: string): Document => ({ $gt: now, $lte: latestImportDeadline(now) })
 
 /** The claim's update: a pipeline, so that `launched_at` keeps its first value and `attempts` counts up. */
 export function claimUpdate(owner: string, now: string, leaseExpiresAt: string): Document[] {
@@ -95,7 +93,7 @@ export function mongoImports(context: MongoContext): ImportRepository {
     const companyId = String(candidate.company_id)
     return atomically(context, async (session) => {
       const running = await imports().findOne(
-        inCompany(companyId, { status: 'started', lease_expires_at: liveLease(now), _id: { $ne: candidate._id } }),
+        inCompany(companyId, { status: 'started', lease_expires_at: live(now), _id: { $ne: candidate._id } }),
         inSession(session),
       )
       if (running) return 'busy'
@@ -139,7 +137,7 @@ export function mongoImports(context: MongoContext): ImportRepository {
         inCompany(fresh.company_id, {
           join_key: fresh.join_key,
           status: 'scheduled',
-          window_ends_at: { $gt: now, $lte: latestImportDeadline(now) },
+          window_ends_at: live(now),
           $expr: { $gt: ['$window_ends_at', '$created_at'] },
         }),
         { $push: { details: detail }, $inc: { payload_bytes: payload.bytes } } as Document,
@@ -299,7 +297,7 @@ export function mongoImports(context: MongoContext): ImportRepository {
       // the first scan (in index order, stopping at the first import) leaves out the companies served lately
       // (`recent`); only when it finds none does a second one rank theirs by turn, the least recent first.
       const busy: unknown[] = await read(context, (session) =>
-        imports().distinct('company_id', { status: 'started', lease_expires_at: liveLease(now) }, inSession(session)),
+        imports().distinct('company_id', { status: 'started', lease_expires_at: live(now) }, inSession(session)),
       )
       const served = companyId ? [] : recent.map(lookupId)
       const tried: ObjectId[] = []
