@@ -406,6 +406,26 @@ describe('plans and exchange rates through the admin routes', () => {
     expect(sandbox.body.errors.map((error: { resource: string }) => error.resource)).toEqual(['data_table', 'quota'])
   })
 
+  it('refuses a plan moved into the environment of statements a fixture loaded under its name', async () => {
+    const fixture = plannedCompany()
+    const history = { user: 'ann@planned.example', date: '2026-04-30', plan: 'History', status: 'paid', currency: 'EUR', payment: 100 }
+    const sandboxDeals = { ...fixture.data_tables[0], environment: 'sandbox', records: [] }
+    const { companyId } = await h.server.load({
+      ...fixture,
+      company: { name: 'With history in live', default_currency: 'EUR' },
+      data_tables: [...fixture.data_tables, sandboxDeals],
+      statements: [history],
+    })
+    const plans = `/admin/companies/${companyId}/plans`
+    const { quota: _quota, tiers: _tiers, metrics: _metrics, ...plain } = salesPlan()
+    const created = await h.admin(plans, { method: 'POST', body: { ...plain, name: 'History', environment: 'sandbox' } })
+    expect(created.status, created.text).toBe(201)
+    // Its name unchanged, it is moved to where the loaded statements are: it would state them a second time.
+    const moved = await h.admin(`${plans}/${created.body.plan.id}`, { method: 'PUT', body: { ...plain, name: 'History' } })
+    expect(moved.status, moved.text).toBe(400)
+    expect(moved.body.errors).toEqual([expect.objectContaining({ error: 'ConflictError', resource: 'name' })])
+  })
+
   it('lists plans as defined, replaces one and recalculates, deletes one and its pending results', async () => {
     const listed = await h.admin(`/admin/companies/${h.companyId}/plans`)
     expect(listed.status).toBe(200)

@@ -95,7 +95,8 @@ export async function savePlan(store: Store, clock: Clock, companyId: string, in
         // A replacement that keeps its frequency is never refused for it (a store may hold a plan whose frequency an
         // earlier version let change under its frozen cells); one created may take a deleted plan's frozen cells.
         if (existing?.frequency !== plan.frequency) await refuseFrequencyOfFrozenCells(tx, company.id, plan)
-        if (existing?.name !== plan.name) await refuseNameOfLoadedResults(tx, company.id, plan)
+        // A replacement moved to another environment meets that environment's loaded results under its name.
+        if (existing?.name !== plan.name || existing.environment !== plan.environment) await refuseNameOfLoadedResults(tx, company.id, plan)
         // Its lines are read by the table they were calculated from: those of the table it no longer reads would
         // never be found again, and a cell recalculated in part would count them as records.
         if (existing && existing.table_id !== plan.table_id) await deleteUnfrozenLines(tx, company.id, existing.id)
@@ -114,9 +115,9 @@ export async function savePlan(store: Store, clock: Clock, companyId: string, in
 }
 
 /**
- * A plan is neither created nor renamed under the name of results a fixture loaded (no plan calculated them): it
- * would state their cells a second time beside them (docs/decisions.md, "A fixture's loaded results never share a
- * name with one of its plans").
+ * A plan is neither created, renamed nor moved to another environment under the name of results a fixture loaded
+ * there (no plan calculated them): it would state their cells a second time beside them (docs/decisions.md, "A
+ * fixture's loaded results never share a name with one of its plans").
  */
 async function refuseNameOfLoadedResults(tx: Store, companyId: string, plan: Plan): Promise<void> {
   const [statements, lines] = await Promise.all([
