@@ -140,4 +140,43 @@ describe("a calculation's rows are stamped close to their commit", () => {
       await store.close()
     }
   })
+
+  it("writes each plan's rows as it is calculated where they are not stamped as written (a load, a dry run): it holds one plan's writes, not every plan's", async () => {
+    const store = openSqliteStore(':memory:')
+    try {
+      const fixture = company()
+      fixture.plans = [fixture.plans![0], { ...fixture.plans![0], name: 'Sales again', rate: 0.07 }]
+      const { company_id: companyId } = await loadFixture(store, new ManualClock(LOADED_AT), fixture)
+      const loading = { statusOf: () => 'pending' as const }
+      for (const [rate, options] of [
+        [0.8, { now: '2026-06-01T00:00:01.000Z' }],
+        [0.7, { now: '2026-06-01T00:00:02.000Z', loading }],
+      ] as const) {
+        const calls: string[] = []
+        await store.transaction(async (tx) => {
+          await tx.companies.setExchangeRates(companyId, { USD: rate })
+          const traced = <T extends object>(target: T, method: keyof T, call: string) =>
+            new Proxy(target, {
+              get: (inner, name, receiver) =>
+                name === method
+                  ? (...args: unknown[]) => {
+                      calls.push(call)
+                      return (Reflect.get(inner, name, receiver) as (...args: unknown[]) => unknown).apply(inner, args)
+                    }
+                  : Reflect.get(inner, name, receiver),
+            })
+          const records = traced(tx.records, 'page', 'read')
+          const lines = traced(tx.commissionLines, 'save', 'write')
+          const watched = new Proxy(tx, {
+            get: (target, name, receiver) =>
+              name === 'records' ? records : name === 'commissionLines' ? lines : Reflect.get(target, name, receiver),
+          })
+          await recalculate(watched, companyId, { everything: true }, options)
+        })
+        expect(calls).toEqual(['read', 'write', 'read', 'write'])
+      }
+    } finally {
+      await store.close()
+    }
+  })
 })

@@ -171,14 +171,20 @@ export async function recalculate(
     pacer: new Pacer(options.pacingMs ?? PACING_MS),
   }
 
-  // Every plan's writes wait until every plan is calculated: a row is stamped as it is written, and a plan's rows
-  // written before the next plans are calculated (seconds for 200,000 deals) waited that long, stamped, for the
-  // commit; an incremental sync that walked meanwhile, its mark past their stamp, never read them. A plan reads only
-  // its own rows, so none of them waits for another plan's writes.
+  // Rows stamped as they are written wait, every plan's, until every plan is calculated: a plan's rows written before
+  // the next plans are calculated (seconds for 200,000 deals) waited that long, stamped, for the commit; an
+  // incremental sync that walked meanwhile, its mark past their stamp, never read them. A plan reads only its own
+  // rows, so none of them waits for another plan's writes. Rows stamped otherwise (a load's, by their inputs; a dry
+  // run's) are written as each plan is calculated: held until the last plan, they took a load or a reset of three
+  // plans on 200,000 deals past a heap of 900 MiB, where 700 MiB did.
   const planWrites: [Plan, Writes][] = []
+  const done = async (plan: Plan, writes: Writes) => {
+    if (stampsAsWritten(options)) planWrites.push([plan, writes])
+    else await flush(context, plan, writes)
+  }
   for (const plan of plans) {
     if (changes.everything || changes.plans?.has(plan.id) || changes.tables?.has(plan.table_id)) {
-      planWrites.push([plan, await recalculatePlan(context, plan)])
+      await done(plan, await recalculatePlan(context, plan))
       continue
     }
     // A cell back from frozen kept lines of records as they were when it froze, and misses records that came into
@@ -195,7 +201,7 @@ export async function recalculate(
     const writes = noWrites()
     await addToCells(context, plan, touched, writes)
     if (touched.cells.size > 0) await recalculateCells(context, plan, touched, changes, writes)
-    planWrites.push([plan, writes])
+    await done(plan, writes)
   }
   for (const [plan, writes] of planWrites) await flush(context, plan, writes)
   await renderStatementRows(tx, companyId, context.written)
@@ -717,9 +723,15 @@ async function flush(context: Context, plan: Plan, writes: Writes): Promise<void
   summary.statements_deleted += writes.goneStatements.length
 }
 
+/** Whether the rows stamped with the calculation's `now` take the time they are written (`stampAsWritten`). */
+function stampsAsWritten(options: RecalculationOptions): options is RecalculationOptions & { stamp: () => string } {
+  return Boolean(options.stamp) && !options.loading
+}
+
 /** The rows stamped with the calculation's `now` take the time they are written, when the options tell it. */
-function stampAsWritten({ now, stamp, loading }: RecalculationOptions, writes: Writes): void {
-  if (!stamp || loading) return
+function stampAsWritten(options: RecalculationOptions, writes: Writes): void {
+  if (!stampsAsWritten(options)) return
+  const { now, stamp } = options
   const written = stamp()
   if (written === now) return
   for (const rows of [writes.savedLines, writes.repricedLines, writes.savedStatements]) {
