@@ -155,18 +155,8 @@ describe("a calculation's rows are stamped close to their commit", () => {
         const calls: string[] = []
         await store.transaction(async (tx) => {
           await tx.companies.setExchangeRates(companyId, { USD: rate })
-          const traced = <T extends object>(target: T, method: keyof T, call: string) =>
-            new Proxy(target, {
-              get: (inner, name, receiver) =>
-                name === method
-                  ? (...args: unknown[]) => {
-                      calls.push(call)
-                      return (Reflect.get(inner, name, receiver) as (...args: unknown[]) => unknown).apply(inner, args)
-                    }
-                  : Reflect.get(inner, name, receiver),
-            })
-          const records = traced(tx.records, 'page', 'read')
-          const lines = traced(tx.commissionLines, 'save', 'write')
+          const records = traced(tx.records, 'page', 'read', calls)
+          const lines = traced(tx.commissionLines, 'save', 'write', calls)
           const watched = new Proxy(tx, {
             get: (target, name, receiver) =>
               name === 'records' ? records : name === 'commissionLines' ? lines : Reflect.get(target, name, receiver),
@@ -180,3 +170,16 @@ describe("a calculation's rows are stamped close to their commit", () => {
     }
   })
 })
+
+/** `target` whose `method` notes `call` in `calls` each time it is called. */
+function traced<T extends object>(target: T, method: keyof T, call: string, calls: string[]): T {
+  return new Proxy(target, {
+    get: (inner, name, receiver) =>
+      name === method
+        ? (...args: unknown[]) => {
+            calls.push(call)
+            return (Reflect.get(inner, name, receiver) as (...args: unknown[]) => unknown).apply(inner, args)
+          }
+        : Reflect.get(inner, name, receiver),
+  })
+}

@@ -31,6 +31,16 @@ async function refusalOf(fixture: unknown): Promise<ValidationError> {
 
 const resources = (error: ValidationError) => error.issues.map((issue) => issue.resource)
 
+/** A plan on the small fixture's deals, but for its name. */
+const PLAN_ON_DEALS = {
+  data_table: 'deals',
+  user_field: 'deal_id',
+  date_field: 'deal_id',
+  amount_field: 'amount',
+  frequency: 'monthly',
+  rate: 0.1,
+}
+
 describe('bad fixtures are refused cleanly', () => {
   it('reports schema problems and cross-reference problems in one pass', async () => {
     const fixture = smallFixture() as any
@@ -122,36 +132,20 @@ describe('bad fixtures are refused cleanly', () => {
 
   it('refuses a blank or overlong plan name, which every statement and line of the plan repeats', async () => {
     const fixture = smallFixture() as any
-    const plan = {
-      data_table: 'deals',
-      user_field: 'deal_id',
-      date_field: 'deal_id',
-      amount_field: 'amount',
-      frequency: 'monthly',
-      rate: 0.1,
-    }
     fixture.plans = [
-      { ...plan, name: '   ' },
-      { ...plan, name: 'x'.repeat(201) },
+      { ...PLAN_ON_DEALS, name: '   ' },
+      { ...PLAN_ON_DEALS, name: 'x'.repeat(201) },
     ]
     expect(resources(await refusalOf(fixture))).toEqual(expect.arrayContaining(['/plans/0/name', '/plans/1/name']))
   })
 
   it('refuses a statement or line loaded under the name of a plan of the fixture, in its environment: the plan states its periods itself', async () => {
     const fixture = smallFixture() as any
-    const plan = {
-      data_table: 'deals',
-      user_field: 'deal_id',
-      date_field: 'deal_id',
-      amount_field: 'amount',
-      frequency: 'monthly',
-      rate: 0.1,
-    }
-    fixture.plans = [{ ...plan, name: 'Sales 2026' }]
+    fixture.plans = [{ ...PLAN_ON_DEALS, name: 'Sales 2026' }]
     const refused = resources(await refusalOf(fixture))
     expect(refused).toEqual(expect.arrayContaining(['/statements/0/plan', '/commission_lines/0/plan']))
     // A plan of that name in the other environment states other cells.
-    fixture.plans = [{ ...plan, name: 'Sales 2026', environment: 'sandbox' }]
+    fixture.plans = [{ ...PLAN_ON_DEALS, name: 'Sales 2026', environment: 'sandbox' }]
     const store = openSqliteStore(':memory:')
     try {
       const elsewhere = await loadFixture(store, new ManualClock(), fixture).then(
