@@ -1,7 +1,6 @@
 import { Ajv2020 } from 'ajv/dist/2020.js'
 import { spawnSync } from 'node:child_process'
-import { mkdtempSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { Validator } from '@seriousme/openapi-schema-validator'
 import type { FastifyInstance } from 'fastify'
@@ -11,6 +10,7 @@ import { ManualClock } from '../src/clock.ts'
 import { loadConfig } from '../src/config.ts'
 import { openTestStore } from './helpers/test-store.ts'
 import { exchange } from './helpers/raw-http.ts'
+import { temporaryDirectory } from './helpers/temporary-directories.ts'
 import { call, startTestServer } from './helpers/server.ts'
 
 /** TypeScript's compiler, as `npm run typecheck` runs it. */
@@ -411,7 +411,7 @@ describe('OpenAPI document for client generators and readers', () => {
 
   it('generates a typed client with openapi-typescript, and a call with it type-checks', async () => {
     const { default: openapiTS } = await import('openapi-typescript')
-    const dir = mkdtempSync(join(tmpdir(), 'commission-api-openapi-'))
+    const dir = temporaryDirectory('commission-api-openapi-')
     writeFileSync(join(dir, 'api.ts'), await openapiTS(document))
     writeFileSync(
       join(dir, 'tsconfig.json'),

@@ -1,14 +1,13 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
 import { once } from 'node:events'
-import { mkdtempSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join, resolve } from 'node:path'
+import { resolve } from 'node:path'
+import { temporaryDirectory } from './temporary-directories.ts'
 import { childEnvironment } from './test-store.ts'
 
 export const CLI = resolve(import.meta.dirname, '../../src/cli.ts')
 
 export function tempDataDir(): string {
-  return mkdtempSync(join(tmpdir(), 'commission-api-'))
+  return temporaryDirectory('commission-api-')
 }
 
 /** Runs the CLI to completion, with `input` on its standard input. */

@@ -1,5 +1,3 @@
-import { mkdtempSync } from 'node:fs'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import { describe, expect, it } from 'vitest'
@@ -8,6 +6,7 @@ import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.ts'
 import { newId } from '../../src/ids.ts'
 import type { DataImport } from '../../src/store/model.ts'
 import { aCommissionLine, aCompany, anImport, aStatement, aUser } from './builders.ts'
+import { temporaryDirectory } from '../helpers/temporary-directories.ts'
 
 /**
  * A store made by the migrations before migration 12 (which runs at once the record imports a version before stacked
@@ -39,7 +38,7 @@ const dealsCall = (companyId: string, tableId: string, now: string) => ({
 
 describe('SQLite migrations', () => {
   it('move statements stored as documents into columns, unchanged', async () => {
-    const path = join(mkdtempSync(join(tmpdir(), 'migrate-')), 'db.sqlite')
+    const path = join(temporaryDirectory('migrate-'), 'db.sqlite')
     const company = aCompany()
     const user = aUser(company.id)
     const withFigures = aStatement(company.id, {
@@ -72,7 +71,7 @@ describe('SQLite migrations', () => {
   })
 
   it('move commission lines stored as documents into columns, unchanged and still found by cell', async () => {
-    const path = join(mkdtempSync(join(tmpdir(), 'migrate-')), 'db.sqlite')
+    const path = join(temporaryDirectory('migrate-'), 'db.sqlite')
     const companyId = aCompany().id
     const tableId = newId()
     const planId = newId()
@@ -123,7 +122,7 @@ describe('SQLite migrations', () => {
   })
 
   it('count the payloads of the imports not finished at the upgrade against their queue, as stored', async () => {
-    const path = join(mkdtempSync(join(tmpdir(), 'migrate-')), 'db.sqlite')
+    const path = join(temporaryDirectory('migrate-'), 'db.sqlite')
     const companyId = aCompany().id
     const usersImport = (id: string, status: string) => ({
       id,
@@ -184,7 +183,7 @@ describe('SQLite migrations', () => {
   })
 
   it('run at once the record imports a version before stacked imports left waiting, before any call made after', async () => {
-    const path = join(mkdtempSync(join(tmpdir(), 'migrate-')), 'db.sqlite')
+    const path = join(temporaryDirectory('migrate-'), 'db.sqlite')
     const companyId = aCompany().id
     const [leads, deals] = [newId(), newId()]
     const recordImport = (tableId: string | null, createdAt: string): DataImport => ({
@@ -214,7 +213,7 @@ describe('SQLite migrations', () => {
   })
 
   it('run at once the record imports that migration 12 as eb2e744 shipped it joined by records', async () => {
-    const path = join(mkdtempSync(join(tmpdir(), 'migrate-')), 'db.sqlite')
+    const path = join(temporaryDirectory('migrate-'), 'db.sqlite')
     const companyId = aCompany().id
     const [leads, deals] = [newId(), newId()]
     // As eb2e744 left them: each keeps its table, and is joined by records.
@@ -245,7 +244,7 @@ describe('SQLite migrations', () => {
   })
 
   it("drop the lines a plan kept of the table it left, but a frozen cell's, and the sums of their pending cells", async () => {
-    const path = join(mkdtempSync(join(tmpdir(), 'migrate-')), 'db.sqlite')
+    const path = join(temporaryDirectory('migrate-'), 'db.sqlite')
     const companyId = aCompany().id
     const [left, reads, planId, userId] = [newId(), newId(), newId(), newId()]
     const sums = { achievement: 1000, payment: 50, bonus: 0 }
@@ -284,7 +283,7 @@ describe('SQLite migrations', () => {
   })
 
   it('give a store migrated by a version whose migration 13 made no table of recalculations due that table, and list what it left', async () => {
-    const path = join(mkdtempSync(join(tmpdir(), 'migrate-')), 'db.sqlite')
+    const path = join(temporaryDirectory('migrate-'), 'db.sqlite')
     const [company, calculated] = [aCompany(), aCompany()]
     const ofPlan = { plan_id: newId(), user_id: newId(), period: '2026-05', status: 'pending' as const }
     const before = openSqliteStore(path)
