@@ -106,6 +106,24 @@ describe('sync: export every live structure, then only what changed', () => {
     for (const url of reads) expect(url).toContain('last_modified_after=')
   })
 
+  it('a first run with --since writes only the rows changed since then, and says so', async () => {
+    const since = server.clock.now().toISOString()
+    server.clock.advance(1_000)
+    const statements = byType('statement_reporting')
+    const edited = (await served())[statements.id][2]['standard.id']
+    expect(
+      (await server.call(`/admin/companies/${companyId}/statements/${edited}`, { method: 'PATCH', headers: admin, body: { payment: 778 } }))
+        .status,
+    ).toBe(200)
+
+    const out = tempDataDir()
+    const outcomes = await syncStructures(client, { outDir: out, since })
+    for (const outcome of outcomes) expect(outcome).toMatchObject({ kind: 'incremental', since })
+    const statementRun = outcomes.find((outcome) => outcome.id === statements.id)!
+    expect(statementRun).toMatchObject({ fetched: 1, rows: 1 })
+    expect(readNdjson(join(out, statementRun.file)).map((row) => row['standard.id'])).toEqual([edited])
+  })
+
   it('writes CSV with one column per field and per property of an object field, merged by standard.id', async () => {
     const out = tempDataDir()
     const statements = byType('statement_reporting')

@@ -43,7 +43,7 @@ export interface StructureOutcome {
   name: string
   type: string
   file: string
-  /** `full`: every row was read; `incremental`: the rows changed since `since`, merged into the file. */
+  /** `full`: every row was read; `incremental`: the rows changed since `since` (merged into the file, where there was one). */
   kind: 'full' | 'incremental'
   since: string | null
   /** The run picked up an interrupted one. */
@@ -147,7 +147,7 @@ class StructureSync {
       name: this.#structure.name,
       type: this.#structure.type,
       file: this.#entry.file,
-      kind: run.mode === 'merge' ? 'incremental' : 'full',
+      kind: run.since === null ? 'full' : 'incremental',
       since: run.since,
       resumed,
       fetched: run.rows,
