@@ -50,6 +50,21 @@ describe('serve --role worker with WORKER_HEALTH_PORT', () => {
     }
   })
 
+  it("tells the controlled clock's time in its Date header, as it moves", async () => {
+    const env = { DATA_DIR: tempDataDir(), CLOCK: 'controlled' }
+    const worker = startServerProcess({ ...env, WORKER_HEALTH_PORT: '0' }, ['serve', '--role', 'worker'])
+    try {
+      const [, health] = await worker.waitFor(/worker health and metrics on (http:\/\/\S+)/)
+      const aheadBy = async () => Date.parse(String((await call(`${health}/health/live`)).headers.date)) - Date.now()
+      expect(Math.abs(await aheadBy())).toBeLessThan(60_000)
+      const tenDays = 10 * 86_400_000
+      expect(runCli(['clock', 'advance', String(tenDays)], env).code).toBe(0)
+      expect(await aheadBy()).toBeGreaterThan(tenDays - 60_000)
+    } finally {
+      expect(await worker.stop()).toBe(0)
+    }
+  })
+
   it('answers a probe that reaches it while it stops in its own 503 body, and stops without a warning', async () => {
     const worker = startServerProcess({ DATA_DIR: tempDataDir(), WORKER_HEALTH_PORT: '0' }, ['serve', '--role', 'worker'])
     const [, health] = await worker.waitFor(/worker health and metrics on (http:\/\/\S+)/)

@@ -5,6 +5,7 @@ import type { ImportWorker } from '../imports/worker.ts'
 import { loggerOptions } from '../logger.ts'
 import type { Store } from '../store/port.ts'
 import { registerErrorHandling } from './errors.ts'
+import { followClockOfStore } from './clock-sync.ts'
 import { stopWithTheApp } from './draining.ts'
 import { registerHealth } from './health.ts'
 import { registerMetrics } from './metrics.ts'
@@ -36,6 +37,7 @@ export function buildWorkerHealth({ config, store, clock, worker }: WorkerHealth
   app.decorate('config', config)
   app.decorate('store', store)
   app.decorate('clock', clock)
+  followClockOfStore(app)
   registerErrorHandling(app)
   registerMetrics(app)
   stopWithTheApp(app)
