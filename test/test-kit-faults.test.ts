@@ -62,6 +62,19 @@ describe('faults', () => {
     expect((await server.admin(faults())).body.data[0]).toMatchObject({ fired: 1, skip: 2 })
   })
 
+  it('matches only requests whose query has the parameters it names, as the route reads them', async () => {
+    server = await startKitServer()
+    const fault = await setFault({ method: 'GET', path: '/v1/users', query: { offset: '2', email: 'a+b@x.example' }, status: 503 })
+    expect(fault.body).toMatchObject({ query: { offset: '2', email: 'a+b@x.example' } })
+    const statusOf = async (query: string) => (await server.api(`/v1/users?${query}`)).status
+    expect(await statusOf('limit=1&offset=2&email=a%2Bb%40x.example')).toBe(503)
+    expect(await statusOf('offset=1&offset=2&email=a%2Bb@x.example')).toBe(503)
+    expect(await statusOf('offset=2')).toBe(200)
+    expect(await statusOf('offset=3&email=a%2Bb%40x.example')).toBe(200)
+    expect(await statusOf('offset=2&email=a+b@x.example')).toBe(200)
+    expect((await setFault({ method: 'GET', path: '/v1/users', status: 503 })).body).toMatchObject({ query: null })
+  })
+
   it('answers each status with the body the specification gives it; 429 with Retry-After and the rate-limit headers', async () => {
     server = await startKitServer()
     const bodies: Record<number, unknown> = {

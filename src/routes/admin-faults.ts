@@ -23,7 +23,7 @@ export const adminFaultRoutes: FastifyPluginAsyncTypebox<{ kit: TestKit }> = asy
         summary: "Set a fault on the company's requests",
         operationId: 'adminCreateFault',
         description:
-          'Matching requests (method, and a path whose `*` stands for one segment) answer `status` with its documented body (429 with Retry-After and the RateLimit-* headers; 503 with Retry-After when `retry_after` is given), wait `delay_ms` (or a time drawn up to `delay_max_ms`) first (a request whose client gives up meanwhile is not served), have their connection closed (`drop`), or are served and have their connection closed instead of their answer (`drop_answer`): on every one (after the first `skip` let through), on the next `times`, or on a `probability` share drawn from `seed`. The first fault set that fires is the one applied.',
+          'Matching requests (method, a path whose `*` stands for one segment, and the `query` parameters named, if any) answer `status` with its documented body (429 with Retry-After and the RateLimit-* headers; 503 with Retry-After when `retry_after` is given), wait `delay_ms` (or a time drawn up to `delay_max_ms`) first (a request whose client gives up meanwhile is not served), have their connection closed (`drop`), or are served and have their connection closed instead of their answer (`drop_answer`): on every one (after the first `skip` let through), on the next `times`, or on a `probability` share drawn from `seed`. The first fault set that fires is the one applied.',
         params: CompanyParamsSchema,
         body: FaultDefinitionSchema,
         response: { 201: FaultSchema, ...AdminErrorResponses },

@@ -12,7 +12,7 @@ import {
   UnauthorizedError,
   ValidationError,
 } from '../errors.ts'
-import { type Fault, FaultBoard } from '../test-kit/faults.ts'
+import { type Fault, FaultBoard, type RequestQuery } from '../test-kit/faults.ts'
 import { originFormPath } from './route-table.ts'
 import { MAX_RECORDED_QUERY_VALUES, RequestJournal } from '../test-kit/journal.ts'
 
@@ -102,7 +102,7 @@ export function applyTestKit(api: FastifyInstance): void {
   // After the body is read (an answer before it would leave the rest of the body in the connection), before the
   // request's own checks.
   api.addHook('preValidation', async (request, reply) => {
-    const fired = kit.faults.fire(request.principal.company.id, request.method, originFormPath(request.url))
+    const fired = kit.faults.fire(request.principal.company.id, request.method, originFormPath(request.url), request.query as RequestQuery)
     if (!fired) return
     const { fault, delayMs } = fired
     firedFaults.set(request, fault)

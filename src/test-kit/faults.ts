@@ -1,13 +1,13 @@
 import { type Static, Type } from 'typebox'
 import { storedId } from '../domain/ids.ts'
-import { OrNull } from '../domain/schemas.ts'
+import { AnyKey, OrNull } from '../domain/schemas.ts'
 import { ValidationError } from '../errors.ts'
 import { newId } from '../ids.ts'
 import { mulberry32 } from '../seeded-random.ts'
 
 /**
  * Fault scenarios, as WireMock's faults or a toxic proxy give them: per company, a fault names the requests it
- * matches (a method and a path whose `*` stands for one segment) and what it does to them: answer a status with
+ * matches (a method, a path whose `*` stands for one segment, and query parameters) and what it does to them: answer a status with
  * the specification's body, wait first, close the connection, or serve the request and close the connection
  * instead of answering; on every matching request, on the next N, or on
  * a seeded share of them. Kept in the memory of the process that serves the requests. Free of HTTP: the hook in
@@ -21,6 +21,16 @@ export const FAULT_METHODS = ['GET', 'PUT', 'POST', 'DELETE', 'PATCH', '*'] as c
 
 const Status = Type.Enum([...FAULT_STATUSES], { description: 'Answer this status, with the body the specification gives it' })
 
+/** The most query parameters a fault may name: a matcher, not a request's copy. */
+const MAX_QUERY_NAMES = 20
+const QueryMatch = Type.Record(AnyKey, Type.String({ maxLength: 2048 }), {
+  maxProperties: MAX_QUERY_NAMES,
+  description:
+    'Match only requests whose query has each of these parameters with this value (one of its values, when repeated), as the route reads them (percent-decoded); others may be present',
+})
+/** A request's query as the router parsed it: a repeated parameter as an array. */
+export type RequestQuery = Record<string, string | string[] | undefined>
+
 /** A fault as it is asked for (`POST /admin/companies/{id}/faults`). */
 export const FaultDefinitionSchema = Type.Object(
   {
@@ -29,6 +39,7 @@ export const FaultDefinitionSchema = Type.Object(
       description:
         'A path of the v1 or v2 interface; `*` stands for one segment: /v2/reporting/*/statements. Segments are compared percent-decoded',
     }),
+    query: Type.Optional(QueryMatch),
     status: Type.Optional(Status),
     delay_ms: Type.Optional(Type.Integer({ minimum: 0, maximum: 600_000, description: 'Wait this long first (real milliseconds)' })),
     delay_max_ms: Type.Optional(
@@ -70,6 +81,7 @@ export const FaultSchema = Type.Object({
   id: Type.String(),
   method: Type.String(),
   path: Type.String(),
+  query: Type.Union([QueryMatch, Type.Null()]),
   status: Type.Union([Status, Type.Null()]),
   delay_ms: OrNull(Type.Integer()),
   delay_max_ms: OrNull(Type.Integer()),
@@ -95,7 +107,7 @@ export interface FiredFault {
 /** A fault with its matcher and the state of its draws. */
 interface LiveFault {
   fault: Fault
-  matches: (method: string, path: string) => boolean
+  matches: (method: string, path: string, query: RequestQuery) => boolean
   draw: () => number
   /** How many matching requests it has let through for its `skip`. */
   skipped: number
@@ -112,13 +124,18 @@ const expectedSegments = (pattern: string): (string | null)[] =>
 const takes = (expected: string | null, segment: string): boolean =>
   expected === null ? segment !== '' : expected === decodedSegment(segment)
 
-/** The matcher of a method and a path pattern: `/v1/tables/%64eals/records` is the table `deals`. */
-function matcherOf(method: string, pattern: string): (method: string, path: string) => boolean {
+/** The matcher of a method, a path pattern and query parameters: `/v1/tables/%64eals/records` is the table `deals`. */
+function matcherOf(method: string, pattern: string, query: Record<string, string> | null): LiveFault['matches'] {
   const expected = expectedSegments(pattern)
-  return (requestMethod, requestPath) => {
+  const parameters = Object.entries(query ?? {})
+  return (requestMethod, requestPath, requestQuery) => {
     if (method !== '*' && method !== requestMethod) return false
     const segments = requestPath.split('/')
-    return segments.length === expected.length && expected.every((segment, index) => takes(segment, segments[index]))
+    if (segments.length !== expected.length || !expected.every((segment, index) => takes(segment, segments[index]))) return false
+    return parameters.every(([name, value]) => {
+      const sent = requestQuery[name]
+      return Array.isArray(sent) ? sent.includes(value) : sent === value
+    })
   }
 }
 
@@ -215,6 +232,7 @@ export class FaultBoard {
       id: newId(),
       method,
       path: definition.path,
+      query: definition.query ?? null,
       status: definition.status ?? null,
       delay_ms: definition.delay_ms ?? (definition.delay_max_ms === undefined ? null : 0),
       delay_max_ms: definition.delay_max_ms ?? null,
@@ -229,7 +247,7 @@ export class FaultBoard {
       created_at: now.toISOString(),
     }
     const faults = this.#byCompany.get(companyId) ?? []
-    faults.push({ fault, matches: matcherOf(method, fault.path), draw: mulberry32(seed), skipped: 0 })
+    faults.push({ fault, matches: matcherOf(method, fault.path, fault.query), draw: mulberry32(seed), skipped: 0 })
     this.#byCompany.set(companyId, faults)
     return { ...fault }
   }
@@ -261,10 +279,10 @@ export class FaultBoard {
    * it, has let its `skip` through, has firings left (`times`) and whose draw falls in its share (`probability`).
    * Counts the firing.
    */
-  fire(companyId: string, method: string, path: string): FiredFault | null {
+  fire(companyId: string, method: string, path: string, query: RequestQuery): FiredFault | null {
     for (const live of this.#byCompany.get(companyId) ?? []) {
       const { fault } = live
-      if (!live.matches(method, path)) continue
+      if (!live.matches(method, path, query)) continue
       if (fault.skip !== null && live.skipped < fault.skip) {
         live.skipped++
         continue
