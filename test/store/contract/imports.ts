@@ -201,6 +201,9 @@ export function importsContract(adapter: StoreAdapter): void {
         // Remembered at minute 40, the clock then moved back to minute 30: not the same call, stored again (in an
         // import of its own: the one made at 40 had no debounce, so no window to join).
         const c = await sent(40, 'id-c', 'C')
+        // Remembered a minute ahead of the clock, as another instance's clock may be; not ten minutes ahead.
+        expect(await store.imports.remembersRequest(companyId, 'id-c', minute(39))).toBe(true)
+        expect(await store.imports.remembersRequest(companyId, 'id-c', minute(30))).toBe(false)
         const storedAgain = await sent(30, 'id-c', 'C')
         expect(storedAgain.id).not.toBe(c.id)
         expect(storedAgain.details).toHaveLength(1)
@@ -364,6 +367,14 @@ export function importsContract(adapter: StoreAdapter): void {
         await store.imports.claimNext('ahead', minute(YEAR_IN_MINUTES), minute(YEAR_IN_MINUTES + 10), otherCompanyId)
         const again = await store.imports.claimNext('w', minute(2), minute(12), otherCompanyId)
         expect(again).toMatchObject({ id: stuck.id, lease_owner: 'w', attempts: 2 })
+      })
+
+      it('does not take a company for busy while another of its imports holds a lease further ahead than any the service makes', async () => {
+        const waiting = await enqueue(0, 30)
+        const held = await enqueue(1, 0, companyId, 'managers')
+        // A worker whose clock was a year ahead claimed the later import; the earlier one's window has closed since.
+        expect((await store.imports.claimNext('ahead', minute(2), minute(YEAR_IN_MINUTES), companyId))?.id).toBe(held.id)
+        expect((await store.imports.claimNext('w', minute(31), minute(41)))?.id).toBe(waiting.id)
       })
 
       it('claims again an import whose lease expired, keeping its first launch time and counting attempts', async () => {
