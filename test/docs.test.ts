@@ -4,6 +4,8 @@ import { describe, expect, it } from 'vitest'
 import { buildApp } from '../src/app.ts'
 import { ManualClock } from '../src/clock.ts'
 import { loadConfig } from '../src/config.ts'
+import { INDEXES } from '../src/store/mongo/indexes.ts'
+import { EXTRA_INDEXES } from '../src/store/mongo/mongo-store.ts'
 import { openTestStore } from './helpers/test-store.ts'
 
 /**
@@ -87,6 +89,28 @@ describe('the documentation', () => {
     expect(variables).toContain('CLOCK')
     const configuration = read('docs/configuration.md')
     for (const variable of variables) expect(configuration, variable).toContain(`| \`${variable}\` |`)
+  })
+
+  it("lists every index of the MongoDB adapter in its collection's row of docs/scaling.md", () => {
+    const scaling = read('docs/scaling.md')
+    const start = scaling.indexOf('| Collection | Unique rules | Indexes the queries use |')
+    const table = scaling.slice(start, scaling.indexOf('\n\n', start))
+    const rows = new Map<string, string>()
+    for (const [, names, cells] of table.matchAll(/^\| (`[^|]+`) \|(.*)\|$/gm)) {
+      for (const [, name] of names.matchAll(/`(\w+)`/g)) rows.set(name, cells)
+    }
+    for (const [collection, indexes] of new Map([...INDEXES, ...EXTRA_INDEXES])) {
+      for (const index of indexes) {
+        const fields = Object.keys(index.key)
+        const written =
+          index.expireAfterSeconds === undefined
+            ? [`(${fields.join(', ')})`, ...(fields.length === 1 ? [`\`${fields[0]}\``] : [])]
+            : [`TTL on \`${fields[0]}\``]
+        expect(rows.get(collection) ?? '', `${collection}.${index.name}`).toSatisfy((row: string) =>
+          written.some((form) => row.includes(form)),
+        )
+      }
+    }
   })
 
   it('documents every CLI command', () => {
