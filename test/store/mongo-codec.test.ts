@@ -31,7 +31,7 @@ import { mongoApiKeys } from '../../src/store/mongo/api-keys.ts'
 import { mongoClockOffset } from '../../src/store/mongo/clock-offset.ts'
 import { mongoCompanies } from '../../src/store/mongo/companies.ts'
 import { claimUpdate, mongoImports, runnable } from '../../src/store/mongo/imports.ts'
-import { INDEXES } from '../../src/store/mongo/indexes.ts'
+import { ensureIndexes, INDEXES } from '../../src/store/mongo/indexes.ts'
 import { ensureLock, lockFilter } from '../../src/store/mongo/locks.ts'
 import { atomically, type MongoContext } from '../../src/store/mongo/context.ts'
 import { saveRecordsOperations, upsertRecordsOperations } from '../../src/store/mongo/records.ts'
@@ -333,6 +333,15 @@ describe('mongo indexes', () => {
     expect(unique('quota_values')).toContainEqual(['company_id', 'quota_id', 'user_id', 'period'])
     expect(unique('data_table_records')).toContainEqual(['company_id', 'table_id', 'external_id'])
     expect(unique('api_keys')).toContainEqual(['hash'])
+  })
+
+  it('drop at start-up the collection of calls by request key an earlier release made, which no deletion of a company reaches', async () => {
+    const dropped: string[] = []
+    const collection = () => ({ createIndexes: async () => [], dropIndex: async () => true })
+    const db = { collection, createCollection: async () => ({}), dropCollection: async (name: string) => dropped.push(name) > 0 }
+    await ensureIndexes(db as unknown as Db, EXTRA_INDEXES)
+    expect(dropped).toStrictEqual(['import_requests'])
+    expect(collections.COMPANY_COLLECTIONS.map((codec) => codec.collection)).not.toContain('import_requests')
   })
 
   it('serve each v2 page and the imports’ list with (company, sequence, _id) and expire rate windows by TTL', () => {

@@ -1,3 +1,4 @@
+import { ObjectId } from 'bson'
 import { afterAll, describe, expect, it } from 'vitest'
 import { newId } from '../../src/ids.ts'
 import type { Store } from '../../src/store/port.ts'
@@ -74,6 +75,22 @@ describe.skipIf(url === null)('MongoDB adapter (needs MONGODB_URL, a replica set
       const names = (await db.collection('commission_lines').indexes()).map((index) => index.name)
       expect(names).toContain('company_plan_cell')
       expect(names).not.toContain('company_record_calculated')
+    } finally {
+      await client.close()
+      await dropDatabase(serverUrl, name)
+    }
+  })
+
+  it('drops at start-up the collection of calls by request key an earlier release made', async () => {
+    const name = `commission_api_test_${newId()}`
+    const { client, db } = await connectMongo(serverUrl, name)
+    try {
+      await db.collection('import_requests').insertOne({ company_id: new ObjectId(), request_key: 'k', received_at: minute(0) })
+      const store = await openMongoStore(serverUrl, { database: name })
+      await store.close()
+      expect(await db.listCollections({ name: 'import_requests' }).toArray()).toStrictEqual([])
+      // A start on a store without it drops nothing, and fails on nothing.
+      await (await openMongoStore(serverUrl, { database: name })).close()
     } finally {
       await client.close()
       await dropDatabase(serverUrl, name)

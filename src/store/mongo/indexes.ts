@@ -86,6 +86,8 @@ export async function ensureIndexes(db: Db, extra: ReadonlyMap<string, readonly 
     else await db.createCollection(collection).catch(ignoreExisting)
   }
   for (const [collection, name] of RETIRED_INDEXES) await db.collection(collection).dropIndex(name).catch(ignoreMissing)
+  // The driver answers false for a collection that is not there.
+  for (const collection of RETIRED_COLLECTIONS) await db.dropCollection(collection)
 }
 
 /**
@@ -95,6 +97,13 @@ export async function ensureIndexes(db: Db, extra: ReadonlyMap<string, readonly 
 const RETIRED_INDEXES: ReadonlyArray<readonly [collection: string, name: string]> = [
   [COMMISSION_LINES.collection, 'company_record_calculated'],
 ]
+
+/**
+ * Collections an earlier release created that nothing reads any more, dropped as SQLite's migrations drop their
+ * tables: they hold company data that no deletion of a company reaches, since `COMPANY_COLLECTIONS` no longer names
+ * them. `import_requests` kept the calls by request key for an hour (2026-11-27), before `import_request_ids`.
+ */
+const RETIRED_COLLECTIONS: readonly string[] = ['import_requests']
 
 /** `createCollection` answers NamespaceExists (code 48) when the collection is there already: that is fine. */
 function ignoreExisting(error: unknown): void {
