@@ -4,7 +4,12 @@ import { smallFixture } from './helpers/fixtures.ts'
 import { KIT_DEMO_KEY, type KitServer, startKitServer } from './helpers/kit-server.ts'
 import { hashApiKey } from '../src/auth/api-keys.ts'
 import { runCliAsync, tempDataDir } from './helpers/process.ts'
-import { openRunStore } from './helpers/test-store.ts'
+import { openRunStore, openTestStore } from './helpers/test-store.ts'
+import { resetCompany, resetEveryCompany } from '../src/admin/reset.ts'
+import { ManualClock } from '../src/clock.ts'
+import { NotFoundError } from '../src/errors.ts'
+import { loadFixture } from '../src/fixtures/load-fixture.ts'
+import type { Store } from '../src/store/port.ts'
 import { aCompany } from './store/builders.ts'
 
 /** Reset (`POST /admin/companies/{id}/reset`, `POST /admin/reset`, the CLI's `reset`): back to the fixture, same ids and keys. */
@@ -223,5 +228,44 @@ describe('reset in the CLI', () => {
     expect(await store.apiKeys.findByHash(hashApiKey(demo.api_key))).not.toBeNull()
     await store.close()
     rmSync(dataDir, { recursive: true, force: true })
+  })
+})
+
+/** `store`, on which another process deletes the company once a reset has read its origin, before it writes. */
+function deletingAfterOriginRead(store: Store, companyId: string): Store {
+  return {
+    ...store,
+    companyOrigins: {
+      ...store.companyOrigins,
+      async get(id) {
+        const origin = await store.companyOrigins.get(id)
+        if (id === companyId) await store.companies.delete(companyId)
+        return origin
+      },
+    },
+  }
+}
+
+describe('a reset that meets a deletion of its company', () => {
+  it('leaves the company deleted, its keys refused, and resets the other companies', async () => {
+    const { store, dispose } = await openTestStore()
+    try {
+      const clock = new ManualClock()
+      const gone = await loadFixture(store, clock, smallFixture('Gone'))
+      const kept = await loadFixture(store, clock, smallFixture('Kept'))
+
+      await expect(resetCompany(deletingAfterOriginRead(store, gone.company_id), gone.company_id)).rejects.toThrow(NotFoundError)
+      expect(await store.companies.get(gone.company_id)).toBeNull()
+      expect(await store.apiKeys.findByHash(hashApiKey(gone.api_keys[0]))).toBeNull()
+      expect(await store.companyOrigins.get(gone.company_id)).toBeNull()
+
+      const again = await loadFixture(store, clock, smallFixture('Gone'))
+      const outcomes = await resetEveryCompany(deletingAfterOriginRead(store, again.company_id))
+      expect(outcomes).toEqual([{ id: kept.company_id, name: 'Kept', reset: true }])
+      expect(await store.companies.get(again.company_id)).toBeNull()
+      expect(await store.apiKeys.findByHash(hashApiKey(again.api_keys[0]))).toBeNull()
+    } finally {
+      await dispose()
+    }
   })
 })

@@ -1,6 +1,6 @@
 import { type Static, Type } from 'typebox'
 import { ErrorItemSchema } from '../domain/schemas.ts'
-import { ValidationError } from '../errors.ts'
+import { NotFoundError, ValidationError } from '../errors.ts'
 import { reloadFixture } from '../fixtures/load-fixture.ts'
 import type { CompanyOrigin } from '../store/company-origins.ts'
 import type { Store } from '../store/port.ts'
@@ -40,13 +40,18 @@ export async function resetCompany(store: Store, companyId: string): Promise<Res
 /**
  * Puts every company back to its fixture, one after the other; a company without one is left as it is, and so is
  * one whose fixture the rules of this version refuse (loaded by an earlier one), with the problems, so that one
- * such company does not keep the others from being reset.
+ * such company does not keep the others from being reset. A company deleted while they are reset is left out.
  */
 export async function resetEveryCompany(store: Store): Promise<ResetOutcome[]> {
   const outcomes: ResetOutcome[] = []
   for (const company of await store.companies.list()) {
     const origin = await store.companyOrigins.get(company.id)
-    outcomes.push({ id: company.id, name: company.name, ...(origin ? await reloadedOrRefused(store, origin) : { reset: false }) })
+    try {
+      outcomes.push({ id: company.id, name: company.name, ...(origin ? await reloadedOrRefused(store, origin) : { reset: false }) })
+    } catch (error) {
+      // Deleted since the list was read: it is gone, as its deletion said, and the others are reset all the same.
+      if (!(error instanceof NotFoundError)) throw error
+    }
   }
   return outcomes
 }
