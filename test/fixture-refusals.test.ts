@@ -8,10 +8,12 @@ import { ManualClock } from '../src/clock.ts'
 import { ValidationError } from '../src/errors.ts'
 import { loadFixture } from '../src/fixtures/load-fixture.ts'
 import { FixtureSchema } from '../src/fixtures/schema.ts'
+import type { Store } from '../src/store/port.ts'
 import { openSqliteStore } from '../src/store/sqlite/sqlite-store.ts'
 import { smallFixture } from './helpers/fixtures.ts'
 import { runCli, tempDataDir } from './helpers/process.ts'
 import { startTestServer, type TestServer } from './helpers/server.ts'
+import { openTestStore } from './helpers/test-store.ts'
 
 /** The refusal a fixture gets from a fresh store: the thrown error, which must be a ValidationError. */
 async function refusalOf(fixture: unknown): Promise<ValidationError> {
@@ -348,6 +350,35 @@ describe('an API-key secret another company uses', () => {
       errors: [{ error: 'ConflictError', resource: '/api_keys/0/secret', description: expect.any(String) }],
     })
     expect((await server.call('/v2/data-structures', { key: 'cak_a-secret-two-companies-want' })).status).toBe(200)
+  })
+
+  it('is the same refusal for a load whose secret another load took while it was checked (a retry of one still running), not a conflict of the store', async () => {
+    const { store, dispose } = await openTestStore()
+    try {
+      const clock = new ManualClock()
+      let first: Promise<unknown> | null = null
+      // Another request's load of the same secret commits once this one has found the secret free, before it writes.
+      const racing: Store = {
+        ...store,
+        apiKeys: {
+          ...store.apiKeys,
+          async findByHash(hash) {
+            const found = await store.apiKeys.findByHash(hash)
+            first ??= loadFixture(store, clock, fixtureWithSecret('First'))
+            await first
+            return found
+          },
+        },
+      }
+      const error = await loadFixture(racing, clock, fixtureWithSecret('Second')).catch((thrown: unknown) => thrown)
+      expect(error).toBeInstanceOf(ValidationError)
+      expect((error as ValidationError).issues).toEqual([
+        { error: 'ConflictError', resource: '/api_keys/0/secret', description: expect.any(String) },
+      ])
+      expect((await store.companies.list()).map((company) => company.name)).toEqual(['First'])
+    } finally {
+      await dispose()
+    }
   })
 
   it('is a clean refusal from the CLI, with every problem listed and no stack', () => {
