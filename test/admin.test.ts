@@ -1,6 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { smallFixture } from './helpers/fixtures.ts'
+import { plannedFixture, smallFixture } from './helpers/fixtures.ts'
 import { startTestServer, type TestServer } from './helpers/server.ts'
+import { openTestStore } from './helpers/test-store.ts'
+import { createCompanyKey } from '../src/admin/company-admin.ts'
+import { savePlan, setExchangeRates } from '../src/admin/plans.ts'
+import { ManualClock } from '../src/clock.ts'
+import { loadFixture } from '../src/fixtures/load-fixture.ts'
+import type { FixturePlan } from '../src/fixtures/schema.ts'
+import type { Store } from '../src/store/port.ts'
 
 const TOKEN = 'admin-token-for-the-tests'
 const admin = { authorization: `Bearer ${TOKEN}` }
@@ -216,5 +223,45 @@ describe('admin routes', () => {
     })
     expect(extra.status).toBe(400)
     expect(extra.body.errors[0]).toMatchObject({ error: 'ValidationError', resource: 'owner' })
+  })
+})
+
+/** `store`, on which another process deletes the company as soon as an admin write has found it, before it writes. */
+function deletingOnceFound(store: Store, companyId: string): Store {
+  return {
+    ...store,
+    companies: {
+      ...store.companies,
+      async get(id) {
+        const company = await store.companies.get(id)
+        if (id === companyId) await store.companies.delete(companyId)
+        return company
+      },
+    },
+  }
+}
+
+describe('admin writes that meet a deletion of their company', () => {
+  const companyGone = { name: 'NotFoundError', resource: 'company' }
+
+  it('answer 404 and leave nothing behind: no key stored, no rates said to be, no plan refused for a table now gone', async () => {
+    const { store, dispose } = await openTestStore()
+    try {
+      const clock = new ManualClock()
+      const company = async () => (await loadFixture(store, clock, smallFixture('Doomed'))).company_id
+      const doomed = await company()
+      await expect(createCompanyKey(deletingOnceFound(store, doomed), clock, doomed)).rejects.toMatchObject(companyGone)
+      expect(await store.apiKeys.list(doomed)).toEqual([])
+
+      const rated = await company()
+      await expect(setExchangeRates(deletingOnceFound(store, rated), clock, rated, { USD: 0.9 })).rejects.toMatchObject(companyGone)
+
+      const planned = (await loadFixture(store, clock, plannedFixture('Planned', ['2026-01-15']))).company_id
+      const plan: FixturePlan = { ...plannedFixture('Planned', []).plans![0], name: 'Late plan' }
+      await expect(savePlan(deletingOnceFound(store, planned), clock, planned, plan)).rejects.toMatchObject(companyGone)
+      expect(await store.plans.list(planned)).toEqual([])
+    } finally {
+      await dispose()
+    }
   })
 })

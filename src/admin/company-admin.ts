@@ -81,23 +81,33 @@ export async function companyInventory(store: Store, companyId: string) {
 
 /**
  * Creates an API key for a user of the company, named by email, or for its first active user. Returns the
- * secret, which is shown once.
+ * secret, which is shown once. The owner is found and the key stored in one transaction, which finds the company
+ * there still: a key stored after a deletion committed (another instance's, the CLI's) would be left behind, its
+ * company gone, and answered 201 though it never authenticates.
  */
 export async function createCompanyKey(store: Store, clock: Clock, companyIdAsGiven: string, email?: string): Promise<string> {
   const companyId = (await existingCompany(store, companyIdAsGiven)).id
-  let userId: string | undefined
-  if (email !== undefined) {
-    if (!isEmail(email)) throw new ValidationError({ resource: 'user', description: 'expected the email of a user of the company' })
-    const user = (await store.users.findByEmails(companyId, [email])).get(email.toLowerCase())
-    if (!user) throw new NotFoundError('user', `No user with email ${email} in this company`)
-    if (user.status === 'archived') throw new ValidationError({ resource: 'user', description: 'an archived user cannot own an API key' })
-    userId = user.id
-  } else {
-    const total = await store.users.count(companyId)
-    userId = (await store.users.list(companyId, { offset: 0, limit: total })).find((user) => user.status === 'active')?.id
-    if (!userId) throw new ValidationError({ resource: 'user', description: 'the company has no active user to own a key' })
-  }
-  return createApiKey(store, clock, companyId, userId)
+  if (email !== undefined && !isEmail(email))
+    throw new ValidationError({ resource: 'user', description: 'expected the email of a user of the company' })
+  return store.transaction(
+    async (tx) => {
+      await existingCompany(tx, companyId)
+      let userId: string | undefined
+      if (email !== undefined) {
+        const user = (await tx.users.findByEmails(companyId, [email])).get(email.toLowerCase())
+        if (!user) throw new NotFoundError('user', `No user with email ${email} in this company`)
+        if (user.status === 'archived')
+          throw new ValidationError({ resource: 'user', description: 'an archived user cannot own an API key' })
+        userId = user.id
+      } else {
+        const total = await tx.users.count(companyId)
+        userId = (await tx.users.list(companyId, { offset: 0, limit: total })).find((user) => user.status === 'active')?.id
+        if (!userId) throw new ValidationError({ resource: 'user', description: 'the company has no active user to own a key' })
+      }
+      return createApiKey(tx, clock, companyId, userId)
+    },
+    { company: companyId },
+  )
 }
 
 /** Deletes the company and everything it owns; answers its stored id. NotFoundError when there is none. */

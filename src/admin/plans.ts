@@ -71,6 +71,8 @@ export async function savePlan(store: Store, clock: Clock, companyId: string, in
   try {
     const change = await store.transaction(
       async (tx) => {
+        // Deleted since it was found (another instance, the CLI): a 404, not a plan refused for its table, now gone.
+        await existingCompany(tx, company.id)
         // The time once the transaction holds the store (see archiveUsers).
         const timing = await stampedBy(clock, tx)
         const { now } = timing
@@ -210,7 +212,8 @@ export async function setExchangeRates(store: Store, clock: Clock, companyId: st
   if (issues.length > 0) throw new ValidationError(issues)
   return store.transaction(
     async (tx) => {
-      await tx.companies.setExchangeRates(company.id, rates)
+      // Deleted since it was found: nothing was stored, which a 200 would say was.
+      if (!(await tx.companies.setExchangeRates(company.id, rates))) throw new NotFoundError('company')
       // The time once the transaction holds the store (see archiveUsers).
       return { exchange_rates: rates, calculation: await recalculate(tx, company.id, { everything: true }, await stampedBy(clock, tx)) }
     },
