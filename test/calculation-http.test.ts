@@ -2,6 +2,14 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { newId } from '../src/ids.ts'
 import { ImportWorker } from '../src/imports/worker.ts'
 import { type CallOptions, type Reply, startTestServer, type TestServer } from './helpers/server.ts'
+import { openTestStore } from './helpers/test-store.ts'
+import { reviseMetric } from '../src/admin/data-edits.ts'
+import { savePlan } from '../src/admin/plans.ts'
+import { ManualClock } from '../src/clock.ts'
+import { ValidationError } from '../src/errors.ts'
+import { loadFixture } from '../src/fixtures/load-fixture.ts'
+import type { FixturePlan } from '../src/fixtures/schema.ts'
+import type { Store } from '../src/store/port.ts'
 
 /**
  * Plans over HTTP, end to end: what v1 writes becomes what v2 (and the deprecated v1 reads) serve, and an
@@ -742,5 +750,43 @@ describe('plans and exchange rates through the admin routes', () => {
     expect(await metrics()).toEqual(before)
     expect((await editMetric('tier', { enum_values: ['silver', 'gold', 'platinum'] })).status).toBe(200)
     expect((await editMetric('attainment', { kind: 'float' })).status).toBe(200)
+  })
+})
+
+describe('an edit of a metric racing a plan that starts writing it', () => {
+  it('is refused when the plan, saved by another process while the edit is checked, writes values the edit would not fit', async () => {
+    const { store, dispose } = await openTestStore()
+    try {
+      const clock = new ManualClock()
+      const fixture = plannedCompany()
+      const { metrics: writes, ...plan } = fixture.plans[0]
+      const { company_id: companyId } = await loadFixture(store, clock, { ...fixture, plans: [{ ...plan, name: 'Quiet plan' }] })
+      // Another process saves a plan writing `attainment` while the edit is under way: after the edit has read the
+      // plans when it reads them outside its transaction, else just before its transaction.
+      let saved: Promise<unknown> | null = null
+      const saveOnce = () => (saved ??= savePlan(store, clock, companyId, { ...plan, metrics: writes } as FixturePlan))
+      const racing: Store = {
+        ...store,
+        plans: {
+          ...store.plans,
+          async list(id) {
+            const plans = await store.plans.list(id)
+            await saveOnce()
+            return plans
+          },
+        },
+        transaction: async (work, options) => {
+          await saveOnce()
+          return store.transaction(work, options)
+        },
+      }
+
+      const error = await reviseMetric(racing, clock, companyId, 'attainment', { kind: 'date' }).catch((thrown: unknown) => thrown)
+      expect(error).toBeInstanceOf(ValidationError)
+      expect((error as ValidationError).issues).toEqual([{ resource: 'kind', description: expect.stringContaining('Sales plan') }])
+      expect((await store.metrics.list(companyId)).find((metric) => metric.api_key === 'attainment')?.kind).toBe('percentage')
+    } finally {
+      await dispose()
+    }
   })
 })

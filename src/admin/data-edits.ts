@@ -261,28 +261,36 @@ export type MetricEdit = Static<typeof MetricEditSchema>
  */
 export async function reviseMetric(store: Store, clock: Clock, companyId: string, apiKey: string, edit: MetricEdit): Promise<CustomMetric> {
   const company = (await existingCompany(store, companyId)).id
-  const metrics = await store.metrics.list(company)
-  const metric = found(metrics.find((item) => item.api_key === apiKey) ?? null, 'custom_metric', apiKey, 'api_key')
-  const kind = edit.kind ?? metric.kind
-  const enumValues = edit.enum_values === undefined ? metric.enum_values : edit.enum_values
-  if (kind === 'enum' && (!enumValues || enumValues.length === 0)) {
-    throw new ValidationError({ resource: 'enum_values', description: 'an enum metric needs enum_values' })
-  }
-  const revised = metrics.map((item) => (item.id === metric.id ? { ...item, kind, enum_values: enumValues } : item))
-  const resource = kind === metric.kind ? 'enum_values' : 'kind'
-  const issues: Issue[] = []
-  for (const plan of await store.plans.list(company)) {
-    if (!Object.values(plan.metrics).includes(apiKey)) continue
-    checkPlanMetrics(plan, revised, '', (_path, description) =>
-      issues.push({ resource, description: `plan ${plan.name} writes it: ${description}` }),
-    )
-  }
-  if (issues.length > 0) throw new ValidationError(issues)
-  const changed = found(
-    await store.adminEdits.updateMetric(company, metric.id, { ...edit, modified_at: clock.now().toISOString() }),
-    'custom_metric',
-    apiKey,
-    'api_key',
+  // The plans are read and the metric changed in one transaction: a plan that starts writing the metric meanwhile
+  // (saved by another instance, or the CLI, checked against the metric as it was) is then either seen here or
+  // checked against the metric as changed, never left writing values the metric no longer fits.
+  const changed = await store.transaction(
+    async (tx) => {
+      const metrics = await tx.metrics.list(company)
+      const metric = found(metrics.find((item) => item.api_key === apiKey) ?? null, 'custom_metric', apiKey, 'api_key')
+      const kind = edit.kind ?? metric.kind
+      const enumValues = edit.enum_values === undefined ? metric.enum_values : edit.enum_values
+      if (kind === 'enum' && (!enumValues || enumValues.length === 0)) {
+        throw new ValidationError({ resource: 'enum_values', description: 'an enum metric needs enum_values' })
+      }
+      const revised = metrics.map((item) => (item.id === metric.id ? { ...item, kind, enum_values: enumValues } : item))
+      const resource = kind === metric.kind ? 'enum_values' : 'kind'
+      const issues: Issue[] = []
+      for (const plan of await tx.plans.list(company)) {
+        if (!Object.values(plan.metrics).includes(apiKey)) continue
+        checkPlanMetrics(plan, revised, '', (_path, description) =>
+          issues.push({ resource, description: `plan ${plan.name} writes it: ${description}` }),
+        )
+      }
+      if (issues.length > 0) throw new ValidationError(issues)
+      return found(
+        await tx.adminEdits.updateMetric(company, metric.id, { ...edit, modified_at: clock.now().toISOString() }),
+        'custom_metric',
+        apiKey,
+        'api_key',
+      )
+    },
+    { company },
   )
   await renderStatementsAhead(store, company)
   return changed
