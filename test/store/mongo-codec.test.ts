@@ -32,7 +32,7 @@ import { mongoClockOffset } from '../../src/store/mongo/clock-offset.ts'
 import { mongoCompanies } from '../../src/store/mongo/companies.ts'
 import { claimUpdate, mongoImports, runnable } from '../../src/store/mongo/imports.ts'
 import { ensureIndexes, INDEXES } from '../../src/store/mongo/indexes.ts'
-import { ensureLock, lockFilter } from '../../src/store/mongo/locks.ts'
+import { COMPANY_LOCK, ensureLock, lockFilter } from '../../src/store/mongo/locks.ts'
 import { atomically, type MongoContext } from '../../src/store/mongo/context.ts'
 import { saveRecordsOperations, upsertRecordsOperations } from '../../src/store/mongo/records.ts'
 import { PART_BYTES } from '../../src/store/mongo/json-parts.ts'
@@ -303,6 +303,9 @@ describe('mongo filters', () => {
   })
 })
 
+/** A collection that takes every index asked of it, for `ensureIndexes`. */
+const indexedCollection = () => ({ createIndexes: async () => [], dropIndex: async () => true })
+
 describe('mongo indexes', () => {
   const all = new Map([...INDEXES, ...EXTRA_INDEXES])
   const keysOf = (collection: string) => (all.get(collection) ?? []).map((index) => Object.keys(index.key))
@@ -337,8 +340,11 @@ describe('mongo indexes', () => {
 
   it('drop at start-up the collection of calls by request key an earlier release made, which no deletion of a company reaches', async () => {
     const dropped: string[] = []
-    const collection = () => ({ createIndexes: async () => [], dropIndex: async () => true })
-    const db = { collection, createCollection: async () => ({}), dropCollection: async (name: string) => dropped.push(name) > 0 }
+    const db = {
+      collection: indexedCollection,
+      createCollection: async () => ({}),
+      dropCollection: async (name: string) => dropped.push(name) > 0,
+    }
     await ensureIndexes(db as unknown as Db, EXTRA_INDEXES)
     expect(dropped).toStrictEqual(['import_requests'])
     expect(collections.COMPANY_COLLECTIONS.map((codec) => codec.collection)).not.toContain('import_requests')
@@ -742,6 +748,8 @@ describe('mongo connection helpers', () => {
     let commit: Error | null = null
     let failing: string | null = collections.USERS.collection
     const removed: string[] = []
+    // The company's lock, as each attempt wrote it: in the deletion's transaction (a session) or outside it.
+    const lockWrites: { filter: Document; inTransaction: boolean }[] = []
     const session = {
       withTransaction: async (work: (session: unknown) => Promise<unknown>) => {
         const result = await work(session)
@@ -757,6 +765,10 @@ describe('mongo connection helpers', () => {
         db: {
           collection: (name: string) => ({
             deleteOne: async () => ({ deletedCount: companies-- > 0 ? 1 : 0 }),
+            updateOne: async (filter: Document, _update: Document, options: { session?: unknown }) => {
+              if (name === collections.IMPORT_LOCKS.collection) lockWrites.push({ filter, inTransaction: options.session !== undefined })
+              return { matchedCount: 1 }
+            },
             deleteMany: async () => {
               if (name === failing) throw lost
               removed.push(name)
@@ -772,6 +784,12 @@ describe('mongo connection helpers', () => {
     const cut = mongoCompanies(context).delete(company)
     await expect(cut).rejects.toBeInstanceOf(StoreBusyError)
     await expect(cut).rejects.toHaveProperty('cause', lost)
+    // Its lock made, then written in the transaction that deleted it: a transaction of the company that began
+    // before conflicts with the deletion, rather than commit its documents after the collections were swept.
+    expect(lockWrites).toEqual([
+      { filter: lockFilter(company, COMPANY_LOCK), inTransaction: false },
+      { filter: lockFilter(company, COMPANY_LOCK), inTransaction: true },
+    ])
     // The company's own transaction whose commit stayed unknown: it may be gone too.
     const lostCommit = new MongoNetworkError('connection 13 to db-1:27017 closed')
     lostCommit.addErrorLabel('UnknownTransactionCommitResult')

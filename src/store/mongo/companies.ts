@@ -6,6 +6,7 @@ import { lookupId } from './codec.ts'
 import { API_KEYS, COMPANIES, COMPANY_COLLECTIONS } from './collections.ts'
 import { inTransaction, toPortErrorOfWrite } from './connection.ts'
 import { call, collectionOf, counted, inSession, type MongoContext } from './context.ts'
+import { COMPANY_LOCK, ensureLock, writeLock } from './locks.ts'
 import { findAll, findOne, insertOne } from './operations.ts'
 
 export function mongoCompanies(context: MongoContext): CompanyRepository {
@@ -62,7 +63,14 @@ function deleteCompany(context: MongoContext, id: string): Promise<boolean> {
   }
   return call(context, async () => {
     try {
-      const existed = await inTransaction(context.connection.client, deleteCompanyItself)
+      // The company's lock is written as every transaction naming the company writes it: one that began before this
+      // deletion then conflicts with it, rather than commit after it, its documents written once the collections
+      // below were swept (left for good, of a company gone).
+      await ensureLock(context, id, COMPANY_LOCK)
+      const existed = await inTransaction(context.connection.client, async (session) => {
+        await writeLock(context, session, id, COMPANY_LOCK)
+        return deleteCompanyItself(session)
+      })
       await deleteDocumentsOf(context, undefined, companyId)
       return existed
     } catch (error) {
