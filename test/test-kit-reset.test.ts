@@ -231,15 +231,19 @@ describe('reset in the CLI', () => {
   })
 })
 
-/** `store`, on which another process deletes the company once a reset has read its origin, before it writes. */
-function deletingAfterOriginRead(store: Store, companyId: string): Store {
+/**
+ * `store`, on which another process deletes the company once a reset has read its origin, before it writes (or,
+ * `beforeOrigin`, once the reset of every company has listed it, before its origin is read).
+ */
+function deletingAfterOriginRead(store: Store, companyId: string, { beforeOrigin = false } = {}): Store {
   return {
     ...store,
     companyOrigins: {
       ...store.companyOrigins,
       async get(id) {
+        if (id === companyId && beforeOrigin) await store.companies.delete(companyId)
         const origin = await store.companyOrigins.get(id)
-        if (id === companyId) await store.companies.delete(companyId)
+        if (id === companyId && !beforeOrigin) await store.companies.delete(companyId)
         return origin
       },
     },
@@ -264,6 +268,11 @@ describe('a reset that meets a deletion of its company', () => {
       expect(outcomes).toEqual([{ id: kept.company_id, name: 'Kept', reset: true }])
       expect(await store.companies.get(again.company_id)).toBeNull()
       expect(await store.apiKeys.findByHash(hashApiKey(again.api_keys[0]))).toBeNull()
+
+      // Deleted before its fixture was read: gone, not a company left as it was for want of a fixture.
+      const third = await loadFixture(store, clock, smallFixture('Gone'))
+      const listed = await resetEveryCompany(deletingAfterOriginRead(store, third.company_id, { beforeOrigin: true }))
+      expect(listed).toEqual([{ id: kept.company_id, name: 'Kept', reset: true }])
     } finally {
       await dispose()
     }
