@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { smallFixture } from './helpers/fixtures.ts'
 import { type TestServer, startTestServer } from './helpers/server.ts'
+import { ValidationError } from '../src/errors.ts'
 
 describe('GET /v1/users', () => {
   let server: TestServer
@@ -90,13 +91,21 @@ describe('GET /v1/users', () => {
     expect(rep).not.toHaveProperty('stray')
   })
 
-  it('keeps a standard field when a custom attribute has the same API key', async () => {
+  it("refuses a custom attribute under one of a user's own fields, which one read would show and another hide", async () => {
     const fixture = smallFixture('Clash')
-    fixture.user_attributes!.push({ api_key: 'email', name: 'E-mail (custom)', type: 'string' })
-    fixture.users[0].attributes = { ...fixture.users[0].attributes, email: 'custom@elsewhere.example' }
-    const { apiKey } = await server.load(fixture)
-    const reply = await server.call('/v1/users?limit=1', { key: apiKey })
-    expect(reply.body.data[0].email).toBe('owner@clash.example')
+    fixture.user_attributes!.push(
+      { api_key: 'email', name: 'E-mail (custom)', type: 'string' },
+      { api_key: 'country', name: 'Country (custom)', type: 'string' },
+      { api_key: 'status', name: 'Status (custom)', type: 'string' },
+      { api_key: 'calculation', name: 'Calculation', type: 'amount' },
+      { api_key: 'region_code', name: 'Region code', type: 'string' },
+    )
+    const refused: unknown = await server.load(fixture).catch((error: unknown) => error)
+    expect(refused).toBeInstanceOf(ValidationError)
+    const { issues } = refused as ValidationError
+    const first = fixture.user_attributes!.length - 5
+    expect(issues.map((issue) => issue.resource)).toEqual([0, 1, 2, 3].map((index) => `/user_attributes/${first + index}/api_key`))
+    expect(issues[3].description).toMatch(/^calculation_currency is a user's own field/)
   })
 
   it("never lists another company's users", async () => {

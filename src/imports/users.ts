@@ -17,7 +17,7 @@ const number: Check = (value) =>
   typeof value === 'number' && Number.isFinite(value) ? null : `expected a number, got ${JSON.stringify(value)}`
 
 /** The standard fields of a user payload besides `email`, and the format of each. */
-const STANDARD_FIELDS: Record<string, Check> = {
+const STANDARD_FIELDS: Readonly<Record<string, Check>> = {
   name: text,
   role: text,
   currency,
@@ -27,6 +27,9 @@ const STANDARD_FIELDS: Record<string, Check> = {
   arrival_date: date,
   junior: boolean,
 }
+
+/** Every standard field of a user payload: a custom attribute under one of these keys could never be written. */
+export const USER_PAYLOAD_FIELDS: readonly string[] = ['email', ...Object.keys(STANDARD_FIELDS)]
 
 const ATTRIBUTE_CHECKS: Record<UserAttributeType, Check> = { string: text, number, amount: number, date, boolean }
 
