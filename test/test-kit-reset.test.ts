@@ -232,18 +232,18 @@ describe('reset in the CLI', () => {
 })
 
 /**
- * `store`, on which another process deletes the company once a reset has read its origin, before it writes (or,
- * `beforeOrigin`, once the reset of every company has listed it, before its origin is read).
+ * `store`, on which another process deletes the company as a reset reads its origin: once it is read, before the reset
+ * writes, or just before it is read (the origin goes with the company then).
  */
-function deletingAfterOriginRead(store: Store, companyId: string, { beforeOrigin = false } = {}): Store {
+function deletingAtOriginRead(store: Store, companyId: string, when: 'before' | 'after' = 'after'): Store {
   return {
     ...store,
     companyOrigins: {
       ...store.companyOrigins,
       async get(id) {
-        if (id === companyId && beforeOrigin) await store.companies.delete(companyId)
+        if (id === companyId && when === 'before') await store.companies.delete(companyId)
         const origin = await store.companyOrigins.get(id)
-        if (id === companyId && !beforeOrigin) await store.companies.delete(companyId)
+        if (id === companyId && when === 'after') await store.companies.delete(companyId)
         return origin
       },
     },
@@ -258,21 +258,33 @@ describe('a reset that meets a deletion of its company', () => {
       const gone = await loadFixture(store, clock, smallFixture('Gone'))
       const kept = await loadFixture(store, clock, smallFixture('Kept'))
 
-      await expect(resetCompany(deletingAfterOriginRead(store, gone.company_id), gone.company_id)).rejects.toThrow(NotFoundError)
+      await expect(resetCompany(deletingAtOriginRead(store, gone.company_id), gone.company_id)).rejects.toThrow(NotFoundError)
       expect(await store.companies.get(gone.company_id)).toBeNull()
       expect(await store.apiKeys.findByHash(hashApiKey(gone.api_keys[0]))).toBeNull()
       expect(await store.companyOrigins.get(gone.company_id)).toBeNull()
 
       const again = await loadFixture(store, clock, smallFixture('Gone'))
-      const outcomes = await resetEveryCompany(deletingAfterOriginRead(store, again.company_id))
+      const outcomes = await resetEveryCompany(deletingAtOriginRead(store, again.company_id))
       expect(outcomes).toEqual([{ id: kept.company_id, name: 'Kept', reset: true }])
       expect(await store.companies.get(again.company_id)).toBeNull()
       expect(await store.apiKeys.findByHash(hashApiKey(again.api_keys[0]))).toBeNull()
+    } finally {
+      await dispose()
+    }
+  })
 
-      // Deleted before its fixture was read: gone, not a company left as it was for want of a fixture.
-      const third = await loadFixture(store, clock, smallFixture('Gone'))
-      const listed = await resetEveryCompany(deletingAfterOriginRead(store, third.company_id, { beforeOrigin: true }))
-      expect(listed).toEqual([{ id: kept.company_id, name: 'Kept', reset: true }])
+  it('is a 404 for a company deleted before its fixture was read, not one created before fixtures were kept', async () => {
+    const { store, dispose } = await openTestStore()
+    try {
+      const clock = new ManualClock()
+      const gone = await loadFixture(store, clock, smallFixture('Gone'))
+      const kept = await loadFixture(store, clock, smallFixture('Kept'))
+
+      await expect(resetCompany(deletingAtOriginRead(store, gone.company_id, 'before'), gone.company_id)).rejects.toThrow(NotFoundError)
+
+      const again = await loadFixture(store, clock, smallFixture('Gone'))
+      const outcomes = await resetEveryCompany(deletingAtOriginRead(store, again.company_id, 'before'))
+      expect(outcomes).toEqual([{ id: kept.company_id, name: 'Kept', reset: true }])
     } finally {
       await dispose()
     }

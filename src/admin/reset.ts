@@ -27,6 +27,8 @@ export async function resetCompany(store: Store, companyId: string): Promise<Res
   const company = await existingCompany(store, companyId)
   const origin = await store.companyOrigins.get(company.id)
   if (!origin) {
+    // Its origin goes with a company deleted since it was found: that is a 404, as a deletion met later is.
+    await existingCompany(store, company.id)
     throw new ValidationError({
       error: 'ConflictError',
       resource: 'company',
@@ -46,7 +48,7 @@ export async function resetEveryCompany(store: Store): Promise<ResetOutcome[]> {
   const outcomes: ResetOutcome[] = []
   for (const company of await store.companies.list()) {
     const origin = await store.companyOrigins.get(company.id)
-    // No fixture because it was deleted since the list was read: gone, as its deletion said, not left as it was.
+    // No origin: created before fixtures were kept, or deleted since the list was read (its origin with it).
     if (!origin && !(await store.companies.get(company.id))) continue
     try {
       outcomes.push({ id: company.id, name: company.name, ...(origin ? await reloadedOrRefused(store, origin) : { reset: false }) })
