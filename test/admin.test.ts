@@ -3,7 +3,15 @@ import { plannedFixture, smallFixture } from './helpers/fixtures.ts'
 import { startTestServer, type TestServer } from './helpers/server.ts'
 import { openTestStore } from './helpers/test-store.ts'
 import { createCompanyKey } from '../src/admin/company-admin.ts'
-import { savePlan, setExchangeRates } from '../src/admin/plans.ts'
+import {
+  changeQuotaType,
+  reviseCommissionLine,
+  reviseMetric,
+  reviseQuotaValue,
+  reviseStatement,
+  reviseStructure,
+} from '../src/admin/data-edits.ts'
+import { deletePlan, savePlan, setExchangeRates } from '../src/admin/plans.ts'
 import { ManualClock } from '../src/clock.ts'
 import { loadFixture } from '../src/fixtures/load-fixture.ts'
 import type { FixturePlan } from '../src/fixtures/schema.ts'
@@ -241,8 +249,60 @@ function deletingOnceFound(store: Store, companyId: string): Store {
   }
 }
 
+/**
+ * `store` as a MongoDB store is while another instance deletes the company: its transactions find the company's own
+ * document gone (the deletion's first, small transaction committed) and its rows still there (not swept yet).
+ */
+function sweptLater(store: Store, companyId: string): Store {
+  return {
+    ...store,
+    transaction: (work, options) =>
+      store.transaction(
+        (tx) => work({ ...tx, companies: { ...tx.companies, get: async (id) => (id === companyId ? null : tx.companies.get(id)) } }),
+        options,
+      ),
+  }
+}
+
 describe('admin writes that meet a deletion of their company', () => {
   const companyGone = { name: 'NotFoundError', resource: 'company' }
+
+  it('answer 404 for an edit whose company is deleted while its rows are not yet swept, and change no row', async () => {
+    const { store, dispose } = await openTestStore()
+    try {
+      const clock = new ManualClock()
+      const id = (await loadFixture(store, clock, smallFixture('Doomed'))).company_id
+      const planned = (await loadFixture(store, clock, plannedFixture('Planned', ['2026-01-15']))).company_id
+      const [statement] = await store.statements.page(id, 'live', { limit: 1 })
+      const [quota] = await store.quotas.list(id)
+      const [value] = await store.quotaValues.page(id, quota.id, { limit: 1 })
+      const [table] = await store.dataTables.list(id)
+      const [line] = await store.commissionLines.page(id, table.id, { limit: 1 })
+      const [structure] = await store.structures.list(id)
+      const [plan] = await store.plans.list(planned)
+      const [doomed, plannedDoomed] = [sweptLater(store, id), sweptLater(store, planned)]
+
+      const edits = [
+        () => reviseStatement(doomed, clock, id, statement.id, { payment: 1 }),
+        () => reviseCommissionLine(doomed, clock, id, line.id, { commission: 1 }),
+        () => reviseQuotaValue(doomed, clock, id, value.id, { value: 1 }),
+        () => changeQuotaType(doomed, clock, id, quota.id, 'float'),
+        () => reviseMetric(doomed, clock, id, 'attainment', { name: 'Renamed' }),
+        () => reviseStructure(doomed, clock, id, structure.id, { name: 'Renamed' }),
+        () => deletePlan(plannedDoomed, planned, plan.id),
+      ]
+      for (const edit of edits) await expect(edit()).rejects.toMatchObject(companyGone)
+      expect(await store.statements.page(id, 'live', { limit: 1 })).toEqual([statement])
+      expect(await store.commissionLines.page(id, table.id, { limit: 1 })).toEqual([line])
+      expect(await store.quotaValues.page(id, quota.id, { limit: 1 })).toEqual([value])
+      expect(await store.quotas.list(id)).toContainEqual(quota)
+      expect((await store.metrics.list(id)).map((metric) => metric.name)).not.toContain('Renamed')
+      expect(await store.structures.get(id, structure.id)).toEqual(structure)
+      expect(await store.plans.list(planned)).toEqual([plan])
+    } finally {
+      await dispose()
+    }
+  })
 
   it('answer 404 and leave nothing behind: no key stored, no rates said to be, no plan refused for a table now gone', async () => {
     const { store, dispose } = await openTestStore()

@@ -24,7 +24,9 @@ import { existingCompany } from './company-admin.ts'
 /**
  * Edits of a company's stored data, shared by the CLI and the /admin routes: what a company changes in the
  * product, so that schema changes and incremental syncs can be shown and tested. Nothing here knows about HTTP.
- * A row edit sets the row's modification time: the given `modified_at`, or now.
+ * A row edit sets the row's modification time: the given `modified_at`, or now. Each edit finds its company again in
+ * its transaction: a MongoDB store deletes a company's own document first and sweeps its rows after, and an edit run
+ * between the two would find its row, answer 200 and recalculate for a company gone (a 404, as on SQLite).
  */
 
 /** A change's modification time: the given instant (read as UTC without an offset), else `now`. */
@@ -54,6 +56,7 @@ export async function changeQuotaType(store: Store, clock: Clock, companyId: str
   const id = rowId(quotaId, 'quota')
   return store.transaction(
     async (tx) => {
+      await existingCompany(tx, company)
       // The time once the transaction holds the store (see archiveUsers).
       const timing = await stampedBy(clock, tx)
       found(await tx.quotas.setType(company, id, type, timing.now), 'quota', quotaId)
@@ -92,6 +95,7 @@ export async function reviseStatement(store: Store, clock: Clock, companyId: str
   const company = (await existingCompany(store, companyId)).id
   return store.transaction(
     async (tx) => {
+      await existingCompany(tx, company)
       // The time once the transaction holds the store (see stampedBy).
       const timing = await stampedBy(clock, tx)
       const revised = await reviseRow(
@@ -130,6 +134,7 @@ export async function reviseCommissionLine(
   const company = (await existingCompany(store, companyId)).id
   return store.transaction(
     async (tx) => {
+      await existingCompany(tx, company)
       const { now } = await stampedBy(clock, tx)
       const revised = await reviseRow(
         now,
@@ -169,6 +174,7 @@ export async function reviseQuotaValue(
   const company = (await existingCompany(store, companyId)).id
   return store.transaction(
     async (tx) => {
+      await existingCompany(tx, company)
       const timing = await stampedBy(clock, tx)
       const value = await reviseRow(
         timing.now,
@@ -237,7 +243,13 @@ export async function reviseStructure(
     ...(edit.metrics === undefined ? {} : { metric_keys: edit.metrics }),
     ...(edit.fields === undefined ? {} : { field_keys: edit.fields }),
   }
-  const changed = found(await store.adminEdits.updateStructure(company, structure.id, changes), 'reporting_structure', id)
+  const changed = await store.transaction(
+    async (tx) => {
+      await existingCompany(tx, company)
+      return found(await tx.adminEdits.updateStructure(company, structure.id, changes), 'reporting_structure', id)
+    },
+    { company },
+  )
   await renderStatementsAhead(store, company)
   return changed
 }
@@ -266,6 +278,7 @@ export async function reviseMetric(store: Store, clock: Clock, companyId: string
   // checked against the metric as changed, never left writing values the metric no longer fits.
   const changed = await store.transaction(
     async (tx) => {
+      await existingCompany(tx, company)
       const metrics = await tx.metrics.list(company)
       const metric = found(metrics.find((item) => item.api_key === apiKey) ?? null, 'custom_metric', apiKey, 'api_key')
       const kind = edit.kind ?? metric.kind

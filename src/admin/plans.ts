@@ -170,6 +170,8 @@ export async function deletePlan(store: Store, companyId: string, planId: string
   const company = await existingCompany(store, companyId)
   await store.transaction(
     async (tx) => {
+      // Deleted since it was found, its rows not yet swept on MongoDB (see reviseStatement): a 404, not a 204.
+      await existingCompany(tx, company.id)
       const id = storedId(planId)
       if (!id || !(await tx.plans.get(company.id, id))) throw planNotFound(planId)
       const statements = await deleteUnfrozenLines(tx, company.id, id)
