@@ -296,6 +296,18 @@ describe('POST /v1/tables/{data_table_key}/records/bulk', () => {
     })
   })
 
+  it('checks the fields sent beside deleted: true: a bad one refuses the record, which is not deleted', async () => {
+    const result = await imported('deals', [
+      { deal_id: 'D-1', deleted: true, amount: 'lots' },
+      { deal_id: 'D-9', deal_name: 'Kept apart' },
+    ])
+    expect(result.data_tables_details[0].error).toMatchObject({
+      title: 'PartialFailure',
+      parsing_error_details: [{ line_number: 1, details: expect.stringMatching(/^amount: /) }],
+    })
+    expect([...(await recordsOf(deals)).keys()]).toContain('D-1')
+  })
+
   it('skips a bad record, reporting its line_number, row and details, and applies the others (PartialFailure)', async () => {
     const records = [
       { activity_id: 'A-1', calls: 'many' },
