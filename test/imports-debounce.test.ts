@@ -143,6 +143,18 @@ describe('debounce', () => {
     expect(records.map((record) => record.external_id).toSorted()).toStrictEqual(['N-2', 'N-3', 'N-4'])
   })
 
+  it('with all=true empties the table for an empty call, even beside a call of its window whose every record was refused', async () => {
+    const table = await h.store.dataTables.getByKey(h.companyId, 'live', 'deals')
+    const records = () => h.store.records.list(h.companyId, table!.id, { offset: 0, limit: 100 })
+    expect(await records()).not.toEqual([])
+    const id = await postRecords('deals', [{ deal_id: 'N-1', amount: 'lots' }], '?all=true&debounce=30')
+    await postRecords('deals', [], '?all=true&debounce=30')
+    h.server.clock.advance(30_000)
+    expect(await h.drain()).toBe(1)
+    expect((await h.importOf(id)).data_tables_details.map((detail: { error: unknown }) => detail.error !== null)).toEqual([true, false])
+    expect(await records()).toEqual([])
+  })
+
   it('debounce=0 opens no window: each call is its own import', async () => {
     const first = await putUsers([{ email: 'a@acme.example' }], '?debounce=0')
     expect(await putUsers([{ email: 'b@acme.example' }], '?debounce=0')).not.toBe(first)
