@@ -34,6 +34,24 @@ describe('DELETE /v1/users/archive/bulk', () => {
     expect((await h.server.call('/v2/data-structures', { key: repKey })).status).toBe(401)
   })
 
+  it('names a users import still in its debounce window when it would create the user to archive', async () => {
+    const users = await h.call('/v1/users/bulk?debounce=300', { method: 'PUT', body: { data: [{ email: 'fresh@acme.example' }] } })
+    expect(users.status).toBe(200)
+    const early = await archive([{ user: 'Fresh@acme.example' }, { user: 'ghost@acme.example' }])
+    expect(early.status).toBe(400)
+    expect(early.body.errors).toStrictEqual([
+      {
+        error: 'NotFoundError',
+        resource: 'user',
+        description: `line 1: no user with email Fresh@acme.example (users import ${users.body.import_id}, which creates that user, is still scheduled: archive the user once it is applied)`,
+      },
+      { error: 'NotFoundError', resource: 'user', description: 'line 2: no user with email ghost@acme.example' },
+    ])
+    h.server.clock.advance(300_000)
+    await h.drain()
+    expect((await archive([{ user: 'fresh@acme.example' }])).status).toBe(200)
+  })
+
   it('starts the archive period this month without end_date: a management that ended before is no conflict', async () => {
     expect((await archive([{ user: 'owner@acme.example' }])).status).toBe(200)
     expect((await h.user('owner@acme.example'))?.status).toBe('archived')

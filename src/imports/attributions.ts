@@ -11,6 +11,7 @@ import { newId } from '../ids.ts'
 import type { Company, GroupAttribution, ImportItemIssue, ManagerAttribution, User } from '../store/model.ts'
 import type { Store } from '../store/port.ts'
 import { allApplied, isObject, type PayloadOutcome, refused } from './outcome.ts'
+import { usersOfWaitingImports } from './waiting-users.ts'
 
 /**
  * One item of `PUT /v1/users/managers/bulk` or `PUT /v1/users/groups/bulk`, read: who it is about, the
@@ -123,13 +124,7 @@ const NO_USER = 'no user with email'
  */
 async function nameWaitingUsersImport(tx: Store, companyId: string, invalid: ImportItemIssue[]): Promise<void> {
   if (!invalid.some((issue) => issue.details.includes(NO_USER))) return
-  const waiting = (await tx.imports.list(companyId, { status: 'scheduled', limit: 100 })).filter((item) => item.target === 'users')
-  const creates = new Map<string, string>()
-  for (const data of waiting) {
-    for (const payload of await tx.imports.payloads(companyId, data.id)) {
-      for (const item of payload.items) if (isObject(item) && isEmail(item.email)) creates.set(item.email.toLowerCase(), data.id)
-    }
-  }
+  const creates = await usersOfWaitingImports(tx, companyId)
   for (const issue of invalid) {
     const named = [...issue.details.toLowerCase().matchAll(NAMED_EMAIL)].map((match) => match[1])
     const importId = named.map((email) => creates.get(email)).find((id) => id !== undefined)

@@ -13,6 +13,7 @@ import { type Issue, ValidationError } from '../errors.ts'
 import { recalculate, stampedBy } from '../calculation/recalculation.ts'
 import type { User } from '../store/model.ts'
 import type { Store } from '../store/port.ts'
+import { usersOfWaitingImports } from '../imports/waiting-users.ts'
 
 /** At most this many users per `DELETE /v1/users/archive/bulk` call. */
 export const MAX_ARCHIVED_PER_CALL = 50
@@ -49,10 +50,13 @@ export async function archiveUsers(store: Store, clock: Clock, companyId: string
         companyId,
         wanted.map((item) => item.email),
       )
+      // A user not found that a users import still waiting creates: the refusal names that import, as an attribution's does.
+      const waiting = wanted.some(({ email }) => !found.has(email.toLowerCase())) ? await usersOfWaitingImports(tx, companyId) : null
       const requests: ArchiveRequest[] = []
       for (const { email, endDate, line, valid } of wanted) {
         const user = found.get(email.toLowerCase())
-        if (!user) issues.push({ error: 'NotFoundError', resource: 'user', description: `line ${line}: no user with email ${email}` })
+        if (!user)
+          issues.push({ error: 'NotFoundError', resource: 'user', description: noUser(email, line, waiting?.get(email.toLowerCase())) })
         else if (valid) requests.push({ user, email, lastActiveMonth: endDate ?? previousMonth(currentMonth) })
       }
       issues.push(...(await managerConflicts(tx, companyId, requests)))
@@ -69,6 +73,13 @@ export async function archiveUsers(store: Store, clock: Clock, companyId: string
     },
     { company: companyId },
   )
+}
+
+function noUser(email: string, line: number, waitingImportId: string | undefined): string {
+  const waiting = waitingImportId
+    ? ` (users import ${waitingImportId}, which creates that user, is still scheduled: archive the user once it is applied)`
+    : ''
+  return `line ${line}: no user with email ${email}${waiting}`
 }
 
 /**
