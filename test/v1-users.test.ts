@@ -108,6 +108,19 @@ describe('GET /v1/users', () => {
     expect(issues[3].description).toMatch(/^calculation_currency is a user's own field/)
   })
 
+  it("refuses a custom attribute under an amount attribute's <key>_currency, which an upsert would write unchecked as that currency", async () => {
+    const fixture = smallFixture('Sibling')
+    fixture.user_attributes!.push({ api_key: 'base_salary_currency', name: 'Salary currency (custom)', type: 'string' })
+    const refused: unknown = await server.load(fixture).catch((error: unknown) => error)
+    expect(refused).toBeInstanceOf(ValidationError)
+    expect((refused as ValidationError).issues).toMatchObject([
+      {
+        resource: '/user_attributes/2/api_key',
+        description: expect.stringMatching(/^base_salary_currency is the currency of amount attribute base_salary/),
+      },
+    ])
+  })
+
   it("never lists another company's users", async () => {
     const reply = await server.call('/v1/users', { key: globex.apiKey })
     expect(reply.body.count).toBe(3)
