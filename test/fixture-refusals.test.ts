@@ -210,6 +210,17 @@ describe('bad fixtures are refused cleanly', () => {
     expect(resources(await refusalOf(fixture))).toEqual(expect.arrayContaining(['/plans/0', '/plans/1/data_table', '/api_keys/0/user']))
   })
 
+  it("refuses a table field named like an amount field's <key>_currency, which a record's amount would be read with", async () => {
+    const fixture = smallFixture()
+    fixture.data_tables![0].fields.push({ api_key: 'amount_currency', name: 'Amount currency', type: 'string' })
+    expect((await refusalOf(fixture)).issues).toMatchObject([
+      {
+        resource: '/data_tables/0/fields/4/api_key',
+        description: expect.stringMatching(/^amount_currency is the currency of amount amount/),
+      },
+    ])
+  })
+
   it('refuses what the loader cannot read as a time or a month, rates the admin route refuses, a field named deleted', async () => {
     const fixture = smallFixture() as any
     fixture.users[0].modified_at = '2026-12-31T23:59:60Z' // a leap second: no instant holds it

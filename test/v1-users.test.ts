@@ -116,7 +116,7 @@ describe('GET /v1/users', () => {
     expect((refused as ValidationError).issues).toMatchObject([
       {
         resource: '/user_attributes/2/api_key',
-        description: expect.stringMatching(/^base_salary_currency is the currency of amount attribute base_salary/),
+        description: expect.stringMatching(/^base_salary_currency is the currency of amount base_salary/),
       },
     ])
   })
