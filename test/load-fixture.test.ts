@@ -144,6 +144,30 @@ describe('loading a fixture', () => {
     }
   })
 
+  it("resets a company loaded before the rules on the keys of user attributes and table fields (a user's own field, an amount's currency)", async () => {
+    const { store, dispose } = await openTestStore()
+    try {
+      const { company_id: companyId } = await loadFixture(store, new ManualClock(), smallFixture())
+      const origin = (await store.companyOrigins.get(companyId))!
+      const earlier = structuredClone(origin.fixture) as ReturnType<typeof smallFixture>
+      earlier.user_attributes!.push(
+        { api_key: 'country', name: 'Country (custom)', type: 'string' },
+        { api_key: 'base_salary_currency', name: 'Salary currency (custom)', type: 'string' },
+      )
+      earlier.data_tables![0].fields.push({ api_key: 'amount_currency', name: 'Amount currency', type: 'string' })
+      await store.companyOrigins.save({ ...origin, fixture: earlier })
+      await expect(problemsOf(earlier)).resolves.toEqual([
+        '/user_attributes/2/api_key',
+        '/user_attributes/3/api_key',
+        '/data_tables/0/fields/4/api_key',
+      ])
+      expect(await resetCompany(store, companyId)).toMatchObject({ reset: true })
+      expect((await store.userAttributes.list(companyId)).map((attribute) => attribute.api_key)).toContain('country')
+    } finally {
+      await dispose()
+    }
+  })
+
   it('resets a company loaded before the rules on arrival dates, deleted records and quota names', async () => {
     const { store, dispose } = await openTestStore()
     try {
