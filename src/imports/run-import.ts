@@ -122,8 +122,7 @@ export async function runClaimedImport(
       if (ran === COMPANY_GONE) {
         // The import's own row (and its call's request id) would stay for good, of a company gone: deleting the
         // company again sweeps what is left of it, outside any transaction, as a deletion interrupted is finished.
-        // The import is finished whatever comes of it: a sweep the store refuses now leaves the row, as before.
-        await store.companies.delete(claimed.company_id).catch(() => false)
+        await store.companies.delete(claimed.company_id)
         return { kind: 'discarded' }
       }
       details = ran.applied
