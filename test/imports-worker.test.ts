@@ -147,7 +147,7 @@ describe('the import worker', () => {
     })
   })
 
-  it('discards an import stored for a company deleted meanwhile (a call authenticated just before), leaving nothing of it, and goes on', async () => {
+  it('finishes, unapplied, an import stored for a company deleted meanwhile (a call authenticated just before), and goes on', async () => {
     const other = await h.server.load(smallFixture('Other'))
     const company = (await h.store.companies.get(other.companyId))!
     const keptId = await putUsers([{ email: 'kept@acme.example', name: 'Kept' }])
@@ -170,8 +170,7 @@ describe('the import worker', () => {
     h.worker.on('discarded', (found) => discarded.push(found.id))
     expect(await h.drain()).toBe(2)
     expect(discarded).toEqual([orphan.id])
-    // Swept with what else the deletion had left: nothing of the company stays.
-    expect(await h.store.imports.get(company.id, orphan.id)).toBeNull()
+    expect(await h.store.imports.get(company.id, orphan.id)).toMatchObject({ status: 'finished', error: true })
     expect(await h.store.imports.payloads(company.id, orphan.id)).toStrictEqual([])
     expect(await h.store.companies.get(company.id)).toBeNull()
     expect(await h.store.users.count(company.id)).toBe(0)

@@ -119,12 +119,7 @@ export async function runClaimedImport(
         },
         { company: claimed.company_id },
       )
-      if (ran === COMPANY_GONE) {
-        // The import's own row (and its call's request id) would stay for good, of a company gone: deleting the
-        // company again sweeps what is left of it, outside any transaction, as a deletion interrupted is finished.
-        await store.companies.delete(claimed.company_id)
-        return { kind: 'discarded' }
-      }
+      if (ran === COMPANY_GONE) return { kind: 'discarded' }
       details = ran.applied
       calculation = addedCalculation(calculation, ran.stepCalculation)
       if (ran.finished) return { kind: 'finished', import: ran.finished, calculation }
