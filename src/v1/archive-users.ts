@@ -37,49 +37,63 @@ interface ArchiveRequest {
  * instance cannot commit beside an archive that checked the attributions before it.
  */
 export async function archiveUsers(store: Store, clock: Clock, companyId: string, items: readonly unknown[]): Promise<void> {
-  await store.transaction(
-    async (tx) => {
-      // Read once the transaction holds the store: another writer may have held it for seconds (an incremental v2
-      // sync reads a row once it is committed, and its mark is taken from the time).
-      const timing = await stampedBy(clock, tx)
-      const { now } = timing
-      const currentMonth = now.slice(0, 7)
-      const issues: Issue[] = []
-      const wanted = readItems(items, issues)
-      const found = await tx.users.findByEmails(
-        companyId,
-        wanted.map((item) => item.email),
-      )
-      // A user not found that a users import still waiting creates: the refusal names that import, as an attribution's does.
-      const waiting = wanted.some(({ email }) => !found.has(email.toLowerCase())) ? await usersOfWaitingImports(tx, companyId) : null
-      const requests: ArchiveRequest[] = []
-      for (const { email, endDate, line, valid } of wanted) {
-        const user = found.get(email.toLowerCase())
-        if (!user)
-          issues.push({ error: 'NotFoundError', resource: 'user', description: noUser(email, line, waiting?.get(email.toLowerCase())) })
-        else if (valid) requests.push({ user, email, lastActiveMonth: endDate ?? previousMonth(currentMonth) })
-      }
-      issues.push(...(await managerConflicts(tx, companyId, requests)))
-      if (issues.length > 0) throw new ValidationError(issues)
-      // The last month of activity is kept whether or not it was given: plans pay an archived user up to it.
-      const archived = requests.map(({ user, lastActiveMonth }) => ({
-        ...user,
-        status: 'archived' as const,
-        archived_until: lastActiveMonth,
-        modified_at: now,
-      }))
-      await tx.users.save(companyId, archived)
-      await recalculate(tx, companyId, { users: new Set(archived.map((user) => user.id)) }, timing)
-    },
-    { company: companyId },
-  )
+  // The refusals of users not found, by their email: named with a users import still waiting that creates them.
+  let unknownUsers: { email: string; issue: Issue }[] = []
+  try {
+    await store.transaction(
+      async (tx) => {
+        unknownUsers = []
+        // Read once the transaction holds the store: another writer may have held it for seconds (an incremental v2
+        // sync reads a row once it is committed, and its mark is taken from the time).
+        const timing = await stampedBy(clock, tx)
+        const { now } = timing
+        const currentMonth = now.slice(0, 7)
+        const issues: Issue[] = []
+        const wanted = readItems(items, issues)
+        const found = await tx.users.findByEmails(
+          companyId,
+          wanted.map((item) => item.email),
+        )
+        const requests: ArchiveRequest[] = []
+        for (const { email, endDate, line, valid } of wanted) {
+          const user = found.get(email.toLowerCase())
+          if (!user) {
+            const issue: Issue = { error: 'NotFoundError', resource: 'user', description: `line ${line}: no user with email ${email}` }
+            issues.push(issue)
+            unknownUsers.push({ email, issue })
+          } else if (valid) requests.push({ user, email, lastActiveMonth: endDate ?? previousMonth(currentMonth) })
+        }
+        issues.push(...(await managerConflicts(tx, companyId, requests)))
+        if (issues.length > 0) throw new ValidationError(issues)
+        // The last month of activity is kept whether or not it was given: plans pay an archived user up to it.
+        const archived = requests.map(({ user, lastActiveMonth }) => ({
+          ...user,
+          status: 'archived' as const,
+          archived_until: lastActiveMonth,
+          modified_at: now,
+        }))
+        await tx.users.save(companyId, archived)
+        await recalculate(tx, companyId, { users: new Set(archived.map((user) => user.id)) }, timing)
+      },
+      { company: companyId },
+    )
+  } catch (error) {
+    if (error instanceof ValidationError && unknownUsers.length > 0) await nameWaitingUsersImports(store, companyId, unknownUsers)
+    throw error
+  }
 }
 
-function noUser(email: string, line: number, waitingImportId: string | undefined): string {
-  const waiting = waitingImportId
-    ? ` (users import ${waitingImportId}, which creates that user, is still scheduled: archive the user once it is applied)`
-    : ''
-  return `line ${line}: no user with email ${email}${waiting}`
+/**
+ * A user not found that a users import still waiting creates: the refusal names that import, as an attribution's
+ * does. Read once the archive's transaction is over, since it reads the waiting imports' payloads.
+ */
+async function nameWaitingUsersImports(store: Store, companyId: string, unknownUsers: { email: string; issue: Issue }[]): Promise<void> {
+  const waiting = await usersOfWaitingImports(store, companyId)
+  for (const { email, issue } of unknownUsers) {
+    const importId = waiting.get(email.toLowerCase())
+    if (importId)
+      issue.description += ` (users import ${importId}, which creates that user, is still scheduled: archive the user once it is applied)`
+  }
 }
 
 /**
