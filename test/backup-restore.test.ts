@@ -1,0 +1,73 @@
+import { spawnSync } from 'node:child_process'
+import { existsSync, readFileSync } from 'node:fs'
+import { join, resolve } from 'node:path'
+import { DatabaseSync } from 'node:sqlite'
+import { expect, it } from 'vitest'
+import { call } from './helpers/server.ts'
+import { runCli, startServerProcess, tempDataDir } from './helpers/process.ts'
+
+const KEY = 'cak_backup-and-restore-demo-key-0'
+
+/** The `sh` commands of docs/operations.md's "Backing up the embedded store", the backup's and the restore's. */
+function documentedCommands(): { backUp: string; restore: string } {
+  const page = readFileSync(resolve(import.meta.dirname, '../docs/operations.md'), 'utf8')
+  const section = page.slice(page.indexOf('## Backing up the embedded store'))
+  const block = /```sh\n([\s\S]*?)```/.exec(section)?.[1] ?? ''
+  const [backUp, restore] = block.split('# Restore\n')
+  return { backUp, restore: restore ?? '' }
+}
+
+function run(commands: string, env: Record<string, string>): void {
+  const result = spawnSync('sh', ['-e', '-c', commands], { env: { ...process.env, ...env }, encoding: 'utf8' })
+  expect(result.status, result.stderr).toBe(0)
+}
+
+function integrity(file: string): string {
+  const db = new DatabaseSync(file, { readOnly: true })
+  try {
+    return (db.prepare('PRAGMA integrity_check').get() as { integrity_check: string }).integrity_check
+  } finally {
+    db.close()
+  }
+}
+
+// The embedded store's own procedure: MongoDB is backed up with its tools.
+it(
+  'restores, as docs/operations.md says, the backup taken after a graceful stop, over the log a later crash left',
+  { timeout: 120_000 },
+  async () => {
+    const dataDir = tempDataDir()
+    const backup = tempDataDir()
+    const env = { MONGODB_URL: '', DATA_DIR: dataDir }
+    const { backUp, restore } = documentedCommands()
+
+    const first = startServerProcess({ ...env, DEMO_API_KEY: KEY })
+    const [, url] = await first.waitFor(/listening on (http:\/\/\S+)/)
+    // Acknowledged before the backup, and still in its debounce window: waiting to run.
+    const upsert = await call(`${url}/v1/tables/deals/records/bulk?debounce=3600`, {
+      method: 'POST',
+      key: KEY,
+      body: [{ id: 'before-the-backup', name: 'Kept', amount: 5, amount_currency: 'EUR' }],
+    })
+    expect(upsert.status).toBe(200)
+    expect(await first.stop()).toBe(0)
+    run(backUp, { DATA_DIR: dataDir, BACKUP: backup })
+
+    // Written after the backup by a server that then dies: its log stays beside the file.
+    const second = startServerProcess({ ...env, DEMO: 'off' })
+    await second.waitFor(/listening on/)
+    expect(runCli(['demo', '--users', '5', '--months', '2', '--deals', '200'], env).code).toBe(0)
+    await second.stop('SIGKILL')
+    expect(existsSync(join(dataDir, 'commission-api.sqlite-wal'))).toBe(true)
+
+    run(restore, { DATA_DIR: dataDir, BACKUP: backup })
+    expect(integrity(join(dataDir, 'commission-api.sqlite'))).toBe('ok')
+    const companies = JSON.parse(runCli(['companies', '--json'], env).stdout) as { id: string }[]
+    expect(companies).toHaveLength(1)
+    const drained = runCli(['imports', 'drain', '--company', companies[0].id, '--json'], env)
+    expect(drained.code, drained.stderr).toBe(0)
+    expect(JSON.parse(drained.stdout).data).toEqual([
+      expect.objectContaining({ id: upsert.body.import_id, status: 'finished', error: false }),
+    ])
+  },
+)
