@@ -587,14 +587,26 @@ function report(error: unknown): number {
 
 /** One line for a failure that is not the user's input: its cause when it is known, else its message. */
 function unexpected(error: unknown): string {
-  const config = loadConfig()
-  const known = startupFailure(error, config)
+  const config = configurationOrNull()
+  const known = config && startupFailure(error, config)
   if (known) return known
   // The stack is for whoever debugs the service, not for the one line an operator reads.
-  const debugging = config.logLevel === 'debug' || config.logLevel === 'trace'
+  const debugging = config?.logLevel === 'debug' || config?.logLevel === 'trace'
   if (error instanceof Error)
     return debugging && error.stack ? error.stack : `${error.name}: ${error.message} (LOG_LEVEL=debug prints the stack)`
   return String(error)
+}
+
+/**
+ * The configuration, or null where the environment holds a bad value: `sync` and `conformance` read none, and a
+ * variable of the service's set wrong beside them must not turn their one line into the stack of a ConfigError.
+ */
+function configurationOrNull(): Config | null {
+  try {
+    return loadConfig()
+  } catch {
+    return null
+  }
 }
 
 surviveClosedOutput()

@@ -1,4 +1,6 @@
 import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import { describe, expect, it } from 'vitest'
@@ -141,6 +143,21 @@ describe('the CLI', () => {
       const unknown = runCli([name, '--key', 'k', '--base-url', 'http://127.0.0.1:46999'], env)
       expect(unknown.code, name).toBe(2)
       expect(unknown.stderr).toContain(`unknown command ${name}`)
+    }
+  })
+
+  it("tells a client command's unexpected failure in one line, beside a variable of the service's set wrong, which it does not read", async () => {
+    // A service answering its page in another shape: the sync meets an error it does not know.
+    const server = createServer((_request, response) => response.writeHead(200, { 'content-type': 'application/json' }).end('{"data": 5}'))
+    await new Promise<void>((done) => server.listen(0, '127.0.0.1', done))
+    try {
+      const { port } = server.address() as AddressInfo
+      const args = ['sync', '--base-url', `http://127.0.0.1:${port}`, '--key', 'cak_aaaaaaaaaaaaaaaaaaaaaaaa', '--out', tempDataDir()]
+      const result = await runCliAsync(args, { PORT: 'not-a-port' })
+      expect(result.code).toBe(1)
+      expect(result.stderr.trim().split('\n')).toEqual([expect.stringMatching(/^commission-api: TypeError: /)])
+    } finally {
+      server.close()
     }
   })
 
