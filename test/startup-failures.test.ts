@@ -81,6 +81,15 @@ describe('start-up failures are one line naming the cause', () => {
     )
   })
 
+  it("a corrupt file of the rate limit's counters, named as such rather than as the store's file", () => {
+    const dataDir = tempDataDir()
+    expect(runCli(['demo', '--users', '5', '--months', '1', '--deals', '5'], sqlite({ DATA_DIR: dataDir })).code).toBe(0)
+    writeFileSync(join(dataDir, 'commission-api.rate-limits.sqlite'), Buffer.alloc(8192, 0x5a))
+    expect(failureLine(runCli(['serve'], sqlite({ DATA_DIR: dataDir })))).toBe(
+      `commission-api: cannot open the rate limit's counters ${join(dataDir, 'commission-api.rate-limits.sqlite')}: the file is not a SQLite database (corrupt, or another kind of file): move it away or point DATA_DIR elsewhere`,
+    )
+  })
+
   it("another application's SQLite file, left untouched", () => {
     const dataDir = tempDataDir()
     const file = join(dataDir, 'commission-api.sqlite')

@@ -11,10 +11,10 @@ const CANNOT_WRITE = new Set([8 /* READONLY */, 14 /* CANTOPEN */, 23 /* AUTH */
 const NOT_A_DATABASE = 26
 const CORRUPT = 11
 
-/** What went wrong opening the SQLite file `file`, as a StoreOpenError that names the file and the cause. */
-export function sqliteOpenError(file: string, error: unknown): StoreOpenError {
+/** What went wrong opening the SQLite file `file`, as a StoreOpenError that names the file, what it holds and the cause. */
+export function sqliteOpenError(file: string, error: unknown, holding = 'the SQLite store'): StoreOpenError {
   const cause = sqliteCause(error)
-  return new StoreOpenError(`cannot open the SQLite store ${file}: ${cause}`, { cause: error })
+  return new StoreOpenError(`cannot open ${holding} ${file}: ${cause}`, { cause: error })
 }
 
 function sqliteCause(error: unknown): string {

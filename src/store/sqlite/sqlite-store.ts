@@ -10,13 +10,19 @@ import * as repositories from './repositories.ts'
  * for another connection's write lock (10 s by default), then fails with StoreBusyError.
  */
 export function openSqliteStore(path: string, options: { writeLockTimeoutMs?: number } = {}): Store {
-  let connection: SqliteConnection | null = null
+  let connection: SqliteConnection
   try {
     connection = new SqliteConnection(path, options)
-    return sqliteStore(connection, connection.sql, new SqliteRateLimits(rateLimitFile(path)))
   } catch (error) {
-    connection?.close()
     throw sqliteOpenError(path, error)
+  }
+  // The counters' file is named apart: told that the store's file is not a database, an operator would move the data away.
+  const countersFile = rateLimitFile(path)
+  try {
+    return sqliteStore(connection, connection.sql, new SqliteRateLimits(countersFile))
+  } catch (error) {
+    connection.close()
+    throw sqliteOpenError(countersFile, error, "the rate limit's counters")
   }
 }
 
