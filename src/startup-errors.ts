@@ -29,7 +29,9 @@ export function startupFailure(error: unknown, config: Config): string | null {
         ? 'a file stands where the directory should be'
         : code === 'ENOENT'
           ? 'a directory cannot be made there'
-          : 'it is not writable'
+          : code === 'ENAMETOOLONG'
+            ? 'its path is too long for the file system'
+            : 'it is not writable'
     return `cannot use DATA_DIR=${config.dataDir}: ${reason}`
   }
   if (error.name === 'MongoServerSelectionError' || error.name === 'MongoNetworkError' || error.name === 'MongoNetworkTimeoutError') {

@@ -63,6 +63,13 @@ describe('start-up failures are one line naming the cause', () => {
     )
   })
 
+  it('a DATA_DIR whose path is too long, not told as one that is not writable', () => {
+    const dataDir = join(tempDataDir(), 'd'.repeat(300))
+    expect(failureLine(runCli(['serve'], sqlite({ DATA_DIR: dataDir })))).toBe(
+      `commission-api: cannot use DATA_DIR=${dataDir}: its path is too long for the file system`,
+    )
+  })
+
   it('a DATA_DIR that is not writable', () => {
     const parent = tempDataDir()
     chmodSync(parent, 0o555)
