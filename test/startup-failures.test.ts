@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process'
-import { chmodSync, readFileSync, writeFileSync } from 'node:fs'
+import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { join, resolve } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
@@ -78,6 +78,14 @@ describe('start-up failures are one line naming the cause', () => {
     const asNobody = process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : {}
     const result = spawnSync(process.execPath, [CLI, 'serve'], { env, encoding: 'utf8', timeout: 60_000, ...asNobody })
     expect(failureLine({ code: result.status, stderr: result.stderr })).toMatch(new RegExp(`DATA_DIR=${parent}/data: it is not writable`))
+  })
+
+  it('a directory where the SQLite file should be', () => {
+    const dataDir = tempDataDir()
+    mkdirSync(join(dataDir, 'commission-api.sqlite'))
+    expect(failureLine(runCli(['serve'], sqlite({ DATA_DIR: dataDir })))).toMatch(
+      /commission-api\.sqlite: a directory stands where the file should be$/,
+    )
   })
 
   it('a corrupt SQLite file', () => {

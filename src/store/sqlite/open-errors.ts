@@ -1,3 +1,4 @@
+import { statSync } from 'node:fs'
 import { StoreUpgradedError } from '../port.ts'
 import { StoreOpenError } from '../store-open-error.ts'
 
@@ -13,8 +14,17 @@ const CORRUPT = 11
 
 /** What went wrong opening the SQLite file `file`, as a StoreOpenError that names the file, what it holds and the cause. */
 export function sqliteOpenError(file: string, error: unknown, holding = 'the SQLite store'): StoreOpenError {
-  const cause = sqliteCause(error)
+  // SQLite says only that it cannot open the file, which the causes below would tell as a file it may not write.
+  const cause = isDirectory(file) ? 'a directory stands where the file should be' : sqliteCause(error)
   return new StoreOpenError(`cannot open ${holding} ${file}: ${cause}`, { cause: error })
+}
+
+function isDirectory(file: string): boolean {
+  try {
+    return statSync(file).isDirectory()
+  } catch {
+    return false
+  }
 }
 
 function sqliteCause(error: unknown): string {
