@@ -317,7 +317,10 @@ async function startWorker(
     const { buildWorkerHealth } = await import('./routes/worker-health.ts')
     const app = buildWorkerHealth({ config, store, clock, worker })
     started.app = app
-    await app.listen({ port: config.workerHealthPort, host: config.host })
+    // Its failure names WORKER_HEALTH_PORT, this role's one listener, even where PORT holds the same number.
+    await app.listen({ port: config.workerHealthPort, host: config.host }).catch((error: unknown) => {
+      throw Object.assign(error as Error, { setting: 'WORKER_HEALTH_PORT' })
+    })
   }
   return {
     log,

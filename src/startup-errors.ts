@@ -2,7 +2,8 @@ import type { Config } from './config.ts'
 import { StoreOpenError } from './store/store-open-error.ts'
 import { storeDescription } from './store/open-store.ts'
 
-type SystemError = Error & { code?: string; syscall?: string; path?: string; port?: number }
+/** An error of Node's; `setting` is the variable of the listener that failed, where it is not PORT (server.ts). */
+type SystemError = Error & { code?: string; syscall?: string; path?: string; port?: number; setting?: string }
 
 /**
  * What stopped the process from starting, as one line that names the cause and the setting behind it, for the
@@ -11,10 +12,8 @@ type SystemError = Error & { code?: string; syscall?: string; path?: string; por
 export function startupFailure(error: unknown, config: Config): string | null {
   if (error instanceof StoreOpenError) return error.message
   if (!(error instanceof Error)) return null
-  const { code, syscall, port } = error as SystemError
-  // The worker role's health listener is the one listener on WORKER_HEALTH_PORT; every other is on PORT.
-  const setting = port !== undefined && port === config.workerHealthPort && port !== config.port ? 'WORKER_HEALTH_PORT' : 'PORT'
-  const address = `${config.host}:${port ?? config.port}`
+  const { code, syscall, port, setting = 'PORT' } = error as SystemError
+  const address = `${config.host}:${port ?? (setting === 'WORKER_HEALTH_PORT' ? config.workerHealthPort : config.port)}`
   if (syscall === 'listen' || syscall === 'getaddrinfo' || code === 'EADDRINUSE') {
     if (code === 'EADDRINUSE')
       return `cannot listen on ${address}: the port is in use (another process holds it; set ${setting} to another port)`

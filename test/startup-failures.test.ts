@@ -33,6 +33,12 @@ describe('start-up failures are one line naming the cause', () => {
       // The worker's health listener names its own port and variable.
       const worker = runCli(['serve', '--role', 'worker'], sqlite({ DATA_DIR: tempDataDir(), WORKER_HEALTH_PORT: String(port) }))
       expect(failureLine(worker)).toMatch(new RegExp(`127\\.0\\.0\\.1:${port}: the port is in use .*set WORKER_HEALTH_PORT`))
+      // Also where PORT, which the worker does not listen on, holds the same number (docker-compose.yml sets both).
+      const same = runCli(
+        ['serve', '--role', 'worker'],
+        sqlite({ DATA_DIR: tempDataDir(), PORT: String(port), WORKER_HEALTH_PORT: String(port) }),
+      )
+      expect(failureLine(same)).toMatch(new RegExp(`127\\.0\\.0\\.1:${port}: the port is in use .*set WORKER_HEALTH_PORT`))
     } finally {
       holder.close()
     }
