@@ -20,6 +20,9 @@ export function startupFailure(error: unknown, config: Config): string | null {
     if (code === 'EADDRNOTAVAIL') return `cannot listen on ${address}: HOST=${config.host} is not an address of this machine`
     if (code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'EAI_NONAME')
       return `cannot listen on ${address}: HOST=${config.host} does not resolve to an address`
+    // Linux's answer for a link-local IPv6 address given without its interface.
+    if (code === 'EINVAL')
+      return `cannot listen on ${address}: HOST=${config.host} is not an address to listen on (a link-local IPv6 one needs its interface, as in fe80::1%eth0)`
     if (code === 'EACCES') return `cannot listen on ${address}: not allowed (ports below 1024 need privileges; set ${setting})`
   }
   if (syscall === 'mkdir' || syscall === 'open' || syscall === 'access') {

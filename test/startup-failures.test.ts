@@ -51,6 +51,10 @@ describe('start-up failures are one line naming the cause', () => {
     expect(failureLine(runCli(['serve'], sqlite({ DATA_DIR: tempDataDir(), HOST: '192.0.2.1' })))).toMatch(
       /HOST=192\.0\.2\.1 is not an address of this machine/,
     )
+    // A link-local IPv6 address without its interface: refused as such by Linux, as absent where IPv6 is off.
+    expect(failureLine(runCli(['serve'], sqlite({ DATA_DIR: tempDataDir(), HOST: 'fe80::1' })))).toMatch(
+      /HOST=fe80::1 is not an address (to listen on|of this machine)/,
+    )
   })
 
   it('a DATA_DIR that is a file', () => {
