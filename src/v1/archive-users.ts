@@ -78,7 +78,9 @@ export async function archiveUsers(store: Store, clock: Clock, companyId: string
       { company: companyId },
     )
   } catch (error) {
-    if (error instanceof ValidationError && unknownUsers.length > 0) await nameWaitingUsersImports(store, companyId, unknownUsers)
+    // A read that fails here (a busy store) leaves the refusal as it is, rather than answer it as the store's failure.
+    if (error instanceof ValidationError && unknownUsers.length > 0)
+      await nameWaitingUsersImports(store, companyId, unknownUsers).catch(() => {})
     throw error
   }
 }
