@@ -48,6 +48,8 @@ Commands:
   load <fixture.json | ->                 create a company from a fixture (-: read it from standard input);
                                           prints its id and API key
   companies                               list the companies
+  backup <file>                           copy the embedded store into a new file, whole and consistent while
+                                          servers run and write (MongoDB: use its own tools)
   keys create --company ID [--user EMAIL] create an API key (for the company's first active user by default)
   structures --company ID                 every structure, quota and data table of a company, sandbox included
   quota-type --company ID --quota ID --type T
@@ -97,6 +99,7 @@ type Options = Record<string, string | boolean | undefined>
  */
 const MOST_ARGUMENTS: Record<string, number | Record<string, number>> = {
   load: 1,
+  backup: 1,
   'exchange-rates': Number.POSITIVE_INFINITY,
   keys: { create: 0 },
   plans: { put: 1, delete: 0 },
@@ -219,6 +222,26 @@ const COMMANDS: Record<string, Command> = {
 
   async load(store, _positionals, _options, { clock, input }) {
     return created(await loadFixture(store, clock, input))
+  },
+
+  async backup(store, [file], _options, { config }) {
+    if (!file) throw new UsageError('backup expects the file to write: backup <file>')
+    if (config.dataDir === IN_MEMORY)
+      throw new ValidationError({
+        resource: 'DATA_DIR',
+        description: 'a store in memory lives in its process only: there is nothing to copy',
+      })
+    if (!store.backupTo)
+      throw new ValidationError({ resource: 'store', description: "a MongoDB store is backed up with MongoDB's own tools (mongodump)" })
+    try {
+      await store.backupTo(file)
+    } catch (error) {
+      const reason =
+        (error as NodeJS.ErrnoException).code === 'EEXIST' ? 'it exists: a backup goes to a new file' : (error as Error).message
+      throw new ValidationError({ resource: 'file', description: `cannot write ${file}: ${reason}` })
+    }
+    const bytes = statSync(file).size
+    return { json: { file, bytes }, text: `${file}: ${bytes} bytes, every write committed when it began` }
   },
 
   async companies(store) {

@@ -74,7 +74,7 @@ const CANNOT_FLUSH = new Set(['EISDIR', 'EINVAL', 'EPERM', 'EBADF'])
 
 /** The embedded store's directories and files are their owner's only: they hold every company's data. */
 export const PRIVATE_DIRECTORY_MODE = 0o700
-const PRIVATE_FILE_MODE = 0o600
+export const PRIVATE_FILE_MODE = 0o600
 
 /**
  * Makes a database file of the embedded store, empty and its owner's only, with the directories missing above it

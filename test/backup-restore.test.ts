@@ -1,10 +1,11 @@
 import { spawnSync } from 'node:child_process'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { existsSync, readFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import { expect, it } from 'vitest'
 import { call } from './helpers/server.ts'
-import { runCli, startServerProcess, tempDataDir } from './helpers/process.ts'
+import { runCli, runCliAsync, startServerProcess, tempDataDir } from './helpers/process.ts'
 
 const KEY = 'cak_backup-and-restore-demo-key-0'
 
@@ -69,5 +70,64 @@ it(
     expect(JSON.parse(drained.stdout).data).toEqual([
       expect.objectContaining({ id: upsert.body.import_id, status: 'finished', error: false }),
     ])
+  },
+)
+
+it(
+  'backs up a running server with the backup command, while it writes, into a copy that restores as the docs say',
+  { timeout: 120_000 },
+  async () => {
+    const dataDir = tempDataDir()
+    const backup = tempDataDir()
+    const env = { MONGODB_URL: '', DATA_DIR: dataDir }
+    const server = startServerProcess({ ...env, DEMO_API_KEY: KEY })
+    let acknowledged = ''
+    try {
+      const [, url] = await server.waitFor(/listening on (http:\/\/\S+)/)
+      const send = (id: string) =>
+        call(`${url}/v1/tables/deals/records/bulk?debounce=3600`, {
+          method: 'POST',
+          key: KEY,
+          body: [{ id, name: id, amount: 5, amount_currency: 'EUR' }],
+        })
+      const before = await send('before-the-backup')
+      expect(before.status).toBe(200)
+      acknowledged = before.body.import_id
+      // Writes go on while the copy is made.
+      const copying = new AbortController()
+      const writes = (async () => {
+        // Paced under the rate limit of 80 requests a second.
+        for (let round = 0; !copying.signal.aborted; round++) {
+          expect((await send(`during-${round}`)).status).toBe(200)
+          await sleep(25)
+        }
+      })()
+      const file = join(backup, 'commission-api.sqlite')
+      const made = await runCliAsync(['backup', file], env)
+      copying.abort()
+      await writes
+      expect(made.code, made.stderr).toBe(0)
+      expect(made.stdout).toContain(file)
+      expect(integrity(file)).toBe('ok')
+      expect((await runCliAsync(['backup', file], env)).stderr).toContain('it exists: a backup goes to a new file')
+    } finally {
+      expect(await server.stop()).toBe(0)
+    }
+
+    const restored = tempDataDir()
+    run(documentedCommands().restore, { DATA_DIR: restored, BACKUP: backup })
+    const restoredEnv = { ...env, DATA_DIR: restored }
+    expect(integrity(join(restored, 'commission-api.sqlite'))).toBe('ok')
+    const [company] = JSON.parse(runCli(['companies', '--json'], restoredEnv).stdout) as { id: string }[]
+    const drained = runCli(['imports', 'drain', '--company', company.id, '--json'], restoredEnv)
+    expect(drained.code, drained.stderr).toBe(0)
+    // The call acknowledged before the backup began, waiting in its window then, is there and is applied.
+    expect(JSON.parse(drained.stdout).data).toContainEqual(expect.objectContaining({ id: acknowledged, status: 'finished', error: false }))
+
+    // Refused: no file named (a usage mistake), and a store in memory, which holds nothing another process could copy.
+    expect(runCli(['backup'], restoredEnv).code).toBe(2)
+    const inMemory = runCli(['backup', join(backup, 'memory.sqlite')], { ...env, DATA_DIR: ':memory:' })
+    expect([inMemory.code, inMemory.stderr]).toEqual([1, expect.stringContaining('DATA_DIR: a store in memory')])
+    expect(existsSync(join(backup, 'memory.sqlite'))).toBe(false)
   },
 )

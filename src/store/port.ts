@@ -121,6 +121,13 @@ export interface Store {
   /** Answers when the store can be reached; throws otherwise. */
   ping(): Promise<void>
 
+  /**
+   * Writes a copy of everything committed to a new file, whole and consistent while other connections and processes
+   * keep writing (SQLite's `VACUUM INTO`, in one read transaction). Absent where the store has its own tools for it
+   * (MongoDB: mongodump).
+   */
+  backupTo?(file: string): Promise<void>
+
   /** Releases connections. Idempotent. */
   close(): Promise<void>
 }

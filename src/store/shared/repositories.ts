@@ -3,7 +3,16 @@ import type { Store } from '../port.ts'
 /** The repositories of a store: every member of the port but what the adapter holds itself (its lifecycle, its counters). */
 export type Repositories = Omit<
   Store,
-  'kind' | 'itemsPerTransaction' | 'readsBlockThread' | 'rateLimits' | 'transaction' | 'committedWrites' | 'dataVersion' | 'ping' | 'close'
+  | 'kind'
+  | 'itemsPerTransaction'
+  | 'readsBlockThread'
+  | 'rateLimits'
+  | 'transaction'
+  | 'committedWrites'
+  | 'dataVersion'
+  | 'ping'
+  | 'backupTo'
+  | 'close'
 >
 
 /**

@@ -1,4 +1,5 @@
-import { makePrivateFile } from '../../durable-files.ts'
+import { closeSync, constants, openSync, rmSync } from 'node:fs'
+import { makePrivateFile, PRIVATE_FILE_MODE } from '../../durable-files.ts'
 import { DatabaseSync, type SQLInputValue, type SQLOutputValue, type StatementSync } from 'node:sqlite'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { StoreFullError, StoreLockedError, StoreUpgradedError } from '../port.ts'
@@ -273,6 +274,23 @@ export class SqliteConnection {
   /** Throws StoreUpgradedError when a newer version of the service has migrated the file since it was opened. */
   checkSchema(): Promise<void> {
     return this.#committed(() => refuseNewerSchema(this.#reader))
+  }
+
+  /**
+   * A copy of the committed data into `file`, a new file: `VACUUM INTO` reads in one transaction of the reader, so
+   * the copy is whole and consistent while other connections write (in WAL mode a reader holds no writer back).
+   */
+  backupTo(file: string): Promise<void> {
+    return this.#committed(() => {
+      // Made first, private as the store's file is, and only where nothing is: an existing file is never replaced.
+      closeSync(openSync(file, constants.O_CREAT | constants.O_EXCL | constants.O_WRONLY, PRIVATE_FILE_MODE))
+      try {
+        this.#reader.db.prepare('VACUUM INTO ?').run(file)
+      } catch (error) {
+        rmSync(file, { force: true })
+        throw error
+      }
+    })
   }
 
   /** Runs `work` in the write transaction `#begin` opened: committed when it returns, rolled back when it throws. */

@@ -50,6 +50,8 @@ function sqliteStore(connection: SqliteConnection, sql: Sql, rateLimits: SqliteR
       await connection.checkSchema()
     },
 
+    backupTo: (file) => connection.backupTo(file),
+
     async close() {
       connection.close()
       rateLimits.close()
