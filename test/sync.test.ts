@@ -439,6 +439,43 @@ describe('sync against a service answering what it should not', () => {
       service.close()
     }
   })
+
+  it('tells a base URL that is not the service, rather than fail on its answer', async () => {
+    // An application answering every path with a page, then one answering JSON of another shape.
+    const answers = [
+      { type: 'text/html', body: '<html>Welcome</html>', told: /answered 200 with a body that is not JSON \("<html>Welcome<\/html>"\)/ },
+      {
+        type: 'application/json',
+        body: '{"data":5}',
+        told: /answered 200 with JSON \{"data":5\}, where the service answers a JSON object with a data array/,
+      },
+    ]
+    for (const answer of answers) {
+      const service = createServer((_request, response) => {
+        response.setHeader('content-type', answer.type)
+        response.end(answer.body)
+      })
+      await new Promise<void>((resolve) => service.listen(0, '127.0.0.1', resolve))
+      const { port } = service.address() as AddressInfo
+      try {
+        const result = await runCliAsync([
+          'sync',
+          '--base-url',
+          `http://127.0.0.1:${port}`,
+          '--key',
+          'cak_a-key-for-something-else',
+          '--out',
+          tempDataDir(),
+        ])
+        expect(result.code, result.stderr).toBe(1)
+        expect(result.stderr).toMatch(answer.told)
+        expect(result.stderr).toMatch(/is the base URL the service's\?/)
+        expect(result.stderr).not.toMatch(/TypeError|\n\s+at /)
+      } finally {
+        service.close()
+      }
+    }
+  })
 })
 
 describe('sync files', () => {

@@ -1,4 +1,4 @@
-import { ImportTimeoutError } from './errors.ts'
+import { ImportTimeoutError, UnexpectedAnswerError } from './errors.ts'
 import { type ApiRequest, pause, Transport, type TransportOptions } from './transport.ts'
 import type {
   ArchiveItem,
@@ -91,7 +91,7 @@ export class CommissionClient {
 
   /** `GET /v2/data-structures`: the live structures (statement and record reporting, quotas). */
   async listDataStructures(options: CallOptions = {}): Promise<DataStructureList> {
-    return this.#get('/v2/data-structures', undefined, options)
+    return this.#getList('/v2/data-structures', undefined, options)
   }
 
   /** `GET /v2/data-structures/{table_id}/fields`. */
@@ -101,39 +101,39 @@ export class CommissionClient {
 
   /** `GET /v2/reporting/{table_id}/statements`: one page. */
   async getStatements(tableId: string, query: PageQuery = {}, options: CallOptions = {}): Promise<Page<StatementRow>> {
-    return this.#get(`/v2/reporting/${segment(tableId)}/statements`, pageParams(query), options)
+    return this.#getList(`/v2/reporting/${segment(tableId)}/statements`, pageParams(query), options)
   }
 
   /** `GET /v2/reporting/{table_id}/records`: one page. */
   async getRecords(tableId: string, query: PageQuery = {}, options: CallOptions = {}): Promise<Page<RecordRow>> {
-    return this.#get(`/v2/reporting/${segment(tableId)}/records`, pageParams(query), options)
+    return this.#getList(`/v2/reporting/${segment(tableId)}/records`, pageParams(query), options)
   }
 
   /** `GET /v2/quotas/{quota_id}/values`: one page (date bounds inclusive). */
   async getQuotaValues(quotaId: string, query: PageQuery = {}, options: CallOptions = {}): Promise<Page<QuotaValueRow>> {
-    return this.#get(`/v2/quotas/${segment(quotaId)}/values`, pageParams(query), options)
+    return this.#getList(`/v2/quotas/${segment(quotaId)}/values`, pageParams(query), options)
   }
 
   // v1: lists, one page
 
   /** `GET /v1/users`. */
   async listUsers(query: OffsetQuery = {}, options: CallOptions = {}): Promise<OffsetPage<User>> {
-    return this.#get('/v1/users', offsetParams(query), options)
+    return this.#getList('/v1/users', offsetParams(query), options)
   }
 
   /** `GET /v1/tables/{data_table_key}/records`. */
   async listTableRecords(dataTableKey: string, query: OffsetQuery = {}, options: CallOptions = {}): Promise<OffsetPage<TableRecord>> {
-    return this.#get(`/v1/tables/${segment(dataTableKey)}/records`, offsetParams(query), options)
+    return this.#getList(`/v1/tables/${segment(dataTableKey)}/records`, offsetParams(query), options)
   }
 
   /** `GET /v1/reporting`. @deprecated by the service: use `getStatements`. */
   async listReportingStatements(query: OffsetQuery = {}, options: CallOptions = {}): Promise<OffsetPage<V1StatementRow>> {
-    return this.#get('/v1/reporting', offsetParams(query), options)
+    return this.#getList('/v1/reporting', offsetParams(query), options)
   }
 
   /** `GET /v1/reporting/{data_table_id}/records`. @deprecated by the service: use `getRecords`. */
   async listReportingRecords(dataTableId: string, query: OffsetQuery = {}, options: CallOptions = {}): Promise<OffsetPage<V1RecordRow>> {
-    return this.#get(`/v1/reporting/${segment(dataTableId)}/records`, offsetParams(query), options)
+    return this.#getList(`/v1/reporting/${segment(dataTableId)}/records`, offsetParams(query), options)
   }
 
   /** `GET /v1/imports/{import_id}`. */
@@ -187,7 +187,7 @@ export class CommissionClient {
     const path = rowsPathOf(structure)
     let next: Pick<ApiRequest, 'path' | 'query'> | null = { path, query: pageParams(query) }
     while (next) {
-      const page: Page<Row> = await this.#get(next.path, next.query, options)
+      const page: Page<Row> = await this.#getList(next.path, next.query, options)
       yield page
       next = page.meta.has_more ? this.#nextPageOf(path, page, next) : null
     }
@@ -322,6 +322,17 @@ export class CommissionClient {
     return (await this.transport.send<Body>({ method: 'GET', path, query, signal })).body
   }
 
+  /** A GET of a list (v2 discovery and pages, v1 lists): its `data` is an array, or the answer is not the service's. */
+  async #getList<Body extends { data: unknown[] }>(path: string, query: ApiRequest['query'], { signal }: CallOptions): Promise<Body> {
+    const response = await this.transport.send<Body>({ method: 'GET', path, query, signal })
+    if (!Array.isArray(response.body.data))
+      throw new UnexpectedAnswerError(
+        { method: 'GET', url: response.url, status: response.status, body: response.body, requestId: response.requestId },
+        'a JSON object with a data array',
+      )
+    return response.body
+  }
+
   async #write<Body>(request: ApiRequest, { signal }: CallOptions): Promise<Body> {
     return (await this.transport.send<Body>({ ...request, signal })).body
   }
@@ -343,7 +354,7 @@ export class CommissionClient {
     if (limit < 1) throw new RangeError('a walk needs a limit of at least 1')
     let offset = BigInt(query.offset ?? 0)
     for (;;) {
-      const page: OffsetPage<R> = await this.#get(path, { offset: offset.toString(), limit }, options)
+      const page: OffsetPage<R> = await this.#getList(path, { offset: offset.toString(), limit }, options)
       yield* untilAborted(page.data, options.signal)
       offset += BigInt(page.data.length)
       if (page.data.length === 0 || offset >= BigInt(page.count)) return

@@ -129,6 +129,24 @@ const ERROR_CLASSES: Record<number, new (details: ApiErrorDetails<never>) => Api
   413: ValidationApiError,
 }
 
+/**
+ * A success status whose body is not what the service answers there (not JSON, or without its `data` list): most
+ * likely the base URL points at something else (another application, a proxy's page). Nothing was done by the call.
+ */
+export class UnexpectedAnswerError<Body = unknown> extends ApiError<Body> {
+  override name = 'UnexpectedAnswerError'
+
+  constructor(details: ApiErrorDetails<Body>, expected: string) {
+    super(details)
+    this.message = `${details.method} ${details.url} answered ${details.status} with ${described(details.body)}, where the service answers ${expected}: is the base URL the service's?`
+  }
+}
+
+function described(body: unknown): string {
+  if (typeof body === 'string') return body === '' ? 'an empty body' : `a body that is not JSON (${JSON.stringify(body.slice(0, 60))})`
+  return `JSON ${JSON.stringify(body).slice(0, 60)}`
+}
+
 /** The typed error for an error answer (a 429 has its own path: see the transport). */
 export function apiErrorOf(details: ApiErrorDetails<unknown>): ApiError<unknown> {
   const ErrorClass = ERROR_CLASSES[details.status] ?? ApiError

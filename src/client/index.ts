@@ -17,6 +17,7 @@ export {
   NotFoundApiError,
   RateLimitedError,
   UnauthorizedApiError,
+  UnexpectedAnswerError,
   ValidationApiError,
 } from './errors.ts'
 export type { ApiErrorDetails } from './errors.ts'

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { Agent, type Dispatcher, request } from 'undici'
-import { apiErrorOf, ConnectionError, RateLimitedError } from './errors.ts'
+import { apiErrorOf, ConnectionError, RateLimitedError, UnexpectedAnswerError } from './errors.ts'
 import type { TooManyRequestsBody } from './types.ts'
 
 export interface RateLimitOptions {
@@ -174,6 +174,9 @@ export class Transport {
   async send<Body>(apiRequest: ApiRequest): Promise<ApiResponse<Body>> {
     const response = await this.raw<Body>(apiRequest)
     if (response.status >= 400) throw apiErrorOf(errorDetails(apiRequest.method, new URL(response.url), response))
+    // Every answer of the service with a body is a JSON object (a 204 has none).
+    if (response.status !== 204 && (response.body === null || typeof response.body !== 'object' || Array.isArray(response.body)))
+      throw new UnexpectedAnswerError(errorDetails(apiRequest.method, new URL(response.url), response), 'a JSON object')
     return response
   }
 
@@ -226,7 +229,7 @@ export class Transport {
     return {
       status: response.statusCode,
       headers: response.headers,
-      body: (type.includes('json') && text !== '' ? JSON.parse(text) : text) as Body,
+      body: (type.includes('json') && text !== '' ? parsedOrText(text) : text) as Body,
       requestId: typeof echoed === 'string' ? echoed : requestId,
       date: date && !Number.isNaN(date.getTime()) ? date : null,
       url: url.href,
@@ -310,4 +313,13 @@ export function retryAfterSeconds(header: string | string[] | undefined): number
 function refusedBeforeSending(error: unknown): boolean {
   const code = (error as { code?: string } | null)?.code
   return code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === 'EAI_AGAIN'
+}
+
+/** A body that says it is JSON, parsed; as its text when it is not JSON after all (told by the caller, not a crash). */
+function parsedOrText(text: string): unknown {
+  try {
+    return JSON.parse(text)
+  } catch {
+    return text
+  }
 }
