@@ -131,7 +131,8 @@ const ERROR_CLASSES: Record<number, new (details: ApiErrorDetails<never>) => Api
 
 /**
  * A success status whose body is not what the service answers there (not JSON, or without its `data` list): most
- * likely the base URL points at something else (another application, a proxy's page). Nothing was done by the call.
+ * likely the base URL points at something else (another application, a proxy's page), which may have done anything
+ * with a write.
  */
 export class UnexpectedAnswerError<Body = unknown> extends ApiError<Body> {
   override name = 'UnexpectedAnswerError'
