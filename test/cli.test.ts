@@ -147,8 +147,17 @@ describe('the CLI', () => {
   })
 
   it("tells a client command's unexpected failure in one line, beside a variable of the service's set wrong, which it does not read", async () => {
-    // A service answering its page in another shape: the sync meets an error it does not know.
-    const server = createServer((_request, response) => response.writeHead(200, { 'content-type': 'application/json' }).end('{"data": 5}'))
+    // A service listing a structure, then answering its field schema in another shape: the sync meets an error it does not know.
+    const structure = { id: '0123456789abcdef01234567', name: 'Quota', type: 'quota', environment: 'live', total_records: 1 }
+    const server = createServer((request, response) =>
+      response
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(
+          JSON.stringify(
+            request.url?.startsWith('/v2/data-structures?') || request.url === '/v2/data-structures' ? { data: [structure] } : {},
+          ),
+        ),
+    )
     await new Promise<void>((done) => server.listen(0, '127.0.0.1', done))
     try {
       const { port } = server.address() as AddressInfo
