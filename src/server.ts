@@ -5,7 +5,7 @@ import { isMainThread } from 'node:worker_threads'
 import type { FastifyInstance } from 'fastify'
 import pino from 'pino'
 import { type Clock, clockFor } from './clock.ts'
-import { type Config, IN_MEMORY } from './config.ts'
+import { type Config, IN_MEMORY, TEST_MODE_DEFAULTS } from './config.ts'
 import type { DemoOutcome } from './fixtures/demo-company.ts'
 import { composeImportWorker } from './imports/compose-worker.ts'
 import { storeEnqueuingThrough, ThreadedImportWorker } from './imports/threaded-worker.ts'
@@ -286,7 +286,7 @@ async function startApi(
     log: app.log,
     banner: (url) => {
       const listening = url ?? ''
-      let text = apiBanner(listening, config.publicUrl ?? listening, demo, storeDescription(config))
+      let text = apiBanner(listening, config.publicUrl ?? listening, demo, storeDescription(config), config.demoApiKey)
       if (config.clock === 'controlled')
         text += `Clock: controlled, now ${clock.now().toISOString()}: POST /admin/clock moves it (docs/testing.md)\n`
       if (options.testMode) text += `Test mode: admin token ${config.adminToken} (Authorization: Bearer ${config.adminToken})\n`
@@ -336,18 +336,17 @@ async function workerLogger(config: Config, logStream: NodeJS.WritableStream | u
   return pino(loggerOptions(config.logLevel), logStream ?? logDestination())
 }
 
-function apiBanner(url: string, publicUrl: string, demo: DemoOutcome | null, store: string): string {
+function apiBanner(url: string, publicUrl: string, demo: DemoOutcome | null, store: string, demoApiKey: string | null): string {
   const lines = [`commission-api listening on ${url}`, `Store: ${store}`]
   if (demo?.kind === 'created') {
-    lines.push(
-      '',
-      demo.keyFile
-        ? `Demo company created. Its API key (shown once; also written to ${demo.keyFile}):`
-        : 'Demo company created. Its API key:',
-      `  ${demo.apiKey}`,
-      'Try it:',
-      `  curl -H "X-API-Key: ${demo.apiKey}" ${publicUrl}/v2/data-structures`,
-    )
+    // A secret the operator chose is theirs: printed, it would be in every log that keeps the service's output. A
+    // generated one has no other way to the operator here, and the test mode's is printed in the docs.
+    const shown = demoApiKey === null || demoApiKey === TEST_MODE_DEFAULTS.DEMO_API_KEY ? demo.apiKey : null
+    const where = demo.keyFile ? `also written to ${demo.keyFile}` : null
+    if (shown) lines.push('', `Demo company created. Its API key${where ? ` (shown once; ${where})` : ''}:`, `  ${shown}`)
+    else lines.push('', `Demo company created. Its API key is the value of DEMO_API_KEY (not shown${where ? `; ${where}` : ''}).`)
+    const keyText = shown ?? (demo.keyFile ? `$(cat ${demo.keyFile})` : '$DEMO_API_KEY')
+    lines.push('Try it:', `  curl -H "X-API-Key: ${keyText}" ${publicUrl}/v2/data-structures`)
   } else if (demo?.keyFile) {
     lines.push(`The demo company exists already; its API key is in ${demo.keyFile}`)
     lines.push(`  curl -H "X-API-Key: $(cat ${demo.keyFile})" ${publicUrl}/v2/data-structures`)

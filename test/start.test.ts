@@ -38,6 +38,24 @@ describe('npm start on the embedded store', () => {
     expect(JSON.parse(companies.stdout)).toHaveLength(1)
   })
 
+  it.each([
+    ['on a data directory, pointing at the key file', true],
+    ['in memory, pointing at the variable', false],
+  ])('never prints a DEMO_API_KEY the operator chose, %s', async (_case, onDisk) => {
+    const secret = 'cak_an-operators-own-demo-secret'
+    const dataDir = onDisk ? tempDataDir() : ':memory:'
+    const server = startServerProcess({ DATA_DIR: dataDir, DEMO_API_KEY: secret })
+    try {
+      const [, keySource, curlUrl] = await server.waitFor(/curl -H "X-API-Key: (\S+(?: \S+)?)" (http\S+)/)
+      expect(keySource).toBe(onDisk ? `$(cat ${join(dataDir, 'demo-api-key')})` : '$DEMO_API_KEY')
+      expect(server.output()).toContain('Its API key is the value of DEMO_API_KEY (not shown')
+      expect(server.output()).not.toContain(secret)
+      expect((await call(curlUrl, { key: secret })).status).toBe(200)
+    } finally {
+      await server.stop()
+    }
+  })
+
   it('creates no demo company with DEMO=off', async () => {
     const dataDir = tempDataDir()
     const server = startServerProcess({ DATA_DIR: dataDir, DEMO: 'off' })
