@@ -147,7 +147,7 @@ describe('the import worker', () => {
     })
   })
 
-  it('finishes, unapplied, an import stored for a company deleted meanwhile (a call authenticated just before), and goes on', async () => {
+  it('deletes, unapplied, an import stored for a company deleted meanwhile (a call authenticated just before), and goes on', async () => {
     const other = await h.server.load(smallFixture('Other'))
     const company = (await h.store.companies.get(other.companyId))!
     const keptId = await putUsers([{ email: 'kept@acme.example', name: 'Kept' }])
@@ -163,6 +163,7 @@ describe('the import worker', () => {
         options: { all: false, keep_overrides: false },
         received_at: now,
         bytes: 40,
+        resend: { id_key: 'late-request', call_key: 'late-call' },
       },
       now,
     )
@@ -170,8 +171,11 @@ describe('the import worker', () => {
     h.worker.on('discarded', (found) => discarded.push(found.id))
     expect(await h.drain()).toBe(2)
     expect(discarded).toEqual([orphan.id])
-    expect(await h.store.imports.get(company.id, orphan.id)).toMatchObject({ status: 'finished', error: true })
+    // Nothing of it stays, its call's request id neither: no deletion of the company is to come.
+    expect(await h.store.imports.get(company.id, orphan.id)).toBeNull()
+    expect(await h.store.imports.list(company.id, { limit: 10 })).toStrictEqual([])
     expect(await h.store.imports.payloads(company.id, orphan.id)).toStrictEqual([])
+    expect(await h.store.imports.remembersRequest(company.id, 'late-request', now)).toBe(false)
     expect(await h.store.companies.get(company.id)).toBeNull()
     expect(await h.store.users.count(company.id)).toBe(0)
     expect((await h.importOf(keptId)).status).toBe('finished')

@@ -8,8 +8,8 @@ import { applyRecordCalls, NO_RESYNC, type PreparedRecordCall, prepareRecordCall
 import { applyUsers } from './users.ts'
 
 /**
- * How a run of a claimed import ended: finished (with what its recalculation did), lost to another worker, or
- * handed back to `scheduled` because its worker stops.
+ * How a run of a claimed import ended: finished (with what its recalculation did), lost to another worker,
+ * handed back to `scheduled` because its worker stops, or discarded (deleted unapplied) because its company is gone.
  */
 export type RunResult =
   | { kind: 'finished'; import: DataImport; calculation: RecalculationSummary }
@@ -20,7 +20,7 @@ export type RunResult =
 /** The claim was taken over by another worker (our lease expired), or the import removed (a reset): this run must leave no trace. */
 class LostClaim extends Error {}
 
-/** What a step's transaction answers when the import's company was deleted: the import was finished unapplied. */
+/** What a step's transaction answers when the import's company was deleted: the import was deleted unapplied. */
 const COMPANY_GONE = Symbol('company gone')
 
 /** The worker stops: the run goes no further than the transactions it committed. */
@@ -78,10 +78,10 @@ export async function runClaimedImport(
           if (!company) {
             // A deletion takes the company's imports with it, but a call stored while it ran (authenticated just
             // before) may have left one, or the deletion (in parts, on MongoDB) has not reached its imports yet.
-            // The import is finished unapplied, its payloads deleted with it, and never claimed again. Nothing else
-            // is deleted here: what the deletion has still to remove may be far more than a transaction holds.
-            const outcome = { finished_at: clock.now().toISOString(), error: true, details: claimed.details }
-            if (!(await tx.imports.finish(claimed.company_id, claimed.id, owner, outcome))) throw new LostClaim()
+            // The import goes unapplied, with its payloads, in this transaction: no later deletion of the company
+            // would come to remove it. Nothing else is deleted here: what the deletion has still to remove may be
+            // far more than a transaction holds.
+            if (!(await tx.imports.discard(claimed.company_id, claimed.id, owner))) throw new LostClaim()
             return COMPANY_GONE
           }
           // The time once the transaction holds the store, a move of the clock by another process meanwhile included.

@@ -42,7 +42,7 @@ export interface ImportWorkerEvents {
    * it expires.
    */
   postponed: [DataImport]
-  /** The import's company was deleted (a call stored while it was): the import was finished, never applied. */
+  /** The import's company was deleted (a call stored while it was): the import was deleted, never applied. */
   discarded: [DataImport]
   /** A round of polling failed (the store was unreachable...); the worker keeps polling. */
   failed: [unknown]
@@ -203,7 +203,7 @@ export class ImportWorker extends EventEmitter<ImportWorkerEvents> {
         this.#logger.info(log, 'import handed back: the worker stops, another one takes it over')
         this.emit('handedBack', claimed)
       } else if (result.kind === 'discarded') {
-        this.#logger.info(log, 'import finished unapplied: its company was deleted')
+        this.#logger.info(log, 'import deleted unapplied: its company was deleted')
         this.emit('discarded', claimed)
       } else {
         const { cells, statements_written, lines_written, problems } = result.calculation

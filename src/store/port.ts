@@ -643,6 +643,13 @@ export interface ImportRepository {
    */
   finish(companyId: string, id: string, owner: string, outcome: ImportOutcome): Promise<boolean>
   /**
+   * Deletes the import while `owner` holds it, with its calls' payloads and the request ids remembered for them;
+   * false when another worker took it over or it is finished already (the caller must then roll its transaction
+   * back). For an import whose company is gone (a call stored while the company's deletion ran): nothing else
+   * would delete it, and deleting the company again would sweep everything else once more. Conditional and atomic.
+   */
+  discard(companyId: string, id: string, owner: string): Promise<boolean>
+  /**
    * Deletes at most `limit` finished imports whose `finished_at` is before `finishedBefore`, of every company (the
    * retention of finished imports, IMPORT_RETENTION_DAYS); answers how many it deleted. Their payloads went with
    * their finish: an import not finished is never deleted.

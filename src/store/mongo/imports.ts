@@ -194,6 +194,23 @@ export function mongoImports(context: MongoContext): ImportRepository {
     return found ? decode<DataImport>(IMPORTS, found) : null
   }
 
+  /** Deletes the import's payloads, with the parts of those split over several documents. */
+  async function deletePayloadsOf(session: ClientSession | undefined, companyId: string, id: string): Promise<void> {
+    const payloads = collectionOf(context, IMPORT_PAYLOADS)
+    const split = await payloads
+      .find(inCompany(companyId, { import_id: lookupId(id), items_parts: { $gt: 1 } }), {
+        ...inSession(session),
+        projection: { _id: 1 },
+      })
+      .toArray()
+    if (split.length > 0)
+      await collectionOf(context, IMPORT_PAYLOAD_PARTS).deleteMany(
+        inCompany(companyId, { payload_id: { $in: split.map((document) => document._id) } }),
+        inSession(session),
+      )
+    await payloads.deleteMany(inCompany(companyId, { import_id: lookupId(id) }), inSession(session))
+  }
+
   /** The company's queued bytes, read in the session (see `queuedBytes`). */
   async function queued(session: ClientSession | undefined, companyId: string): Promise<number> {
     const [sum] = await imports()
@@ -404,19 +421,16 @@ export function mongoImports(context: MongoContext): ImportRepository {
         if (result.matchedCount === 0) return false
         // A finished import is never run again: its calls' bodies go (its details stay), in the transaction that
         // finished it when there is one.
-        const payloads = collectionOf(context, IMPORT_PAYLOADS)
-        const split = await payloads
-          .find(inCompany(companyId, { import_id: lookupId(id), items_parts: { $gt: 1 } }), {
-            ...inSession(session),
-            projection: { _id: 1 },
-          })
-          .toArray()
-        if (split.length > 0)
-          await collectionOf(context, IMPORT_PAYLOAD_PARTS).deleteMany(
-            inCompany(companyId, { payload_id: { $in: split.map((document) => document._id) } }),
-            inSession(session),
-          )
-        await payloads.deleteMany(inCompany(companyId, { import_id: lookupId(id) }), inSession(session))
+        await deletePayloadsOf(session, companyId, id)
+        return true
+      }),
+
+    discard: (companyId, id, owner) =>
+      atomically(context, async (session) => {
+        const result = await imports().deleteOne(held(companyId, id, owner), inSession(session))
+        if (result.deletedCount === 0) return false
+        await deletePayloadsOf(session, companyId, id)
+        await collectionOf(context, IMPORT_REQUEST_IDS).deleteMany(inCompany(companyId, { import_id: lookupId(id) }), inSession(session))
         return true
       }),
 

@@ -276,6 +276,19 @@ export function sqliteImports(sql: Sql): ImportRepository {
       })
     },
 
+    async discard(companyId, id, owner) {
+      return sql.write((db) => {
+        const deleted = changed(
+          db.run("DELETE FROM imports WHERE id = ? AND company_id = ? AND status = 'started' AND lease_owner = ?", id, companyId, owner),
+        )
+        if (deleted) {
+          db.run('DELETE FROM import_payloads WHERE company_id = ? AND import_id = ?', companyId, id)
+          db.run('DELETE FROM import_request_ids WHERE company_id = ? AND import_id = ?', companyId, id)
+        }
+        return deleted
+      })
+    },
+
     purgeFinished: (finishedBefore, limit) =>
       sql.write((db) =>
         Number(

@@ -478,6 +478,37 @@ export function importsContract(adapter: StoreAdapter): void {
         expect(await store.imports.claimNext('w', minute(60), minute(70), companyId)).toBeNull()
       })
 
+      it('discards an import for the worker that holds it only, with its calls and their request ids, in the transaction around it', async () => {
+        const queued = await sent(0, 'id-1', 'A')
+        const kept = await sent(0, 'id-1', 'A', { company: otherCompanyId })
+        await store.imports.claimNext('w', minute(1), minute(11), companyId)
+        expect(await store.imports.discard(companyId, queued.id, 'other')).toBe(false)
+        expect(await store.imports.discard(otherCompanyId, queued.id, 'w')).toBe(false)
+        await expect(
+          store.transaction(async (tx) => {
+            expect(await tx.imports.discard(companyId, queued.id, 'w')).toBe(true)
+            throw new Error('crash before commit')
+          }),
+        ).rejects.toThrow('crash before commit')
+        expect((await store.imports.get(companyId, queued.id))?.status).toBe('started')
+        const discarded = await store.transaction(
+          async (tx) => (await tx.imports.hold(companyId, queued.id, 'w')) && tx.imports.discard(companyId, queued.id, 'w'),
+          { company: companyId },
+        )
+        expect(discarded).toBe(true)
+        expect(await store.imports.get(companyId, queued.id)).toBeNull()
+        expect(await store.imports.payloads(companyId, queued.id)).toStrictEqual([])
+        expect(await store.imports.remembersRequest(companyId, 'id-1', minute(1))).toBe(false)
+        expect(await store.imports.discard(companyId, queued.id, 'w')).toBe(false)
+        // Another company's import, and what it remembers, stay.
+        expect(await store.imports.payloads(otherCompanyId, kept.id)).toHaveLength(1)
+        expect(await store.imports.remembersRequest(otherCompanyId, 'id-1', minute(1))).toBe(true)
+        // A finished import is not discarded: only a run that holds one discards it.
+        const finished = await finishedAt(companyId, 5)
+        expect(await store.imports.discard(companyId, finished, 'w')).toBe(false)
+        expect((await store.imports.get(companyId, finished))?.status).toBe('finished')
+      })
+
       it('holds an import for the worker that claimed it only, and leaves no trace of the hold', async () => {
         const queued = await enqueue(0)
         const claimed = (await store.imports.claimNext('w', minute(1), minute(11)))!
