@@ -1,6 +1,8 @@
 import { createApiKey } from '../src/auth/api-keys.ts'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { newId } from '../src/ids.ts'
 import { type ImportHarness, startImportHarness } from './imports-support.ts'
+import { anImport } from './store/builders.ts'
 
 let h: ImportHarness
 beforeEach(async () => {
@@ -18,6 +20,12 @@ afterEach(async () => {
 })
 
 const archive = (data: unknown) => h.call('/v1/users/archive/bulk', { method: 'DELETE', body: { data } })
+/** The description of the refusal of an archive of the user `email`, whom the company does not have. */
+const notFound = async (email: string) => {
+  const reply = await archive([{ user: email }])
+  expect(reply.status).toBe(400)
+  return reply.body.errors[0].description as string
+}
 
 describe('DELETE /v1/users/archive/bulk', () => {
   it('archives at once and answers 200 {message}; the archived user can no longer authenticate', async () => {
@@ -50,6 +58,39 @@ describe('DELETE /v1/users/archive/bulk', () => {
     h.server.clock.advance(300_000)
     await h.drain()
     expect((await archive([{ user: 'fresh@acme.example' }])).status).toBe(200)
+  })
+
+  it('names a users import being applied, or waiting behind a hundred imports of other kinds, that creates the user to archive', async () => {
+    const applied = await h.call('/v1/users/bulk', { method: 'PUT', body: { data: [{ email: 'applied@acme.example' }] } })
+    const now = h.server.clock.now().toISOString()
+    // A worker has claimed it and is applying it.
+    expect((await h.store.imports.claimNext('another-worker', now, new Date(Date.parse(now) + 60_000).toISOString()))?.id).toBe(
+      applied.body.import_id,
+    )
+    expect(await notFound('applied@acme.example')).toBe(
+      `line 1: no user with email applied@acme.example (users import ${applied.body.import_id}, which creates that user, is being applied: archive the user once it is applied)`,
+    )
+
+    const waiting = await h.call('/v1/users/bulk?debounce=300', { method: 'PUT', body: { data: [{ email: 'waiting@acme.example' }] } })
+    for (let index = 0; index < 100; index++) {
+      const managers = { ...anImport(h.companyId, now, 0, 'managers'), target: 'managers' as const, data_table_key: 'managers' }
+      const item = { user: 'rep@acme.example', manager: 'owner@acme.example', start_date: '2026-01' }
+      await h.store.imports.enqueue(
+        managers,
+        {
+          id: newId(),
+          company_id: h.companyId,
+          items: [item],
+          options: { all: false, keep_overrides: false },
+          received_at: now,
+          bytes: 90,
+        },
+        now,
+      )
+    }
+    expect(await notFound('waiting@acme.example')).toContain(
+      `(users import ${waiting.body.import_id}, which creates that user, is still scheduled`,
+    )
   })
 
   it('starts the archive period this month without end_date: a management that ended before is no conflict', async () => {

@@ -11,7 +11,7 @@ import { newId } from '../ids.ts'
 import type { Company, GroupAttribution, ImportItemIssue, ManagerAttribution, User } from '../store/model.ts'
 import type { Store } from '../store/port.ts'
 import { allApplied, isObject, type PayloadOutcome, refused } from './outcome.ts'
-import { usersOfWaitingImports } from './waiting-users.ts'
+import { usersOfWaitingImports, waitFor } from './waiting-users.ts'
 
 /**
  * One item of `PUT /v1/users/managers/bulk` or `PUT /v1/users/groups/bulk`, read: who it is about, the
@@ -127,9 +127,8 @@ async function nameWaitingUsersImport(tx: Store, companyId: string, invalid: Imp
   const creates = await usersOfWaitingImports(tx, companyId)
   for (const issue of invalid) {
     const named = [...issue.details.toLowerCase().matchAll(NAMED_EMAIL)].map((match) => match[1])
-    const importId = named.map((email) => creates.get(email)).find((id) => id !== undefined)
-    if (importId)
-      issue.details += ` (users import ${importId}, which creates that user, is still scheduled: send attributions once it is applied)`
+    const creating = named.map((email) => creates.get(email)).find((found) => found !== undefined)
+    if (creating) issue.details += waitFor(creating, 'send attributions')
   }
 }
 

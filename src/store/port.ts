@@ -12,6 +12,7 @@ import type {
   ImportDetail,
   ImportPayload,
   ImportStatus,
+  ImportTarget,
   ManagerAttribution,
   Plan,
   Quota,
@@ -591,8 +592,8 @@ export interface ImportRepository {
   /** Whether a call was stored under the request id `idKey` within `resendWindow(now)`: one sent again may be it. */
   remembersRequest(companyId: string, idKey: string, now: string): Promise<boolean>
   get(companyId: string, id: string): Promise<DataImport | null>
-  /** The company's imports, newest first: at most `limit`, and only those in `status` when it is given. */
-  list(companyId: string, filter: { status?: ImportStatus; limit: number }): Promise<DataImport[]>
+  /** The company's imports, newest first: at most `limit`, and only those in `status` and of `target` when they are given. */
+  list(companyId: string, filter: { status?: ImportStatus; target?: ImportTarget; limit: number }): Promise<DataImport[]>
   /**
    * Closes the debounce window of each scheduled import of the company whose window is still open at `now`: its
    * `window_ends_at` becomes `now`, so that no call joins it any more and a worker may run it. Atomic; returns

@@ -13,7 +13,7 @@ import { type Issue, ValidationError } from '../errors.ts'
 import { recalculate, stampedBy } from '../calculation/recalculation.ts'
 import type { User } from '../store/model.ts'
 import type { Store } from '../store/port.ts'
-import { usersOfWaitingImports } from '../imports/waiting-users.ts'
+import { usersOfWaitingImports, waitFor } from '../imports/waiting-users.ts'
 
 /** At most this many users per `DELETE /v1/users/archive/bulk` call. */
 export const MAX_ARCHIVED_PER_CALL = 50
@@ -37,7 +37,7 @@ interface ArchiveRequest {
  * instance cannot commit beside an archive that checked the attributions before it.
  */
 export async function archiveUsers(store: Store, clock: Clock, companyId: string, items: readonly unknown[]): Promise<void> {
-  // The refusals of users not found, by their email: named with a users import still waiting that creates them.
+  // The refusals of users not found, by their email: named with a users import not applied yet that creates them.
   let unknownUsers: { email: string; issue: Issue }[] = []
   try {
     await store.transaction(
@@ -86,15 +86,14 @@ export async function archiveUsers(store: Store, clock: Clock, companyId: string
 }
 
 /**
- * A user not found that a users import still waiting creates: the refusal names that import, as an attribution's
+ * A user not found that a users import not applied yet creates: the refusal names that import, as an attribution's
  * does. Read once the archive's transaction is over, since it reads the waiting imports' payloads.
  */
 async function nameWaitingUsersImports(store: Store, companyId: string, unknownUsers: { email: string; issue: Issue }[]): Promise<void> {
   const waiting = await usersOfWaitingImports(store, companyId)
   for (const { email, issue } of unknownUsers) {
-    const importId = waiting.get(email.toLowerCase())
-    if (importId)
-      issue.description += ` (users import ${importId}, which creates that user, is still scheduled: archive the user once it is applied)`
+    const creating = waiting.get(email.toLowerCase())
+    if (creating) issue.description += waitFor(creating, 'archive the user')
   }
 }
 

@@ -266,12 +266,13 @@ export function mongoImports(context: MongoContext): ImportRepository {
 
     get: (companyId, id) => findOne<DataImport>(context, IMPORTS, byId(companyId, id)),
 
-    list: (companyId, { status, limit }) =>
+    list: (companyId, { status, target, limit }) =>
       read(context, async (session) => {
         // A limit of 0 means "no limit" to MongoDB.
         if (limit <= 0) return []
+        const filter = { ...(status ? { status } : {}), ...(target ? { target } : {}) }
         const documents = await imports()
-          .find(inCompany(companyId, status ? { status } : {}), { ...inSession(session), sort: { _id: -1 }, limit })
+          .find(inCompany(companyId, filter), { ...inSession(session), sort: { _id: -1 }, limit })
           .toArray()
         return documents.map((document) => decode<DataImport>(IMPORTS, document))
       }),

@@ -129,10 +129,15 @@ export function sqliteImports(sql: Sql): ImportRepository {
       return row ? parseImport(row) : null
     },
 
-    async list(companyId, { status, limit }) {
-      const rows = status
-        ? await sql.all('SELECT doc FROM imports WHERE company_id = ? AND status = ? ORDER BY id DESC LIMIT ?', companyId, status, limit)
-        : await sql.all('SELECT doc FROM imports WHERE company_id = ? ORDER BY id DESC LIMIT ?', companyId, limit)
+    async list(companyId, { status, target, limit }) {
+      const filters: [string, string][] = [['company_id = ?', companyId]]
+      if (status) filters.push(['status = ?', status])
+      if (target) filters.push(["doc ->> '$.target' = ?", target])
+      const rows = await sql.all(
+        `SELECT doc FROM imports WHERE ${filters.map(([condition]) => condition).join(' AND ')} ORDER BY id DESC LIMIT ?`,
+        ...filters.map(([, value]) => value),
+        limit,
+      )
       return rows.map(parseImport)
     },
 

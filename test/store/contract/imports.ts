@@ -629,12 +629,20 @@ export function importsContract(adapter: StoreAdapter): void {
       it("lists the company's imports newest first, by status when asked, at most `limit`", async () => {
         const first = await enqueue(0)
         const second = await enqueue(1, 0, companyId, 'managers')
-        const third = await enqueue(2, 10, companyId, 'groups')
+        const third = await store.imports.enqueue(
+          { ...anImport(companyId, minute(2), 10, 'groups'), target: 'groups', data_table_key: 'groups' },
+          aPayload(companyId),
+          minute(2),
+        )
         await enqueue(0, 0, otherCompanyId)
         await store.imports.claimNext('w', minute(1), minute(11), companyId)
         expect(ids(await store.imports.list(companyId, { limit: 10 }))).toStrictEqual([third.id, second.id, first.id])
         expect(ids(await store.imports.list(companyId, { limit: 2 }))).toStrictEqual([third.id, second.id])
         expect(ids(await store.imports.list(companyId, { status: 'scheduled', limit: 10 }))).toStrictEqual([third.id, second.id])
+        expect(ids(await store.imports.list(companyId, { target: 'groups', limit: 10 }))).toStrictEqual([third.id])
+        expect(ids(await store.imports.list(companyId, { status: 'scheduled', target: 'users', limit: 10 }))).toStrictEqual([second.id])
+        expect(await store.imports.list(companyId, { status: 'started', target: 'groups', limit: 10 })).toStrictEqual([])
+        expect(ids(await store.imports.list(companyId, { status: 'started', target: 'users', limit: 10 }))).toStrictEqual([first.id])
         expect(await store.imports.list(companyId, { status: 'started', limit: 10 })).toStrictEqual([
           await store.imports.get(companyId, first.id),
         ])
