@@ -132,7 +132,7 @@ export function loadConfig(env: Env = process.env): Config {
   const config: Config = {
     port: read('PORT', 3000, parsePort),
     host: read('HOST', '127.0.0.1', (raw) => ({ value: raw })),
-    dataDir: read('DATA_DIR', resolve('./data'), (raw) => ({ value: raw === IN_MEMORY ? raw : resolve(raw) })),
+    dataDir: read('DATA_DIR', resolve('./data'), (raw) => ({ value: raw.toLowerCase() === IN_MEMORY ? IN_MEMORY : resolve(raw) })),
     mongodbUrl: read<string | null>('MONGODB_URL', null, parseMongoUrl),
     publicUrl: read<string | null>('PUBLIC_URL', null, parsePublicUrl),
     adminToken: read<string | null>('ADMIN_TOKEN', null, parseSecret),
@@ -163,9 +163,9 @@ export function loadConfig(env: Env = process.env): Config {
   // A worker thread opens the store on a connection of its own: an in-memory database has no second connection.
   if (config.dataDir === IN_MEMORY && !config.mongodbUrl) {
     const explicit = env.IMPORT_WORKER?.trim()
-    if (explicit === 'thread')
+    if (explicit?.toLowerCase() === 'thread')
       problems.push(
-        'IMPORT_WORKER="thread": a worker thread cannot open an in-memory store (DATA_DIR=:memory:): use inline, its default there',
+        `IMPORT_WORKER=${JSON.stringify(explicit)}: a worker thread cannot open an in-memory store (DATA_DIR=:memory:): use inline, its default there`,
       )
     config.importWorker = 'inline'
   }
@@ -173,8 +173,9 @@ export function loadConfig(env: Env = process.env): Config {
   return config
 }
 
+/** One of `choices`, in any letter case, as the switches are read (`DEBUG`, `Controlled`). */
 function oneOf<T extends string>(choices: readonly T[], raw: string): Parsed<T> {
-  const choice = choices.find((item) => item === raw)
+  const choice = choices.find((item) => item === raw.toLowerCase())
   if (choice !== undefined) return { value: choice }
   return problem(choices.length === 2 ? `expected ${choices[0]} or ${choices[1]}` : `expected one of ${choices.join(', ')}`)
 }
@@ -197,7 +198,10 @@ function parseSwitch(raw: string): Parsed<boolean> {
 }
 
 function parseMongoUrl(raw: string): Parsed<string> {
-  return /^mongodb(\+srv)?:\/\//.test(raw) ? { value: raw } : problem('expected a mongodb:// or mongodb+srv:// connection string')
+  // The scheme in any letter case, as PUBLIC_URL's: the driver takes it in lower case only.
+  const scheme = /^mongodb(\+srv)?:\/\//i.exec(raw)?.[0]
+  if (scheme === undefined) return problem('expected a mongodb:// or mongodb+srv:// connection string')
+  return { value: scheme.toLowerCase() + raw.slice(scheme.length) }
 }
 
 function parsePublicUrl(raw: string): Parsed<string> {
@@ -231,7 +235,9 @@ function parseTrustProxy(raw: string): Parsed<boolean | number | string[]> {
   const asSwitch = parseSwitch(raw)
   if ('value' in asSwitch) return asSwitch
   if (/^\d+$/.test(raw)) return { value: Number(raw) }
-  const addresses = raw.split(',').map((part) => part.trim())
+  const addresses = listItems(raw)
+  // Commas alone list nothing: the default, as a value of spaces only.
+  if (addresses.length === 0) return { value: false }
   if (addresses.every(isAddressOrRange)) return { value: addresses }
   return problem('expected on, off, a hop count, or a comma-separated list of addresses or CIDR ranges')
 }
@@ -248,13 +254,18 @@ function isAddressOrRange(text: string): boolean {
   return /^\d{1,3}$/.test(prefix) && Number(prefix) >= 1 && Number(prefix) <= (family === 4 ? 32 : 128)
 }
 
+/** The items of a comma-separated list, trimmed; empty ones (`a,,b`, a trailing comma) are left out. */
+function listItems(raw: string): string[] {
+  return raw
+    .split(',')
+    .map((item) => item.trim())
+    .filter((item) => item !== '')
+}
+
 /** A comma-separated list of origins (`scheme://host[:port]`, as a browser sends them), or `*`. */
 function parseOrigins(raw: string): Parsed<string[]> {
   const origins: string[] = []
-  for (const part of raw
-    .split(',')
-    .map((item) => item.trim())
-    .filter((item) => item !== '')) {
+  for (const part of listItems(raw)) {
     if (part === '*') {
       origins.push(part)
       continue

@@ -169,6 +169,42 @@ describe('configuration', () => {
     expect(loadConfig({ DATA_DIR: './memory' }).dataDir).toBe(resolve('./memory'))
   })
 
+  it('reads the words a variable takes, and a URL scheme, in any letter case, and a list without its empty items', () => {
+    expect(
+      loadConfig({
+        DATA_DIR: ':MEMORY:',
+        LOG_LEVEL: 'DEBUG',
+        CLOCK: 'Controlled',
+        IMPORT_WORKER: 'INLINE',
+        DEMO: 'OFF',
+        TRUST_PROXY: ' 10.0.0.1,, 10.0.0.2 ,',
+        CORS_ORIGINS: ',http://localhost:5173,,',
+        MONGODB_URL: 'MongoDB+SRV://db.example.com/Commission',
+        PUBLIC_URL: 'HTTPS://api.example.com',
+      }),
+    ).toMatchObject({
+      dataDir: ':memory:',
+      logLevel: 'debug',
+      clock: 'controlled',
+      importWorker: 'inline',
+      demo: false,
+      trustProxy: ['10.0.0.1', '10.0.0.2'],
+      corsOrigins: ['http://localhost:5173'],
+      // The rest as it is: a database's name is the database's.
+      mongodbUrl: 'mongodb+srv://db.example.com/Commission',
+      publicUrl: 'https://api.example.com',
+    })
+    expect(loadConfig({ DATA_DIR: ':Memory:', IMPORT_WORKER: 'Inline' }).importWorker).toBe('inline')
+    expect(() => loadConfig({ DATA_DIR: ':Memory:', IMPORT_WORKER: 'Thread' })).toThrow(
+      /IMPORT_WORKER="Thread": a worker thread cannot open an in-memory store/,
+    )
+    // Commas alone list nothing: the default, as a value of spaces only.
+    expect(loadConfig({ TRUST_PROXY: ' , ', CORS_ORIGINS: ',,' })).toMatchObject({ trustProxy: false, corsOrigins: [] })
+    // A path, a secret or a key is taken as written.
+    expect(loadConfig({ DATA_DIR: './Data' }).dataDir).toBe(resolve('./Data'))
+    expect(refusal({ DEMO_API_KEY: 'CAK_A-demo_key-0123456789' })).toMatch(/DEMO_API_KEY=.*expected an API key/)
+  })
+
   it('gives --test-mode its defaults under what the environment sets', () => {
     expect(loadConfig(withTestModeDefaults({}))).toMatchObject({
       clock: 'controlled',
