@@ -12,7 +12,7 @@ import { registerCompression } from './routes/compression.ts'
 import { registerCors } from './routes/cors.ts'
 import { continueWhenBodyIsRead, drainRefusedBodies } from './routes/refused-bodies.ts'
 import { registerErrorHandling, schemaRefusal } from './routes/errors.ts'
-import { answerClientError, answerFrameworkError, answerOutsideRoutes, MAX_PARAM_LENGTH } from './routes/framework-errors.ts'
+import { answerOutsideRoutes, FRAMEWORK_REFUSALS } from './routes/framework-errors.ts'
 import { OneLinePerRequest } from './routes/request-log.ts'
 import { requestTimeouts } from './routes/request-timeouts.ts'
 import { stopWithTheApp } from './routes/draining.ts'
@@ -79,9 +79,7 @@ export async function buildApp({ config, store, clock, logStream, worker }: AppO
     // close), in the specification's bodies, rather than by the framework's own 503.
     return503OnClosing: false,
     // The framework's own refusals (bad percent-encoding, long parameter, malformed HTTP) in the specification's bodies.
-    frameworkErrors: answerFrameworkError,
-    clientErrorHandler: answerClientError,
-    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
+    ...FRAMEWORK_REFUSALS,
     schemaErrorFormatter: schemaRefusal,
     ajv: { customOptions: { coerceTypes: 'array', allErrors: true, removeAdditional: false } },
     schemaController: { compilersFactory: { buildValidator: validatorsKeepingBodyTypes() } },

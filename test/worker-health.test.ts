@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest'
 import { smallFixture } from './helpers/fixtures.ts'
 import { finishedImport, sample } from './helpers/operations.ts'
 import { runCli, startServerProcess, tempDataDir } from './helpers/process.ts'
-import { openConnection, refusesConnections } from './helpers/raw-http.ts'
+import { exchange, openConnection, refusesConnections } from './helpers/raw-http.ts'
 import { call } from './helpers/server.ts'
 
 describe('serve --role worker with WORKER_HEALTH_PORT', () => {
@@ -50,7 +50,7 @@ describe('serve --role worker with WORKER_HEALTH_PORT', () => {
     }
   })
 
-  it("tells the controlled clock's time in its Date header, as it moves", async () => {
+  it("tells the controlled clock's time in its Date header, as it moves, its refusals of malformed HTTP included", async () => {
     const env = { DATA_DIR: tempDataDir(), CLOCK: 'controlled' }
     const worker = startServerProcess({ ...env, WORKER_HEALTH_PORT: '0' }, ['serve', '--role', 'worker'])
     try {
@@ -60,6 +60,28 @@ describe('serve --role worker with WORKER_HEALTH_PORT', () => {
       const tenDays = 10 * 86_400_000
       expect(runCli(['clock', 'advance', String(tenDays)], env).code).toBe(0)
       expect(await aheadBy()).toBeGreaterThan(tenDays - 60_000)
+
+      // What the framework or Node would refuse on its own is refused as on an API instance (test/hostile-http.test.ts):
+      // in the specification's bodies, at the service's time.
+      const refusals: [string, number, string][] = [
+        ['GARBAGE\r\n\r\n', 400, 'request'],
+        [`GET /health/live HTTP/1.1\r\nHost: localhost\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, 431, 'headers'],
+        ['GET /health/%zz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n', 400, 'path'],
+        ['GET /health/live HTTP/1.1\r\nConnection: close\r\n\r\n', 400, 'Host'],
+        ['GET /health/live HTTP/1.1\r\nHost: localhost\r\nExpect: later\r\nConnection: close\r\n\r\n', 417, 'Expect'],
+      ]
+      for (const [bytes, status, resource] of refusals) {
+        const [head, body] = (await exchange(health, bytes)).split('\r\n\r\n')
+        expect(head, resource).toMatch(new RegExp(`^HTTP/1\\.1 ${status} `))
+        expect(JSON.parse(body), resource).toEqual({
+          count: 1,
+          errors: [{ error: 'ValidationError', resource, description: expect.any(String) }],
+        })
+        const date = /\r\ndate: ([^\r]*)/i.exec(head)?.[1] ?? ''
+        expect(Date.parse(date) - Date.now(), resource).toBeGreaterThan(tenDays - 60_000)
+      }
+      const tunnel = await exchange(health, 'CONNECT localhost:443 HTTP/1.1\r\nHost: localhost:443\r\n\r\n')
+      expect(tunnel).toMatch(/^HTTP\/1\.1 405 /)
     } finally {
       expect(await worker.stop()).toBe(0)
     }

@@ -14,6 +14,17 @@ import { logRequestLine } from './request-log.ts'
 export const MAX_PARAM_LENGTH = 100
 
 /**
+ * The options of every listener of the service (the API, the worker's health port) under which the framework's own
+ * refusals are answered here, as below, rather than in Fastify's bodies and with the system's time. With them,
+ * `answerOutsideRoutes` on the instance, and Node's check of the Host header left to `refuseInvalidHost`.
+ */
+export const FRAMEWORK_REFUSALS = {
+  frameworkErrors: answerFrameworkError,
+  clientErrorHandler: answerClientError,
+  routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
+}
+
+/**
  * The `Date` of an answer written outside the hooks that set it (`followClockOfStore`): the service's time, a
  * controlled clock's included, as every other answer tells it. Node's default would be the system's, and an answer
  * written to the socket has none. No request read the store's clock for it: this process's last offset stands.

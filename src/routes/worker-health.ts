@@ -6,6 +6,8 @@ import { loggerOptions } from '../logger.ts'
 import type { Store } from '../store/port.ts'
 import { registerErrorHandling } from './errors.ts'
 import { followClockOfStore } from './clock-sync.ts'
+import { answerOutsideRoutes, FRAMEWORK_REFUSALS } from './framework-errors.ts'
+import { refuseInvalidHost } from './host-header.ts'
 import { stopWithTheApp } from './draining.ts'
 import { registerHealth } from './health.ts'
 import { registerMetrics } from './metrics.ts'
@@ -25,6 +27,7 @@ export interface WorkerHealthParts {
  * Nothing else: no v1, v2 or admin route. The composition root (`src/server.ts`) listens and closes it.
  */
 export function buildWorkerHealth({ config, store, clock, worker }: WorkerHealthParts): FastifyInstance {
+  const timeouts = requestTimeouts(config.requestTimeoutMs)
   const app = Fastify({
     logger: loggerOptions(config.logLevel),
     logController: new LogController({ disableRequestLogging: true }),
@@ -32,13 +35,19 @@ export function buildWorkerHealth({ config, store, clock, worker }: WorkerHealth
     // instance, rather than by the framework's own 503.
     return503OnClosing: false,
     // As on an API instance: a probe sent slowly cannot hold its connection for good (Fastify's default is none).
-    ...requestTimeouts(config.requestTimeoutMs),
+    ...timeouts,
+    // As on an API instance: malformed HTTP, a request without Host, an unknown Expect are refused in the
+    // specification's bodies and with the service's time, not Node's or Fastify's.
+    http: { ...timeouts.http, requireHostHeader: false },
+    ...FRAMEWORK_REFUSALS,
   })
   app.decorate('config', config)
   app.decorate('store', store)
   app.decorate('clock', clock)
   followClockOfStore(app)
   registerErrorHandling(app)
+  answerOutsideRoutes(app)
+  refuseInvalidHost(app)
   registerMetrics(app)
   stopWithTheApp(app)
   registerHealth(app, worker)
