@@ -44,6 +44,8 @@ export interface ImportWorkerEvents {
   postponed: [DataImport]
   /** The import's company was deleted (a call stored while it was): the import was deleted, never applied. */
   discarded: [DataImport]
+  /** A company's deletion left unfinished (by a crash) is finished: the company's id (`finishDeletions`). */
+  deletionFinished: [string]
   /** A round of polling failed (the store was unreachable...); the worker keeps polling. */
   failed: [unknown]
 }
@@ -87,6 +89,8 @@ export class ImportWorker extends EventEmitter<ImportWorkerEvents> {
   readonly #runs = new Set<Promise<boolean>>()
   /** When this worker deletes expired imports next (real time, `Date.now()`); null: at its next poll. */
   #nextPurge: number | null = null
+  /** When this worker looks for deletions left unfinished (real time, `Date.now()`); null: at its next poll; Infinity: done. */
+  #nextDeletionCheck: number | null = null
   #loop: Promise<void> | null = null
   #stopping = false
   /** Aborted by `stop()`: the running import is handed back at its next step (`runClaimedImport`). */
@@ -166,6 +170,24 @@ export class ImportWorker extends EventEmitter<ImportWorkerEvents> {
       deleted += batch
       if (batch < PURGE_BATCH || this.#stopping) return deleted
     }
+  }
+
+  /**
+   * Finishes the companies' deletions that a crash (or a failure) left unfinished (`companies.unfinishedDeletions`:
+   * the embedded store marks each until its rows are gone), one after the other, stopping between two once the
+   * worker stops; resolves with their ids. A deletion under way in another process is finished with it: each
+   * deletes what is left, nothing twice.
+   */
+  async finishDeletions(): Promise<string[]> {
+    const finished: string[] = []
+    for (const companyId of await this.#store.companies.unfinishedDeletions()) {
+      if (this.#stopping) break
+      await this.#store.companies.delete(companyId)
+      this.#logger.info({ company_id: companyId }, 'company deletion left unfinished is finished')
+      this.emit('deletionFinished', companyId)
+      finished.push(companyId)
+    }
+    return finished
   }
 
   /** Resolves once no run of this worker is under way (`runOnce`), however they end. */
@@ -269,6 +291,8 @@ export class ImportWorker extends EventEmitter<ImportWorkerEvents> {
     while (!this.#stopping) {
       this.#woken = false
       try {
+        // Once a start, before any import: a deletion a crash interrupted left rows that nothing reaches any more.
+        await this.#finishDeletionsIfDue()
         // Between two runs, so that a store never without a runnable import still has its expired imports deleted.
         while (!this.#stopping) {
           await this.#purgeIfDue()
@@ -329,6 +353,24 @@ export class ImportWorker extends EventEmitter<ImportWorkerEvents> {
     } catch (error) {
       this.#nextPurge = Date.now() + PURGE_RETRY_MS
       this.#logger.warn({ err: error }, 'import worker: deleting the imports past their retention failed; tried again in a minute')
+    }
+  }
+
+  /**
+   * `finishDeletions` at the worker's first poll; after a failure (a busy store), again a minute later. A failure is
+   * said, and the imports go on: nothing reaches what a deletion left.
+   */
+  async #finishDeletionsIfDue(): Promise<void> {
+    if (this.#nextDeletionCheck !== null && Date.now() < this.#nextDeletionCheck) return
+    try {
+      await this.finishDeletions()
+      if (!this.#stopping) this.#nextDeletionCheck = Number.POSITIVE_INFINITY
+    } catch (error) {
+      this.#nextDeletionCheck = Date.now() + PURGE_RETRY_MS
+      this.#logger.warn(
+        { err: error },
+        'import worker: finishing the deletions of companies left unfinished failed; tried again in a minute',
+      )
     }
   }
 

@@ -180,15 +180,27 @@ export interface CompanyRepository {
   setExchangeRates(id: string, rates: ExchangeRates): Promise<boolean>
   list(): Promise<Company[]>
   /**
-   * Deletes the company and every record that belongs to it; returns false when unknown. Atomic for readers:
-   * the company and its API keys go at once, and nothing reaches its records from then on. Inside a transaction
-   * everything goes with it. Outside one, MongoDB deletes the records after the company, outside a transaction
-   * (a large company would not fit in one); an interrupted deletion is finished by deleting the company again,
-   * so MongoDB answers one it could not serve or confirm StoreBusyError, though part of it may be done.
+   * Deletes the company and every record that belongs to it; returns false when unknown. Inside a transaction
+   * everything goes with it. Outside one, in both adapters, the company and its API keys go first, at once, so that
+   * nothing reaches its records from then on (every request finds its company through them); then its records, in
+   * several writes outside any transaction (a large company's would hold SQLite's thread for seconds, and would not
+   * fit in a MongoDB transaction), and the call resolves once they are all gone. Readers never see a part of the
+   * company, only a request that found it just before (a key reused for half a second) may. An interrupted deletion
+   * (a crash, a failure) is finished by deleting the company again, which answers false then and resolves once
+   * nothing of it is left. So MongoDB answers a part it could not serve or confirm StoreBusyError ("try again"),
+   * though the company may be gone; SQLite's failures (its write lock held past the wait, a full disk) are never
+   * unconfirmed either.
    * `pause`, given only inside a transaction (which keeps the deletion atomic), is awaited between the steps of a
    * deletion done in several (SQLite: table by table), so that a large company's deletion shares its thread.
    */
   delete(id: string, options?: { pause?: () => Promise<void> }): Promise<boolean>
+  /**
+   * The companies whose deletion began and is not finished: SQLite marks one with its first write and unmarks it
+   * with its last, so that a deletion a crash interrupted is found and finished (deleted again) by the import worker
+   * when it starts. A deletion under way in another process is listed too. MongoDB keeps no mark, and lists none:
+   * there, deleting the company again is the way.
+   */
+  unfinishedDeletions(): Promise<string[]>
   /**
    * The companies a migration left due a full recalculation, with why: data an earlier version left wrong, which
    * only the calculation can put right (SQLite; a MongoDB store has no migrations, and none).

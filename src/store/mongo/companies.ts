@@ -27,6 +27,8 @@ export function mongoCompanies(context: MongoContext): CompanyRepository {
       ),
     list: () => findAll<Company>(context, COMPANIES, {}),
     delete: (id) => counted(context, deleteCompany(context, id)),
+    // No mark is kept: an interrupted deletion is finished by deleting the company again (`deleteCompany`).
+    unfinishedDeletions: async () => [],
     // A MongoDB store has no migrations, so nothing is ever left due.
     recalculationsDue: async () => [],
     takeRecalculationDue: async () => false,

@@ -70,6 +70,8 @@ export type Values = SQLOutputValue[]
 
 /** What a repository sees: run a query, or run writes atomically. */
 export interface Sql {
+  /** True inside a transaction: every write then commits (or rolls back) with it, not on its own. */
+  readonly inTransaction: boolean
   all(sql: string, ...params: Params): Promise<Row[]>
   get(sql: string, ...params: Params): Promise<Row | undefined>
   /** Like `all`, with each row as its column values. */
@@ -126,6 +128,7 @@ export class SqliteConnection {
 
   /** The Sql seen outside a transaction. */
   readonly sql: Sql = {
+    inTransaction: false,
     all: (sql, ...params) => this.#committed(() => this.#reader.prepare(sql).all(...params) as Row[]),
     get: (sql, ...params) => this.#committed(() => this.#reader.prepare(sql).get(...params) as Row | undefined),
     values: (sql, ...params) => this.#committed(() => this.#reader.prepareArrays(sql).all(...params) as unknown as Values[]),
@@ -152,6 +155,7 @@ export class SqliteConnection {
     return this.#writes.run(async () => {
       const writer = this.#writer
       const inside: Sql = {
+        inTransaction: true,
         all: async (sql, ...params) => writer.prepare(sql).all(...params) as Row[],
         get: async (sql, ...params) => writer.prepare(sql).get(...params) as Row | undefined,
         values: async (sql, ...params) => writer.prepareArrays(sql).all(...params) as unknown as Values[],

@@ -290,6 +290,11 @@ export const MIGRATIONS: readonly string[] = [
   WHERE join_key = 'records' AND status = 'scheduled' AND doc ->> '$.table_id' IS NOT NULL
     AND window_ends_at > doc ->> '$.created_at';
   `,
+  // The deletions of companies not finished yet (src/store/sqlite/companies.ts): the company and its keys went in one
+  // write, and its rows go in slices after it; a row here, written with the first, stays until the last is gone.
+  `
+  CREATE TABLE IF NOT EXISTS company_deletions (company_id TEXT PRIMARY KEY) WITHOUT ROWID;
+  `,
 ]
 
 /** Every table that holds company data, for deleting a company. */

@@ -3,7 +3,7 @@ import { ManualClock } from '../../../src/clock.ts'
 import { newId } from '../../../src/ids.ts'
 import { enqueueImport } from '../../../src/imports/enqueue.ts'
 import type { Store } from '../../../src/store/port.ts'
-import { aCompany, byId } from '../builders.ts'
+import { aCompany, aRecord, aUser, byId } from '../builders.ts'
 import { storePerTest, type StoreAdapter } from './support.ts'
 import { populateTwo, readAll, readsOf, nothingOf } from './world.ts'
 
@@ -70,6 +70,30 @@ export function companiesContract(adapter: StoreAdapter): void {
       expect(await store.apiKeys.findByHash(doomed.apiKey.hash)).toBeNull()
       expect(await readAll(store, doomed.company.id, doomed)).toStrictEqual(nothingOf())
       expect(await readAll(store, kept.company.id, kept)).toStrictEqual(readsOf(kept))
+    })
+
+    it('deletes a large company in steps that let other calls through, its company and keys gone from the first', async () => {
+      const [doomed, kept] = await populateTwo(store)
+      // Far more rows than a step of the deletion takes (SQLite: SWEEP_SLICE_ROWS).
+      const records = Array.from({ length: 12_000 }, () => aRecord(doomed.company.id, doomed.table.id))
+      await store.records.upsert(doomed.company.id, records)
+      let finished = false
+      const deletion = store.companies.delete(doomed.company.id).finally(() => (finished = true))
+      while (await store.companies.get(doomed.company.id)) await turn()
+      expect(await store.apiKeys.findByHash(doomed.apiKey.hash)).toBeNull()
+      // A write sent once the company is gone is not held until its rows are.
+      const newcomer = aUser(kept.company.id)
+      await store.users.save(kept.company.id, [newcomer])
+      expect(finished).toBe(false)
+      // Deleted again meanwhile, it is unknown, and answered once nothing of it is left (a deletion sent again after a
+      // failure is finished so).
+      expect(await store.companies.delete(doomed.company.id)).toBe(false)
+      expect(await store.records.count(doomed.company.id, doomed.table.id)).toBe(0)
+      expect(await readAll(store, doomed.company.id, doomed)).toStrictEqual(nothingOf())
+      expect(await deletion).toBe(true)
+      expect(await store.companies.unfinishedDeletions()).not.toContain(doomed.company.id)
+      expect(await store.users.get(kept.company.id, newcomer.id)).toStrictEqual(newcomer)
+      expect(await store.apiKeys.findByHash(kept.apiKey.hash)).toStrictEqual(kept.apiKey)
     })
 
     it('answers false when deleting an unknown company', async () => {
