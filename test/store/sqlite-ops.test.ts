@@ -8,6 +8,7 @@ import { expect, it } from 'vitest'
 import { ManualClock } from '../../src/clock.ts'
 import { loadFixture } from '../../src/fixtures/load-fixture.ts'
 import { newId } from '../../src/ids.ts'
+import { enqueueImport } from '../../src/imports/enqueue.ts'
 import { ImportWorker } from '../../src/imports/worker.ts'
 import type { DataTableRecord } from '../../src/store/model.ts'
 import { rateSubjectKey, StoreBusyError } from '../../src/store/port.ts'
@@ -317,3 +318,35 @@ it("marks a company's deletion until its last row is gone: one a failure left is
       await store.close()
     }
   }))
+
+it('sweeps a call stored for a company while its deletion goes on (a key reused for half a second), with its import and request id', async () => {
+  const store = openSqliteStore(':memory:')
+  try {
+    const clock = new ManualClock()
+    const { company_id: doomed } = await loadFixture(store, clock, smallFixture())
+    const company = await store.companies.get(doomed)
+    const [table] = await store.dataTables.list(doomed)
+    const records = Array.from({ length: 3 * SWEEP_SLICE_ROWS }, (_, n) => aRecord(doomed, table.id, { external_id: `many-${n}` }))
+    await store.records.upsert(doomed, records)
+
+    const deletion = store.companies.delete(doomed)
+    while (await store.companies.get(doomed)) await setImmediate()
+    // The imports' tables come after the records in the sweep: the call lands in tables not swept yet or swept already.
+    const stored = await enqueueImport(store, clock, {
+      company: company!,
+      target: 'users',
+      items: [{ email: 'late@example.com' }],
+      bytes: 30,
+      queueLimitBytes: 1024,
+      resend: { id_key: 'request-1', call_key: 'call-1' },
+    })
+    expect(await store.imports.get(doomed, stored.import_id)).not.toBeNull()
+    expect(await deletion).toBe(true)
+    expect(await store.imports.get(doomed, stored.import_id)).toBeNull()
+    expect(await store.imports.payloads(doomed, stored.import_id)).toStrictEqual([])
+    expect(await store.imports.remembersRequest(doomed, 'request-1', clock.now().toISOString())).toBe(false)
+    expect(await store.companies.unfinishedDeletions()).toStrictEqual([])
+  } finally {
+    await store.close()
+  }
+})
