@@ -234,6 +234,9 @@ describe('bad fixtures are refused cleanly', () => {
     fixture.quotas[0].values[0].modified_at = '0000-01-01T00:00:00+01:00'
     fixture.data_tables[0].records[0].modified_at = '9999-12-31T23:59:59-23:59'
     fixture.data_tables[0].records[1].modified_at = 'March 1, 2026 10:00'
+    // Rows are stamped to the millisecond: a digit past it would be dropped, and the row stamped before its time.
+    fixture.custom_metrics[1].created_at = '2026-01-01T10:00:00.0001Z'
+    fixture.quotas[1].values[0].modified_at = '2026-01-05T00:00:00.1234567+01:00'
     expect(resources(await refusalOf(fixture))).toEqual(
       expect.arrayContaining([
         '/users/0/modified_at',
@@ -246,6 +249,8 @@ describe('bad fixtures are refused cleanly', () => {
         '/quotas/0/values/0/modified_at',
         '/data_tables/0/records/0/modified_at',
         '/data_tables/0/records/1/modified_at',
+        '/custom_metrics/1/created_at',
+        '/quotas/1/values/0/modified_at',
       ]),
     )
     expect(resources(await refusalOf(fixture))).not.toContain('/company/exchange_rates/USD')

@@ -6,11 +6,12 @@ import { V2_TEST_ENV, admin, badParameter, idsByName, notFound } from './v2-supp
 describe('admin routes that edit a company’s data (for schema changes and incremental syncs)', () => {
   let server: TestServer
   let companyId: string
+  let apiKey: string
   let id: (name: string) => string
 
   beforeAll(async () => {
     server = await startTestServer(V2_TEST_ENV, {}, { transport: 'inject' })
-    ;({ companyId } = await server.load(smallFixture()))
+    ;({ companyId, apiKey } = await server.load(smallFixture()))
     id = await idsByName(server, companyId)
   })
   afterAll(() => server.close())
@@ -55,11 +56,27 @@ describe('admin routes that edit a company’s data (for schema changes and incr
     expect(reply.body).toEqual({ ...value, modified_at: '2026-07-01T12:00:00.000Z' })
   })
 
+  it('set a row’s modification time as given, to the millisecond: digits past it may only be zeros', async () => {
+    const [value] = await server.store.quotaValues.page(companyId, id('Monthly bookings'), { limit: 1 })
+    const reply = await patch(`/quota-values/${value.id}`, { modified_at: '2026-01-31T12:00:00.123000+02:00' })
+    expect(reply.status).toBe(200)
+    expect(reply.body.modified_at).toBe('2026-01-31T10:00:00.123Z')
+    // The quota values' inclusive bounds at the instant the edit gave find the row.
+    const at = 'last_modified_after=2026-01-31T10:00:00.123Z&last_modified_before=2026-01-31T10:00:00.1230001Z'
+    const found = await server.call(`/v2/quotas/${id('Monthly bookings')}/values?${at}`, { key: apiKey })
+    expect(found.body.data.map((row: any) => row['standard.id'])).toEqual([value.id])
+    await patch(`/quota-values/${value.id}`, { modified_at: value.modified_at })
+  })
+
   it.each([
     ['/quotas/{quota}', { type: 'bogus' }, 'type'],
     ['/quotas/{quota}', {}, 'type'],
     ['/statements/{statement}', { payment: 'a lot' }, 'payment'],
     ['/statements/{statement}', { modified_at: 'soon' }, 'modified_at'],
+    // Rows are stamped to the millisecond: kept as .123, a time of .1234 would be missed by a sync from that instant.
+    ['/statements/{statement}', { modified_at: '2026-01-31T10:00:00.1234Z' }, 'modified_at'],
+    ['/quota-values/{value}', { modified_at: '2026-01-31T10:00:00.000001+02:00' }, 'modified_at'],
+    ['/commission-lines/{line}', { modified_at: '2026-01-31T10:00:00.9999999Z' }, 'modified_at'],
     ['/statements/{statement}', { color: 'red' }, 'color'],
     ['/quota-values/{value}', { source: 'excel' }, 'source'],
     ['/reporting-structures/{structure}', { metrics: ['nope'] }, 'metrics'],

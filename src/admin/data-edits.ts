@@ -1,7 +1,7 @@
 import { type Static, Type } from 'typebox'
 import { recalculate, stampedBy } from '../calculation/recalculation.ts'
 import type { Clock } from '../clock.ts'
-import { parseInstant } from '../domain/formats.ts'
+import { rowTime } from '../domain/formats.ts'
 import { storedId } from '../domain/ids.ts'
 import { Nullable } from '../domain/schemas.ts'
 import { type Issue, NotFoundError, ValidationError } from '../errors.ts'
@@ -32,9 +32,9 @@ import { existingCompany } from './company-admin.ts'
 /** A change's modification time: the given instant (read as UTC without an offset), else `now`. */
 function modificationTime(now: string, given: string | undefined): string {
   if (given === undefined) return now
-  const instant = parseInstant(given)
-  if (!instant) throw new ValidationError({ resource: 'modified_at', description: 'expected an ISO 8601 date-time' })
-  return instant.toISOString()
+  const time = rowTime(given)
+  if ('problem' in time) throw new ValidationError({ resource: 'modified_at', description: time.problem })
+  return time.at
 }
 
 /** `record`, else NotFoundError naming what was looked for by `key` (its id, or a metric's api_key). */

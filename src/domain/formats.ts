@@ -62,6 +62,18 @@ export function pastItsMillisecond(value: string): boolean {
 }
 
 /**
+ * A time a row is to be stamped with, as given (an admin edit's or a fixture's `modified_at`): its ISO 8601 UTC
+ * form, or why it cannot be. Rows keep their times to the millisecond: one written with a digit other than 0 past it
+ * would be kept as the millisecond before, and a sync from the very instant it was given (quota values' bounds are
+ * inclusive) would miss the row.
+ */
+export function rowTime(value: string): { at: string } | { problem: string } {
+  if (pastItsMillisecond(value)) return { problem: 'a row’s time is kept to the millisecond: no digit but 0 can follow it' }
+  const instant = parseInstant(value)
+  return instant ? { at: instant.toISOString() } : { problem: 'expected a date-time from 0000-01-01T00:00:00Z to 9999-12-31T23:59:59Z' }
+}
+
+/**
  * Why a query parameter is not an instant, for its 400: a `+` written as it is in a query string is read as a space,
  * so an offset `+02:00` arrives as ` 02:00`, which the answer names rather than leave the client to guess.
  */
