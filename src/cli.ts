@@ -35,7 +35,7 @@ import { IMPORT_STATUSES, type ImportStatus, QUOTA_TYPES, type QuotaType } from 
 import { type Store, StoreBusyError, StoreFullError, StoreUnconfirmedError } from './store/port.ts'
 import { SyncDirectoryError } from './sync/state.ts'
 
-const USAGE = `Usage: commission-api <command> [options]   (npm run cli -- <command> [options])
+const USAGE = `Usage: commission-api <command> [options]   (npm run -s cli -- <command> [options])
 
 Commands:
   serve [--role all|api|worker] [--test-mode]

@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process'
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { dirname, relative, resolve } from 'node:path'
 import { describe, expect, it } from 'vitest'
@@ -125,6 +126,14 @@ describe('the documentation', () => {
     expect(commands).toEqual(expect.arrayContaining(['serve', 'demo', 'plans', 'exchange-rates', 'sync', 'conformance']))
     const documented = read('docs/cli.md')
     for (const command of commands) expect(documented, command).toMatch(new RegExp(`^\\| \`${command}[ \`]`, 'm'))
+  })
+
+  it("runs the CLI as docs/cli.md says with stdout holding only the command's answer, as --json needs", () => {
+    const command = /^`(npm run [^`]*) -- <command>`/m.exec(read('docs/cli.md'))?.[1]
+    expect(command).toBeDefined()
+    const run = spawnSync(`${command} -- --help`, { cwd: ROOT, shell: true, encoding: 'utf8', timeout: 60_000 })
+    expect(run.status, run.stderr).toBe(0)
+    expect(run.stdout).toMatch(/^Usage: commission-api /)
   })
 
   it('documents every admin route', async () => {
