@@ -24,7 +24,7 @@ import { type Clock, clockFor } from './clock.ts'
 import { type Config, ConfigError, IN_MEMORY, loadConfig, TEST_MODE_DEFAULTS, withTestModeDefaults } from './config.ts'
 import { NotFoundError, TimedOutError, ValidationError } from './errors.ts'
 import { demoFixture } from './fixtures/demo.ts'
-import { loadFixture, schemaProblems } from './fixtures/load-fixture.ts'
+import { fixtureProblems, loadFixture, schemaProblems } from './fixtures/load-fixture.ts'
 import { type FixturePlan, FixturePlanSchema } from './fixtures/schema.ts'
 import { MOVED_CLOCK_WARNING, movedClockOffset, startServer } from './server.ts'
 import { composeImportWorker } from './imports/compose-worker.ts'
@@ -133,10 +133,10 @@ interface CommandContext {
 
 /**
  * The commands that make the embedded store where there is none yet (every other one works on what a store holds),
- * and what each reads before it opens the store, so that a usage mistake or an unreadable file makes no empty one:
- * the fixture it loads.
+ * and what each reads before it opens the store, so that a usage mistake, an unreadable file or a refused fixture
+ * makes no empty one: the fixture it loads.
  */
-const INPUTS: Record<string, (positionals: string[], options: Options) => unknown> = {
+const INPUTS: Record<string, (positionals: string[], options: Options, config: Config) => unknown> = {
   demo(_positionals, options) {
     try {
       return demoFixture({
@@ -150,9 +150,15 @@ const INPUTS: Record<string, (positionals: string[], options: Options) => unknow
       throw error
     }
   },
-  load([file]) {
+  async load([file], _options, config) {
     if (!file) throw new UsageError('load expects a fixture file, or - for standard input')
-    return readJson(file)
+    const fixture = readJson(file)
+    // Where there is no store yet (a mistyped DATA_DIR, most likely), a fixture the load would refuse makes none.
+    if (missingStore(config)) {
+      const problems = await fixtureProblems(fixture, new Date().toISOString())
+      if (problems.length > 0) throw new ValidationError(problems)
+    }
+    return fixture
   },
 }
 
@@ -536,7 +542,7 @@ async function main(argv: string[]): Promise<number> {
   if (!command) throw new UsageError(`unknown command ${name}`)
   refuseLeftOverArguments(name, rest)
   const config = loadConfig()
-  const input = Object.hasOwn(INPUTS, name) ? INPUTS[name](rest, values) : undefined
+  const input = Object.hasOwn(INPUTS, name) ? await INPUTS[name](rest, values, config) : undefined
   const missing = Object.hasOwn(INPUTS, name) ? null : missingStore(config)
   // Without a store, the command runs on an empty one in memory, so that its usage mistakes are still told first.
   const store = await openStore(missing ? { ...config, dataDir: IN_MEMORY } : config)

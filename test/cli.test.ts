@@ -63,7 +63,8 @@ describe('the CLI', () => {
     expect(result.code).toBe(1)
     expect(result.stderr).toContain('/statements/1/user')
     expect(result.stderr).toContain('/quotas/1/values/0/period')
-    expect(JSON.parse(runCli(['companies', '--json'], env).stdout)).toEqual([])
+    // Nothing was written: not even an empty store, where DATA_DIR held none.
+    expect(runCli(['companies', '--json'], env).stderr).toContain('no store at')
   })
 
   it('refuses a fixture file that cannot be read or is not JSON with exit code 1, in one line and without the usage', () => {
@@ -183,6 +184,11 @@ describe('the CLI', () => {
     expect(runCli(['load'], env).code).toBe(2)
     expect(runCli(['load', join(dataDir, 'absent.json')], env).stderr).toContain('cannot be read as JSON')
     expect(runCli(['demo', '--users', 'many'], env).code).toBe(2)
+    const refused = join(tempDataDir(), 'refused.json')
+    writeFileSync(refused, JSON.stringify({ ...smallFixture('Refused'), company: {} }))
+    const load = runCli(['load', refused], env)
+    expect(load.code).toBe(1)
+    expect(load.stderr).toContain('/company: must have required properties name')
     expect(existsSync(dataDir)).toBe(false)
     expect(runCli(['demo', '--users', '5', '--months', '1', '--deals', '5'], env).code).toBe(0)
     expect(runCli(['companies'], env).code).toBe(0)
