@@ -3,6 +3,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { dirname, relative, resolve } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { buildApp } from '../src/app.ts'
+import { CommissionClient } from '../src/client/index.ts'
 import { ManualClock } from '../src/clock.ts'
 import { loadConfig } from '../src/config.ts'
 import { loadFixture } from '../src/fixtures/load-fixture.ts'
@@ -92,6 +93,13 @@ describe('the documentation', () => {
     expect(variables).toContain('CLOCK')
     const configuration = read('docs/configuration.md')
     for (const variable of variables) expect(configuration, variable).toContain(`| \`${variable}\` |`)
+  })
+
+  it('names every method of the TypeScript client in docs/clients.md', () => {
+    const methods = Object.getOwnPropertyNames(CommissionClient.prototype).filter((name) => name !== 'constructor')
+    expect(methods).toContain('syncSince')
+    const clients = read('docs/clients.md')
+    for (const method of methods) expect(clients, method).toMatch(new RegExp(`[\`.]${method}[\`(]`))
   })
 
   it("lists every index of the MongoDB adapter in its collection's row of docs/scaling.md", () => {
