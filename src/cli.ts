@@ -107,6 +107,36 @@ const MOST_ARGUMENTS: Record<string, number | Record<string, number>> = {
   imports: { drain: 0 },
 }
 
+/**
+ * The options each command takes, by command or by `command subcommand`; `--json` and `--help` are every command's.
+ * Another one is a usage mistake rather than an option silently left out: `reset --plan ID` resets every company.
+ */
+const OPTIONS: Record<string, readonly string[]> = {
+  serve: ['role', 'test-mode'],
+  demo: ['users', 'months', 'deals', 'seed'],
+  keys: ['company', 'user'],
+  structures: ['company'],
+  'quota-type': ['company', 'quota', 'type'],
+  plans: ['company'],
+  'plans put': ['company', 'plan'],
+  'plans delete': ['company', 'plan'],
+  'exchange-rates': ['company'],
+  'calculation-problems': ['company'],
+  imports: ['company', 'status', 'limit'],
+  'imports drain': ['company', 'timeout'],
+  reset: ['company'],
+  sync: ['base-url', 'key', 'out', 'since', 'format', 'page-size', 'rate'],
+  conformance: ['base-url', 'key', 'write', 'table', 'rate'],
+}
+
+function refuseOptionsOfOthers(name: string, rest: readonly string[], options: Options): void {
+  const subcommand = `${name} ${rest[0]}`
+  const command = Object.hasOwn(OPTIONS, subcommand) ? subcommand : name
+  const taken = Object.hasOwn(OPTIONS, command) ? OPTIONS[command] : []
+  const other = Object.keys(options).find((option) => option !== 'json' && option !== 'help' && !taken.includes(option))
+  if (other !== undefined) throw new UsageError(`--${other} is not an option of ${command}`)
+}
+
 function refuseLeftOverArguments(name: string, rest: readonly string[]): void {
   const taken = Object.hasOwn(MOST_ARGUMENTS, name) ? MOST_ARGUMENTS[name] : 0
   const [subcommand, ...after] = rest
@@ -521,6 +551,7 @@ async function main(argv: string[]): Promise<number> {
   }
   if (name === 'serve') {
     refuseLeftOverArguments(name, rest)
+    refuseOptionsOfOthers(name, rest, values)
     await serve(values.role, values['test-mode'] === true)
     return -1
   }
@@ -529,6 +560,7 @@ async function main(argv: string[]): Promise<number> {
   const clientCommand = Object.hasOwn(CLIENT_COMMANDS, name) ? CLIENT_COMMANDS[name] : undefined
   if (clientCommand) {
     refuseLeftOverArguments(name, rest)
+    refuseOptionsOfOthers(name, rest, values)
     const client = await clientOf(values)
     try {
       const result = await clientCommand(client, values)
@@ -541,6 +573,7 @@ async function main(argv: string[]): Promise<number> {
   const command = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined
   if (!command) throw new UsageError(`unknown command ${name}`)
   refuseLeftOverArguments(name, rest)
+  refuseOptionsOfOthers(name, rest, values)
   const config = loadConfig()
   const input = Object.hasOwn(INPUTS, name) ? await INPUTS[name](rest, values, config) : undefined
   const missing = Object.hasOwn(INPUTS, name) ? null : missingStore(config)

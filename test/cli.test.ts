@@ -114,7 +114,7 @@ describe('the CLI', () => {
     expect(JSON.parse(runCli(['companies', '--json'], env).stdout)).toEqual([expect.objectContaining({ name: 'Marked' })])
   })
 
-  it('refuses an argument left over, and an option past its bounds, as usage mistakes', () => {
+  it('refuses an argument left over, an option of another command, and an option past its bounds, as usage mistakes', () => {
     const env = { DATA_DIR: tempDataDir() }
     for (const [args, problem] of [
       [['load', 'a.json', 'b.json'], 'load takes at most 1 argument; left over: b.json'],
@@ -123,6 +123,13 @@ describe('the CLI', () => {
       [['plans', 'delete', '--company', 'c', '--plan', 'p1', 'p2'], 'plans delete takes no argument; left over: p2'],
       [['keys', 'create', 'extra', '--company', 'c'], 'keys create takes no argument; left over: extra'],
       [['serve', 'extra'], 'serve takes no argument'],
+      // Not left out in silence: without --company, reset puts every company back.
+      [['reset', '--plan', 'p'], '--plan is not an option of reset'],
+      [['imports', '--company', 'c', '--timeout', '5'], '--timeout is not an option of imports'],
+      [
+        ['sync', '--base-url', 'http://127.0.0.1:46999', '--key', 'k', '--out', 'o', '--company', 'c'],
+        '--company is not an option of sync',
+      ],
       [['imports', 'drain', '--company', 'c', '--timeout', '99999999999'], '--timeout expects a whole number from 0 to 600000'],
       [['imports', '--company', 'c', '--limit', '0'], '--limit expects a whole number from 1 to 1000'],
       [['demo', '--users', '99999999999'], 'demo users must be an integer from 5'],
