@@ -136,6 +136,14 @@ describe('the documentation', () => {
     expect(commands).toEqual(expect.arrayContaining(['serve', 'demo', 'plans', 'exchange-rates', 'sync', 'conformance']))
     const documented = read('docs/cli.md')
     for (const command of commands) expect(documented, command).toMatch(new RegExp(`^\\| \`${command}[ \`]`, 'm'))
+    // And every option each command takes (its OPTIONS entry), in the rows of that command.
+    const start = cli.indexOf('const OPTIONS: Record<string, readonly string[]> = {')
+    const entries = [...cli.slice(start, cli.indexOf('\n}\n', start)).matchAll(/^ {2}'?([\w -]+)'?: \[(.*)\],$/gm)]
+    expect(entries.length).toBeGreaterThan(10)
+    for (const [, command, list] of entries) {
+      const rows = documented.split('\n').filter((line) => line.startsWith(`| \`${command}`))
+      for (const [, option] of list.matchAll(/'([\w-]+)'/g)) expect(rows.join('\n'), `${command} --${option}`).toContain(`--${option}`)
+    }
   })
 
   it("runs the CLI as docs/cli.md says with stdout holding only the command's answer, as --json needs", () => {
