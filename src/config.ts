@@ -234,7 +234,11 @@ function parseApiKeySecret(raw: string): Parsed<string> {
 function parseTrustProxy(raw: string): Parsed<boolean | number | string[]> {
   const asSwitch = parseSwitch(raw)
   if ('value' in asSwitch) return asSwitch
-  if (/^\d+$/.test(raw)) return { value: Number(raw) }
+  if (/^\d+$/.test(raw)) {
+    // `01` is `1` with a leading zero, as numbers are read everywhere: on, not a count of one hop.
+    const hops = Number(raw)
+    return { value: hops > 1 ? hops : hops === 1 }
+  }
   const addresses = listItems(raw)
   // Commas alone list nothing: the default, as a value of spaces only.
   if (addresses.length === 0) return { value: false }

@@ -99,6 +99,12 @@ describe('configuration', () => {
     expect(loadConfig({ TRUST_PROXY: 'true' }).trustProxy).toBe(true)
   })
 
+  it('reads a hop count of 0 or 1 with leading zeros as the switch those digits are, never as one hop', () => {
+    expect(loadConfig({ TRUST_PROXY: '01' }).trustProxy).toBe(true)
+    expect(loadConfig({ TRUST_PROXY: '00' }).trustProxy).toBe(false)
+    expect(loadConfig({ TRUST_PROXY: '002' }).trustProxy).toBe(2)
+  })
+
   it.each([
     ['PORT', 'eighty'],
     ['PORT', '70000'],
