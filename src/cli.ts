@@ -319,8 +319,8 @@ const COMMANDS: Record<string, Command> = {
       }
     }
     if (subcommand === 'delete') {
-      await deletePlan(store, companyId, requiredOption(options, 'plan'))
-      return { json: { deleted: options.plan }, text: `deleted ${options.plan}` }
+      const deleted = await deletePlan(store, companyId, requiredOption(options, 'plan'))
+      return { json: { deleted }, text: `deleted ${deleted}` }
     }
     if (subcommand !== 'put') throw new UsageError('plans expects no subcommand, put or delete')
     if (!file) throw new UsageError('plans put expects a plan file, or - for standard input')

@@ -85,7 +85,7 @@ describe('the CLI', () => {
     }
   })
 
-  it('plans put takes back a plan as plans --json prints it, its id included, and refuses another id', () => {
+  it('plans put takes back a plan as plans --json prints it, its id included, and refuses another id; plans delete names it as stored', () => {
     const env = { DATA_DIR: tempDataDir() }
     const created = JSON.parse(runCli(['demo', '--users', '6', '--months', '2', '--deals', '10', '--json'], env).stdout)
     const [plan] = JSON.parse(runCli(['plans', '--company', created.company_id, '--json'], env).stdout)
@@ -103,6 +103,11 @@ describe('the CLI', () => {
     const unnamed = runCli(['plans', 'put', '--company', created.company_id, file], env)
     expect(unnamed.code).toBe(1)
     expect(unnamed.stderr).toContain('unknown properties: id')
+
+    // An id given in another letter case is named as the store keeps it.
+    const deleted = runCli(['plans', 'delete', '--company', created.company_id, '--plan', plan.id.toUpperCase(), '--json'], env)
+    expect(deleted.code, deleted.stderr).toBe(0)
+    expect(JSON.parse(deleted.stdout)).toStrictEqual({ deleted: plan.id })
   })
 
   it('reads a JSON file that starts with a byte order mark, as the HTTP routes read such a body', () => {

@@ -165,10 +165,10 @@ async function deletedPlanNamed(tx: Store, companyId: string, input: FixturePlan
   return named.filter((planId) => !saved.has(planId)).at(-1) ?? null
 }
 
-/** Deletes a plan with its pending results; its validated and paid statements (and their lines) stay. */
-export async function deletePlan(store: Store, companyId: string, planId: string): Promise<void> {
+/** Deletes a plan with its pending results; its validated and paid statements (and their lines) stay. Answers its id as stored. */
+export async function deletePlan(store: Store, companyId: string, planId: string): Promise<string> {
   const company = await existingCompany(store, companyId)
-  await store.transaction(
+  return store.transaction(
     async (tx) => {
       // Deleted since it was found, its rows not yet swept on MongoDB (see reviseStatement): a 404, not a 204.
       await existingCompany(tx, company.id)
@@ -180,6 +180,7 @@ export async function deletePlan(store: Store, companyId: string, planId: string
         statements.filter((statement) => statement.status === 'pending').map((statement) => statement.id),
       )
       await tx.plans.delete(company.id, id)
+      return id
     },
     { company: company.id },
   )
