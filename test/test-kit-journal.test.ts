@@ -3,9 +3,10 @@ import { connect } from 'node:net'
 import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
 import { request } from 'undici'
-import { afterEach, describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import { createApiKey } from '../src/auth/api-keys.ts'
 import { ManualClock } from '../src/clock.ts'
+import { StoreBusyError } from '../src/store/port.ts'
 import { type JournalEntry, MAX_RECORDED_CHARS, RequestJournal } from '../src/test-kit/journal.ts'
 import { smallFixture } from './helpers/fixtures.ts'
 import { KIT_ADMIN_TOKEN, KIT_DEMO_KEY, type KitServer, startKitServer, until } from './helpers/kit-server.ts'
@@ -299,6 +300,25 @@ describe('the request journal', () => {
     await server.api('/v1/users?limit=0')
     expect((await journal()).body.count).toBe(1)
     expect((await server.admin('/admin/companies/0123456789abcdef01234567/requests')).status).toBe(404)
+  })
+
+  it('drops the journal and faults of a company whose deletion failed midway once the deletion is sent again (503, then 404)', async () => {
+    server = await startKitServer()
+    const kit = server.running.app.testKit!
+    await server.admin(`/admin/companies/${server.demoId}/faults`, { method: 'POST', body: { method: 'GET', path: '/v2/*', status: 503 } })
+    await server.api('/v1/users?limit=0')
+    expect(kit.journal.list(server.demoId)).toHaveLength(1)
+    // The company and its keys gone, then a write of its rows' sweep refused: the 503 a retry answers.
+    const companies = server.running.store.companies
+    const deleteAll = companies.delete.bind(companies)
+    vi.spyOn(companies, 'delete').mockImplementationOnce(async (id) => {
+      await deleteAll(id)
+      throw new StoreBusyError('another writer held the write lock')
+    })
+    expect((await server.admin(`/admin/companies/${server.demoId}`, { method: 'DELETE' })).status).toBe(503)
+    expect((await server.admin(`/admin/companies/${server.demoId}`, { method: 'DELETE' })).status).toBe(404)
+    expect(kit.journal.list(server.demoId)).toEqual([])
+    expect(kit.faults.list(server.demoId)).toEqual([])
   })
 
   it('keeps nothing, once cleared, of a request that arrived before: one a delay held past the clear of the test before', async () => {

@@ -3,7 +3,8 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyInstance } from 'fastify'
 import { Type } from 'typebox'
 import { companyInventory, createCompanyKey, deleteCompany } from '../admin/company-admin.ts'
-import { UnauthorizedError } from '../errors.ts'
+import { storedId } from '../domain/ids.ts'
+import { NotFoundError, UnauthorizedError } from '../errors.ts'
 import { loadFixture } from '../fixtures/load-fixture.ts'
 import { adminClockRoutes } from './admin-clock.ts'
 import { adminFaultRoutes } from './admin-faults.ts'
@@ -157,10 +158,15 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{ worker?: WorkerProbe }> = 
       },
     },
     async (request, reply) => {
-      const companyId = await deleteCompany(app.store, request.params.id)
-      // Its faults and journal go with it: they are kept in memory per company.
-      app.testKit?.faults.clear(companyId)
-      app.testKit?.journal.forget(companyId)
+      // Its faults and journal go with it: they are kept in memory per company. Also on a 404: after a 503 (the company
+      // gone, its rows not all), the deletion sent again finishes it and answers 404, and nothing else would drop them.
+      try {
+        forgetTestKitOf(app, await deleteCompany(app.store, request.params.id))
+      } catch (error) {
+        const companyId = storedId(request.params.id)
+        if (error instanceof NotFoundError && companyId) forgetTestKitOf(app, companyId)
+        throw error
+      }
       return reply.code(204).send(null)
     },
   )
@@ -195,4 +201,10 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{ worker?: WorkerProbe }> = 
   await app.register(adminFaultRoutes, { kit })
   await app.register(adminRequestRoutes, { kit })
   await app.register(adminResetRoutes, { kit })
+}
+
+/** Drops a deleted company's faults and journal, which the test kit keeps in memory per company. */
+function forgetTestKitOf(app: FastifyInstance, companyId: string): void {
+  app.testKit?.faults.clear(companyId)
+  app.testKit?.journal.forget(companyId)
 }
