@@ -58,7 +58,10 @@ export interface ImportWorkerEvents {
  */
 export const BUSY_ATTEMPTS = 10
 
-/** How many expired imports one batch of `purgeExpired` deletes, and how often a polling worker runs it. */
+/**
+ * How many expired imports one batch of `purgeExpired` deletes, and how often a polling worker runs it (and looks for
+ * companies' deletions left unfinished).
+ */
 const PURGE_BATCH = 1000
 const PURGE_EVERY_MS = 3_600_000
 const PURGE_RETRY_MS = 60_000
@@ -89,7 +92,7 @@ export class ImportWorker extends EventEmitter<ImportWorkerEvents> {
   readonly #runs = new Set<Promise<boolean>>()
   /** When this worker deletes expired imports next (real time, `Date.now()`); null: at its next poll. */
   #nextPurge: number | null = null
-  /** When this worker looks for deletions left unfinished (real time, `Date.now()`); null: at its next poll; Infinity: done. */
+  /** When this worker looks for deletions left unfinished next (real time, `Date.now()`); null: at its next poll. */
   #nextDeletionCheck: number | null = null
   #loop: Promise<void> | null = null
   #stopping = false
@@ -291,7 +294,7 @@ export class ImportWorker extends EventEmitter<ImportWorkerEvents> {
     while (!this.#stopping) {
       this.#woken = false
       try {
-        // Once a start, before any import: a deletion a crash interrupted left rows that nothing reaches any more.
+        // At its first poll and every hour after, before any import: a deletion a crash or a failure cut short left rows.
         await this.#finishDeletionsIfDue()
         // Between two runs, so that a store never without a runnable import still has its expired imports deleted.
         while (!this.#stopping) {
@@ -357,14 +360,15 @@ export class ImportWorker extends EventEmitter<ImportWorkerEvents> {
   }
 
   /**
-   * `finishDeletions` at the worker's first poll; after a failure (a busy store), again a minute later. A failure is
-   * said, and the imports go on: nothing reaches what a deletion left.
+   * `finishDeletions` at the worker's first poll, then every hour, as the retention's deletions: a deletion that failed
+   * midway (503) while this worker runs is not left until its next start. After a failure (a busy store), again a
+   * minute later. A failure is said, and the imports go on: nothing reaches what a deletion left.
    */
   async #finishDeletionsIfDue(): Promise<void> {
     if (this.#nextDeletionCheck !== null && Date.now() < this.#nextDeletionCheck) return
     try {
       await this.finishDeletions()
-      if (!this.#stopping) this.#nextDeletionCheck = Number.POSITIVE_INFINITY
+      this.#nextDeletionCheck = Date.now() + PURGE_EVERY_MS
     } catch (error) {
       this.#nextDeletionCheck = Date.now() + PURGE_RETRY_MS
       this.#logger.warn(

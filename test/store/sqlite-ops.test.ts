@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import { setImmediate } from 'node:timers/promises'
-import { expect, it } from 'vitest'
+import { expect, it, vi } from 'vitest'
 import { ManualClock } from '../../src/clock.ts'
 import { loadFixture } from '../../src/fixtures/load-fixture.ts'
 import { newId } from '../../src/ids.ts'
@@ -19,6 +19,7 @@ import { slices } from '../../src/store/sqlite/queries.ts'
 import { rateLimitFile } from '../../src/store/sqlite/rate-limits.ts'
 import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.ts'
 import { smallFixture } from '../helpers/fixtures.ts'
+import { until } from '../helpers/kit-server.ts'
 import { aRecord } from './builders.ts'
 
 // The SQLite adapter's own ways (the store contract runs in sqlite.test.ts).
@@ -272,52 +273,76 @@ it('deletes a company table by table inside a transaction when told to pause, pa
   }
 })
 
-it("marks a company's deletion until its last row is gone: one a failure left is listed, and the import worker finishes it when it starts", () =>
-  withStoreFile(async (file) => {
-    const store = openSqliteStore(file, { writeLockTimeoutMs: 200 })
-    const holder = new DatabaseSync(file, { timeout: 5000 })
-    const clock = new ManualClock()
-    const worker = new ImportWorker({ store, clock, pollMs: 10 })
-    try {
-      const { company_id: doomed } = await loadFixture(store, clock, smallFixture())
-      const { company_id: kept } = await loadFixture(store, clock, smallFixture())
-      const [table] = await store.dataTables.list(doomed)
-      const records = Array.from({ length: 3 * SWEEP_SLICE_ROWS }, (_, n) => aRecord(doomed, table.id, { external_id: `many-${n}` }))
-      await store.records.upsert(doomed, records)
-      const rowsOf = (companyId: string) =>
-        COMPANY_TABLES.reduce(
-          (sum, name) => sum + Number(holder.prepare(`SELECT count(*) AS n FROM ${name} WHERE company_id = ?`).get(companyId)?.n),
-          0,
+it.each([
+  ['when it starts', false],
+  ['while it runs, at its look of the next hour', true],
+])(
+  "marks a company's deletion until its last row is gone: one a failure left is listed, and the import worker finishes it %s",
+  (_case, running) =>
+    withStoreFile(async (file) => {
+      const store = openSqliteStore(file, { writeLockTimeoutMs: 200 })
+      const holder = new DatabaseSync(file, { timeout: 5000 })
+      const clock = new ManualClock()
+      let looks = 0
+      const counting = {
+        ...store,
+        companies: { ...store.companies, unfinishedDeletions: () => (looks++, store.companies.unfinishedDeletions()) },
+      }
+      const worker = new ImportWorker({ store: counting, clock, pollMs: 10 })
+      try {
+        const { company_id: doomed } = await loadFixture(store, clock, smallFixture())
+        const { company_id: kept } = await loadFixture(store, clock, smallFixture())
+        const [table] = await store.dataTables.list(doomed)
+        const records = Array.from({ length: 3 * SWEEP_SLICE_ROWS }, (_, n) => aRecord(doomed, table.id, { external_id: `many-${n}` }))
+        await store.records.upsert(doomed, records)
+        const rowsOf = (companyId: string) =>
+          COMPANY_TABLES.reduce(
+            (sum, name) => sum + Number(holder.prepare(`SELECT count(*) AS n FROM ${name} WHERE company_id = ?`).get(companyId)?.n),
+            0,
+          )
+        const keptRows = rowsOf(kept)
+        if (running) {
+          worker.start()
+          await until(
+            async () => looks,
+            (count) => count > 0,
+          )
+        }
+
+        // Another connection takes the write lock once the company is gone: the sweep's next write waits, then fails.
+        const deletion = store.companies.delete(doomed).then(
+          () => null,
+          (error: unknown) => error,
         )
-      const keptRows = rowsOf(kept)
+        while (await store.companies.get(doomed)) await setImmediate()
+        expect(await store.companies.unfinishedDeletions()).toStrictEqual([doomed])
+        holder.exec('BEGIN IMMEDIATE')
+        expect(await deletion).toBeInstanceOf(StoreBusyError)
+        holder.exec('ROLLBACK')
+        expect(await store.companies.get(doomed)).toBeNull()
+        expect(await store.apiKeys.list(doomed)).toStrictEqual([])
+        expect(rowsOf(doomed)).toBeGreaterThan(0)
+        expect(await store.companies.unfinishedDeletions()).toStrictEqual([doomed])
 
-      // Another connection takes the write lock once the company is gone: the sweep's next write waits, then fails.
-      const deletion = store.companies.delete(doomed).then(
-        () => null,
-        (error: unknown) => error,
-      )
-      while (await store.companies.get(doomed)) await setImmediate()
-      expect(await store.companies.unfinishedDeletions()).toStrictEqual([doomed])
-      holder.exec('BEGIN IMMEDIATE')
-      expect(await deletion).toBeInstanceOf(StoreBusyError)
-      holder.exec('ROLLBACK')
-      expect(await store.companies.get(doomed)).toBeNull()
-      expect(await store.apiKeys.list(doomed)).toStrictEqual([])
-      expect(rowsOf(doomed)).toBeGreaterThan(0)
-      expect(await store.companies.unfinishedDeletions()).toStrictEqual([doomed])
-
-      const finished = once(worker, 'deletionFinished')
-      worker.start()
-      expect(await finished).toStrictEqual([doomed])
-      expect(rowsOf(doomed)).toBe(0)
-      expect(await store.companies.unfinishedDeletions()).toStrictEqual([])
-      expect(rowsOf(kept)).toBe(keptRows)
-    } finally {
-      await worker.stop()
-      holder.close()
-      await store.close()
-    }
-  }))
+        const finished = once(worker, 'deletionFinished')
+        // A running worker looked once, at its first poll, and looks again an hour after.
+        expect(looks).toBe(running ? 1 : 0)
+        if (running) {
+          vi.useFakeTimers({ toFake: ['Date'] })
+          vi.setSystemTime(Date.now() + 3_600_000)
+        } else worker.start()
+        expect(await finished).toStrictEqual([doomed])
+        expect(rowsOf(doomed)).toBe(0)
+        expect(await store.companies.unfinishedDeletions()).toStrictEqual([])
+        expect(rowsOf(kept)).toBe(keptRows)
+      } finally {
+        vi.useRealTimers()
+        await worker.stop()
+        holder.close()
+        await store.close()
+      }
+    }),
+)
 
 it('sweeps a call stored for a company while its deletion goes on (a key reused for half a second), with its import and request id', async () => {
   const store = openSqliteStore(':memory:')
