@@ -82,6 +82,8 @@ describe('serve --role worker with WORKER_HEALTH_PORT', () => {
       }
       const tunnel = await exchange(health, 'CONNECT localhost:443 HTTP/1.1\r\nHost: localhost:443\r\n\r\n')
       expect(tunnel).toMatch(/^HTTP\/1\.1 405 /)
+      // Its own methods: a probe port serves reads only.
+      expect(tunnel).toMatch(/\r\nAllow: GET, HEAD\r\n/)
     } finally {
       expect(await worker.stop()).toBe(0)
     }

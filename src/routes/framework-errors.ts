@@ -137,9 +137,9 @@ function afterAnswersUnderWay(socket: Socket, then: () => void): void {
 /**
  * What Node's HTTP server answers by itself, before Fastify sees a request, answered in the specification's
  * bodies: an `Expect` other than `100-continue` (Node's empty 417) and a `CONNECT` (Node closed the connection
- * without a word: no route tunnels).
+ * without a word: no route tunnels), whose 405 names `allowed`, the methods of the listener's routes.
  */
-export function answerOutsideRoutes(app: FastifyInstance): void {
+export function answerOutsideRoutes(app: FastifyInstance, allowed = 'GET, HEAD, POST, PUT, PATCH, DELETE'): void {
   app.server.on('checkExpectation', (request: IncomingMessage, response: ServerResponse) => {
     const body = JSON.stringify(validationBody([{ resource: 'Expect', description: 'only 100-continue is understood' }]))
     response.writeHead(417, {
@@ -157,7 +157,7 @@ export function answerOutsideRoutes(app: FastifyInstance): void {
       type: 'MethodNotAllowedError',
     })
     socket.end(
-      `HTTP/1.1 405 ${STATUS_CODES[405]}\r\nAllow: GET, HEAD, POST, PUT, PATCH, DELETE\r\nContent-Type: application/json; charset=utf-8\r\n` +
+      `HTTP/1.1 405 ${STATUS_CODES[405]}\r\nAllow: ${allowed}\r\nContent-Type: application/json; charset=utf-8\r\n` +
         `Content-Length: ${Buffer.byteLength(body)}\r\nDate: ${serviceDate(app)}\r\nConnection: close\r\n\r\n${body}`,
     )
     app.metrics.countAnswer('CONNECT', 'unmatched', 405)

@@ -46,7 +46,7 @@ export function buildWorkerHealth({ config, store, clock, worker }: WorkerHealth
   app.decorate('clock', clock)
   followClockOfStore(app)
   registerErrorHandling(app)
-  answerOutsideRoutes(app)
+  answerOutsideRoutes(app, 'GET, HEAD')
   refuseInvalidHost(app)
   registerMetrics(app)
   stopWithTheApp(app)
