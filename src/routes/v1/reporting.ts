@@ -6,10 +6,7 @@ import { type DeprecatedPage, listRecordRows, listStatementRows, V1RecordRowSche
 import { baseUrl } from '../base-url.ts'
 import { AuthenticatedErrorResponses } from '../schemas.ts'
 
-/**
- * Marks a deprecated read. `Deprecation: true` says the route is deprecated without a date (none is
- * published); `Link` names the v2 route that replaces it.
- */
+/** A deprecated read's page, its `Link` naming the v2 route that replaces it (`Deprecation` is the hook's, below). */
 function answerDeprecated<Row>(reply: FastifyReply, { page, successor }: DeprecatedPage<Row>) {
   reply.header('link', `<${successor}>; rel="successor-version"`)
   return page
@@ -18,7 +15,8 @@ function answerDeprecated<Row>(reply: FastifyReply, { page, successor }: Depreca
 /** The two deprecated reporting reads. Every answer, errors included, carries `Deprecation`, but a 414, answered before any route is found. */
 export const reportingRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const positions = new WalkPositions()
-  // On sending, not on the request: the key's and the rate limit's hooks run first and may refuse the call.
+  // `Deprecation: true` says the route is deprecated without a date (none is published). On sending, not on the
+  // request: the key's and the rate limit's hooks run first and may refuse the call.
   app.addHook('onSend', (_request, reply, payload, done) => {
     reply.header('deprecation', 'true')
     done(null, payload)
