@@ -471,7 +471,7 @@ CLIENT_COMMANDS.conformance = async (client, options) => {
   return { json: checked, text: formatReport(checked), exitCode: checked.failed > 0 ? 1 : 0 }
 }
 
-/** The log of a command that runs imports: on stderr, warnings and errors only unless LOG_LEVEL asks for more. */
+/** The log of a command that runs imports: on stderr, warnings and errors only at LOG_LEVEL info (the default); another level as it is. */
 const stderrLogger = (config: Config) => pino(loggerOptions(config.logLevel === 'info' ? 'warn' : config.logLevel), pino.destination(2))
 
 /** An error of the file system (a full disk, a directory that cannot be written), as Node reports them. */
