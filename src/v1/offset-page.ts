@@ -77,24 +77,24 @@ export interface Walk {
 
 /**
  * Reads one page of a v1 list. An offset at or past the count answers an empty page without reading rows,
- * so a huge offset never reaches the store. `nextUrl` writes the absolute URL of a page. With a `walk`, the page
+ * so a huge offset never reaches the store. `nextUrl` writes the absolute URL of a page. Through the `walk`, the page
  * that follows is found by the id its last row ends at, while the store's data stays at the version it was read at.
  */
 export async function readOffsetPage<Item extends { id: string }, Row>(
   { offset, limit }: CheckedOffsetQuery,
   source: OffsetSource<Item, Row>,
   nextUrl: (offset: bigint, limit: number) => string,
-  walk?: Walk,
+  walk: Walk,
 ): Promise<OffsetPage<Row>> {
   // Read before the data it labels (Store.dataVersion).
-  const version = walk ? await walk.store.dataVersion() : null
+  const version = await walk.store.dataVersion()
   const count = await source.count()
   if (limit === 0 || offset >= BigInt(count)) return { count, data: [], next: null }
-  const afterId = version === null ? null : walk!.positions.idBefore(walk!.list, offset, version)
+  const afterId = version === null ? null : walk.positions.idBefore(walk.list, offset, version)
   const items = await source.items({ offset: Number(offset), limit, ...(afterId === null ? {} : { afterId }) })
   const following = offset + BigInt(limit)
   const next = following < BigInt(count) ? nextUrl(following, limit) : null
-  if (walk && version !== null && next !== null && items.length === limit && (await walk.store.dataVersion()) === version) {
+  if (version !== null && next !== null && items.length === limit && (await walk.store.dataVersion()) === version) {
     walk.positions.remember(walk.list, following, version, items[items.length - 1].id)
   }
   return { count, data: await source.rows(items), next }
