@@ -173,7 +173,7 @@ export async function listStatementRows(
   query: OffsetQuery,
   base: string,
   positions: WalkPositions,
-  path = '/v1/reporting',
+  path: string,
 ): Promise<DeprecatedPage<V1StatementRow>> {
   const paging = checkOffsetQuery(query)
   const page = await readOffsetPage(
