@@ -45,8 +45,9 @@ export async function getImportView(store: Store, companyId: string, importId: s
 }
 
 /**
- * The view of an import. It is applied in one transaction, so progress is 0 until it is finished, then 100.
- * A started import whose worker died shows `started` until another worker runs it again.
+ * The view of an import. Progress is 0 until it is finished, then 100: an import too large for one transaction,
+ * applied in steps (`runClaimedImport`), does not report them. A started import whose worker died shows `started`
+ * until another worker runs it again.
  */
 export function importView(data: DataImport): ImportView {
   const progress = data.status === 'finished' ? 100 : 0
