@@ -9,7 +9,7 @@ import type { Store } from '../store/port.ts'
 const ImportStatusSchema = Type.Enum([...IMPORT_STATUSES])
 
 /** One `data_tables_details` entry: one call joined to the import. */
-export const ImportDetailViewSchema = Type.Object({
+const ImportDetailViewSchema = Type.Object({
   type: Type.Literal('api'),
   status: ImportStatusSchema,
   data_table_key: Type.String(),
@@ -21,7 +21,6 @@ export const ImportDetailViewSchema = Type.Object({
       'Record calls: keys of the records that the table does not know, ignored (the records were applied with their known fields); the first 100. Not an error',
   }),
 })
-export type ImportDetailView = Static<typeof ImportDetailViewSchema>
 
 /** The `data_import` object of `GET /v1/imports/{import_id}`. */
 export const ImportViewSchema = Type.Object({
