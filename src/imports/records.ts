@@ -129,7 +129,7 @@ export async function applyRecordCalls(
   calls: readonly PreparedRecordCall[],
   now: string,
   changes: CalculationChangeLog,
-  resync: Resync = resyncOf(calls),
+  resync: Resync,
 ): Promise<PayloadOutcome[]> {
   const remembered = await emptyTables(tx, company, resync, calls, changes)
   const outcomes = new Map<PreparedRecordCall, PayloadOutcome>()
