@@ -83,11 +83,21 @@ export async function renderStatementRows(store: Store, companyId: string, state
   if (live.length === 0) return
   const texts = await renderedStructureTexts(store, companyId)
   if (!texts) return
+  await storeRenderings(store, companyId, texts, live)
+}
+
+/** Renders these live statements with `texts`, their users' emails read through `store`, and stores the renderings. */
+async function storeRenderings(
+  store: Store,
+  companyId: string,
+  texts: StatementTexts,
+  statements: readonly StatementRowFields[],
+): Promise<void> {
   const users = await store.users.getMany(
     companyId,
-    live.map((statement) => statement.user_id),
+    statements.map((statement) => statement.user_id),
   )
-  const renderings = live.map((statement) => ({
+  const renderings = statements.map((statement) => ({
     id: statement.id,
     key: texts.key,
     text: texts.row(statement, users.get(statement.user_id)?.email ?? null),
@@ -129,16 +139,7 @@ export async function renderStatements(store: Store, companyId: string): Promise
     const batch = await store.transaction(
       async (tx) => {
         const statements = await tx.statements.pageToRender(companyId, 'live', texts.key, after, RENDERING_BATCH)
-        const users = await tx.users.getMany(
-          companyId,
-          statements.map((statement) => statement.user_id),
-        )
-        const renderings = statements.map((statement) => ({
-          id: statement.id,
-          key: texts.key,
-          text: texts.row(statement, users.get(statement.user_id)?.email ?? null),
-        }))
-        await tx.statements.saveRenderings(companyId, 'live', renderings)
+        await storeRenderings(tx, companyId, texts, statements)
         return statements
       },
       { company: companyId },
