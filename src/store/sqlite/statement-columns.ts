@@ -4,9 +4,9 @@ import type { Params, Values } from './connection.ts'
 import { insertsInto, parseObject } from './queries.ts'
 
 /**
- * Statements are the one table kept column by column rather than as a JSON document: the v2 extraction reads
- * them by the thousand, and reading columns as arrays costs a fraction of parsing a document per row
- * (docs/performance.md). Metrics and dimensions, whose keys are the company's, stay JSON.
+ * Statements are kept column by column rather than as a JSON document (commission lines too: line-columns.ts): the
+ * v2 extraction reads them by the thousand, and reading columns as arrays costs a fraction of parsing a document
+ * per row (docs/performance.md). Metrics and dimensions, whose keys are the company's, stay JSON.
  */
 export const STATEMENT_COLUMNS =
   'company_id, environment, id, modified_at, user_id, date, plan, status, currency, payment, target, target_achievement, on_target_earning, achievement, metrics, dimensions, plan_id, period, sums'
@@ -68,7 +68,7 @@ export function statementFromValues(values: Values): Statement {
 
 /**
  * The columns of `StatementRowFields`, what a v2 row is rendered from (`statements.pageToRender`, and
- * `pageForExtraction` for statements without a rendering): 7 columns instead of 16, one JSON column to parse.
+ * `pageForExtraction` for statements without a rendering): 7 columns instead of 19, one JSON column to parse.
  */
 export const ROW_FIELD_COLUMNS = 'id, user_id, date, status, currency, payment, metrics'
 
