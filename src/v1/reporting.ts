@@ -103,7 +103,7 @@ function userOf(context: UserContext, userId: string): V1ReportingUser {
  * One statement as `GET /v1/reporting` shows it. Every amount of a statement is in the statement's currency,
  * so each `<figure>_currency` is that currency, also when the figure itself is null.
  */
-export function v1StatementRow(statement: Statement, user: V1ReportingUser, metrics: readonly CustomMetric[]): V1StatementRow {
+function v1StatementRow(statement: Statement, user: V1ReportingUser, metrics: readonly CustomMetric[]): V1StatementRow {
   const { currency } = statement
   const row: V1StatementRow = {
     id: statement.id,
@@ -133,7 +133,7 @@ function nameOf(line: CommissionLine, table: DataTable): unknown {
 }
 
 /** One commission line as `GET /v1/reporting/{data_table_id}/records` shows it. */
-export function v1RecordRow(line: CommissionLine, table: DataTable, user: V1ReportingUser, keyedAs: string | undefined): V1RecordRow {
+function v1RecordRow(line: CommissionLine, table: DataTable, user: V1ReportingUser, keyedAs: string | undefined): V1RecordRow {
   const recordId = ownValue(line.record_values, table.id_field)
   return {
     id: line.id,

@@ -35,7 +35,7 @@ function addField(row: V1Record, field: DataTableField, value: unknown): void {
  * A record in its v1 form: every configured field of the table (the id and name fields among them), in
  * configuration order, from the imported values with the manual overrides on top. A field without a value is null.
  */
-export function v1Record(table: DataTable, record: DataTableRecord): V1Record {
+function v1Record(table: DataTable, record: DataTableRecord): V1Record {
   const values = { ...record.values, ...record.overrides }
   const row: V1Record = {}
   for (const field of table.fields) {

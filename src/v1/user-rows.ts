@@ -48,7 +48,7 @@ export type V1ReportingUser = Static<typeof V1ReportingUserSchema> & { [attribut
  * attribute `<key>_currency` too. An attribute the user has no value for is null, so that every row has the
  * same keys. A key that `row` already has (a standard field) is not overwritten.
  */
-export function addCustomAttributes(
+function addCustomAttributes(
   row: Record<string, unknown>,
   definitions: readonly UserAttributeDefinition[],
   attributes: Record<string, unknown>,
@@ -59,7 +59,7 @@ export function addCustomAttributes(
   }
 }
 
-export function v1User(user: User, definitions: readonly UserAttributeDefinition[]): V1User {
+function v1User(user: User, definitions: readonly UserAttributeDefinition[]): V1User {
   const row: V1User = {
     id: user.id,
     email: user.email,
