@@ -59,10 +59,7 @@ function standard(key: string, name: string, fieldShape: Shape): FieldDescriptor
  * A custom metric's shape. An amount metric lists its configured currencies, then any other its values are in: a
  * plan writes a bonus in each user's currency, whatever the metric's configuration says.
  */
-export function metricShape(
-  metric: Pick<CustomMetric, 'kind' | 'currencies' | 'enum_values'>,
-  currenciesInUse: readonly string[] = [],
-): Shape {
+function metricShape(metric: Pick<CustomMetric, 'kind' | 'currencies' | 'enum_values'>, currenciesInUse: readonly string[] = []): Shape {
   const shapes: Record<MetricKind, () => Shape> = {
     amount: () => AMOUNT([...new Set([...(metric.currencies ?? []), ...currenciesInUse])]),
     percentage: () => shape('number', 'percentage'),
@@ -79,7 +76,7 @@ export function metricShape(
  * as the enum `"true"`/`"false"`, a multi-valued field as one `;`-separated string (its v1 upsert form). An
  * amount lists the currencies its values are in.
  */
-export function dataTableFieldShape(type: DataTableFieldType, currenciesInUse: readonly string[] = []): Shape {
+function dataTableFieldShape(type: DataTableFieldType, currenciesInUse: readonly string[] = []): Shape {
   const shapes: Record<DataTableFieldType, Shape> = {
     string: shape('string', null),
     number: shape('number', 'float'),
@@ -169,7 +166,7 @@ export function quotaFields(quota: Pick<Quota, 'type' | 'frequency' | 'currency'
 }
 
 /** JSON with every object's keys sorted, so that equal values always give equal text. */
-export function canonicalJson(value: unknown): string {
+function canonicalJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`
   if (value !== null && typeof value === 'object') {
     const entries = Object.entries(value)
