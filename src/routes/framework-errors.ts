@@ -36,7 +36,7 @@ const serviceDate = (app: FastifyInstance) => app.clock.now().toUTCString()
  * answers these outside the request lifecycle, so without its hooks: the request's line and its count in the
  * metrics are written here.
  */
-export function answerFrameworkError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+function answerFrameworkError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
   answerRefusal(error, request, reply)
   logRequestLine(request, reply)
   // Counted, not timed: Fastify starts no timer for these (its elapsed time is always 0).
@@ -82,7 +82,7 @@ function clientIssue(code: string | undefined): { status: number; issue: Issue }
  * first, since a 400 in their place would say that nothing was done. Bytes after a request that asked to close
  * the connection are not a request at all: its answer closes the connection, and they are dropped.
  */
-export function answerClientError(this: FastifyInstance, error: NodeJS.ErrnoException, socket: Socket): void {
+function answerClientError(this: FastifyInstance, error: NodeJS.ErrnoException, socket: Socket): void {
   if (error.code === 'ECONNRESET' || socket.destroyed || refused.has(socket)) return
   refused.add(socket)
   // Nothing more is read from the connection: its parser has failed, and every chunk after would fail again.

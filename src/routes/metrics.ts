@@ -16,7 +16,7 @@ declare module 'fastify' {
 const DOCUMENTATION = '/docs/*'
 
 /** The `route` label of a request: its route template (never the raw URL, whose ids would make a series each). */
-export function routeLabel(template: string | undefined): string {
+function routeLabel(template: string | undefined): string {
   if (template === undefined) return 'unmatched'
   return template === '/docs' || template.startsWith('/docs/') ? DOCUMENTATION : template
 }
