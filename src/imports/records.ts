@@ -14,7 +14,7 @@ interface Change {
 }
 
 /** The outcome of a record call whose data table was deleted before its import ran. */
-export const tableGone = () => refusedWhole('The data table no longer exists: nothing of this call was imported')
+const tableGoneOutcome = () => refusedWhole('The data table no longer exists: nothing of this call was imported')
 
 /** One record call, parsed: its table, the last word on each record id it names, and the records it skipped. */
 export interface PreparedRecordCall {
@@ -137,7 +137,7 @@ export async function applyRecordCalls(
     const table = tableCalls.some((call) => call.tableGone) ? null : await tx.dataTables.get(company.id, tableId)
     const tableOutcomes = table
       ? await applyTableCalls(tx, table, tableCalls, remembered.get(tableId) ?? new Map(), now, changes)
-      : tableCalls.map(tableGone)
+      : tableCalls.map(tableGoneOutcome)
     tableCalls.forEach((call, index) => outcomes.set(call, tableOutcomes[index]))
   }
   return calls.map((call) => outcomes.get(call)!)
