@@ -411,7 +411,7 @@ export function commissionFor(plan: Plan, achieved: number, target: number): num
 const ATTAINMENT_TOLERANCE = 1e-13
 
 /** The highest tier whose `from` the attainment reaches; null below the first (the base rate applies). */
-export function tierAt(tiers: readonly PlanTier[], attainment: number): PlanTier | null {
+function tierAt(tiers: readonly PlanTier[], attainment: number): PlanTier | null {
   let reached: PlanTier | null = null
   for (const tier of tiers) if (attainment + ATTAINMENT_TOLERANCE >= tier.from) reached = tier
   return reached
