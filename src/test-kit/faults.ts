@@ -16,7 +16,6 @@ import { mulberry32 } from '../seeded-random.ts'
 
 /** The statuses a fault may answer: those the specification (or this service) gives a body for. */
 export const FAULT_STATUSES = [400, 401, 403, 404, 429, 500, 503] as const
-export type FaultStatus = (typeof FAULT_STATUSES)[number]
 export const FAULT_METHODS = ['GET', 'PUT', 'POST', 'DELETE', 'PATCH', '*'] as const
 
 const Status = Type.Enum([...FAULT_STATUSES], { description: 'Answer this status, with the body the specification gives it' })
