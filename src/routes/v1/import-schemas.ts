@@ -2,7 +2,7 @@ import { type TSchema, Type } from 'typebox'
 import { ImportReceiptSchema } from '../../imports/enqueue.ts'
 import { MAX_DEBOUNCE_SECONDS } from '../../imports/limits.ts'
 import { ImportViewSchema } from '../../imports/import-view.ts'
-import { AnyKey } from '../../domain/schemas.ts'
+import { AnyKey, OrNull } from '../../domain/schemas.ts'
 
 /** The shapes of the asynchronous upserts and of `GET /v1/imports/{import_id}`. */
 
@@ -59,20 +59,21 @@ export function documentedBulkBody(maxItems: number, item: TSchema) {
 }
 
 const MONTH = { pattern: '^\\d{4}-(0[1-9]|1[0-2])$', description: 'YYYY-MM' }
-const orNull = <T extends TSchema>(schema: T) => Type.Optional(Type.Union([schema, Type.Null()]))
+/** A field an item may leave out, or send as null. */
+const optionalOrNull = <T extends TSchema>(schema: T) => Type.Optional(OrNull(schema))
 
 /** An item of `PUT /v1/users/bulk`: a field left out is unchanged, null empties it. */
 export const UserPayloadSchema = Type.Object(
   {
     email: Type.String({ description: 'the matching key, compared case-insensitively' }),
-    name: orNull(Type.String()),
-    role: orNull(Type.String()),
-    currency: orNull(Type.String({ description: 'currency code' })),
-    calculation_currency: orNull(Type.String({ description: 'currency code' })),
-    country: orNull(Type.String()),
-    code: orNull(Type.String()),
-    arrival_date: orNull(Type.String({ description: 'YYYY-MM-DD' })),
-    junior: orNull(Type.Boolean()),
+    name: optionalOrNull(Type.String()),
+    role: optionalOrNull(Type.String()),
+    currency: optionalOrNull(Type.String({ description: 'currency code' })),
+    calculation_currency: optionalOrNull(Type.String({ description: 'currency code' })),
+    country: optionalOrNull(Type.String()),
+    code: optionalOrNull(Type.String()),
+    arrival_date: optionalOrNull(Type.String({ description: 'YYYY-MM-DD' })),
+    junior: optionalOrNull(Type.Boolean()),
   },
   { description: 'then the custom attributes, by their API keys (created in the company settings first)' },
 )
@@ -82,8 +83,8 @@ export const ManagerAttributionSchema = Type.Object(
   {
     user: Type.String({ description: 'email' }),
     manager: Type.Union([Type.String({ description: 'email' }), Type.Null()]),
-    start_date: orNull(Type.String(MONTH)),
-    end_date: orNull(Type.String(MONTH)),
+    start_date: optionalOrNull(Type.String(MONTH)),
+    end_date: optionalOrNull(Type.String(MONTH)),
   },
   { additionalProperties: false },
 )
@@ -94,15 +95,15 @@ export const GroupAttributionSchema = Type.Object(
     user: Type.String({ description: 'email' }),
     group_dimension: Type.String({ minLength: 1 }),
     group: Type.String({ minLength: 1 }),
-    start_date: orNull(Type.String(MONTH)),
-    end_date: orNull(Type.String(MONTH)),
+    start_date: optionalOrNull(Type.String(MONTH)),
+    end_date: optionalOrNull(Type.String(MONTH)),
   },
   { additionalProperties: false },
 )
 
 /** An item of `DELETE /v1/users/archive/bulk`: `end_date` is the last month of activity. */
 export const ArchiveItemSchema = Type.Object(
-  { user: Type.String({ description: 'email' }), end_date: orNull(Type.String(MONTH)) },
+  { user: Type.String({ description: 'email' }), end_date: optionalOrNull(Type.String(MONTH)) },
   { additionalProperties: false },
 )
 
