@@ -247,8 +247,9 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
         : documentObject.swaggerObject,
   })
 
-  // The document does not change while the process runs: its text is made at the first request rather than at each
-  // (254 KB, 2.8 ms of CPU a request, on a route that takes no key and counts against no rate limit).
+  // The document does not change while the process runs: its text is made at the first request rather than at each,
+  // on a route that takes no key and counts against no rate limit (docs/performance.md, "The OpenAPI document's text
+  // made once").
   let documentText: string | undefined
   app.get('/openapi.json', { schema: { hide: true } }, async (_request, reply) => {
     documentText ??= JSON.stringify(app.swagger())
