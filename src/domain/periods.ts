@@ -25,7 +25,7 @@ export function isPeriodOf(frequency: QuotaFrequency, period: string): boolean {
  * The period of `frequency` that holds a calendar month, in a company whose fiscal year starts in
  * `fiscalStartMonth` (1-12). Fiscal year N is the one that ends in calendar year N, unless it starts in January.
  */
-export function periodOfMonth(frequency: QuotaFrequency, year: number, month: number, fiscalStartMonth = 1): string {
+export function periodOfMonth(frequency: QuotaFrequency, year: number, month: number, fiscalStartMonth: number): string {
   if (frequency === 'monthly') return monthText({ year, month })
   const offset = (month - fiscalStartMonth + 12) % 12
   const fiscalYear = yearText(fiscalStartMonth === 1 || month < fiscalStartMonth ? year : year + 1)
@@ -48,7 +48,7 @@ export interface CalendarMonth {
  * starts in April is April 2025), the inverse of `periodOfMonth`. Null when `period` is not of that format, or when
  * it starts before year 0000 (fiscal year 0000 of a year that starts in April), which no date can write.
  */
-export function firstMonthOfPeriod(frequency: QuotaFrequency, period: string, fiscalStartMonth = 1): CalendarMonth | null {
+export function firstMonthOfPeriod(frequency: QuotaFrequency, period: string, fiscalStartMonth: number): CalendarMonth | null {
   if (!isPeriodOf(frequency, period)) return null
   const fiscalYear = Number(period.slice(0, 4))
   if (frequency === 'monthly') return { year: fiscalYear, month: Number(period.slice(5, 7)) }
@@ -61,7 +61,7 @@ export function firstMonthOfPeriod(frequency: QuotaFrequency, period: string, fi
 }
 
 /** YYYY-MM: the last calendar month of a period of `frequency`; null when `period` is not of that format. */
-export function lastMonthOfPeriod(frequency: QuotaFrequency, period: string, fiscalStartMonth = 1): string | null {
+export function lastMonthOfPeriod(frequency: QuotaFrequency, period: string, fiscalStartMonth: number): string | null {
   const first = firstMonthOfPeriod(frequency, period, fiscalStartMonth)
   const length = { monthly: 1, quarterly: 3, semesterly: 6, annually: 12 }[frequency]
   return first ? shiftMonth(monthText(first), length - 1) : null
