@@ -3,7 +3,8 @@ import type { Store } from '../store/port.ts'
 /**
  * Answers computed from the store's data alone, kept while the store is at the version they were computed at
  * (`Store.dataVersion`): discovery and field schemas, which clients read again and again between two changes and
- * which take several reads and some work to compute. Any commit, by any connection or process, makes every answer
+ * which take several reads and some work to compute, and small pages (`KEPT_PAGE_ROWS`: the v1 users list, v2
+ * statements and records), which a poll asks for again. Any commit, by any connection or process, makes every answer
  * stale, so an answer given is always what computing it then would give. Without a version (MongoDB, or inside a
  * transaction) nothing is kept. Concurrent requests for the same key share one computation; a computation that
  * fails is not kept.
