@@ -141,6 +141,11 @@ export async function stampedBy(clock: Clock, tx: Store): Promise<RecalculationO
   return { now: clock.now().toISOString(), stamp: () => clock.now().toISOString() }
 }
 
+/** What no recalculation did: the summary a recalculation starts from. */
+export function noCalculation(): RecalculationSummary {
+  return { cells: 0, statements_written: 0, statements_deleted: 0, lines_written: 0, lines_deleted: 0, problems: [] }
+}
+
 /** Recalculates what `changes` touch, for every plan of the company. */
 export async function recalculate(
   tx: Store,
@@ -148,14 +153,7 @@ export async function recalculate(
   changes: CalculationChanges,
   options: RecalculationOptions,
 ): Promise<RecalculationSummary> {
-  const summary: RecalculationSummary = {
-    cells: 0,
-    statements_written: 0,
-    statements_deleted: 0,
-    lines_written: 0,
-    lines_deleted: 0,
-    problems: [],
-  }
+  const summary = noCalculation()
   const plans = await tx.plans.list(companyId)
   const company = await tx.companies.get(companyId)
   if (plans.length === 0 || !company || !touchesAny(changes)) return summary

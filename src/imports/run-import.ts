@@ -1,4 +1,11 @@
-import { CalculationChangeLog, KEPT_PROBLEMS, type RecalculationSummary, recalculate, stampedBy } from '../calculation/recalculation.ts'
+import {
+  CalculationChangeLog,
+  KEPT_PROBLEMS,
+  noCalculation,
+  type RecalculationSummary,
+  recalculate,
+  stampedBy,
+} from '../calculation/recalculation.ts'
 import type { Clock } from '../clock.ts'
 import type { Company, DataImport, ImportDetail, ImportPayload } from '../store/model.ts'
 import type { Store } from '../store/port.ts'
@@ -152,11 +159,6 @@ function stepsOf(payloads: readonly ImportPayload[], done: number, budget: numbe
   }
   steps.push({ start, end: payloads.length })
   return steps
-}
-
-/** What no recalculation did. */
-function noCalculation(): RecalculationSummary {
-  return { cells: 0, statements_written: 0, statements_deleted: 0, lines_written: 0, lines_deleted: 0, problems: [] }
 }
 
 /** What the recalculations of a run's steps did together. */
