@@ -4,7 +4,7 @@ import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { FastifyInstance } from 'fastify'
 
-/** The API instances that are stopping (draining with SHUTDOWN_DRAIN_MS, or closing), and since when. */
+/** The instances (the API, a worker's health port) that are stopping (draining with SHUTDOWN_DRAIN_MS, or closing), and since when. */
 const stopping = new WeakMap<FastifyInstance, number>()
 
 /** How often a stopping instance looks whether its connections have ended, and closes those left idle. */
