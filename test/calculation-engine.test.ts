@@ -324,6 +324,17 @@ describe('the calculation engine', () => {
     expect(outcome?.statement?.metrics).toEqual({ attainment: 0.8, tier: 'silver', bonus: { value: 80.02, currency: 'EUR' } })
   })
 
+  it('does not reach a tier with an achievement a fraction of a cent short of it, however large the target', () => {
+    // 6.3 % of 222,154,132.54 is 13,995,710.350020...: 13,995,710.35 is 0.00002 short of it, the next cent over it. A
+    // quotient's fixed slack (10⁻¹³ of the target: 0.00002 here) took the first for reaching the tier.
+    const plan = aPlan({ tiers: [{ from: 0.063, rate: 0.06, name: 'silver' }] })
+    const tierOf = (amount: number) =>
+      cell(run(plan, [aDeal(ann.email, '2026-03-10', amount)], { [`${ann.id}|2026-03`]: 222_154_132.54 }), ann, '2026-03')?.statement
+        ?.metrics.tier
+    expect(tierOf(13_995_710.35)).toBeNull()
+    expect(tierOf(13_995_710.36)).toBe('silver')
+  })
+
   it('states no bonus where no tier added anything, whatever the rounding of the commission', () => {
     // No quota, no tiers: 5 % of 1,234.50 = 61.725 → 61.73, all of it the base rate's.
     const plan = aPlan({ quota_id: null, tiers: [] })

@@ -312,7 +312,7 @@ function statedCell(plan: Plan, frame: CellFrame, sums: CellSums): CalculatedSta
   const attainment = target === null ? null : achieved / target
   const metrics: Record<string, unknown> = {}
   if (plan.metrics.attainment) metrics[plan.metrics.attainment] = attainment === null ? null : roundRatio(attainment)
-  if (plan.metrics.tier) metrics[plan.metrics.tier] = attainment === null ? null : (tierAt(plan.tiers, attainment)?.name ?? null)
+  if (plan.metrics.tier) metrics[plan.metrics.tier] = target === null ? null : (tierAt(plan.tiers, achieved, target)?.name ?? null)
   if (plan.metrics.bonus) metrics[plan.metrics.bonus] = { value: sums.bonus / 100, currency }
   return {
     ...frame.base,
@@ -328,7 +328,7 @@ function statedCell(plan: Plan, frame: CellFrame, sums: CellSums): CalculatedSta
 
 /** The rate of every record of a period without a target, or with `whole` tiers: the base rate, or the tier's. */
 function wholeRate(plan: Plan, achieved: number, target: number | null): number {
-  return target === null ? plan.rate : (tierAt(plan.tiers, achieved / target)?.rate ?? plan.rate)
+  return target === null ? plan.rate : (tierAt(plan.tiers, achieved, target)?.rate ?? plan.rate)
 }
 
 /**
@@ -390,7 +390,7 @@ function periodStartDate(plan: Plan, period: string, company: CompanySettings): 
  * tier, at the base rate, also holds what lies below zero (credit notes).
  */
 export function commissionFor(plan: Plan, achieved: number, target: number): number {
-  if (plan.tier_mode === 'whole') return achieved * (tierAt(plan.tiers, achieved / target)?.rate ?? plan.rate)
+  if (plan.tier_mode === 'whole') return achieved * (tierAt(plan.tiers, achieved, target)?.rate ?? plan.rate)
   const bands = [{ from: Number.NEGATIVE_INFINITY, rate: plan.rate }, ...plan.tiers]
   let commission = 0
   for (let index = 0; index < bands.length; index++) {
@@ -404,16 +404,23 @@ export function commissionFor(plan: Plan, achieved: number, target: number): num
 }
 
 /**
- * How far under a tier's `from` an attainment still reaches it. A ÷ T is a division of binary numbers: exactly on a
- * boundary (8,002.40 of 10,003 is 80 %) it may come out a hair under (0.7999999999999999). Its error is a few units
- * of 10⁻¹⁶; a cent short of a tier on any target under 10¹¹ is at least 10⁻¹³ under it.
+ * How far under a tier's threshold (`from × T`) an achievement still reaches it, as a share of the threshold: a few
+ * units in the last place. Both sides are binary numbers standing for decimals (8,002.40 against 0.8 × 10,003, which
+ * comes out 8,002.400000000001), each a hair off; a cent short of a threshold under 10¹³ is more than this under it.
  */
-const ATTAINMENT_TOLERANCE = 1e-13
+const THRESHOLD_SLACK = 4 * Number.EPSILON
 
-/** The highest tier whose `from` the attainment reaches; null below the first (the base rate applies). */
-function tierAt(tiers: readonly PlanTier[], attainment: number): PlanTier | null {
+/**
+ * The highest tier whose threshold the achievement reaches (`A ≥ from × T`); null below the first (the base rate
+ * applies). Compared on amounts, not on `A ÷ T` with a fixed slack, which let an achievement a fraction of a cent
+ * short of a large target's threshold reach it.
+ */
+function tierAt(tiers: readonly PlanTier[], achieved: number, target: number): PlanTier | null {
   let reached: PlanTier | null = null
-  for (const tier of tiers) if (attainment + ATTAINMENT_TOLERANCE >= tier.from) reached = tier
+  for (const tier of tiers) {
+    const threshold = tier.from * target
+    if (achieved >= threshold - Math.abs(threshold) * THRESHOLD_SLACK) reached = tier
+  }
   return reached
 }
 
