@@ -1,7 +1,7 @@
 import { once } from 'node:events'
 import { Writable } from 'node:stream'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import type { ManualClock } from '../src/clock.ts'
 import { newId } from '../src/ids.ts'
 import { runClaimedImport } from '../src/imports/run-import.ts'
@@ -115,6 +115,46 @@ describe('the retention of finished imports, failing', () => {
     }
     // Tried at the first poll, then not before a minute: said once.
     expect(said).toEqual(['import worker: deleting the imports past their retention failed; tried again in a minute'])
+  })
+})
+
+describe("the companies' deletions left unfinished", () => {
+  it('are looked for every hour by a worker that always has an import to run, not only once it runs out of them', async () => {
+    let looks = 0
+    const counting: Store = {
+      ...h.store,
+      companies: { ...h.store.companies, unfinishedDeletions: () => (looks++, h.store.companies.unfinishedDeletions()) },
+    }
+    let runs = 0
+    // A busy worker: every run finds an import, so that it never waits for a poll.
+    class BusyWorker extends ImportWorker {
+      override async runOnce(): Promise<boolean> {
+        runs++
+        await sleep(5)
+        return true
+      }
+    }
+    const worker = new BusyWorker({ store: counting, clock: h.server.clock, owner: 'busy', pollMs: 10 })
+    worker.start()
+    try {
+      // It looked at its first poll, then went on to the imports.
+      await until(
+        async () => runs,
+        (count) => count > 0,
+      )
+      expect(looks).toBe(1)
+      vi.useFakeTimers({ toFake: ['Date'] })
+      vi.setSystemTime(Date.now() + 3_600_000)
+      // The faked Date stands still: the wait is counted in turns of the (real) timers.
+      for (let turn = 0; turn < 100; turn++) {
+        if (looks > 1) break
+        await sleep(10)
+      }
+      expect(looks).toBe(2)
+    } finally {
+      vi.useRealTimers()
+      await worker.stop()
+    }
   })
 })
 

@@ -294,10 +294,10 @@ export class ImportWorker extends EventEmitter<ImportWorkerEvents> {
     while (!this.#stopping) {
       this.#woken = false
       try {
-        // At its first poll and every hour after, before any import: a deletion a crash or a failure cut short left rows.
-        await this.#finishDeletionsIfDue()
-        // Between two runs, so that a store never without a runnable import still has its expired imports deleted.
+        // Between two runs, so that a store never without a runnable import still has its expired imports deleted and
+        // its deletions cut short (by a crash or a failure) finished: at the first poll, before any import, then hourly.
         while (!this.#stopping) {
+          await this.#finishDeletionsIfDue()
           await this.#purgeIfDue()
           if (!(await this.runOnce())) break
         }
