@@ -406,7 +406,8 @@ export function commissionFor(plan: Plan, achieved: number, target: number): num
 /**
  * How far under a tier's threshold (`from × T`) an achievement still reaches it, as a share of the threshold: a few
  * units in the last place. Both sides are binary numbers standing for decimals (8,002.40 against 0.8 × 10,003, which
- * comes out 8,002.400000000001), each a hair off; a cent short of a threshold under 10¹³ is more than this under it.
+ * comes out 8,002.400000000001), each a hair off, a converted target by a few more; a cent short of a threshold under
+ * 5 × 10¹² stays under it with those errors added (2⁴³, about 8.8 × 10¹², for a target as given); a fraction may not.
  */
 const THRESHOLD_SLACK = 4 * Number.EPSILON
 
