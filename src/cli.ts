@@ -130,6 +130,9 @@ const OPTIONS: Record<string, readonly string[]> = {
 }
 
 function refuseOptionsOfOthers(name: string, rest: readonly string[], options: Options): void {
+  // A subcommand the command does not know is its own to refuse, by name (not by an option of a subcommand it has).
+  const subcommands = Object.hasOwn(MOST_ARGUMENTS, name) ? MOST_ARGUMENTS[name] : 0
+  if (typeof subcommands === 'object' && rest[0] !== undefined && !Object.hasOwn(subcommands, rest[0])) return
   const subcommand = `${name} ${rest[0]}`
   const command = Object.hasOwn(OPTIONS, subcommand) ? subcommand : name
   const taken = Object.hasOwn(OPTIONS, command) ? OPTIONS[command] : []

@@ -131,6 +131,8 @@ describe('the CLI', () => {
       // Not left out in silence: without --company, reset puts every company back.
       [['reset', '--plan', 'p'], '--plan is not an option of reset'],
       [['imports', '--company', 'c', '--timeout', '5'], '--timeout is not an option of imports'],
+      // A mistyped subcommand is named, not an option of the subcommand meant.
+      [['plans', 'remove', '--company', 'c', '--plan', 'p'], 'plans expects no subcommand, put or delete'],
       [
         ['sync', '--base-url', 'http://127.0.0.1:46999', '--key', 'k', '--out', 'o', '--company', 'c'],
         '--company is not an option of sync',
