@@ -44,7 +44,7 @@ export interface ImportWorkerEvents {
   postponed: [DataImport]
   /** The import's company was deleted (a call stored while it was): the import was deleted, never applied. */
   discarded: [DataImport]
-  /** A company's deletion left unfinished (by a crash) is finished: the company's id (`finishDeletions`). */
+  /** A company's deletion left unfinished (by a crash or a failure midway) is finished: the company's id (`finishDeletions`). */
   deletionFinished: [string]
   /** A round of polling failed (the store was unreachable...); the worker keeps polling. */
   failed: [unknown]
