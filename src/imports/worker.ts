@@ -177,15 +177,21 @@ export class ImportWorker extends EventEmitter<ImportWorkerEvents> {
 
   /**
    * Finishes the companies' deletions that a crash (or a failure) left unfinished (`companies.unfinishedDeletions`:
-   * the embedded store marks each until its rows are gone), one after the other, stopping between two once the
-   * worker stops; resolves with their ids. A deletion under way in another process is finished with it: each
+   * the embedded store marks each until its rows are gone), one after the other, stopping between two writes once
+   * the worker stops; resolves with the ids of those it finished. A deletion under way in another process is finished with it: each
    * deletes what is left, nothing twice.
    */
   async finishDeletions(): Promise<string[]> {
     const finished: string[] = []
     for (const companyId of await this.#store.companies.unfinishedDeletions()) {
       if (this.#stopping) break
-      await this.#store.companies.delete(companyId)
+      try {
+        await this.#store.companies.delete(companyId, { signal: this.#stopped.signal })
+      } catch (error) {
+        // Stopped between two writes of a large company's sweep: its mark stays, for the next worker to finish.
+        if (this.#stopped.signal.aborted) break
+        throw error
+      }
       this.#logger.info({ company_id: companyId }, 'company deletion left unfinished is finished')
       this.emit('deletionFinished', companyId)
       finished.push(companyId)

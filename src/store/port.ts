@@ -192,8 +192,11 @@ export interface CompanyRepository {
    * unconfirmed either.
    * `pause`, given only inside a transaction (which keeps the deletion atomic), is awaited between the steps of a
    * deletion done in several (SQLite: table by table), so that a large company's deletion shares its thread.
+   * `signal`, outside a transaction: once it is aborted, SQLite's sweep stops between two writes and the call rejects
+   * with its reason, the company gone and its mark left (`unfinishedDeletions`), so that a stopping worker does not
+   * wait for a large company's rows. MongoDB keeps no mark and lists none, so no worker sweeps there: it ignores it.
    */
-  delete(id: string, options?: { pause?: () => Promise<void> }): Promise<boolean>
+  delete(id: string, options?: { pause?: () => Promise<void>; signal?: AbortSignal }): Promise<boolean>
   /**
    * The companies whose deletion began and is not finished: SQLite marks one with its first write and unmarks it
    * with its last, so that a deletion a crash interrupted is found and finished (deleted again) by the import worker

@@ -344,6 +344,48 @@ it.each([
     }),
 )
 
+it("stops a worker's sweep of an unfinished deletion between two writes when the worker stops, its mark left", () =>
+  withStoreFile(async (file) => {
+    const store = openSqliteStore(file)
+    const holder = new DatabaseSync(file, { timeout: 5000 })
+    const clock = new ManualClock()
+    // The worker is stopped once its sweep has begun (a stop during a large company's sweep); settles once it has.
+    const stopped = Promise.withResolvers<void>()
+    const stopping: typeof store = {
+      ...store,
+      companies: {
+        ...store.companies,
+        delete: (id, options) => {
+          const sweep = store.companies.delete(id, options)
+          stopped.resolve(worker.stop())
+          return sweep
+        },
+      },
+    }
+    const worker = new ImportWorker({ store: stopping, clock, pollMs: 10 })
+    try {
+      const { company_id: doomed } = await loadFixture(store, clock, smallFixture())
+      const [table] = await store.dataTables.list(doomed)
+      const records = Array.from({ length: 5 * SWEEP_SLICE_ROWS }, (_, n) => aRecord(doomed, table.id, { external_id: `many-${n}` }))
+      await store.records.upsert(doomed, records)
+      // What a crash in a deletion's sweep leaves: the company gone, its mark, its rows.
+      holder.exec(`DELETE FROM companies WHERE id = '${doomed}'; INSERT INTO company_deletions (company_id) VALUES ('${doomed}')`)
+
+      worker.start()
+      await stopped.promise
+      expect(await store.companies.unfinishedDeletions()).toStrictEqual([doomed])
+      expect(await store.records.count(doomed, table.id)).toBeGreaterThan(0)
+      // Deleting the company again finishes it, as the next worker would.
+      expect(await store.companies.delete(doomed)).toBe(false)
+      expect(await store.companies.unfinishedDeletions()).toStrictEqual([])
+      expect(await store.records.count(doomed, table.id)).toBe(0)
+    } finally {
+      await worker.stop()
+      holder.close()
+      await store.close()
+    }
+  }))
+
 it('sweeps a call stored for a company while its deletion goes on (a key reused for half a second), with its import and request id', async () => {
   const store = openSqliteStore(':memory:')
   try {

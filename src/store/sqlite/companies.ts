@@ -40,7 +40,7 @@ export function sqliteCompanies(sql: Sql): CompanyRepository {
       })),
     takeRecalculationDue: (companyId) =>
       sql.write((db) => Number(db.run('DELETE FROM recalculations_due WHERE company_id = ?', companyId).changes) > 0),
-    async delete(id, { pause } = {}) {
+    async delete(id, { pause, signal } = {}) {
       if (sql.inTransaction) return deleteInTransaction(sql, id, pause)
       // The company, its keys and the mark of its sweep at once: from this commit on, no request reaches its rows (every
       // request finds its company through them), and a crash leaves the mark, by which the sweep is finished.
@@ -51,7 +51,10 @@ export function sqliteCompanies(sql: Sql): CompanyRepository {
       })
       // Then its rows, a slice a write, each write leaving the thread to others before the next: one write for all
       // held it for seconds (docs/performance.md).
-      while (!(await sql.write((db) => sweptSlice(db, id)))) await setImmediate()
+      while (!(await sql.write((db) => sweptSlice(db, id)))) {
+        signal?.throwIfAborted()
+        await setImmediate()
+      }
       return existed
     },
     unfinishedDeletions: async () =>
