@@ -199,8 +199,8 @@ export interface CompanyRepository {
   delete(id: string, options?: { pause?: () => Promise<void>; signal?: AbortSignal }): Promise<boolean>
   /**
    * The companies whose deletion began and is not finished: SQLite marks one with its first write and unmarks it
-   * with its last, so that a deletion a crash interrupted is found and finished (deleted again) by the import worker
-   * when it starts. A deletion under way in another process is listed too. MongoDB keeps no mark, and lists none:
+   * with its last, so that a deletion a crash or a failure interrupted is found and finished (deleted again) by an
+   * import worker, when it starts and every hour after. A deletion under way in another process is listed too. MongoDB keeps no mark, and lists none:
    * there, deleting the company again is the way.
    */
   unfinishedDeletions(): Promise<string[]>
