@@ -9,6 +9,7 @@ import { loadConfig } from '../src/config.ts'
 import { loadFixture } from '../src/fixtures/load-fixture.ts'
 import { INDEXES } from '../src/store/mongo/indexes.ts'
 import { EXTRA_INDEXES } from '../src/store/mongo/mongo-store.ts'
+import type { Store } from '../src/store/port.ts'
 import { smallFixture } from './helpers/fixtures.ts'
 import { openTestStore } from './helpers/test-store.ts'
 
@@ -34,6 +35,22 @@ const slug = (heading: string) =>
     .toLowerCase()
     .replace(/[^\p{Letter}\p{Number}\- ]/gu, '')
     .replaceAll(' ', '-')
+
+/** Runs `body` with the service's app on a test store, its admin routes behind ADMIN_TOKEN `docs-test-admin-token`. */
+async function withAdminApp(body: (app: Awaited<ReturnType<typeof buildApp>>, store: Store) => Promise<void>): Promise<void> {
+  const { store, dispose } = await openTestStore()
+  const app = await buildApp({
+    config: loadConfig({ DEMO: 'off', LOG_LEVEL: 'silent', ADMIN_TOKEN: 'docs-test-admin-token' }),
+    store,
+    clock: new ManualClock(),
+  })
+  try {
+    await body(app, store)
+  } finally {
+    await app.close()
+    await dispose()
+  }
+}
 
 /** The anchors of a Markdown page: one per heading, outside code blocks. */
 function anchorsOf(text: string): Set<string> {
@@ -155,13 +172,7 @@ describe('the documentation', () => {
   })
 
   it('names only routes the service has', async () => {
-    const { store, dispose } = await openTestStore()
-    const app = await buildApp({
-      config: loadConfig({ DEMO: 'off', LOG_LEVEL: 'silent', ADMIN_TOKEN: 'docs-test-admin-token' }),
-      store,
-      clock: new ManualClock(),
-    })
-    try {
+    await withAdminApp(async (app, store) => {
       // v1 and v2 tell an unknown route only to a valid key.
       const {
         api_keys: [key],
@@ -179,20 +190,11 @@ describe('the documentation', () => {
         }
       }
       expect(missing).toEqual([])
-    } finally {
-      await app.close()
-      await dispose()
-    }
+    })
   })
 
   it('documents every admin route', async () => {
-    const { store, dispose } = await openTestStore()
-    const app = await buildApp({
-      config: loadConfig({ DEMO: 'off', LOG_LEVEL: 'silent', ADMIN_TOKEN: 'docs-test-admin-token' }),
-      store,
-      clock: new ManualClock(),
-    })
-    try {
+    await withAdminApp(async (app) => {
       await app.ready()
       const paths = (app.swagger() as { paths: Record<string, Record<string, unknown>> }).paths
       const routes = Object.entries(paths)
@@ -201,9 +203,6 @@ describe('the documentation', () => {
       expect(routes).toContain('POST /admin/companies/{id}/imports/drain')
       const documented = read('docs/admin.md')
       for (const route of routes) expect(documented, route).toMatch(new RegExp(`\`${route.replace(/[{}?]/g, '\\$&')}[\`?]`))
-    } finally {
-      await app.close()
-      await dispose()
-    }
+    })
   })
 })
