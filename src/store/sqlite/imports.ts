@@ -33,6 +33,37 @@ function importSentAgain(db: SqlWriter, companyId: string, resend: ResendKeys, n
   return row ? parseImport(row) : null
 }
 
+/** Scheduled with its window closed, or started with its lease expired (?3 now, ?6 `latestImportDeadline(now)`). */
+const RUNNABLE_SCHEDULED = `candidate.status = 'scheduled' AND (candidate.window_ends_at <= ?3 OR candidate.window_ends_at > ?6)`
+const RUNNABLE_STARTED = `candidate.status = 'started' AND (candidate.lease_expires_at <= ?3 OR candidate.lease_expires_at > ?6)`
+/** The companies with an import started under a live lease: none of their imports may start. */
+const BUSY_COMPANIES = `SELECT company_id FROM imports WHERE status = 'started' AND lease_expires_at > ?3 AND lease_expires_at <= ?6`
+
+/** The oldest runnable import of one status whose company is neither busy nor among those served lately (?5). */
+const oldestOfCompaniesNotServed = (runnable: string) => `SELECT id FROM (
+  SELECT candidate.id FROM imports AS candidate
+  WHERE ${runnable} AND (?4 IS NULL OR candidate.company_id = ?4)
+    AND candidate.company_id NOT IN (${BUSY_COMPANIES}) AND candidate.company_id NOT IN (SELECT value FROM json_each(?5))
+  ORDER BY candidate.id LIMIT 1)`
+
+/** The oldest import of the company `served.value` that is runnable in one status: its index, walked in id order. */
+const oldestOfServedCompany = (runnable: string) => `(SELECT candidate.id FROM imports AS candidate
+  WHERE candidate.company_id = served.value AND ${runnable} ORDER BY candidate.id LIMIT 1)`
+
+/**
+ * The import `claimNext` takes (?4 a company or null, ?5 the companies served lately as a JSON array). As on MongoDB,
+ * two looks rather than one ranking of every runnable import, which cost a claim 3 ms for 1,000 imports queued and
+ * 34 ms for 10,000, under the write lock: first the oldest import of a company not served lately, each status read
+ * in id order and stopped at the first; only when there is none, the oldest of each company served lately, by turn
+ * (of its two statuses, the older: SQL's `min` of two values is NULL when either is, hence the `coalesce`s).
+ */
+const NEXT_RUNNABLE_IMPORT = `coalesce(
+  (SELECT min(id) FROM (${oldestOfCompaniesNotServed(RUNNABLE_SCHEDULED)} UNION ALL ${oldestOfCompaniesNotServed(RUNNABLE_STARTED)})),
+  (SELECT min(coalesce(scheduled, started), coalesce(started, scheduled)) FROM (
+     SELECT served.key AS turn, ${oldestOfServedCompany(RUNNABLE_SCHEDULED)} AS scheduled, ${oldestOfServedCompany(RUNNABLE_STARTED)} AS started
+     FROM json_each(?5) AS served WHERE served.value NOT IN (${BUSY_COMPANIES}))
+   WHERE coalesce(scheduled, started) IS NOT NULL ORDER BY turn LIMIT 1))`
+
 /** The bytes queued by a company: the payloads of its imports that are not finished. */
 const QUEUED_BYTES = `SELECT coalesce(sum(payload_bytes), 0) FROM imports WHERE company_id = ? AND status IN ('scheduled', 'started')`
 
@@ -174,23 +205,14 @@ export function sqliteImports(sql: Sql): ImportRepository {
              doc = json_set(doc, '$.status', 'started', '$.lease_owner', ?1, '$.lease_expires_at', ?2,
                             '$.launched_at', coalesce(json_extract(doc, '$.launched_at'), ?3),
                             '$.attempts', json_extract(doc, '$.attempts') + 1)
-           WHERE id = (
-             SELECT candidate.id FROM imports AS candidate
-             WHERE ((candidate.status = 'scheduled' AND (candidate.window_ends_at <= ?3 OR candidate.window_ends_at > ?6))
-                 OR (candidate.status = 'started' AND (candidate.lease_expires_at <= ?3 OR candidate.lease_expires_at > ?6)))
-               AND (?4 IS NULL OR candidate.company_id = ?4)
-               AND NOT EXISTS (
-                 SELECT 1 FROM imports AS running
-                 WHERE running.company_id = candidate.company_id AND running.status = 'started'
-                   AND running.lease_expires_at > ?3 AND running.lease_expires_at <= ?6 AND running.id <> candidate.id)
-             ORDER BY instr(?5, candidate.company_id), candidate.id LIMIT 1)
-           RETURNING doc`,
+             WHERE id = ${NEXT_RUNNABLE_IMPORT}
+             RETURNING doc`,
             owner,
             leaseExpiresAt,
             now,
             companyId ?? null,
-            // Where each company stands in the turns: 0 for one not served lately, then the least recent first.
-            recent.join(','),
+            // The companies served lately, the least recent first; none when one company is asked for (a drain takes no turns).
+            JSON.stringify(companyId ? [] : [...new Set(recent)]),
             latestImportDeadline(now),
           ),
         // A claim is tried again at the next poll: it does not hold the writes queued behind it (an upsert's payload,
