@@ -54,7 +54,7 @@ function rowsOf(file: string, companyId: string): Record<string, number> {
   }
 }
 
-// The embedded store marks a deletion until its rows are gone; MongoDB keeps no mark (deleting again finishes it).
+// Both stores mark a deletion until its rows are gone (the contract shows MongoDB's); this kills a process on the embedded store.
 describe.skipIf(onMongo)('a company deletion killed midway (the embedded store)', () => {
   it(
     'leaves the company gone and its rows unreachable, and the next worker to start sweeps what was left',

@@ -177,7 +177,7 @@ export class ImportWorker extends EventEmitter<ImportWorkerEvents> {
 
   /**
    * Finishes the companies' deletions that a crash (or a failure) left unfinished (`companies.unfinishedDeletions`:
-   * the embedded store marks each until its rows are gone), one after the other, stopping between two writes once
+   * both stores mark each until its rows are gone), one after the other, stopping between two writes once
    * the worker stops; resolves with the ids of those it finished. A deletion under way in another process is finished with it: each
    * deletes what is left, nothing twice.
    */

@@ -192,16 +192,17 @@ export interface CompanyRepository {
    * unconfirmed either.
    * `pause`, given only inside a transaction (which keeps the deletion atomic), is awaited between the steps of a
    * deletion done in several (SQLite: table by table), so that a large company's deletion shares its thread.
-   * `signal`, outside a transaction: once it is aborted, SQLite's sweep stops between two writes and the call rejects
-   * with its reason, the company gone and its mark left (`unfinishedDeletions`), so that a stopping worker does not
-   * wait for a large company's rows. MongoDB keeps no mark and lists none, so no worker sweeps there: it ignores it.
+   * `signal`, outside a transaction: once it is aborted, the sweep stops between two writes (MongoDB: between two
+   * collections) and the call rejects with its reason, the company gone and its mark left (`unfinishedDeletions`), so
+   * that a stopping worker does not wait for a large company's rows.
    */
   delete(id: string, options?: { pause?: () => Promise<void>; signal?: AbortSignal }): Promise<boolean>
   /**
-   * The companies whose deletion began and is not finished: SQLite marks one with its first write and unmarks it
-   * with its last, so that a deletion a crash or a failure interrupted is found and finished (deleted again) by an
-   * import worker, when it starts and every hour after. A deletion under way in another process is listed too. MongoDB keeps no mark, and lists none:
-   * there, deleting the company again is the way.
+   * The companies whose deletion began and is not finished, in id order: each adapter marks one with the first write
+   * of its deletion outside a transaction and unmarks it with its last, so that a deletion a crash or a failure
+   * interrupted is found and finished (deleted again) by an import worker, when it starts and every hour after. A
+   * deletion under way in another process is listed too. Nothing else removes a mark, and a deletion inside a
+   * transaction, all in it, makes none.
    */
   unfinishedDeletions(): Promise<string[]>
   /**

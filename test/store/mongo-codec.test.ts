@@ -312,7 +312,7 @@ describe('mongo indexes', () => {
   const unique = (collection: string) => (all.get(collection) ?? []).filter((index) => index.unique).map((index) => Object.keys(index.key))
 
   it('cover every collection, with unique names per collection', () => {
-    for (const codec of [collections.COMPANIES, ...collections.COMPANY_COLLECTIONS]) {
+    for (const codec of [collections.COMPANIES, collections.COMPANY_DELETIONS, ...collections.COMPANY_COLLECTIONS]) {
       expect(all.has(codec.collection), codec.collection).toBe(true)
     }
     for (const [collection, indexes] of all) {
@@ -742,7 +742,7 @@ describe('mongo connection helpers', () => {
     }
   })
 
-  it("answers StoreBusyError when a company's deletion could not be served or confirmed, and deleting it again finishes it", async () => {
+  it("answers StoreBusyError when a company's deletion could not be served or confirmed, marked until deleting it again finishes it", async () => {
     // A client told "check before sending it again" would find the company gone and stop, its documents left behind.
     const lost = new MongoNetworkError('connection 12 to db-1:27017 closed')
     let commit: Error | null = null
@@ -759,12 +759,22 @@ describe('mongo connection helpers', () => {
       endSession: async () => {},
     }
     let companies = 1
+    // The marks of deletions under way (`company_deletions`), by id; each written in a transaction, or not.
+    const marks = new Map<string, { inTransaction: boolean }>()
     const context = {
       connection: {
         client: { startSession: () => session },
         db: {
           collection: (name: string) => ({
-            deleteOne: async () => ({ deletedCount: companies-- > 0 ? 1 : 0 }),
+            deleteOne: async (filter: Document) => {
+              if (name === collections.COMPANY_DELETIONS.collection) return { deletedCount: marks.delete(String(filter._id)) ? 1 : 0 }
+              return { deletedCount: companies-- > 0 ? 1 : 0 }
+            },
+            replaceOne: async (filter: Document, _replacement: Document, options: { session?: unknown }) => {
+              marks.set(String(filter._id), { inTransaction: options.session !== undefined })
+              return { matchedCount: 1 }
+            },
+            find: () => ({ toArray: async () => [...marks.keys()].toSorted().map((id) => ({ _id: new ObjectId(id) })) }),
             updateOne: async (filter: Document, _update: Document, options: { session?: unknown }) => {
               if (name === collections.IMPORT_LOCKS.collection) lockWrites.push({ filter, inTransaction: options.session !== undefined })
               return { matchedCount: 1 }
@@ -790,17 +800,28 @@ describe('mongo connection helpers', () => {
       { filter: lockFilter(company, COMPANY_LOCK), inTransaction: false },
       { filter: lockFilter(company, COMPANY_LOCK), inTransaction: true },
     ])
+    // Marked in that transaction, and left: a worker finds the deletion (`unfinishedDeletions`) and finishes it.
+    expect(marks).toStrictEqual(new Map([[company, { inTransaction: true }]]))
+    await expect(mongoCompanies(context).unfinishedDeletions()).resolves.toStrictEqual([company])
     // The company's own transaction whose commit stayed unknown: it may be gone too.
     const lostCommit = new MongoNetworkError('connection 13 to db-1:27017 closed')
     lostCommit.addErrorLabel('UnknownTransactionCommitResult')
     commit = lostCommit
     await expect(mongoCompanies(context).delete(company)).rejects.toBeInstanceOf(StoreBusyError)
-    // Sent again, the deletion removes what was left, and answers that there was no company.
+    // A stopping worker's sweep stops before its next collection, the mark left.
     commit = null
     failing = null
     removed.length = 0
+    const stopped = new AbortController()
+    stopped.abort(new Error('the worker stops'))
+    await expect(mongoCompanies(context).delete(company, { signal: stopped.signal })).rejects.toThrow('the worker stops')
+    expect(removed).toEqual([collections.API_KEYS.collection])
+    await expect(mongoCompanies(context).unfinishedDeletions()).resolves.toStrictEqual([company])
+    // Sent again, the deletion removes what was left, and its mark last, and answers that there was no company.
+    removed.length = 0
     await expect(mongoCompanies(context).delete(company)).resolves.toBe(false)
     expect(removed).toEqual([collections.API_KEYS, ...collections.COMPANY_COLLECTIONS].map((codec) => codec.collection))
+    await expect(mongoCompanies(context).unfinishedDeletions()).resolves.toStrictEqual([])
   })
 
   it("answers the controlled clock's advance MongoDB could not serve as unconfirmed, its read and raise as busy", async () => {

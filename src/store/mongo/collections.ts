@@ -12,6 +12,12 @@ const company = (collection: string, ...references: string[]): Codec => ({
 })
 
 export const COMPANIES: Codec = { collection: 'companies', references: [] }
+/**
+ * The deletions of companies not finished yet (`companies.ts`), one document `{_id: company id}` each: written with
+ * the company's own deletion, removed once its documents are all gone. Not company data: no deletion removes it but
+ * the one it marks, and, as `companies`, it stays unsharded.
+ */
+export const COMPANY_DELETIONS: Codec = { collection: 'company_deletions', references: [] }
 export const API_KEYS = company('api_keys', 'user_id')
 export const USERS: Codec = {
   ...company('users'),

@@ -3,9 +3,9 @@ import type { ClientSession } from 'mongodb'
 import type { Company } from '../model.ts'
 import { type CompanyRepository, StoreBusyError, StoreUnconfirmedError } from '../port.ts'
 import { lookupId } from './codec.ts'
-import { API_KEYS, COMPANIES, COMPANY_COLLECTIONS } from './collections.ts'
+import { API_KEYS, COMPANIES, COMPANY_COLLECTIONS, COMPANY_DELETIONS } from './collections.ts'
 import { inTransaction, toPortErrorOfWrite } from './connection.ts'
-import { call, collectionOf, counted, inSession, type MongoContext } from './context.ts'
+import { call, collectionOf, counted, inSession, type MongoContext, read } from './context.ts'
 import { COMPANY_LOCK, ensureLock, writeLock } from './locks.ts'
 import { findAll, findOne, insertOne } from './operations.ts'
 
@@ -26,33 +26,52 @@ export function mongoCompanies(context: MongoContext): CompanyRepository {
         }),
       ),
     list: () => findAll<Company>(context, COMPANIES, {}),
-    delete: (id) => counted(context, deleteCompany(context, id)),
-    // No mark is kept: an interrupted deletion is finished by deleting the company again (`deleteCompany`).
-    unfinishedDeletions: async () => [],
+    delete: (id, { signal } = {}) => counted(context, deleteCompany(context, id, signal)),
+    unfinishedDeletions: () =>
+      read(context, async (session) => {
+        const marks = await collectionOf(context, COMPANY_DELETIONS)
+          .find({}, { ...inSession(session), sort: { _id: 1 } })
+          .toArray()
+        return marks.map((mark) => String(mark._id))
+      }),
     // A MongoDB store has no migrations, so nothing is ever left due.
     recalculationsDue: async () => [],
     takeRecalculationDue: async () => false,
   }
 }
 
-/** Deletes every document of the company, in the session's transaction when there is one. */
-async function deleteDocumentsOf(context: MongoContext, session: ClientSession | undefined, companyId: ObjectId | string): Promise<void> {
-  for (const codec of COMPANY_COLLECTIONS) await collectionOf(context, codec).deleteMany({ company_id: companyId }, inSession(session))
+/**
+ * Deletes every document of the company, in the session's transaction when there is one; outside one, stops between
+ * two collections once `signal` is aborted, rejecting with its reason.
+ */
+async function deleteDocumentsOf(
+  context: MongoContext,
+  session: ClientSession | undefined,
+  companyId: ObjectId | string,
+  signal?: AbortSignal,
+): Promise<void> {
+  for (const codec of COMPANY_COLLECTIONS) {
+    signal?.throwIfAborted()
+    await collectionOf(context, codec).deleteMany({ company_id: companyId }, inSession(session))
+  }
 }
 
 /**
  * Deletes a company. Inside a caller's transaction, everything goes in it. Outside one, a large company could
  * not be deleted in one transaction (MongoDB ends one after 60 s): the company and its keys go first, in one
- * small transaction, so that from then on nothing reaches its data (every request finds its company through
- * them); then its documents, collection by collection, outside any transaction. If that is interrupted (a
- * failover), deleting the company again (it answers false then) removes what was left.
+ * small transaction that also marks the deletion (`company_deletions`), so that from then on nothing reaches its
+ * data (every request finds its company through them); then its documents, collection by collection, outside any
+ * transaction, and the mark last. If that is interrupted (a failover, a crash, `signal`), the mark stays
+ * (`unfinishedDeletions`), and deleting the company again (it answers false then), by a client or an import worker,
+ * removes what was left.
  *
  * So whatever MongoDB could not serve or confirm outside a transaction is StoreBusyError ("try again"), though the
  * company may be gone already, never StoreUnconfirmedError ("check before sending it again"), on which a client that
  * looks finds the company gone and stops, its documents left behind. Deleting again does nothing twice.
  */
-function deleteCompany(context: MongoContext, id: string): Promise<boolean> {
+function deleteCompany(context: MongoContext, id: string, signal: AbortSignal | undefined): Promise<boolean> {
   const companyId = lookupId(id)
+  const marks = () => collectionOf(context, COMPANY_DELETIONS)
   const deleteCompanyItself = async (session: ClientSession | undefined) => {
     await collectionOf(context, API_KEYS).deleteMany({ company_id: companyId }, inSession(session))
     return (await collectionOf(context, COMPANIES).deleteOne({ _id: companyId } as Document, inSession(session))).deletedCount > 0
@@ -71,9 +90,12 @@ function deleteCompany(context: MongoContext, id: string): Promise<boolean> {
       await ensureLock(context, id, COMPANY_LOCK)
       const existed = await inTransaction(context.connection.client, async (session) => {
         await writeLock(context, session, id, COMPANY_LOCK)
+        // After the lock: two deletions of the company conflict there, so their upserts of the mark never race.
+        await marks().replaceOne({ _id: companyId } as Document, {}, { session, upsert: true })
         return deleteCompanyItself(session)
       })
-      await deleteDocumentsOf(context, undefined, companyId)
+      await deleteDocumentsOf(context, undefined, companyId, signal)
+      await marks().deleteOne({ _id: companyId } as Document)
       return existed
     } catch (error) {
       const mapped = toPortErrorOfWrite(error)

@@ -3,6 +3,7 @@ import {
   API_KEYS,
   COMMISSION_LINES,
   COMPANIES,
+  COMPANY_DELETIONS,
   CUSTOM_METRICS,
   DATA_TABLE_RECORDS,
   DATA_TABLES,
@@ -37,6 +38,8 @@ const PLAN_CELLS: IndexDescription = {
  */
 export const INDEXES: ReadonlyMap<string, readonly IndexDescription[]> = new Map<string, readonly IndexDescription[]>([
   [COMPANIES.collection, []],
+  // unfinishedDeletions: by `_id` alone. Created at start-up, as a sharded cluster's transaction could not create it.
+  [COMPANY_DELETIONS.collection, []],
   [API_KEYS.collection, [{ key: { hash: 1 }, name: 'hash_unique', unique: true }, byCompany]],
   [USERS.collection, [byCompany, { key: { company_id: 1, email_lower: 1 }, name: 'company_email_unique', unique: true }]],
   [USER_ATTRIBUTES.collection, [byCompany, { key: { company_id: 1, api_key: 1 }, name: 'company_api_key_unique', unique: true }]],

@@ -96,6 +96,34 @@ export function companiesContract(adapter: StoreAdapter): void {
       expect(await store.apiKeys.findByHash(kept.apiKey.hash)).toStrictEqual(kept.apiKey)
     })
 
+    it('marks a deletion cut short, its company and keys gone, until deleting it again finishes it', async () => {
+      const [doomed, kept] = await populateTwo(store)
+      const records = Array.from({ length: 12_000 }, () => aRecord(doomed.company.id, doomed.table.id))
+      await store.records.upsert(doomed.company.id, records)
+      // What a crash or a failure midway leaves, as a stopping worker's signal cuts it (SQLite: after a slice of
+      // SWEEP_SLICE_ROWS; MongoDB: before the first collection).
+      const stopped = new AbortController()
+      stopped.abort(new Error('the worker stops'))
+      await expect(store.companies.delete(doomed.company.id, { signal: stopped.signal })).rejects.toThrow('the worker stops')
+      expect(await store.companies.get(doomed.company.id)).toBeNull()
+      expect(await store.apiKeys.findByHash(doomed.apiKey.hash)).toBeNull()
+      expect(await store.records.count(doomed.company.id, doomed.table.id)).toBeGreaterThan(0)
+      const unfinished = await store.companies.unfinishedDeletions()
+      expect(unfinished).toContain(doomed.company.id)
+      expect(unfinished).not.toContain(kept.company.id)
+      expect(unfinished).toStrictEqual(unfinished.toSorted())
+
+      // Another company's deletion, whole or inside a transaction, leaves the mark as it is, and makes none.
+      const [other] = await populateTwo(store)
+      expect(await store.companies.delete(other.company.id)).toBe(true)
+      await store.transaction((tx) => tx.companies.delete(kept.company.id))
+      expect(await store.companies.unfinishedDeletions()).toStrictEqual(unfinished)
+
+      expect(await store.companies.delete(doomed.company.id)).toBe(false)
+      expect(await store.companies.unfinishedDeletions()).not.toContain(doomed.company.id)
+      expect(await readAll(store, doomed.company.id, doomed)).toStrictEqual(nothingOf())
+    })
+
     it('answers false when deleting an unknown company', async () => {
       expect(await store.companies.delete(newId())).toBe(false)
     })
