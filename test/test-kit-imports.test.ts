@@ -115,6 +115,39 @@ describe('draining imports', () => {
     ])
   })
 
+  it('does not answer while an import another worker hands back between its reads is scheduled again', async () => {
+    server = await startKitServer({ IMPORT_POLL_MS: '60000' })
+    const upsert = await upsertUsers(['handed@demo.example'], 0)
+    const { store, app } = server.running
+    const now = (await server.admin('/admin/clock')).body.now as string
+    expect(
+      await store.imports.claimNext('other-worker', now, new Date(Date.parse(now) + 3_600_000).toISOString(), server.demoId),
+    ).not.toBeNull()
+    // The other worker hands the import back (it stops, or found the store busy) just after the drain looked for
+    // scheduled imports, before it looks for running ones.
+    let handedBack = false
+    const watched: typeof store = {
+      ...store,
+      imports: {
+        ...store.imports,
+        async list(companyId, filter) {
+          const listed = await store.imports.list(companyId, filter)
+          if (!handedBack && [filter.status].flat().includes('scheduled')) {
+            handedBack = true
+            await store.imports.release(companyId, upsert.body.import_id, 'other-worker')
+          }
+          return listed
+        },
+      },
+    }
+    const worker = composeImportWorker({ store, clock: app.clock, config: app.config })
+
+    const drained = await drainImports(watched, app.clock, worker, server.demoId, 10_000)
+    expect(handedBack).toBe(true)
+    expect(drained.data.map((data) => [data.id, data.status])).toEqual([[upsert.body.import_id, 'finished']])
+    expect(await store.imports.get(server.demoId, upsert.body.import_id)).toMatchObject({ status: 'finished' })
+  })
+
   it('answers 408 at its deadline while it runs an import itself, the run going on to finish the import', async () => {
     const { upsert, held, store, clock, worker } = await heldDrain('slow@demo.example')
     await expect(drainImports(store, clock, worker, server.demoId, 50)).rejects.toMatchObject({

@@ -68,7 +68,9 @@ export async function drainImports(
   const deadline = Date.now() + timeoutMs
   const seen = new Set<string>()
   const unfinishedNow = async () => {
-    const unfinished = [...(await unfinishedOf(store, company, 'scheduled')), ...(await unfinishedOf(store, company, 'started'))]
+    // One read of both: read apart, an import handed back to `scheduled` (by a worker that stops, or finds the store
+    // busy) between the two would be in neither, and the drain would answer while it waits to run.
+    const unfinished = await store.imports.list(company, { status: UNFINISHED, limit: ALL_UNFINISHED })
     for (const data of unfinished) seen.add(data.id)
     return unfinished
   }
@@ -125,6 +127,4 @@ async function settledBefore<T>(work: Promise<T>, deadline: number): Promise<{ v
 
 /** Every unfinished import of a company: far more than one has waiting in practice. */
 const ALL_UNFINISHED = 100_000
-
-const unfinishedOf = (store: Store, companyId: string, status: ImportStatus) =>
-  store.imports.list(companyId, { status, limit: ALL_UNFINISHED })
+const UNFINISHED: readonly ImportStatus[] = ['scheduled', 'started']

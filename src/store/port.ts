@@ -608,8 +608,15 @@ export interface ImportRepository {
   /** Whether a call was stored under the request id `idKey` within `resendWindow(now)`: one sent again may be it. */
   remembersRequest(companyId: string, idKey: string, now: string): Promise<boolean>
   get(companyId: string, id: string): Promise<DataImport | null>
-  /** The company's imports, newest first: at most `limit`, and only those in `status` and of `target` when they are given. */
-  list(companyId: string, filter: { status?: ImportStatus; target?: ImportTarget; limit: number }): Promise<DataImport[]>
+  /**
+   * The company's imports, newest first: at most `limit`, and only those in `status` (one, or any of several) and of
+   * `target` when they are given. Several statuses are read by one query, not one after the other: an import that
+   * moves from one to another between two reads (claimed, or handed back) would be in neither.
+   */
+  list(
+    companyId: string,
+    filter: { status?: ImportStatus | readonly ImportStatus[]; target?: ImportTarget; limit: number },
+  ): Promise<DataImport[]>
   /**
    * Closes the debounce window of each scheduled import of the company whose window is still open at `now`: its
    * `window_ends_at` becomes `now`, so that no call joins it any more and a worker may run it. Atomic; returns

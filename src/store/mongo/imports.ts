@@ -270,7 +270,8 @@ export function mongoImports(context: MongoContext): ImportRepository {
       read(context, async (session) => {
         // A limit of 0 means "no limit" to MongoDB.
         if (limit <= 0) return []
-        const filter = { ...(status ? { status } : {}), ...(target ? { target } : {}) }
+        const statuses = status === undefined ? undefined : typeof status === 'string' ? status : { $in: [...status] }
+        const filter = { ...(statuses ? { status: statuses } : {}), ...(target ? { target } : {}) }
         const documents = await imports()
           .find(inCompany(companyId, filter), { ...inSession(session), sort: { _id: -1 }, limit })
           .toArray()

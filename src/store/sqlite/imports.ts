@@ -161,12 +161,14 @@ export function sqliteImports(sql: Sql): ImportRepository {
     },
 
     async list(companyId, { status, target, limit }) {
-      const filters: [string, string][] = [['company_id = ?', companyId]]
-      if (status) filters.push(['status = ?', status])
-      if (target) filters.push(["doc ->> '$.target' = ?", target])
+      const filters: [string, string[]][] = [['company_id = ?', [companyId]]]
+      const statuses = status === undefined ? null : [status].flat()
+      if (statuses?.length === 0) return []
+      if (statuses) filters.push([`status IN (${statuses.map(() => '?').join(', ')})`, statuses])
+      if (target) filters.push(["doc ->> '$.target' = ?", [target]])
       const rows = await sql.all(
         `SELECT doc FROM imports WHERE ${filters.map(([condition]) => condition).join(' AND ')} ORDER BY id DESC LIMIT ?`,
-        ...filters.map(([, value]) => value),
+        ...filters.flatMap(([, values]) => values),
         limit,
       )
       return rows.map(parseImport)

@@ -647,6 +647,15 @@ export function importsContract(adapter: StoreAdapter): void {
           await store.imports.get(companyId, first.id),
         ])
         expect(await store.imports.list(companyId, { status: 'finished', limit: 10 })).toStrictEqual([])
+        // Several statuses at once: what a drain reads, so that an import moving between them is not missed.
+        expect(ids(await store.imports.list(companyId, { status: ['scheduled', 'started'], limit: 10 }))).toStrictEqual([
+          third.id,
+          second.id,
+          first.id,
+        ])
+        expect(ids(await store.imports.list(companyId, { status: ['started', 'finished'], target: 'users', limit: 10 }))).toStrictEqual([
+          first.id,
+        ])
         expect(await store.imports.list(companyId, { limit: 0 })).toStrictEqual([])
         expect(ids(await store.imports.list(aCompany().id, { limit: 10 }))).toStrictEqual([])
       })
