@@ -1,4 +1,4 @@
-import { closeSync, constants, existsSync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from 'node:fs'
+import { closeSync, constants, existsSync, fsyncSync, linkSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from 'node:fs'
 import type { FileHandle } from 'node:fs/promises'
 import { dirname, resolve } from 'node:path'
 
@@ -47,6 +47,31 @@ export function renameDurably(from: string, path: string): void {
   renameSync(from, path)
   flushDirectory(dirname(path))
 }
+
+/**
+ * Flushes `from` (a file written whole) to the disk and gives it the name `path` as well, never replacing a file there
+ * (EEXIST), then flushes that name. A file system without hard links (some network shares) takes a rename instead,
+ * after a look that nothing stands at `path`.
+ */
+export function linkDurably(from: string, path: string): void {
+  const fd = openSync(from, 'r+')
+  try {
+    fsyncSync(fd)
+  } finally {
+    closeSync(fd)
+  }
+  try {
+    linkSync(from, path)
+  } catch (error) {
+    if (!NO_HARD_LINKS.has((error as NodeJS.ErrnoException).code ?? '')) throw error
+    if (existsSync(path)) throw Object.assign(new Error(`EEXIST: file already exists, link '${from}' -> '${path}'`), { code: 'EEXIST' })
+    renameSync(from, path)
+  }
+  flushDirectory(dirname(path))
+}
+
+/** What link(2) answers on a file system that has no hard links. */
+const NO_HARD_LINKS = new Set(['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'ENOSYS'])
 
 /**
  * Flushes a directory's entries (a file created or renamed in it) to the disk. Where a directory cannot be opened

@@ -1,11 +1,12 @@
 import { spawnSync } from 'node:child_process'
-import { setTimeout as sleep } from 'node:timers/promises'
-import { existsSync, readFileSync } from 'node:fs'
+import { once } from 'node:events'
+import { setImmediate, setTimeout as sleep } from 'node:timers/promises'
+import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import { expect, it } from 'vitest'
 import { call } from './helpers/server.ts'
-import { runCli, runCliAsync, startServerProcess, tempDataDir } from './helpers/process.ts'
+import { runCli, runCliAsync, spawnCli, startServerProcess, tempDataDir } from './helpers/process.ts'
 
 const KEY = 'cak_backup-and-restore-demo-key-0'
 
@@ -129,5 +130,34 @@ it(
     const inMemory = runCli(['backup', join(backup, 'memory.sqlite')], { ...env, DATA_DIR: ':memory:' })
     expect([inMemory.code, inMemory.stderr]).toEqual([1, expect.stringContaining('DATA_DIR: a store in memory')])
     expect(existsSync(join(backup, 'memory.sqlite'))).toBe(false)
+  },
+)
+
+it(
+  'leaves no file under its name when the backup command is killed midway, and the next backup takes the name',
+  { timeout: 120_000 },
+  async () => {
+    const dataDir = tempDataDir()
+    const backup = tempDataDir()
+    const env = { MONGODB_URL: '', DATA_DIR: dataDir }
+    // Large enough for the copy to take a moment (about 40 MB).
+    expect(runCli(['demo', '--deals', '20000'], env).code).toBe(0)
+    const file = join(backup, 'commission-api.sqlite')
+
+    const cut = spawnCli(['backup', file], env)
+    const exited = once(cut, 'exit')
+    // Killed as soon as the copy has begun, its first file in the directory.
+    while (readdirSync(backup).length === 0 && cut.exitCode === null) await setImmediate()
+    cut.kill('SIGKILL')
+    await exited
+    expect(cut.signalCode).toBe('SIGKILL')
+    // What a restore would have copied: a file cut short, or an empty one. The copy cut short keeps a name of its own.
+    expect(existsSync(file)).toBe(false)
+    expect(readdirSync(backup).every((name) => name.startsWith('commission-api.sqlite.partial-'))).toBe(true)
+
+    const made = await runCliAsync(['backup', file], env)
+    expect(made.code, made.stderr).toBe(0)
+    expect(integrity(file)).toBe('ok')
+    expect(readdirSync(backup).filter((name) => !name.includes('.partial-'))).toStrictEqual(['commission-api.sqlite'])
   },
 )

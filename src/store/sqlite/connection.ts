@@ -1,5 +1,6 @@
-import { closeSync, constants, openSync, rmSync } from 'node:fs'
-import { makePrivateFile, PRIVATE_FILE_MODE } from '../../durable-files.ts'
+import { randomBytes } from 'node:crypto'
+import { closeSync, constants, existsSync, openSync, rmSync } from 'node:fs'
+import { linkDurably, makePrivateFile, PRIVATE_FILE_MODE } from '../../durable-files.ts'
 import { DatabaseSync, type SQLInputValue, type SQLOutputValue, type StatementSync } from 'node:sqlite'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { StoreFullError, StoreLockedError, StoreUpgradedError } from '../port.ts'
@@ -13,6 +14,8 @@ import { RememberedAnswers } from './remembered-answers.ts'
 export const WRITE_LOCK_TIMEOUT_MS = 10_000
 /** The size a checkpointed WAL file is cut back to. */
 export const WAL_SIZE_LIMIT_BYTES = 64 * 1024 * 1024
+/** What a backup's copy is named by until it is whole: `<file>.partial-<pid>-<random>` (a backup killed midway leaves it). */
+const PARTIAL_BACKUP = '.partial-'
 /** The longest pause between two attempts to take the write lock. */
 const WRITE_LOCK_MAX_PAUSE_MS = 20
 
@@ -282,17 +285,24 @@ export class SqliteConnection {
 
   /**
    * A copy of the committed data into `file`, a new file: `VACUUM INTO` reads in one transaction of the reader, so
-   * the copy is whole and consistent while other connections write (in WAL mode a reader holds no writer back).
+   * the copy is whole and consistent while other connections write (in WAL mode a reader holds no writer back). It is
+   * written under a name of its own beside `file`, and takes `file` only once whole and flushed to the disk: VACUUM
+   * INTO writes its file in place and does not sync it, so a backup killed midway left under `file` a database cut
+   * short (its journal beside it) that a restore took for the store, and that refused the next backup to that name.
    */
   backupTo(file: string): Promise<void> {
     return this.#committed(() => {
-      // Made first, private as the store's file is, and only where nothing is: an existing file is never replaced.
-      closeSync(openSync(file, constants.O_CREAT | constants.O_EXCL | constants.O_WRONLY, PRIVATE_FILE_MODE))
+      // An existing file is never replaced: refused before the copy, and again when the copy takes the name.
+      if (existsSync(file)) throw Object.assign(new Error(`EEXIST: file already exists, backup to '${file}'`), { code: 'EEXIST' })
+      const partial = `${file}${PARTIAL_BACKUP}${process.pid}-${randomBytes(4).toString('hex')}`
+      // Made first, private as the store's file is.
+      closeSync(openSync(partial, constants.O_CREAT | constants.O_EXCL | constants.O_WRONLY, PRIVATE_FILE_MODE))
       try {
-        this.#reader.db.prepare('VACUUM INTO ?').run(file)
-      } catch (error) {
-        rmSync(file, { force: true })
-        throw error
+        this.#reader.db.prepare('VACUUM INTO ?').run(partial)
+        linkDurably(partial, file)
+      } finally {
+        rmSync(partial, { force: true })
+        rmSync(`${partial}-journal`, { force: true })
       }
     })
   }
