@@ -321,6 +321,28 @@ describe('the request journal', () => {
     expect(kit.faults.list(server.demoId)).toEqual([])
   })
 
+  it('keeps nothing of a deleted company, not even a request that arrived before its deletion and ended after it', async () => {
+    server = await startKitServer()
+    const kit = server.running.app.testKit!
+    const key = server.running.app.config.demoApiKey!
+    await server.admin(`/admin/companies/${server.demoId}/faults`, {
+      method: 'POST',
+      body: { method: 'GET', path: '/v1/users', delay_ms: 600 },
+    })
+    // Authenticated, then held by the fault while the company is deleted.
+    const held = request(`${server.url}/v1/users`, { headers: { 'x-api-key': key } })
+    await until(
+      async () => kit.faults.list(server.demoId)[0]?.fired,
+      (fired) => fired === 1,
+    )
+    expect((await server.admin(`/admin/companies/${server.demoId}`, { method: 'DELETE' })).status).toBe(204)
+    await (await held).body.dump()
+    // The journal takes a request once its answer is sent.
+    await new Promise((resolve) => setTimeout(resolve, 200))
+
+    expect(kit.journal.list(server.demoId)).toEqual([])
+  })
+
   it('keeps nothing, once cleared, of a request that arrived before: one a delay held past the clear of the test before', async () => {
     server = await startKitServer()
     const key = server.running.app.config.demoApiKey!

@@ -112,9 +112,14 @@ class Ring {
   }
 }
 
+/** How many deleted companies the journal remembers (`RequestJournal.forget`), the earliest deleted going first. */
+const FORGOTTEN_KEPT = 10_000
+
 export class RequestJournal {
   readonly #capacity: number
   readonly #byCompany = new Map<string, Ring>()
+  /** Each deleted company, with the arrivals before its deletion, which are not kept. */
+  readonly #forgotten = new Map<string, number>()
   #arrivals = 0
   /** The first arrival kept since every journal was cleared. */
   #since = 0
@@ -135,7 +140,7 @@ export class RequestJournal {
    * test that sent it would otherwise show in the next test's journal.
    */
   record(companyId: string, entry: JournalEntry, arrival: number): void {
-    if (this.#capacity === 0 || arrival < this.#since) return
+    if (this.#capacity === 0 || arrival < this.#since || arrival < (this.#forgotten.get(companyId) ?? 0)) return
     let ring = this.#byCompany.get(companyId)
     if (!ring) {
       ring = new Ring(this.#capacity, this.#since)
@@ -162,13 +167,21 @@ export class RequestJournal {
     if (this.#capacity > 0) this.#byCompany.set(companyId, new Ring(this.#capacity, this.#arrivals))
   }
 
-  /** Drops a deleted company's journal. */
+  /**
+   * Drops a deleted company's journal. A request that arrived before the deletion and ends after it (held by a fault's
+   * delay) would make the journal again, kept for good: the company's arrivals so far are remembered, and not kept.
+   */
   forget(companyId: string): void {
     this.#byCompany.delete(companyId)
+    this.#forgotten.delete(companyId)
+    this.#forgotten.set(companyId, this.#arrivals)
+    if (this.#forgotten.size > FORGOTTEN_KEPT) this.#forgotten.delete(this.#forgotten.keys().next().value as string)
   }
 
   clearAll(): void {
     this.#byCompany.clear()
+    // Every arrival so far is left out by `#since` now, those of deleted companies included.
+    this.#forgotten.clear()
     this.#since = this.#arrivals
   }
 }
