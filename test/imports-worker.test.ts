@@ -93,6 +93,47 @@ describe('the retention of finished imports (IMPORT_RETENTION_DAYS)', () => {
   })
 })
 
+describe('the request ids remembered for calls sent again', () => {
+  it('are forgotten past their hour by a polling worker, retention or not, for a company that sent no call since', async () => {
+    const clock = h.server.clock as ManualClock
+    const sentAt = at()
+    const remembered = (idKey: string) => h.store.imports.remembersRequest(h.companyId, idKey, sentAt)
+    for (const idKey of ['quiet-1', 'quiet-2']) {
+      await h.store.imports.enqueue(
+        anImport(h.companyId, sentAt),
+        {
+          id: newId(),
+          company_id: h.companyId,
+          items: [{ email: `${idKey}@acme.example` }],
+          options: { all: false, keep_overrides: false },
+          received_at: sentAt,
+          bytes: 100,
+          resend: { id_key: idKey, call_key: idKey },
+        },
+        sentAt,
+      )
+    }
+    expect(await remembered('quiet-1')).toBe(true)
+    // Within the hour, a worker keeps them.
+    clock.advance(30 * 60_000)
+    expect(await new ImportWorker({ store: h.store, clock, owner: 'early' }).forgetRequestIds()).toBe(0)
+    expect(await remembered('quiet-2')).toBe(true)
+
+    clock.advance(31 * 60_000)
+    const worker = new ImportWorker({ store: h.store, clock, owner: 'forgetting', pollMs: 10 })
+    worker.start()
+    try {
+      await until(
+        () => remembered('quiet-2'),
+        (found) => !found,
+      )
+    } finally {
+      await worker.stop()
+    }
+    expect(await remembered('quiet-1')).toBe(false)
+  })
+})
+
 describe('the retention of finished imports, failing', () => {
   it('says a deletion that failed, and goes on applying imports between its tries', async () => {
     const failing: Store = {
@@ -114,7 +155,9 @@ describe('the retention of finished imports, failing', () => {
       await worker.stop()
     }
     // Tried at the first poll, then not before a minute: said once.
-    expect(said).toEqual(['import worker: deleting the imports past their retention failed; tried again in a minute'])
+    expect(said).toEqual([
+      'import worker: deleting the imports past their retention, or the request ids past their hour, failed; tried again in a minute',
+    ])
   })
 })
 

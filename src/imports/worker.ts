@@ -3,7 +3,7 @@ import { EventEmitter } from 'node:events'
 import { hostname } from 'node:os'
 import type { Clock } from '../clock.ts'
 import { DEFAULT_IMPORT_LEASE_MS, DEFAULT_IMPORT_POLL_MS } from '../config.ts'
-import type { DataImport } from '../store/model.ts'
+import { type DataImport, resendWindow } from '../store/model.ts'
 import { type Store, StoreBusyError, StoreFullError, StoreLockedError, StoreUnconfirmedError, StoreUpgradedError } from '../store/port.ts'
 import { failClaimedImport, runClaimedImport } from './run-import.ts'
 
@@ -167,9 +167,25 @@ export class ImportWorker extends EventEmitter<ImportWorkerEvents> {
     if (this.#retentionDays === 0) return 0
     await this.#clock.sync?.()
     const before = new Date(this.#clock.now().getTime() - this.#retentionDays * DAY_MS).toISOString()
+    return this.#inBatches((limit) => this.#store.imports.purgeFinished(before, limit))
+  }
+
+  /**
+   * Deletes the request ids remembered past their hour (`resendWindow`, by the service's clock), of every company, a
+   * batch at a time; resolves with how many. An enqueue forgets its own company's: these are of companies that sent
+   * no call since, which would keep them for good. Retention or not.
+   */
+  async forgetRequestIds(): Promise<number> {
+    await this.#clock.sync?.()
+    const { since } = resendWindow(this.#now())
+    return this.#inBatches((limit) => this.#store.imports.forgetRequestIds(since, limit))
+  }
+
+  /** Runs `deleteBatch` until a batch deletes fewer than PURGE_BATCH, or the worker stops; resolves with the total. */
+  async #inBatches(deleteBatch: (limit: number) => Promise<number>): Promise<number> {
     let deleted = 0
     for (;;) {
-      const batch = await this.#store.imports.purgeFinished(before, PURGE_BATCH)
+      const batch = await deleteBatch(PURGE_BATCH)
       deleted += batch
       if (batch < PURGE_BATCH || this.#stopping) return deleted
     }
@@ -350,18 +366,22 @@ export class ImportWorker extends EventEmitter<ImportWorkerEvents> {
   }
 
   /**
-   * `purgeExpired` once an hour of real time, the first time at the worker's first poll; after a failure (a busy
-   * store), again a minute later. A failure is said, and the imports go on.
+   * `purgeExpired` and `forgetRequestIds` once an hour of real time, the first time at the worker's first poll; after
+   * a failure (a busy store), again a minute later. A failure is said, and the imports go on.
    */
   async #purgeIfDue(): Promise<void> {
-    if (this.#retentionDays === 0 || (this.#nextPurge !== null && Date.now() < this.#nextPurge)) return
+    if (this.#nextPurge !== null && Date.now() < this.#nextPurge) return
     try {
       const deleted = await this.purgeExpired()
-      this.#nextPurge = Date.now() + PURGE_EVERY_MS
       if (deleted > 0) this.#logger.info({ deleted, retention_days: this.#retentionDays }, 'finished imports past their retention deleted')
+      await this.forgetRequestIds()
+      this.#nextPurge = Date.now() + PURGE_EVERY_MS
     } catch (error) {
       this.#nextPurge = Date.now() + PURGE_RETRY_MS
-      this.#logger.warn({ err: error }, 'import worker: deleting the imports past their retention failed; tried again in a minute')
+      this.#logger.warn(
+        { err: error },
+        'import worker: deleting the imports past their retention, or the request ids past their hour, failed; tried again in a minute',
+      )
     }
   }
 

@@ -679,6 +679,12 @@ export interface ImportRepository {
    * their finish: an import not finished is never deleted.
    */
   purgeFinished(finishedBefore: string, limit: number): Promise<number>
+  /**
+   * Deletes at most `limit` request ids remembered (`remembersRequest`) that were received before `receivedBefore`,
+   * of every company; answers how many it deleted. An enqueue forgets its own company's ids past their hour: this
+   * forgets those of the companies that sent no call since, kept for good otherwise.
+   */
+  forgetRequestIds(receivedBefore: string, limit: number): Promise<number>
 }
 
 export interface ImportProgress {

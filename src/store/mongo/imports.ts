@@ -460,5 +460,28 @@ export function mongoImports(context: MongoContext): ImportRepository {
         return deleted.deletedCount
       })
     },
+
+    async forgetRequestIds(receivedBefore, limit) {
+      if (limit <= 0) return 0
+      const remembered = collectionOf(context, IMPORT_REQUEST_IDS)
+      const past = await read(context, (session) =>
+        remembered
+          .find({ received_at: { $lt: receivedBefore } }, { ...inSession(session), projection: { _id: 1, company_id: 1 }, limit })
+          .toArray(),
+      )
+      if (past.length === 0) return 0
+      // As purgeFinished's: each by its whole shard key, outside a transaction (a batch spans companies, and shards).
+      // Its time checked again: a call sent since under the same id made it its own (the enqueue's upsert).
+      return call(context, async (session) => {
+        const deleted = await remembered.deleteMany(
+          {
+            received_at: { $lt: receivedBefore },
+            $or: past.map((document) => ({ company_id: document.company_id, _id: document._id })),
+          },
+          inSession(session),
+        )
+        return deleted.deletedCount
+      })
+    },
   }
 }

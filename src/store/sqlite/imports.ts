@@ -330,6 +330,19 @@ export function sqliteImports(sql: Sql): ImportRepository {
           ).changes,
         ),
       ),
+
+    forgetRequestIds: (receivedBefore, limit) =>
+      sql.write((db) =>
+        Number(
+          db.run(
+            `DELETE FROM import_request_ids WHERE (company_id, id_key) IN (
+               SELECT company_id, id_key FROM import_request_ids WHERE received_at < ? LIMIT ?
+             )`,
+            receivedBefore,
+            limit,
+          ).changes,
+        ),
+      ),
   }
 }
 

@@ -184,6 +184,27 @@ export function importsContract(adapter: StoreAdapter): void {
         expect((await sent(62, 'id-1', 'A')).id).toBe(later.id)
       })
 
+      it('forgets the request ids received before a time, of every company, at most a batch at a time', async () => {
+        await sent(0, 'id-1', 'A')
+        await sent(0, 'id-2', 'B')
+        await sent(1, 'id-1', 'A', { company: otherCompanyId })
+        await sent(30, 'id-3', 'C')
+        expect(await store.imports.remembersRequest(companyId, 'id-1', minute(30))).toBe(true)
+        expect(await store.imports.remembersRequest(otherCompanyId, 'id-1', minute(30))).toBe(true)
+
+        expect(await store.imports.forgetRequestIds(minute(10), 0)).toBe(0)
+        expect(await store.imports.forgetRequestIds(minute(10), 2)).toBe(2)
+        expect(await store.imports.forgetRequestIds(minute(10), 2)).toBe(1)
+        expect(await store.imports.forgetRequestIds(minute(10), 2)).toBe(0)
+        expect(await store.imports.remembersRequest(companyId, 'id-1', minute(30))).toBe(false)
+        expect(await store.imports.remembersRequest(companyId, 'id-2', minute(30))).toBe(false)
+        expect(await store.imports.remembersRequest(otherCompanyId, 'id-1', minute(30))).toBe(false)
+        // Received at the time or after: kept, and still the call it names.
+        expect(await store.imports.remembersRequest(companyId, 'id-3', minute(30))).toBe(true)
+        expect(await store.imports.forgetRequestIds(minute(30), 10)).toBe(0)
+        expect(await store.imports.remembersRequest(companyId, 'id-3', minute(31))).toBe(true)
+      })
+
       it('remembers the latest call under each id only: what other ids send meanwhile changes nothing', async () => {
         // A, then B, then A again under one id: the last A is a call of its own, to be applied after B.
         const a = await sent(0, 'id', 'A')
