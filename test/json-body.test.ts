@@ -102,6 +102,36 @@ describe('deeply nested JSON bodies', () => {
     expect(await harness.drain()).toBe(0)
   })
 
+  it('an integer past 2^53 that a number holds only rounded is a 400 naming the item, and exact ones are stored', async () => {
+    // As a Python client writes its ids: JSON.parse read both as 9007199254740992, and the second record replaced the first.
+    const ids = await postRecords('[{"deal_id":9007199254740993,"deal_name":"a"},{"deal_id":9007199254740992,"deal_name":"b"}]')
+    expect(ids.status).toBe(400)
+    expect(ids.body.errors[0]).toMatchObject({
+      resource: 'body',
+      description: expect.stringContaining('only as 9007199254740992 (9007199254740993): send it as a string, at /0/deal_id'),
+    })
+    const users = await harness.call('/v1/users/bulk', {
+      method: 'PUT',
+      body: '{"data":[{"email":"a@acme.example","code":-12345678901234567}]}',
+    })
+    expect(users.status).toBe(400)
+    expect(users.body.errors[0]).toMatchObject({ resource: 'data', description: expect.stringContaining('at /data/0/code') })
+    // 2^60 exactly, as Python writes it, would be the id 1152921504606847000, which another Python id is.
+    const twoTo60 = await postRecords('[{"deal_id":1152921504606846976},{"deal_id":1152921504606847000}]')
+    expect(twoTo60.body.errors[0]).toMatchObject({ resource: 'body', description: expect.stringContaining('at /0/deal_id') })
+    // One past what a number holds at all is refused as such.
+    const huge = await postRecords(`[{"deal_id":"X","amount":${'9'.repeat(400)},"amount_currency":"EUR"}]`)
+    expect(huge.body.errors[0]).toMatchObject({ resource: 'body', description: expect.stringContaining('too large') })
+    expect(await harness.drain()).toBe(0)
+    // Integers a number holds exactly, however long, such digits in a string, and a large number as JavaScript
+    // writes it (2^60 as 1152921504606847000), are taken.
+    expect((await postRecords(JSON.stringify([{ deal_id: 'L', amount: 2 ** 60, amount_currency: 'EUR' }]))).status).toBe(200)
+    const exact = await postRecords(
+      '[{"deal_id":"D-1, 12345678901234567","amount":100000000000000000000,"amount_currency":"EUR"},{"deal_id":9007199254740992}]',
+    )
+    expect(exact.status).toBe(200)
+  })
+
   it('a body at the limit is accepted, and its import reports the record without failing', async () => {
     // The body is level 1, the record level 2, so the value may nest MAX_JSON_DEPTH - 2 levels.
     const reply = await postRecords(`[{"deal_id":"Z","deal_name":${nested(MAX_JSON_DEPTH - 2)}}]`)

@@ -10,6 +10,14 @@ import { ValidationError } from '../errors.ts'
  */
 export const MAX_JSON_DEPTH = 32
 
+/** What the body parser puts in place of an integer a number holds only rounded: its text as sent. */
+export class InexactInteger {
+  readonly source: string
+  constructor(source: string) {
+    this.source = source
+  }
+}
+
 /** A part of a JSON body that could not be stored as it was sent, and where it is (keys and indexes). */
 export interface UnstorablePart {
   path: (string | number)[]
@@ -21,6 +29,9 @@ export interface UnstorablePart {
  * - a value nested deeper than `depthLimit` levels;
  * - a number past what a number holds (`1e400`): JSON.parse makes it infinite, which a stored payload writes as
  *   null, so that the import would empty the field the client meant to set;
+ * - an integer past 2^53 that a number holds only rounded (`9007199254740993`, which JSON.parse reads as
+ *   9007199254740992), or that JavaScript writes otherwise, as the body parser marks it (`InexactInteger`):
+ *   clients whose integers are exact (Python's) send ids of that size, and two records would silently become one;
  * - a string, value or key, that is not well-formed Unicode (an unpaired surrogate, `"\ud800"`): SQLite and BSON
  *   store it as U+FFFD, so that two different ids or emails would become one;
  * - a key holding U+0000, or the key `_bsontype`: BSON cannot write either (a key ends at its first zero byte, and
@@ -47,7 +58,7 @@ export function unstorablePart(body: unknown, depthLimit = MAX_JSON_DEPTH): Unst
     const keyProblem = typeof key === 'string' ? problemOfKey(key) : null
     if (keyProblem) return { path: pathOf(frame), problem: keyProblem }
     const child: unknown = (frame.value as Record<string | number, unknown>)[key]
-    if (typeof child === 'object' && child !== null) {
+    if (typeof child === 'object' && child !== null && !(child instanceof InexactInteger)) {
       frame = frameOf(child, frame.depth + 1, frame, key)
       if (frame.depth > depthLimit) return tooDeep(frame, depthLimit)
     } else {
@@ -96,6 +107,9 @@ function problemOfKey(key: string): string | null {
 }
 
 function problemOfLeaf(value: unknown): string | null {
+  if (value instanceof InexactInteger) {
+    return `an integer past 2^53 that a number holds only as ${Number(value.source)} (${value.source}): send it as a string`
+  }
   if (typeof value === 'number') return Number.isFinite(value) ? null : 'a number too large to be stored'
   if (typeof value === 'string') return value.isWellFormed() ? null : MALFORMED_TEXT
   return null

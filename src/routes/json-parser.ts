@@ -1,6 +1,7 @@
 import { isUtf8 } from 'node:buffer'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { ValidationError } from '../errors.ts'
+import { InexactInteger } from './json-body.ts'
 
 /**
  * Reads JSON bodies as Fastify's own parser does (secure-json-parse: a `__proto__` key, or a `constructor` holding
@@ -12,6 +13,7 @@ import { ValidationError } from '../errors.ts'
  * - a compressed body (`Content-Encoding: gzip`) is refused by name: it is not inflated, and would otherwise be
  *   reported as invalid JSON, or read as JSON when it is not compressed at all;
  * - a body refused for a forbidden key says so, rather than that it is not JSON;
+ * - an integer past 2^53 that JSON.parse would round is marked (`InexactInteger`), for the body to be refused;
  * - an empty body is no body, rather than a 400 on a route that takes none.
  */
 export function readJsonBodies(app: FastifyInstance): void {
@@ -31,7 +33,7 @@ export function readJsonBodies(app: FastifyInstance): void {
     parseJson(request, text, (error, parsed) => {
       // Parsed again only when it may hold such a key: a large body that is not JSON would take as long again.
       if (error && FORBIDDEN_KEY.test(text) && isPlainJson(text)) return done(forbiddenKeyError(), undefined)
-      done(error, parsed)
+      done(error, error ? parsed : markingInexactIntegers(text, parsed))
     })
   })
 }
@@ -86,6 +88,44 @@ const invalidBytes = (charset: string) =>
     resource: 'body',
     description: `the body is not valid ${charset}: send UTF-8 (or name its charset in Content-Type)`,
   })
+
+/** An integer of 16 digits or more (2^53 has 16) where a value starts, or such text in a string. */
+const LONG_INTEGER = /[[:,]\s*(-?\d{16,})(?![\d.eE])/g
+
+/**
+ * Whether the integer `digits` reads as a number that JavaScript writes otherwise, as the service then keeps it (an
+ * id is matched as its text): a client whose integers are exact meant another value (Python's 9007199254740993 reads
+ * as 9007199254740992, and its 1152921504606846976, 2^60, would be the id 1152921504606847000), where JavaScript's
+ * JSON.stringify of a large number wrote the number it holds (2^60 as 1152921504606847000). An infinite one is
+ * refused as too large (`unstorablePart`).
+ */
+function readsRounded(digits: string, value: number): boolean {
+  return Number.isFinite(value) && String(value) !== digits
+}
+
+/** True when the text may hold an integer a number holds only rounded (`readsRounded`). */
+function mayHoldInexactInteger(text: string): boolean {
+  for (const [, digits] of text.matchAll(LONG_INTEGER)) if (readsRounded(digits, Number(digits))) return true
+  return false
+}
+
+/**
+ * The body parsed again, each integer a number holds only rounded replaced by an `InexactInteger`, when the text may
+ * hold one (rarely: a parse with a reviver costs about eight times the plain one); else the body as parsed.
+ */
+function markingInexactIntegers(text: string, parsed: unknown): unknown {
+  if (!mayHoldInexactInteger(text)) return parsed
+  try {
+    return JSON.parse(text, (_key, value: unknown, context?: { source?: string }) => {
+      const source = context?.source
+      if (typeof value !== 'number' || Number.isSafeInteger(value) || !source || !/^-?\d+$/.test(source)) return value
+      return readsRounded(source, value) ? new InexactInteger(source) : value
+    })
+  } catch {
+    // The reviver recurses: a body nested deeply enough to overflow the stack is refused for its depth anyway.
+    return parsed
+  }
+}
 
 /** Text that may hold what secure-json-parse refuses (`__proto__`, or `constructor` holding `prototype`), escapes included. */
 const FORBIDDEN_KEY = /__proto__|prototype|\\u/
