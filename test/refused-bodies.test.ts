@@ -44,6 +44,31 @@ describe('a body over the limit', () => {
   })
 })
 
+describe('an upsert refused because its import queue is full', () => {
+  let server: TestServer
+
+  afterEach(() => server.close())
+
+  it('is read to its end before the 429, so that a client that sends it whole before reading (Python) gets the answer', async () => {
+    server = await startTestServer({ IMPORT_QUEUE_LIMIT_MB: '1' })
+    const { apiKey } = await server.load(smallFixture())
+    // A window held open keeps the queue full.
+    const records = Array.from({ length: 9000 }, (_, index) => ({ deal_id: `Q-${index}`, deal_name: 'x'.repeat(100) }))
+    const queued = await server.call('/v1/tables/deals/records/bulk?debounce=600', { method: 'POST', key: apiKey, body: records })
+    expect(queued.status).toBe(200)
+    const body = Buffer.alloc(8 * 1024 * 1024, 'x')
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const head =
+        'POST /v1/tables/deals/records/bulk HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n' +
+        `X-API-Key: ${apiKey}\r\nContent-Length: ${body.length}\r\n\r\n`
+      const { response, error } = await sendWhole(server.url, head, body)
+      expect(error).toBeNull()
+      expect(response).toMatch(/^HTTP\/1\.1 429 /)
+      expect(response).toMatch(/\r\nconnection: close\r\n/i)
+    }
+  })
+})
+
 /** The head of a record upsert with `key`, but its length and Expect header. */
 const post = (key: string) =>
   `POST /v1/tables/deals/records/bulk HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nConnection: close\r\nX-API-Key: ${key}\r\n`

@@ -12,6 +12,18 @@ const DRAIN_MS = 30_000
  */
 const FIRST_BYTES_MS = 200
 
+/** Requests refused before their body was read (`drainBeforeAnswer`). */
+const refusedUnread = new WeakSet<IncomingMessage>()
+
+/**
+ * Has the rest of the body of a request refused before it was read (a full import queue) read and dropped before
+ * the answer, as a 413's is: a client that sends the whole body before it reads the answer (Python's http.client, a
+ * proxy) would otherwise see the connection reset, never the answer.
+ */
+export function drainBeforeAnswer(request: IncomingMessage): void {
+  refusedUnread.add(request)
+}
+
 /** Requests sent with `Expect: 100-continue` whose body the service has not asked for yet (no 100 sent). */
 const awaitingContinue = new WeakSet<IncomingMessage>()
 
@@ -25,7 +37,7 @@ const awaitingContinue = new WeakSet<IncomingMessage>()
  */
 export function drainRefusedBodies(app: FastifyInstance): void {
   app.addHook('onError', async (request, _reply, error: FastifyError) => {
-    if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE' && !request.raw.complete)
+    if ((error.code === 'FST_ERR_CTP_BODY_TOO_LARGE' || refusedUnread.has(request.raw)) && !request.raw.complete)
       await drain(request.raw, awaitingContinue.has(request.raw) ? FIRST_BYTES_MS : DRAIN_MS)
   })
 }

@@ -1,6 +1,7 @@
 import { hash } from 'node:crypto'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { checkImportQueue } from '../../imports/enqueue.ts'
+import { drainBeforeAnswer } from '../refused-bodies.ts'
 import type { ResendKeys } from '../../store/model.ts'
 
 /**
@@ -89,7 +90,14 @@ export async function admitUpsert(request: FastifyRequest, reply: FastifyReply):
   // 'close' comes when the answer is sent, or when the client goes away (also while it waits for its turn).
   reply.raw.once('close', release)
   await turn
-  if (!storedBefore) await refuseUnreadWhenQueueFull(request, reply)
+  if (!storedBefore) {
+    // A refused call's body is read and dropped before its answer (drainBeforeAnswer), which holds no memory: the
+    // company's next call need not wait for that.
+    await refuseUnreadWhenQueueFull(request, reply).catch((error: unknown) => {
+      release()
+      throw error
+    })
+  }
 }
 
 /** Whether a call was stored under the request's id lately (`ImportRepository.remembersRequest`). */
@@ -109,8 +117,9 @@ async function refuseUnreadWhenQueueFull(request: FastifyRequest, reply: Fastify
       request.server.config.importQueueLimitBytes,
     )
   } catch (error) {
-    // Answered before its body is read: the connection closes after the answer, so that the rest of the body is
-    // never taken for the next request, and a client that stops sending it leaves no connection half-read.
+    // Answered before its body is parsed: the rest of it is read and dropped first (for 30 s at most), and the
+    // connection closes after the answer, so that a client that stops sending it leaves no connection half-read.
+    drainBeforeAnswer(request.raw)
     reply.header('connection', 'close')
     throw error
   }
