@@ -346,13 +346,19 @@ describe('v2 pagination and filters', () => {
       ])
     })
 
-    it('names the cause when an offset’s + was written as it is, which a query string reads as a space', async () => {
+    it('names the cause when an offset’s + was written as it is, which a query string reads as a space, or a space joins date and time', async () => {
       for (const offset of ['+02:00', '+0200', '+02']) {
         const reply = await server.call(`${endpoints[0]}?last_modified_after=2026-02-02T12:00:00${offset}`, { key: small.apiKey })
         expect(reply.status, offset).toBe(400)
         expect(reply.body.errors, offset).toEqual([
           expect.objectContaining({ resource: 'last_modified_after', description: expect.stringContaining('%2B') }),
         ])
+      }
+      // Python's str() of a datetime, as urlencode sends it: a space (+) between date and time, the offset's + as %2B.
+      for (const query of ['2026-02-02+12%3A00%3A00%2B02%3A00', '2026-02-02%2012:00:00', '2026-02-02+12:00:00+02:00']) {
+        const reply = await server.call(`${endpoints[0]}?last_modified_after=${query}`, { key: small.apiKey })
+        expect(reply.status, query).toBe(400)
+        expect(reply.body.errors[0].description, query).toContain('joined by T, not a space')
       }
       const other = await server.call(`${endpoints[0]}?last_modified_before=2026-02-02T12:00:00%2002:00x`, { key: small.apiKey })
       expect(other.status).toBe(400)

@@ -74,13 +74,17 @@ export function rowTime(value: string): { at: string } | { problem: string } {
 }
 
 /**
- * Why a query parameter is not an instant, for its 400: a `+` written as it is in a query string is read as a space,
- * so an offset `+02:00` arrives as ` 02:00`, which the answer names rather than leave the client to guess.
+ * Why a query parameter is not an instant, for its 400, naming two causes rather than leave the client to guess: a
+ * `+` written as it is in a query string is read as a space, so an offset `+02:00` arrives as ` 02:00`; and a space
+ * between the date and the time, as Python's `str()` of a datetime writes it (`urlencode` then sends it as `+`).
  */
 export function instantParamProblem(value: string): string {
-  return parseInstant(value.replace(/ (\d{2}(:?\d{2})?)$/, '+$1')) !== null
-    ? 'a + in a query string is read as a space: write the offset’s + as %2B (2026-01-31T10:00:00%2B02:00)'
-    : 'expected an ISO 8601 date-time, such as 2026-01-31T10:00:00Z (without an offset it is read as UTC)'
+  const withOffset = value.replace(/ (\d{2}(:?\d{2})?)$/, '+$1')
+  if (parseInstant(withOffset) !== null)
+    return 'a + in a query string is read as a space: write the offset’s + as %2B (2026-01-31T10:00:00%2B02:00)'
+  if (/^\d{4}-\d{2}-\d{2} /.test(withOffset) && parseInstant(`${withOffset.slice(0, 10)}T${withOffset.slice(11)}`) !== null)
+    return 'the date and the time are joined by T, not a space (2026-01-31T10:00:00Z; in Python, isoformat() rather than str())'
+  return 'expected an ISO 8601 date-time, such as 2026-01-31T10:00:00Z (without an offset it is read as UTC)'
 }
 
 /** An email address as the interface accepts it: something@something, without spaces. */
