@@ -123,6 +123,15 @@ describe('error mapping', () => {
     expect(reply.body).toEqual(single('Content-Type'))
   })
 
+  it('an empty body is no body whatever its label, as Python\'s urllib labels data=b"" a form', async () => {
+    const form = { 'content-type': 'application/x-www-form-urlencoded', 'content-length': '0' }
+    // Refused by what the body must be, as an empty JSON body is, not for its label.
+    const probe = await call(`${url}/probe/${id}`, { method: 'POST', headers: form })
+    expect(probe.status).toBe(400)
+    expect(probe.body.errors[0].resource).not.toBe('Content-Type')
+    expect((await call(`${url}/echo`, { method: 'POST', headers: form })).body).toEqual({})
+  })
+
   /** A POST of raw bytes to the echo route. */
   async function postBytes(bytes: Buffer, headers: Record<string, string>): Promise<{ status: number; body: any }> {
     const response = await request(`${url}/echo`, { method: 'POST', headers, body: bytes })

@@ -1,5 +1,5 @@
 import { isUtf8 } from 'node:buffer'
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { errorCodes, type FastifyInstance, type FastifyRequest } from 'fastify'
 import { ValidationError } from '../errors.ts'
 import { InexactInteger } from './json-body.ts'
 
@@ -14,7 +14,8 @@ import { InexactInteger } from './json-body.ts'
  *   reported as invalid JSON, or read as JSON when it is not compressed at all;
  * - a body refused for a forbidden key says so, rather than that it is not JSON;
  * - an integer past 2^53 that JSON.parse would round is marked (`InexactInteger`), for the body to be refused;
- * - an empty body is no body, rather than a 400 on a route that takes none.
+ * - an empty body is no body, rather than a 400 on a route that takes none, whatever its label (Python's urllib
+ *   labels `data=b""` as a form); a body under another label than JSON is refused, unread, as Fastify does.
  */
 export function readJsonBodies(app: FastifyInstance): void {
   const parseJson = app.getDefaultJsonParser('error', 'error')
@@ -35,6 +36,10 @@ export function readJsonBodies(app: FastifyInstance): void {
       if (error && FORBIDDEN_KEY.test(text) && isPlainJson(text)) return done(forbiddenKeyError(), undefined)
       done(error, error ? parsed : markingInexactIntegers(text, parsed))
     })
+  })
+  app.addContentTypeParser('*', (request, _payload, done) => {
+    if (request.headers['content-length'] === '0') return done(null, undefined)
+    done(new errorCodes.FST_ERR_CTP_INVALID_MEDIA_TYPE(request.headers['content-type']), undefined)
   })
 }
 
