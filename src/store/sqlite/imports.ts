@@ -331,8 +331,12 @@ export function sqliteImports(sql: Sql): ImportRepository {
         ),
       ),
 
-    forgetRequestIds: (receivedBefore, limit) =>
-      sql.write((db) =>
+    async forgetRequestIds(receivedBefore, limit) {
+      // Looked for by a read first: most hours there is none, and the write would wait for nothing while another
+      // process holds the lock (a worker starting beside a long import would start its imports that much later).
+      const due = await sql.get('SELECT 1 AS due FROM import_request_ids WHERE received_at < ? LIMIT 1', receivedBefore)
+      if (limit <= 0 || !due) return 0
+      return sql.write((db) =>
         Number(
           db.run(
             `DELETE FROM import_request_ids WHERE (company_id, id_key) IN (
@@ -342,7 +346,8 @@ export function sqliteImports(sql: Sql): ImportRepository {
             limit,
           ).changes,
         ),
-      ),
+      )
+    },
   }
 }
 
