@@ -63,6 +63,7 @@ import {
   LARGEST_BODY_BYTES,
   minute,
 } from './builders.ts'
+import { gate } from './contract/support.ts'
 
 // Pure parts of the MongoDB adapter, checked without a server: documents go through the BSON serializer the
 // driver uses on the wire, and no test pretends to be MongoDB (the contract suite runs against a real one in
@@ -822,6 +823,39 @@ describe('mongo connection helpers', () => {
     await expect(mongoCompanies(context).delete(company)).resolves.toBe(false)
     expect(removed).toEqual([collections.API_KEYS, ...collections.COMPANY_COLLECTIONS].map((codec) => codec.collection))
     await expect(mongoCompanies(context).unfinishedDeletions()).resolves.toStrictEqual([])
+  })
+
+  it("counts a company's deletion as a write once the company and its keys are gone, before its documents are swept", async () => {
+    // The instance's cached authentications move with the count (`PrincipalCache`): counted only once the sweep is
+    // over, a key of the company would still be taken by the instance that deleted it, for up to half a second.
+    const session = { withTransaction: async (work: (session: unknown) => Promise<unknown>) => work(session), endSession: async () => {} }
+    const state = { closed: false, writes: 0 }
+    const sweepReached = gate()
+    const sweepGoesOn = gate()
+    const context = {
+      connection: {
+        client: { startSession: () => session },
+        db: {
+          collection: (name: string) => ({
+            deleteOne: async () => ({ deletedCount: 1 }),
+            replaceOne: async () => ({ matchedCount: 1 }),
+            updateOne: async () => ({ matchedCount: 1 }),
+            deleteMany: async () => {
+              if (name !== collections.USERS.collection) return
+              sweepReached.open()
+              await sweepGoesOn.promise
+            },
+          }),
+        },
+      },
+      transaction: null,
+      state,
+    } as unknown as MongoContext
+    const deletion = mongoCompanies(context).delete(newId())
+    await sweepReached.promise
+    expect(state.writes).toBeGreaterThan(0)
+    sweepGoesOn.open()
+    await expect(deletion).resolves.toBe(true)
   })
 
   it("answers the controlled clock's advance MongoDB could not serve as unconfirmed, its read and raise as busy", async () => {

@@ -94,6 +94,9 @@ function deleteCompany(context: MongoContext, id: string, signal: AbortSignal | 
         await marks().replaceOne({ _id: companyId } as Document, {}, { session, upsert: true })
         return deleteCompanyItself(session)
       })
+      // Counted now, not only once the sweep is over (`counted`): this store's cached authentications would take the
+      // company's keys meanwhile (`Store.committedWrites`).
+      context.state.writes++
       await deleteDocumentsOf(context, undefined, companyId, signal)
       await marks().deleteOne({ _id: companyId } as Document)
       return existed
