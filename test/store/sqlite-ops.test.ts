@@ -14,6 +14,7 @@ import type { DataTableRecord } from '../../src/store/model.ts'
 import { rateSubjectKey, StoreBusyError } from '../../src/store/port.ts'
 import { SWEEP_SLICE_ROWS } from '../../src/store/sqlite/companies.ts'
 import { SqliteConnection, WAL_SIZE_LIMIT_BYTES } from '../../src/store/sqlite/connection.ts'
+import { claimStatement } from '../../src/store/sqlite/imports.ts'
 import { COMPANY_TABLES } from '../../src/store/sqlite/migrations.ts'
 import { slices } from '../../src/store/sqlite/queries.ts'
 import { rateLimitFile } from '../../src/store/sqlite/rate-limits.ts'
@@ -66,6 +67,26 @@ it("finds the imports past their retention through an index of their finish, not
         .all()
         .map((row) => String(row.detail))
       expect(plan).toEqual([expect.stringContaining('USING INDEX imports_finished_at (<expr><?)')])
+    } finally {
+      db.close()
+    }
+  })
+})
+
+it("claims a drain's import through its company's part of the index, not by reading every company's queue", async () => {
+  await withStoreFile(async (file) => {
+    const store = openSqliteStore(file)
+    await store.close()
+    const db = new DatabaseSync(file, { readOnly: true })
+    try {
+      const plan = db
+        .prepare(`EXPLAIN QUERY PLAN ${claimStatement(true)}`)
+        .all()
+        .map((row) => String(row.detail))
+      // Walking the queue by status would read, under the write lock, the imports every other company has waiting.
+      const reads = plan.filter((detail) => /^(SEARCH|SCAN) (candidate|imports)\b/.test(detail))
+      expect(reads).not.toEqual([])
+      for (const read of reads) expect(read).toMatch(/USING (PRIMARY KEY \(id=\?\)|INDEX imports_queue \(company_id=\? AND status=\?\))$/)
     } finally {
       db.close()
     }

@@ -42,27 +42,55 @@ const BUSY_COMPANIES = `SELECT company_id FROM imports WHERE status = 'started' 
 /** The oldest runnable import of one status whose company is neither busy nor among those served lately (?5). */
 const oldestOfCompaniesNotServed = (runnable: string) => `SELECT id FROM (
   SELECT candidate.id FROM imports AS candidate
-  WHERE ${runnable} AND (?4 IS NULL OR candidate.company_id = ?4)
-    AND candidate.company_id NOT IN (${BUSY_COMPANIES}) AND candidate.company_id NOT IN (SELECT value FROM json_each(?5))
+  WHERE ${runnable} AND candidate.company_id NOT IN (${BUSY_COMPANIES})
+    AND candidate.company_id NOT IN (SELECT value FROM json_each(?5))
   ORDER BY candidate.id LIMIT 1)`
 
-/** The oldest import of the company `served.value` that is runnable in one status: its index, walked in id order. */
-const oldestOfServedCompany = (runnable: string) => `(SELECT candidate.id FROM imports AS candidate
-  WHERE candidate.company_id = served.value AND ${runnable} ORDER BY candidate.id LIMIT 1)`
+/**
+ * The oldest import of the company `company` (an SQL expression) that is runnable in one status: the company's part of
+ * its index, walked in id order.
+ */
+const oldestOf = (company: string, runnable: string) => `(SELECT candidate.id FROM imports AS candidate
+  WHERE candidate.company_id = ${company} AND ${runnable} ORDER BY candidate.id LIMIT 1)`
+
+/** Of a company's oldest runnable imports of each status, the older: SQL's `min` of two values is NULL when either is. */
+const OLDER = 'min(coalesce(scheduled, started), coalesce(started, scheduled))'
 
 /**
- * The import `claimNext` takes (?4 a company or null, ?5 the companies served lately as a JSON array). As on MongoDB,
- * two looks rather than one ranking of every runnable import, which cost a claim 3 ms for 1,000 imports queued and
- * 34 ms for 10,000, under the write lock: first the oldest import of a company not served lately, each status read
- * in id order and stopped at the first; only when there is none, the oldest of each company served lately, by turn
- * (of its two statuses, the older: SQL's `min` of two values is NULL when either is, hence the `coalesce`s).
+ * The import `claimNext` takes among every company's (?5 the companies served lately, as a JSON array). As on
+ * MongoDB, two looks rather than one ranking of every runnable import, which cost a claim under the write lock a time
+ * that grew with the imports queued (docs/performance.md, "A claim among many companies' imports"): first the oldest
+ * import of a company not served lately, each status read in id order and stopped at the first; only when there is
+ * none, the oldest of each company served lately, by turn.
  */
 const NEXT_RUNNABLE_IMPORT = `coalesce(
   (SELECT min(id) FROM (${oldestOfCompaniesNotServed(RUNNABLE_SCHEDULED)} UNION ALL ${oldestOfCompaniesNotServed(RUNNABLE_STARTED)})),
-  (SELECT min(coalesce(scheduled, started), coalesce(started, scheduled)) FROM (
-     SELECT served.key AS turn, ${oldestOfServedCompany(RUNNABLE_SCHEDULED)} AS scheduled, ${oldestOfServedCompany(RUNNABLE_STARTED)} AS started
+  (SELECT ${OLDER} FROM (
+     SELECT served.key AS turn, ${oldestOf('served.value', RUNNABLE_SCHEDULED)} AS scheduled, ${oldestOf('served.value', RUNNABLE_STARTED)} AS started
      FROM json_each(?5) AS served WHERE served.value NOT IN (${BUSY_COMPANIES}))
    WHERE coalesce(scheduled, started) IS NOT NULL ORDER BY turn LIMIT 1))`
+
+/**
+ * The import `claimNext` takes of the company ?4 (a drain, which takes no turns): its oldest runnable, unless it is busy,
+ * found in the company's part of the index. The look among every company's would read the imports all the others
+ * have queued before the company's own.
+ */
+const NEXT_RUNNABLE_IMPORT_OF_COMPANY = `(SELECT ${OLDER} FROM (
+  SELECT ${oldestOf('?4', RUNNABLE_SCHEDULED)} AS scheduled, ${oldestOf('?4', RUNNABLE_STARTED)} AS started)
+  WHERE NOT EXISTS (SELECT 1 FROM imports WHERE company_id = ?4 AND status = 'started' AND lease_expires_at > ?3 AND lease_expires_at <= ?6))`
+
+/**
+ * The conditional UPDATE that claims the import `claimNext` takes, of one company (`oneCompany`, ?4) or of any: ?1 the
+ * owner, ?2 the lease's end, ?3 now, ?5 the companies served lately (a JSON array), ?6 `latestImportDeadline(now)`.
+ */
+export function claimStatement(oneCompany: boolean): string {
+  return `UPDATE imports SET status = 'started', lease_owner = ?1, lease_expires_at = ?2,
+    doc = json_set(doc, '$.status', 'started', '$.lease_owner', ?1, '$.lease_expires_at', ?2,
+                   '$.launched_at', coalesce(json_extract(doc, '$.launched_at'), ?3),
+                   '$.attempts', json_extract(doc, '$.attempts') + 1)
+    WHERE id = ${oneCompany ? NEXT_RUNNABLE_IMPORT_OF_COMPANY : NEXT_RUNNABLE_IMPORT}
+    RETURNING doc`
+}
 
 /** The bytes queued by a company: the payloads of its imports that are not finished. */
 const QUEUED_BYTES = `SELECT coalesce(sum(payload_bytes), 0) FROM imports WHERE company_id = ? AND status IN ('scheduled', 'started')`
@@ -203,12 +231,7 @@ export function sqliteImports(sql: Sql): ImportRepository {
       const rows = await sql.write(
         (db) =>
           db.all(
-            `UPDATE imports SET status = 'started', lease_owner = ?1, lease_expires_at = ?2,
-             doc = json_set(doc, '$.status', 'started', '$.lease_owner', ?1, '$.lease_expires_at', ?2,
-                            '$.launched_at', coalesce(json_extract(doc, '$.launched_at'), ?3),
-                            '$.attempts', json_extract(doc, '$.attempts') + 1)
-             WHERE id = ${NEXT_RUNNABLE_IMPORT}
-             RETURNING doc`,
+            claimStatement(companyId !== undefined),
             owner,
             leaseExpiresAt,
             now,
