@@ -495,3 +495,11 @@ const LAST_INSTANT_MS = Date.parse('9999-12-31T23:59:59.999Z')
 export function latestImportDeadline(now: string): string {
   return new Date(Math.min(Date.parse(now) + IMPORT_DEADLINES_AHEAD_MS, LAST_INSTANT_MS)).toISOString()
 }
+
+/**
+ * The companies of `claimNext`'s `recent` in their turns, each once, the least recently served first: a company
+ * listed twice was served last at its later place, so that is where it stands.
+ */
+export function turnsOf(recent: readonly string[]): string[] {
+  return [...new Set(recent.toReversed())].toReversed()
+}

@@ -632,9 +632,10 @@ export interface ImportRepository {
    * lease that ends after `latestImportDeadline(now)` counts as closed or expired. The claim
    * sets `started`, `owner` and `lease_expires_at`, sets `launched_at` on the first claim and counts the attempt.
    * With `companyId`, only an import of that company is claimed. Otherwise companies take turns: `recent` lists
-   * the companies whose imports the worker ran lately, the least recent first; the oldest import of a company not
-   * in it is claimed first, then one of the company in it served least recently, so that a company with many
-   * imports queued does not hold the others back until its queue is empty.
+   * the companies whose imports the worker ran lately, the least recent first (one listed twice was served last at its
+   * later place: `turnsOf`); the oldest import of a company not in it is claimed first, then one of the company in it
+   * served least recently, so that a company with many imports queued does not hold the others back until its queue is
+   * empty.
    */
   claimNext(owner: string, now: string, leaseExpiresAt: string, companyId?: string, recent?: readonly string[]): Promise<DataImport | null>
   /** Extends the lease while `owner` still holds the started import. False when the claim was lost. */

@@ -1,6 +1,14 @@
 import type { Document, ObjectId } from 'bson'
 import type { ClientSession, IndexDescription } from 'mongodb'
-import { type DataImport, type ImportPayload, latestImportDeadline, type ResendKeys, resendWindow, scheduledDetail } from '../model.ts'
+import {
+  type DataImport,
+  type ImportPayload,
+  latestImportDeadline,
+  type ResendKeys,
+  resendWindow,
+  scheduledDetail,
+  turnsOf,
+} from '../model.ts'
 import { type ImportOutcome, type ImportProgress, ImportQueueFullError, type ImportRepository } from '../port.ts'
 import { idAfter } from '../../ids.ts'
 import { decode, encode, lookupId } from './codec.ts'
@@ -318,7 +326,7 @@ export function mongoImports(context: MongoContext): ImportRepository {
       const busy: unknown[] = await read(context, (session) =>
         imports().distinct('company_id', { status: 'started', lease_expires_at: live(now) }, inSession(session)),
       )
-      const served = companyId ? [] : recent.map(lookupId)
+      const served = companyId ? [] : turnsOf(recent).map(lookupId)
       const tried: ObjectId[] = []
       for (;;) {
         const company = companyId ? { $eq: lookupId(companyId), $nin: busy } : { $nin: [...busy, ...served] }

@@ -1,5 +1,13 @@
 import { setImmediate } from 'node:timers/promises'
-import { type DataImport, type ImportPayload, latestImportDeadline, type ResendKeys, resendWindow, scheduledDetail } from '../model.ts'
+import {
+  type DataImport,
+  type ImportPayload,
+  latestImportDeadline,
+  type ResendKeys,
+  resendWindow,
+  scheduledDetail,
+  turnsOf,
+} from '../model.ts'
 import { type ImportOutcome, type ImportProgress, ImportQueueFullError, type ImportRepository } from '../port.ts'
 import { idAfter } from '../../ids.ts'
 import type { Row, Sql, SqlWriter } from './connection.ts'
@@ -237,7 +245,7 @@ export function sqliteImports(sql: Sql): ImportRepository {
             now,
             companyId ?? null,
             // The companies served lately, the least recent first; none when one company is asked for (a drain takes no turns).
-            JSON.stringify(companyId ? [] : [...new Set(recent)]),
+            JSON.stringify(companyId ? [] : turnsOf(recent)),
             latestImportDeadline(now),
           ),
         // A claim is tried again at the next poll: it does not hold the writes queued behind it (an upsert's payload,

@@ -375,6 +375,16 @@ export function importsContract(adapter: StoreAdapter): void {
         expect(claimed).toStrictEqual([ours[0], theirs[0], thirds[0], ours[1], theirs[1], ours[2]].map((created) => created.id))
       })
 
+      it('takes a company listed twice among those served lately at its later place, where it was served last', async () => {
+        const third = aCompany().id
+        await enqueue(0)
+        const theirs = await enqueue(1, 0, otherCompanyId)
+        await enqueue(2, 0, third)
+        // Ours was served first and last: the other company, then the third, were served less recently.
+        const recent = [companyId, otherCompanyId, third, companyId]
+        expect((await store.imports.claimNext('w', minute(10), minute(20), undefined, recent))?.id).toBe(theirs.id)
+      })
+
       it('claims the oldest first whatever the turns when asked for one company (a drain)', async () => {
         const first = await enqueue(0)
         await enqueue(1, 0, otherCompanyId)
