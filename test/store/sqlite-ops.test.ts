@@ -52,45 +52,37 @@ it('cuts IN lists in slices of a power of two up to 512, padded with their last 
   expect(slices([])).toEqual([])
 })
 
-it("finds the imports past their retention through an index of their finish, not by reading every finished import's document", async () => {
+/** The details of the plan SQLite makes for `sql` on a new store's schema (no statistics yet). */
+async function queryPlan(sql: string): Promise<string[]> {
+  let plan: string[] = []
   await withStoreFile(async (file) => {
-    const store = openSqliteStore(file)
-    await store.close()
+    await openSqliteStore(file).close()
     const db = new DatabaseSync(file, { readOnly: true })
     try {
-      // As the adapter asks (purgeFinished): a missing index, or one the query cannot use, fails the statement.
-      const plan = db
-        .prepare(
-          `EXPLAIN QUERY PLAN SELECT id FROM imports INDEXED BY imports_finished_at
-           WHERE status = 'finished' AND doc ->> '$.finished_at' < '2026-01-01' LIMIT 10`,
-        )
+      plan = db
+        .prepare(`EXPLAIN QUERY PLAN ${sql}`)
         .all()
         .map((row) => String(row.detail))
-      expect(plan).toEqual([expect.stringContaining('USING INDEX imports_finished_at (<expr><?)')])
     } finally {
       db.close()
     }
   })
+  return plan
+}
+
+it("finds the imports past their retention through an index of their finish, not by reading every finished import's document", async () => {
+  // As the adapter asks (purgeFinished): a missing index, or one the query cannot use, fails the statement.
+  const plan = await queryPlan(
+    `SELECT id FROM imports INDEXED BY imports_finished_at WHERE status = 'finished' AND doc ->> '$.finished_at' < '2026-01-01' LIMIT 10`,
+  )
+  expect(plan).toEqual([expect.stringContaining('USING INDEX imports_finished_at (<expr><?)')])
 })
 
 it("claims a drain's import through its company's part of the index, not by reading every company's queue", async () => {
-  await withStoreFile(async (file) => {
-    const store = openSqliteStore(file)
-    await store.close()
-    const db = new DatabaseSync(file, { readOnly: true })
-    try {
-      const plan = db
-        .prepare(`EXPLAIN QUERY PLAN ${claimStatement(true)}`)
-        .all()
-        .map((row) => String(row.detail))
-      // Walking the queue by status would read, under the write lock, the imports every other company has waiting.
-      const reads = plan.filter((detail) => /^(SEARCH|SCAN) (candidate|imports)\b/.test(detail))
-      expect(reads).not.toEqual([])
-      for (const read of reads) expect(read).toMatch(/USING (PRIMARY KEY \(id=\?\)|INDEX imports_queue \(company_id=\? AND status=\?\))$/)
-    } finally {
-      db.close()
-    }
-  })
+  // Walking the queue by status would read, under the write lock, the imports every other company has waiting.
+  const reads = (await queryPlan(claimStatement(true))).filter((detail) => /^(SEARCH|SCAN) (candidate|imports)\b/.test(detail))
+  expect(reads).not.toEqual([])
+  for (const read of reads) expect(read).toMatch(/USING (PRIMARY KEY \(id=\?\)|INDEX imports_queue \(company_id=\? AND status=\?\))$/)
 })
 
 it('keeps the counters in a file of their own beside the main file', async () => {
