@@ -31,6 +31,8 @@ import { composeImportWorker } from './imports/compose-worker.ts'
 import { startupFailure } from './startup-errors.ts'
 import { loggerOptions, surviveClosedOutput } from './logger.ts'
 import { openStore, sqliteFile, storeDescription } from './store/open-store.ts'
+import { unstorableJsonRefusal } from './routes/json-body.ts'
+import { markingInexactIntegers } from './routes/json-parser.ts'
 import { IMPORT_STATUSES, type ImportStatus, QUOTA_TYPES, type QuotaType } from './store/model.ts'
 import { type Store, StoreBusyError, StoreFullError, StoreUnconfirmedError } from './store/port.ts'
 import { SyncDirectoryError } from './sync/state.ts'
@@ -227,15 +229,23 @@ const requiredOption = (options: Options, name: string): string => {
  * that cannot be read, or is not JSON, is refused input (exit 1), as an invalid fixture is, not a usage mistake.
  */
 function readJson(file: string): unknown {
+  let text: string
+  let document: unknown
   try {
     // A byte order mark, which some editors write, is not JSON; the HTTP routes take a body with one too.
-    return JSON.parse(readFileSync(file === '-' ? 0 : file, 'utf8').replace(/^\uFEFF/, ''))
+    text = readFileSync(file === '-' ? 0 : file, 'utf8').replace(/^\uFEFF/, '')
+    document = JSON.parse(text)
   } catch (error) {
     throw new ValidationError({
       resource: file === '-' ? 'standard input' : file,
       description: `cannot be read as JSON: ${(error as Error).message}`,
     })
   }
+  // Refused as the admin routes refuse such a body: an integer JSON.parse rounds (a Python-written id past 2^53)
+  // would be loaded as another value, silently.
+  const refusal = unstorableJsonRefusal(markingInexactIntegers(text, document))
+  if (refusal) throw refusal
+  return document
 }
 
 const created = (loaded: { company_id: string; api_keys: string[] }) => ({

@@ -67,6 +67,22 @@ describe('the CLI', () => {
     expect(runCli(['companies', '--json'], env).stderr).toContain('no store at')
   })
 
+  it('refuses a fixture holding an integer JSON would load as another, as the admin route refuses such a body', () => {
+    const env = { DATA_DIR: tempDataDir() }
+    const fixture = smallFixture('Big') as any
+    fixture.data_tables[0].records.push({ deal_id: 'BIG', deal_name: 'Written by Python' })
+    const file = join(env.DATA_DIR, 'big.json')
+    // 2^53 + 1, as a client whose integers are exact writes it: JSON.parse reads 9007199254740992.
+    writeFileSync(file, JSON.stringify(fixture).replace('"BIG"', '9007199254740993'))
+    const result = runCli(['load', file], env)
+    expect(result.code).toBe(1)
+    expect(result.stderr).toContain('an integer past 2^53 that a number holds only as 9007199254740992 (9007199254740993)')
+    expect(runCli(['companies', '--json'], env).stderr).toContain('no store at')
+    // The same number as JavaScript writes it, and so as it is kept, loads.
+    writeFileSync(file, JSON.stringify(fixture).replace('"BIG"', '9007199254740992'))
+    expect(runCli(['load', file], env).code).toBe(0)
+  })
+
   it('refuses a fixture file that cannot be read or is not JSON with exit code 1, in one line and without the usage', () => {
     const env = { DATA_DIR: tempDataDir() }
     const file = join(env.DATA_DIR, 'broken.json')

@@ -121,12 +121,18 @@ function problemOfLeaf(value: unknown): string | null {
  */
 export function refuseUnstorableJson(app: FastifyInstance): void {
   app.addHook('preValidation', async (request) => {
-    const part = unstorablePart(request.body)
-    if (!part) return
-    const { path, problem } = part
-    // The resource is the body's top-level field (`body` for an array body, or the body itself), as for any other body error.
-    const resource = Array.isArray(request.body) || path.length === 0 ? 'body' : String(path[0])
-    const shown = path.slice(0, 4).join('/') + (path.length > 4 ? '/…' : '')
-    throw new ValidationError({ resource, description: `${problem}, at /${shown}` })
+    const refusal = unstorableJsonRefusal(request.body)
+    if (refusal) throw refusal
   })
+}
+
+/** The refusal of a JSON document that could not be stored as sent (`unstorablePart`), naming the item it is in; or null. */
+export function unstorableJsonRefusal(document: unknown): ValidationError | null {
+  const part = unstorablePart(document)
+  if (!part) return null
+  const { path, problem } = part
+  // The resource is the document's top-level field (`body` for an array body, or the body itself), as for any other body error.
+  const resource = Array.isArray(document) || path.length === 0 ? 'body' : String(path[0])
+  const shown = path.slice(0, 4).join('/') + (path.length > 4 ? '/…' : '')
+  return new ValidationError({ resource, description: `${problem}, at /${shown}` })
 }

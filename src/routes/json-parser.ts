@@ -118,7 +118,7 @@ function mayHoldInexactInteger(text: string): boolean {
  * The body parsed again, each integer a number holds only rounded replaced by an `InexactInteger`, when the text may
  * hold one (rarely: a parse with a reviver costs about eight times the plain one); else the body as parsed.
  */
-function markingInexactIntegers(text: string, parsed: unknown): unknown {
+export function markingInexactIntegers(text: string, parsed: unknown): unknown {
   if (!mayHoldInexactInteger(text)) return parsed
   try {
     return JSON.parse(text, (_key, value: unknown, context?: { source?: string }) => {
