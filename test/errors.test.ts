@@ -132,6 +132,18 @@ describe('error mapping', () => {
     expect((await call(`${url}/echo`, { method: 'POST', headers: form })).body).toEqual({})
   })
 
+  it('a body of another label sent where no route is, or with none, is a 404, not a 400 naming Content-Type', async () => {
+    for (const [method, headers] of [
+      ['POST', { 'content-type': 'application/xml' }],
+      ['DELETE', { 'content-type': 'text/csv' }],
+      ['POST', {}],
+    ] as const) {
+      const response = await request(`${url}/nowhere`, { method, headers, body: '<data/>' })
+      expect(response.statusCode).toBe(404)
+      expect(await response.body.json()).toMatchObject({ resource: 'route', type: 'NotFoundError' })
+    }
+  })
+
   /** A POST of raw bytes to the echo route. */
   async function postBytes(bytes: Buffer, headers: Record<string, string>): Promise<{ status: number; body: any }> {
     const response = await request(`${url}/echo`, { method: 'POST', headers, body: bytes })

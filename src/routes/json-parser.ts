@@ -38,7 +38,8 @@ export function readJsonBodies(app: FastifyInstance): void {
     })
   })
   app.addContentTypeParser('*', (request, _payload, done) => {
-    if (request.headers['content-length'] === '0') return done(null, undefined)
+    // Where no route is, the body is left unread, as Fastify leaves it without a parser: the answer is the 404.
+    if (request.headers['content-length'] === '0' || request.is404) return done(null, undefined)
     done(new errorCodes.FST_ERR_CTP_INVALID_MEDIA_TYPE(request.headers['content-type']), undefined)
   })
 }
