@@ -21,7 +21,7 @@ import { rateLimitFile } from '../../src/store/sqlite/rate-limits.ts'
 import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.ts'
 import { smallFixture } from '../helpers/fixtures.ts'
 import { until } from '../helpers/kit-server.ts'
-import { aRecord } from './builders.ts'
+import { aRecord, anImport } from './builders.ts'
 
 // The SQLite adapter's own ways (the store contract runs in sqlite.test.ts).
 
@@ -260,6 +260,40 @@ it('gives a claim up after CLAIM_LOCK_WAIT_MS of another connection holding the 
       await expect(store.imports.claimNext('worker', now, now)).rejects.toBeInstanceOf(StoreBusyError)
       holder.exec('ROLLBACK')
       expect(await store.imports.claimNext('worker', now, now)).toBeNull()
+    } finally {
+      holder.close()
+      await store.close()
+    }
+  }))
+
+it("gives the hourly upkeep's deletions up after CLAIM_LOCK_WAIT_MS too: a worker starting beside a long write claims on time", () =>
+  withStoreFile(async (file) => {
+    const store = openSqliteStore(file, { writeLockTimeoutMs: 60_000 })
+    const holder = new DatabaseSync(file, { timeout: 5000 })
+    try {
+      // A request id past its hour, of a company that sent no call since: there is one to forget.
+      const sentAt = '2026-06-01T00:00:00.000Z'
+      const companyId = newId()
+      await store.imports.enqueue(
+        anImport(companyId, sentAt),
+        {
+          id: newId(),
+          company_id: companyId,
+          items: [{ email: 'quiet@acme.example' }],
+          options: { all: false, keep_overrides: false },
+          received_at: sentAt,
+          bytes: 100,
+          resend: { id_key: 'quiet', call_key: 'quiet' },
+        },
+        sentAt,
+      )
+      const later = '2026-06-01T02:00:00.000Z'
+      holder.exec('BEGIN IMMEDIATE')
+      // The worker runs them at its first poll, before its first claim, and again a minute after a failure.
+      await expect(store.imports.forgetRequestIds(later, 1000)).rejects.toBeInstanceOf(StoreBusyError)
+      await expect(store.imports.purgeFinished(later, 1000)).rejects.toBeInstanceOf(StoreBusyError)
+      holder.exec('ROLLBACK')
+      expect(await store.imports.forgetRequestIds(later, 1000)).toBe(1)
     } finally {
       holder.close()
       await store.close()

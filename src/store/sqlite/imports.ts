@@ -14,6 +14,12 @@ import type { Row, Sql, SqlWriter } from './connection.ts'
 
 /** How long a claim waits for another connection's write lock before it gives up until the next poll. */
 export const CLAIM_LOCK_WAIT_MS = 1000
+/**
+ * How long the hourly upkeep's deletions (`purgeFinished`, `forgetRequestIds`) wait for it: a polling worker runs
+ * them before its first claim, which would otherwise wait the whole write wait behind another process's long write,
+ * and tries them again a minute after they fail.
+ */
+const UPKEEP_LOCK_WAIT_MS = CLAIM_LOCK_WAIT_MS
 
 /** The largest id of the company's imports still to run (scheduled or started), or null. */
 function latestPending(db: SqlWriter, companyId: string): string | null {
@@ -350,16 +356,18 @@ export function sqliteImports(sql: Sql): ImportRepository {
     },
 
     purgeFinished: (finishedBefore, limit) =>
-      sql.write((db) =>
-        Number(
-          db.run(
-            `DELETE FROM imports WHERE id IN (
-               SELECT id FROM imports INDEXED BY imports_finished_at WHERE status = 'finished' AND doc ->> '$.finished_at' < ? LIMIT ?
-             )`,
-            finishedBefore,
-            limit,
-          ).changes,
-        ),
+      sql.write(
+        (db) =>
+          Number(
+            db.run(
+              `DELETE FROM imports WHERE id IN (
+                 SELECT id FROM imports INDEXED BY imports_finished_at WHERE status = 'finished' AND doc ->> '$.finished_at' < ? LIMIT ?
+               )`,
+              finishedBefore,
+              limit,
+            ).changes,
+          ),
+        { lockWaitMs: UPKEEP_LOCK_WAIT_MS },
       ),
 
     async forgetRequestIds(receivedBefore, limit) {
@@ -367,16 +375,18 @@ export function sqliteImports(sql: Sql): ImportRepository {
       // process holds the lock (a worker starting beside a long import would start its imports that much later).
       const due = await sql.get('SELECT 1 AS due FROM import_request_ids WHERE received_at < ? LIMIT 1', receivedBefore)
       if (limit <= 0 || !due) return 0
-      return sql.write((db) =>
-        Number(
-          db.run(
-            `DELETE FROM import_request_ids WHERE (company_id, id_key) IN (
-               SELECT company_id, id_key FROM import_request_ids WHERE received_at < ? LIMIT ?
-             )`,
-            receivedBefore,
-            limit,
-          ).changes,
-        ),
+      return sql.write(
+        (db) =>
+          Number(
+            db.run(
+              `DELETE FROM import_request_ids WHERE (company_id, id_key) IN (
+                 SELECT company_id, id_key FROM import_request_ids WHERE received_at < ? LIMIT ?
+               )`,
+              receivedBefore,
+              limit,
+            ).changes,
+          ),
+        { lockWaitMs: UPKEEP_LOCK_WAIT_MS },
       )
     },
   }
