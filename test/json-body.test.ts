@@ -132,6 +132,19 @@ describe('deeply nested JSON bodies', () => {
     expect(exact.status).toBe(200)
   })
 
+  it('a run of ten million digits is looked through, not a 400 saying the body is not JSON', async () => {
+    // The regular expression that looked for long integers overflowed the stack on it, which the parser took for
+    // invalid JSON: text was refused, and an integer too large to be stored was refused for the wrong reason.
+    const digits = '7'.repeat(10_000_000)
+    const huge = await postRecords(`[{"deal_id":"X","amount":${digits},"amount_currency":"EUR"}]`)
+    expect(huge.status).toBe(400)
+    expect(huge.body.errors[0]).toMatchObject({
+      resource: 'body',
+      description: expect.stringContaining('too large to be stored, at /0/amount'),
+    })
+    expect((await postRecords(`[{"deal_id":"Y","deal_name":"serial numbers: ${digits}"}]`)).status).toBe(200)
+  })
+
   it('a body at the limit is accepted, and its import reports the record without failing', async () => {
     // The body is level 1, the record level 2, so the value may nest MAX_JSON_DEPTH - 2 levels.
     const reply = await postRecords(`[{"deal_id":"Z","deal_name":${nested(MAX_JSON_DEPTH - 2)}}]`)

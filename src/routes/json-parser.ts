@@ -95,8 +95,12 @@ const invalidBytes = (charset: string) =>
     description: `the body is not valid ${charset}: send UTF-8 (or name its charset in Content-Type)`,
   })
 
-/** An integer of 16 digits or more (2^53 has 16) where a value starts, or such text in a string. */
-const LONG_INTEGER = /[[:,]\s*(-?\d{16,})(?![\d.eE])/g
+/**
+ * An integer of 16 digits or more (2^53 has 16) where a value starts, or such text in a string. At most 309: one
+ * longer is infinite, refused as too large anyway, and an unbounded run overflowed the stack on ten million digits,
+ * which the JSON parser took for a body that is not JSON.
+ */
+const LONG_INTEGER = /[[:,]\s*(-?\d{16,309})(?![\d.eE])/g
 
 /**
  * Whether the integer `digits` reads as a number that JavaScript writes otherwise, as the service then keeps it (an
