@@ -82,7 +82,10 @@ export function instantParamProblem(value: string): string {
   const withOffset = value.replace(/ (\d{2}(:?\d{2})?)$/, '+$1')
   if (parseInstant(withOffset) !== null)
     return 'a + in a query string is read as a space: write the offset’s + as %2B (2026-01-31T10:00:00%2B02:00)'
-  if (/^\d{4}-\d{2}-\d{2} /.test(withOffset) && parseInstant(`${withOffset.slice(0, 10)}T${withOffset.slice(11)}`) !== null)
+  // Looked for in the value as sent too: a time to the minute (` 12:00`) was taken for an offset above.
+  if (
+    [withOffset, value].some((text) => /^\d{4}-\d{2}-\d{2} /.test(text) && parseInstant(`${text.slice(0, 10)}T${text.slice(11)}`) !== null)
+  )
     return 'the date and the time are joined by T, not a space (2026-01-31T10:00:00Z; in Python, isoformat() rather than str())'
   return 'expected an ISO 8601 date-time, such as 2026-01-31T10:00:00Z (without an offset it is read as UTC)'
 }
