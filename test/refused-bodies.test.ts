@@ -19,6 +19,22 @@ async function sendWhole(url: string, head: string, body: Buffer): Promise<{ res
   return { response, error }
 }
 
+/** Sends the same whole request three times, each on its own connection: the answers, none of them a reset. */
+async function answersSentWhole(url: string, head: string, body: Buffer): Promise<string[]> {
+  const answers: string[] = []
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const { response, error } = await sendWhole(url, head, body)
+    expect(error).toBeNull()
+    answers.push(response)
+  }
+  return answers
+}
+
+/** The head of a record upsert with `key` and a body of `length` bytes, sent whole as a proxy sends it. */
+const wholeUpsert = (key: string, length: number) =>
+  'POST /v1/tables/deals/records/bulk HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n' +
+  `X-API-Key: ${key}\r\nContent-Length: ${length}\r\n\r\n`
+
 describe('a body over the limit', () => {
   let server: TestServer
 
@@ -29,12 +45,7 @@ describe('a body over the limit', () => {
     const { apiKey } = await server.load(smallFixture())
     // Over the service's limit (BODY_LIMIT_MB, 32 MiB by default).
     const body = Buffer.alloc(34 * 1024 * 1024, 'x')
-    for (let attempt = 0; attempt < 3; attempt++) {
-      const head =
-        'POST /v1/tables/deals/records/bulk HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n' +
-        `X-API-Key: ${apiKey}\r\nContent-Length: ${body.length}\r\n\r\n`
-      const { response, error } = await sendWhole(server.url, head, body)
-      expect(error).toBeNull()
+    for (const response of await answersSentWhole(server.url, wholeUpsert(apiKey, body.length), body)) {
       expect(response).toMatch(/^HTTP\/1\.1 413 /)
       expect(JSON.parse(response.slice(response.indexOf('\r\n\r\n') + 4))).toEqual({
         count: 1,
@@ -57,12 +68,7 @@ describe('an upsert refused because its import queue is full', () => {
     const queued = await server.call('/v1/tables/deals/records/bulk?debounce=600', { method: 'POST', key: apiKey, body: records })
     expect(queued.status).toBe(200)
     const body = Buffer.alloc(8 * 1024 * 1024, 'x')
-    for (let attempt = 0; attempt < 3; attempt++) {
-      const head =
-        'POST /v1/tables/deals/records/bulk HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n' +
-        `X-API-Key: ${apiKey}\r\nContent-Length: ${body.length}\r\n\r\n`
-      const { response, error } = await sendWhole(server.url, head, body)
-      expect(error).toBeNull()
+    for (const response of await answersSentWhole(server.url, wholeUpsert(apiKey, body.length), body)) {
       expect(response).toMatch(/^HTTP\/1\.1 429 /)
       expect(response).toMatch(/\r\nconnection: close\r\n/i)
     }
@@ -129,12 +135,8 @@ describe('a client that waits for 100 Continue (Expect: 100-continue, as curl se
     server = await startTestServer({ BODY_LIMIT_MB: '1' })
     ;({ apiKey } = await server.load(smallFixture()))
     const body = Buffer.alloc(4 * 1024 * 1024, 'x')
-    for (let attempt = 0; attempt < 3; attempt++) {
-      const head = `${post(apiKey)}Expect: 100-continue\r\nContent-Length: ${body.length}\r\n\r\n`
-      const { response, error } = await sendWhole(server.url, head, body)
-      expect(error).toBeNull()
-      expect(response).toMatch(/^HTTP\/1\.1 413 /)
-    }
+    const head = `${post(apiKey)}Expect: 100-continue\r\nContent-Length: ${body.length}\r\n\r\n`
+    for (const response of await answersSentWhole(server.url, head, body)) expect(response).toMatch(/^HTTP\/1\.1 413 /)
   })
 
   it('whose body is never read, its client gone before the answer, leaves the server running', async () => {
