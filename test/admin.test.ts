@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { plannedFixture, smallFixture } from './helpers/fixtures.ts'
-import { startTestServer, type TestServer } from './helpers/server.ts'
+import { call, startTestServer, type TestServer } from './helpers/server.ts'
 import { openTestStore } from './helpers/test-store.ts'
 import { createCompanyKey } from '../src/admin/company-admin.ts'
 import {
@@ -12,7 +12,9 @@ import {
   reviseStructure,
 } from '../src/admin/data-edits.ts'
 import { deletePlan, savePlan, setExchangeRates } from '../src/admin/plans.ts'
+import { buildApp } from '../src/app.ts'
 import { ManualClock } from '../src/clock.ts'
+import { loadConfig } from '../src/config.ts'
 import { loadFixture } from '../src/fixtures/load-fixture.ts'
 import type { FixturePlan } from '../src/fixtures/schema.ts'
 import type { Store } from '../src/store/port.ts'
@@ -321,6 +323,47 @@ describe('admin writes that meet a deletion of their company', () => {
       await expect(savePlan(deletingOnceFound(store, planned), clock, planned, plan)).rejects.toMatchObject(companyGone)
       expect(await store.plans.list(planned)).toEqual([])
     } finally {
+      await dispose()
+    }
+  })
+})
+
+describe('a company deletion in flight when the instance stops', () => {
+  it('is answered 503 once the stop begins, its sweep ended, rather than holding the stop until the sweep is over', async () => {
+    const { store, dispose } = await openTestStore()
+    const id = (await loadFixture(store, new ManualClock(), smallFixture('Stopping'))).company_id
+    let sweepBegun!: () => void
+    const sweeping = new Promise<void>((resolve) => (sweepBegun = resolve))
+    // A large company's deletion: its sweep goes on until the signal it was given ends it, between two writes.
+    const largeCompany: Store = {
+      ...store,
+      companies: {
+        ...store.companies,
+        async delete(companyId, options) {
+          sweepBegun()
+          await new Promise((resolve) => options?.signal?.addEventListener('abort', resolve))
+          options?.signal?.throwIfAborted()
+          return store.companies.delete(companyId, options)
+        },
+      },
+    }
+    const app = await buildApp({
+      config: loadConfig({ DEMO: 'off', LOG_LEVEL: 'silent', ADMIN_TOKEN: TOKEN }),
+      store: largeCompany,
+      clock: new ManualClock(),
+    })
+    try {
+      const url = await app.listen({ host: '127.0.0.1', port: 0 })
+      const deletion = call(`${url}/admin/companies/${id}`, { method: 'DELETE', headers: admin })
+      await sweeping
+      const closed = app.close()
+      const reply = await deletion
+      expect(reply.status).toBe(503)
+      expect(reply.body).toMatchObject({ type: 'ServiceUnavailableError', message: expect.stringContaining('send the deletion again') })
+      expect(reply.headers['retry-after']).toBe('1')
+      await closed
+    } finally {
+      await app.close()
       await dispose()
     }
   })

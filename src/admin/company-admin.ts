@@ -110,9 +110,13 @@ export async function createCompanyKey(store: Store, clock: Clock, companyIdAsGi
   )
 }
 
-/** Deletes the company and everything it owns; answers its stored id. NotFoundError when there is none. */
-export async function deleteCompany(store: Store, companyIdAsGiven: string): Promise<string> {
+/**
+ * Deletes the company and everything it owns; answers its stored id. NotFoundError when there is none. Once `signal`
+ * is aborted, the sweep of its rows stops between two writes and the call rejects with the signal's reason, the
+ * company gone and its deletion marked (`companies.delete`).
+ */
+export async function deleteCompany(store: Store, companyIdAsGiven: string, signal?: AbortSignal): Promise<string> {
   const companyId = storedId(companyIdAsGiven)
-  if (!companyId || !(await store.companies.delete(companyId))) throw new NotFoundError('company')
+  if (!companyId || !(await store.companies.delete(companyId, { signal }))) throw new NotFoundError('company')
   return companyId
 }
