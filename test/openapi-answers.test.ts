@@ -117,6 +117,20 @@ describe('the OpenAPI document against real answers', () => {
     expectDeclared(await server.api('/v1/imports/000000000000000000000000'), 'GET', '/v1/imports/{import_id}')
   })
 
+  it('declares the 413 of a deletion sent a body over the limit, though it takes no body', async () => {
+    const small = await startKitServer({ BODY_LIMIT_MB: '1' })
+    try {
+      const over = await small.admin(`/admin/companies/${small.demoId}/faults`, {
+        method: 'DELETE',
+        body: { padding: 'x'.repeat(1024 * 1024) },
+      })
+      expect(over.status).toBe(413)
+      expectDeclared(over, 'DELETE', '/admin/companies/{id}/faults')
+    } finally {
+      await small.close()
+    }
+  })
+
   it("declares the admin plans' answers: a plan as read, and as sent back", async () => {
     const plans = await server.admin(`/admin/companies/${server.demoId}/plans`)
     expect(plans.status).toBe(200)

@@ -377,6 +377,9 @@ describe('OpenAPI document for client generators and readers', () => {
     const readingBodies = operationsOf(document).filter(({ operation }) => operation.requestBody)
     expect(readingBodies.length).toBeGreaterThan(5)
     expect(readingBodies.filter(({ operation }) => !operation.responses['413']).map(({ path, method }) => `${method} ${path}`)).toEqual([])
+    // Fastify reads the body of a deletion too, though the route takes none.
+    const deletions = operationsOf(document).filter(({ method }) => method === 'delete')
+    expect(deletions.filter(({ operation }) => !operation.responses['413']).map(({ path }) => path)).toEqual([])
     const deprecated = operationsOf(document).filter(({ operation }) => operation.deprecated)
     expect(deprecated.map(({ path }) => path).toSorted()).toEqual([
       '/v1/reporting',

@@ -110,7 +110,7 @@ function headersOf(status: string, area: Area, deprecated: boolean): Record<stri
 /**
  * Completes a route's schema for the document: its tag and security by area, a description for each
  * response, the answers every route can give whatever its own schema says (public ones: 429 from the rate limiter,
- * 500; v1, v2 and admin: 503 when the store stays busy; 413 where a body is read; 414 where a path has a
+ * 500; v1, v2 and admin: 503 when the store stays busy; 413 where a body is read (every method but GET and HEAD); 414 where a path has a
  * parameter), the headers of each answer, and references to the shared components in
  * place of their inline copies. The route's own schema is not changed.
  */
@@ -128,7 +128,9 @@ function documentRoute({ schema, url, route }: { schema: FastifySchema; url: str
   if (area !== 'operations') responses[503] ??= { ...ServiceUnavailableBodySchema }
   if (url.includes('/:')) responses[414] ??= { ...ValidationErrorBodySchema }
   const body = DOCUMENTED_BODIES[`${String(route.method)} ${url}`] ?? schema?.body
-  if (body) responses[413] ??= { ...ValidationErrorBodySchema }
+  // Fastify reads and bounds the body of every method but GET and HEAD, a route that expects none included (the
+  // admin deletions): sent one over the limit, it answers 413 too.
+  if (body || readsBody(route.method)) responses[413] ??= { ...ValidationErrorBodySchema }
   for (const [status, response] of Object.entries(responses)) {
     const described = {
       ...(withComponentRefs(response) as object),
@@ -178,6 +180,9 @@ function withOptionalBodies<Document extends { paths?: Record<string, Record<str
   }
   return document
 }
+
+/** True when Fastify reads a request body for the route's method, whatever the route's schema. */
+const readsBody = (method: RouteOptions['method']) => [method].flat().some((name) => name !== 'GET' && name !== 'HEAD')
 
 /** True when the route reads a missing body as `{}`. */
 function takesMissingBody(route: RouteOptions): boolean {
