@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { isUtf8 } from 'node:buffer'
 import { readFileSync, statSync } from 'node:fs'
 import { parseArgs } from 'node:util'
 import { setFlagsFromString } from 'node:v8'
@@ -232,8 +233,12 @@ function readJson(file: string): unknown {
   let text: string
   let document: unknown
   try {
+    const bytes = readFileSync(file === '-' ? 0 : file)
+    // Read as UTF-8 anyway, an ISO-8859-1 é would be loaded as U+FFFD (two emails one), where the admin routes refuse
+    // a body that is not UTF-8.
+    if (!isUtf8(bytes)) throw new Error('it is not valid UTF-8 (save it as UTF-8)')
     // A byte order mark, which some editors write, is not JSON; the HTTP routes take a body with one too.
-    text = readFileSync(file === '-' ? 0 : file, 'utf8').replace(/^\uFEFF/, '')
+    text = bytes.toString('utf8').replace(/^\uFEFF/, '')
     document = JSON.parse(text)
   } catch (error) {
     throw new ValidationError({

@@ -83,6 +83,21 @@ describe('the CLI', () => {
     expect(runCli(['load', file], env).code).toBe(0)
   })
 
+  it('refuses a fixture that is not UTF-8, as the admin route refuses such a body, rather than load its text altered', () => {
+    const env = { DATA_DIR: tempDataDir() }
+    const fixture = smallFixture('Latin') as any
+    fixture.data_tables[0].records.push({ deal_id: 'ACCENT', deal_name: 'José' })
+    const file = join(env.DATA_DIR, 'latin1.json')
+    // As an editor saving in ISO-8859-1 writes it: é is one byte, 0xE9, which read as UTF-8 would be U+FFFD.
+    writeFileSync(file, JSON.stringify(fixture), 'latin1')
+    const result = runCli(['load', file], env)
+    expect(result.code).toBe(1)
+    expect(result.stderr).toContain(`${file}: cannot be read as JSON: it is not valid UTF-8`)
+    expect(runCli(['companies', '--json'], env).stderr).toContain('no store at')
+    writeFileSync(file, JSON.stringify(fixture))
+    expect(runCli(['load', file], env).code).toBe(0)
+  })
+
   it('refuses a fixture file that cannot be read or is not JSON with exit code 1, in one line and without the usage', () => {
     const env = { DATA_DIR: tempDataDir() }
     const file = join(env.DATA_DIR, 'broken.json')
