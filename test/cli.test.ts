@@ -83,6 +83,22 @@ describe('the CLI', () => {
     expect(runCli(['load', file], env).code).toBe(0)
   })
 
+  it('loads no HTTP framework to read a fixture, though it refuses what the admin routes refuse', () => {
+    const env = { DATA_DIR: tempDataDir() }
+    const file = join(env.DATA_DIR, 'light.json')
+    writeFileSync(file, JSON.stringify(smallFixture('Light')))
+    // Fastify alone costs every command about 50 ms to load; a resolve hook says on stderr whether it was.
+    const hook = `import { registerHooks } from 'node:module'
+      registerHooks({ resolve(specifier, context, next) {
+        const found = next(specifier, context)
+        if (found.url.includes('/node_modules/fastify/')) process.stderr.write('fastify loaded\\n')
+        return found
+      } })`
+    const result = runCli(['load', file], { ...env, NODE_OPTIONS: `--import=data:text/javascript,${encodeURIComponent(hook)}` })
+    expect(result.code).toBe(0)
+    expect(result.stderr).not.toContain('fastify loaded')
+  })
+
   it('refuses a fixture that is not UTF-8, as the admin route refuses such a body, rather than load its text altered', () => {
     const env = { DATA_DIR: tempDataDir() }
     const fixture = smallFixture('Latin') as any

@@ -1,7 +1,7 @@
 import { isUtf8 } from 'node:buffer'
 import { errorCodes, type FastifyInstance, type FastifyRequest } from 'fastify'
 import { ValidationError } from '../errors.ts'
-import { InexactInteger } from './json-body.ts'
+import { markingInexactIntegers } from './json-body.ts'
 
 /**
  * Reads JSON bodies as Fastify's own parser does (secure-json-parse: a `__proto__` key, or a `constructor` holding
@@ -94,64 +94,6 @@ const invalidBytes = (charset: string) =>
     resource: 'body',
     description: `the body is not valid ${charset}: send UTF-8 (or name its charset in Content-Type)`,
   })
-
-/**
- * An integer of 16 digits or more (2^53 has 16) where a value starts, or such text in a string. At most 309: one
- * longer is infinite, refused as too large anyway, and an unbounded run overflowed the stack on ten million digits,
- * which the JSON parser took for a body that is not JSON.
- */
-const LONG_INTEGER = /[[:,]\s*(-?\d{16,309})(?![\d.eE])/g
-
-/**
- * Whether the integer `digits` reads as a number that JavaScript writes otherwise, as the service then keeps it (an
- * id is matched as its text): a client whose integers are exact meant another value (Python's 9007199254740993 reads
- * as 9007199254740992, and its 1152921504606846976, 2^60, would be the id 1152921504606847000), where JavaScript's
- * JSON.stringify of a large number wrote the number it holds (2^60 as 1152921504606847000). An infinite one is
- * refused as too large (`unstorablePart`).
- */
-function readsRounded(digits: string, value: number): boolean {
-  return Number.isFinite(value) && String(value) !== digits
-}
-
-/** True when the text may hold an integer a number holds only rounded (`readsRounded`). */
-function mayHoldInexactInteger(text: string): boolean {
-  for (const [, digits] of text.matchAll(LONG_INTEGER)) if (readsRounded(digits, Number(digits))) return true
-  return false
-}
-
-/**
- * The body parsed again, each integer a number holds only rounded replaced by an `InexactInteger`, when the text may
- * hold one (rarely: a parse with a reviver costs about eight times the plain one); else the body as parsed.
- */
-export function markingInexactIntegers(text: string, parsed: unknown): unknown {
-  // The text's look also finds digits inside strings (`"a,12345678901234567"`), which any client may send: only a
-  // body that holds such a number is parsed again, which a large one holding those digits alone made cost 4.5 times.
-  if (!mayHoldInexactInteger(text) || !holdsNumberPast2To53(parsed)) return parsed
-  try {
-    return JSON.parse(text, (_key, value: unknown, context?: { source?: string }) => {
-      const source = context?.source
-      if (typeof value !== 'number' || Number.isSafeInteger(value) || !source || !/^-?\d+$/.test(source)) return value
-      return readsRounded(source, value) ? new InexactInteger(source) : value
-    })
-  } catch {
-    // The reviver recurses: a body nested deeply enough to overflow the stack is refused for its depth anyway.
-    return parsed
-  }
-}
-
-/** Whether a number of the parsed body is at least 2^53 in size, where numbers are integers held only as rounded. */
-function holdsNumberPast2To53(parsed: unknown): boolean {
-  const pending: unknown[] = [parsed]
-  while (pending.length > 0) {
-    const value = pending.pop()
-    if (typeof value === 'number') {
-      if (Number.isFinite(value) && !Number.isSafeInteger(value) && Number.isInteger(value)) return true
-    } else if (typeof value === 'object' && value !== null) {
-      for (const child of Object.values(value)) pending.push(child)
-    }
-  }
-  return false
-}
 
 /** Text that may hold what secure-json-parse refuses (`__proto__`, or `constructor` holding `prototype`), escapes included. */
 const FORBIDDEN_KEY = /__proto__|prototype|\\u/
