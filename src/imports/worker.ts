@@ -67,6 +67,13 @@ const PURGE_EVERY_MS = 3_600_000
 const PURGE_RETRY_MS = 60_000
 const DAY_MS = 86_400_000
 
+/** The worker's hourly upkeep (`#upkeep`), and what it says when one fails. */
+type UpkeepTask = 'deletions' | 'purge'
+const UPKEEP_FAILURES: Record<UpkeepTask, string> = {
+  deletions: 'import worker: finishing the deletions of companies left unfinished failed; tried again in a minute',
+  purge: 'import worker: deleting the imports past their retention, or the request ids past their hour, failed; tried again in a minute',
+}
+
 /** How many companies a worker remembers serving, for their turns. */
 const SERVED_KEPT = 64
 
@@ -90,10 +97,8 @@ export class ImportWorker extends EventEmitter<ImportWorkerEvents> {
   readonly #retentionDays: number
   /** The runs under way (`runOnce`), for `idle`. */
   readonly #runs = new Set<Promise<boolean>>()
-  /** When this worker deletes expired imports next (real time, `Date.now()`); null: at its next poll. */
-  #nextPurge: number | null = null
-  /** When this worker looks for deletions left unfinished next (real time, `Date.now()`); null: at its next poll. */
-  #nextDeletionCheck: number | null = null
+  /** When this worker runs each upkeep task next (`#upkeep`, real time, `Date.now()`); absent: at its next poll. */
+  readonly #upkeepDue = new Map<UpkeepTask, number>()
   #loop: Promise<void> | null = null
   #stopping = false
   /** Aborted by `stop()`: the running import is handed back at its next step (`runClaimedImport`). */
@@ -319,8 +324,8 @@ export class ImportWorker extends EventEmitter<ImportWorkerEvents> {
         // Between two runs, so that a store never without a runnable import still has its expired imports deleted and
         // its deletions cut short (by a crash or a failure) finished: at the first poll, before any import, then hourly.
         while (!this.#stopping) {
-          await this.#finishDeletionsIfDue()
-          await this.#purgeIfDue()
+          await this.#upkeep('deletions')
+          await this.#upkeep('purge')
           if (!(await this.runOnce())) break
         }
         this.#storeTrouble = null
@@ -366,41 +371,26 @@ export class ImportWorker extends EventEmitter<ImportWorkerEvents> {
   }
 
   /**
-   * `purgeExpired` and `forgetRequestIds` once an hour of real time, the first time at the worker's first poll; after
-   * a failure (a busy store), again a minute later. A failure is said, and the imports go on.
+   * `purgeExpired` and `forgetRequestIds` (`purge`), and `finishDeletions` (`deletions`: a deletion that failed midway,
+   * 503, while this worker runs is not left until its next start), each at the worker's first poll, then once an hour
+   * of real time; after a failure (a busy store), again a minute later. A failure is said, and the imports go on:
+   * nothing reaches what a deletion left.
    */
-  async #purgeIfDue(): Promise<void> {
-    if (this.#nextPurge !== null && Date.now() < this.#nextPurge) return
+  async #upkeep(task: UpkeepTask): Promise<void> {
+    const due = this.#upkeepDue.get(task)
+    if (due !== undefined && Date.now() < due) return
     try {
-      const deleted = await this.purgeExpired()
-      if (deleted > 0) this.#logger.info({ deleted, retention_days: this.#retentionDays }, 'finished imports past their retention deleted')
-      await this.forgetRequestIds()
-      this.#nextPurge = Date.now() + PURGE_EVERY_MS
+      if (task === 'deletions') await this.finishDeletions()
+      else {
+        const deleted = await this.purgeExpired()
+        if (deleted > 0)
+          this.#logger.info({ deleted, retention_days: this.#retentionDays }, 'finished imports past their retention deleted')
+        await this.forgetRequestIds()
+      }
+      this.#upkeepDue.set(task, Date.now() + PURGE_EVERY_MS)
     } catch (error) {
-      this.#nextPurge = Date.now() + PURGE_RETRY_MS
-      this.#logger.warn(
-        { err: error },
-        'import worker: deleting the imports past their retention, or the request ids past their hour, failed; tried again in a minute',
-      )
-    }
-  }
-
-  /**
-   * `finishDeletions` at the worker's first poll, then every hour, as the retention's deletions: a deletion that failed
-   * midway (503) while this worker runs is not left until its next start. After a failure (a busy store), again a
-   * minute later. A failure is said, and the imports go on: nothing reaches what a deletion left.
-   */
-  async #finishDeletionsIfDue(): Promise<void> {
-    if (this.#nextDeletionCheck !== null && Date.now() < this.#nextDeletionCheck) return
-    try {
-      await this.finishDeletions()
-      this.#nextDeletionCheck = Date.now() + PURGE_EVERY_MS
-    } catch (error) {
-      this.#nextDeletionCheck = Date.now() + PURGE_RETRY_MS
-      this.#logger.warn(
-        { err: error },
-        'import worker: finishing the deletions of companies left unfinished failed; tried again in a minute',
-      )
+      this.#upkeepDue.set(task, Date.now() + PURGE_RETRY_MS)
+      this.#logger.warn({ err: error }, UPKEEP_FAILURES[task])
     }
   }
 
