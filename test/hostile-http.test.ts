@@ -185,6 +185,19 @@ describe('hostile HTTP: every refusal in the documented bodies', () => {
     expect(JSON.parse(tunnel.body)).toEqual({ message: expect.any(String), resource: 'method', type: 'MethodNotAllowedError' })
   })
 
+  it('stays up when the client of a CONNECT resets its connection around the answer', async () => {
+    const { port } = new URL(server.url)
+    for (let attempt = 0; attempt < 20; attempt++) {
+      const socket = connect(Number(port), '127.0.0.1')
+      socket.on('error', () => {})
+      await new Promise((resolve) => socket.once('connect', resolve))
+      socket.write('CONNECT 127.0.0.1:1 HTTP/1.1\r\nHost: 127.0.0.1:1\r\n\r\n')
+      await new Promise((resolve) => setImmediate(resolve))
+      socket.resetAndDestroy()
+    }
+    expect((await server.call('/health/live')).status).toBe(200)
+  })
+
   it('builds the links of a request that names no host (HTTP/1.0) from the address its connection came to', async () => {
     const { host } = new URL(server.url)
     for (const hostLine of ['', 'Host: \r\n']) {

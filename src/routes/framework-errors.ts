@@ -151,6 +151,9 @@ export function answerOutsideRoutes(app: FastifyInstance, allowed = 'GET, HEAD, 
     app.metrics.countAnswer(request.method ?? 'unparsed', 'unmatched', 417)
   })
   app.server.on('connect', (request: IncomingMessage, socket: Socket) => {
+    // Node hands a CONNECT's socket over without its own error listener: a client resetting the connection around
+    // the answer (write or read ECONNRESET) would otherwise be an uncaught error, and stop the instance.
+    socket.on('error', () => socket.destroy())
     const body = JSON.stringify({
       message: `Method CONNECT is not allowed on ${request.url}`,
       resource: 'method',
