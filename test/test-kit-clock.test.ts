@@ -100,6 +100,23 @@ describe('the controlled clock', () => {
     }
   })
 
+  it('tells a move answered by another process in the Date of those refusals, though no hook read the clock for them', async () => {
+    server = await startKitServer()
+    const requests = [
+      `GET /v2/data-structures/%zz/fields HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n`,
+      `GET /v2/data-structures/${'a'.repeat(101)}/fields HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n`,
+      `GET /v1/users HTTP/1.1\r\nHost: localhost\r\nExpect: foo\r\nConnection: close\r\n\r\n`,
+      'GET /v2/data-structures HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n',
+      'CONNECT 127.0.0.1:1 HTTP/1.1\r\nHost: 127.0.0.1:1\r\n\r\n',
+    ]
+    for (const [index, bytes] of requests.entries()) {
+      // Another process sharing the store moves the clock: its offset changes in the store alone.
+      await server.running.store.clockOffset.advance(2 * HOUR)
+      const head = (await exchange(server.url, bytes)).split('\r\n\r\n')[0]
+      expect(dateAhead(head), head).toBeGreaterThanOrEqual(2 * HOUR * (index + 1) - 2000)
+    }
+  })
+
   it('refuses a move into the last three days of year 9999, so that the running clock stays short of them, and goes on serving', async () => {
     server = await startKitServer()
     const before = await clockNow()

@@ -25,11 +25,21 @@ export const FRAMEWORK_REFUSALS = {
 }
 
 /**
- * The `Date` of an answer written outside the hooks that set it (`followClockOfStore`): the service's time, a
- * controlled clock's included, as every other answer tells it. Node's default would be the system's, and an answer
- * written to the socket has none. No request read the store's clock for it: this process's last offset stands.
+ * Runs `answer` with the `Date` of an answer written outside the hooks that set it (`followClockOfStore`): the
+ * service's time, a controlled clock's included, as every other answer tells it. Node's default would be the
+ * system's, and an answer written to the socket has none. No hook read the store's clock for it, so it is read here
+ * first: a move another process answered since this one's last request is told too. A read that fails leaves the
+ * last offset read, as it does for a request.
  */
-const serviceDate = (app: FastifyInstance) => app.clock.now().toUTCString()
+function withServiceDate(app: FastifyInstance, answer: (date: string) => void): void {
+  const date = () => app.clock.now().toUTCString()
+  if (!app.clock.sync) return answer(date())
+  app.clock
+    .sync()
+    .catch(() => undefined)
+    .then(() => answer(date()))
+    .catch((error: unknown) => app.log.error({ err: error }, 'refusal failed'))
+}
 
 /**
  * Fastify's `frameworkErrors`: a path that is not valid percent-encoding, an over-long path parameter. Fastify
@@ -37,15 +47,17 @@ const serviceDate = (app: FastifyInstance) => app.clock.now().toUTCString()
  * metrics are written here.
  */
 function answerFrameworkError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
-  answerRefusal(error, request, reply)
-  logRequestLine(request, reply)
-  // Counted, not timed: Fastify starts no timer for these (its elapsed time is always 0).
-  request.server.metrics.countAnswer(request.method, 'unmatched', reply.statusCode)
+  withServiceDate(request.server, (date) => {
+    answerRefusal(error, request, reply, date)
+    logRequestLine(request, reply)
+    // Counted, not timed: Fastify starts no timer for these (its elapsed time is always 0).
+    request.server.metrics.countAnswer(request.method, 'unmatched', reply.statusCode)
+  })
 }
 
-function answerRefusal(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+function answerRefusal(error: FastifyError, request: FastifyRequest, reply: FastifyReply, date: string): void {
   reply.header('x-request-id', request.id)
-  reply.header('date', serviceDate(request.server))
+  reply.header('date', date)
   if (error.code === 'FST_ERR_BAD_URL') {
     reply
       .code(400)
@@ -93,21 +105,23 @@ function answerClientError(this: FastifyInstance, error: NodeJS.ErrnoException, 
   // The answers awaited are bounded as a request is: past REQUEST_TIMEOUT_MS the connection is closed.
   const givingUp = setTimeout(() => socket.destroy(), this.config.requestTimeoutMs).unref()
   socket.once('close', () => clearTimeout(givingUp))
-  afterAnswersUnderWay(socket, () => {
-    clearTimeout(givingUp)
-    if (socket.destroyed) return
-    // A response already under way on this connection cannot be replaced by another: the socket is only closed.
-    if (socket.writable && !answerUnderWay(socket)?.headersSent) {
-      const body = JSON.stringify(validationBody([issue]))
-      socket.write(
-        `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
-          `Content-Length: ${Buffer.byteLength(body)}\r\nDate: ${serviceDate(this)}\r\nConnection: close\r\n\r\n${body}`,
-      )
-      // Counted once answered, not timed: the parser knows neither the method nor when the request began.
-      this.metrics.countAnswer('unparsed', 'unmatched', status)
-    }
-    socket.destroy()
-  })
+  afterAnswersUnderWay(socket, () =>
+    withServiceDate(this, (date) => {
+      clearTimeout(givingUp)
+      if (socket.destroyed) return
+      // A response already under way on this connection cannot be replaced by another: the socket is only closed.
+      if (socket.writable && !answerUnderWay(socket)?.headersSent) {
+        const body = JSON.stringify(validationBody([issue]))
+        socket.write(
+          `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+            `Content-Length: ${Buffer.byteLength(body)}\r\nDate: ${date}\r\nConnection: close\r\n\r\n${body}`,
+        )
+        // Counted once answered, not timed: the parser knows neither the method nor when the request began.
+        this.metrics.countAnswer('unparsed', 'unmatched', status)
+      }
+      socket.destroy()
+    }),
+  )
 }
 
 /** The connections whose HTTP was refused: the parser raises an error for each chunk after the first one. */
@@ -140,29 +154,31 @@ function afterAnswersUnderWay(socket: Socket, then: () => void): void {
  * without a word: no route tunnels), whose 405 names `allowed`, the methods of the listener's routes.
  */
 export function answerOutsideRoutes(app: FastifyInstance, allowed = 'GET, HEAD, POST, PUT, PATCH, DELETE'): void {
-  app.server.on('checkExpectation', (request: IncomingMessage, response: ServerResponse) => {
-    const body = JSON.stringify(validationBody([{ resource: 'Expect', description: 'only 100-continue is understood' }]))
-    response.writeHead(417, {
-      'content-type': 'application/json; charset=utf-8',
-      'content-length': Buffer.byteLength(body),
-      date: serviceDate(app),
-    })
-    response.end(body)
-    app.metrics.countAnswer(request.method ?? 'unparsed', 'unmatched', 417)
-  })
+  app.server.on('checkExpectation', (request: IncomingMessage, response: ServerResponse) =>
+    withServiceDate(app, (date) => {
+      if (request.socket.destroyed) return
+      const body = JSON.stringify(validationBody([{ resource: 'Expect', description: 'only 100-continue is understood' }]))
+      response.writeHead(417, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), date })
+      response.end(body)
+      app.metrics.countAnswer(request.method ?? 'unparsed', 'unmatched', 417)
+    }),
+  )
   app.server.on('connect', (request: IncomingMessage, socket: Socket) => {
     // Node hands a CONNECT's socket over without its own error listener: a client resetting the connection around
     // the answer (write or read ECONNRESET) would otherwise be an uncaught error, and stop the instance.
     socket.on('error', () => socket.destroy())
-    const body = JSON.stringify({
-      message: `Method CONNECT is not allowed on ${request.url}`,
-      resource: 'method',
-      type: 'MethodNotAllowedError',
+    withServiceDate(app, (date) => {
+      if (socket.destroyed) return
+      const body = JSON.stringify({
+        message: `Method CONNECT is not allowed on ${request.url}`,
+        resource: 'method',
+        type: 'MethodNotAllowedError',
+      })
+      socket.end(
+        `HTTP/1.1 405 ${STATUS_CODES[405]}\r\nAllow: ${allowed}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+          `Content-Length: ${Buffer.byteLength(body)}\r\nDate: ${date}\r\nConnection: close\r\n\r\n${body}`,
+      )
+      app.metrics.countAnswer('CONNECT', 'unmatched', 405)
     })
-    socket.end(
-      `HTTP/1.1 405 ${STATUS_CODES[405]}\r\nAllow: ${allowed}\r\nContent-Type: application/json; charset=utf-8\r\n` +
-        `Content-Length: ${Buffer.byteLength(body)}\r\nDate: ${serviceDate(app)}\r\nConnection: close\r\n\r\n${body}`,
-    )
-    app.metrics.countAnswer('CONNECT', 'unmatched', 405)
   })
 }
