@@ -90,6 +90,20 @@ describe("a company's import queue is bounded (IMPORT_QUEUE_LIMIT_MB)", () => {
     expect((await postRecords(deals(4500, 'R'))).status).toBe(200)
   })
 
+  it("counts from the window's end however many of the company's newer imports wait, each of its own call", async () => {
+    const window = await h.server.call('/v1/tables/deals/records/bulk?debounce=120', { method: 'POST', key: h.key, body: HALF_QUEUE() })
+    expect(window.status).toBe(200)
+    // Calls of another kind, without debounce, after it: an import each, all newer than the window's.
+    for (let index = 0; index < 110; index++) {
+      const user = await h.call('/v1/users/bulk', { method: 'PUT', body: { data: [{ email: `queued-${index}@acme.example` }] } })
+      expect(user.status).toBe(200)
+    }
+    const refused = await postRecords(deals(4500, 'R'))
+    expectQueueFull(refused)
+    expect(Number(refused.headers['retry-after'])).toBeGreaterThanOrEqual(121)
+    expect(refused.body.message).toMatch(/debounce window closes at/)
+  })
+
   it('counts every upsert endpoint of the company against one queue', async () => {
     // About 0.94 MiB.
     expect((await postRecords(deals(7400))).status).toBe(200)

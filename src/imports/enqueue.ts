@@ -141,10 +141,22 @@ async function queueFull(
   )
 }
 
-/** When the last debounce window still open among the company's scheduled imports closes; null when none is open. */
+/** The kinds of call that take `debounce`, and so may hold a window open. */
+const DEBOUNCED_TARGETS: readonly ImportTarget[] = ['users', 'records']
+
+/**
+ * When the last debounce window still open among the company's scheduled imports closes; null when none is open.
+ * Read kind by kind: every call of a kind joins its open window, so that window's import is among the newest of its
+ * kind, where the company's newest imports of every kind may be hundreds of calls made without a debounce.
+ */
 async function lastOpenWindowEnd(store: Store, companyId: string, now: Date): Promise<Date | null> {
-  const scheduled = await store.imports.list(companyId, { status: 'scheduled', limit: 100 })
+  const scheduled = await Promise.all(
+    DEBOUNCED_TARGETS.map((target) => store.imports.list(companyId, { status: 'scheduled', target, limit: 100 })),
+  )
   const latest = Date.parse(latestImportDeadline(now.toISOString()))
-  const ends = scheduled.map((waiting) => Date.parse(waiting.window_ends_at)).filter((end) => end > now.getTime() && end <= latest)
+  const ends = scheduled
+    .flat()
+    .map((waiting) => Date.parse(waiting.window_ends_at))
+    .filter((end) => end > now.getTime() && end <= latest)
   return ends.length === 0 ? null : new Date(Math.max(...ends))
 }
