@@ -295,6 +295,15 @@ describe('faults', () => {
     }
   })
 
+  it('fires only on a request a route takes: a path that names no route, or a method its route does not take, is answered as without it', async () => {
+    server = await startKitServer()
+    const fault = await setFault({ method: '*', path: '/v1/*', status: 503 })
+    expect((await server.api('/v1/nothing')).status).toBe(404)
+    expect((await server.api('/v1/users', { method: 'DELETE' })).status).toBe(405)
+    expect((await server.api('/v1/users?limit=0')).status).toBe(503)
+    expect((await server.admin(faults())).body.data[0]).toMatchObject({ id: fault.body.id, fired: 1 })
+  })
+
   it('refuses a fault it could not apply, and clears one fault or all of them', async () => {
     server = await startKitServer()
     const refusals: [Record<string, unknown>, string][] = [

@@ -102,6 +102,9 @@ export function applyTestKit(api: FastifyInstance): void {
   // After the body is read (an answer before it would leave the rest of the body in the connection), before the
   // request's own checks.
   api.addHook('preValidation', async (request, reply) => {
+    // A path no route takes, or a method its route does not (404, 405), is the client's mistake, answered as such:
+    // a fault whose `*` matches it would hide it, and spend its `times` on it.
+    if (request.is404) return
     const fired = kit.faults.fire(request.principal.company.id, request.method, originFormPath(request.url), request.query as RequestQuery)
     if (!fired) return
     const { fault, delayMs } = fired
