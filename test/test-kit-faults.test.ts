@@ -321,6 +321,8 @@ describe('faults', () => {
       [{ method: '*', path: '/v2/reporting/*/statements/*', status: 503 }, 'path'],
       [{ method: 'PUT', path: '/v2/data-structures', status: 503 }, 'path'],
       [{ method: 'GET', path: '/v1/tables//records', status: 503 }, 'path'],
+      // A parameter longer than the router reads: such a request is answered 414 before any fault.
+      [{ method: 'GET', path: `/v1/tables/${'d'.repeat(101)}/records`, status: 503 }, 'path'],
       [{ method: 'FETCH', path: '/v1/users', status: 503 }, 'method'],
       [{ method: 'GET', path: '/v1/users', status: 503, probability: 0 }, 'probability'],
       [{ method: 'GET', path: '/v1/users', status: 503, skip: 0 }, 'skip'],
@@ -335,10 +337,13 @@ describe('faults', () => {
       ).toContain(resource)
     }
     // Paths that reach a route: a literal segment where the route has a parameter, percent-encoded, any method.
-    for (const path of ['/v1/tables/deals/records/bulk', '/v1/tables/%64eals/records', '/*/users', '/v2/*/*/statements']) {
+    const longest = `/v1/tables/${'%64'.repeat(100)}/records`
+    for (const path of ['/v1/tables/deals/records/bulk', '/v1/tables/%64eals/records', '/*/users', '/v2/*/*/statements', longest]) {
       const reached = await setFault({ method: '*', path, status: 503 })
       expect(reached.status, `${path}: ${reached.text}`).toBe(201)
     }
+    // The router reads a parameter's length percent-decoded: 100 characters, sent as 300, are taken.
+    expect((await server.api(`${longest}?limit=1`)).status).toBe(503)
     expect((await server.admin(faults(), { method: 'DELETE' })).status).toBe(204)
     const one = await setFault({ method: 'GET', path: '/v1/users', status: 503 })
     const two = await setFault({ method: 'GET', path: '/v2/data-structures', status: 500 })

@@ -13,6 +13,7 @@ import {
   ValidationError,
 } from '../errors.ts'
 import { type Fault, FaultBoard, type RequestQuery } from '../test-kit/faults.ts'
+import { MAX_PARAM_LENGTH } from './framework-errors.ts'
 import { originFormPath } from './route-table.ts'
 import { MAX_RECORDED_QUERY_VALUES, RequestJournal } from '../test-kit/journal.ts'
 
@@ -52,7 +53,7 @@ export function registerTestKit(app: FastifyInstance): void {
   // A fault's path must be one of the v1 and v2 routes', which the app records as they are registered.
   const interfaceRoutes = () => app.knownRoutes.filter((route) => /^\/v[12]\//.test(route.path))
   const kit = app.config.adminToken
-    ? { faults: new FaultBoard(interfaceRoutes), journal: new RequestJournal(app.config.requestJournalSize) }
+    ? { faults: new FaultBoard(interfaceRoutes, MAX_PARAM_LENGTH), journal: new RequestJournal(app.config.requestJournalSize) }
     : null
   app.decorate('testKit', kit)
   if (!kit) return

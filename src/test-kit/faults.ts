@@ -155,15 +155,17 @@ export interface InterfaceRoute {
 
 /**
  * Whether a fault's method and path pattern can match a request of the route: as a request's path would be matched,
- * a parameter of the route standing for any one segment the pattern gives there (not an empty one).
+ * a parameter of the route standing for any one segment the pattern gives there (not an empty one, nor one longer,
+ * percent-decoded, than `maxParamLength`: the router answers such a request 414 before any fault).
  */
-function reaches(method: string, pattern: string, route: InterfaceRoute): boolean {
+function reaches(method: string, pattern: string, route: InterfaceRoute, maxParamLength: number): boolean {
   if (method !== '*' && !route.methods.includes(method)) return false
   const expected = expectedSegments(pattern)
   const segments = route.path.split('/')
+  const parameterTakes = (segment: string | null) => segment === null || (segment !== '' && segment.length <= maxParamLength)
   return (
     segments.length === expected.length &&
-    expected.every((segment, index) => (segments[index].startsWith(':') ? segment !== '' : takes(segment, segments[index])))
+    expected.every((segment, index) => (segments[index].startsWith(':') ? parameterTakes(segment) : takes(segment, segments[index])))
   )
 }
 
@@ -171,25 +173,35 @@ const PATH_EXPECTED =
   'expected a path of the v1 or v2 interface, such as /v2/reporting/*/statements (`*` for one segment, no query): faults never touch the admin, health or metrics routes'
 
 /** The problems of a path: where it may point, and whether any route of the interface takes it. */
-function pathProblems(method: string, path: string, routes: readonly InterfaceRoute[]): string[] {
+function pathProblems(method: string, path: string, routes: readonly InterfaceRoute[], maxParamLength: number): string[] {
   const [first, root] = path.split('/')
   if (first !== '' || !['v1', 'v2', '*'].includes(root ?? '') || /[?#\s]/.test(path)) return [PATH_EXPECTED]
   if (/[{}]|\*\*/.test(path))
     return [
       'a path parameter is written `*`, one segment, and `**` is not a pattern: /v2/reporting/*/statements, not /v2/reporting/{table_id}/statements',
     ]
-  if (routes.length > 0 && !routes.some((route) => reaches(method, path, route)))
-    return [`no route of the v1 or v2 interface takes ${method === '*' ? 'any method' : method} on ${path}: the fault would never fire`]
+  if (routes.length > 0 && !routes.some((route) => reaches(method, path, route, maxParamLength)))
+    return [
+      routes.some((route) => reaches(method, path, route, Infinity))
+        ? `a path parameter is longer than ${maxParamLength} characters, which the router answers 414 before any fault: the fault would never fire`
+        : `no route of the v1 or v2 interface takes ${method === '*' ? 'any method' : method} on ${path}: the fault would never fire`,
+    ]
   return []
 }
 
 /** The problems of a definition beyond its schema's: what it does, and the paths it may touch. */
-function problemsOf(definition: FaultDefinition, routes: readonly InterfaceRoute[]): { resource: string; description: string }[] {
+function problemsOf(
+  definition: FaultDefinition,
+  routes: readonly InterfaceRoute[],
+  maxParamLength: number,
+): { resource: string; description: string }[] {
   const problems: { resource: string; description: string }[] = []
   const method = definition.method.toUpperCase()
   if (!(FAULT_METHODS as readonly string[]).includes(method))
     problems.push({ resource: 'method', description: `expected one of ${FAULT_METHODS.join(', ')}` })
-  else for (const description of pathProblems(method, definition.path, routes)) problems.push({ resource: 'path', description })
+  else
+    for (const description of pathProblems(method, definition.path, routes, maxParamLength))
+      problems.push({ resource: 'path', description })
   const delays = definition.delay_ms !== undefined || definition.delay_max_ms !== undefined
   if (definition.status === undefined && !definition.drop && !definition.drop_answer && !delays)
     problems.push({
@@ -216,14 +228,17 @@ export class FaultBoard {
   readonly #byCompany = new Map<string, LiveFault[]>()
   /** The v1 and v2 routes, which a fault's path must reach (none known: any path of the interface is taken). */
   readonly #routes: () => readonly InterfaceRoute[]
+  /** The longest path parameter the router reads. */
+  readonly #maxParamLength: number
 
-  constructor(routes: () => readonly InterfaceRoute[] = () => []) {
+  constructor(routes: () => readonly InterfaceRoute[] = () => [], maxParamLength = Infinity) {
     this.#routes = routes
+    this.#maxParamLength = maxParamLength
   }
 
   /** Sets a fault of the company; ValidationError when the definition cannot be applied. */
   add(companyId: string, definition: FaultDefinition, now: Date): Fault {
-    const problems = problemsOf(definition, this.#routes())
+    const problems = problemsOf(definition, this.#routes(), this.#maxParamLength)
     if (problems.length > 0) throw new ValidationError(problems)
     const method = definition.method.toUpperCase()
     const seed = definition.seed ?? Math.floor(Math.random() * 4_294_967_296)
