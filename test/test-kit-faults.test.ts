@@ -2,7 +2,8 @@ import { request } from 'undici'
 import { afterEach, describe, expect, it } from 'vitest'
 import { CommissionClient } from '../src/client/index.ts'
 import { smallFixture } from './helpers/fixtures.ts'
-import { type KitServer, startKitServer } from './helpers/kit-server.ts'
+import { KIT_DEMO_KEY, type KitServer, startKitServer } from './helpers/kit-server.ts'
+import { exchange, statusesIn } from './helpers/raw-http.ts'
 import type { Reply } from './helpers/server.ts'
 
 /** Fault scenarios (`/admin/companies/{id}/faults`) over HTTP: what each does, when it fires, what it never touches. */
@@ -239,6 +240,12 @@ describe('faults', () => {
     expect((await server.api('/v1/imports/caf%C3%A9')).status).toBe(500)
     expect((await server.api('/v1/imports/caf%c3%a9')).status).toBe(500)
     expect((await server.api('/v1/imports/cafe')).status).toBe(404)
+    // A target with a fragment, which no client library sends but the router serves, its path ending at the `#`.
+    const withFragment = (method: string, target: string) =>
+      exchange(server.url, `${method} ${target} HTTP/1.1\r\nHost: localhost\r\nX-API-Key: ${KIT_DEMO_KEY}\r\nConnection: close\r\n\r\n`)
+    expect(statusesIn(await withFragment('GET', '/v1/tables/deals/records#page-2'))).toEqual([503])
+    // Nor does the fragment hide a method the route does not take.
+    expect(statusesIn(await withFragment('DELETE', '/v1/tables/deals/records#page-2'))).toEqual([405])
   })
 
   it('journals requests by their arrival: a delayed one at the time it arrived, after one that came later', async () => {

@@ -31,6 +31,7 @@ export function recordRoutes(app: FastifyInstance): readonly KnownRoute[] {
 
 /**
  * The path of a request's target in origin form: a target in absolute form (`GET http://host/v1/users`, which a
- * client may send and the router serves) without its scheme and authority, and without the query.
+ * client may send and the router serves) without its scheme and authority, and without the query, nor a fragment,
+ * which the router also ends a path at (`/v1/users#x` is served as `/v1/users`).
  */
-export const originFormPath = (url: string): string => url.split('?')[0].replace(/^[a-z][a-z\d+.-]*:\/\/[^/]*/i, '')
+export const originFormPath = (url: string): string => url.split(/[?#]/)[0].replace(/^[a-z][a-z\d+.-]*:\/\/[^/]*/i, '')
