@@ -214,6 +214,33 @@ describe('admin routes', () => {
     expect((await server.call(`/admin/companies/${id}/imports?status=finished&limit=5`, { headers: admin })).status).toBe(200)
   })
 
+  it('400 naming a field sent in the body of a deletion, doing nothing: none is ignored while the whole goes', async () => {
+    const id = (await server.call('/admin/companies', { method: 'POST', headers: admin, body: plannedFixture('Bodied', ['2026-01-15']) }))
+      .body.company_id
+    const fault = { method: 'GET', path: '/v1/users', status: 503 }
+    const faultId = (await server.call(`/admin/companies/${id}/faults`, { method: 'POST', headers: admin, body: fault })).body.id
+    const planId = (await server.call(`/admin/companies/${id}`, { headers: admin })).body.plans[0].id
+    const before = await server.call(`/admin/companies/${id}`, { headers: admin })
+    for (const [path, body] of [
+      [`/admin/companies/${id}/faults`, { id: faultId }],
+      [`/admin/companies/${id}/faults/${faultId}`, { confirm: true }],
+      [`/admin/companies/${id}/requests`, { method: 'GET' }],
+      [`/admin/companies/${id}/plans/${planId}`, { keep_statements: true }],
+      [`/admin/companies/${id}`, { confirm: true }],
+    ] as const) {
+      const refused = await server.call(path, { method: 'DELETE', headers: admin, body })
+      expect(refused.status, path).toBe(400)
+      expect(refused.body.errors, path).toEqual([
+        expect.objectContaining({ error: 'ValidationError', description: expect.stringContaining(Object.keys(body)[0]) }),
+      ])
+    }
+    expect(await server.call(`/admin/companies/${id}`, { headers: admin })).toMatchObject({ status: 200, body: before.body })
+    expect((await server.call(`/admin/companies/${id}/faults`, { headers: admin })).body.count).toBe(1)
+    // None, or {}, is taken.
+    expect((await server.call(`/admin/companies/${id}/faults/${faultId}`, { method: 'DELETE', headers: admin, body: {} })).status).toBe(204)
+    expect((await server.call(`/admin/companies/${id}`, { method: 'DELETE', headers: admin })).status).toBe(204)
+  })
+
   it('400 for malformed JSON, a wrong content type, or an unknown body field', async () => {
     const badJson = await server.call('/admin/companies', { method: 'POST', headers: admin, body: '{"company": ' })
     expect(badJson.status).toBe(400)

@@ -287,7 +287,8 @@ describe('OpenAPI document for client generators and readers', () => {
   it('marks the body optional where the route takes none, and required elsewhere', () => {
     const operations = Object.values(document.paths).flatMap((item: any) => Object.values(item)) as any[]
     const byId = (operationId: string) => operations.find((operation) => operation.operationId === operationId)
-    for (const operationId of ['adminCreateApiKey', 'adminResetCompany', 'adminResetEverything', 'adminDrainImports']) {
+    const deletions = ['adminDeleteCompany', 'adminDeletePlan', 'adminClearFaults', 'adminDeleteFault', 'adminClearRequests']
+    for (const operationId of ['adminCreateApiKey', 'adminResetCompany', 'adminResetEverything', 'adminDrainImports', ...deletions]) {
       expect(byId(operationId).requestBody.required, operationId).toBe(false)
     }
     for (const operationId of ['adminCreatePlan', 'adminSetExchangeRates', 'upsertUsers']) {

@@ -19,6 +19,7 @@ import {
   AdminErrorResponses,
   CompanyParamsSchema,
   missingBodyAsEmpty,
+  NoBodySchema,
   UnauthorizedBodySchema,
   ValidationErrorBodySchema,
 } from './schemas.ts'
@@ -86,6 +87,19 @@ function refuseUnknownQueryParameters(app: FastifyInstance): void {
 }
 
 /**
+ * An admin deletion takes no body (or `{}`), as the drain and the resets: a field sent in one, such as an `id` meant to
+ * clear one fault of `DELETE …/faults`, is a 400 naming it rather than ignored while the whole is deleted.
+ */
+function refuseBodiesOfDeletions(app: FastifyInstance): void {
+  app.addHook('onRoute', (route) => {
+    if (route.method !== 'DELETE') return
+    const schema = (route.schema ??= {})
+    schema.body ??= NoBodySchema
+    route.preValidation = [route.preValidation ?? []].flat().concat(missingBodyAsEmpty)
+  })
+}
+
+/**
  * The administration surface, registered only when ADMIN_TOKEN is set: every route expects
  * `Authorization: Bearer <ADMIN_TOKEN>`. Not part of the public interface.
  */
@@ -93,6 +107,7 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{ worker?: WorkerProbe }> = 
   const expected = digest(app.config.adminToken ?? '')
   keepOutOfCaches(app)
   refuseUnknownQueryParameters(app)
+  refuseBodiesOfDeletions(app)
   // A deletion in flight when the instance stops ends between two writes of its sweep, answered 503, rather than hold
   // the stop for the whole sweep (about a second per 150,000 records): the company is gone, and its mark left for the
   // next import worker, as the deletion sent again finishes it (404).
