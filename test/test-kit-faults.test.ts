@@ -199,6 +199,17 @@ describe('faults', () => {
     expect((await server.call('/metrics')).text).toMatch(/commission_api_faults_fired_total\{effect="drop_answer"\} 1/)
   })
 
+  it('ends a delay under way when the instance stops, and serves its request, rather than hold the stop for it', async () => {
+    server = await startKitServer()
+    await setFault({ method: 'GET', path: '/v1/users', delay_ms: 600_000, times: 1 })
+    const delayed = server.api('/v1/users?limit=1')
+    while ((await server.admin(faults())).body.data[0].fired === 0) await new Promise((resolve) => setTimeout(resolve, 20))
+    // Without the stop ending it, the request would wait its ten minutes, and the stop with it (past the test's time).
+    const stopped = server.close()
+    expect((await delayed).status).toBe(200)
+    await stopped
+  })
+
   it('does not serve a request its client gave up on during a delay, and keeps it in the journal with no status', async () => {
     server = await startKitServer()
     const fault = await setFault({ method: 'POST', path: '/v1/tables/*/records/bulk', delay_ms: 1_500 })

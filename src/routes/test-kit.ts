@@ -87,6 +87,11 @@ export function applyTestKit(api: FastifyInstance): void {
     done()
   })
 
+  // A fault's delay under way when the instance stops ends then, and its request is served as usual: a delay of up
+  // to ten minutes would otherwise hold the stop past SHUTDOWN_TIMEOUT_MS, and the process would exit 1.
+  const stopping = new AbortController()
+  api.addHook('preClose', async () => stopping.abort())
+
   api.addHook('onSend', async (request, reply, payload) => {
     answering.add(request)
     if (abandoned.has(request)) keepUnanswered(kit, request, reply)
@@ -111,7 +116,7 @@ export function applyTestKit(api: FastifyInstance): void {
     const { fault, delayMs } = fired
     firedFaults.set(request, fault)
     api.metrics.faultsFired.inc({ effect: effectOf(fault) })
-    if (delayMs > 0) await sleep(delayMs)
+    if (delayMs > 0) await sleep(delayMs, undefined, { signal: stopping.signal }).catch(() => undefined)
     // The client gave up during the delay: the request is not served. Were it served, its writes would land after
     // whatever the test did next, a reset included.
     if (request.raw.socket.destroyed) {
