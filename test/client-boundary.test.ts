@@ -1,6 +1,8 @@
-import { execFileSync } from 'node:child_process'
-import { resolve } from 'node:path'
+import { execFileSync, spawnSync } from 'node:child_process'
+import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs'
+import { join, resolve } from 'node:path'
 import { describe, expect, it } from 'vitest'
+import { temporaryDirectory } from './helpers/temporary-directories.ts'
 
 const ROOT = resolve(import.meta.dirname, '..')
 
@@ -28,6 +30,45 @@ describe('the client is a consumer of the interface like any other', () => {
     const loaded = modulesLoadedBy('commission-api/client')
     expect(loaded.some((url) => url.endsWith('/src/client/index.ts'))).toBe(true)
     expect(outside(loaded, ['src/client/', 'node_modules/undici/'])).toEqual([])
+  })
+
+  it("type-checks in a connector's own project, which links a checkout as docs/clients.md says", () => {
+    // The linked checkout is source to the connector's tsc: every module the client's types import is checked
+    // there, without the augmentations of Fastify that the server's entry point brings along.
+    const dir = temporaryDirectory('commission-api-connector-')
+    mkdirSync(join(dir, 'node_modules'))
+    symlinkSync(ROOT, join(dir, 'node_modules', 'commission-api'))
+    writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'connector', type: 'module', private: true }))
+    writeFileSync(
+      join(dir, 'tsconfig.json'),
+      JSON.stringify({
+        compilerOptions: {
+          strict: true,
+          noEmit: true,
+          skipLibCheck: true,
+          target: 'es2024',
+          lib: ['es2024'],
+          module: 'nodenext',
+          moduleResolution: 'nodenext',
+          allowImportingTsExtensions: true,
+          types: ['node'],
+          typeRoots: [join(ROOT, 'node_modules/@types')],
+        },
+        files: ['connector.ts'],
+      }),
+    )
+    writeFileSync(
+      join(dir, 'connector.ts'),
+      `import { CommissionClient } from 'commission-api/client'
+const client = new CommissionClient({ baseUrl: 'http://127.0.0.1:3000', apiKey: 'cak_0000000000000000' })
+const { data: structures } = await client.listDataStructures()
+export const names: string[] = structures.map((structure) => structure.name)
+`,
+    )
+    const tsc = resolve(ROOT, 'node_modules/typescript/bin/tsc')
+    const checked = spawnSync(process.execPath, [tsc, '-p', join(dir, 'tsconfig.json')], { encoding: 'utf8' })
+    expect(checked.stdout + checked.stderr).toBe('')
+    expect(checked.status).toBe(0)
   })
 
   it('so do sync and conformance, which are built on it', () => {

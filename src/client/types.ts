@@ -19,8 +19,7 @@ import type { offsetPageSchema } from '../v1/offset-page.ts'
 import type { V1RecordRowSchema, V1StatementRowSchema } from '../v1/reporting.ts'
 import type { V1RecordSchema } from '../v1/table-records.ts'
 import type { V1UserSchema } from '../v1/user-rows.ts'
-import type { DataStructureListSchema } from '../routes/v2/data-structures.ts'
-import type { DataStructureSchema } from '../v2/data-structures.ts'
+import type { DataStructureListSchema, DataStructureSchema } from '../v2/data-structures.ts'
 import type {
   AmountSchema,
   FieldDescriptorSchema,

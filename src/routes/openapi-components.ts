@@ -15,8 +15,7 @@ import { V1RecordRowSchema, V1StatementRowSchema } from '../v1/reporting.ts'
 import { offsetPageSchema } from '../v1/offset-page.ts'
 import { V1RecordSchema } from '../v1/table-records.ts'
 import { V1UserSchema } from '../v1/user-rows.ts'
-import { DataStructureSchema } from '../v2/data-structures.ts'
-import { DataStructureListSchema } from './v2/data-structures.ts'
+import { DataStructureListSchema, DataStructureSchema } from '../v2/data-structures.ts'
 import {
   AmountSchema,
   FieldDescriptorSchema,

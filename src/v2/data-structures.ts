@@ -14,6 +14,9 @@ export const DataStructureSchema = Type.Object({
 })
 export type DataStructureEntry = Static<typeof DataStructureSchema>
 
+/** The discovery answer. Here rather than beside its route, so that the client's types reach no Fastify module. */
+export const DataStructureListSchema = Type.Object({ data: Type.Array(DataStructureSchema) })
+
 /** The discovery list: every live reporting structure and quota of the company, sandbox never. */
 export async function listDataStructures(store: Store, company: Company, baseUrl: string): Promise<DataStructureEntry[]> {
   const [structures, quotas] = await Promise.all([store.structures.list(company.id), store.quotas.list(company.id)])

@@ -1,11 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { Type } from 'typebox'
-import { type DataStructureEntry, DataStructureSchema, listDataStructures } from '../../v2/data-structures.ts'
+import { type DataStructureEntry, DataStructureListSchema, listDataStructures } from '../../v2/data-structures.ts'
 import { VersionedAnswers } from '../../reporting/versioned-answers.ts'
 import { baseUrl } from '../base-url.ts'
 import { AuthenticatedErrorResponses } from '../schemas.ts'
-
-export const DataStructureListSchema = Type.Object({ data: Type.Array(DataStructureSchema) })
 
 export const dataStructureRoutes: FastifyPluginAsyncTypebox = async (app) => {
   // The list holds absolute links: it is kept for each base URL it was built with.
