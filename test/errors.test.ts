@@ -121,6 +121,12 @@ describe('error mapping', () => {
     const reply = await call(`${url}/probe/${id}`, { method: 'POST', headers: { 'content-type': 'application/xml' }, body: '<data/>' })
     expect(reply.status).toBe(400)
     expect(reply.body).toEqual(single('Content-Type'))
+    // JSON labelled as text, as fetch labels a string body: told its label, not that it is no object.
+    for (const label of ['text/plain;charset=UTF-8', 'text/plain']) {
+      const text = await call(`${url}/probe/${id}`, { method: 'POST', headers: { 'content-type': label }, body: '{"data": []}' })
+      expect(text, label).toMatchObject({ status: 400, body: single('Content-Type') })
+      expect((await call(`${url}/echo`, { method: 'POST', headers: { 'content-type': label }, body: 'hello' })).status).toBe(400)
+    }
   })
 
   it('an empty body is no body whatever its label, as Python\'s urllib labels data=b"" a form', async () => {

@@ -15,7 +15,7 @@ import { markingInexactIntegers } from './json-body.ts'
  * - a body refused for a forbidden key says so, rather than that it is not JSON;
  * - an integer past 2^53 that JSON.parse would round is marked (`InexactInteger`), for the body to be refused;
  * - an empty body is no body, rather than a 400 on a route that takes none, whatever its label (Python's urllib
- *   labels `data=b""` as a form); a body under another label than JSON is refused, unread, as Fastify does.
+ *   labels `data=b""` as a form); a body under another label than JSON, `text/plain` included, is refused unread.
  */
 export function readJsonBodies(app: FastifyInstance): void {
   const parseJson = app.getDefaultJsonParser('error', 'error')
@@ -37,6 +37,9 @@ export function readJsonBodies(app: FastifyInstance): void {
       done(error, error ? parsed : markingInexactIntegers(text, parsed))
     })
   })
+  // Fastify reads text/plain as a string by default, which every route then refused for its shape ("data: must be
+  // object"), not for its label: JSON that fetch sent as a string, labelled so, was told it is no object.
+  app.removeContentTypeParser('text/plain')
   app.addContentTypeParser('*', (request, _payload, done) => {
     // Where no route is, the body is left unread, as Fastify leaves it without a parser: the answer is the 404.
     if (request.headers['content-length'] === '0' || request.is404) return done(null, undefined)
