@@ -594,8 +594,10 @@ async function main(argv: string[]): Promise<number> {
   const config = loadConfig()
   const input = Object.hasOwn(INPUTS, name) ? await INPUTS[name](rest, values, config) : undefined
   const missing = Object.hasOwn(INPUTS, name) ? null : missingStore(config)
-  // Without a store, the command runs on an empty one in memory, so that its usage mistakes are still told first.
-  const store = await openStore(missing ? { ...config, dataDir: IN_MEMORY } : config)
+  // Without a store, the command runs on an empty one in memory, so that its usage mistakes are still told first;
+  // told so by its config, it leaves alone what lies outside the store (the file a backup would write).
+  const opened = missing ? { ...config, dataDir: IN_MEMORY } : config
+  const store = await openStore(opened)
   // On stderr, so that stdout stays the command's answer (--json).
   if (!missing) console.error(`Store: ${storeDescription(config)}`)
   // What the command writes (a drain's imports, a reset's rows) would be stamped behind the clock the servers tell,
@@ -603,11 +605,13 @@ async function main(argv: string[]): Promise<number> {
   if (!missing && (await movedClockOffset(config, store)) > 0)
     console.error(`Warning: ${MOVED_CLOCK_WARNING}; what a command writes is stamped by the system clock: give it CLOCK=controlled`)
   try {
-    const result = await command(store, rest, values, { config, clock: await clockFor(config.clock, store.clockOffset), input }).catch(
-      (error: unknown) => {
-        throw missing && !isUsageMistake(error) ? missing : error
-      },
-    )
+    const result = await command(store, rest, values, {
+      config: opened,
+      clock: await clockFor(config.clock, store.clockOffset),
+      input,
+    }).catch((error: unknown) => {
+      throw missing && !isUsageMistake(error) ? missing : error
+    })
     if (missing) throw missing
     console.log(values.json ? JSON.stringify(result.json, null, 2) : result.text)
     return 0

@@ -241,6 +241,10 @@ describe('the CLI', () => {
       expect(answer.stderr).toContain(`no store at ${join(dataDir, 'commission-api.sqlite')}`)
     }
     expect(runCli(['structures'], env).stderr).toContain('--company is required')
+    // Nor does a backup write a copy of the empty store it ran on, to be taken for one of a store.
+    const copy = join(tempDataDir(), 'backup.sqlite')
+    expect(runCli(['backup', copy], env).stderr).toContain('no store at')
+    expect(existsSync(copy)).toBe(false)
     // The commands that make a store read their fixture first: a mistake there makes none either.
     expect(runCli(['load'], env).code).toBe(2)
     expect(runCli(['load', join(dataDir, 'absent.json')], env).stderr).toContain('cannot be read as JSON')
