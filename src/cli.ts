@@ -624,8 +624,14 @@ async function main(argv: string[]): Promise<number> {
  * Where DATA_DIR holds no embedded store, what a command on its companies answers: a mistaken directory, most
  * likely, where it must not make an empty store and report that it holds nothing.
  */
-function missingStore(config: Config): NotFoundError | null {
-  if (config.mongodbUrl || config.dataDir === IN_MEMORY) return null
+function missingStore(config: Config): NotFoundError | ValidationError | null {
+  if (config.mongodbUrl) return null
+  // The test mode's DATA_DIR, copied to a command meant for its server, would move or list the command's own store.
+  if (config.dataDir === IN_MEMORY)
+    return new ValidationError({
+      resource: 'DATA_DIR',
+      description: `a store in memory lives in its process only: ${IN_MEMORY} holds nothing for a command (a --test-mode server's store is reached through its admin routes)`,
+    })
   const file = sqliteFile(config)
   try {
     statSync(file)

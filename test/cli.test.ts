@@ -259,6 +259,19 @@ describe('the CLI', () => {
     expect(runCli(['companies'], env).code).toBe(0)
   })
 
+  it('stops on DATA_DIR=:memory:, a store none but its own process reads, rather than answer from an empty one', () => {
+    // As testing.md lists it among the test mode's variables: the CLI would move, reset or list a store of its own.
+    const env = { DATA_DIR: ':memory:', CLOCK: 'controlled' }
+    for (const args of [['companies'], ['clock', 'advance', '300000'], ['reset'], ['structures', '--company', 'x']]) {
+      const answer = runCli(args, env)
+      expect([answer.code, answer.stdout], args.join(' ')).toEqual([1, ''])
+      expect(answer.stderr).toContain('DATA_DIR: a store in memory')
+    }
+    expect(runCli(['clock', 'bogus'], env).code).toBe(2)
+    // A load still checks a fixture there, and a demo still runs.
+    expect(runCli(['demo', '--users', '5', '--months', '1', '--deals', '5'], env).code).toBe(0)
+  })
+
   it('says a store too busy to write did nothing, and the command can run again', async () => {
     const env = { DATA_DIR: tempDataDir(), MONGODB_URL: '' }
     const created = runCli(['demo', '--users', '5', '--months', '1', '--deals', '5', '--json'], env)
