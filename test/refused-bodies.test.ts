@@ -31,8 +31,8 @@ async function answersSentWhole(url: string, head: string, body: Buffer): Promis
 }
 
 /** The head of a record upsert with `key` and a body of `length` bytes, sent whole as a proxy sends it. */
-const wholeUpsert = (key: string, length: number) =>
-  'POST /v1/tables/deals/records/bulk HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n' +
+const wholeUpsert = (key: string, length: number, contentType = 'application/json') =>
+  `POST /v1/tables/deals/records/bulk HTTP/1.1\r\nHost: localhost\r\nContent-Type: ${contentType}\r\n` +
   `X-API-Key: ${key}\r\nContent-Length: ${length}\r\n\r\n`
 
 describe('a body over the limit', () => {
@@ -72,6 +72,23 @@ describe('an upsert refused because its import queue is full', () => {
       expect(response).toMatch(/^HTTP\/1\.1 429 /)
       expect(response).toMatch(/\r\nconnection: close\r\n/i)
     }
+  })
+})
+
+describe('a body under another label than JSON', () => {
+  let server: TestServer
+
+  afterEach(() => server.close())
+
+  it('is read to its end before the 400 naming Content-Type, so that a client that sends it whole gets the answer', async () => {
+    server = await startTestServer()
+    const { apiKey } = await server.load(smallFixture())
+    const body = Buffer.alloc(8 * 1024 * 1024, 'x')
+    for (const contentType of ['text/plain;charset=UTF-8', 'application/xml'])
+      for (const response of await answersSentWhole(server.url, wholeUpsert(apiKey, body.length, contentType), body)) {
+        expect(response).toMatch(/^HTTP\/1\.1 400 /)
+        expect(response).toContain('"resource":"Content-Type"')
+      }
   })
 })
 

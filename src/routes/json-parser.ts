@@ -2,6 +2,7 @@ import { isUtf8 } from 'node:buffer'
 import { errorCodes, type FastifyInstance, type FastifyRequest } from 'fastify'
 import { ValidationError } from '../errors.ts'
 import { markingInexactIntegers } from './json-body.ts'
+import { drainBeforeAnswer } from './refused-bodies.ts'
 
 /**
  * Reads JSON bodies as Fastify's own parser does (secure-json-parse: a `__proto__` key, or a `constructor` holding
@@ -15,7 +16,8 @@ import { markingInexactIntegers } from './json-body.ts'
  * - a body refused for a forbidden key says so, rather than that it is not JSON;
  * - an integer past 2^53 that JSON.parse would round is marked (`InexactInteger`), for the body to be refused;
  * - an empty body is no body, rather than a 400 on a route that takes none, whatever its label (Python's urllib
- *   labels `data=b""` as a form); a body under another label than JSON, `text/plain` included, is refused unread.
+ *   labels `data=b""` as a form); a body under another label than JSON, `text/plain` included, is refused, its
+ *   rest read and dropped first (refused-bodies.ts).
  */
 export function readJsonBodies(app: FastifyInstance): void {
   const parseJson = app.getDefaultJsonParser('error', 'error')
@@ -43,6 +45,8 @@ export function readJsonBodies(app: FastifyInstance): void {
   app.addContentTypeParser('*', (request, _payload, done) => {
     // Where no route is, the body is left unread, as Fastify leaves it without a parser: the answer is the 404.
     if (request.headers['content-length'] === '0' || request.is404) return done(null, undefined)
+    // Read and dropped before the 400, as a 413's: a client sending it whole would otherwise meet a reset.
+    drainBeforeAnswer(request.raw)
     done(new errorCodes.FST_ERR_CTP_INVALID_MEDIA_TYPE(request.headers['content-type']), undefined)
   })
 }
