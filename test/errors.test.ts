@@ -148,6 +148,13 @@ describe('error mapping', () => {
       expect(response.statusCode).toBe(404)
       expect(await response.body.json()).toMatchObject({ resource: 'route', type: 'NotFoundError' })
     }
+    // Nor is a JSON body parsed there: one that is not JSON, or that JSON.parse would round, is the client's
+    // mistake of route first.
+    for (const body of ['nope', '{"n": 1e400}', '{"id": 9007199254740993}']) {
+      const response = await request(`${url}/nowhere`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body })
+      expect(response.statusCode, body).toBe(404)
+      expect(await response.body.json()).toMatchObject({ resource: 'route', type: 'NotFoundError' })
+    }
   })
 
   /** A POST of raw bytes to the echo route. */

@@ -24,8 +24,9 @@ export function readJsonBodies(app: FastifyInstance): void {
   app.removeContentTypeParser('application/json')
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body: Buffer, done) => {
     // No body at all, labelled JSON (as some clients label every request): read as no body, which the routes that
-    // take none accept and the others refuse by their schema.
-    if (body.length === 0) return done(null, undefined)
+    // take none accept and the others refuse by their schema. Where no route is, the body is not parsed: a route
+    // mistaken is the 404 (or 405), not a 400 for a body no route would read.
+    if (body.length === 0 || request.is404) return done(null, undefined)
     let text: string
     try {
       refuseContentEncoding(request)
