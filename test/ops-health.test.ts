@@ -1,7 +1,12 @@
+import { renameSync, rmSync } from 'node:fs'
+import { join } from 'node:path'
+import { DatabaseSync } from 'node:sqlite'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { afterEach, describe, expect, it } from 'vitest'
 import { buildApp } from '../src/app.ts'
 import { ManualClock } from '../src/clock.ts'
 import { loadConfig } from '../src/config.ts'
+import { startServerProcess, tempDataDir } from './helpers/process.ts'
 import { openTestStore } from './helpers/test-store.ts'
 import { call, startTestServer, type TestServer } from './helpers/server.ts'
 
@@ -82,6 +87,42 @@ describe('readiness with an import worker in the instance', () => {
     } finally {
       await app.close()
       await dispose()
+    }
+  })
+})
+
+describe('a server whose SQLite file is removed or replaced under it', () => {
+  it('answers its writes 503 rather than 200 into a file no name leads to, turns unready, and reads on', async () => {
+    for (const change of ['removed', 'replaced'] as const) {
+      const dataDir = tempDataDir()
+      const file = join(dataDir, 'commission-api.sqlite')
+      const server = startServerProcess({ DATA_DIR: dataDir, IMPORT_POLL_MS: '50' })
+      try {
+        const [, url] = await server.waitFor(/listening on (http:\/\/\S+)/)
+        const [, key] = await server.waitFor(/curl -H "X-API-Key: (\S+)"/)
+        expect((await call(`${url}/health/ready`)).status).toBe(200)
+
+        if (change === 'removed') rmSync(file)
+        else {
+          new DatabaseSync(`${file}.new`).close()
+          renameSync(`${file}.new`, file)
+        }
+
+        const body = { data: [{ email: 'lost@acme.example', name: 'Lost' }] }
+        const refused = await call(`${url}/v1/users/bulk`, { method: 'PUT', key, body })
+        expect(refused.status, change).toBe(503)
+        expect(refused.body).toEqual({ message: expect.any(String), type: 'ServiceUnavailableError' })
+        const ready = await call(`${url}/health/ready`)
+        expect(ready.status, change).toBe(503)
+        expect(ready.body.checks).toEqual({ store: 'unreachable', worker: 'ok', shutting_down: false })
+        expect((await call(`${url}/health/live`)).status).toBe(200)
+        expect((await call(`${url}/v2/data-structures`, { key })).status).toBe(200)
+        // The worker, polling every 50 ms, says it once.
+        await sleep(500)
+        expect(server.output().match(/import worker: the store is busy or out of reach/g), change).toHaveLength(1)
+      } finally {
+        await server.stop()
+      }
     }
   })
 })

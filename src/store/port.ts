@@ -549,6 +549,16 @@ export class StoreLockedError extends StoreBusyError {
 }
 
 /**
+ * A StoreBusyError of the embedded store: its file was removed or replaced (a restore by `mv`) while this process had
+ * it open. SQLite in WAL mode goes on writing to the file it opened, which no name leads to any more: whatever it
+ * wrote would be gone at the next start, which opens (or makes) the file the name leads to. Nothing more is written
+ * (reads go on, from the file this process still has open) until the process is restarted.
+ */
+export class StoreFileMovedError extends StoreBusyError {
+  override name = 'StoreFileMovedError'
+}
+
+/**
  * MongoDB could not serve a write made outside a transaction (the connection lost, no primary during a failover, a
  * node stepping down or overloaded), and whether it was applied is unknown: the driver may have sent it, and sent it
  * again after a failover, before the answer was lost, and a write of several documents may be half done; or the

@@ -1,5 +1,5 @@
 import { once } from 'node:events'
-import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs'
+import { existsSync, mkdtempSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
@@ -213,6 +213,35 @@ it('fails a write with StoreBusyError, writing nothing, when another connection 
       await store.close()
     }
   }))
+
+it('refuses every write, and its ping, once its file was removed or replaced under it: what it wrote would be lost at the next start', async () => {
+  for (const change of ['removed', 'replaced'] as const) {
+    await withStoreFile(async (file) => {
+      const store = openSqliteStore(file)
+      try {
+        await loadFixture(store, new ManualClock(), smallFixture())
+        await store.ping()
+        if (change === 'removed') rmSync(file)
+        else {
+          // What a restore of a backup by `mv` over the running store's file does.
+          new DatabaseSync(`${file}.new`).close()
+          renameSync(`${file}.new`, file)
+        }
+        const refused = await loadFixture(store, new ManualClock(), smallFixture('Later')).then(
+          () => null,
+          (error: unknown) => error,
+        )
+        expect(refused, change).toBeInstanceOf(StoreBusyError)
+        expect(String(refused)).toMatch(change === 'removed' ? /was removed while this process/ : /was replaced by another while/)
+        await expect(store.ping(), change).rejects.toBeInstanceOf(StoreBusyError)
+        // What it held is still read: reads go on as on a full disk.
+        expect(await store.companies.list(), change).toHaveLength(1)
+      } finally {
+        await store.close()
+      }
+    })
+  }
+})
 
 it('commits durably: the writer runs with synchronous = FULL, which survives a power loss as well as a crash', () =>
   withStoreFile(async (file) => {

@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto'
-import { closeSync, constants, existsSync, openSync, rmSync } from 'node:fs'
+import { closeSync, constants, existsSync, openSync, rmSync, statSync } from 'node:fs'
 import { linkDurably, makePrivateFile, PRIVATE_FILE_MODE } from '../../durable-files.ts'
 import { DatabaseSync, type SQLInputValue, type SQLOutputValue, type StatementSync } from 'node:sqlite'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { StoreFullError, StoreLockedError, StoreUpgradedError } from '../port.ts'
+import { StoreFileMovedError, StoreFullError, StoreLockedError, StoreUpgradedError } from '../port.ts'
 import { asStoreError } from '../shared/conflicts.ts'
 import { SerialQueue } from '../shared/serial-queue.ts'
 import { MIGRATIONS } from './migrations.ts'
@@ -117,11 +117,16 @@ export class SqliteConnection {
   readonly #remembered = new RememberedAnswers()
   #closed = false
   readonly #writeLockTimeoutMs: number
+  readonly #path: string
+  /** The device and inode of the file opened, null in memory: `#refuseMovedFile` compares its path's with them. */
+  readonly #opened: FileIdentity | null
 
   constructor(path: string, { writeLockTimeoutMs = WRITE_LOCK_TIMEOUT_MS }: { writeLockTimeoutMs?: number } = {}) {
     this.#writeLockTimeoutMs = writeLockTimeoutMs
+    this.#path = path
     if (path !== ':memory:') makePrivateFile(path)
     this.#writer = new Handle(path)
+    this.#opened = path === ':memory:' ? null : fileIdentity(path)
     migrate(this.#writer.db)
     // From now on the writer never sleeps inside SQLite waiting for the lock (that would stop the event loop
     // of the whole thread, HTTP included): `#begin` fails fast and tries again after a timer.
@@ -272,15 +277,38 @@ export class SqliteConnection {
     // Another process may have migrated the file since this one opened it: nothing is written by an older schema.
     try {
       refuseNewerSchema(this.#writer)
+      this.#refuseMovedFile()
     } catch (error) {
       db.exec('ROLLBACK')
       throw error
     }
   }
 
-  /** Throws StoreUpgradedError when a newer version of the service has migrated the file since it was opened. */
+  /**
+   * Throws StoreUpgradedError when a newer version of the service has migrated the file since it was opened, and
+   * StoreFileMovedError when its path no longer leads to it.
+   */
   checkSchema(): Promise<void> {
-    return this.#committed(() => refuseNewerSchema(this.#reader))
+    return this.#committed(() => {
+      refuseNewerSchema(this.#reader)
+      this.#refuseMovedFile()
+    })
+  }
+
+  /**
+   * Throws StoreFileMovedError when the store's path no longer leads to the file this connection opened (removed, or
+   * replaced by another): SQLite in WAL mode goes on committing to the file it holds open, and a write answered 200
+   * there would be lost at the next start, which opens what the path leads to.
+   */
+  #refuseMovedFile(): void {
+    if (this.#opened === null) return
+    const now = fileIdentity(this.#path)
+    if (now !== null && now.dev === this.#opened.dev && now.ino === this.#opened.ino) return
+    throw new StoreFileMovedError(
+      `the store's file ${this.#path} was ${now === null ? 'removed' : 'replaced by another'} while this process had it open: ` +
+        'nothing more is written to it, and a restart opens what the path leads to (what this process holds can be read from ' +
+        `its open file, /proc/${process.pid}/fd, until it stops)`,
+    )
   }
 
   /**
@@ -320,6 +348,17 @@ export class SqliteConnection {
       throw asSqliteStoreError(error)
     }
   }
+}
+
+interface FileIdentity {
+  dev: number
+  ino: number
+}
+
+/** The device and inode of the file at `path`, or null when there is none. */
+function fileIdentity(path: string): FileIdentity | null {
+  const stats = statSync(path, { throwIfNoEntry: false })
+  return stats ? { dev: stats.dev, ino: stats.ino } : null
 }
 
 /**
