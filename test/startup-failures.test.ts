@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process'
-import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { chmodSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { join, resolve } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
@@ -88,6 +88,33 @@ describe('start-up failures are one line naming the cause', () => {
     const asNobody = process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : {}
     const result = spawnSync(process.execPath, [CLI, 'serve'], { env, encoding: 'utf8', timeout: 60_000, ...asNobody })
     expect(failureLine({ code: result.status, stderr: result.stderr })).toMatch(new RegExp(`DATA_DIR=${parent}/data: it is not writable`))
+  })
+
+  it('a store whose files are not writable, its log left beside it (by a crash, or a stop in a directory it could not write)', () => {
+    const dataDir = tempDataDir()
+    expect(runCli(['demo', '--users', '5', '--months', '1', '--deals', '5'], sqlite({ DATA_DIR: dataDir })).code).toBe(0)
+    // Both files' logs and their indexes stay while a connection holds each open.
+    const holders = ['commission-api.sqlite', 'commission-api.rate-limits.sqlite'].map((name) => {
+      const db = new DatabaseSync(join(dataDir, name))
+      db.exec('PRAGMA journal_mode = WAL')
+      db.prepare('SELECT 1 FROM sqlite_master').all()
+      return db
+    })
+    try {
+      for (const name of readdirSync(dataDir)) chmodSync(join(dataDir, name), 0o444)
+      chmodSync(dataDir, 0o555)
+      const env = childEnvironment(process.env, sqlite({ DATA_DIR: dataDir }))
+      // SQLite opens such a store read-only without a word: the server started, ready, and answered every v1 and v2
+      // request 500 (its rate limit writes), its worker logging a failure at each poll.
+      const asNobody = process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : {}
+      const result = spawnSync(process.execPath, [CLI, 'serve'], { env, encoding: 'utf8', timeout: 15_000, ...asNobody })
+      expect(failureLine({ code: result.status, stderr: result.stderr })).toMatch(
+        /cannot open the SQLite store .*commission-api\.sqlite: DATA_DIR is not writable/,
+      )
+    } finally {
+      chmodSync(dataDir, 0o755)
+      for (const holder of holders) holder.close()
+    }
   })
 
   it('a directory where the SQLite file should be', () => {

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { closeSync, constants, existsSync, openSync, rmSync, statSync } from 'node:fs'
+import { accessSync, closeSync, constants, existsSync, openSync, rmSync, statSync } from 'node:fs'
 import { linkDurably, makePrivateFile, PRIVATE_FILE_MODE } from '../../durable-files.ts'
 import { DatabaseSync, type SQLInputValue, type SQLOutputValue, type StatementSync } from 'node:sqlite'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -124,7 +124,10 @@ export class SqliteConnection {
   constructor(path: string, { writeLockTimeoutMs = WRITE_LOCK_TIMEOUT_MS }: { writeLockTimeoutMs?: number } = {}) {
     this.#writeLockTimeoutMs = writeLockTimeoutMs
     this.#path = path
-    if (path !== ':memory:') makePrivateFile(path)
+    if (path !== ':memory:') {
+      makePrivateFile(path)
+      refuseReadOnlyFiles(path)
+    }
     this.#writer = new Handle(path)
     this.#opened = path === ':memory:' ? null : fileIdentity(path)
     migrate(this.#writer.db)
@@ -346,6 +349,21 @@ export class SqliteConnection {
     } catch (error) {
       if (db.isTransaction) db.exec('ROLLBACK')
       throw asSqliteStoreError(error)
+    }
+  }
+}
+
+/**
+ * Throws the file system's error (EACCES, EROFS) when this process may not write the SQLite file at `path`, or the
+ * log and index beside it. SQLite opens such a database read-only without a word once its log is there (a crash leaves
+ * it, and so does a stop in a directory it may not write), and every write then fails: the start must fail instead.
+ */
+export function refuseReadOnlyFiles(path: string): void {
+  for (const file of [path, `${path}-wal`, `${path}-shm`]) {
+    try {
+      accessSync(file, constants.W_OK)
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error
     }
   }
 }

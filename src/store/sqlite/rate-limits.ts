@@ -1,7 +1,7 @@
 import { makePrivateFile } from '../../durable-files.ts'
 import { DatabaseSync, type StatementSync } from 'node:sqlite'
 import type { RateLimitRepository, RateSubjectKey, RateWindow } from '../port.ts'
-import { asSqliteStoreError, retriedWhileLocked } from './connection.ts'
+import { asSqliteStoreError, refuseReadOnlyFiles, retriedWhileLocked } from './connection.ts'
 
 /** Closed windows are deleted at most this often (store time), so that the table stays small. */
 const PURGE_EVERY_MS = 60_000
@@ -35,7 +35,10 @@ export class SqliteRateLimits implements RateLimitRepository {
   #closed = false
 
   constructor(path: string) {
-    if (path !== ':memory:') makePrivateFile(path)
+    if (path !== ':memory:') {
+      makePrivateFile(path)
+      refuseReadOnlyFiles(path)
+    }
     this.#db = new DatabaseSync(path)
     // Opening waits inside SQLite: instances started together set the file up at the same time.
     this.#db.exec('PRAGMA busy_timeout = 10000')
