@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events'
 import { readFileSync } from 'node:fs'
-import { afterEach, describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import { ManualClock } from '../src/clock.ts'
 import { ServiceMetrics } from '../src/observability/metrics.ts'
 import type { DataImport } from '../src/store/model.ts'
@@ -83,6 +83,24 @@ describe('GET /metrics', () => {
     expect(await age()).toBe(90)
   })
 
+  it('answers a scrape while the store does not, its gauges of the store NaN and every other metric as ever', async () => {
+    server = await startTestServer()
+    await server.call('/health/live')
+    await server.store.close()
+    const reply = await server.call('/metrics')
+    expect(reply.status).toBe(200)
+    for (const series of [
+      'commission_api_imports{state="scheduled"}',
+      'commission_api_imports{state="started"}',
+      'commission_api_import_queue_depth',
+      'commission_api_import_oldest_scheduled_age_seconds',
+    ]) {
+      expect(sample(reply.text, series), series).toBeNaN()
+    }
+    expect(sample(reply.text, 'commission_api_http_requests_total{method="GET",route="/health/live",status_code="200"}')).toBe(1)
+    expect(sample(reply.text, 'process_resident_memory_bytes')).toBeGreaterThan(0)
+  })
+
   it('is documented in the OpenAPI document as text/plain; version=0.0.4', async () => {
     server = await startTestServer()
     const document = (await server.call('/openapi.json')).body
@@ -145,5 +163,29 @@ describe('import duration', () => {
     expect(sample(text, 'commission_api_import_duration_seconds_sum{outcome="ok"}')).toBe(2)
     expect(sample(text, 'commission_api_import_duration_seconds_bucket{le="1",outcome="ok"}')).toBe(0)
     expect(sample(text, 'commission_api_import_duration_seconds_bucket{le="0.5",outcome="error"}')).toBe(1)
+  })
+})
+
+/** A store read that never answers. */
+const never = () => new Promise<never>(() => {})
+
+describe('a scrape while the store hangs (MongoDB out of reach: its driver waits 30 s to select a server)', () => {
+  it('gives the store up after 2 s, as readiness does, and answers with its gauges NaN', async () => {
+    vi.useFakeTimers()
+    try {
+      const metrics = new ServiceMetrics({
+        imports: { countUnfinished: never, oldestScheduledDueAt: never },
+        clock: new ManualClock(),
+        build: { version: '0.0.0', store: 'mongodb' },
+      })
+      const scrape = metrics.exposition()
+      await vi.advanceTimersByTimeAsync(2000)
+      const text = await scrape
+      expect(sample(text, 'commission_api_import_queue_depth')).toBeNaN()
+      expect(sample(text, 'commission_api_import_oldest_scheduled_age_seconds')).toBeNaN()
+      expect(sample(text, 'commission_api_build_info{version="0.0.0",store="mongodb"}')).toBe(1)
+    } finally {
+      vi.useRealTimers()
+    }
   })
 })

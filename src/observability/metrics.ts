@@ -13,6 +13,29 @@ export interface MetricsSources {
 
 let processMetrics: Registry | undefined
 
+/** A store read of a scrape that has not answered in this time is given up, as readiness gives its ping up. */
+const STORE_READ_TIMEOUT_MS = 2000
+
+/**
+ * What `read` gives, or null when the store fails it or does not answer in STORE_READ_TIMEOUT_MS: a scrape is
+ * answered all the same, the store's gauges NaN, so that the request counts and the process's metrics, wanted most
+ * while the store is in trouble, still reach the operator (one failed collect would make the whole scrape a 500, and
+ * an unreachable MongoDB would hold it past any scrape timeout).
+ */
+async function fromStore<T>(read: () => Promise<T>): Promise<T | null> {
+  let timer: NodeJS.Timeout | undefined
+  const timeout = new Promise<null>((resolve) => {
+    timer = setTimeout(() => resolve(null), STORE_READ_TIMEOUT_MS)
+  })
+  try {
+    return await Promise.race([read(), timeout])
+  } catch {
+    return null
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
 /**
  * prom-client's default metrics (CPU, memory, heap, event loop lag, GC, handles, Node.js version) describe the
  * process, not an app: one registry per process holds them, whatever the number of apps in it (tests build
@@ -98,33 +121,35 @@ export class ServiceMetrics {
       buckets: [0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900],
       registers,
     })
-    const counts = () => imports.countUnfinished()
+    const counts = () => fromStore(() => imports.countUnfinished())
     this.importsByState = new Gauge({
       name: 'commission_api_imports',
-      help: 'Imports waiting (scheduled) and running (started), read from the store at scrape time',
+      help: 'Imports waiting (scheduled) and running (started), read from the store at scrape time; NaN when the store did not answer',
       labelNames: ['state'],
       registers,
       async collect() {
-        const byState = await counts()
+        const byState = (await counts()) ?? { scheduled: Number.NaN, started: Number.NaN }
         this.reset()
         for (const [state, count] of Object.entries(byState)) this.set({ state }, count ?? 0)
       },
     })
     this.importQueueDepth = new Gauge({
       name: 'commission_api_import_queue_depth',
-      help: 'Imports waiting to run (scheduled), read from the store at scrape time',
+      help: 'Imports waiting to run (scheduled), read from the store at scrape time; NaN when the store did not answer',
       registers,
       async collect() {
-        this.set((await counts()).scheduled ?? 0)
+        const byState = await counts()
+        this.set(byState === null ? Number.NaN : (byState.scheduled ?? 0))
       },
     })
     this.oldestImportAge = new Gauge({
       name: 'commission_api_import_oldest_scheduled_age_seconds',
-      help: 'How long the scheduled import that has waited longest has been able to run (since its debounce window closed); 0 when none waits',
+      help: 'How long the scheduled import that has waited longest has been able to run (since its debounce window closed); 0 when none waits, NaN when the store did not answer',
       registers,
       async collect() {
-        const dueAt = await imports.oldestScheduledDueAt()
-        this.set(dueAt === null ? 0 : Math.max(0, (clock.now().getTime() - Date.parse(dueAt)) / 1000))
+        const dueAt = await fromStore(async () => ({ at: await imports.oldestScheduledDueAt() }))
+        if (dueAt === null) this.set(Number.NaN)
+        else this.set(dueAt.at === null ? 0 : Math.max(0, (clock.now().getTime() - Date.parse(dueAt.at)) / 1000))
       },
     })
     this.buildInfo = new Gauge({
