@@ -62,14 +62,24 @@ export function redactUrl(url: string, known: readonly unknown[]): string {
   return `${safePath}?${logged.toString()}`
 }
 
+/** The most bytes of log lines kept while stdout refuses them (its file's disk full); later lines are dropped. */
+const UNWRITTEN_LOG_LIMIT_BYTES = 16 * 1024 * 1024
+
 /**
  * Where the logs go when no stream is given: stdout, written synchronously. pino's default is asynchronous and
  * flushes what is pending when the process exits; when stdout is a closed pipe (`npm start | head`) that flush
  * retries the failed write forever and the process never exits, whatever SHUTDOWN_TIMEOUT_MS says. Written
  * synchronously, the first failed write is seen at once, and pino then drops the logs instead of retrying.
+ *
+ * Any other failed write (stdout a file on a full disk: ENOSPC) is an error event that pino passes on, and that
+ * nobody handled: it ended the process at the first request line, when the store's disk filled up under a server
+ * logging to it. The lines are kept instead (up to UNWRITTEN_LOG_LIMIT_BYTES) and written with the next line once
+ * the file takes them again.
  */
 export function logDestination(): DestinationStream {
-  return pino.destination({ dest: 1, sync: true })
+  const destination = pino.destination({ dest: 1, sync: true, maxLength: UNWRITTEN_LOG_LIMIT_BYTES })
+  destination.on('error', () => {})
+  return destination
 }
 
 /**

@@ -1,9 +1,12 @@
-import { rmSync } from 'node:fs'
+import { spawn } from 'node:child_process'
+import { closeSync, openSync, readFileSync, rmSync } from 'node:fs'
+import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { smallFixture } from './helpers/fixtures.ts'
 import { until } from './helpers/kit-server.ts'
-import { type ServerProcess, startServerProcess } from './helpers/process.ts'
+import { CLI, type ServerProcess, startServerProcess, tempDataDir } from './helpers/process.ts'
 import { call } from './helpers/server.ts'
+import { childEnvironment } from './helpers/test-store.ts'
 import { fillLeaving, mountSmallDisk, SMALL_DISKS, SMALL_DISKS_NOTE, unmount } from './helpers/small-disk.ts'
 
 const ADMIN_TOKEN = 'disk-full-test-admin-token'
@@ -86,5 +89,51 @@ describe.skipIf(!SMALL_DISKS)(`a server whose disk fills up${SMALL_DISKS_NOTE}`,
     const table = await call(`${url}/v1/tables/deals/records?limit=0`, { key })
     // The fixture's two deals and the 2,000 of the call; none of the refused one.
     expect(table.body.count).toBe(2002)
+  })
+})
+
+/** `npm start > server.log` where that file's disk fills up (the store's own disk, say): the log cannot be written. */
+describe.skipIf(!SMALL_DISKS)(`a server whose log file's disk fills up${SMALL_DISKS_NOTE}`, () => {
+  it('keeps serving, and writes its log lines again once there is room', async () => {
+    const disk = mountSmallDisk('1m')
+    const logFile = join(disk, 'server.log')
+    const out = openSync(logFile, 'a')
+    const env = childEnvironment(process.env, { DATA_DIR: tempDataDir(), PORT: '0', LOG_LEVEL: 'info', DEMO: 'off' })
+    const child = spawn(process.execPath, [CLI, 'serve'], { env, stdio: ['ignore', out, 'pipe'] })
+    let stderr = ''
+    child.stderr!.on('data', (chunk) => (stderr += chunk.toString()))
+    try {
+      const url = (
+        await until(
+          async () => readFileSync(logFile, 'utf8'),
+          (text) => /listening on http:\/\/\S+/.test(text),
+          15_000,
+        )
+      ).match(/listening on (http:\/\/\S+)/)![1]
+      const filler = fillLeaving(disk, 0)
+      // Each request writes its log line: before, the first one the disk refused (ENOSPC) ended the process.
+      for (let index = 0; index < 20; index++) expect((await call(`${url}/health/live`)).status).toBe(200)
+      expect(child.exitCode).toBeNull()
+
+      rmSync(filler)
+      expect((await call(`${url}/health/live`, { headers: { 'x-request-id': 'room-again' } })).status).toBe(200)
+      // The lines the disk refused meanwhile were kept, and are written with it (a request's line follows its answer).
+      const logged = await until(
+        async () =>
+          readFileSync(logFile, 'utf8')
+            .split('\n')
+            .filter((line) => line.includes('"url":"/health/live"')),
+        (lines) => lines.length === 21,
+        5000,
+      )
+      expect(logged).toHaveLength(21)
+      expect(logged.at(-1)).toContain('"request_id":"room-again"')
+      expect(stderr).toBe('')
+    } finally {
+      child.kill('SIGTERM')
+      if (child.exitCode === null) await new Promise((done) => child.once('exit', done))
+      closeSync(out)
+      unmount(disk)
+    }
   })
 })
