@@ -1,10 +1,10 @@
-import { spawn } from 'node:child_process'
-import { closeSync, openSync, readFileSync, rmSync } from 'node:fs'
+import { spawn, spawnSync } from 'node:child_process'
+import { closeSync, openSync, readFileSync, rmSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { smallFixture } from './helpers/fixtures.ts'
 import { until } from './helpers/kit-server.ts'
-import { CLI, type ServerProcess, startServerProcess, tempDataDir } from './helpers/process.ts'
+import { CLI, type ServerProcess, startProcess, startServerProcess, tempDataDir } from './helpers/process.ts'
 import { call } from './helpers/server.ts'
 import { childEnvironment } from './helpers/test-store.ts'
 import { fillLeaving, mountSmallDisk, SMALL_DISKS, SMALL_DISKS_NOTE, unmount } from './helpers/small-disk.ts'
@@ -134,6 +134,54 @@ describe.skipIf(!SMALL_DISKS)(`a server whose log file's disk fills up${SMALL_DI
       if (child.exitCode === null) await new Promise((done) => child.once('exit', done))
       closeSync(out)
       unmount(disk)
+    }
+  })
+})
+
+/**
+ * A write the disk refuses with another error than "full" (a quota exceeded, EDQUOT, or a file size limit, EFBIG:
+ * SQLite tells both as a disk I/O error, not SQLITE_FULL), here a file size limit set with prlimit.
+ */
+const PRLIMIT = spawnSync('prlimit', ['--version']).status === 0
+describe.skipIf(!PRLIMIT)(`a server whose writes the disk refuses with an I/O error${PRLIMIT ? '' : ' (NOT RUN: no prlimit)'}`, () => {
+  it('keeps an upsert answered 200 whose import meets it, never refused for it, and answers the writes it refuses 503', async () => {
+    const dataDir = tempDataDir()
+    const setUp = startServerProcess({ DATA_DIR: dataDir, DEMO: 'off', ADMIN_TOKEN })
+    const [, setUpUrl] = await setUp.waitFor(/listening on (http:\/\/\S+)/)
+    const loaded = await call(`${setUpUrl}/admin/companies`, { method: 'POST', headers: admin, body: smallFixture('IoError') })
+    const key = loaded.body.api_key as string
+    expect(await setUp.stop()).toBe(0)
+
+    // Room for a call's payload in the log, not for the records its import then writes beside it.
+    const records = Array.from({ length: 1000 }, (_, index) => ({ deal_id: `E-${index}`, deal_name: 'x'.repeat(1000) }))
+    const limit = statSync(join(dataDir, 'commission-api.sqlite')).size + 1_600_000
+    const env = childEnvironment(process.env, { DATA_DIR: dataDir, DEMO: 'off', PORT: '0', LOG_LEVEL: 'warn', IMPORT_LEASE_MS: '1000' })
+    const server = startProcess('prlimit', [`--fsize=${limit}:unlimited`, process.execPath, CLI, 'serve'], { env })
+    try {
+      const [, url] = await server.waitFor(/listening on (http:\/\/\S+)/)
+      const accepted = await call(`${url}/v1/tables/deals/records/bulk`, { method: 'POST', key, body: records })
+      expect(accepted.status, accepted.text).toBe(200)
+      await server.waitFor(/import postponed|import failed/)
+      const waiting = await call(`${url}/v1/imports/${accepted.body.import_id}`, { key })
+      expect(waiting.body.data_import.status).not.toBe('finished')
+      expect(server.output()).not.toMatch(/import failed on an internal error/)
+
+      const refused = await call(`${url}/v1/tables/deals/records/bulk`, { method: 'POST', key, body: [...records, ...records] })
+      expect(refused.status, refused.text).toBe(503)
+      expect(refused.body).toEqual({ message: expect.any(String), type: 'ServiceUnavailableError' })
+
+      // The limit lifted (its soft part: raising a hard limit takes a capability a container may not have), the
+      // import is applied, once.
+      expect(spawnSync('prlimit', ['--pid', String(server.child.pid), '--fsize=unlimited:unlimited']).status).toBe(0)
+      const finished = await until(
+        () => call(`${url}/v1/imports/${accepted.body.import_id}`, { key }),
+        (reply) => reply.body.data_import.status === 'finished',
+        15_000,
+      )
+      expect(finished.body.data_import).toMatchObject({ status: 'finished', error: false })
+      expect((await call(`${url}/v1/tables/deals/records?limit=0`, { key })).body.count).toBe(1002)
+    } finally {
+      await server.stop()
     }
   })
 })

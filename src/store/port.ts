@@ -565,7 +565,8 @@ export class StoreFileMovedError extends StoreBusyError {
  * primary applied it and could not confirm that it stays (a write concern error: it stepped down, say, before a
  * majority had it). Or, for the same reasons, MongoDB could not confirm a transaction's commit: the transaction may
  * have committed, whole, or not at all. Unlike StoreBusyError, doing it again may do it twice (a second API key): look
- * before. (SQLite answers every write.)
+ * before. SQLite's disk failing a read or write (SQLITE_IOERR: a quota exceeded, a file size limit, a failing disk) is
+ * one too: met at a commit's sync, the transaction may be there once the file is read again.
  */
 export class StoreUnconfirmedError extends Error {
   override name = 'StoreUnconfirmedError'

@@ -3,7 +3,7 @@ import { accessSync, closeSync, constants, existsSync, openSync, rmSync, statSyn
 import { linkDurably, makePrivateFile, PRIVATE_FILE_MODE } from '../../durable-files.ts'
 import { DatabaseSync, type SQLInputValue, type SQLOutputValue, type StatementSync } from 'node:sqlite'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { StoreFileMovedError, StoreFullError, StoreLockedError, StoreUpgradedError } from '../port.ts'
+import { StoreFileMovedError, StoreFullError, StoreLockedError, StoreUnconfirmedError, StoreUpgradedError } from '../port.ts'
 import { asStoreError } from '../shared/conflicts.ts'
 import { SerialQueue } from '../shared/serial-queue.ts'
 import { MIGRATIONS } from './migrations.ts'
@@ -381,11 +381,20 @@ function fileIdentity(path: string): FileIdentity | null {
 
 /**
  * SQLite's error as the port states it: a broken uniqueness rule is StoreConflictError, a full disk (SQLITE_FULL)
- * StoreFullError, each with SQLite's error as its cause; any other error is kept.
+ * StoreFullError, a disk that failed a read or write (SQLITE_IOERR) StoreUnconfirmedError, each with SQLite's error as
+ * its cause; any other error is kept.
+ *
+ * SQLITE_IOERR is how SQLite tells a disk quota exceeded (EDQUOT) or a file size limit (EFBIG), not as SQLITE_FULL,
+ * and a failing disk (EIO). Not a fault of the work: kept as any other error, it failed an import answered 200 for
+ * good, as an internal error. Met at a commit (its sync), the transaction may be there once the file is read again:
+ * unconfirmed, an import is run again from its last committed step, and an HTTP write is answered "look before
+ * sending it again".
  */
 export function asSqliteStoreError(error: unknown): unknown {
-  if (sqliteCode(error) === SQLITE_FULL)
-    return new StoreFullError(`the SQLite store's disk is full: ${(error as Error).message}`, { cause: error })
+  const code = sqliteCode(error)
+  if (code === SQLITE_FULL) return new StoreFullError(`the SQLite store's disk is full: ${(error as Error).message}`, { cause: error })
+  if (code === SQLITE_IOERR)
+    return new StoreUnconfirmedError(`the SQLite store's disk failed a read or write: ${(error as Error).message}`, { cause: error })
   return asStoreError(error, isUniqueViolation)
 }
 
@@ -395,6 +404,7 @@ function isUniqueViolation(error: unknown): boolean {
 }
 
 const SQLITE_BUSY = 5
+const SQLITE_IOERR = 10
 const SQLITE_FULL = 13
 
 /** SQLite's primary result code of an error (its extended codes carry it in their low byte); null for another error. */
