@@ -222,6 +222,24 @@ describe("the worker's thread stores the upserts' payloads for the HTTP thread",
     await store.close()
   })
 
+  it('rejects with StoreUnconfirmedError when the thread dies before it answered, its payload stored or not, for the HTTP thread to answer 503 "look first"', async () => {
+    const { config, store, companyId } = await loadedStore()
+    const worker = new ThreadedImportWorker({
+      config,
+      logger: recordingLogger(),
+      entry: new URL('./helpers/dying-on-enqueue-worker-thread.ts', import.meta.url),
+      restartDelayMs: 60_000,
+    })
+    await worker.start()
+    try {
+      // Before, a plain Error, answered 500 without a word on whether the call was stored.
+      await expect(worker.enqueue(...enqueueArguments(companyId, 1))).rejects.toBeInstanceOf(StoreUnconfirmedError)
+    } finally {
+      await worker.stop()
+      await store.close()
+    }
+  })
+
   it('rejects with StoreBusyError when another writer holds the lock past the wait, for the HTTP thread to answer 503', async () => {
     const { config, store, companyId } = await loadedStore()
     const worker = new ThreadedImportWorker({ config, logger: recordingLogger() })

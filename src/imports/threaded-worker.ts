@@ -148,8 +148,8 @@ export class ThreadedImportWorker extends EventEmitter<{ finished: [DataImport] 
   /**
    * `store.imports.enqueue`, done by the thread on its own connection: the HTTP thread only posts the payload
    * (cheaper than serializing it) and never waits inside a write for the disk. Rejects with ImportQueueFullError
-   * as the store does, and with an Error when the thread stops before it answered (the payload may then be
-   * stored or not, as after a crash: it was not acknowledged).
+   * as the store does, and with StoreUnconfirmedError when the thread stops before it answered (the payload may
+   * then be stored or not, as after a crash: it was not acknowledged).
    */
   enqueue(...[fresh, payload, now, maxQueuedBytes]: Parameters<Store['imports']['enqueue']>): Promise<DataImport> {
     if (!this.#thread) return Promise.reject(new Error('the import worker thread is not running'))
@@ -187,9 +187,11 @@ export class ThreadedImportWorker extends EventEmitter<{ finished: [DataImport] 
       thread.on('exit', (code) => {
         this.#running = false
         this.#thread = null
+        // The thread may have committed the payload before it died, or not: the call is answered as a write the store
+        // did not confirm (503, "look before sending it again"), not as a 500 that says nothing of it.
         for (const [call, pending] of this.#enqueues) {
           this.#enqueues.delete(call)
-          pending.reject(new Error('the import worker thread stopped before it stored the payload'))
+          pending.reject(new StoreUnconfirmedError('the import worker thread stopped before it answered whether it stored the payload'))
         }
         reject(new Error(`the import worker thread exited (code ${code}) before it started`))
         if (this.#stopping) return
