@@ -302,6 +302,45 @@ describe('the import worker', () => {
     expect(warnings).toHaveLength(2)
   })
 
+  it('says once a failure its polls keep meeting (a corrupt file), again for another failure, and after a poll got through', async () => {
+    const failures: Error[] = []
+    let claims = 0
+    const store: Store = {
+      ...h.store,
+      imports: {
+        ...h.store.imports,
+        claimNext: (...args) => {
+          claims++
+          const failure = failures.shift()
+          return failure ? Promise.reject(failure) : h.store.imports.claimNext(...args)
+        },
+      },
+    }
+    const errors: string[] = []
+    const logger = {
+      info: () => undefined,
+      warn: () => undefined,
+      error: (details: { err?: Error }, message: string) => errors.push(`${message}: ${details.err?.message}`),
+    }
+    const worker = new ImportWorker({ store, clock: h.server.clock, logger, pollMs: 10, owner: 'failing-spells' })
+    const pollsFrom = async (count: number) => {
+      const target = claims + count
+      const reached = () => claims >= target
+      while (!reached()) await sleep(5)
+    }
+    failures.push(...Array.from({ length: 5 }, () => new Error('database disk image is malformed')), new Error('disk I/O error'))
+    worker.start()
+    await pollsFrom(9)
+    expect(errors).toEqual([
+      'import worker: polling failed: database disk image is malformed',
+      'import worker: polling failed: disk I/O error',
+    ])
+    failures.push(new Error('disk I/O error'))
+    await pollsFrom(4)
+    await worker.stop()
+    expect(errors).toHaveLength(3)
+  })
+
   it('runs one import per company at a time; the others wait in scheduled, other companies go on', async () => {
     const globex = await h.server.load(smallFixture('Globex'))
     const first = await putUsers([{ email: 'a@acme.example' }])

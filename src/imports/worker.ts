@@ -106,8 +106,11 @@ export class ImportWorker extends EventEmitter<ImportWorkerEvents> {
   #wake: (() => void) | null = null
   /** A `wake()` came while the worker was not waiting: it looks again before it waits. */
   #woken = false
-  /** The kind of store error the last poll met (said once per spell, until a poll gets through), or null. */
-  #storeTrouble: 'busy' | 'full' | 'upgraded' | null = null
+  /**
+   * What the last poll met (said once per spell, until a poll gets through): a kind of store trouble, or another
+   * failure by its message; null when none.
+   */
+  #storeTrouble: string | null = null
 
   constructor(options: ImportWorkerOptions) {
     super()
@@ -332,8 +335,8 @@ export class ImportWorker extends EventEmitter<ImportWorkerEvents> {
       } catch (error) {
         // Another process holding the write lock past the wait (a long import or reset), or MongoDB out of reach (a
         // claim it did not confirm is the lease's to settle), is not a failure of ours, and a store a newer version
-        // migrated is not either: each is said once per spell, as the polls that find it so follow each other every
-        // IMPORT_POLL_MS.
+        // migrated is not either. Each, and any other failure (a corrupt file), is said once per spell, as the polls
+        // that meet it follow each other every IMPORT_POLL_MS: a failure said again at each would flood the log.
         const trouble =
           error instanceof StoreUpgradedError
             ? 'upgraded'
@@ -341,18 +344,18 @@ export class ImportWorker extends EventEmitter<ImportWorkerEvents> {
               ? 'full'
               : error instanceof StoreBusyError || error instanceof StoreUnconfirmedError
                 ? 'busy'
-                : null
-        if (trouble === null) this.#logger.error({ err: error }, 'import worker: polling failed')
-        else if (trouble !== this.#storeTrouble) {
+                : `failed: ${error instanceof Error ? error.message : String(error)}`
+        if (trouble !== this.#storeTrouble) {
           if (trouble === 'busy')
             this.#logger.warn({ err: error }, 'import worker: the store is busy or out of reach; polling on until it answers')
           else if (trouble === 'full')
             this.#logger.error({ err: error }, "import worker: the store's disk is full; polling on until there is room")
-          else
+          else if (trouble === 'upgraded')
             this.#logger.error(
               { err: error },
               'import worker: a newer version migrated the store; this one claims nothing until it is restarted on it',
             )
+          else this.#logger.error({ err: error }, 'import worker: polling failed')
         }
         this.#storeTrouble = trouble
         this.emit('failed', error)
