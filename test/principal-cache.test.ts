@@ -105,6 +105,14 @@ describe('authentication reused for a moment (PrincipalCache)', () => {
     await expect(cache.authenticate(SECRET)).rejects.toBeInstanceOf(UnauthorizedError)
   })
 
+  it('refuses at the next request a key revoked through the same store, as an unknown key', async () => {
+    await cache.authenticate(SECRET)
+    const [key] = await store.apiKeys.list(companyId)
+    expect(await store.apiKeys.delete(companyId, key.id)).toBe(true)
+    await expect(cache.authenticate(SECRET)).rejects.toThrow(/^Invalid API key$/)
+    expect(lookups).toBe(2)
+  })
+
   it('does not remember an unknown key: every attempt is read, so that guesses cannot fill the memory', async () => {
     await expect(cache.authenticate('cak_no-such-key-at-all')).rejects.toBeInstanceOf(UnauthorizedError)
     await expect(cache.authenticate('cak_no-such-key-at-all')).rejects.toBeInstanceOf(UnauthorizedError)

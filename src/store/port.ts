@@ -219,6 +219,11 @@ export interface ApiKeyRepository {
   /** The key with this hash, whatever its company; null when none. */
   findByHash(hash: string): Promise<ApiKey | null>
   list(companyId: string): Promise<ApiKey[]>
+  /**
+   * Deletes the company's key with this id (a revocation): from the commit on, `findByHash` no longer finds it, and
+   * `committedWrites` has moved. False when the company has no such key: another company's key id names none.
+   */
+  delete(companyId: string, id: string): Promise<boolean>
 }
 
 export interface UserRepository {

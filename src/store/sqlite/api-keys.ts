@@ -23,5 +23,7 @@ export function sqliteApiKeys(sql: Sql): ApiKeyRepository {
     async list(companyId) {
       return parseDocuments<ApiKey>(await sql.all('SELECT doc FROM api_keys WHERE company_id = ? ORDER BY id', companyId))
     },
+    delete: (companyId, id) =>
+      sql.write((db) => Number(db.run('DELETE FROM api_keys WHERE company_id = ? AND id = ?', companyId, id).changes) > 0),
   }
 }

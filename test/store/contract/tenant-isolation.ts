@@ -39,6 +39,7 @@ export function tenantIsolationContract(adapter: StoreAdapter): void {
       const [a, b] = await populateTwo(store)
       const companyId = a.company.id
       expect(await store.quotas.setType(companyId, b.quota.id, 'float', minute(30))).toBe(false)
+      expect(await store.apiKeys.delete(companyId, b.apiKey.id)).toBe(false)
       await store.attributions.replaceManagers(companyId, [b.users[0].id], [])
       await store.attributions.replaceGroups(companyId, [b.users[0].id], [])
       await store.records.upsert(companyId, [aRecord(companyId, b.table.id, { external_id: b.record.external_id })])
