@@ -284,10 +284,28 @@ describe('OpenAPI document for client generators and readers', () => {
     }
   })
 
+  it("describes the revocation of a key: its path's two ids and every answer it gives", () => {
+    const operation = document.paths['/admin/companies/{id}/api-keys/{key_id}'].delete
+    expect(operation.operationId).toBe('adminDeleteApiKey')
+    expect(operation.parameters.filter((parameter: any) => parameter.in === 'path').map((parameter: any) => parameter.name)).toEqual([
+      'id',
+      'key_id',
+    ])
+    expect(Object.keys(operation.responses)).toEqual(expect.arrayContaining(['204', '400', '401', '404']))
+    expect(operation.responses['404'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/NotFoundBody' })
+  })
+
   it('marks the body optional where the route takes none, and required elsewhere', () => {
     const operations = Object.values(document.paths).flatMap((item: any) => Object.values(item)) as any[]
     const byId = (operationId: string) => operations.find((operation) => operation.operationId === operationId)
-    const deletions = ['adminDeleteCompany', 'adminDeletePlan', 'adminClearFaults', 'adminDeleteFault', 'adminClearRequests']
+    const deletions = [
+      'adminDeleteCompany',
+      'adminDeleteApiKey',
+      'adminDeletePlan',
+      'adminClearFaults',
+      'adminDeleteFault',
+      'adminClearRequests',
+    ]
     for (const operationId of ['adminCreateApiKey', 'adminResetCompany', 'adminResetEverything', 'adminDrainImports', ...deletions]) {
       expect(byId(operationId).requestBody.required, operationId).toBe(false)
     }

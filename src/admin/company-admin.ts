@@ -111,6 +111,22 @@ export async function createCompanyKey(store: Store, clock: Clock, companyIdAsGi
 }
 
 /**
+ * Revokes one API key of the company, named by its id (the inventory lists them); answers its stored id.
+ * NotFoundError (`api_key`) when the company has no such key, another company's included. This process's store
+ * refuses the key from the next request on; other processes within their principal cache's half second
+ * (`src/auth/principal-cache.ts`). A key a fixture created comes back with a reset of its company, as every key of the
+ * fixture does.
+ */
+export async function revokeCompanyKey(store: Store, companyIdAsGiven: string, keyIdAsGiven: string): Promise<string> {
+  const companyId = (await existingCompany(store, companyIdAsGiven)).id
+  const keyId = storedId(keyIdAsGiven)
+  if (keyId && (await store.apiKeys.delete(companyId, keyId))) return keyId
+  // Its keys go with a company deleted since it was found: that is a 404 for the company, as a deletion met later is.
+  await existingCompany(store, companyId)
+  throw new NotFoundError('api_key', `No API key with id ${keyIdAsGiven} in this company`)
+}
+
+/**
  * Deletes the company and everything it owns; answers its stored id. NotFoundError when there is none. Once `signal`
  * is aborted, the sweep of its rows stops between two writes and the call rejects with the signal's reason, the
  * company gone and its deletion marked (`companies.delete`).

@@ -2,8 +2,9 @@ import { createHash, timingSafeEqual } from 'node:crypto'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyInstance } from 'fastify'
 import { Type } from 'typebox'
-import { companyInventory, createCompanyKey, deleteCompany } from '../admin/company-admin.ts'
+import { companyInventory, createCompanyKey, deleteCompany, revokeCompanyKey } from '../admin/company-admin.ts'
 import { storedId } from '../domain/ids.ts'
+import { ObjectIdSchema } from '../domain/schemas.ts'
 import { NotFoundError, ServiceUnavailableError, UnauthorizedError } from '../errors.ts'
 import { loadFixture } from '../fixtures/load-fixture.ts'
 import { adminClockRoutes } from './admin-clock.ts'
@@ -31,6 +32,7 @@ const DELETION_CUT_BY_STOP =
 
 const CreatedCompanySchema = Type.Object({ company_id: Type.String(), api_key: Type.String() })
 const CreatedKeySchema = Type.Object({ api_key: Type.String() })
+const ApiKeyParamsSchema = Type.Object({ id: ObjectIdSchema, key_id: ObjectIdSchema })
 const CompanySummarySchema = Type.Object({ id: Type.String(), name: Type.String(), public_api_enabled: Type.Boolean() })
 
 const Environment = Type.Enum(['live', 'sandbox'])
@@ -211,6 +213,24 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{ worker?: WorkerProbe }> = 
     async (request, reply) => {
       const secret = await createCompanyKey(app.store, app.clock, request.params.id, request.body.user)
       return reply.code(201).send({ api_key: secret })
+    },
+  )
+
+  app.delete(
+    '/companies/:id/api-keys/:key_id',
+    {
+      schema: {
+        summary: 'Revoke an API key of the company',
+        operationId: 'adminDeleteApiKey',
+        description:
+          'Deletes the key whose id the inventory lists: refused (401, as an unknown key) from the next request on this instance, within half a second on the others.',
+        params: ApiKeyParamsSchema,
+        response: { 204: Type.Null(), ...AdminErrorResponses },
+      },
+    },
+    async (request, reply) => {
+      await revokeCompanyKey(app.store, request.params.id, request.params.key_id)
+      return reply.code(204).send(null)
     },
   )
 
