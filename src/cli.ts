@@ -5,7 +5,7 @@ import { parseArgs } from 'node:util'
 import { setFlagsFromString } from 'node:v8'
 import pino from 'pino'
 import { clockState, moveClock } from './admin/clock.ts'
-import { companyInventory, createCompanyKey, existingCompany } from './admin/company-admin.ts'
+import { companyInventory, companyKeys, createCompanyKey, existingCompany, revokeCompanyKey } from './admin/company-admin.ts'
 import { DEFAULT_DRAIN_TIMEOUT_MS, drainImports, listImports, MAX_DRAIN_TIMEOUT_MS, MAX_LISTED_IMPORTS } from './admin/imports.ts'
 import { type ResetOutcome, resetCompany, resetEveryCompany } from './admin/reset.ts'
 import {
@@ -52,7 +52,10 @@ Commands:
   companies                               list the companies
   backup <file>                           copy the embedded store into a new file, whole and consistent while
                                           servers run and write (MongoDB: use its own tools)
+  keys --company ID                       the company's API keys: id, prefix, owner, creation time
   keys create --company ID [--user EMAIL] create an API key (for the company's first active user by default)
+  keys delete --company ID --key KEY_ID   revoke an API key: refused from then on (by running servers within
+                                          half a second)
   structures --company ID                 every structure, quota and data table of a company, sandbox included
   quota-type --company ID --quota ID --type T
                                           change a quota's type (amount, percentage, float); values stay
@@ -103,7 +106,7 @@ const MOST_ARGUMENTS: Record<string, number | Record<string, number>> = {
   load: 1,
   backup: 1,
   'exchange-rates': Number.POSITIVE_INFINITY,
-  keys: { create: 0 },
+  keys: { create: 0, delete: 0 },
   plans: { put: 1, delete: 0 },
   clock: { advance: 1, set: 1 },
   imports: { drain: 0 },
@@ -116,7 +119,9 @@ const MOST_ARGUMENTS: Record<string, number | Record<string, number>> = {
 const OPTIONS: Record<string, readonly string[]> = {
   serve: ['role', 'test-mode'],
   demo: ['users', 'months', 'deals', 'seed'],
-  keys: ['company', 'user'],
+  keys: ['company'],
+  'keys create': ['company', 'user'],
+  'keys delete': ['company', 'key'],
   structures: ['company'],
   'quota-type': ['company', 'quota', 'type'],
   plans: ['company'],
@@ -304,9 +309,20 @@ const COMMANDS: Record<string, Command> = {
   },
 
   async keys(store, positionals, options, { clock }) {
-    if (positionals[0] !== 'create') throw new UsageError('keys expects the subcommand create')
+    const companyId = requiredOption(options, 'company')
+    const [subcommand] = positionals
+    if (subcommand === undefined) {
+      const keys = await companyKeys(store, companyId)
+      const text = keys.map((key) => `${key.id}  ${key.prefix}…  user ${key.user_id}  created ${key.created_at}`)
+      return { json: keys, text: text.join('\n') || '(no key)' }
+    }
+    if (subcommand === 'delete') {
+      const deleted = await revokeCompanyKey(store, companyId, requiredOption(options, 'key'))
+      return { json: { deleted }, text: `revoked ${deleted}` }
+    }
+    if (subcommand !== 'create') throw new UsageError('keys expects no subcommand, create or delete')
     const user = typeof options.user === 'string' ? options.user : undefined
-    const secret = await createCompanyKey(store, clock, requiredOption(options, 'company'), user)
+    const secret = await createCompanyKey(store, clock, companyId, user)
     return { json: { api_key: secret }, text: secret }
   },
 

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { smallFixture } from './helpers/fixtures.ts'
 import { call, startTestServer, type TestServer } from './helpers/server.ts'
@@ -129,7 +130,7 @@ describe('a key revoked through one instance, on another sharing the store', () 
       expect((await call(`${url}/v2/data-structures`, { key })).status).toBe(401)
       let status = 200
       while (status === 200) {
-        await new Promise((resolve) => setTimeout(resolve, 20))
+        await sleep(20)
         status = (await call(`${otherUrl}/v2/data-structures`, { key })).status
       }
       expect(status).toBe(401)

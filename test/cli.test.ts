@@ -2,6 +2,7 @@ import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { DatabaseSync } from 'node:sqlite'
 import { describe, expect, it } from 'vitest'
 import { smallFixture } from './helpers/fixtures.ts'
@@ -300,6 +301,67 @@ describe('the CLI', () => {
       expect(reply.status).toBe(200)
     } finally {
       await server.stop()
+    }
+  })
+
+  it('keys lists a company’s keys, and keys delete revokes one, which a running server then refuses', async () => {
+    const env = { DATA_DIR: tempDataDir(), DEMO: 'off' }
+    const file = join(env.DATA_DIR, 'fixture.json')
+    writeFileSync(file, JSON.stringify(smallFixture('Keyed')))
+    const loaded = JSON.parse(runCli(['load', file, '--json'], env).stdout)
+    const other = JSON.parse(runCli(['demo', '--users', '5', '--months', '1', '--deals', '5', '--json'], env).stdout)
+    const listed = runCli(['keys', '--company', loaded.company_id, '--json'], env)
+    expect(listed.code, listed.stderr).toBe(0)
+    const keys = JSON.parse(listed.stdout)
+    expect(keys).toEqual([
+      {
+        id: expect.stringMatching(/^[0-9a-f]{24}$/),
+        prefix: expect.any(String),
+        user_id: expect.any(String),
+        created_at: expect.any(String),
+      },
+      expect.objectContaining({ id: expect.any(String) }),
+    ])
+    expect(loaded.api_key.startsWith(keys[0].prefix)).toBe(true)
+    expect(runCli(['keys', '--company', loaded.company_id], env).stdout).toContain(`${keys[1].id}  ${keys[1].prefix}…`)
+    const theirs = JSON.parse(runCli(['keys', '--company', other.company_id, '--json'], env).stdout)
+    const server = startServerProcess(env)
+    try {
+      const [, url] = await server.waitFor(/listening on (http:\/\/\S+)/)
+      expect((await call(`${url}/v2/data-structures`, { key: loaded.api_key })).status).toBe(200)
+      const revoked = runCli(['keys', 'delete', '--company', loaded.company_id, '--key', keys[0].id.toUpperCase(), '--json'], env)
+      expect(revoked.code, revoked.stderr).toBe(0)
+      expect(JSON.parse(revoked.stdout)).toEqual({ deleted: keys[0].id })
+      // The server's cached authentication of the key expires within half a second; no bound is asserted here.
+      let status = 200
+      while (status === 200) {
+        await sleep(20)
+        status = (await call(`${url}/v2/data-structures`, { key: loaded.api_key })).status
+      }
+      expect(status).toBe(401)
+      expect((await call(`${url}/v2/data-structures`, { key: other.api_key })).status).toBe(200)
+    } finally {
+      await server.stop()
+    }
+    expect(JSON.parse(runCli(['keys', '--company', loaded.company_id, '--json'], env).stdout)).toEqual([keys[1]])
+    for (const key of [keys[0].id, theirs[0].id, loaded.api_key]) {
+      const refused = runCli(['keys', 'delete', '--company', loaded.company_id, '--key', key], env)
+      expect(refused.code, key).toBe(1)
+      expect(refused.stderr, key).toContain('Not found: No API key')
+      // A secret given where an id is expected is not repeated on the terminal.
+      expect(refused.stderr).not.toContain(loaded.api_key)
+    }
+    expect(JSON.parse(runCli(['keys', '--company', other.company_id, '--json'], env).stdout)).toEqual(theirs)
+    for (const [args, problem] of [
+      [['keys', 'delete', '--company', loaded.company_id], '--key is required'],
+      [['keys', 'delete', '--company', 'c', '--key', 'k', '--user', 'u'], '--user is not an option of keys delete'],
+      [['keys', '--company', 'c', '--key', 'k'], '--key is not an option of keys'],
+      [['keys', 'revoke', '--company', 'c'], 'keys expects no subcommand, create or delete'],
+      [['keys', 'delete', 'extra', '--company', 'c', '--key', 'k'], 'keys delete takes no argument; left over: extra'],
+    ] as const) {
+      const result = runCli([...args], env)
+      expect(result.code, args.join(' ')).toBe(2)
+      expect(result.stderr, args.join(' ')).toContain(problem)
     }
   })
 })

@@ -4,7 +4,7 @@ import { storedId } from '../domain/ids.ts'
 import { isEmail } from '../domain/formats.ts'
 import { NotFoundError, ValidationError } from '../errors.ts'
 import { structureRowCount } from '../reporting/structures.ts'
-import type { Company } from '../store/model.ts'
+import type { ApiKey, Company } from '../store/model.ts'
 import type { Store } from '../store/port.ts'
 
 /** Administration of companies, shared by the CLI and the /admin routes. Nothing here knows about HTTP. */
@@ -18,6 +18,15 @@ export async function existingCompany(store: Store, companyIdAsGiven: string): P
   const company = companyId ? await store.companies.get(companyId) : null
   if (!company) throw new NotFoundError('company')
   return company
+}
+
+/** A key as the inventory and the CLI show it, without its hash: whoever had the hash could test guessed secrets offline. */
+const keySummary = (key: ApiKey) => ({ id: key.id, prefix: key.prefix, user_id: key.user_id, created_at: key.created_at })
+
+/** The company's API keys, in creation order, each with its id (what a revocation names) and its display prefix. */
+export async function companyKeys(store: Store, companyIdAsGiven: string) {
+  const company = await existingCompany(store, companyIdAsGiven)
+  return (await store.apiKeys.list(company.id)).map(keySummary)
 }
 
 /**
@@ -64,7 +73,7 @@ export async function companyInventory(store: Store, companyId: string) {
   return {
     company: { id: company.id, name, public_api_enabled, default_currency, fiscal_year_start_month },
     users,
-    api_keys: keys.map((key) => ({ id: key.id, prefix: key.prefix, user_id: key.user_id, created_at: key.created_at })),
+    api_keys: keys.map(keySummary),
     structures: items,
     plans: await Promise.all(
       plans.map(async (plan) => ({
@@ -123,7 +132,11 @@ export async function revokeCompanyKey(store: Store, companyIdAsGiven: string, k
   if (keyId && (await store.apiKeys.delete(companyId, keyId))) return keyId
   // Its keys go with a company deleted since it was found: that is a 404 for the company, as a deletion met later is.
   await existingCompany(store, companyId)
-  throw new NotFoundError('api_key', `No API key with id ${keyIdAsGiven} in this company`)
+  // Only an id is repeated: what names none may be a secret given by mistake, which no message shows.
+  throw new NotFoundError(
+    'api_key',
+    keyId ? `No API key with id ${keyId} in this company` : 'No API key has this id: an id is 24 hex digits',
+  )
 }
 
 /**
