@@ -350,6 +350,10 @@ function apiBanner(url: string, publicUrl: string, demo: DemoOutcome | null, sto
   } else if (demo?.keyFile) {
     lines.push(`The demo company exists already; its API key is in ${demo.keyFile}`)
     lines.push(`  curl -H "X-API-Key: $(cat ${demo.keyFile})" ${publicUrl}/v2/data-structures`)
+  } else if (demo?.kind === 'existing' && demo.staleKeyFile) {
+    lines.push(
+      `The key in ${demo.staleKeyFile} is no longer valid (revoked, or its company deleted): keys create makes another (docs/cli.md)`,
+    )
   }
   return `${lines.join('\n')}\n`
 }

@@ -446,6 +446,23 @@ describe('the demo company of a first start', () => {
     }
   })
 
+  it('points at no key file whose key the store no longer knows (revoked), and names it stale', async () => {
+    const dataDir = tempDataDir()
+    const store = openSqliteStore(join(dataDir, 'commission-api.sqlite'))
+    try {
+      const created = await ensureDemoCompany(store, new ManualClock(), dataDir)
+      const [key] = await store.apiKeys.list('companyId' in created ? created.companyId : '')
+      expect(await store.apiKeys.delete(key.company_id, key.id)).toBe(true)
+      expect(await ensureDemoCompany(store, new ManualClock(), dataDir)).toEqual({
+        kind: 'existing',
+        keyFile: null,
+        staleKeyFile: demoKeyFile(dataDir),
+      })
+    } finally {
+      await store.close()
+    }
+  })
+
   it('removes a pending key the store does not know, leaving the key file as it is', async () => {
     const dataDir = tempDataDir()
     const store = openSqliteStore(join(dataDir, 'commission-api.sqlite'))

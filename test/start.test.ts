@@ -36,6 +36,20 @@ describe('npm start on the embedded store', () => {
     }
     const companies = runCli(['companies', '--json'], { DATA_DIR: dataDir })
     expect(JSON.parse(companies.stdout)).toHaveLength(1)
+
+    // Its key revoked, a later start no longer offers the key file to try, and says why.
+    const [{ id: companyId }] = JSON.parse(companies.stdout)
+    const [{ id: keyId }] = JSON.parse(runCli(['keys', '--company', companyId, '--json'], { DATA_DIR: dataDir }).stdout)
+    expect(runCli(['keys', 'delete', '--company', companyId, '--key', keyId], { DATA_DIR: dataDir }).code).toBe(0)
+    const third = startServerProcess({ DATA_DIR: dataDir })
+    try {
+      await third.waitFor(/listening on (http:\/\/\S+)/)
+      await third.waitFor(/The key in (\S+) is no longer valid \(revoked, or its company deleted\)/)
+      expect(third.output()).not.toContain('its API key is in')
+      expect(third.output()).not.toContain('curl')
+    } finally {
+      await third.stop()
+    }
   })
 
   it.each([
