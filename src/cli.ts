@@ -680,7 +680,7 @@ function report(error: unknown): number {
   } else if (error instanceof StoreUnconfirmedError) {
     // Run again as it is, the command could do its write twice (a second key).
     console.error(
-      `commission-api: the store went out of reach before it confirmed the write, which may have been done: look (companies, structures, imports) before running the command again (${error.message})`,
+      `commission-api: the store went out of reach before it confirmed the write, which may have been done: look (companies, keys, structures, imports) before running the command again (${error.message})`,
     )
   } else if (error instanceof TimedOutError) console.error(`commission-api: ${error.message}`)
   else if (error instanceof ApiError || error instanceof ConnectionError || error instanceof SyncDirectoryError) {
