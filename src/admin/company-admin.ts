@@ -135,7 +135,7 @@ export async function revokeCompanyKey(store: Store, companyIdAsGiven: string, k
   // Only an id is repeated: what names none may be a secret given by mistake, which no message shows.
   throw new NotFoundError(
     'api_key',
-    keyId ? `No API key with id ${keyId} in this company` : 'No API key has this id: an id is 24 hex digits',
+    keyId ? `No API key with id ${keyId} in this company` : "No API key has the id given: a key's id is 24 hex digits",
   )
 }
 
