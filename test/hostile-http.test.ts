@@ -332,6 +332,34 @@ describe('requests read before a malformed one on the same connection', () => {
   })
 })
 
+describe('a CONNECT, once answered', () => {
+  let server: KitServer
+  afterAll(() => server?.close())
+
+  it('is closed by the service, whether its client sent bytes after it or keeps its own side open', async () => {
+    server = await startKitServer()
+    const port = Number(new URL(server.url).port)
+    const openConnections = () =>
+      new Promise<number>((resolve, reject) =>
+        server.running.app.server.getConnections((error, count) => (error ? reject(error) : resolve(count))),
+      )
+    for (const after of ['tunnelled bytes sent at once', '']) {
+      // A client that never ends its side itself: only the service can end the connection.
+      const socket = connect({ port, host: '127.0.0.1', allowHalfOpen: true })
+      socket.on('error', () => {})
+      let received = ''
+      socket.on('data', (chunk: Buffer) => (received += chunk.toString()))
+      await new Promise((resolve) => socket.once('connect', resolve))
+      socket.write(`CONNECT 127.0.0.1:1 HTTP/1.1\r\nHost: 127.0.0.1:1\r\n\r\n${after}`)
+      await new Promise((resolve) => socket.once('end', resolve))
+      expect(statusesIn(received), after).toEqual([405])
+      // Left open, such a connection stayed for good, and held the instance's stop past SHUTDOWN_TIMEOUT_MS.
+      expect(await until(openConnections, (count) => count === 0, 2000), after).toBe(0)
+      socket.destroy()
+    }
+  })
+})
+
 describe('malformed HTTP behind an answer that is slow to come', () => {
   let server: KitServer
   afterAll(() => server?.close())

@@ -174,9 +174,15 @@ export function answerOutsideRoutes(app: FastifyInstance, allowed = 'GET, HEAD, 
         resource: 'method',
         type: 'MethodNotAllowedError',
       })
+      // Node reads nothing more from a socket it handed over, nor closes it: bytes sent after the CONNECT (a tunnel's
+      // first) hid the client's close, and a client that kept its side open kept the connection, each for good and
+      // holding the instance's stop past SHUTDOWN_TIMEOUT_MS. They are read and dropped, and the connection closes
+      // once its answer is written, as Node closes one after its own answers that say `Connection: close`.
+      socket.resume()
       socket.end(
         `HTTP/1.1 405 ${STATUS_CODES[405]}\r\nAllow: ${allowed}\r\nContent-Type: application/json; charset=utf-8\r\n` +
           `Content-Length: ${Buffer.byteLength(body)}\r\nDate: ${date}\r\nConnection: close\r\n\r\n${body}`,
+        () => socket.destroy(),
       )
       app.metrics.countAnswer('CONNECT', 'unmatched', 405)
     })
