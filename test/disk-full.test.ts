@@ -184,4 +184,32 @@ describe.skipIf(!PRLIMIT)(`a server whose writes the disk refuses with an I/O er
       await server.stop()
     }
   })
+
+  it("serves the reads whose rate-limit counters' file the disk refuses, counting them in the instance alone", async () => {
+    const dataDir = tempDataDir()
+    const setUp = startServerProcess({ DATA_DIR: dataDir, DEMO: 'off', ADMIN_TOKEN })
+    const [, setUpUrl] = await setUp.waitFor(/listening on (http:\/\/\S+)/)
+    const loaded = await call(`${setUpUrl}/admin/companies`, { method: 'POST', headers: admin, body: smallFixture('IoCounters') })
+    const key = loaded.body.api_key as string
+    expect(await setUp.stop()).toBe(0)
+
+    // Room for the stores' indexes (32 KiB each) and a few of the counters' commits in their log, not for more; a limit
+    // of 20 a second writes every request's count.
+    const env = childEnvironment(process.env, { DATA_DIR: dataDir, DEMO: 'off', PORT: '0', LOG_LEVEL: 'warn', RATE_LIMIT_PER_SECOND: '20' })
+    const server = startProcess('prlimit', [`--fsize=${48 * 1024}`, process.execPath, CLI, 'serve'], { env })
+    try {
+      const [, url] = await server.waitFor(/listening on (http:\/\/\S+)/)
+      const statuses = new Set<number>()
+      for (let served = 0; served < 40;) {
+        const read = await call(`${url}/v2/data-structures`, { key })
+        statuses.add(read.status)
+        if (read.status === 429) await new Promise((resolve) => setTimeout(resolve, 100))
+        else if (read.status === 200) served++
+        else throw new Error(`a read answered ${read.status}: ${read.text}`)
+      }
+      expect(statuses.has(200)).toBe(true)
+    } finally {
+      await server.stop()
+    }
+  })
 })

@@ -1,6 +1,6 @@
 import { makePrivateFile } from '../../durable-files.ts'
 import { DatabaseSync, type StatementSync } from 'node:sqlite'
-import type { RateLimitRepository, RateSubjectKey, RateWindow } from '../port.ts'
+import { type RateLimitRepository, type RateSubjectKey, type RateWindow, StoreBusyError, StoreUnconfirmedError } from '../port.ts'
 import { asSqliteStoreError, refuseReadOnlyFiles, retriedWhileLocked } from './connection.ts'
 
 /** Closed windows are deleted at most this often (store time), so that the table stays small. */
@@ -68,7 +68,8 @@ export class SqliteRateLimits implements RateLimitRepository {
 
   async hit(subject: RateSubjectKey, windowMs: number, now: Date, count = 1): Promise<RateWindow> {
     const at = now.getTime()
-    // A full disk is StoreFullError, a StoreBusyError: the batched counts then count in this instance alone.
+    // A full disk is StoreFullError, a StoreBusyError, and so is another error of the disk (`asCounterError`): the
+    // batched counts then count in this instance alone.
     const row = await retriedWhileLocked(
       () => {
         this.#purgeClosed(at)
@@ -80,7 +81,7 @@ export class SqliteRateLimits implements RateLimitRepository {
       HIT_LOCK_WAIT_MS,
       "the rate-limit counters' write lock",
     ).catch((error: unknown) => {
-      throw asSqliteStoreError(error)
+      throw asCounterError(error)
     })
     return { hits: row.hits, resetsAt: new Date(row.resets_at).toISOString() }
   }
@@ -101,4 +102,16 @@ export class SqliteRateLimits implements RateLimitRepository {
     this.#purgedAt = at
     this.#purge.run(at)
   }
+}
+
+/**
+ * SQLite's error as the port states it (`asSqliteStoreError`), except that a disk that failed a write (SQLITE_IOERR: a
+ * quota exceeded, a file size limit) is StoreBusyError rather than StoreUnconfirmedError. A count is no write of the
+ * request's, which has done nothing yet: "it may have been done, look before sending it again" would be untrue of a
+ * read, and would fail every request while the counters' disk refuses them. A count the disk took all the same is then
+ * counted twice, as a MongoDB hit whose answer was lost is (`MongoRateLimits.hit`).
+ */
+function asCounterError(error: unknown): unknown {
+  const stated = asSqliteStoreError(error)
+  return stated instanceof StoreUnconfirmedError ? new StoreBusyError(stated.message, { cause: error }) : stated
 }
