@@ -74,7 +74,8 @@ const UNWRITTEN_LOG_LIMIT_BYTES = 16 * 1024 * 1024
  * Any other failed write (stdout a file on a full disk: ENOSPC) is an error event that pino passes on, and that
  * nobody handled: it ended the process at the first request line, when the store's disk filled up under a server
  * logging to it. The lines are kept instead (up to UNWRITTEN_LOG_LIMIT_BYTES) and written with the next line once
- * the file takes them again.
+ * the file takes them again. So nothing logs at `fatal`: pino then flushes synchronously, and while lines are kept
+ * that flush retries the refused write without end.
  */
 export function logDestination(): DestinationStream {
   const destination = pino.destination({ dest: 1, sync: true, maxLength: UNWRITTEN_LOG_LIMIT_BYTES })
