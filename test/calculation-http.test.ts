@@ -434,6 +434,38 @@ describe('plans and exchange rates through the admin routes', () => {
     expect(moved.body.errors).toEqual([expect.objectContaining({ error: 'ConflictError', resource: 'name' })])
   })
 
+  it('takes the pending statements of a plan moved to the sandbox out of live, and states them there once', async () => {
+    const fixture = plannedCompany()
+    const sandboxDeals = {
+      ...fixture.data_tables[0],
+      environment: 'sandbox',
+      records: [deal('S-1', 'ann@planned.example', '2026-05-12T10:00:00Z', 1_000)],
+    }
+    const { companyId, apiKey } = await h.server.load({
+      ...fixture,
+      company: { name: 'Moving plan', default_currency: 'EUR' },
+      data_tables: [...fixture.data_tables, sandboxDeals],
+      plans: [],
+      closed_periods: [],
+    })
+    const plans = `/admin/companies/${companyId}/plans`
+    const { quota: _quota, tiers: _tiers, metrics: _metrics, ...plain } = salesPlan()
+    const created = await h.admin(plans, { method: 'POST', body: { ...plain, name: 'Moving' } })
+    expect(created.status, created.text).toBe(201)
+    const liveStatements = async () => (await h.server.call('/v1/reporting', { key: apiKey })).body.data
+    expect((await liveStatements()).map((row: { date: string }) => row.date)).toEqual(['2026-04-01', '2026-05-01'])
+
+    const moved = await h.admin(`${plans}/${created.body.plan.id}`, {
+      method: 'PUT',
+      body: { ...plain, name: 'Moving', environment: 'sandbox' },
+    })
+    expect(moved.status, moved.text).toBe(200)
+    // May's statement kept its id, now the sandbox's: it was left in live too, stating the live deals no plan of live reads.
+    expect(await liveStatements()).toEqual([])
+    const sandbox = await h.server.store.statements.page(companyId, 'sandbox', { limit: 10 })
+    expect(sandbox.map((statement) => [statement.date, statement.payment])).toEqual([['2026-05-01', 50]])
+  })
+
   it('lists plans as defined, replaces one and recalculates, deletes one and its pending results', async () => {
     const listed = await h.admin(`/admin/companies/${h.companyId}/plans`)
     expect(listed.status).toBe(200)

@@ -15,6 +15,8 @@ import {
   statementParams,
 } from './statement-columns.ts'
 
+const DELETE_FROM_OTHER_ENVIRONMENT = `DELETE FROM statements WHERE ${STATEMENT_BY_ID} = ? AND environment <> ?`
+
 /**
  * Statements, kept column by column (`statement-columns.ts`), each with the rendering of its v2 row when it holds
  * one. The plans' results are found by cell (plan, user, period) through the partial index of migration 5.
@@ -75,9 +77,14 @@ export function sqliteStatements(sql: Sql): StatementRepository {
     },
     currenciesInUse: (companyId, environment) => statementCurrencies(sql.remembering, companyId, environment),
     async save(statements) {
-      // REPLACE deletes the stored row and inserts the new one: its rendering goes with it, as the port says.
+      // REPLACE deletes the stored row and inserts the new one: its rendering goes with it, as the port says. The
+      // environment is part of the key, so a statement saved in the other one (its plan moved there) would otherwise
+      // stay where it was as well, served there under the same id.
       await sql.write((db) => {
-        for (const statement of statements) db.run(REPLACE_STATEMENT, ...statementParams(statement))
+        for (const statement of statements) {
+          db.run(DELETE_FROM_OTHER_ENVIRONMENT, statement.company_id, statement.id, statement.environment)
+          db.run(REPLACE_STATEMENT, ...statementParams(statement))
+        }
       })
     },
     async deleteMany(companyId, ids) {

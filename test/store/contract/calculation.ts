@@ -186,6 +186,16 @@ export function calculationContract(adapter: StoreAdapter): void {
       expect(await store.commissionLines.loadedNamed(companyId, 'sandbox', 'Lines only')).toBe(false)
     })
 
+    it('saves a statement over the stored one of its id in the other environment (its plan moved there)', async () => {
+      const statement = aStatement(companyId, { plan_id: newId(), period: '2026-03' })
+      await store.statements.insertMany([statement])
+      const moved = { ...statement, environment: 'sandbox' as const, payment: 1 }
+      await store.statements.save([moved])
+      expect(await store.statements.page(companyId, 'live', { limit: 10 })).toStrictEqual([])
+      expect(await store.statements.page(companyId, 'sandbox', { limit: 10 })).toStrictEqual([moved])
+      expect(await store.statements.findOfPlan(companyId, statement.plan_id as string)).toStrictEqual([moved])
+    })
+
     it('drops the rendering of a statement saved again', async () => {
       const statement = aStatement(companyId, { plan_id: newId(), period: '2026-03' })
       await store.statements.insertMany([statement])
