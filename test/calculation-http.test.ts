@@ -466,6 +466,37 @@ describe('plans and exchange rates through the admin routes', () => {
     expect(sandbox.map((statement) => [statement.date, statement.payment])).toEqual([['2026-05-01', 50]])
   })
 
+  it('refuses to move a plan with paid statements to the other environment: created again where it was, it would state them twice', async () => {
+    const fixture = plannedCompany()
+    const sandboxDeals = { ...fixture.data_tables[0], environment: 'sandbox', records: [] }
+    const { companyId, apiKey } = await h.server.load({
+      ...fixture,
+      company: { name: 'Moving a paid plan', default_currency: 'EUR' },
+      data_tables: [...fixture.data_tables, sandboxDeals],
+      plans: [],
+      closed_periods: [],
+    })
+    const plans = `/admin/companies/${companyId}/plans`
+    const { quota: _quota, tiers: _tiers, metrics: _metrics, ...plain } = salesPlan()
+    const created = await h.admin(plans, { method: 'POST', body: { ...plain, name: 'Moving' } })
+    expect(created.status, created.text).toBe(201)
+    const liveStatements = async () => (await h.server.call('/v1/reporting', { key: apiKey })).body.data
+    const [april] = await liveStatements()
+    const paid = await h.admin(`/admin/companies/${companyId}/statements/${april.id}`, { method: 'PATCH', body: { status: 'paid' } })
+    expect(paid.status, paid.text).toBe(200)
+    const before = await liveStatements()
+
+    // Moved, its paid April stayed in live under a plan of the sandbox, and a live plan created under its name (a new id,
+    // the name being free in live) stated April again beside it.
+    const moved = await h.admin(`${plans}/${created.body.plan.id}`, {
+      method: 'PUT',
+      body: { ...plain, name: 'Moving', environment: 'sandbox' },
+    })
+    expect(moved.status, moved.text).toBe(400)
+    expect(moved.body.errors).toEqual([expect.objectContaining({ error: 'ConflictError', resource: 'environment' })])
+    expect(await liveStatements()).toEqual(before)
+  })
+
   it('lists plans as defined, replaces one and recalculates, deletes one and its pending results', async () => {
     const listed = await h.admin(`/admin/companies/${h.companyId}/plans`)
     expect(listed.status).toBe(200)

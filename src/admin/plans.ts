@@ -97,6 +97,7 @@ export async function savePlan(store: Store, clock: Clock, companyId: string, in
         // A replacement that keeps its frequency is never refused for it (a store may hold a plan whose frequency an
         // earlier version let change under its frozen cells); one created may take a deleted plan's frozen cells.
         if (existing?.frequency !== plan.frequency) await refuseFrequencyOfFrozenCells(tx, company.id, plan)
+        if (existing && existing.environment !== plan.environment) await refuseEnvironmentOfFrozenCells(tx, company.id, plan)
         // A replacement moved to another environment meets that environment's loaded results under its name.
         if (existing?.name !== plan.name || existing.environment !== plan.environment) await refuseNameOfLoadedResults(tx, company.id, plan)
         // Its lines are read by the table they were calculated from: those of the table it no longer reads would
@@ -148,6 +149,21 @@ async function refuseFrequencyOfFrozenCells(tx: Store, companyId: string, plan: 
     error: 'ConflictError',
     resource: 'frequency',
     description: `the plan's ${frozen.status} statements are of another frequency (period ${frozen.period}): a plan keeps its frequency while they stay; give a plan of another frequency another name`,
+  })
+}
+
+/**
+ * A plan keeps the environment of its validated and paid cells while they stay: they would stay where they are, under
+ * a plan of the other environment, and a plan created there under its name (a new id, the name being free) would
+ * state their periods a second time beside them.
+ */
+async function refuseEnvironmentOfFrozenCells(tx: Store, companyId: string, plan: Plan): Promise<void> {
+  const frozen = (await tx.statements.findOfPlan(companyId, plan.id)).find((statement) => statement.status !== 'pending')
+  if (!frozen) return
+  throw new ValidationError({
+    error: 'ConflictError',
+    resource: 'environment',
+    description: `the plan's ${frozen.status} statements are of its environment (period ${frozen.period}): a plan keeps its environment while they stay; create a plan there instead`,
   })
 }
 
