@@ -5,7 +5,7 @@ import { MIGRATIONS } from '../../src/store/sqlite/migrations.ts'
 import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.ts'
 import { newId } from '../../src/ids.ts'
 import type { DataImport } from '../../src/store/model.ts'
-import { aCommissionLine, aCompany, anImport, aStatement, aUser } from './builders.ts'
+import { aCommissionLine, aCompany, anImport, aStatement, aUser, byId } from './builders.ts'
 import { temporaryDirectory } from '../helpers/temporary-directories.ts'
 
 /**
@@ -277,6 +277,39 @@ describe('SQLite migrations', () => {
       expect(statements.find((statement) => statement.id === paid.id)?.sums).toStrictEqual(sums)
       // Its statements may have counted those lines: the company is due a full recalculation (run at the next start).
       expect(await store.companies.recalculationsDue()).toEqual([{ company_id: companyId, reason: expect.any(String) }])
+    } finally {
+      await store.close()
+    }
+  })
+
+  it('drop the copy a plan moved to the other environment left of its pending statements in the one it left', async () => {
+    const path = join(temporaryDirectory('migrate-'), 'db.sqlite')
+    const companyId = aCompany().id
+    const [planId, userId] = [newId(), newId()]
+    const ofPlan = { plan_id: planId, user_id: userId }
+    const moved = aStatement(companyId, { ...ofPlan, period: '2026-05', status: 'pending' })
+    const left = { ...moved, environment: 'sandbox' as const, payment: 7 }
+    const paid = aStatement(companyId, { ...ofPlan, period: '2026-04', status: 'paid' })
+    const paidLeft = { ...paid, environment: 'sandbox' as const }
+    const loaded = aStatement(companyId, { environment: 'sandbox' })
+
+    // The plan, now live, was in the sandbox: its statements were saved in live beside the rows they had there.
+    const migration = MIGRATIONS.findIndex((text) => text.includes('moved.environment <> statements.environment'))
+    const before = openSqliteStore(path)
+    await before.statements.insertMany([moved, left, paid, paidLeft, loaded])
+    await before.close()
+    const old = new DatabaseSync(path)
+    old
+      .prepare('INSERT INTO plans (company_id, id, environment, name, doc) VALUES (?, ?, ?, ?, ?)')
+      .run(companyId, planId, 'live', 'Sales', JSON.stringify({ id: planId, company_id: companyId, environment: 'live' }))
+    old.exec(`PRAGMA user_version = ${migration}`)
+    old.close()
+
+    const store = openSqliteStore(path)
+    try {
+      expect(await store.statements.page(companyId, 'live', { limit: 10 })).toStrictEqual(byId([moved, paid]))
+      // A validated or paid one is left as it is: no calculation touches its cell, and no one decides here which is paid.
+      expect(await store.statements.page(companyId, 'sandbox', { limit: 10 })).toStrictEqual(byId([paidLeft, loaded]))
     } finally {
       await store.close()
     }

@@ -295,6 +295,22 @@ export const MIGRATIONS: readonly string[] = [
   `
   CREATE TABLE IF NOT EXISTS company_deletions (company_id TEXT PRIMARY KEY) WITHOUT ROWID;
   `,
+  // A plan moved to the other environment by a version before 2026-11-28 saved its pending statements there beside
+  // the rows of the same ids in the environment it left (the environment is part of the key), where they stayed,
+  // served as they were; a recalculation of such a cell then deleted both rows. The copy its plan left goes.
+  `
+  DELETE FROM statements
+  WHERE plan_id IS NOT NULL AND status = 'pending'
+    AND EXISTS (
+      SELECT 1 FROM plans
+      WHERE plans.company_id = statements.company_id AND plans.id = statements.plan_id AND plans.environment <> statements.environment
+    )
+    AND EXISTS (
+      SELECT 1 FROM statements AS moved
+      WHERE moved.company_id = statements.company_id AND moved.environment IN ('live', 'sandbox')
+        AND moved.id = statements.id AND moved.environment <> statements.environment
+    );
+  `,
 ]
 
 /** Every table that holds company data, for deleting a company. */
