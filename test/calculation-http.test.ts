@@ -435,24 +435,9 @@ describe('plans and exchange rates through the admin routes', () => {
   })
 
   it('takes the pending statements of a plan moved to the sandbox out of live, and states them there once', async () => {
-    const fixture = plannedCompany()
-    const sandboxDeals = {
-      ...fixture.data_tables[0],
-      environment: 'sandbox',
-      records: [deal('S-1', 'ann@planned.example', '2026-05-12T10:00:00Z', 1_000)],
-    }
-    const { companyId, apiKey } = await h.server.load({
-      ...fixture,
-      company: { name: 'Moving plan', default_currency: 'EUR' },
-      data_tables: [...fixture.data_tables, sandboxDeals],
-      plans: [],
-      closed_periods: [],
-    })
-    const plans = `/admin/companies/${companyId}/plans`
-    const { quota: _quota, tiers: _tiers, metrics: _metrics, ...plain } = salesPlan()
-    const created = await h.admin(plans, { method: 'POST', body: { ...plain, name: 'Moving' } })
-    expect(created.status, created.text).toBe(201)
-    const liveStatements = async () => (await h.server.call('/v1/reporting', { key: apiKey })).body.data
+    const { companyId, plans, plain, created, liveStatements } = await companyWithMovingPlan('Moving plan', [
+      deal('S-1', 'ann@planned.example', '2026-05-12T10:00:00Z', 1_000),
+    ])
     expect((await liveStatements()).map((row: { date: string }) => row.date)).toEqual(['2026-04-01', '2026-05-01'])
 
     const moved = await h.admin(`${plans}/${created.body.plan.id}`, {
@@ -467,20 +452,7 @@ describe('plans and exchange rates through the admin routes', () => {
   })
 
   it('refuses to move a plan with paid statements to the other environment: created again where it was, it would state them twice', async () => {
-    const fixture = plannedCompany()
-    const sandboxDeals = { ...fixture.data_tables[0], environment: 'sandbox', records: [] }
-    const { companyId, apiKey } = await h.server.load({
-      ...fixture,
-      company: { name: 'Moving a paid plan', default_currency: 'EUR' },
-      data_tables: [...fixture.data_tables, sandboxDeals],
-      plans: [],
-      closed_periods: [],
-    })
-    const plans = `/admin/companies/${companyId}/plans`
-    const { quota: _quota, tiers: _tiers, metrics: _metrics, ...plain } = salesPlan()
-    const created = await h.admin(plans, { method: 'POST', body: { ...plain, name: 'Moving' } })
-    expect(created.status, created.text).toBe(201)
-    const liveStatements = async () => (await h.server.call('/v1/reporting', { key: apiKey })).body.data
+    const { companyId, plans, plain, created, liveStatements } = await companyWithMovingPlan('Moving a paid plan', [])
     const [april] = await liveStatements()
     const paid = await h.admin(`/admin/companies/${companyId}/statements/${april.id}`, { method: 'PATCH', body: { status: 'paid' } })
     expect(paid.status, paid.text).toBe(200)
@@ -853,3 +825,24 @@ describe('an edit of a metric racing a plan that starts writing it', () => {
     }
   })
 })
+
+/**
+ * A company whose deals table is in both environments (the sandbox's with `sandboxDeals`), and a plain live plan
+ * 'Moving' on it, without quota, tiers or metrics; with how to read its live statements.
+ */
+async function companyWithMovingPlan(name: string, sandboxDeals: ReturnType<typeof deal>[]) {
+  const fixture = plannedCompany()
+  const { companyId, apiKey } = await h.server.load({
+    ...fixture,
+    company: { name, default_currency: 'EUR' },
+    data_tables: [...fixture.data_tables, { ...fixture.data_tables[0], environment: 'sandbox', records: sandboxDeals }],
+    plans: [],
+    closed_periods: [],
+  })
+  const plans = `/admin/companies/${companyId}/plans`
+  const { quota: _quota, tiers: _tiers, metrics: _metrics, ...plain } = salesPlan()
+  const created = await h.admin(plans, { method: 'POST', body: { ...plain, name: 'Moving' } })
+  expect(created.status, created.text).toBe(201)
+  const liveStatements = async () => (await h.server.call('/v1/reporting', { key: apiKey })).body.data
+  return { companyId, plans, plain, created, liveStatements }
+}

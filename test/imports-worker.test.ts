@@ -271,27 +271,11 @@ describe('the import worker', () => {
     ['out of reach before it confirmed a claim', () => new StoreUnconfirmedError('no primary')],
   ])('says once that the store is %s while its polls keep finding it so, and again after a poll got through', async (_what, refusal) => {
     let refusals = 0
-    let claims = 0
     const busyFor = (count: number) => (refusals = count)
-    const store: Store = {
-      ...h.store,
-      imports: {
-        ...h.store.imports,
-        claimNext: (...args) => {
-          claims++
-          if (refusals-- > 0) return Promise.reject(refusal())
-          return h.store.imports.claimNext(...args)
-        },
-      },
-    }
+    const { store, pollsFrom } = claimsFailing(() => (refusals-- > 0 ? refusal() : undefined))
     const warnings: string[] = []
     const logger = { info: () => undefined, error: () => undefined, warn: (_details: object, message: string) => warnings.push(message) }
     const worker = new ImportWorker({ store, clock: h.server.clock, logger, pollMs: 10, owner: 'busy-spells' })
-    const pollsFrom = async (count: number) => {
-      const target = claims + count
-      const reached = () => claims >= target
-      while (!reached()) await sleep(5)
-    }
     busyFor(5)
     worker.start()
     await pollsFrom(8)
@@ -304,18 +288,7 @@ describe('the import worker', () => {
 
   it('says once a failure its polls keep meeting (a corrupt file), again for another failure, and after a poll got through', async () => {
     const failures: Error[] = []
-    let claims = 0
-    const store: Store = {
-      ...h.store,
-      imports: {
-        ...h.store.imports,
-        claimNext: (...args) => {
-          claims++
-          const failure = failures.shift()
-          return failure ? Promise.reject(failure) : h.store.imports.claimNext(...args)
-        },
-      },
-    }
+    const { store, pollsFrom } = claimsFailing(() => failures.shift())
     const errors: string[] = []
     const logger = {
       info: () => undefined,
@@ -323,11 +296,6 @@ describe('the import worker', () => {
       error: (details: { err?: Error }, message: string) => errors.push(`${message}: ${details.err?.message}`),
     }
     const worker = new ImportWorker({ store, clock: h.server.clock, logger, pollMs: 10, owner: 'failing-spells' })
-    const pollsFrom = async (count: number) => {
-      const target = claims + count
-      const reached = () => claims >= target
-      while (!reached()) await sleep(5)
-    }
     failures.push(...Array.from({ length: 5 }, () => new Error('database disk image is malformed')), new Error('disk I/O error'))
     worker.start()
     await pollsFrom(9)
@@ -676,3 +644,25 @@ describe('roles', () => {
     }
   })
 })
+
+/** The store, each claim of which fails with what `failure` gives (none: the claim is made), and a wait for polls. */
+function claimsFailing(failure: () => Error | undefined) {
+  let claims = 0
+  const store: Store = {
+    ...h.store,
+    imports: {
+      ...h.store.imports,
+      claimNext: (...args) => {
+        claims++
+        const error = failure()
+        return error ? Promise.reject(error) : h.store.imports.claimNext(...args)
+      },
+    },
+  }
+  const pollsFrom = async (count: number) => {
+    const target = claims + count
+    const reached = () => claims >= target
+    while (!reached()) await sleep(5)
+  }
+  return { store, pollsFrom }
+}
