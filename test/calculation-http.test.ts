@@ -629,13 +629,17 @@ describe('plans and exchange rates through the admin routes', () => {
       data_table: 'deals',
       amount_field: 'name',
       quota: 'Nope',
-      filters: [{ field: 'name', contains: 'x' }],
+      filters: [
+        { field: 'name', contains: 'x' },
+        { field: 'amount', in: ['3000'] },
+      ],
     }
     const refused = await h.admin(`/admin/companies/${h.companyId}/plans`, { method: 'POST', body: wrong })
     expect(refused.status).toBe(400)
     expect(refused.body.errors.map((error: { resource: string }) => error.resource).toSorted()).toEqual([
       'amount_field',
       'filters/0/contains',
+      'filters/1/in',
       'quota',
     ])
     const taken = await h.admin(`/admin/companies/${h.companyId}/plans`, { method: 'POST', body: plan })
