@@ -15,7 +15,8 @@ import {
   statementParams,
 } from './statement-columns.ts'
 
-const DELETE_FROM_OTHER_ENVIRONMENT = `DELETE FROM statements WHERE ${STATEMENT_BY_ID} = ? AND environment <> ?`
+const DELETE_FROM_ENVIRONMENT = 'DELETE FROM statements WHERE company_id = ? AND environment = ? AND id = ?'
+const OTHER_ENVIRONMENT: Record<Environment, Environment> = { live: 'sandbox', sandbox: 'live' }
 
 /**
  * Statements, kept column by column (`statement-columns.ts`), each with the rendering of its v2 row when it holds
@@ -82,7 +83,8 @@ export function sqliteStatements(sql: Sql): StatementRepository {
       // stay where it was as well, served there under the same id.
       await sql.write((db) => {
         for (const statement of statements) {
-          db.run(DELETE_FROM_OTHER_ENVIRONMENT, statement.company_id, statement.id, statement.environment)
+          // Naming the other environment makes it one seek of the primary key, where `<>` made two: half the cost.
+          db.run(DELETE_FROM_ENVIRONMENT, statement.company_id, OTHER_ENVIRONMENT[statement.environment], statement.id)
           db.run(REPLACE_STATEMENT, ...statementParams(statement))
         }
       })
