@@ -1,6 +1,7 @@
 import { join } from 'node:path'
 import { DatabaseSync } from 'node:sqlite'
 import { describe, expect, it } from 'vitest'
+import { deletePlan } from '../../src/admin/plans.ts'
 import { MIGRATIONS } from '../../src/store/sqlite/migrations.ts'
 import { openSqliteStore } from '../../src/store/sqlite/sqlite-store.ts'
 import { newId } from '../../src/ids.ts'
@@ -310,6 +311,46 @@ describe('SQLite migrations', () => {
       expect(await store.statements.page(companyId, 'live', { limit: 10 })).toStrictEqual(byId([moved, paid]))
       // A validated or paid one is left as it is: no calculation touches its cell, and no one decides here which is paid.
       expect(await store.statements.page(companyId, 'sandbox', { limit: 10 })).toStrictEqual(byId([paidLeft, loaded]))
+    } finally {
+      await store.close()
+    }
+  })
+
+  it('drop the pending copy of a statement whose copy in the other environment is validated or paid, which deleting or saving it took', async () => {
+    const path = join(temporaryDirectory('migrate-'), 'db.sqlite')
+    const company = aCompany()
+    const [planId, userId] = [newId(), newId()]
+    const ofPlan = { plan_id: planId, user_id: userId }
+    // The plan, now in the sandbox, was live: its statements were saved there beside the rows they had in live, and an
+    // admin edit by id reached the live row (read first) alone: April's is paid, its copy pending. March's are both frozen.
+    const paid = aStatement(company.id, { ...ofPlan, period: '2026-04', status: 'paid' })
+    const pendingCopy = { ...paid, environment: 'sandbox' as const, status: 'pending' as const, payment: 7 }
+    const validated = aStatement(company.id, { ...ofPlan, period: '2026-03', status: 'validated' })
+    const paidCopy = { ...validated, environment: 'sandbox' as const, status: 'paid' as const }
+    const may = aStatement(company.id, { ...ofPlan, period: '2026-05', status: 'pending', environment: 'sandbox' })
+
+    // Migration 20 left them: the pending copy is in the plan's environment.
+    const migration = MIGRATIONS.findIndex((text) => text.includes('FROM statements AS frozen'))
+    const before = openSqliteStore(path)
+    await before.companies.insert(company)
+    await before.statements.insertMany([paid, pendingCopy, validated, paidCopy, may])
+    await before.close()
+    const old = new DatabaseSync(path)
+    old
+      .prepare('INSERT INTO plans (company_id, id, environment, name, doc) VALUES (?, ?, ?, ?, ?)')
+      .run(company.id, planId, 'sandbox', 'Sales', JSON.stringify({ id: planId, company_id: company.id, environment: 'sandbox' }))
+    old.exec(`PRAGMA user_version = ${migration}`)
+    old.close()
+
+    const store = openSqliteStore(path)
+    try {
+      expect(await store.statements.page(company.id, 'live', { limit: 10 })).toStrictEqual(byId([paid, validated]))
+      // Two frozen copies stay: which one the cell states is not the upgrade's to decide.
+      expect(await store.statements.page(company.id, 'sandbox', { limit: 10 })).toStrictEqual(byId([paidCopy, may]))
+      // The plan's deletion deletes its pending statements by id: April's pending copy took the paid one with it.
+      await deletePlan(store, company.id, planId)
+      expect(await store.statements.page(company.id, 'live', { limit: 10 })).toStrictEqual(byId([paid, validated]))
+      expect(await store.statements.page(company.id, 'sandbox', { limit: 10 })).toStrictEqual([paidCopy])
     } finally {
       await store.close()
     }

@@ -311,6 +311,22 @@ export const MIGRATIONS: readonly string[] = [
         AND moved.id = statements.id AND moved.environment <> statements.environment
     );
   `,
+  // Such a version could also leave, of one statement id, a validated or paid row in one environment and a pending
+  // one in the other (an admin edit by id reached the row read first, the live one): migration 20 dropped the pending
+  // copy only where its plan left it. Saving the pending copy deletes the row of its id in the other environment
+  // (src/store/sqlite/statements.ts), as deleting it by id does: a line edit of the cell (which saves its statements
+  // without their sums) or the plan's deletion takes the frozen copy with it. The pending copy goes; the frozen one
+  // keeps its cell frozen, which no calculation states again. Two frozen copies stay: which one the cell states is not
+  // the upgrade's to decide, and no calculation saves either (a line edit of the cell keeps the one it saves last).
+  `
+  DELETE FROM statements
+  WHERE status = 'pending'
+    AND EXISTS (
+      SELECT 1 FROM statements AS frozen
+      WHERE frozen.company_id = statements.company_id AND frozen.environment IN ('live', 'sandbox')
+        AND frozen.id = statements.id AND frozen.environment <> statements.environment AND frozen.status <> 'pending'
+    );
+  `,
 ]
 
 /** Every table that holds company data, for deleting a company. */
