@@ -469,6 +469,37 @@ describe('plans and exchange rates through the admin routes', () => {
     expect(await liveStatements()).toEqual(before)
   })
 
+  it('moves a plan that an earlier version moved away from its paid statements back to them, and no further while they stay', async () => {
+    const { companyId, plans, plain, created, liveStatements } = await companyWithMovingPlan('Moved away from its paid April', [])
+    const [april] = await liveStatements()
+    const paid = await h.admin(`/admin/companies/${companyId}/statements/${april.id}`, { method: 'PATCH', body: { status: 'paid' } })
+    expect(paid.status, paid.text).toBe(200)
+    const paidApril = (await liveStatements())[0]
+    // Moved to the sandbox by a version before 2026-11-28: its paid April stayed in live, and May, of no sandbox deal, went.
+    const { store } = h.server
+    const plan = (await store.plans.get(companyId, created.body.plan.id))!
+    const sandboxDeals = (await store.dataTables.getByKey(companyId, 'sandbox', 'deals'))!
+    await store.plans.save([{ ...plan, environment: 'sandbox', table_id: sandboxDeals.id }])
+    const [may] = (await store.statements.findOfPlan(companyId, plan.id)).filter((statement) => statement.status === 'pending')
+    await store.statements.deleteMany(companyId, [may.id])
+    expect(await liveStatements()).toEqual([paidApril])
+
+    const back = await h.admin(`${plans}/${plan.id}`, { method: 'PUT', body: { ...plain, name: 'Moving' } })
+    expect(back.status, back.text).toBe(200)
+    // April stays as it was paid; May is stated again from the live deals.
+    expect(await liveStatements()).toEqual([paidApril, expect.objectContaining({ date: '2026-05-01' })])
+
+    const away = await h.admin(`${plans}/${plan.id}`, { method: 'PUT', body: { ...plain, name: 'Moving', environment: 'sandbox' } })
+    expect(away.status, away.text).toBe(400)
+    expect(away.body.errors).toEqual([
+      expect.objectContaining({
+        error: 'ConflictError',
+        resource: 'environment',
+        description: expect.stringContaining("the plan's paid statements are of live (period 2026-04)"),
+      }),
+    ])
+  })
+
   it('lists plans as defined, replaces one and recalculates, deletes one and its pending results', async () => {
     const listed = await h.admin(`/admin/companies/${h.companyId}/plans`)
     expect(listed.status).toBe(200)

@@ -155,15 +155,18 @@ async function refuseFrequencyOfFrozenCells(tx: Store, companyId: string, plan: 
 /**
  * A plan keeps the environment of its validated and paid cells while they stay: they would stay where they are, under
  * a plan of the other environment, and a plan created there under its name (a new id, the name being free) would
- * state their periods a second time beside them.
+ * state their periods a second time beside them. Only those outside the plan's new environment count: a plan that a
+ * version before 2026-11-28 moved away from them may move back to them.
  */
 async function refuseEnvironmentOfFrozenCells(tx: Store, companyId: string, plan: Plan): Promise<void> {
-  const frozen = (await tx.statements.findOfPlan(companyId, plan.id)).find((statement) => statement.status !== 'pending')
+  const frozen = (await tx.statements.findOfPlan(companyId, plan.id)).find(
+    (statement) => statement.status !== 'pending' && statement.environment !== plan.environment,
+  )
   if (!frozen) return
   throw new ValidationError({
     error: 'ConflictError',
     resource: 'environment',
-    description: `the plan's ${frozen.status} statements are of its environment (period ${frozen.period}): a plan keeps its environment while they stay; create a plan there instead`,
+    description: `the plan's ${frozen.status} statements are of ${frozen.environment} (period ${frozen.period}): a plan stays in the environment of its validated and paid statements while they stay; create a plan in ${plan.environment} instead`,
   })
 }
 
