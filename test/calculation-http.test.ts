@@ -678,6 +678,29 @@ describe('plans and exchange rates through the admin routes', () => {
     expect(taken.body.errors[0]).toMatchObject({ resource: 'name' })
   })
 
+  it('reports a plan that an earlier version took with an in filter on an amount field, until a replacement drops it', async () => {
+    const problemsPath = `/admin/companies/${h.companyId}/calculation-problems`
+    expect((await h.admin(problemsPath)).body.data[0].problems).toEqual([])
+    // Saved by a version before 2026-11-28, which took such a filter: it never held, and the plan stated nothing.
+    const { store } = h.server
+    const [plan] = await store.plans.list(h.companyId)
+    await store.plans.save([{ ...plan, filters: [{ field: 'amount', in: ['3000'] }] }])
+
+    const problems = await h.admin(problemsPath)
+    expect(problems.status).toBe(200)
+    expect(problems.body.data).toEqual([
+      {
+        plan_id: plan.id,
+        plan: 'Sales plan',
+        problems: [{ plan: 'Sales plan', message: expect.stringMatching(/^its definition, filters\/0\/in: amount is an amount field; /) }],
+      },
+    ])
+
+    const replaced = await h.admin(`/admin/companies/${h.companyId}/plans/${plan.id}`, { method: 'PUT', body: salesPlan() })
+    expect(replaced.status, replaced.text).toBe(200)
+    expect((await h.admin(problemsPath)).body.data[0].problems).toEqual([])
+  })
+
   it('reports a currency without a rate, and calculates it once the rate is set', async () => {
     await h.upsertDeals([
       {

@@ -2,13 +2,13 @@ import { type Static, Type } from 'typebox'
 import { calculatePlan, userDirectory } from '../calculation/engine.ts'
 import { exchangeRateProblems } from '../calculation/exchange-rates.ts'
 import { companySettings, type RecalculationSummary, recalculate, stampedBy } from '../calculation/recalculation.ts'
-import { CalculationProblemSchema, RecalculationSummarySchema } from '../calculation/schemas.ts'
+import { type CalculationProblem, CalculationProblemSchema, RecalculationSummarySchema } from '../calculation/schemas.ts'
 import type { Clock } from '../clock.ts'
 import { isCurrencyCode } from '../domain/formats.ts'
 import { isPeriodOf } from '../domain/periods.ts'
 import { storedId } from '../domain/ids.ts'
 import { type Issue, NotFoundError, ValidationError } from '../errors.ts'
-import { describePlan, resolvePlan } from '../fixtures/plan-definitions.ts'
+import { describePlan, type PlanWorld, resolvePlan } from '../fixtures/plan-definitions.ts'
 import { type FixturePlan, FixturePlanSchema } from '../fixtures/schema.ts'
 import { newId } from '../ids.ts'
 import type { ExchangeRates, Plan, Statement } from '../store/model.ts'
@@ -284,6 +284,12 @@ export type PlanProblems = Static<typeof PlanProblemsSchema>
 export async function calculationProblems(store: Store, companyId: string): Promise<PlanProblems[]> {
   const company = await existingCompany(store, companyId)
   const users = userDirectory(await store.users.list(company.id, { offset: 0, limit: Number.MAX_SAFE_INTEGER }))
+  const [tables, quotas, metrics] = await Promise.all([
+    store.dataTables.list(company.id),
+    store.quotas.list(company.id),
+    store.metrics.list(company.id),
+  ])
+  const world = { companyId: company.id, tables, quotas, metrics }
   const report = []
   for (const plan of await store.plans.list(company.id)) {
     const records = await store.records.list(company.id, plan.table_id, { offset: 0, limit: Number.MAX_SAFE_INTEGER })
@@ -291,7 +297,23 @@ export async function calculationProblems(store: Store, companyId: string): Prom
     const values = quota ? await store.quotaValues.page(company.id, quota.id, { limit: Number.MAX_SAFE_INTEGER }) : []
     const quotaValues = new Map(values.map((value) => [`${value.user_id}|${value.period}`, value.value]))
     const { problems } = calculatePlan({ plan, records, users, quota, quotaValues }, companySettings(company))
-    report.push({ plan_id: plan.id, plan: plan.name, problems })
+    report.push({ plan_id: plan.id, plan: plan.name, problems: [...definitionProblems(plan, world), ...problems] })
   }
   return report
+}
+
+/**
+ * What the rules of this version refuse in a plan an earlier version saved (an `in` filter on an amount field, taken
+ * before 2026-11-28, never held, and the plan stated nothing of it): such a plan is calculated as it is, and a dry
+ * run says why its results are not what its definition reads as, and that a replacement (`PUT`) puts it right.
+ */
+function definitionProblems(plan: Plan, world: PlanWorld): CalculationProblem[] {
+  const problems: CalculationProblem[] = []
+  resolvePlan(describePlan(plan, world), world, plan, '', (resource, description) =>
+    problems.push({
+      plan: plan.name,
+      message: `its definition, ${resource.replace(/^\//, '')}: ${description}; the plan is calculated as it was saved until a replacement (PUT) puts this right`,
+    }),
+  )
+  return problems
 }
