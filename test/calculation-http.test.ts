@@ -483,6 +483,25 @@ describe('plans and exchange rates through the admin routes', () => {
     const [may] = (await store.statements.findOfPlan(companyId, plan.id)).filter((statement) => statement.status === 'pending')
     await store.statements.deleteMany(companyId, [may.id])
     expect(await liveStatements()).toEqual([paidApril])
+    // A live plan of its name would state April a second time beside it: refused, created or renamed.
+    const beside = await h.admin(plans, { method: 'POST', body: { ...plain, name: 'Moving' } })
+    expect(beside.status, beside.text).toBe(400)
+    expect(beside.body.errors).toEqual([
+      expect.objectContaining({
+        error: 'ConflictError',
+        resource: 'name',
+        description: expect.stringContaining(
+          `statements of plan Moving (id ${plan.id}), now of sandbox, are stated under the name Moving in live`,
+        ),
+      }),
+    ])
+    const other = await h.admin(plans, { method: 'POST', body: { ...plain, name: 'Other' } })
+    expect(other.status, other.text).toBe(201)
+    const renamed = await h.admin(`${plans}/${other.body.plan.id}`, { method: 'PUT', body: { ...plain, name: 'Moving' } })
+    expect(renamed.status, renamed.text).toBe(400)
+    expect(renamed.body.errors).toEqual([expect.objectContaining({ error: 'ConflictError', resource: 'name' })])
+    expect(await h.admin(`${plans}/${other.body.plan.id}`, { method: 'DELETE' })).toMatchObject({ status: 204 })
+    expect(await liveStatements()).toEqual([paidApril])
 
     const back = await h.admin(`${plans}/${plan.id}`, { method: 'PUT', body: { ...plain, name: 'Moving' } })
     expect(back.status, back.text).toBe(200)

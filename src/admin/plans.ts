@@ -99,7 +99,10 @@ export async function savePlan(store: Store, clock: Clock, companyId: string, in
         if (existing?.frequency !== plan.frequency) await refuseFrequencyOfFrozenCells(tx, company.id, plan)
         if (existing && existing.environment !== plan.environment) await refuseEnvironmentOfFrozenCells(tx, company.id, plan)
         // A replacement moved to another environment meets that environment's loaded results under its name.
-        if (existing?.name !== plan.name || existing.environment !== plan.environment) await refuseNameOfLoadedResults(tx, company.id, plan)
+        if (existing?.name !== plan.name || existing.environment !== plan.environment) {
+          await refuseNameOfLoadedResults(tx, company.id, plan)
+          await refuseNameOfResultsLeftBehind(tx, company.id, plan)
+        }
         // Its lines are read by the table they were calculated from: those of the table it no longer reads would
         // never be found again, and a cell recalculated in part would count them as records.
         if (existing && existing.table_id !== plan.table_id) await deleteUnfrozenLines(tx, company.id, existing.id)
@@ -132,6 +135,23 @@ async function refuseNameOfLoadedResults(tx: Store, companyId: string, plan: Pla
     error: 'ConflictError',
     resource: 'name',
     description: `results a fixture loaded are stated under the name ${plan.name}: a plan of that name would state their periods a second time; give it another name`,
+  })
+}
+
+/**
+ * A plan is neither created, renamed nor moved to another environment under the name of statements that a plan of the
+ * other environment left there: a version before 2026-11-28 moved plans away from their validated and paid statements.
+ * A plan of that name, another id, would state their periods a second time beside them; moving their plan back to
+ * them (which `refuseEnvironmentOfFrozenCells` allows) puts them together again.
+ */
+async function refuseNameOfResultsLeftBehind(tx: Store, companyId: string, plan: Plan): Promise<void> {
+  const [named, plans] = await Promise.all([tx.statements.planIdsNamed(companyId, plan.environment, plan.name), tx.plans.list(companyId)])
+  const away = plans.find((other) => other.id !== plan.id && other.environment !== plan.environment && named.includes(other.id))
+  if (!away) return
+  throw new ValidationError({
+    error: 'ConflictError',
+    resource: 'name',
+    description: `statements of plan ${away.name} (id ${away.id}), now of ${away.environment}, are stated under the name ${plan.name} in ${plan.environment}: a plan of that name would state their periods a second time; move that plan back to ${plan.environment}, or give this one another name`,
   })
 }
 
