@@ -1,6 +1,7 @@
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { calculationProblems } from '../src/admin/plans.ts'
 import { hashApiKey } from '../src/auth/api-keys.ts'
 import { ManualClock } from '../src/clock.ts'
 import { demoFixture } from '../src/fixtures/demo.ts'
@@ -209,6 +210,13 @@ describe('demoFixture, loaded with the defaults', () => {
     const currencyOf = new Map(users.map((user) => [user.id, user.currency]))
     for (const statement of statements) expect(statement.currency).toBe(currencyOf.get(statement.user_id))
     expect(await store.statements.count(companyId, 'sandbox')).toBe(1)
+  })
+
+  it('has plans that this version takes as they are defined: the dry run finds nothing in their definitions', async () => {
+    const report = await calculationProblems(store, companyId)
+    expect(report.map((plan) => plan.plan)).toEqual(['Sales plan', 'New business plan'])
+    const definitions = report.flatMap((plan) => plan.problems).filter((problem) => problem.message.startsWith('its definition'))
+    expect(definitions).toEqual([])
   })
 
   it('has the live quotas, an archived one and a sandbox one', () => {
