@@ -720,6 +720,37 @@ describe('plans and exchange rates through the admin routes', () => {
     expect((await h.admin(problemsPath)).body.data[0].problems).toEqual([])
   })
 
+  it("takes a filter's value in the form a record's value is stored in, and reports one an earlier version saved as written", async () => {
+    const plans = `/admin/companies/${h.companyId}/plans`
+    const { quota: _quota, tiers: _tiers, metrics: _metrics, ...plain } = salesPlan()
+    // D-1 closed at 2026-05-10T10:00:00Z, stored as 2026-05-10T10:00:00.000Z.
+    const body = { ...plain, name: 'May 10', filters: [{ field: 'close_date', in: ['2026-05-10T12:00:00+02:00'] }] }
+    const created = await h.admin(plans, { method: 'POST', body })
+    expect(created.status, created.text).toBe(201)
+    expect(created.body.plan.filters).toEqual([{ field: 'close_date', in: ['2026-05-10T10:00:00.000Z'] }])
+    expect(created.body.calculation).toMatchObject({ cells: 1, lines_written: 1 })
+    const refused = await h.admin(plans, {
+      method: 'POST',
+      body: { ...body, name: 'Never', filters: [{ field: 'close_date', in: ['May 10'] }] },
+    })
+    expect(refused.status).toBe(400)
+    expect(refused.body.errors).toEqual([expect.objectContaining({ resource: 'filters/0/in/0' })])
+
+    // Saved as written by a version before 2026-11-29, the value never held.
+    const { store } = h.server
+    const plan = (await store.plans.get(h.companyId, created.body.plan.id))!
+    await store.plans.save([{ ...plan, filters: [{ field: 'close_date', in: ['2026-05-10T10:00:00Z'] }] }])
+    const problems = await h.admin(`/admin/companies/${h.companyId}/calculation-problems`)
+    expect(problems.body.data.find((one: { plan: string }) => one.plan === 'May 10').problems).toEqual([
+      {
+        plan: 'May 10',
+        message: expect.stringMatching(
+          /^its definition, filters\/0\/in\/0: "2026-05-10T10:00:00Z" is compared as written, .* takes it as "2026-05-10T10:00:00.000Z"; /,
+        ),
+      },
+    ])
+  })
+
   it('reports a currency without a rate, and calculates it once the rate is set', async () => {
     await h.upsertDeals([
       {

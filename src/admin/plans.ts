@@ -11,7 +11,7 @@ import { type Issue, NotFoundError, ValidationError } from '../errors.ts'
 import { describePlan, type PlanWorld, resolvePlan } from '../fixtures/plan-definitions.ts'
 import { type FixturePlan, FixturePlanSchema } from '../fixtures/schema.ts'
 import { newId } from '../ids.ts'
-import type { ExchangeRates, Plan, Statement } from '../store/model.ts'
+import type { ExchangeRates, Plan, PlanFilter, Statement } from '../store/model.ts'
 import { type Store, StoreConflictError } from '../store/port.ts'
 import { existingCompany } from './company-admin.ts'
 
@@ -322,18 +322,32 @@ export async function calculationProblems(store: Store, companyId: string): Prom
   return report
 }
 
+const filterValues = (filter: PlanFilter): string[] => ('in' in filter ? filter.in : [filter.contains])
+
 /**
- * What the rules of this version refuse in a plan an earlier version saved (an `in` filter on an amount field, taken
- * before 2026-11-28, never held, and the plan stated nothing of it): such a plan is calculated as it is, and a dry
- * run says why its results are not what its definition reads as, and that a replacement (`PUT`) puts it right.
+ * What the rules of this version refuse or read otherwise in a plan an earlier version saved (an `in` filter on an
+ * amount field, taken before 2026-11-28; a filter's value saved as written, before 2026-11-29): such a filter never
+ * held, and the plan stated nothing of it. Such a plan is calculated as it is, and a dry run says why its results are
+ * not what its definition reads as, and that a replacement (`PUT`) puts it right.
  */
 function definitionProblems(plan: Plan, world: PlanWorld): CalculationProblem[] {
-  const problems: CalculationProblem[] = []
-  resolvePlan(describePlan(plan, world), world, plan, '', (resource, description) =>
-    problems.push({
-      plan: plan.name,
-      message: `its definition, ${resource.replace(/^\//, '')}: ${description}; the plan is calculated as it was saved until a replacement (PUT) puts this right`,
-    }),
+  const problems: string[] = []
+  const resolved = resolvePlan(describePlan(plan, world), world, plan, '', (resource, description) =>
+    problems.push(`${resource.replace(/^\//, '')}: ${description}`),
   )
-  return problems
+  // Saved as written before 2026-11-29 (`1.50`, a date-time without its milliseconds), a filter's value never held.
+  plan.filters.forEach((filter, index) => {
+    const taken = filterValues(resolved.filters[index])
+    filterValues(filter).forEach((value, at) => {
+      if (taken[at] === value) return
+      const where = 'in' in filter ? `filters/${index}/in/${at}` : `filters/${index}/contains`
+      problems.push(
+        `${where}: ${JSON.stringify(value)} is compared as written, and no value of ${filter.field} reads so; this version takes it as ${JSON.stringify(taken[at])}`,
+      )
+    })
+  })
+  return problems.map((problem) => ({
+    plan: plan.name,
+    message: `its definition, ${problem}; the plan is calculated as it was saved until a replacement (PUT) puts this right`,
+  }))
 }

@@ -121,7 +121,8 @@ export function parseRecord(table: DataTable, input: Record<string, unknown>): P
 
 type Parsed = { value: unknown } | { problem: string }
 
-function parseValue(field: DataTableField, raw: unknown, currency: unknown): Parsed {
+/** One value of a field, as sent, in its stored form (an amount's with `currency`), or what keeps it from being one. */
+export function parseValue(field: DataTableField, raw: unknown, currency: unknown): Parsed {
   if (raw === null || raw === undefined) return { value: null }
   switch (field.type) {
     case 'string': {
