@@ -71,6 +71,7 @@ describe("a plan filter's values, taken as a record's values are", () => {
     { name: 'a boolean as true or false', filter: { field: 'won', in: ['true', 'false'] }, taken: ['true', 'false'] },
     { name: 'one value of a multi-valued field, trimmed', filter: { field: 'types', in: [' new ', 'upsell'] }, taken: ['new', 'upsell'] },
     { name: 'a string as it is, spaces and case kept', filter: { field: 'label', in: [' Big ', 'big'] }, taken: [' Big ', 'big'] },
+    { name: 'the id field trimmed, as an import stores it', filter: { field: 'id', in: [' D-1 ', 'D-2'] }, taken: ['D-1', 'D-2'] },
   ])('takes $name', ({ filter, taken }) => {
     const { plan, issues } = resolved([filter])
     expect(issues).toEqual([])
@@ -103,6 +104,7 @@ describe("a plan filter's values, taken as a record's values are", () => {
       description: expect.stringContaining('one of its values'),
     },
     { filter: { field: 'types', in: [' '] }, resource: '/filters/0/in/0', description: expect.stringContaining('one of its values') },
+    { filter: { field: 'id', in: [' '] }, resource: '/filters/0/in/0', description: 'id: the id field is required' },
     {
       filter: { field: 'types', contains: 'a;b' },
       resource: '/filters/0/contains',
@@ -140,6 +142,7 @@ describe("a plan filter's values, taken as a record's values are", () => {
       { field: 'units', in: ['1.50'] },
       { field: 'closed_at', in: ['2026-05-10T12:00:00+02:00'] },
       { field: 'won', in: ['true'] },
+      { field: 'id', in: [' kept', ' left '] },
     ])
     const { cells, problems } = calculatePlan(
       { plan, records, users: userDirectory([owner]), quota: null, quotaValues: new Map() },
