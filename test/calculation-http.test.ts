@@ -868,6 +868,14 @@ describe('plans and exchange rates through the admin routes', () => {
     expect((await changeType('float')).status).toBe(200)
     // A float quota gives the plan no target: the base rate, with no attainment.
     expect(await mayOf()).toMatchObject({ 'standard.total_commission': { value: 300, currency: 'EUR' }, 'custom.attainment': null })
+    // The dry run names the quota in each cell it gives no target, not in the plan's definition: saved by this version
+    // with an amount quota, the plan reads a quota whose type changed since, which no replacement of it puts right.
+    const problems = await h.admin(`/admin/companies/${h.companyId}/calculation-problems`)
+    expect(problems.body.data[0].problems).toEqual(
+      ['2026-04', '2026-05', '2026-06'].map((period) =>
+        expect.objectContaining({ period, message: expect.stringContaining('of type float') }),
+      ),
+    )
     // A deal added now is priced as the whole cell is: 12,000 would be gold with a target, and is the base rate without.
     await h.upsertDeals([
       { id: 'D-12', name: 'Deal D-12', owner_id: 'ann@planned.example', close_date: '2026-05-20', amount: 6_000, amount_currency: 'EUR' },

@@ -8,10 +8,10 @@ import { isCurrencyCode } from '../domain/formats.ts'
 import { isPeriodOf } from '../domain/periods.ts'
 import { storedId } from '../domain/ids.ts'
 import { type Issue, NotFoundError, ValidationError } from '../errors.ts'
-import { describePlan, type PlanWorld, resolvePlan } from '../fixtures/plan-definitions.ts'
+import { describePlan, resolveFilters, resolvePlan } from '../fixtures/plan-definitions.ts'
 import { type FixturePlan, FixturePlanSchema } from '../fixtures/schema.ts'
 import { newId } from '../ids.ts'
-import type { ExchangeRates, Plan, PlanFilter, Statement } from '../store/model.ts'
+import type { DataTable, ExchangeRates, Plan, PlanFilter, Statement } from '../store/model.ts'
 import { type Store, StoreConflictError } from '../store/port.ts'
 import { existingCompany } from './company-admin.ts'
 
@@ -304,12 +304,7 @@ export type PlanProblems = Static<typeof PlanProblemsSchema>
 export async function calculationProblems(store: Store, companyId: string): Promise<PlanProblems[]> {
   const company = await existingCompany(store, companyId)
   const users = userDirectory(await store.users.list(company.id, { offset: 0, limit: Number.MAX_SAFE_INTEGER }))
-  const [tables, quotas, metrics] = await Promise.all([
-    store.dataTables.list(company.id),
-    store.quotas.list(company.id),
-    store.metrics.list(company.id),
-  ])
-  const world = { companyId: company.id, tables, quotas, metrics }
+  const tables = await store.dataTables.list(company.id)
   const report = []
   for (const plan of await store.plans.list(company.id)) {
     const records = await store.records.list(company.id, plan.table_id, { offset: 0, limit: Number.MAX_SAFE_INTEGER })
@@ -317,7 +312,7 @@ export async function calculationProblems(store: Store, companyId: string): Prom
     const values = quota ? await store.quotaValues.page(company.id, quota.id, { limit: Number.MAX_SAFE_INTEGER }) : []
     const quotaValues = new Map(values.map((value) => [`${value.user_id}|${value.period}`, value.value]))
     const { problems } = calculatePlan({ plan, records, users, quota, quotaValues }, companySettings(company))
-    report.push({ plan_id: plan.id, plan: plan.name, problems: [...definitionProblems(plan, world), ...problems] })
+    report.push({ plan_id: plan.id, plan: plan.name, problems: [...definitionProblems(plan, tables), ...problems] })
   }
   return report
 }
@@ -325,19 +320,21 @@ export async function calculationProblems(store: Store, companyId: string): Prom
 const filterValues = (filter: PlanFilter): string[] => ('in' in filter ? filter.in : [filter.contains])
 
 /**
- * What the rules of this version refuse or read otherwise in a plan an earlier version saved (an `in` filter on an
- * amount field, taken before 2026-11-28; a filter's value saved as written, before 2026-11-29): such a filter never
- * held, and the plan stated nothing of it. Such a plan is calculated as it is, and a dry run says why its results are
- * not what its definition reads as, and that a replacement (`PUT`) puts it right.
+ * What the rules of this version refuse or read otherwise in the filters of a plan an earlier version saved (an `in`
+ * filter on an amount field, taken before 2026-11-28; a filter's value saved as written, before 2026-11-29): such a
+ * filter never held, and the plan stated nothing of it. Such a plan is calculated as it is, and a dry run says why its
+ * results are not what its definition reads as, and that a replacement (`PUT`) puts it right. Only the filters, read
+ * by the table the plan reads: what else a definition is checked for may change after a save (a quota's type, which
+ * the calculation names in each cell it gives no target), and no replacement would put that right.
  */
-function definitionProblems(plan: Plan, world: PlanWorld): CalculationProblem[] {
+function definitionProblems(plan: Plan, tables: readonly DataTable[]): CalculationProblem[] {
+  const table = tables.find((candidate) => candidate.id === plan.table_id)
+  if (!table) return []
   const problems: string[] = []
-  const resolved = resolvePlan(describePlan(plan, world), world, plan, '', (resource, description) =>
-    problems.push(`${resource.replace(/^\//, '')}: ${description}`),
-  )
+  const resolved = resolveFilters(plan.filters, table, 'filters', (resource, description) => problems.push(`${resource}: ${description}`))
   // Saved as written before 2026-11-29 (`1.50`, a date-time without its milliseconds), a filter's value never held.
   plan.filters.forEach((filter, index) => {
-    const taken = filterValues(resolved.filters[index])
+    const taken = filterValues(resolved[index])
     filterValues(filter).forEach((value, at) => {
       if (taken[at] === value) return
       const where = 'in' in filter ? `filters/${index}/in/${at}` : `filters/${index}/contains`
