@@ -469,6 +469,28 @@ describe('plans and exchange rates through the admin routes', () => {
     expect(await liveStatements()).toEqual(before)
   })
 
+  it('lets a plan of its name take over the paid statements an earlier version left behind once the plan that left them is deleted', async () => {
+    const { companyId, plans, plain, created, liveStatements } = await companyWithMovingPlan('Deleted away from its paid April', [])
+    const [april] = await liveStatements()
+    const paid = await h.admin(`/admin/companies/${companyId}/statements/${april.id}`, { method: 'PATCH', body: { status: 'paid' } })
+    expect(paid.status, paid.text).toBe(200)
+    const paidApril = (await liveStatements())[0]
+    // Moved to the sandbox by a version before 2026-11-28, its pending May dropped: its paid April stayed in live.
+    const { store } = h.server
+    const plan = (await store.plans.get(companyId, created.body.plan.id))!
+    const sandboxDeals = (await store.dataTables.getByKey(companyId, 'sandbox', 'deals'))!
+    await store.plans.save([{ ...plan, environment: 'sandbox', table_id: sandboxDeals.id }])
+    const [may] = (await store.statements.findOfPlan(companyId, plan.id)).filter((statement) => statement.status === 'pending')
+    await store.statements.deleteMany(companyId, [may.id])
+
+    expect(await h.admin(`${plans}/${plan.id}`, { method: 'DELETE' })).toMatchObject({ status: 204 })
+    const again = await h.admin(plans, { method: 'POST', body: { ...plain, name: 'Moving' } })
+    expect(again.status, again.text).toBe(201)
+    expect(again.body.plan.id).toBe(plan.id)
+    // April stays as it was paid, stated once; May is stated again from the live deals.
+    expect(await liveStatements()).toEqual([paidApril, expect.objectContaining({ date: '2026-05-01' })])
+  })
+
   it('moves a plan that an earlier version moved away from its paid statements back to them, and no further while they stay', async () => {
     const { companyId, plans, plain, created, liveStatements } = await companyWithMovingPlan('Moved away from its paid April', [])
     const [april] = await liveStatements()

@@ -151,7 +151,7 @@ async function refuseNameOfResultsLeftBehind(tx: Store, companyId: string, plan:
   throw new ValidationError({
     error: 'ConflictError',
     resource: 'name',
-    description: `statements of plan ${away.name} (id ${away.id}), now of ${away.environment}, are stated under the name ${plan.name} in ${plan.environment}: a plan of that name would state their periods a second time; move that plan back to ${plan.environment}, or give this one another name`,
+    description: `statements of plan ${away.name} (id ${away.id}), now of ${away.environment}, are stated under the name ${plan.name} in ${plan.environment}: a plan of that name would state their periods a second time; move that plan back to ${plan.environment} or delete it (a plan created then under the name takes them over), or give this one another name`,
   })
 }
 
