@@ -491,6 +491,26 @@ describe('plans and exchange rates through the admin routes', () => {
     expect(await liveStatements()).toEqual([paidApril, expect.objectContaining({ date: '2026-05-01' })])
   })
 
+  it("refuses to move a plan into the environment of a deleted plan's paid statements under its name: it would state them twice", async () => {
+    const { companyId, plans, plain, created, liveStatements } = await companyWithMovingPlan('Moving onto a deleted plan', [
+      deal('S-1', 'ann@planned.example', '2026-04-12T10:00:00Z', 1_000),
+    ])
+    const [april] = await liveStatements()
+    const paid = await h.admin(`/admin/companies/${companyId}/statements/${april.id}`, { method: 'PATCH', body: { status: 'paid' } })
+    expect(paid.status, paid.text).toBe(200)
+    expect((await h.admin(`${plans}/${created.body.plan.id}`, { method: 'DELETE' })).status).toBe(204)
+    const before = await liveStatements()
+    expect(before.map((row: { id: string }) => row.id)).toEqual([april.id])
+
+    // Created in the sandbox, it is another plan (a new id); moved to live, it stated April beside the paid one.
+    const sandbox = await h.admin(plans, { method: 'POST', body: { ...plain, name: 'Moving', environment: 'sandbox' } })
+    expect(sandbox.status, sandbox.text).toBe(201)
+    const moved = await h.admin(`${plans}/${sandbox.body.plan.id}`, { method: 'PUT', body: { ...plain, name: 'Moving' } })
+    expect(moved.status, moved.text).toBe(400)
+    expect(moved.body.errors).toEqual([expect.objectContaining({ error: 'ConflictError', resource: 'environment' })])
+    expect(await liveStatements()).toEqual(before)
+  })
+
   it('moves a plan that an earlier version moved away from its paid statements back to them, and no further while they stay', async () => {
     const { companyId, plans, plain, created, liveStatements } = await companyWithMovingPlan('Moved away from its paid April', [])
     const [april] = await liveStatements()

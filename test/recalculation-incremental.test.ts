@@ -1,7 +1,8 @@
 import { isDeepStrictEqual } from 'node:util'
 import { describe, expect, it } from 'vitest'
 import { reviseCommissionLine, reviseQuotaValue, reviseStatement } from '../src/admin/data-edits.ts'
-import { savePlan, setExchangeRates } from '../src/admin/plans.ts'
+import { deletePlan, savePlan, setExchangeRates } from '../src/admin/plans.ts'
+import { ValidationError } from '../src/errors.ts'
 import { fullRecalculationDryRun, recalculate } from '../src/calculation/recalculation.ts'
 import { loadFixture } from '../src/fixtures/load-fixture.ts'
 import type { FixturePlan } from '../src/fixtures/schema.ts'
@@ -252,12 +253,12 @@ function dealCalls(random: Random, owners: readonly string[]) {
 }
 
 /** A company loaded from `company()`, with what the tests below send it through. */
-async function incrementalCompany() {
+async function incrementalCompany(fixture: unknown = company()) {
   const { store } = each.test
-  const companyId = (await loadFixture(store, each.clock, company())).company_id
-  const table = (await store.dataTables.getByKey(companyId, 'live', 'deals'))!
+  const companyId = (await loadFixture(store, each.clock, fixture)).company_id
+  const deals = (await store.dataTables.getByKey(companyId, 'live', 'deals'))!
   /** Enqueues one call, as a connector sends it, and runs it with its recalculation. */
-  const importCall = async (target: 'records' | 'users', items: unknown[], all = false) => {
+  const importCall = async (target: 'records' | 'users', items: unknown[], all = false, table = deals) => {
     await enqueueImport(store, each.clock, {
       company: (await store.companies.get(companyId))!,
       target,
@@ -513,3 +514,212 @@ async function allStatements(store: Store, companyId: string) {
   const plans = await store.plans.list(companyId)
   return (await Promise.all(plans.map((plan) => store.statements.findOfPlan(companyId, plan.id)))).flat()
 }
+
+/**
+ * The company of `company()` with its deals table and quotas in the sandbox too, and a second table of the same
+ * fields ('orders') in both environments: the sandbox tables hold random deals of the reps (users are the
+ * company's, of both environments), so that a plan moved there has cells to state.
+ */
+function companyOfBothEnvironments(random: Random) {
+  const fixture = company()
+  const [deals] = fixture.data_tables
+  const sandboxDeals = (prefix: string) => {
+    const calls = dealCalls(random, [...REPS, 'dan@incremental.example'])
+    for (let call = 0; call < 3; call++) calls.next()
+    return [...calls.live.values()].map((deal) => ({ ...deal, id: `${prefix}${String(deal.id)}` }))
+  }
+  return {
+    ...fixture,
+    data_tables: [
+      deals,
+      { ...deals, key: 'orders', name: 'Orders' },
+      { ...deals, environment: 'sandbox', records: sandboxDeals('S-') },
+      { ...deals, key: 'orders', name: 'Orders', environment: 'sandbox', records: sandboxDeals('SO-') },
+    ],
+    quotas: [...fixture.quotas, ...fixture.quotas.map((quota) => ({ ...quota, environment: 'sandbox' }))],
+  }
+}
+
+/** Everything a change of plans may touch: the plans, both environments' statements, and every table's lines. */
+async function storeContents(store: Store, companyId: string) {
+  const all = { limit: Number.MAX_SAFE_INTEGER }
+  const tables = await store.dataTables.list(companyId)
+  return {
+    plans: (await store.plans.list(companyId)).toSorted((a, b) => a.id.localeCompare(b.id)),
+    live: await store.statements.page(companyId, 'live', all),
+    sandbox: await store.statements.page(companyId, 'sandbox', all),
+    lines: (await Promise.all(tables.map((table) => store.commissionLines.page(companyId, table.id, all)))).flat(),
+  }
+}
+
+const cellOf = (row: { plan_id?: string | null; user_id: string; period?: string | null }) => `${row.plan_id}|${row.user_id}|${row.period}`
+
+describe('incremental recalculation, with plans moved, deleted, created again, and replaced with another table or frequency', () => {
+  it.each([1000, 1003, 1006, 1007, 1008, 1009, 1010, 1011])(
+    'leaves what a full recalculation gives and keeps frozen cells as they are (seed %i)',
+    async (seed) => {
+      const random = randomOf(seed)
+      const { store, companyId, importCall, expectExactlyWhatChanged } = await incrementalCompany(companyOfBothEnvironments(random))
+      const liveOrders = (await store.dataTables.getByKey(companyId, 'live', 'orders'))!
+      const deals = dealCalls(random, [...REPS, 'dan@incremental.example'])
+      const orders = dealCalls(random, REPS)
+      const definitions = company().plans as FixturePlan[]
+      const named = async (name: string) => (await store.plans.list(companyId)).find((plan) => plan.name === name)
+      /** Statement ids an admin edit of this step changed: the only frozen statements that may change. */
+      let edited = new Set<string>()
+      const changes: Record<string, () => Promise<void>> = {
+        records: () => importCall('records', deals.next()),
+        orders: () => importCall('records', orders.next(), false, liveOrders),
+        users: () =>
+          importCall('users', [{ email: random.pick([...REPS, 'dan@incremental.example']), currency: random.pick(['EUR', 'USD']) }]),
+        'exchange rates': async () => {
+          await setExchangeRates(store, each.clock, companyId, random.pick<Record<string, number>>([{ USD: 0.9 }, { USD: 0.8 }, {}]))
+        },
+        paid: async () => {
+          const pending = (await allStatements(store, companyId)).filter((statement) => statement.status === 'pending')
+          if (pending.length === 0) return
+          const statement = random.pick(pending)
+          edited.add(statement.id)
+          await reviseStatement(store, each.clock, companyId, statement.id, { status: random.pick(['paid', 'validated']) })
+        },
+        'back to pending': async () => {
+          // A deleted plan's frozen statements included: moving one back is refused.
+          const { live, sandbox } = await storeContents(store, companyId)
+          const frozen = [...live, ...sandbox].filter((statement) => statement.status !== 'pending')
+          if (frozen.length === 0) return
+          const statement = random.pick(frozen)
+          edited.add(statement.id)
+          await reviseStatement(store, each.clock, companyId, statement.id, { status: 'pending' })
+        },
+        'line of a frozen cell edited': async () => {
+          const { live, sandbox, lines } = await storeContents(store, companyId)
+          const frozen = new Map(
+            [...live, ...sandbox].filter((statement) => statement.status !== 'pending').map((statement) => [cellOf(statement), statement]),
+          )
+          const candidates = lines.filter((line) => frozen.has(cellOf(line)))
+          if (candidates.length === 0) return
+          const line = random.pick(candidates)
+          edited.add(frozen.get(cellOf(line))!.id)
+          await reviseCommissionLine(store, each.clock, companyId, line.id, { commission: line.commission + 1 })
+        },
+        'plan saved': async () => {
+          // One change at a time to a plan of the two names, or the plan created (again) under its name.
+          const definition = random.pick(definitions)
+          const stored = await named(definition.name)
+          const environment = stored?.environment ?? 'live'
+          const tables = await store.dataTables.list(companyId)
+          const table = tables.find((candidate) => candidate.id === stored?.table_id)?.key ?? definition.data_table
+          const frequency = stored?.frequency ?? definition.frequency
+          const current = { ...definition, environment, data_table: table, frequency, quota: quotaOf(frequency) } as FixturePlan
+          const change = random.pick(['environment', 'environment', 'table', 'frequency', 'rate', 'several'])
+          const flipped = (other: boolean) => (other ? (frequency === 'monthly' ? 'quarterly' : 'monthly') : frequency)
+          const quarterly = flipped(random.next() < 0.5)
+          const input =
+            change === 'several'
+              ? {
+                  ...current,
+                  environment: random.pick(['live', 'sandbox']),
+                  data_table: random.pick(['deals', 'orders']),
+                  frequency: quarterly,
+                  quota: quotaOf(quarterly),
+                }
+              : change === 'environment'
+                ? { ...current, environment: environment === 'live' ? 'sandbox' : 'live' }
+                : change === 'table'
+                  ? { ...current, data_table: table === 'deals' ? 'orders' : 'deals' }
+                  : change === 'frequency'
+                    ? {
+                        ...current,
+                        frequency: frequency === 'monthly' ? 'quarterly' : 'monthly',
+                        quota: quotaOf(frequency === 'monthly' ? 'quarterly' : 'monthly'),
+                      }
+                    : { ...current, rate: random.pick([0.02, 0.04, 0.05, 0.07]) }
+          await savePlan(store, each.clock, companyId, input as FixturePlan, stored?.id)
+        },
+        'plan deleted': async () => {
+          const stored = await named(random.pick(definitions).name)
+          if (stored) await deletePlan(store, companyId, stored.id)
+        },
+      }
+      const weighted = [
+        ...Array<string>(5).fill('records'),
+        'orders',
+        'orders',
+        'users',
+        'exchange rates',
+        ...Array<string>(4).fill('paid'),
+        'back to pending',
+        'back to pending',
+        'line of a frozen cell edited',
+        ...Array<string>(5).fill('plan saved'),
+        'plan deleted',
+      ]
+      const made = new Map<string, number>()
+      const refused = new Map<string, number>()
+      for (let step = 0; step < 60; step++) {
+        const change = random.pick(weighted)
+        each.clock.advance(1_000)
+        edited = new Set()
+        const before = await storeContents(store, companyId)
+        let wasRefused = false
+        try {
+          await changes[change]()
+          made.set(change, (made.get(change) ?? 0) + 1)
+        } catch (error) {
+          if (!(error instanceof ValidationError) || error.issues[0].error !== 'ConflictError') throw error
+          refused.set(change, (refused.get(change) ?? 0) + 1)
+          wasRefused = true
+        }
+        const after = await storeContents(store, companyId)
+        // Refused (a move or a frequency kept by frozen cells, a deleted plan's statement moved back): nothing changed.
+        expect({ step, change, ...(wasRefused ? after : before) }).toEqual({ step, change, ...before })
+        // A statement id is in one environment.
+        const liveIds = new Set(after.live.map((statement) => statement.id))
+        expect({ step, change, inBoth: after.sandbox.filter((statement) => liveIds.has(statement.id)) }).toEqual({
+          step,
+          change,
+          inBoth: [],
+        })
+        // Frozen statements and their lines stay as they were, but for an admin edit of this step.
+        const now = new Map([...after.live, ...after.sandbox].map((statement) => [statement.id, statement]))
+        const frozenBefore = [...before.live, ...before.sandbox].filter(
+          (statement) => statement.status !== 'pending' && !edited.has(statement.id),
+        )
+        expect({ step, change, frozen: frozenBefore.map((statement) => now.get(statement.id)) }).toEqual({
+          step,
+          change,
+          frozen: frozenBefore,
+        })
+        const frozenCells = new Set(frozenBefore.map(cellOf))
+        const linesNow = new Map(after.lines.map((line) => [line.id, line]))
+        const frozenLines = before.lines.filter((line) => frozenCells.has(cellOf(line)))
+        expect({ step, change, lines: frozenLines.map((line) => linesNow.get(line.id)) }).toEqual({ step, change, lines: frozenLines })
+        // A pending statement, and a line of a cell that is not frozen, are of a plan as it is: its environment, its table.
+        const plans = new Map(after.plans.map((plan) => [plan.id, plan]))
+        const frozenNow = new Set([...after.live, ...after.sandbox].filter((statement) => statement.status !== 'pending').map(cellOf))
+        const astray = [
+          ...[...after.live, ...after.sandbox]
+            .filter((statement) => statement.status === 'pending')
+            .filter((statement) => plans.get(statement.plan_id!)?.environment !== statement.environment),
+          ...after.lines
+            .filter((line) => !frozenNow.has(cellOf(line)))
+            .filter(
+              (line) => plans.get(line.plan_id!)?.table_id !== line.table_id || plans.get(line.plan_id!)?.environment !== line.environment,
+            ),
+        ]
+        expect({ step, change, astray }).toEqual({ step, change, astray: [] })
+        // A cell is stated once in an environment: by a plan, or by a deleted plan's frozen statement under its name.
+        const stated = [...after.live, ...after.sandbox].map(
+          (statement) => `${statement.environment}|${statement.plan}|${statement.user_id}|${statement.period}`,
+        )
+        expect({ step, change, twice: stated.filter((cell, index) => stated.indexOf(cell) !== index) }).toEqual({ step, change, twice: [] })
+        await expectExactlyWhatChanged(step, change)
+      }
+      // The seeds are chosen so that every kind of change is made, and moves and changes of frequency are refused.
+      expect([...made.keys()].toSorted()).toEqual(Object.keys(changes).toSorted())
+      expect(refused.get('plan saved')).toBeGreaterThan(0)
+    },
+  )
+})
+
+const quotaOf = (frequency: string) => (frequency === 'monthly' ? 'Monthly bookings' : 'Quarterly new business')

@@ -11,7 +11,7 @@ import { type Issue, NotFoundError, ValidationError } from '../errors.ts'
 import { describePlan, resolveFilters, resolvePlan } from '../fixtures/plan-definitions.ts'
 import { type FixturePlan, FixturePlanSchema } from '../fixtures/schema.ts'
 import { newId } from '../ids.ts'
-import type { DataTable, ExchangeRates, Plan, PlanFilter, Statement } from '../store/model.ts'
+import type { DataTable, Environment, ExchangeRates, Plan, PlanFilter, Statement } from '../store/model.ts'
 import { type Store, StoreConflictError } from '../store/port.ts'
 import { existingCompany } from './company-admin.ts'
 
@@ -86,7 +86,7 @@ export async function savePlan(store: Store, clock: Clock, companyId: string, in
         ])
         const issues: Issue[] = []
         const identity = {
-          id: existing?.id ?? (await deletedPlanNamed(tx, company.id, input)) ?? newId(),
+          id: existing?.id ?? (await deletedPlanNamed(tx, company.id, input.environment ?? 'live', input.name)) ?? newId(),
           created_at: existing?.created_at ?? now,
           modified_at: now,
         }
@@ -176,17 +176,26 @@ async function refuseFrequencyOfFrozenCells(tx: Store, companyId: string, plan: 
  * A plan keeps the environment of its validated and paid cells while they stay: they would stay where they are, under
  * a plan of the other environment, and a plan created there under its name (a new id, the name being free) would
  * state their periods a second time beside them. Only those outside the plan's new environment count: a plan that a
- * version before 2026-11-28 moved away from them may move back to them.
+ * version before 2026-11-28 moved away from them may move back to them. Nor does it move where a deleted plan left
+ * validated and paid statements under its name: it would state their periods a second time beside them.
  */
 async function refuseEnvironmentOfFrozenCells(tx: Store, companyId: string, plan: Plan): Promise<void> {
   const frozen = (await tx.statements.findOfPlan(companyId, plan.id)).find(
     (statement) => statement.status !== 'pending' && statement.environment !== plan.environment,
   )
-  if (!frozen) return
+  if (frozen) {
+    throw new ValidationError({
+      error: 'ConflictError',
+      resource: 'environment',
+      description: `the plan's ${frozen.status} statements are of ${frozen.environment} (period ${frozen.period}): a plan stays in the environment of its validated and paid statements while they stay; create a plan in ${plan.environment} instead`,
+    })
+  }
+  // Created there under its name, a plan would take the deleted plan's id and its frozen cells; moved, it keeps its own.
+  if (!(await deletedPlanNamed(tx, companyId, plan.environment, plan.name))) return
   throw new ValidationError({
     error: 'ConflictError',
     resource: 'environment',
-    description: `the plan's ${frozen.status} statements are of ${frozen.environment} (period ${frozen.period}): a plan stays in the environment of its validated and paid statements while they stay; create a plan in ${plan.environment} instead`,
+    description: `validated or paid statements of a deleted plan named ${plan.name} are in ${plan.environment}: moved there, the plan would state their periods a second time; delete it and create it in ${plan.environment} (it takes them over), or give it another name`,
   })
 }
 
@@ -195,11 +204,8 @@ async function refuseEnvironmentOfFrozenCells(tx: Store, companyId: string, plan
  * plan created under the name takes it, so that those cells stay frozen as they would for a plan replaced, rather
  * than being stated a second time beside them (docs/decisions.md, "A plan deleted and created again").
  */
-async function deletedPlanNamed(tx: Store, companyId: string, input: FixturePlan): Promise<string | null> {
-  const [named, plans] = await Promise.all([
-    tx.statements.planIdsNamed(companyId, input.environment ?? 'live', input.name),
-    tx.plans.list(companyId),
-  ])
+async function deletedPlanNamed(tx: Store, companyId: string, environment: Environment, name: string): Promise<string | null> {
+  const [named, plans] = await Promise.all([tx.statements.planIdsNamed(companyId, environment, name), tx.plans.list(companyId)])
   const saved = new Set(plans.map((plan) => plan.id))
   return named.filter((planId) => !saved.has(planId)).at(-1) ?? null
 }
