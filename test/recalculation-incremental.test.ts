@@ -1,7 +1,7 @@
 import { isDeepStrictEqual } from 'node:util'
 import { describe, expect, it } from 'vitest'
 import { reviseCommissionLine, reviseQuotaValue, reviseStatement } from '../src/admin/data-edits.ts'
-import { deletePlan, savePlan, setExchangeRates } from '../src/admin/plans.ts'
+import { deletePlan, listPlans, savePlan, setExchangeRates } from '../src/admin/plans.ts'
 import { ValidationError } from '../src/errors.ts'
 import { fullRecalculationDryRun, recalculate } from '../src/calculation/recalculation.ts'
 import { loadFixture } from '../src/fixtures/load-fixture.ts'
@@ -554,10 +554,13 @@ async function storeContents(store: Store, companyId: string) {
 
 const cellOf = (row: { plan_id?: string | null; user_id: string; period?: string | null }) => `${row.plan_id}|${row.user_id}|${row.period}`
 
-describe('incremental recalculation, with plans moved, deleted, created again, and replaced with another table or frequency', () => {
-  it.each([1000, 1003, 1006, 1007, 1008, 1009, 1010, 1011])(
-    'leaves what a full recalculation gives and keeps frozen cells as they are (seed %i)',
-    async (seed) => {
+describe('incremental recalculation, with plans moved, deleted, created again, renamed, and replaced with another table or frequency', () => {
+  it.each([
+    ...[1000, 1003, 1006, 1007, 1008, 1009, 1010, 1011].map((seed) => ({ seed, renames: false })),
+    ...[1000, 1001, 1002, 1005].map((seed) => ({ seed, renames: true })),
+  ])(
+    'leaves what a full recalculation gives and keeps frozen cells as they are (seed $seed, plans renamed: $renames)',
+    async ({ seed, renames }) => {
       const random = randomOf(seed)
       const { store, companyId, importCall, expectExactlyWhatChanged } = await incrementalCompany(companyOfBothEnvironments(random))
       const liveOrders = (await store.dataTables.getByKey(companyId, 'live', 'orders'))!
@@ -636,6 +639,15 @@ describe('incremental recalculation, with plans moved, deleted, created again, a
                     : { ...current, rate: random.pick([0.02, 0.04, 0.05, 0.07]) }
           await savePlan(store, each.clock, companyId, input as FixturePlan, stored?.id)
         },
+        'plan renamed': async () => {
+          const listed = await listPlans(store, companyId)
+          if (listed.length === 0) return
+          const { id, ...definition } = random.pick(listed)
+          const taken = new Set(listed.filter((other) => other.environment === definition.environment).map((other) => other.name))
+          const free = ['Whole tiers', 'New business, marginal', 'Renamed'].filter((name) => !taken.has(name))
+          if (free.length === 0) return
+          await savePlan(store, each.clock, companyId, { ...definition, name: random.pick(free) } as FixturePlan, id)
+        },
         'plan deleted': async () => {
           const stored = await named(random.pick(definitions).name)
           if (stored) await deletePlan(store, companyId, stored.id)
@@ -653,6 +665,7 @@ describe('incremental recalculation, with plans moved, deleted, created again, a
         'line of a frozen cell edited',
         ...Array<string>(5).fill('plan saved'),
         'plan deleted',
+        ...(renames ? ['plan renamed'] : []),
       ]
       const made = new Map<string, number>()
       const refused = new Map<string, number>()
@@ -666,12 +679,14 @@ describe('incremental recalculation, with plans moved, deleted, created again, a
           await changes[change]()
           made.set(change, (made.get(change) ?? 0) + 1)
         } catch (error) {
-          if (!(error instanceof ValidationError) || error.issues[0].error !== 'ConflictError') throw error
+          if (!(error instanceof ValidationError) || (error.issues[0].error !== 'ConflictError' && error.issues[0].resource !== 'name'))
+            throw error
           refused.set(change, (refused.get(change) ?? 0) + 1)
           wasRefused = true
         }
         const after = await storeContents(store, companyId)
-        // Refused (a move or a frequency kept by frozen cells, a deleted plan's statement moved back): nothing changed.
+        // Refused (a move or a frequency kept by frozen cells, a deleted plan's statement moved back, a plan moved where
+        // a renamed one took its name): nothing changed.
         expect({ step, change, ...(wasRefused ? after : before) }).toEqual({ step, change, ...before })
         // A statement id is in one environment.
         const liveIds = new Set(after.live.map((statement) => statement.id))
@@ -709,14 +724,20 @@ describe('incremental recalculation, with plans moved, deleted, created again, a
         ]
         expect({ step, change, astray }).toEqual({ step, change, astray: [] })
         // A cell is stated once in an environment: by a plan, or by a deleted plan's frozen statement under its name.
+        // Not once a plan was renamed: its frozen statements keep the name they were stated under, and a plan renamed
+        // to a deleted plan's name, or created under a renamed plan's former one, is another plan (docs/decisions.md).
         const stated = [...after.live, ...after.sandbox].map(
           (statement) => `${statement.environment}|${statement.plan}|${statement.user_id}|${statement.period}`,
         )
-        expect({ step, change, twice: stated.filter((cell, index) => stated.indexOf(cell) !== index) }).toEqual({ step, change, twice: [] })
+        expect({
+          step,
+          change,
+          twice: made.has('plan renamed') ? [] : stated.filter((cell, index) => stated.indexOf(cell) !== index),
+        }).toEqual({ step, change, twice: [] })
         await expectExactlyWhatChanged(step, change)
       }
       // The seeds are chosen so that every kind of change is made, and moves and changes of frequency are refused.
-      expect([...made.keys()].toSorted()).toEqual(Object.keys(changes).toSorted())
+      expect([...made.keys()].toSorted()).toEqual([...new Set(weighted)].toSorted())
       expect(refused.get('plan saved')).toBeGreaterThan(0)
     },
   )
