@@ -470,19 +470,7 @@ describe('plans and exchange rates through the admin routes', () => {
   })
 
   it('lets a plan of its name take over the paid statements an earlier version left behind once the plan that left them is deleted', async () => {
-    const { companyId, plans, plain, created, liveStatements } = await companyWithMovingPlan('Deleted away from its paid April', [])
-    const [april] = await liveStatements()
-    const paid = await h.admin(`/admin/companies/${companyId}/statements/${april.id}`, { method: 'PATCH', body: { status: 'paid' } })
-    expect(paid.status, paid.text).toBe(200)
-    const paidApril = (await liveStatements())[0]
-    // Moved to the sandbox by a version before 2026-11-28, its pending May dropped: its paid April stayed in live.
-    const { store } = h.server
-    const plan = (await store.plans.get(companyId, created.body.plan.id))!
-    const sandboxDeals = (await store.dataTables.getByKey(companyId, 'sandbox', 'deals'))!
-    await store.plans.save([{ ...plan, environment: 'sandbox', table_id: sandboxDeals.id }])
-    const [may] = (await store.statements.findOfPlan(companyId, plan.id)).filter((statement) => statement.status === 'pending')
-    await store.statements.deleteMany(companyId, [may.id])
-
+    const { plans, plain, plan, paidApril, liveStatements } = await planMovedAwayFromItsPaidApril('Deleted away from its paid April')
     expect(await h.admin(`${plans}/${plan.id}`, { method: 'DELETE' })).toMatchObject({ status: 204 })
     const again = await h.admin(plans, { method: 'POST', body: { ...plain, name: 'Moving' } })
     expect(again.status, again.text).toBe(201)
@@ -512,19 +500,7 @@ describe('plans and exchange rates through the admin routes', () => {
   })
 
   it('moves a plan that an earlier version moved away from its paid statements back to them, and no further while they stay', async () => {
-    const { companyId, plans, plain, created, liveStatements } = await companyWithMovingPlan('Moved away from its paid April', [])
-    const [april] = await liveStatements()
-    const paid = await h.admin(`/admin/companies/${companyId}/statements/${april.id}`, { method: 'PATCH', body: { status: 'paid' } })
-    expect(paid.status, paid.text).toBe(200)
-    const paidApril = (await liveStatements())[0]
-    // Moved to the sandbox by a version before 2026-11-28: its paid April stayed in live, and May, of no sandbox deal, went.
-    const { store } = h.server
-    const plan = (await store.plans.get(companyId, created.body.plan.id))!
-    const sandboxDeals = (await store.dataTables.getByKey(companyId, 'sandbox', 'deals'))!
-    await store.plans.save([{ ...plan, environment: 'sandbox', table_id: sandboxDeals.id }])
-    const [may] = (await store.statements.findOfPlan(companyId, plan.id)).filter((statement) => statement.status === 'pending')
-    await store.statements.deleteMany(companyId, [may.id])
-    expect(await liveStatements()).toEqual([paidApril])
+    const { plans, plain, plan, paidApril, liveStatements } = await planMovedAwayFromItsPaidApril('Moved away from its paid April')
     // A live plan of its name would state April a second time beside it: refused, created or renamed.
     const beside = await h.admin(plans, { method: 'POST', body: { ...plain, name: 'Moving' } })
     expect(beside.status, beside.text).toBe(400)
@@ -988,6 +964,26 @@ describe('an edit of a metric racing a plan that starts writing it', () => {
  * A company whose deals table is in both environments (the sandbox's with `sandboxDeals`), and a plain live plan
  * 'Moving' on it, without quota, tiers or metrics; with how to read its live statements.
  */
+/**
+ * A plan whose April is paid, moved to the sandbox as a version before 2026-11-28 moved it: its paid April stayed in
+ * live, and its pending May, of no sandbox deal, went.
+ */
+async function planMovedAwayFromItsPaidApril(name: string) {
+  const { companyId, plans, plain, created, liveStatements } = await companyWithMovingPlan(name, [])
+  const [april] = await liveStatements()
+  const paid = await h.admin(`/admin/companies/${companyId}/statements/${april.id}`, { method: 'PATCH', body: { status: 'paid' } })
+  expect(paid.status, paid.text).toBe(200)
+  const paidApril = (await liveStatements())[0]
+  const { store } = h.server
+  const plan = (await store.plans.get(companyId, created.body.plan.id))!
+  const sandboxDeals = (await store.dataTables.getByKey(companyId, 'sandbox', 'deals'))!
+  await store.plans.save([{ ...plan, environment: 'sandbox', table_id: sandboxDeals.id }])
+  const [may] = (await store.statements.findOfPlan(companyId, plan.id)).filter((statement) => statement.status === 'pending')
+  await store.statements.deleteMany(companyId, [may.id])
+  expect(await liveStatements()).toEqual([paidApril])
+  return { companyId, plans, plain, plan, paidApril, liveStatements }
+}
+
 async function companyWithMovingPlan(name: string, sandboxDeals: ReturnType<typeof deal>[]) {
   const fixture = plannedCompany()
   const { companyId, apiKey } = await h.server.load({
