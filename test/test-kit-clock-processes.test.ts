@@ -232,6 +232,13 @@ describe('a process on the system clock beside processes on the controlled one',
     expect(warned.code).toBe(0)
     expect(warned.stderr).toContain("this process runs CLOCK=system, and the store's controlled clock was moved")
     expect((await drain({ CLOCK: 'controlled' })).stderr).not.toContain('CLOCK=system')
+    // A command that writes nothing stamps nothing: no warning.
+    const backup = await runCliAsync(['backup', join(dir, 'copy.sqlite')], { DATA_DIR: dir })
+    expect(backup.code, backup.stderr).toBe(0)
+    expect(backup.stderr).not.toContain('CLOCK=system')
+    const problems = await runCliAsync(['calculation-problems', '--company', companyId], { DATA_DIR: dir })
+    expect(problems.code, problems.stderr).toBe(0)
+    expect(problems.stderr).not.toContain('CLOCK=system')
     rmSync(dir, { recursive: true, force: true })
   })
 })
