@@ -4,9 +4,9 @@ import { carriesSecret, secretsOf } from './auth/api-keys.ts'
 import type { LogLevel } from './config.ts'
 
 /**
- * The query parameters of the interface, whose values are logged. Any other parameter's value is replaced: a
- * client may put a secret under any name (`?password=`, `?auth=`, `?k=`), and a list of secret-looking names
- * always misses one.
+ * The query parameters of the interface and of the admin routes, whose values are logged. Any other parameter's value
+ * is replaced: a client may put a secret under any name (`?password=`, `?auth=`, `?k=`), and a list of secret-looking
+ * names always misses one. (A value of the service's key form is replaced under any name: `carriesSecret`.)
  */
 const LOGGED_QUERY_PARAMETERS = new Set([
   'start_id',
@@ -17,6 +17,12 @@ const LOGGED_QUERY_PARAMETERS = new Set([
   'debounce',
   'all',
   'keep_overrides',
+  // The admin routes': an operator reads in the log what a drain waited for, or what a journal read asked.
+  'timeout_ms',
+  'status',
+  'method',
+  'since',
+  'path_prefix',
 ])
 
 export const REDACTED = '[Redacted]'

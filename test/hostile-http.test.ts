@@ -217,6 +217,18 @@ describe('hostile HTTP: every refusal in the documented bodies', () => {
     expect((lines.at(-1)!.req as { url: string }).url).toBe('/v2/data-structures?limit=5&token=%5BRedacted%5D')
   })
 
+  it("logs the values of the admin routes' parameters, and no other", async () => {
+    await server.call('/admin/companies/x/requests?method=GET&status=200&since=2026-01-01T00:00:00Z&path_prefix=/v1&token=s')
+    await server.call('/admin/companies/x/imports/drain?timeout_ms=1000', { method: 'POST' })
+    const urls = server.logs.map((line) => (line.req as { url?: string } | undefined)?.url)
+    expect(urls).toEqual(
+      expect.arrayContaining([
+        '/admin/companies/x/requests?method=GET&status=200&since=2026-01-01T00%3A00%3A00Z&path_prefix=%2Fv1&token=%5BRedacted%5D',
+        '/admin/companies/x/imports/drain?timeout_ms=1000',
+      ]),
+    )
+  })
+
   it('logs a URL of thousands of parameter names with each unknown name once, redacted, and the known ones as sent', async () => {
     const names = Array.from({ length: 2000 }, (_, index) => `p${index}`)
     const reply = await server.call(`/health/live?${names.join('&')}&limit=1&p7=again&limit=2`, {
