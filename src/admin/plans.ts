@@ -85,8 +85,15 @@ export async function savePlan(store: Store, clock: Clock, companyId: string, in
           tx.metrics.list(company.id),
         ])
         const issues: Issue[] = []
+        const environment = input.environment ?? 'live'
+        // Who states results under the name the plan takes, when it takes one (created, renamed or moved): read once,
+        // for its identity and the refusals below.
+        const named =
+          existing?.name === input.name && existing.environment === environment
+            ? null
+            : await plansStatedUnder(tx, company.id, environment, input.name)
         const identity = {
-          id: existing?.id ?? (await deletedPlanNamed(tx, company.id, input.environment ?? 'live', input.name)) ?? newId(),
+          id: existing?.id ?? named?.deleted ?? newId(),
           created_at: existing?.created_at ?? now,
           modified_at: now,
         }
@@ -97,11 +104,12 @@ export async function savePlan(store: Store, clock: Clock, companyId: string, in
         // A replacement that keeps its frequency is never refused for it (a store may hold a plan whose frequency an
         // earlier version let change under its frozen cells); one created may take a deleted plan's frozen cells.
         if (existing?.frequency !== plan.frequency) await refuseFrequencyOfFrozenCells(tx, company.id, plan)
-        if (existing && existing.environment !== plan.environment) await refuseEnvironmentOfFrozenCells(tx, company.id, plan)
+        if (existing && existing.environment !== plan.environment)
+          await refuseEnvironmentOfFrozenCells(tx, company.id, plan, named?.deleted ?? null)
         // A replacement moved to another environment meets that environment's loaded results under its name.
-        if (existing?.name !== plan.name || existing.environment !== plan.environment) {
+        if (named) {
           await refuseNameOfLoadedResults(tx, company.id, plan)
-          await refuseNameOfResultsLeftBehind(tx, company.id, plan)
+          refuseNameOfResultsLeftBehind(plan, named.saved)
         }
         // Its lines are read by the table they were calculated from: those of the table it no longer reads would
         // never be found again, and a cell recalculated in part would count them as records.
@@ -144,9 +152,8 @@ async function refuseNameOfLoadedResults(tx: Store, companyId: string, plan: Pla
  * A plan of that name, another id, would state their periods a second time beside them; moving their plan back to
  * them (which `refuseEnvironmentOfFrozenCells` allows) puts them together again.
  */
-async function refuseNameOfResultsLeftBehind(tx: Store, companyId: string, plan: Plan): Promise<void> {
-  const [named, plans] = await Promise.all([tx.statements.planIdsNamed(companyId, plan.environment, plan.name), tx.plans.list(companyId)])
-  const away = plans.find((other) => other.id !== plan.id && other.environment !== plan.environment && named.includes(other.id))
+function refuseNameOfResultsLeftBehind(plan: Plan, statingPlans: readonly Plan[]): void {
+  const away = statingPlans.find((other) => other.id !== plan.id && other.environment !== plan.environment)
   if (!away) return
   throw new ValidationError({
     error: 'ConflictError',
@@ -179,7 +186,7 @@ async function refuseFrequencyOfFrozenCells(tx: Store, companyId: string, plan: 
  * version before 2026-11-28 moved away from them may move back to them. Nor does it move where a deleted plan left
  * validated and paid statements under its name: it would state their periods a second time beside them.
  */
-async function refuseEnvironmentOfFrozenCells(tx: Store, companyId: string, plan: Plan): Promise<void> {
+async function refuseEnvironmentOfFrozenCells(tx: Store, companyId: string, plan: Plan, deletedPlanId: string | null): Promise<void> {
   const frozen = (await tx.statements.findOfPlan(companyId, plan.id)).find(
     (statement) => statement.status !== 'pending' && statement.environment !== plan.environment,
   )
@@ -191,7 +198,7 @@ async function refuseEnvironmentOfFrozenCells(tx: Store, companyId: string, plan
     })
   }
   // Created there under its name, a plan would take the deleted plan's id and its frozen cells; moved, it keeps its own.
-  if (!(await deletedPlanNamed(tx, companyId, plan.environment, plan.name))) return
+  if (!deletedPlanId) return
   throw new ValidationError({
     error: 'ConflictError',
     resource: 'environment',
@@ -200,14 +207,24 @@ async function refuseEnvironmentOfFrozenCells(tx: Store, companyId: string, plan
 }
 
 /**
- * The id of a deleted plan whose validated and paid results are stated under this name (the latest such plan): a
- * plan created under the name takes it, so that those cells stay frozen as they would for a plan replaced, rather
- * than being stated a second time beside them (docs/decisions.md, "A plan deleted and created again").
+ * The plans whose statements in `environment` are stated under `name`: those saved, and the latest deleted one, whose
+ * validated and paid results stay. A plan created under the name takes the deleted one's id, so that those cells stay
+ * frozen as they would for a plan replaced, rather than being stated a second time beside them (docs/decisions.md, "A
+ * plan deleted and created again").
  */
-async function deletedPlanNamed(tx: Store, companyId: string, environment: Environment, name: string): Promise<string | null> {
+async function plansStatedUnder(
+  tx: Store,
+  companyId: string,
+  environment: Environment,
+  name: string,
+): Promise<{ saved: Plan[]; deleted: string | null }> {
   const [named, plans] = await Promise.all([tx.statements.planIdsNamed(companyId, environment, name), tx.plans.list(companyId)])
-  const saved = new Set(plans.map((plan) => plan.id))
-  return named.filter((planId) => !saved.has(planId)).at(-1) ?? null
+  const savedIds = new Set(plans.map((plan) => plan.id))
+  const stating = new Set(named)
+  return {
+    saved: plans.filter((plan) => stating.has(plan.id)),
+    deleted: named.filter((planId) => !savedIds.has(planId)).at(-1) ?? null,
+  }
 }
 
 /** Deletes a plan with its pending results; its validated and paid statements (and their lines) stay. Answers its id as stored. */
